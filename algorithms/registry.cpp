@@ -1,0 +1,71 @@
+#include "algorithms/registry.hpp"
+
+#include <charconv>
+
+#include "algorithms/generators.hpp"
+#include "common/error.hpp"
+
+namespace ssim::alg {
+
+int Options::get_int(std::string_view key, int fallback, int lo, int hi) const {
+  auto it = values_.find(std::string(key));
+  if (it == values_.end()) return fallback;
+  const std::string& text = it->second;
+  long long v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr != text.data() + text.size()) {
+    throw InputError("option " + std::string(key) + "=" + text + ": expected an integer");
+  }
+  if (v < lo || v > hi) {
+    throw InputError("option " + std::string(key) + "=" + text + ": must be in [" + std::to_string(lo) + ", " +
+                     std::to_string(hi) + "]");
+  }
+  return static_cast<int>(v);
+}
+
+std::string Options::get_string(std::string_view key, std::string fallback) const {
+  auto it = values_.find(std::string(key));
+  return it == values_.end() ? fallback : it->second;
+}
+
+const std::vector<AlgorithmInfo>& algorithms() {
+  static const std::vector<AlgorithmInfo> registry = {
+      ring_info(),
+  };
+  return registry;
+}
+
+const AlgorithmInfo& find_algorithm(std::string_view name) {
+  std::string names;
+  for (const AlgorithmInfo& a : algorithms()) {
+    if (a.name == name) return a;
+    names += (names.empty() ? "" : ", ") + a.name;
+  }
+  throw InputError("unknown algorithm '" + std::string(name) + "' (valid: " + names + ")");
+}
+
+Schedule generate(std::string_view name, int ranks, const Options& options) {
+  const AlgorithmInfo& info = find_algorithm(name);
+  if (!info.supports_ranks(ranks)) {
+    throw InputError("algorithm " + info.name + " does not support " + std::to_string(ranks) +
+                     " ranks (supported: " + info.supported_ranks + ")");
+  }
+  for (const auto& [key, value] : options.values()) {
+    bool known = false;
+    std::string list;
+    for (const OptionSpec& spec : info.options) {
+      known = known || spec.name == key;
+      list += (list.empty() ? "" : ", ") + spec.name;
+    }
+    if (!known) {
+      throw InputError("algorithm " + info.name + " has no option '" + key + "' (" +
+                       (list.empty() ? std::string("it takes no options") : "options: " + list) + ")");
+    }
+  }
+  Schedule s = info.generate(ranks, options);
+  s.algorithm = info.name;
+  for (const auto& [key, value] : options.values()) s.options[key] = value;
+  return s;
+}
+
+}  // namespace ssim::alg

@@ -1,0 +1,61 @@
+// The algorithm registry: name -> generator(ranks, options) -> Schedule.
+//
+//   Options opts;  opts.set("straggler", "3");
+//   Schedule s = generate("stragglar", 8, opts);     // throws ssim::InputError on bad input
+//   for (const AlgorithmInfo& a : algorithms()) std::cout << a.name << "\n";
+//
+// Every algorithm is written once for every rank count, in its own file, and declares the
+// rank counts and options it supports here. Unknown names, unsupported rank counts and bad
+// options are InputErrors that say what is supported.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "algorithms/schedule.hpp"
+
+namespace ssim::alg {
+
+// Raw key=value options as the user gave them; typed access with validation.
+class Options {
+ public:
+  Options() = default;
+  explicit Options(std::map<std::string, std::string> values) : values_(std::move(values)) {}
+
+  void set(std::string key, std::string value) { values_[std::move(key)] = std::move(value); }
+  bool has(std::string_view key) const { return values_.find(std::string(key)) != values_.end(); }
+  // Integer option; `fallback` when absent; InputError when not an integer or outside [lo, hi].
+  int get_int(std::string_view key, int fallback, int lo, int hi) const;
+  std::string get_string(std::string_view key, std::string fallback) const;
+  const std::map<std::string, std::string>& values() const { return values_; }
+
+ private:
+  std::map<std::string, std::string> values_;
+};
+
+struct OptionSpec {
+  std::string name;
+  std::string description;
+  std::string default_value;  // as text, e.g. "n-1" or "4"
+};
+
+struct AlgorithmInfo {
+  std::string name;
+  std::string description;
+  std::string supported_ranks;              // human-readable, e.g. "n >= 2"
+  std::function<bool(int)> supports_ranks;  // the exact rule
+  std::vector<OptionSpec> options;
+  std::function<Schedule(int, const Options&)> generate;
+  bool straggler_aware = false;  // takes the `straggler` option
+};
+
+const std::vector<AlgorithmInfo>& algorithms();
+// Throws InputError listing the valid names.
+const AlgorithmInfo& find_algorithm(std::string_view name);
+// Validates ranks and option names, generates, and records the options in the metadata.
+Schedule generate(std::string_view name, int ranks, const Options& options);
+
+}  // namespace ssim::alg

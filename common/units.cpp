@@ -1,0 +1,176 @@
+#include "common/units.hpp"
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <utility>
+
+#include "common/error.hpp"
+
+namespace ssim {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// Splits "12.5 MiB" into 12.5 and "MiB". Throws when no number leads the text.
+std::pair<double, std::string_view> split_number(std::string_view text, const char* what,
+                                                 const char* accepted) {
+  std::string_view s = trim(text);
+  double value = 0.0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc() || s.empty()) {
+    throw InputError("invalid " + std::string(what) + " '" + std::string(text) +
+                     "': expected a number followed by a unit (" + accepted + ")");
+  }
+  if (!std::isfinite(value)) {
+    throw InputError("invalid " + std::string(what) + " '" + std::string(text) + "': not finite");
+  }
+  std::string_view unit = trim(s.substr(static_cast<std::size_t>(ptr - s.data())));
+  return {value, unit};
+}
+
+struct Unit {
+  std::string_view name;
+  double factor;
+};
+
+template <std::size_t N>
+double lookup(std::string_view unit, const std::array<Unit, N>& table, std::string_view text,
+              const char* what, const char* accepted) {
+  for (const Unit& u : table) {
+    if (u.name == unit) return u.factor;
+  }
+  throw InputError("invalid " + std::string(what) + " '" + std::string(text) + "': unknown unit '" +
+                   std::string(unit) + "' (accepted: " + accepted + ")");
+}
+
+constexpr const char* kTimeUnits = "s, ms, us, ns, ps";
+constexpr std::array<Unit, 5> kTime{{{"s", 1.0}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}, {"ps", 1e-12}}};
+
+constexpr const char* kByteUnits = "B, KB, MB, GB, TB, KiB, MiB, GiB, TiB";
+constexpr std::array<Unit, 9> kBytes{{{"B", 1.0},
+                                      {"KB", 1e3},
+                                      {"MB", 1e6},
+                                      {"GB", 1e9},
+                                      {"TB", 1e12},
+                                      {"KiB", 1024.0},
+                                      {"MiB", 1024.0 * 1024},
+                                      {"GiB", 1024.0 * 1024 * 1024},
+                                      {"TiB", 1024.0 * 1024 * 1024 * 1024}}};
+
+constexpr const char* kBandwidthUnits =
+    "B/s, KB/s, MB/s, GB/s, TB/s, KiB/s, MiB/s, GiB/s, TiB/s, bps, Kbps, Mbps, Gbps, Tbps";
+constexpr std::array<Unit, 18> kBandwidth{{{"B/s", 1.0},
+                                           {"KB/s", 1e3},
+                                           {"MB/s", 1e6},
+                                           {"GB/s", 1e9},
+                                           {"TB/s", 1e12},
+                                           {"KiB/s", 1024.0},
+                                           {"MiB/s", 1024.0 * 1024},
+                                           {"GiB/s", 1024.0 * 1024 * 1024},
+                                           {"TiB/s", 1024.0 * 1024 * 1024 * 1024},
+                                           {"bps", 1.0 / 8},
+                                           {"Kbps", 1e3 / 8},
+                                           {"Mbps", 1e6 / 8},
+                                           {"Gbps", 1e9 / 8},
+                                           {"Tbps", 1e12 / 8},
+                                           {"bit/s", 1.0 / 8},
+                                           {"Kbit/s", 1e3 / 8},
+                                           {"Mbit/s", 1e6 / 8},
+                                           {"Gbit/s", 1e9 / 8}}};
+
+constexpr const char* kPerByteUnits = "s/B, ms/B, us/B, ns/B, ps/B";
+constexpr std::array<Unit, 5> kPerByte{
+    {{"s/B", 1.0}, {"ms/B", 1e-3}, {"us/B", 1e-6}, {"ns/B", 1e-9}, {"ps/B", 1e-12}}};
+
+}  // namespace
+
+Seconds parse_time(std::string_view text) {
+  auto [value, unit] = split_number(text, "time", kTimeUnits);
+  if (unit.empty() && value != 0.0) {
+    throw InputError("invalid time '" + std::string(text) + "': a unit is required (" + kTimeUnits + ")");
+  }
+  double factor = unit.empty() ? 1.0 : lookup(unit, kTime, text, "time", kTimeUnits);
+  if (value < 0) throw InputError("invalid time '" + std::string(text) + "': must not be negative");
+  return Seconds{value * factor};
+}
+
+Bytes parse_bytes(std::string_view text) {
+  auto [value, unit] = split_number(text, "size", kByteUnits);
+  double factor = unit.empty() ? 1.0 : lookup(unit, kBytes, text, "size", kByteUnits);
+  if (value < 0) throw InputError("invalid size '" + std::string(text) + "': must not be negative");
+  double bytes = value * factor;
+  if (bytes > 9.0e18) throw InputError("invalid size '" + std::string(text) + "': too large");
+  double whole = std::round(bytes);
+  if (std::fabs(bytes - whole) > 1e-6 * std::max(1.0, bytes)) {
+    throw InputError("invalid size '" + std::string(text) + "': not a whole number of bytes");
+  }
+  return Bytes{static_cast<std::uint64_t>(whole)};
+}
+
+BytesPerSecond parse_bandwidth(std::string_view text) {
+  auto [value, unit] = split_number(text, "bandwidth", kBandwidthUnits);
+  if (unit.empty()) {
+    throw InputError("invalid bandwidth '" + std::string(text) + "': a unit is required (" +
+                     kBandwidthUnits + ")");
+  }
+  double factor = lookup(unit, kBandwidth, text, "bandwidth", kBandwidthUnits);
+  if (value <= 0) throw InputError("invalid bandwidth '" + std::string(text) + "': must be > 0");
+  return BytesPerSecond{value * factor};
+}
+
+SecondsPerByte parse_seconds_per_byte(std::string_view text) {
+  auto [value, unit] = split_number(text, "per-byte cost", kPerByteUnits);
+  if (unit.empty() && value != 0.0) {
+    throw InputError("invalid per-byte cost '" + std::string(text) + "': a unit is required (" +
+                     kPerByteUnits + ")");
+  }
+  double factor = unit.empty() ? 1.0 : lookup(unit, kPerByte, text, "per-byte cost", kPerByteUnits);
+  if (value < 0) throw InputError("invalid per-byte cost '" + std::string(text) + "': must not be negative");
+  return SecondsPerByte{value * factor};
+}
+
+std::string format_time(Seconds t) {
+  char buf[64];
+  double v = t.value;
+  if (v == 0) return "0s";
+  if (std::fabs(v) >= 1) std::snprintf(buf, sizeof buf, "%.3fs", v);
+  else if (std::fabs(v) >= 1e-3) std::snprintf(buf, sizeof buf, "%.3fms", v * 1e3);
+  else if (std::fabs(v) >= 1e-6) std::snprintf(buf, sizeof buf, "%.3fus", v * 1e6);
+  else std::snprintf(buf, sizeof buf, "%.3fns", v * 1e9);
+  return buf;
+}
+
+std::string format_bytes(Bytes b) {
+  static constexpr std::array<const char*, 5> names{"B", "KiB", "MiB", "GiB", "TiB"};
+  std::uint64_t v = b.value;
+  std::size_t i = 0;
+  while (i + 1 < names.size() && v >= 1024 && v % 1024 == 0) {
+    v /= 1024;
+    ++i;
+  }
+  if (i == 0 && b.value >= 1024) {
+    char buf[64];
+    double d = static_cast<double>(b.value);
+    while (i + 1 < names.size() && d >= 1024) {
+      d /= 1024;
+      ++i;
+    }
+    std::snprintf(buf, sizeof buf, "%.2f%s", d, names[i]);
+    return buf;
+  }
+  return std::to_string(v) + names[i];
+}
+
+std::string format_bandwidth(BytesPerSecond bw) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2fGB/s", bw.value / 1e9);
+  return buf;
+}
+
+}  // namespace ssim

@@ -1,0 +1,21 @@
+// The `stragglesim` subcommands. Each add_*_command registers a CLI11 subcommand whose
+// callback does the work; errors are thrown as ssim::InputError and reported once in main().
+//
+//   CLI::App app{"stragglesim"};
+//   ssim::exp::add_schedule_commands(app);
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+namespace ssim::exp {
+
+// `schedule`, `verify`, `algorithms`.
+void add_schedule_commands(CLI::App& app);
+
+// Reads a whole file, or stdin for "-". Throws InputError naming the path when it cannot.
+std::string read_input(const std::string& path);
+// Writes to a file, or stdout for "" or "-".
+void write_output(const std::string& path, const std::string& text);
+
+}  // namespace ssim::exp

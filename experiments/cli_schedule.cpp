@@ -1,0 +1,141 @@
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+#include "algorithms/registry.hpp"
+#include "algorithms/schedule_json.hpp"
+#include "algorithms/verifier.hpp"
+#include "common/error.hpp"
+#include "experiments/cli_commands.hpp"
+
+namespace ssim::exp {
+namespace {
+
+using alg::Op;
+using alg::Schedule;
+
+std::string chunk_text(const alg::Transfer& t) {
+  if (t.chunk_count() == 1) return "c" + std::to_string(t.chunk_begin);
+  return "c" + std::to_string(t.chunk_begin) + ".." + std::to_string(t.chunk_end - 1);
+}
+
+// One line per round: "R3 reduce-scatter: 0>1 c2+ | 1>2 c3=" ('+' reduce, '=' copy).
+std::string format_text(const Schedule& s) {
+  std::ostringstream os;
+  os << "# " << s.algorithm << " " << alg::to_string(s.collective) << ", " << s.ranks << " ranks, " << s.chunks
+     << " chunks, " << s.rounds.size() << " rounds";
+  if (s.straggler) os << ", straggler " << *s.straggler;
+  os << "\n# a>b cK+ : a sends chunk K to b, b reduces; '=' : b copies; cK..M : chunks K to M\n";
+  for (std::size_t i = 0; i < s.rounds.size(); ++i) {
+    const alg::Round& r = s.rounds[i];
+    os << "R" << i;
+    if (!r.phase.empty()) os << " " << r.phase;
+    os << ":";
+    for (std::size_t k = 0; k < r.transfers.size(); ++k) {
+      const alg::Transfer& t = r.transfers[k];
+      os << (k ? " | " : " ") << t.src << ">" << t.dst << " " << chunk_text(t) << (t.op == Op::reduce ? "+" : "=");
+    }
+    os << "\n";
+  }
+  return os.str();
+}
+
+struct ScheduleArgs {
+  std::string algorithm;
+  int ranks = 0;
+  int straggler = -1;
+  std::vector<std::string> options;
+  std::string format = "text";
+  std::string output;
+};
+
+void run_schedule(const ScheduleArgs& a) {
+  const alg::AlgorithmInfo& info = alg::find_algorithm(a.algorithm);
+  alg::Options options;
+  for (const std::string& kv : a.options) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw InputError("--option '" + kv + "': expected key=value");
+    }
+    options.set(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  if (a.straggler >= 0) {
+    if (!info.straggler_aware) {
+      throw InputError("--straggler: algorithm " + info.name + " is not straggler-aware (it has no straggler option)");
+    }
+    if (options.has("straggler")) throw InputError("give the straggler either with --straggler or --option, not both");
+    options.set("straggler", std::to_string(a.straggler));
+  }
+  Schedule s = alg::generate(a.algorithm, a.ranks, options);
+  const alg::VerifyResult v = alg::verify(s);
+  if (!v.ok()) {
+    throw InternalError("generated " + info.name + " schedule for " + std::to_string(a.ranks) +
+                        " ranks fails verification: " + v.error->to_string());
+  }
+  write_output(a.output, a.format == "json" ? alg::schedule_to_json(s) : format_text(s));
+}
+
+void run_verify(const std::string& path) {
+  const std::string text = read_input(path);
+  const Schedule s = alg::read_schedule_json(text, path == "-" ? "<stdin>" : path);
+  const alg::VerifyResult v = alg::verify(s);
+  if (!v.ok()) throw InputError((path == "-" ? std::string("<stdin>") : path) + ": " + v.error->to_string());
+  std::cout << "ok: " << (s.algorithm.empty() ? "schedule" : s.algorithm) << " is a correct "
+            << alg::to_string(s.collective) << "\n"
+            << alg::format_summary(v.summary);
+}
+
+void run_list() {
+  for (const alg::AlgorithmInfo& a : alg::algorithms()) {
+    std::cout << a.name << "  (" << a.supported_ranks << ")\n    " << a.description << "\n";
+    for (const alg::OptionSpec& o : a.options) {
+      std::cout << "    option " << o.name << " (default " << o.default_value << "): " << o.description << "\n";
+    }
+  }
+}
+
+}  // namespace
+
+std::string read_input(const std::string& path) {
+  if (path == "-") {
+    return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path + ": cannot open file for reading");
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void write_output(const std::string& path, const std::string& text) {
+  if (path.empty() || path == "-") {
+    std::cout << text;
+    return;
+  }
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw InputError(path + ": cannot open file for writing");
+  out << text;
+  if (!out) throw InputError(path + ": write failed");
+}
+
+void add_schedule_commands(CLI::App& app) {
+  auto args = std::make_shared<ScheduleArgs>();
+  CLI::App* sched = app.add_subcommand("schedule", "Generate, verify and print an AllReduce schedule");
+  sched->add_option("algorithm", args->algorithm, "Algorithm name (see `stragglesim algorithms`)")->required();
+  sched->add_option("--ranks,-n", args->ranks, "Number of ranks")->required()->check(CLI::Range(1, 1 << 20));
+  sched->add_option("--straggler", args->straggler, "Straggler rank for straggler-aware algorithms")
+      ->check(CLI::NonNegativeNumber);
+  sched->add_option("--option", args->options, "Algorithm option key=value (repeatable)");
+  sched->add_option("--format", args->format, "Output format")->check(CLI::IsMember({"text", "json"}));
+  sched->add_option("-o,--output", args->output, "Write to FILE instead of stdout");
+  sched->callback([args] { run_schedule(*args); });
+
+  auto path = std::make_shared<std::string>();
+  CLI::App* ver = app.add_subcommand("verify", "Verify a schedule in the JSON form; print its summary or first error");
+  ver->add_option("file", *path, "Schedule JSON file, or - for stdin")->required();
+  ver->callback([path] { run_verify(*path); });
+
+  CLI::App* list = app.add_subcommand("algorithms", "List the algorithms, the rank counts and options they support");
+  list->callback(run_list);
+}
+
+}  // namespace ssim::exp

@@ -1,0 +1,43 @@
+// Checking wrappers for every CUDA and NCCL call: a failure throws ssim::gpu::DeviceError
+// naming the call, the file and line, and the library's own error string.
+//
+//   SSIM_CUDA(cudaSetDevice(dev));
+//   SSIM_NCCL(ncclGroupStart());
+#pragma once
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace ssim::gpu {
+
+class DeviceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+[[noreturn]] inline void cuda_failed(cudaError_t e, const char* call, const char* file, int line) {
+  throw DeviceError(std::string("CUDA call ") + call + " failed at " + file + ":" + std::to_string(line) + ": " +
+                    cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+}
+
+[[noreturn]] inline void nccl_failed(ncclResult_t r, const char* call, const char* file, int line) {
+  throw DeviceError(std::string("NCCL call ") + call + " failed at " + file + ":" + std::to_string(line) + ": " +
+                    ncclGetErrorString(r));
+}
+
+}  // namespace ssim::gpu
+
+#define SSIM_CUDA(call)                                                                  \
+  do {                                                                                   \
+    const cudaError_t ssim_cuda_err_ = (call);                                           \
+    if (ssim_cuda_err_ != cudaSuccess) ::ssim::gpu::cuda_failed(ssim_cuda_err_, #call, __FILE__, __LINE__); \
+  } while (0)
+
+#define SSIM_NCCL(call)                                                                  \
+  do {                                                                                   \
+    const ncclResult_t ssim_nccl_res_ = (call);                                          \
+    if (ssim_nccl_res_ != ncclSuccess) ::ssim::gpu::nccl_failed(ssim_nccl_res_, #call, __FILE__, __LINE__); \
+  } while (0)
