@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "algorithms/cost_model.hpp"
 #include "algorithms/schedule.hpp"
 
 namespace ssim::alg {
@@ -49,6 +50,9 @@ struct AlgorithmInfo {
   std::function<bool(int)> supports_ranks;  // the exact rule
   std::vector<OptionSpec> options;
   std::function<Schedule(int, const Options&)> generate;
+  // Closed form of the generated schedule's time when every rank arrives at t = 0 and
+  // nothing is shared (cost_model.hpp): cost(ranks, bytes, params, options) in seconds.
+  std::function<double(int, double, const CostParams&, const Options&)> cost;
   bool straggler_aware = false;  // takes the `straggler` option
 };
 

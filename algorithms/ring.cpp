@@ -62,6 +62,7 @@ AlgorithmInfo ring_info() {
       .supports_ranks = [](int n) { return n >= 2; },
       .options = {},
       .generate = make_ring,
+      .cost = [](int n, double bytes, const CostParams& p, const Options&) { return ring_cost(n, bytes, p); },
   };
 }
 

@@ -1,0 +1,33 @@
+// Closed-form alpha-beta(-gamma) costs of the schedules this layer generates.
+//
+// A message of m bytes costs alpha + m * beta; a receiver that reduces m bytes spends
+// gamma * m more. Costs are in seconds; they are plain numbers here (this layer knows no
+// time types) and describe the schedule as generated, under the executor's semantics
+// (DESIGN.md ordering; a rank's sends, and its receives, are served one at a time in the
+// order they appear in the round). The simulator is checked against these to 1e-9.
+//
+//   CostParams p{.alpha = 3e-6, .beta = 1.0 / (450.0 * (1 << 30)), .gamma = 0};
+//   double t = find_algorithm("ring").cost(8, 1 << 30, p, Options{});   // all arrive together
+//   double r = ring_cost(8, 1 << 30, p);
+//
+// Byte counts are those of the IR: chunks of floor(bytes / chunks), the last one absorbing
+// the remainder; the closed forms are exact when `bytes` divides evenly.
+#pragma once
+
+namespace ssim::alg {
+
+struct CostParams {
+  double alpha = 0.0;  // seconds per message
+  double beta = 0.0;   // seconds per byte (1 / bandwidth)
+  double gamma = 0.0;  // seconds per byte reduced, at the receiver
+};
+
+// Paper formulas (../shared/reference/stragglar.md section 3.2), all ranks present at t = 0.
+double ring_cost(int n, double bytes, const CostParams& p);
+double rhd_cost(int n, double bytes, const CostParams& p);
+// Direct: time after the straggler arrives, with the n-1 AllReduce already done (hidden).
+double direct_ideal_cost(int n, double bytes, const CostParams& p);
+// Ring ReduceScatter among m ranks over m chunks of bytes / m each.
+double ring_reduce_scatter_cost(int m, double bytes, const CostParams& p);
+
+}  // namespace ssim::alg
