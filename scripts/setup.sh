@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the Debian packages stragglesim needs when they are missing (as root), or says
+# exactly what is missing (otherwise). CUDA and NCCL are not Debian packages: the GPU backend
+# is built when they are found (see README, "GPU backend").
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ pkg-config
+  libboost-graph-dev libeigen3-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3 python3-matplotlib
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  exit 0
+fi
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "stragglesim setup: missing Debian packages: ${missing[*]}" >&2
+  echo "install them with: sudo apt-get install ${missing[*]}" >&2
+  exit 1
+fi
+
+echo "stragglesim setup: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "stragglesim setup: done" >&2
