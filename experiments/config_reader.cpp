@@ -1,0 +1,240 @@
+#include "experiments/config_reader.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/error.hpp"
+
+namespace ssim::exp {
+namespace {
+
+std::string join_path(const std::string& base, const std::string& key) {
+  return base.empty() ? key : base + "." + key;
+}
+
+}  // namespace
+
+ConfigReader::ConfigReader(const std::string& path) : file_(path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path + ": cannot open file for reading");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    root_ = YAML::Load(ss.str());
+  } catch (const YAML::ParserException& e) {
+    throw InputError(path + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                     ": malformed YAML: " + e.msg);
+  }
+  if (!root_.IsDefined() || root_.IsNull()) throw InputError(path + ": the file is empty");
+}
+
+ConfigReader ConfigReader::from_string(const std::string& text, const std::string& name) {
+  ConfigReader r;
+  r.file_ = name;
+  try {
+    r.root_ = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw InputError(name + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                     ": malformed YAML: " + e.msg);
+  }
+  if (!r.root_.IsDefined() || r.root_.IsNull()) throw InputError(name + ": the document is empty");
+  return r;
+}
+
+std::string ConfigReader::directory() const {
+  const std::filesystem::path p(file_);
+  return p.has_parent_path() ? p.parent_path().string() : std::string(".");
+}
+
+std::string ConfigNode::text() const {
+  if (node_.IsScalar()) return node_.Scalar();
+  YAML::Emitter e;
+  e.SetMapFormat(YAML::Flow);
+  e.SetSeqFormat(YAML::Flow);
+  e << node_;
+  return e.c_str();
+}
+
+void ConfigNode::fail(const std::string& what) const {
+  std::ostringstream os;
+  os << reader_->file();
+  const YAML::Mark m = node_.Mark();
+  if (m.line >= 0) os << ":" << m.line + 1 << ":" << m.column + 1;
+  os << ": " << (path_.empty() ? std::string("(top level)") : path_) << ": " << what;
+  if (node_.IsDefined() && !node_.IsNull()) {
+    const std::string t = text();
+    if (what.find("'" + t + "'") == std::string::npos) os << " (value: " << t << ")";
+  }
+  throw InputError(os.str());
+}
+
+std::string ConfigNode::as_string() const {
+  if (!node_.IsScalar()) fail("expected a string");
+  return node_.Scalar();
+}
+
+std::int64_t ConfigNode::as_int(std::int64_t lo, std::int64_t hi) const {
+  if (!node_.IsScalar()) fail("expected an integer");
+  const std::string& s = node_.Scalar();
+  std::int64_t v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || ptr != s.data() + s.size()) fail("expected an integer");
+  if (v < lo || v > hi) fail("must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return v;
+}
+
+double ConfigNode::as_double(double lo, double hi) const {
+  if (!node_.IsScalar()) fail("expected a number");
+  const std::string& s = node_.Scalar();
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || ptr != s.data() + s.size() || !std::isfinite(v)) fail("expected a number");
+  if (v < lo || v > hi) {
+    std::ostringstream os;
+    os << "must be in [" << lo << ", " << hi << "]";
+    fail(os.str());
+  }
+  return v;
+}
+
+bool ConfigNode::as_bool() const {
+  if (node_.IsScalar()) {
+    const std::string& s = node_.Scalar();
+    if (s == "true" || s == "yes" || s == "on") return true;
+    if (s == "false" || s == "no" || s == "off") return false;
+  }
+  fail("expected true or false");
+}
+
+template <typename F>
+auto with_unit(const ConfigNode& n, F parse) {
+  if (!n.is_scalar()) n.fail("expected a scalar with a unit");
+  try {
+    return parse(n.yaml().Scalar());
+  } catch (const InputError& e) {
+    n.fail(e.what());
+  }
+}
+
+Seconds ConfigNode::as_time() const { return with_unit(*this, parse_time); }
+Bytes ConfigNode::as_bytes() const { return with_unit(*this, parse_bytes); }
+BytesPerSecond ConfigNode::as_bandwidth() const { return with_unit(*this, parse_bandwidth); }
+SecondsPerByte ConfigNode::as_seconds_per_byte() const { return with_unit(*this, parse_seconds_per_byte); }
+
+std::string ConfigNode::as_choice(std::initializer_list<const char*> choices) const {
+  const std::string v = as_string();
+  std::string list;
+  for (const char* c : choices) {
+    if (v == c) return v;
+    list += (list.empty() ? "" : ", ") + std::string(c);
+  }
+  fail("unknown value '" + v + "' (expected one of: " + list + ")");
+}
+
+bool ConfigNode::has(const std::string& key) const {
+  if (!node_.IsMap()) return false;
+  const YAML::Node v = node_[key];
+  return v.IsDefined() && !v.IsNull();
+}
+
+void ConfigNode::require_map() const {
+  if (!node_.IsMap()) fail("expected a mapping (key: value pairs)");
+}
+
+ConfigNode ConfigNode::child(const std::string& key) const {
+  require_map();
+  if (!has(key)) fail("missing required key '" + key + "'");
+  return ConfigNode(reader_, node_[key], join_path(path_, key));
+}
+
+std::optional<ConfigNode> ConfigNode::maybe(const std::string& key) const {
+  require_map();
+  if (!has(key)) return std::nullopt;
+  return ConfigNode(reader_, node_[key], join_path(path_, key));
+}
+
+std::vector<std::string> ConfigNode::keys() const {
+  std::vector<std::string> out;
+  if (!node_.IsMap()) return out;
+  for (auto it = node_.begin(); it != node_.end(); ++it) out.push_back(it->first.as<std::string>());
+  return out;
+}
+
+void ConfigNode::allow_only(std::initializer_list<const char*> allowed) const {
+  require_map();
+  for (auto it = node_.begin(); it != node_.end(); ++it) {
+    const std::string key = it->first.as<std::string>();
+    bool ok = false;
+    std::string list;
+    for (const char* a : allowed) {
+      ok = ok || key == a;
+      list += (list.empty() ? "" : ", ") + std::string(a);
+    }
+    if (!ok) {
+      ConfigNode(reader_, it->first, join_path(path_, key))
+          .fail("unknown key '" + key + "' (allowed here: " + list + ")");
+    }
+  }
+}
+
+std::vector<ConfigNode> ConfigNode::items(bool scalar_ok) const {
+  std::vector<ConfigNode> out;
+  if (node_.IsSequence()) {
+    for (std::size_t i = 0; i < node_.size(); ++i) {
+      out.emplace_back(reader_, node_[i], path_ + "[" + std::to_string(i) + "]");
+    }
+    return out;
+  }
+  if (scalar_ok && node_.IsScalar()) {
+    out.emplace_back(reader_, node_, path_);
+    return out;
+  }
+  fail("expected a list");
+}
+
+std::string ConfigNode::get_string(const std::string& key, std::optional<std::string> fallback) const {
+  if (!has(key) && fallback) return *fallback;
+  return child(key).as_string();
+}
+
+std::int64_t ConfigNode::get_int(const std::string& key, std::optional<std::int64_t> fallback, std::int64_t lo,
+                                 std::int64_t hi) const {
+  if (!has(key) && fallback) return *fallback;
+  return child(key).as_int(lo, hi);
+}
+
+double ConfigNode::get_double(const std::string& key, std::optional<double> fallback, double lo, double hi) const {
+  if (!has(key) && fallback) return *fallback;
+  return child(key).as_double(lo, hi);
+}
+
+bool ConfigNode::get_bool(const std::string& key, std::optional<bool> fallback) const {
+  if (!has(key) && fallback) return *fallback;
+  return child(key).as_bool();
+}
+
+Seconds ConfigNode::get_time(const std::string& key, std::optional<Seconds> fallback) const {
+  if (!has(key) && fallback) return *fallback;
+  return child(key).as_time();
+}
+
+Bytes ConfigNode::get_bytes(const std::string& key, std::optional<Bytes> fallback) const {
+  if (!has(key) && fallback) return *fallback;
+  return child(key).as_bytes();
+}
+
+BytesPerSecond ConfigNode::get_bandwidth(const std::string& key, std::optional<BytesPerSecond> fallback) const {
+  if (!has(key) && fallback) return *fallback;
+  return child(key).as_bandwidth();
+}
+
+std::string ConfigNode::get_choice(const std::string& key, std::initializer_list<const char*> choices,
+                                   std::optional<std::string> fallback) const {
+  if (!has(key) && fallback) return *fallback;
+  return child(key).as_choice(choices);
+}
+
+}  // namespace ssim::exp
