@@ -1,0 +1,773 @@
+#include "sim/delays.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <utility>
+
+#include "common/error.hpp"
+
+namespace ssim::sim {
+namespace {
+
+constexpr double kZ90 = 1.2815515655446004;  // Phi^{-1}(0.9)
+constexpr double kSqrt2 = 1.4142135623730951;
+constexpr double kSqrt2Pi = 2.5066282746310002;
+// The largest u that unit_open() returns: (2^52 - 1 + 0.5) / 2^52.
+constexpr double kMaxU = 1.0 - 0x1p-53;
+
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+std::uint64_t stream_seed(std::uint64_t seed, int iteration, std::uint64_t component) {
+  return splitmix64(splitmix64(splitmix64(seed) + static_cast<std::uint64_t>(iteration)) +
+                    component);
+}
+
+// Uniform on the grid (k + 1/2) / 2^52, k < 2^52: strictly inside (0, 1), so every quantile
+// function below stays finite. 52 bits, not 53, so that k + 1/2 is exact in a double.
+double unit_open(std::mt19937_64& rng) {
+  return (static_cast<double>(rng() >> 12) + 0.5) * 0x1p-52;
+}
+
+double normal_cdf(double x) { return 0.5 * std::erfc(-x / kSqrt2); }
+double normal_pdf(double x) { return std::exp(-0.5 * x * x) / kSqrt2Pi; }
+
+// Phi^{-1}(p) for p in (0, 1): the Abramowitz-Stegun 26.2.23 start (|error| < 4.5e-4), then two
+// Halley steps on Phi(x) = p (cubic convergence, so full double precision). The lower half is
+// solved directly, where erfc keeps relative precision; the upper half by symmetry.
+double normal_quantile(double p) {
+  if (p > 0.5) return -normal_quantile(1.0 - p);
+  const double t = std::sqrt(-2.0 * std::log(p));
+  double x = -(t - (2.515517 + t * (0.802853 + t * 0.010328)) /
+                       (1.0 + t * (1.432788 + t * (0.189269 + t * 0.001308))));
+  for (int step = 0; step < 2; ++step) {
+    const double u = (normal_cdf(x) - p) / normal_pdf(x);
+    x -= u / (1.0 + 0.5 * x * u);
+  }
+  return x;
+}
+
+std::string fmt(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+std::string time_str(Seconds t) { return format_time(t); }
+
+void require_finite(double v, std::string_view what) {
+  if (!std::isfinite(v)) throw InputError(std::string(what) + " must be finite");
+}
+
+void validate(const dist::None&) {}
+
+void validate(const dist::Constant& d) {
+  require_finite(d.value.value, "constant delay: value");
+  if (d.value.value < 0) {
+    throw InputError("constant delay: value must be >= 0, got " + time_str(d.value));
+  }
+}
+
+void validate(const dist::Uniform& d) {
+  require_finite(d.low.value, "uniform delay: low");
+  require_finite(d.high.value, "uniform delay: high");
+  if (d.low.value < 0 || d.high.value < d.low.value) {
+    throw InputError("uniform delay: need 0 <= low <= high, got low=" + time_str(d.low) +
+                     ", high=" + time_str(d.high));
+  }
+}
+
+void validate(const dist::Normal& d) {
+  require_finite(d.mean.value, "normal delay: mean");
+  require_finite(d.stddev.value, "normal delay: stddev");
+  if (d.stddev.value <= 0) {
+    throw InputError("normal delay: stddev must be > 0, got " + time_str(d.stddev) +
+                     " (use a constant delay for zero spread)");
+  }
+  if (d.mean.value < -10 * d.stddev.value) {
+    throw InputError(
+        "normal delay: mean must be >= -10 * stddev (almost no mass lies above 0 "
+        "otherwise), got mean=" +
+        time_str(d.mean) + ", stddev=" + time_str(d.stddev));
+  }
+}
+
+void validate(const dist::Lognormal& d) {
+  require_finite(d.mu, "lognormal delay: mu");
+  require_finite(d.sigma, "lognormal delay: sigma");
+  if (d.sigma <= 0) throw InputError("lognormal delay: sigma must be > 0, got " + fmt(d.sigma));
+}
+
+void validate(const dist::Exponential& d) {
+  require_finite(d.mean.value, "exponential delay: mean");
+  if (d.mean.value <= 0) {
+    throw InputError("exponential delay: mean must be > 0, got " + fmt(d.mean.value) + "s");
+  }
+}
+
+void validate(const dist::Pareto& d) {
+  require_finite(d.scale.value, "pareto delay: scale");
+  require_finite(d.shape, "pareto delay: shape");
+  if (d.scale.value <= 0) {
+    throw InputError("pareto delay: scale (x_m) must be > 0, got " + fmt(d.scale.value) + "s");
+  }
+  if (d.shape <= 0) {
+    throw InputError("pareto delay: shape (alpha) must be > 0, got " + fmt(d.shape));
+  }
+}
+
+void validate(const dist::Empirical& d) {
+  if (d.samples.empty()) throw InputError("empirical delay: no samples");
+  for (std::size_t i = 0; i < d.samples.size(); ++i) {
+    const double v = d.samples[i].value;
+    if (!std::isfinite(v) || v < 0) {
+      throw InputError("empirical delay: sample " + std::to_string(i) +
+                       " must be finite and >= 0, got " + fmt(v) + "s");
+    }
+  }
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+std::vector<std::string> split_csv(std::string_view line) {
+  std::vector<std::string> fields;
+  while (true) {
+    const std::size_t comma = line.find(',');
+    fields.emplace_back(trim(line.substr(0, comma)));
+    if (comma == std::string_view::npos) break;
+    line.remove_prefix(comma + 1);
+  }
+  return fields;
+}
+
+// Reads the next line that is neither blank nor a '#' comment; false at the end.
+bool next_data_line(std::istream& in, int& line_no, std::string& line) {
+  while (std::getline(in, line)) {
+    ++line_no;
+    const std::string_view t = trim(line);
+    if (t.empty() || t.front() == '#') continue;
+    line = std::string(t);
+    return true;
+  }
+  return false;
+}
+
+[[noreturn]] void fail_at(const std::string& source, int line, const std::string& message) {
+  throw InputError(source + ":" + std::to_string(line) + ": " + message);
+}
+
+std::optional<double> parse_number(std::string_view s) {
+  double v = 0.0;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || ptr != s.data() + s.size() || !std::isfinite(v)) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<int> parse_int(std::string_view s) {
+  int v = 0;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+struct UnitSuffix {
+  std::string_view base;  // the column name without the suffix
+  double factor;          // seconds per unit
+};
+
+// "arrival_ms" -> {"arrival", 1e-3}; nullopt without a known suffix or without a name before it.
+std::optional<UnitSuffix> split_unit_suffix(std::string_view name) {
+  static constexpr std::array<std::pair<std::string_view, double>, 5> kSuffixes{
+      {{"_s", 1.0}, {"_ms", 1e-3}, {"_us", 1e-6}, {"_ns", 1e-9}, {"_ps", 1e-12}}};
+  for (const auto& [suffix, factor] : kSuffixes) {
+    if (name.size() > suffix.size() && name.ends_with(suffix)) {
+      return UnitSuffix{name.substr(0, name.size() - suffix.size()), factor};
+    }
+  }
+  return std::nullopt;
+}
+
+constexpr const char* kSuffixHelp = "suffix _s, _ms, _us, _ns or _ps";
+
+// A time cell of a CSV whose header gave the unit.
+Seconds parse_cell_time(std::string_view cell, double factor, const std::string& source, int line) {
+  const std::optional<double> v = parse_number(cell);
+  if (!v) fail_at(source, line, "'" + std::string(cell) + "' is not a number");
+  if (*v < 0) fail_at(source, line, "time " + std::string(cell) + " must be >= 0");
+  return Seconds{*v * factor};
+}
+
+int parse_index(std::string_view cell, std::string_view what, const std::string& source, int line) {
+  const std::optional<int> v = parse_int(cell);
+  if (!v || *v < 0) {
+    fail_at(source, line,
+            std::string(what) + " '" + std::string(cell) + "' is not an integer >= 0");
+  }
+  return *v;
+}
+
+std::ifstream open_or_throw(const std::filesystem::path& file, std::string_view what) {
+  std::ifstream in(file);
+  if (!in) throw InputError("cannot open " + std::string(what) + " '" + file.string() + "'");
+  return in;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Distribution
+
+Distribution::Distribution(Params params) : params_(std::move(params)) {
+  std::visit([](const auto& d) { validate(d); }, params_);
+  if (auto* e = std::get_if<dist::Empirical>(&params_)) {
+    std::sort(e->samples.begin(), e->samples.end());
+  }
+  // Catches parameters whose largest possible draw overflows (huge sigma, tiny pareto shape).
+  const Seconds largest = quantile(kMaxU);
+  if (!std::isfinite(largest.value)) {
+    throw InputError(describe() + ": parameters give infinite delays; reduce the spread");
+  }
+}
+
+Distribution Distribution::constant(Seconds value) { return Distribution(dist::Constant{value}); }
+Distribution Distribution::uniform(Seconds low, Seconds high) {
+  return Distribution(dist::Uniform{low, high});
+}
+Distribution Distribution::normal(Seconds mean, Seconds stddev) {
+  return Distribution(dist::Normal{mean, stddev});
+}
+Distribution Distribution::lognormal(double mu, double sigma) {
+  return Distribution(dist::Lognormal{mu, sigma});
+}
+Distribution Distribution::exponential(Seconds mean) {
+  return Distribution(dist::Exponential{mean});
+}
+Distribution Distribution::pareto(Seconds scale, double shape) {
+  return Distribution(dist::Pareto{scale, shape});
+}
+Distribution Distribution::empirical(std::vector<Seconds> samples, std::string source) {
+  return Distribution(dist::Empirical{std::move(samples), std::move(source)});
+}
+
+Distribution Distribution::lognormal_mean_p90(Seconds mean, Seconds p90) {
+  require_finite(mean.value, "lognormal delay: mean");
+  require_finite(p90.value, "lognormal delay: p90");
+  const std::string given = " (mean=" + time_str(mean) + ", p90=" + time_str(p90) + ")";
+  if (mean.value <= 0) throw InputError("lognormal delay: mean must be > 0" + given);
+  // ln(p90/mean) = z sigma - sigma^2/2 rises from 0 to its maximum z^2/2 as sigma goes 0 -> z.
+  const double r = std::log(p90.value / mean.value);
+  if (!(r > 0)) {
+    throw InputError("lognormal delay: p90 must be greater than the mean" + given +
+                     "; for such heavy tails give mu and sigma instead");
+  }
+  const double disc = kZ90 * kZ90 - 2 * r;
+  if (disc < 0) {
+    throw InputError("lognormal delay: p90 may be at most " + fmt(std::exp(kZ90 * kZ90 / 2)) +
+                     " x the mean with sigma <= 1.2816" + given + "; give mu and sigma instead");
+  }
+  const double sigma = kZ90 - std::sqrt(disc);
+  return lognormal(std::log(mean.value) - sigma * sigma / 2, sigma);
+}
+
+std::string_view Distribution::kind_name() const {
+  static constexpr std::array<std::string_view, std::variant_size_v<Params>> kNames{
+      "none", "constant", "uniform", "normal", "lognormal", "exponential", "pareto", "empirical"};
+  return kNames[params_.index()];
+}
+
+Seconds Distribution::quantile(double p) const {
+  SSIM_CHECK(p > 0 && p < 1, "quantile level must lie in (0, 1)");
+  const double q = 1.0 - p;  // upper-tail probability
+  return std::visit(
+      Overloaded{
+          [](const dist::None&) { return Seconds{0.0}; },
+          [](const dist::Constant& d) { return d.value; },
+          [p](const dist::Uniform& d) {
+            return Seconds{d.low.value + (d.high.value - d.low.value) * p};
+          },
+          [q](const dist::Normal& d) {
+            // Standardised truncation point a = -mean/stddev; the draw has upper tail
+            // q * Q(a), Q(a) = P(Z > a), so its z solves Q(z) = q Q(a): z = -Phi^{-1}(q Q(a)).
+            const double a = -d.mean.value / d.stddev.value;
+            const double z = -normal_quantile(q * normal_cdf(-a));
+            return Seconds{std::max(0.0, d.mean.value + d.stddev.value * z)};
+          },
+          [p](const dist::Lognormal& d) {
+            return Seconds{std::exp(d.mu + d.sigma * normal_quantile(p))};
+          },
+          [q](const dist::Exponential& d) { return Seconds{-d.mean.value * std::log(q)}; },
+          [q](const dist::Pareto& d) {
+            return Seconds{d.scale.value * std::pow(q, -1.0 / d.shape)};
+          },
+          [p](const dist::Empirical& d) {
+            const std::size_t n = d.samples.size();
+            const auto i = static_cast<std::size_t>(p * static_cast<double>(n));
+            return d.samples[std::min(i, n - 1)];
+          },
+      },
+      params_);
+}
+
+Seconds Distribution::sample(std::mt19937_64& rng) const { return quantile(unit_open(rng)); }
+
+std::optional<Seconds> Distribution::mean() const {
+  return std::visit(
+      Overloaded{
+          [](const dist::None&) -> std::optional<Seconds> { return Seconds{0.0}; },
+          [](const dist::Constant& d) -> std::optional<Seconds> { return d.value; },
+          [](const dist::Uniform& d) -> std::optional<Seconds> {
+            return Seconds{(d.low.value + d.high.value) / 2};
+          },
+          [](const dist::Normal& d) -> std::optional<Seconds> {
+            // E[X | X > 0] = mean + stddev * phi(a) / Q(a), a = -mean/stddev.
+            const double a = -d.mean.value / d.stddev.value;
+            return Seconds{d.mean.value + d.stddev.value * normal_pdf(a) / normal_cdf(-a)};
+          },
+          [](const dist::Lognormal& d) -> std::optional<Seconds> {
+            return Seconds{std::exp(d.mu + d.sigma * d.sigma / 2)};
+          },
+          [](const dist::Exponential& d) -> std::optional<Seconds> { return d.mean; },
+          [](const dist::Pareto& d) -> std::optional<Seconds> {
+            if (d.shape <= 1) return std::nullopt;
+            return Seconds{d.shape * d.scale.value / (d.shape - 1)};
+          },
+          [](const dist::Empirical& d) -> std::optional<Seconds> {
+            double sum = 0;
+            for (Seconds s : d.samples) sum += s.value;
+            return Seconds{sum / static_cast<double>(d.samples.size())};
+          },
+      },
+      params_);
+}
+
+std::string Distribution::describe() const {
+  const std::optional<Seconds> m = mean();
+  const std::string mean_text = "mean=" + (m ? time_str(*m) : std::string("inf"));
+  const std::string p90_text = "p90=" + time_str(quantile(0.9));
+  return std::visit(
+      Overloaded{
+          [](const dist::None&) { return std::string("none"); },
+          [](const dist::Constant& d) { return "constant(" + time_str(d.value) + ")"; },
+          [](const dist::Uniform& d) {
+            return "uniform(" + time_str(d.low) + ", " + time_str(d.high) + ")";
+          },
+          [&](const dist::Normal& d) {
+            return "normal(mean=" + time_str(d.mean) + ", stddev=" + time_str(d.stddev) +
+                   ", truncated at 0; " + mean_text + ")";
+          },
+          [&](const dist::Lognormal& d) {
+            return "lognormal(mu=" + fmt(d.mu) + ", sigma=" + fmt(d.sigma) + "; " + mean_text +
+                   ", " + p90_text + ")";
+          },
+          [](const dist::Exponential& d) { return "exponential(mean=" + time_str(d.mean) + ")"; },
+          [&](const dist::Pareto& d) {
+            return "pareto(scale=" + time_str(d.scale) + ", shape=" + fmt(d.shape) + "; " +
+                   mean_text + ")";
+          },
+          [&](const dist::Empirical& d) {
+            return "empirical(" + std::to_string(d.samples.size()) + " samples" +
+                   (d.source.empty() ? std::string() : " from " + d.source) + "; " + mean_text +
+                   ", min=" + time_str(d.samples.front()) + ", max=" + time_str(d.samples.back()) +
+                   ")";
+          },
+      },
+      params_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Empirical samples from a file
+
+Distribution parse_empirical(std::istream& in, const std::string& source) {
+  std::vector<Seconds> samples;
+  std::optional<double> header_factor;  // set by a "delay_ms" header: rows are bare numbers
+  int line_no = 0;
+  std::string line;
+  bool first = true;
+  while (next_data_line(in, line_no, line)) {
+    const std::vector<std::string> fields = split_csv(line);
+    if (first && std::isalpha(static_cast<unsigned char>(fields[0].front()))) {
+      first = false;
+      if (fields.size() == 1) {
+        const std::optional<UnitSuffix> unit = split_unit_suffix(fields[0]);
+        if (!unit) {
+          fail_at(
+              source, line_no,
+              "header '" + fields[0] + "' must name the unit, e.g. delay_ms (" + kSuffixHelp + ")");
+        }
+        header_factor = unit->factor;
+      } else if (fields.size() != 2 || fields[1] != "unit") {
+        fail_at(
+            source, line_no,
+            "expected a header 'name_<unit>' (e.g. delay_ms) or 'name,unit', got '" + line + "'");
+      }
+      continue;
+    }
+    first = false;
+    if (header_factor) {
+      if (fields.size() != 1) {
+        fail_at(source, line_no, "expected one number per line (the header gives the unit)");
+      }
+      samples.push_back(parse_cell_time(fields[0], *header_factor, source, line_no));
+      continue;
+    }
+    if (fields.size() > 2) fail_at(source, line_no, "expected 'value,unit' or 'value unit'");
+    const std::string text = fields.size() == 2 ? fields[0] + fields[1] : fields[0];
+    try {
+      samples.push_back(parse_time(text));
+    } catch (const InputError& e) {
+      fail_at(source, line_no,
+              std::string(e.what()) + " (or give the unit once in a header such as delay_ms)");
+    }
+  }
+  if (samples.empty()) throw InputError(source + ": no delay samples");
+  return Distribution::empirical(std::move(samples), source);
+}
+
+Distribution load_empirical(const std::filesystem::path& file) {
+  std::ifstream in = open_or_throw(file, "delay sample file");
+  return parse_empirical(in, file.string());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Trace
+
+Trace::Trace(std::vector<std::vector<Seconds>> arrivals, std::string source)
+    : arrivals_(std::move(arrivals)), source_(std::move(source)) {
+  const std::string where = source_.empty() ? std::string("delay trace") : source_;
+  if (arrivals_.empty()) throw InputError(where + ": a trace needs at least one iteration");
+  const std::size_t ranks = arrivals_.front().size();
+  if (ranks == 0) throw InputError(where + ": a trace needs at least one rank");
+  for (std::size_t i = 0; i < arrivals_.size(); ++i) {
+    if (arrivals_[i].size() != ranks) {
+      throw InputError(where + ": iteration " + std::to_string(i) + " has " +
+                       std::to_string(arrivals_[i].size()) + " ranks, iteration 0 has " +
+                       std::to_string(ranks));
+    }
+    for (std::size_t r = 0; r < ranks; ++r) {
+      const double v = arrivals_[i][r].value;
+      if (!std::isfinite(v) || v < 0) {
+        throw InputError(where + ": iteration " + std::to_string(i) + " rank " + std::to_string(r) +
+                         ": arrival must be finite and >= 0, got " + fmt(v));
+      }
+    }
+  }
+}
+
+Trace Trace::parse(std::istream& in, const std::string& source) {
+  int line_no = 0;
+  std::string line;
+  const std::string expected =
+      "expected a header 'iteration,rank,arrival_<unit>' or "
+      "'iteration,rank0_<unit>,rank1_<unit>,...' (" +
+      std::string(kSuffixHelp) + ")";
+  if (!next_data_line(in, line_no, line)) throw InputError(source + ": empty delay trace");
+  const std::vector<std::string> header = split_csv(line);
+  if (header.size() < 2 || header[0] != "iteration") fail_at(source, line_no, expected);
+  const bool long_form = header[1] == "rank";
+
+  // Wide form: one unit factor per rank column.
+  std::vector<double> factors;
+  if (long_form) {
+    const std::optional<UnitSuffix> unit =
+        header.size() == 3 ? split_unit_suffix(header[2]) : std::nullopt;
+    if (!unit) fail_at(source, line_no, expected);
+    factors.push_back(unit->factor);
+  } else {
+    for (std::size_t k = 1; k < header.size(); ++k) {
+      const std::optional<UnitSuffix> unit = split_unit_suffix(header[k]);
+      const std::string want = "rank" + std::to_string(k - 1);
+      if (!unit || unit->base != want) {
+        fail_at(source, line_no,
+                "column " + std::to_string(k + 1) + " is '" + header[k] + "', expected " + want +
+                    "_<unit>; " + expected);
+      }
+      factors.push_back(unit->factor);
+    }
+  }
+
+  struct Cell {
+    Seconds value;
+    int line;
+  };
+  std::map<int, std::map<int, Cell>> rows;  // iteration -> rank -> arrival
+  while (next_data_line(in, line_no, line)) {
+    const std::vector<std::string> f = split_csv(line);
+    if (f.size() != header.size()) {
+      fail_at(source, line_no,
+              "expected " + std::to_string(header.size()) + " columns, got " +
+                  std::to_string(f.size()));
+    }
+    const int it = parse_index(f[0], "iteration", source, line_no);
+    std::map<int, Cell>& row = rows[it];
+    if (long_form) {
+      const int rank = parse_index(f[1], "rank", source, line_no);
+      const Seconds v = parse_cell_time(f[2], factors[0], source, line_no);
+      const auto [pos, inserted] = row.emplace(rank, Cell{v, line_no});
+      if (!inserted) {
+        fail_at(source, line_no,
+                "iteration " + f[0] + " rank " + f[1] + " already given on line " +
+                    std::to_string(pos->second.line));
+      }
+    } else {
+      if (!row.empty()) {
+        fail_at(source, line_no,
+                "iteration " + f[0] + " already given on line " +
+                    std::to_string(row.begin()->second.line));
+      }
+      for (std::size_t k = 1; k < f.size(); ++k) {
+        row.emplace(static_cast<int>(k - 1),
+                    Cell{parse_cell_time(f[k], factors[k - 1], source, line_no), line_no});
+      }
+    }
+  }
+  if (rows.empty()) throw InputError(source + ": no data rows after the header");
+
+  // Ranks 0..R-1 where R is one more than the largest rank seen anywhere.
+  int ranks = 0;
+  for (const auto& [it, row] : rows) ranks = std::max(ranks, row.rbegin()->first + 1);
+  std::vector<std::vector<Seconds>> arrivals;
+  arrivals.reserve(rows.size());
+  int expect_it = 0;
+  for (const auto& [it, row] : rows) {
+    if (it != expect_it) {
+      throw InputError(source + ": iteration " + std::to_string(expect_it) +
+                       " is missing (iterations must run 0.." + std::to_string(rows.size() - 1) +
+                       " without gaps)");
+    }
+    int expect_rank = 0;
+    for (const auto& [rank, cell] : row) {
+      if (rank != expect_rank) break;
+      ++expect_rank;
+    }
+    if (expect_rank != ranks) {
+      throw InputError(source + ": iteration " + std::to_string(it) + " has no arrival for rank " +
+                       std::to_string(expect_rank) + " (ranks run 0.." + std::to_string(ranks - 1) +
+                       ")");
+    }
+    std::vector<Seconds>& out = arrivals.emplace_back();
+    out.reserve(static_cast<std::size_t>(ranks));
+    for (const auto& [rank, cell] : row) out.push_back(cell.value);
+    ++expect_it;
+  }
+  return Trace(std::move(arrivals), source);
+}
+
+Trace Trace::load(const std::filesystem::path& file) {
+  std::ifstream in = open_or_throw(file, "delay trace");
+  return parse(in, file.string());
+}
+
+const std::vector<Seconds>& Trace::at(int iteration) const {
+  SSIM_CHECK(iteration >= 0, "trace iteration must be >= 0");
+  return arrivals_[static_cast<std::size_t>(iteration) % arrivals_.size()];
+}
+
+std::string Trace::describe() const {
+  return "trace(" + (source_.empty() ? std::string("inline") : source_) + ", " +
+         std::to_string(iterations()) + " iterations x " + std::to_string(ranks()) +
+         " ranks, cycled)";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Model, policy, generator
+
+std::string DelayModel::describe() const {
+  std::string s = trace ? trace->describe() : "base=" + base.describe();
+  s += ", stragglers=[";
+  for (std::size_t j = 0; j < stragglers.size(); ++j) {
+    const PersistentStraggler& st = stragglers[j];
+    if (j > 0) s += "; ";
+    s += "rank " + std::to_string(st.rank) + " +" + st.extra.describe() + " persistence " +
+         fmt(st.persistence);
+  }
+  return s + "]";
+}
+
+std::string_view to_string(StragglerPolicy policy) {
+  switch (policy) {
+    case StragglerPolicy::oracle:
+      return "oracle";
+    case StragglerPolicy::fixed:
+      return "fixed";
+    case StragglerPolicy::previous:
+      return "previous";
+  }
+  SSIM_CHECK(false, "unknown straggler policy");
+}
+
+StragglerPolicy parse_straggler_policy(std::string_view text) {
+  for (StragglerPolicy p :
+       {StragglerPolicy::oracle, StragglerPolicy::fixed, StragglerPolicy::previous}) {
+    if (text == to_string(p)) return p;
+  }
+  throw InputError("unknown straggler policy '" + std::string(text) +
+                   "' (allowed: oracle, fixed, previous)");
+}
+
+DelayGenerator::DelayGenerator(DelayModel model, int ranks, std::uint64_t seed,
+                               StragglerPolicy policy, std::optional<int> fixed_rank)
+    : model_(std::move(model)),
+      ranks_(ranks),
+      seed_(seed),
+      policy_(policy),
+      fixed_rank_(fixed_rank) {
+  if (ranks_ < 1) throw InputError("delays: ranks must be >= 1, got " + std::to_string(ranks_));
+  const std::string range = " (allowed 0.." + std::to_string(ranks_ - 1) + ")";
+  if (model_.trace) {
+    if (!std::holds_alternative<dist::None>(model_.base.params())) {
+      throw InputError(
+          "delays: a trace replaces the base distribution; set the base to none, "
+          "got " +
+          model_.base.describe());
+    }
+    if (model_.trace->ranks() != ranks_) {
+      throw InputError("delays: trace " + model_.trace->source() + " has " +
+                       std::to_string(model_.trace->ranks()) + " ranks, the run has " +
+                       std::to_string(ranks_));
+    }
+  }
+  std::vector<char> home(static_cast<std::size_t>(ranks_), 0);
+  int movers = 0;
+  for (std::size_t j = 0; j < model_.stragglers.size(); ++j) {
+    const PersistentStraggler& st = model_.stragglers[j];
+    const std::string who = "delays: straggler " + std::to_string(j) + ": ";
+    if (st.rank < 0 || st.rank >= ranks_) {
+      throw InputError(who + "rank " + std::to_string(st.rank) + " out of range" + range);
+    }
+    if (home[static_cast<std::size_t>(st.rank)]) {
+      throw InputError(who + "rank " + std::to_string(st.rank) +
+                       " is already the home rank of another straggler");
+    }
+    home[static_cast<std::size_t>(st.rank)] = 1;
+    if (!(st.persistence >= 0 && st.persistence <= 1)) {
+      throw InputError(who + "persistence must lie in [0, 1], got " + fmt(st.persistence));
+    }
+    if (st.persistence < 1) ++movers;
+  }
+  const int k = static_cast<int>(model_.stragglers.size());
+  if (ranks_ < k + movers) {
+    throw InputError("delays: " + std::to_string(k) + " stragglers, " + std::to_string(movers) +
+                     " of which may move off their home rank, need at least " +
+                     std::to_string(k + movers) + " ranks, got " + std::to_string(ranks_));
+  }
+  if (policy_ == StragglerPolicy::fixed && !fixed_rank_) {
+    throw InputError("delays: straggler policy 'fixed' needs a straggler rank");
+  }
+  if (fixed_rank_ && (*fixed_rank_ < 0 || *fixed_rank_ >= ranks_)) {
+    throw InputError("delays: straggler rank " + std::to_string(*fixed_rank_) + " out of range" +
+                     range);
+  }
+}
+
+IterationArrivals DelayGenerator::draw(int i) const {
+  SSIM_CHECK(i >= 0, "iterations are numbered from 0");
+  const auto n = static_cast<std::size_t>(ranks_);
+  IterationArrivals out;
+  out.iteration = i;
+  if (model_.trace) {
+    out.arrival = model_.trace->at(i);
+  } else {
+    out.arrival.resize(n);
+    std::mt19937_64 rng(stream_seed(seed_, i, 0));
+    for (Seconds& a : out.arrival) a = model_.base.sample(rng);
+  }
+
+  std::vector<char> blocked(n, 0);
+  for (const PersistentStraggler& st : model_.stragglers)
+    blocked[static_cast<std::size_t>(st.rank)] = 1;
+  std::vector<int> candidates;
+  for (std::size_t j = 0; j < model_.stragglers.size(); ++j) {
+    const PersistentStraggler& st = model_.stragglers[j];
+    std::mt19937_64 rng(stream_seed(seed_, i, 1 + j));
+    int rank = st.rank;
+    // u < 1 always and u > 0 always, so persistence 1 never moves and 0 always moves.
+    if (!(unit_open(rng) < st.persistence)) {
+      candidates.clear();
+      for (std::size_t r = 0; r < n; ++r) {
+        if (!blocked[r]) candidates.push_back(static_cast<int>(r));
+      }
+      SSIM_CHECK(!candidates.empty(), "constructor guarantees a free rank for every mover");
+      const auto pick =
+          static_cast<std::size_t>(unit_open(rng) * static_cast<double>(candidates.size()));
+      rank = candidates[std::min(pick, candidates.size() - 1)];
+      blocked[static_cast<std::size_t>(rank)] = 1;
+    }
+    out.arrival[static_cast<std::size_t>(rank)].value += st.extra.sample(rng).value;
+    out.straggler_ranks.push_back(rank);
+  }
+
+  for (int r = 1; r < ranks_; ++r) {
+    if (out.arrival[static_cast<std::size_t>(r)] >
+        out.arrival[static_cast<std::size_t>(out.last_rank)]) {
+      out.last_rank = r;
+    }
+  }
+  return out;
+}
+
+int DelayGenerator::first_prediction() const { return fixed_rank_ ? *fixed_rank_ : ranks_ - 1; }
+
+IterationArrivals DelayGenerator::iteration(int i) const {
+  IterationArrivals out = draw(i);
+  switch (policy_) {
+    case StragglerPolicy::oracle:
+      out.predicted_straggler = out.last_rank;
+      break;
+    case StragglerPolicy::fixed:
+      out.predicted_straggler = *fixed_rank_;
+      break;
+    case StragglerPolicy::previous:
+      out.predicted_straggler = i == 0 ? first_prediction() : draw(i - 1).last_rank;
+      break;
+  }
+  return out;
+}
+
+std::vector<IterationArrivals> DelayGenerator::iterations(int first, int count) const {
+  SSIM_CHECK(first >= 0 && count >= 0, "iteration range must be non-negative");
+  std::vector<IterationArrivals> out;
+  out.reserve(static_cast<std::size_t>(count));
+  for (int i = first; i < first + count; ++i) {
+    if (policy_ != StragglerPolicy::previous || i == first) {
+      out.push_back(iteration(i));
+    } else {
+      IterationArrivals a = draw(i);
+      a.predicted_straggler = out.back().last_rank;
+      out.push_back(std::move(a));
+    }
+  }
+  return out;
+}
+
+std::string DelayGenerator::describe() const {
+  std::string policy(to_string(policy_));
+  if (policy_ == StragglerPolicy::fixed) policy += " rank " + std::to_string(*fixed_rank_);
+  if (policy_ == StragglerPolicy::previous) {
+    policy += " (iteration 0: rank " + std::to_string(first_prediction()) + ")";
+  }
+  return "delays: ranks=" + std::to_string(ranks_) + ", seed=" + std::to_string(seed_) +
+         ", policy=" + policy + ", " + model_.describe();
+}
+
+}  // namespace ssim::sim
