@@ -1,0 +1,74 @@
+#include <gtest/gtest.h>
+
+#include "common/error.hpp"
+#include "experiments/config.hpp"
+
+namespace ssim::exp {
+namespace {
+
+const std::string kDataDir = std::string(STRAGGLESIM_SOURCE_DIR) + "/tests/data";
+
+sim::DelayModel load(const std::string& yaml) {
+  const ConfigReader r = ConfigReader::from_string(yaml, "d.yaml");
+  return load_delay_model(r.root(), kDataDir);
+}
+
+std::string error_of(const std::string& yaml) {
+  try {
+    load(yaml);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(ConfigDelays, DistributionsAndStragglers) {
+  const sim::DelayModel m = load(
+      "base: {distribution: lognormal, mean: 9.5ms, p90: 18.8ms}\n"
+      "persistent:\n"
+      "  - {rank: 7, delay: 10ms, persistence: 0.9}\n"
+      "  - {rank: 3, delay: {distribution: exponential, mean: 2ms}}\n");
+  EXPECT_EQ(m.base.kind_name(), "lognormal");
+  EXPECT_NEAR(m.base.mean()->value, 9.5e-3, 1e-12);
+  ASSERT_EQ(m.stragglers.size(), 2u);
+  EXPECT_EQ(m.stragglers[0].rank, 7);
+  EXPECT_EQ(m.stragglers[0].extra.kind_name(), "constant");
+  EXPECT_DOUBLE_EQ(m.stragglers[0].persistence, 0.9);
+  EXPECT_DOUBLE_EQ(m.stragglers[1].persistence, 1.0);
+  EXPECT_NEAR(m.stragglers[1].extra.mean()->value, 2e-3, 1e-15);
+}
+
+TEST(ConfigDelays, EveryDistributionKind) {
+  for (const char* d : {"{distribution: none}", "{distribution: constant, value: 1ms}",
+                        "{distribution: uniform, low: 1ms, high: 2ms}", "{distribution: normal, mean: 1ms, stddev: 1ms}",
+                        "{distribution: lognormal, mu: -5, sigma: 0.5}", "{distribution: exponential, mean: 1ms}",
+                        "{distribution: pareto, scale: 1ms, shape: 2.5}",
+                        "{distribution: empirical, samples: [1ms, 2ms, 3ms]}"}) {
+    EXPECT_NO_THROW(load(std::string("base: ") + d)) << d;
+  }
+}
+
+TEST(ConfigDelays, Errors) {
+  EXPECT_EQ(error_of("base: {distribution: gamma, k: 2}"),
+            "d.yaml:1:22: base.distribution: unknown value 'gamma' (expected one of: none, constant, uniform, "
+            "normal, lognormal, exponential, pareto, empirical)");
+  EXPECT_EQ(error_of("base: {distribution: uniform, low: 1ms, hgih: 2ms}"),
+            "d.yaml:1:41: base.hgih: unknown key 'hgih' (allowed here: distribution, low, high)");
+  EXPECT_NE(error_of("base: {distribution: lognormal, mean: 9.5ms}").find("missing required key 'p90'"),
+            std::string::npos);
+  EXPECT_NE(error_of("base: {distribution: lognormal, mu: 1, mean: 2ms}").find("either by mu and sigma"),
+            std::string::npos);
+  EXPECT_NE(error_of("persistent: [{rank: 1, delay: 1ms, persistence: 1.5}]")
+                .find("d.yaml:1:49: persistent[0].persistence: must be in [0, 1] (value: 1.5)"),
+            std::string::npos)
+      << error_of("persistent: [{rank: 1, delay: 1ms, persistence: 1.5}]");
+  EXPECT_NE(error_of("persistent: [{rank: 1, delay: 1ms}, {rank: 1, delay: 2ms}]").find("listed twice"),
+            std::string::npos);
+  EXPECT_NE(error_of("persistent: [{rank: 1, delay: -1ms}]").find("must not be negative"), std::string::npos);
+  EXPECT_NE(error_of("trace: delays/nope.csv").find("d.yaml:1:8: trace: file"), std::string::npos);
+  EXPECT_NE(error_of("base: 1ms\ntrace: x.csv").find("give one of base and trace"), std::string::npos);
+  EXPECT_NE(error_of("bass: 1ms").find("unknown key 'bass'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ssim::exp
