@@ -1,5 +1,9 @@
 #include "algorithms/cost_model.hpp"
 
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
 namespace ssim::alg {
 
 // 2(n-1) rounds of one chunk of s/n bytes; the n-1 reduce-scatter rounds also reduce it.
@@ -12,6 +16,108 @@ double ring_cost(int n, double bytes, const CostParams& p) {
 double ring_reduce_scatter_cost(int m, double bytes, const CostParams& p) {
   const double chunk = bytes / m;
   return (m - 1) * (p.alpha + chunk * p.beta + chunk * p.gamma);
+}
+
+namespace {
+
+int floor_log2(int n) { return std::bit_width(static_cast<unsigned>(n)) - 1; }
+int ceil_log2(int n) { return std::bit_width(static_cast<unsigned>(n) - 1); }
+bool is_pow2(int n) { return std::has_single_bit(static_cast<unsigned>(n)); }
+
+// max over 1 <= m <= n of bit_width(m) + popcount(m). Within n's bit width w the best m is
+// n itself or n with one set bit k < w-1 cleared and every bit below it set; below that
+// width, 2^(w-1) - 1 gives 2(w-1).
+int most_width_plus_ones(int n) {
+  const auto u = static_cast<unsigned>(n);
+  const int w = std::bit_width(u);
+  int best = std::max(2 * (w - 1), w + std::popcount(u));
+  for (int k = 0; k + 1 < w; ++k) {
+    if ((u >> k) & 1u) best = std::max(best, w + std::popcount(u >> (k + 1)) + k);
+  }
+  return best;
+}
+
+}  // namespace
+
+// Fold (rank p+k's whole buffer into rank k, reduced) and unfold (the result back) when
+// n is not a power of two p; in between log2 p halving steps moving s/2, s/4, ..., s/p
+// bytes, each reduced, and log2 p doubling steps moving the same amounts back. Every rank
+// exchanges with one partner per step, and after log2 p butterfly steps every rank has
+// waited for every other, so the fold delays all ranks equally.
+double rhd_cost(int n, double bytes, const CostParams& p) {
+  const int pow2 = 1 << floor_log2(n);
+  const double moved = bytes * (pow2 - 1) / pow2;  // s/2 + s/4 + ... + s/p
+  double t = 2.0 * floor_log2(n) * p.alpha + 2.0 * moved * p.beta + moved * p.gamma;
+  if (n != pow2) t += 2.0 * (p.alpha + bytes * p.beta) + bytes * p.gamma;
+  return t;
+}
+
+double rhd_paper_cost(int n, double bytes, const CostParams& p) {
+  if (is_pow2(n)) return 2.0 * floor_log2(n) * p.alpha + 2.0 * (n - 1) / n * bytes * p.beta;
+  return 2.0 * ceil_log2(n) * p.alpha + 2.0 * bytes * p.beta * (1.5 - 1.0 / (1 << floor_log2(n)));
+}
+
+// One full-buffer exchange (both sides reduce), then ceil(log2 n) - 1 rounds in which the
+// 2, 4, 8, ... holders each copy the full buffer to one more rank.
+double direct_ideal_cost(int n, double bytes, const CostParams& p) {
+  return ceil_log2(n) * (p.alpha + bytes * p.beta) + bytes * p.gamma;
+}
+
+// All ranks arrive together: the straggler is idle during the ring among the others, and
+// the exchange starts when rank 0 (with every other rank) finishes the ring.
+double direct_cost(int n, double bytes, const CostParams& p) {
+  return ring_cost(n - 1, bytes, p) + direct_ideal_cost(n, bytes, p);
+}
+
+// Pipelined tree, S segments, one round costing c = alpha + (s/S) beta (+ g = gamma s/S
+// for a reducing receiver), D = floor(log2 n) the depth of the deepest rank.
+//
+// Each rank sends at most one and receives at most one transfer per round, so round k of
+// a phase (counting non-empty rounds) ends by k (c + g) in the reduce and by k c in the
+// broadcast, measured from the phase's start: these bounds are exact when a chain of
+// transfers keeps some rank busy in every round. There are 2(S + D - 1) rounds per phase
+// (S + D - 1 steps of two), less the empty ones.
+//  - Reduce, n >= 3: the leftmost rank of depth D-1 receives in both rounds of step 0 when
+//    depth D holds two ranks, its ancestors up the leftmost path have two children each,
+//    and the root receives in both rounds of steps D-1 .. S+D-2: a busy chain through all
+//    2(S+D-1) rounds. For n = 2^D depth D holds one rank (a first-round child): round 1 is
+//    empty and the chain resumes from round 2, so 2(S+D-1) - 1.
+//  - Broadcast, S >= 2: the mirror image; the root sends in rounds 0 .. 2S-1 and the last
+//    segment walks down a path of ranks that are busy sending the previous segment. For
+//    n = 2^D the last step's second round is empty and the lone depth-D rank's parent idles
+//    in the round before, so 2(S+D-1) - 2.
+//  - Broadcast, S = 1: nothing overlaps; a first child has the data one c after its parent,
+//    a second child two c after. Rank m-1 (heap label m, path = binary digits of m after the
+//    leading 1, 0 = first child) is reached after (bit_width(m) - 1) + (popcount(m) - 1)
+//    c, maximised over m <= n.
+//  - n = 2: the root has a single child, one non-empty round per step: S + S rounds.
+double tree_cost(int n, double bytes, int segments, const CostParams& p) {
+  const double seg = bytes / segments;
+  const double c = p.alpha + seg * p.beta;
+  const double g = seg * p.gamma;
+  const int steps = segments + floor_log2(n) - 1;
+  const int pow2 = is_pow2(n) ? 1 : 0;
+  if (n == 2) return segments * (c + g) + segments * c;
+  const int reduce_rounds = 2 * steps - pow2;
+  const int broadcast_rounds = segments == 1 ? most_width_plus_ones(n) - 2 : 2 * steps - 2 * pow2;
+  return reduce_rounds * (c + g) + broadcast_rounds * c;
+}
+
+// Double tree, S segments per tree of s / (2S) bytes. Both trees move one segment per step,
+// every rank sends and receives at most once per round, and for n >= 3 every one of the
+// 2(S + D - 1) rounds of each phase is non-empty (the two trees' depth-D ranks use opposite
+// rounds), so the lock-step bound of tree_cost applies: 2(S+D-1) (c + g) + 2(S+D-1) c.
+// For n = 2^D the lone depth-D ranks of A and B are each other's parents (n-1 and n/2-1):
+// n/2-1 receives from n-1 in round 0 and sends to it in round 1, a link of the busy chain
+// on which the sender does not reduce, so the reduce has one g less.
+// n = 2: the trees are 1 -> 0 and 0 -> 1 in the same round: S + S rounds.
+double dbtree_cost(int n, double bytes, int segments, const CostParams& p) {
+  const double seg = bytes / (2.0 * segments);
+  const double c = p.alpha + seg * p.beta;
+  const double g = seg * p.gamma;
+  if (n == 2) return segments * (c + g) + segments * c;
+  const int rounds = 2 * (segments + floor_log2(n) - 1);
+  return rounds * (c + g) - (is_pow2(n) ? g : 0.0) + rounds * c;
 }
 
 }  // namespace ssim::alg

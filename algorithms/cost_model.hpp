@@ -30,4 +30,26 @@ double direct_ideal_cost(int n, double bytes, const CostParams& p);
 // Ring ReduceScatter among m ranks over m chunks of bytes / m each.
 double ring_reduce_scatter_cost(int m, double bytes, const CostParams& p);
 
+// What the declarations above mean exactly (each is also the exact cost of a schedule we
+// generate, gamma included):
+//   ring_cost          the ring schedule; equals the paper's Ring row.
+//   rhd_cost           our rhd schedule: the paper's pow2 row plus (n-1)/n s gamma; other n
+//                      fold the extra ranks in and out: 2 alpha + 2 s beta + s gamma on top of
+//                      rhd among 2^floor(log2 n) ranks, s beta more than rhd_paper_cost.
+//   direct_ideal_cost  the straggler exchange plus the doubling broadcast of direct:
+//                      ceil(log2 n) (alpha + s beta) + s gamma. The paper writes log2 n; its
+//                      section 3.3 table uses the fractional log2 n for non-powers of two.
+
+// The paper's RHD row as coded in its simulation.py (Rabenseifner-Traff 3-2 elimination for
+// other n): powers of two 2 log2 n alpha + 2(n-1)/n s beta; otherwise
+// 2 ceil(log2 n) alpha + 2 s beta (1.5 - 1/2^floor(log2 n)). No gamma term (p.gamma ignored).
+double rhd_paper_cost(int n, double bytes, const CostParams& p);
+// The whole direct schedule: ring AllReduce among n-1 over n-1 chunks, then
+// direct_ideal_cost.
+double direct_cost(int n, double bytes, const CostParams& p);
+// The pipelined binary tree (tree.cpp) with `segments` chunks.
+double tree_cost(int n, double bytes, int segments, const CostParams& p);
+// The double binary tree (dbtree.cpp) with `segments` chunks per tree (2 * segments in all).
+double dbtree_cost(int n, double bytes, int segments, const CostParams& p);
+
 }  // namespace ssim::alg

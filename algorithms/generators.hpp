@@ -30,4 +30,23 @@ void append_ring_allgather(Schedule& s, std::span<const int> members, int first_
 // Ranks 0..n-1 in order, for the common case of a ring over everyone.
 std::vector<int> iota_ranks(int n);
 
+// The `segments` option of tree and dbtree: default and upper bound.
+inline constexpr int kTreeDefaultSegments = 16;
+inline constexpr int kTreeMaxSegments = 65536;
+
+// A binary tree in heap layout over all ranks: position q has parent (q-1)/2; rank_at[q] is
+// the rank at position q and side[q] (0 or 1) the round of each two-round step in which
+// position q exchanges with its parent (siblings must differ). Segment j of the pipeline is
+// chunk first_chunk + j.
+struct PipelinedTree {
+  std::vector<int> rank_at;
+  std::vector<int> side;
+  int first_chunk = 0;
+};
+// Pipelined reduce to the root then broadcast from it, all `trees` at once (tree.cpp): in
+// step t a position at depth d sends segment t - (D - d) up (D = depth of the deepest
+// position), then in the broadcast receives segment t - (d - 1) from its parent, each in
+// the round of its side. Empty rounds are left out.
+void append_tree_allreduce(Schedule& s, std::span<const PipelinedTree> trees, int segments);
+
 }  // namespace ssim::alg

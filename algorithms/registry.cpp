@@ -31,6 +31,10 @@ std::string Options::get_string(std::string_view key, std::string fallback) cons
 const std::vector<AlgorithmInfo>& algorithms() {
   static const std::vector<AlgorithmInfo> registry = {
       ring_info(),
+      rhd_info(),
+      direct_info(),
+      tree_info(),
+      dbtree_info(),
   };
   return registry;
 }

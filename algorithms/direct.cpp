@@ -1,0 +1,69 @@
+// Direct: the StragglAR paper's straggler-aware baseline ("Broadcast" in its code). n-1 chunks.
+//  1. ring AllReduce among the n-1 non-stragglers (reduce-scatter + allgather, 2(n-2) rounds;
+//     it can run while the straggler is still computing);
+//  2. "straggler-exchange": the straggler and rank 0 swap their full buffers and both reduce;
+//  3. "broadcast": the holders of the result double every round (2, 4, 8, ...), each sending
+//     the full buffer to one rank that lacks it: ceil(log2 n) - 1 rounds.
+// Built for straggler n-1; another straggler rank is obtained by swapping it with n-1.
+#include <numeric>
+
+#include "algorithms/generators.hpp"
+#include "common/error.hpp"
+
+namespace ssim::alg {
+namespace {
+
+Schedule make_direct(int n, const Options& options) {
+  const int straggler = options.get_int("straggler", n - 1, 0, n - 1);
+  const int last = n - 1;
+  Schedule s = Schedule::make(Collective::allreduce, "direct", n, n - 1);
+  s.straggler = last;
+
+  const std::vector<int> others = iota_ranks(n - 1);
+  append_ring_reduce_scatter(s, others, 0, "reduce-scatter");
+  append_ring_allgather(s, others, 0, "allgather");
+
+  Round& exchange = s.add_round("straggler-exchange");
+  exchange.add(0, last, 0, n - 1, Op::reduce);
+  exchange.add(last, 0, 0, n - 1, Op::reduce);
+
+  std::vector<int> holders = {0, last};
+  int next = 1;  // ranks 1 .. n-2 still lack the result, in this order
+  while (next < last) {
+    Round& round = s.add_round("broadcast");
+    const std::size_t senders = holders.size();
+    for (std::size_t h = 0; h < senders && next < last; ++h, ++next) {
+      round.add(holders[h], next, 0, n - 1, Op::copy);
+      holders.push_back(next);
+    }
+  }
+
+  if (straggler != last) {
+    std::vector<int> perm(static_cast<std::size_t>(n));
+    std::iota(perm.begin(), perm.end(), 0);
+    std::swap(perm[static_cast<std::size_t>(straggler)], perm[static_cast<std::size_t>(last)]);
+    s.relabel(perm);
+  }
+  SSIM_CHECK(s.straggler == straggler, "direct: relabel must move the straggler");
+  return s;
+}
+
+}  // namespace
+
+AlgorithmInfo direct_info() {
+  return AlgorithmInfo{
+      .name = "direct",
+      .description =
+          "ring allreduce among the n-1 non-stragglers, full-buffer exchange with the "
+          "straggler, doubling broadcast of the full buffer (StragglAR paper baseline)",
+      .supported_ranks = "n >= 2",
+      .supports_ranks = [](int n) { return n >= 2; },
+      .options = {{"straggler", "rank the schedule treats as the straggler, 0..n-1", "n-1"}},
+      .generate = make_direct,
+      .cost = [](int n, double bytes, const CostParams& p,
+                 const Options&) { return direct_cost(n, bytes, p); },
+      .straggler_aware = true,
+  };
+}
+
+}  // namespace ssim::alg

@@ -1,0 +1,93 @@
+// Pipelined binary-tree AllReduce: the buffer is cut into `segments` chunks that flow up a
+// heap-shaped binary tree (rank q's parent is (q-1)/2, root 0) with reductions, then back
+// down with copies.
+//
+// Every step has two rounds: odd positions (left children) talk to their parent in the first,
+// even positions (right children) in the second. So a parent receives from its two children
+// in different rounds and each rank sends at most one and receives at most one transfer per
+// round, which makes the timing lock-step (see tree_cost in cost_model.cpp). The reduce phase
+// ends before the broadcast starts: the broadcast is not overlapped with the reduce of
+// later segments. Also the building block of dbtree (append_tree_allreduce).
+#include <bit>
+
+#include "algorithms/generators.hpp"
+#include "common/error.hpp"
+
+namespace ssim::alg {
+namespace {
+
+int depth_of(int position) { return std::bit_width(static_cast<unsigned>(position) + 1) - 1; }
+
+Schedule make_tree(int n, const Options& options) {
+  const int segments = options.get_int("segments", kTreeDefaultSegments, 1, kTreeMaxSegments);
+  Schedule s = Schedule::make(Collective::allreduce, "tree", n, segments);
+  PipelinedTree tree{iota_ranks(n), std::vector<int>(static_cast<std::size_t>(n)), 0};
+  for (int q = 0; q < n; ++q) tree.side[static_cast<std::size_t>(q)] = q % 2 == 1 ? 0 : 1;
+  append_tree_allreduce(s, std::span<const PipelinedTree>(&tree, 1), segments);
+  return s;
+}
+
+}  // namespace
+
+void append_tree_allreduce(Schedule& s, std::span<const PipelinedTree> trees, int segments) {
+  const int n = s.ranks;
+  for (const PipelinedTree& t : trees) {
+    SSIM_CHECK(static_cast<int>(t.rank_at.size()) == n && static_cast<int>(t.side.size()) == n,
+               "pipelined tree must place every rank");
+    SSIM_CHECK(t.first_chunk >= 0 && t.first_chunk + segments <= s.chunks,
+               "tree segments outside the chunks");
+  }
+  const int deepest = depth_of(n - 1);
+  const int steps = segments + deepest - 1;
+  // One phase: `segment_at(depth, step)` is the segment a position at that depth moves in
+  // that step (out of range: idle); `add` emits the transfer between it and its parent.
+  auto append_phase = [&](const char* phase, auto segment_at, auto add) {
+    for (int step = 0; step < steps; ++step) {
+      for (int side = 0; side < 2; ++side) {
+        Round round{phase, {}};
+        for (const PipelinedTree& t : trees) {
+          for (int q = 1; q < n; ++q) {
+            if (t.side[static_cast<std::size_t>(q)] != side) continue;
+            const int j = segment_at(depth_of(q), step);
+            if (j < 0 || j >= segments) continue;
+            add(round, t.rank_at[static_cast<std::size_t>(q)],
+                t.rank_at[static_cast<std::size_t>((q - 1) / 2)], t.first_chunk + j);
+          }
+        }
+        if (!round.transfers.empty()) s.rounds.push_back(std::move(round));
+      }
+    }
+  };
+  append_phase(
+      "reduce", [deepest](int depth, int step) { return step - (deepest - depth); },
+      [](Round& r, int child, int parent, int chunk) {
+        r.add(child, parent, chunk, chunk + 1, Op::reduce);
+      });
+  append_phase(
+      "broadcast", [](int depth, int step) { return step - (depth - 1); },
+      [](Round& r, int child, int parent, int chunk) {
+        r.add(parent, child, chunk, chunk + 1, Op::copy);
+      });
+}
+
+AlgorithmInfo tree_info() {
+  return AlgorithmInfo{
+      .name = "tree",
+      .description = "pipelined binary-tree reduce to rank 0 then broadcast, in `segments` chunks",
+      .supported_ranks = "n >= 2",
+      .supports_ranks = [](int n) { return n >= 2; },
+      .options = {{"segments",
+                   "number of chunks the buffer is pipelined in, 1.." +
+                       std::to_string(kTreeMaxSegments) +
+                       " (time is lowest near sqrt((floor(log2 n) - 1) s beta / alpha))",
+                   std::to_string(kTreeDefaultSegments)}},
+      .generate = make_tree,
+      .cost =
+          [](int n, double bytes, const CostParams& p, const Options& o) {
+            return tree_cost(n, bytes,
+                             o.get_int("segments", kTreeDefaultSegments, 1, kTreeMaxSegments), p);
+          },
+  };
+}
+
+}  // namespace ssim::alg
