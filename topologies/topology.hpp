@@ -10,13 +10,39 @@
 //   Route r = t.route(0, 5);   // links GPU0 -> switch -> GPU5, latency sum, bottleneck bandwidth
 //
 // Ranks are GPUs in the order they were added. Routing is shortest path by total latency,
-// ties broken by hop count and then by the lowest vertex/link ids, so it is deterministic;
+// ties broken by hop count and then by the lowest link ids, so it is deterministic;
 // with ECMP on, `route(src, dst, flow_hash)` picks one of the equal-cost paths by hash.
+//
+// What routing guarantees, precisely:
+// - Cost of a path = (sum of link latencies rounded to whole picoseconds, hop count), compared
+//   lexicographically; latencies that differ by less than a picosecond count as equal. The
+//   returned Route.latency is the exact double sum of the chosen links' latencies.
+// - Without ECMP the route is the optimal path whose link ids, read from the source, are
+//   lexicographically smallest: at every hop the lowest-id link that still lies on an optimal
+//   path (a destination-based forwarding table, like a switch's). Bandwidth does not affect the
+//   choice; Route.bandwidth is the minimum over the chosen links.
+// - With ECMP, each hop picks among the optimal next hops (sorted by id) by a hash of flow_hash
+//   salted with the current vertex id (as switches salt their hash to avoid polarisation).
+//   Same inputs, same path; flow_hash is ignored when ECMP is off.
+// - Cost: next-hop tables per destination are computed lazily (one reverse Dijkstra each) and
+//   cached. A GPU whose in-links all come from switches shares its switches' tables, so a
+//   switch, fat-tree or hierarchical topology needs one table per switch, not per GPU; after
+//   that a route costs O(hops x in-links of the destination). A table takes about 16 bytes per
+//   vertex (switch roots) or 4 (GPU roots). GPUs fed by GPUs (ring, torus, fully connected)
+//   need a table per destination GPU: at 16384 GPUs that outgrows the default limit, and a
+//   route whose table was evicted costs a Dijkstra again. The cache is bounded
+//   (set_route_cache_limit); the least recently used table is evicted first.
+// - Threads: const methods, route() included, may be called from several threads at once
+//   (the cache is guarded by a shared mutex). add_*, set_ecmp and set_route_cache_limit must
+//   not run concurrently with anything else on the same object. Copies share the computed
+//   tables (immutable) and route identically.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/units.hpp"
@@ -40,11 +66,12 @@ struct Link {
 };
 
 struct Route {
-  std::vector<int> links;         // link ids from source GPU to destination GPU
-  Seconds latency;                // sum of link latencies
-  BytesPerSecond bandwidth;       // minimum bandwidth along the path
+  std::vector<int> links;    // link ids from source GPU to destination GPU
+  Seconds latency;           // sum of link latencies
+  BytesPerSecond bandwidth;  // minimum bandwidth along the path
 };
 
+// A moved-from Topology may only be destroyed or assigned to.
 class Topology {
  public:
   Topology();
@@ -54,12 +81,17 @@ class Topology {
   Topology(const Topology&);
   Topology& operator=(const Topology&);
 
+  // Vertex ids are 0, 1, 2, ... in insertion order, GPUs and switches alike.
   int add_gpu(std::string name);
   int add_switch(std::string name);
   // Directed link; returns its id. Bandwidth must be > 0 and latency >= 0 (InputError otherwise).
-  int add_link(int from, int to, BytesPerSecond bandwidth, Seconds latency, std::string link_class = "");
+  // Also InputError: unknown vertex, from == to, latency above 1 s (surely a unit mistake; it
+  // also keeps picosecond path sums far from overflow), non-finite values.
+  int add_link(int from, int to, BytesPerSecond bandwidth, Seconds latency,
+               std::string link_class = "");
   // Two directed links, one each way (ids id and id+1).
-  int add_duplex_link(int a, int b, BytesPerSecond bandwidth, Seconds latency, std::string link_class = "");
+  int add_duplex_link(int a, int b, BytesPerSecond bandwidth, Seconds latency,
+                      std::string link_class = "");
 
   int node_count() const;
   int link_count() const;
@@ -69,11 +101,22 @@ class Topology {
   int vertex_of_rank(int rank) const;
   // Link ids leaving `vertex`, in insertion order.
   std::vector<int> out_links(int vertex) const;
+  // Link ids entering `vertex`, in insertion order.
+  std::vector<int> in_links(int vertex) const;
+  // The first vertex added with this name, or -1 (for loaders that name link endpoints).
+  int find_vertex(std::string_view name) const;
 
   void set_ecmp(bool on);
   bool ecmp() const;
-  // Throws InputError when dst is unreachable from src. src != dst.
+  // InputError when dst is unreachable from src (naming both ranks), a rank is out of range,
+  // or src == dst. node(), link() and vertex_of_rank() also throw InputError for a bad id.
   Route route(int src_rank, int dst_rank, std::uint64_t flow_hash = 0) const;
+
+  // Upper bound on the memory of cached next-hop tables (default 1 GiB). Tables that a route in
+  // progress uses live until it returns, so a tiny limit is slow but still correct.
+  void set_route_cache_limit(std::size_t bytes);
+  // Bytes held by cached tables now (tests and diagnostics).
+  std::size_t route_cache_bytes() const;
 
   std::string name;         // e.g. "switch(8)"
   std::string description;  // provenance: generator parameters or the file it came from

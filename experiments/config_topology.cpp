@@ -1,0 +1,172 @@
+#include <filesystem>
+
+#include "common/error.hpp"
+#include "experiments/config.hpp"
+#include "topologies/generators.hpp"
+
+namespace ssim::exp {
+namespace {
+
+constexpr std::int64_t kMaxRanks = topo::kMaxGeneratedRanks;
+
+// Generators validate combinations of parameters; their errors are reported at the node.
+template <typename F>
+topo::Topology generate_at(const ConfigNode& node, F make) {
+  try {
+    return make();
+  } catch (const InputError& e) {
+    node.fail(e.what());
+  }
+}
+
+topo::Topology load_custom(const ConfigNode& node) {
+  topo::Topology t;
+  for (const ConfigNode& n : node.child("nodes").items()) {
+    n.allow_only({"name", "type"});
+    const std::string name = n.get_string("name");
+    if (t.find_vertex(name) >= 0) n.child("name").fail("duplicate node name '" + name + "'");
+    if (n.get_choice("type", {"gpu", "switch"}, "gpu") == "gpu") {
+      t.add_gpu(name);
+    } else {
+      t.add_switch(name);
+    }
+  }
+  if (t.gpu_count() < 2) node.child("nodes").fail("a custom topology needs at least 2 GPUs");
+  for (const ConfigNode& l : node.child("links").items()) {
+    l.allow_only({"from", "to", "bandwidth", "latency", "class", "duplex"});
+    auto endpoint = [&](const char* key) {
+      const ConfigNode e = l.child(key);
+      const int v = t.find_vertex(e.as_string());
+      if (v < 0) e.fail("unknown node '" + e.as_string() + "' (declare it under nodes)");
+      return v;
+    };
+    const int from = endpoint("from");
+    const int to = endpoint("to");
+    if (from == to) l.child("to").fail("a link must join two different nodes");
+    const BytesPerSecond bw = l.get_bandwidth("bandwidth");
+    const Seconds lat = l.get_time("latency");
+    const std::string cls = l.get_string("class", "");
+    if (l.get_bool("duplex", true)) {
+      t.add_duplex_link(from, to, bw, lat, cls);
+    } else {
+      t.add_link(from, to, bw, lat, cls);
+    }
+  }
+  t.name = "custom(" + std::to_string(t.gpu_count()) + " GPUs)";
+  return t;
+}
+
+topo::Topology load_inline(const ConfigNode& node) {
+  const std::string kind = node.get_choice(
+      "kind", {"switch", "fully_connected", "ring", "torus2d", "torus3d", "fat_tree", "hierarchical", "custom"});
+  static constexpr const char* kCommon[] = {"kind", "ecmp", "name", "description", "provenance"};
+  auto allow = [&](std::initializer_list<const char*> extra) {
+    std::vector<std::string> keys(std::begin(kCommon), std::end(kCommon));
+    keys.insert(keys.end(), extra.begin(), extra.end());
+    for (const std::string& k : node.keys()) {
+      if (std::find(keys.begin(), keys.end(), k) == keys.end()) {
+        std::string list;
+        for (const std::string& a : keys) list += (list.empty() ? "" : ", ") + a;
+        node.child(k).fail("unknown key '" + k + "' for a " + kind + " topology (allowed: " + list + ")");
+      }
+    }
+  };
+  topo::Topology t;
+  if (kind == "switch" || kind == "fully_connected" || kind == "ring") {
+    allow({"ranks", "bandwidth", "latency"});
+    const int ranks = static_cast<int>(node.get_int("ranks", std::nullopt, 2, kMaxRanks));
+    const BytesPerSecond bw = node.get_bandwidth("bandwidth");
+    const Seconds lat = node.get_time("latency");
+    t = generate_at(node, [&] {
+      if (kind == "switch") return topo::make_switch({.ranks = ranks, .bandwidth = bw, .latency = lat});
+      if (kind == "ring") return topo::make_ring({.ranks = ranks, .bandwidth = bw, .latency = lat});
+      return topo::make_fully_connected({.ranks = ranks, .bandwidth = bw, .latency = lat});
+    });
+  } else if (kind == "torus2d" || kind == "torus3d") {
+    const bool three = kind == "torus3d";
+    if (three) {
+      allow({"x", "y", "z", "bandwidth", "latency"});
+    } else {
+      allow({"x", "y", "bandwidth", "latency"});
+    }
+    const int x = static_cast<int>(node.get_int("x", std::nullopt, 1, kMaxRanks));
+    const int y = static_cast<int>(node.get_int("y", std::nullopt, 1, kMaxRanks));
+    const int z = three ? static_cast<int>(node.get_int("z", std::nullopt, 1, kMaxRanks)) : 1;
+    const BytesPerSecond bw = node.get_bandwidth("bandwidth");
+    const Seconds lat = node.get_time("latency");
+    t = generate_at(node, [&] {
+      if (three) return topo::make_torus3d({.x = x, .y = y, .z = z, .bandwidth = bw, .latency = lat});
+      return topo::make_torus2d({.x = x, .y = y, .bandwidth = bw, .latency = lat});
+    });
+  } else if (kind == "fat_tree") {
+    allow({"k", "tiers", "bandwidth", "latency", "oversubscription", "ranks"});
+    topo::FatTreeParams p;
+    p.k = static_cast<int>(node.get_int("k", std::nullopt, 2, 362));
+    p.tiers = static_cast<int>(node.get_int("tiers", 3, 2, 3));
+    p.bandwidth = node.get_bandwidth("bandwidth");
+    p.latency = node.get_time("latency");
+    p.oversubscription = node.get_double("oversubscription", 1.0, 1.0, 1e6);
+    p.ranks = static_cast<int>(node.get_int("ranks", 0, 0, kMaxRanks));
+    t = generate_at(node, [&] { return topo::make_fat_tree(p); });
+  } else if (kind == "hierarchical") {
+    allow({"nodes", "gpus_per_node", "nvlink", "nic", "fabric"});
+    topo::HierarchicalParams p;
+    p.nodes = static_cast<int>(node.get_int("nodes", std::nullopt, 1, kMaxRanks));
+    p.gpus_per_node = static_cast<int>(node.get_int("gpus_per_node", std::nullopt, 1, 1024));
+    const ConfigNode nv = node.child("nvlink");
+    nv.allow_only({"bandwidth", "latency"});
+    p.nvlink_bandwidth = nv.get_bandwidth("bandwidth");
+    p.nvlink_latency = nv.get_time("latency");
+    const ConfigNode nic = node.child("nic");
+    nic.allow_only({"bandwidth", "latency"});
+    p.nic_bandwidth = nic.get_bandwidth("bandwidth");
+    p.nic_latency = nic.get_time("latency");
+    const ConfigNode fab = node.child("fabric");
+    fab.allow_only({"kind", "spines", "bandwidth", "latency", "nodes_per_leaf"});
+    p.fabric = fab.get_choice("kind", {"leaf_spine", "rail_optimized"}) == "leaf_spine"
+                   ? topo::FabricKind::leaf_spine
+                   : topo::FabricKind::rail_optimized;
+    p.spines = static_cast<int>(fab.get_int("spines", 1, 0, 4096));
+    p.spine_bandwidth = fab.get_bandwidth("bandwidth", p.nic_bandwidth);
+    p.spine_latency = fab.get_time("latency", p.nic_latency);
+    p.nodes_per_leaf = static_cast<int>(fab.get_int("nodes_per_leaf", 1, 1, kMaxRanks));
+    t = generate_at(node, [&] { return topo::make_hierarchical(p); });
+  } else {
+    allow({"nodes", "links"});
+    t = load_custom(node);
+  }
+  t.set_ecmp(node.get_bool("ecmp", false));
+  if (node.has("name")) t.name = node.get_string("name");
+  std::string provenance;
+  if (node.has("description")) provenance = node.get_string("description");
+  if (node.has("provenance")) {
+    provenance += (provenance.empty() ? "" : "; ") + node.child("provenance").text();
+  }
+  if (!provenance.empty()) t.description = provenance + (t.description.empty() ? "" : " [" + t.description + "]");
+  return t;
+}
+
+}  // namespace
+
+topo::Topology load_topology(const ConfigNode& node, const std::string& base_dir) {
+  std::optional<ConfigNode> file_node;
+  if (node.is_scalar()) {
+    file_node = node;
+  } else {
+    node.require_map();
+    if (node.has("file")) {
+      node.allow_only({"file"});
+      file_node = node.child("file");
+    }
+  }
+  if (!file_node) return load_inline(node);
+  std::filesystem::path path = file_node->as_string();
+  if (path.is_relative()) path = std::filesystem::path(base_dir) / path;
+  if (!std::filesystem::exists(path)) file_node->fail("topology file '" + path.string() + "' does not exist");
+  const ConfigReader reader(path.string());
+  topo::Topology t = load_inline(reader.root());
+  if (t.description.empty()) t.description = "from " + path.string();
+  return t;
+}
+
+}  // namespace ssim::exp
