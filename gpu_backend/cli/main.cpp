@@ -1,18 +1,127 @@
-// stragglesim-gpu: the GPU-side driver. Today: `devices` reports what CUDA and NCCL see.
+// stragglesim-gpu: the GPU-side driver.
+//   devices  what CUDA and NCCL see on this machine;
+//   run      an nccl-tests-style sweep of one algorithm (a registry schedule or nccl) on GPUs,
+//            timed, checked, with an optional straggler delay; table on stdout, CSV with -o.
+//
+//   stragglesim-gpu run --algo ring -b 1M -e 256M -f 4 -n 20 -w 5 -o ring.csv
+//   stragglesim-gpu run --algo stragglar --delay 5ms --straggler 7 --phase1 nccl-rs
+//   stragglesim-gpu run --algo tree --transport single-gpu --ranks 8 -b 64K -e 64M
+//   stragglesim-gpu run --algo ring --rank R --nranks 16 --id-file /shared/id   # per process
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <string>
+#include <vector>
 
+#include "common/error.hpp"
 #include "gpu_backend/cuda/check.hpp"
 #include "gpu_backend/cuda/devices.hpp"
+#include "gpu_backend/cuda/driver.hpp"
+
+namespace {
+
+struct RunArgs {
+  std::string min_bytes = "32M";
+  std::string max_bytes;
+  int factor = 2;
+  int check = 1;
+  std::vector<std::string> options;
+  std::string delay = "0";
+  std::string dtype = "float32";
+  std::string transport = "nccl";
+  std::string phase1 = "schedule";
+  std::string id_timeout = "60s";
+};
+
+ssim::gpu::RunOptions to_options(const RunArgs& a, ssim::gpu::RunOptions o) {
+  using namespace ssim::gpu;
+  const std::uint64_t min = parse_size(a.min_bytes);
+  const std::uint64_t max = a.max_bytes.empty() ? min : parse_size(a.max_bytes);
+  o.sizes = size_sweep(min, max, a.factor);
+  if (a.check != 0 && a.check != 1)
+    throw ssim::InputError("-c must be 0 or 1, got " + std::to_string(a.check));
+  o.check = a.check == 1;
+  for (const std::string& kv : a.options) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw ssim::InputError("--option expects KEY=VALUE, got '" + kv + "'");
+    o.algorithm_options[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  o.delay = ssim::parse_time(a.delay);
+  o.dtype = parse_dtype(a.dtype);
+  o.transport = parse_transport(a.transport);
+  o.phase1 = parse_phase1(a.phase1);
+  o.id_timeout = ssim::parse_time(a.id_timeout);
+  return o;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"stragglesim-gpu: run schedules on GPUs with NCCL"};
   app.require_subcommand(1);
-  CLI::App* devices = app.add_subcommand("devices", "List the CUDA devices and the CUDA/NCCL versions");
+  CLI::App* devices =
+      app.add_subcommand("devices", "List the CUDA devices and the CUDA/NCCL versions");
   devices->callback([] {
     const ssim::gpu::DeviceReport r = ssim::gpu::query_devices();
     std::cout << ssim::gpu::format_device_report(r);
   });
+
+  CLI::App* run = app.add_subcommand(
+      "run", "Time and check one AllReduce algorithm over a size sweep (nccl-tests style)");
+  RunArgs a;
+  ssim::gpu::RunOptions o;
+  run->add_option("-b,--minbytes", a.min_bytes,
+                  "smallest size per rank: 4096, 64K, 1M, 2G (powers of 1024, as nccl-tests), "
+                  "or 64KiB, 1MB, ...")
+      ->capture_default_str();
+  run->add_option("-e,--maxbytes", a.max_bytes, "largest size per rank (default: -b)");
+  run->add_option("-f,--stepfactor", a.factor, "multiply the size by this between runs")
+      ->capture_default_str();
+  run->add_option("-n,--iters", o.iterations, "timed iterations per size")->capture_default_str();
+  run->add_option("-w,--warmup_iters", o.warmup, "untimed iterations per size first")
+      ->capture_default_str();
+  run->add_option("-c,--check", a.check, "check every element of every iteration (0 or 1)")
+      ->capture_default_str();
+  run->add_option("--algo", o.algorithm,
+                  "algorithm: a registry name (stragglesim algorithms) or nccl (ncclAllReduce)")
+      ->capture_default_str();
+  run->add_option("-O,--option", a.options, "algorithm option KEY=VALUE (repeatable)");
+  run->add_option("--ranks", o.ranks,
+                  "ranks (default: every GPU for --transport nccl; required for single-gpu)");
+  run->add_option("--delay", a.delay, "straggler arrival delay: 5ms, 100us, ... (0: none)")
+      ->capture_default_str();
+  run->add_option("--straggler", o.straggler,
+                  "the late rank, also the rank straggler-aware schedules are built for "
+                  "(default n-1)");
+  run->add_option("-d,--dtype", a.dtype, "float32, float64, int32 or int64 (sum)")
+      ->capture_default_str();
+  run->add_option("--transport", a.transport,
+                  "nccl (one rank per GPU) or single-gpu (every rank on GPU 0, copies)")
+      ->capture_default_str();
+  run->add_option("--phase1", a.phase1,
+                  "schedule, or nccl-rs: run a straggler-aware schedule's ring reduce-scatter "
+                  "phase as ncclReduceScatter on the non-stragglers")
+      ->capture_default_str();
+  run->add_option("--rank", o.rank, "one process per GPU: this process's rank");
+  run->add_option("--nranks", o.nranks, "one process per GPU: number of processes");
+  run->add_option("--id-file", o.id_file,
+                  "one process per GPU: file through which rank 0 hands out the NCCL id (must "
+                  "not exist when rank 0 starts; on a shared file system across nodes)");
+  run->add_option("--id-timeout", a.id_timeout, "how long ranks > 0 wait for the id file")
+      ->capture_default_str();
+  run->add_option("--device", o.device, "one process per GPU: GPU index (default rank % GPUs)");
+  run->add_option("-o,--output", o.output, "write one CSV row per iteration here");
+  int exit_code = 0;
+  run->callback([&] {
+    const ssim::gpu::SweepOutcome r = ssim::gpu::run_sweep(to_options(a, o), std::cout);
+    if (r.wrong > 0) {
+      std::cerr << "stragglesim-gpu: check FAILED: " << r.wrong << " wrong elements"
+                << (r.first_failure.empty() ? std::string() : "; first: " + r.first_failure)
+                << "\n";
+      exit_code = 1;
+    }
+  });
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -21,5 +130,5 @@ int main(int argc, char** argv) {
     std::cerr << "stragglesim-gpu: error: " << e.what() << "\n";
     return 1;
   }
-  return 0;
+  return exit_code;
 }

@@ -19,9 +19,9 @@ struct DeviceInfo {
 };
 
 struct DeviceReport {
-  int runtime_version = 0;  // CUDA runtime, e.g. 13000
-  int driver_version = 0;   // 0 when no driver is present
-  int nccl_version = 0;     // e.g. 22803
+  int runtime_version = 0;       // CUDA runtime, e.g. 13000
+  int driver_version = 0;        // 0 when no driver is present
+  int nccl_version = 0;          // e.g. 22803
   std::string no_device_reason;  // why devices is empty, if it is
   std::vector<DeviceInfo> devices;
 };

@@ -1,7 +1,8 @@
+#include "gpu_backend/cuda/devices.hpp"
+
 #include <sstream>
 
 #include "gpu_backend/cuda/check.hpp"
-#include "gpu_backend/cuda/devices.hpp"
 
 namespace ssim::gpu {
 
@@ -24,7 +25,8 @@ DeviceReport query_devices() {
   for (int d = 0; d < count; ++d) {
     cudaDeviceProp p{};
     SSIM_CUDA(cudaGetDeviceProperties(&p, d));
-    r.devices.push_back(DeviceInfo{d, p.name, static_cast<double>(p.totalGlobalMem) / (1024.0 * 1024 * 1024),
+    r.devices.push_back(DeviceInfo{d, p.name,
+                                   static_cast<double>(p.totalGlobalMem) / (1024.0 * 1024 * 1024),
                                    p.multiProcessorCount, p.major, p.minor});
   }
   return r;
@@ -32,15 +34,17 @@ DeviceReport query_devices() {
 
 std::string format_device_report(const DeviceReport& r) {
   std::ostringstream os;
-  os << "CUDA runtime " << r.runtime_version / 1000 << "." << (r.runtime_version % 1000) / 10 << ", driver "
-     << (r.driver_version ? std::to_string(r.driver_version / 1000) + "." + std::to_string((r.driver_version % 1000) / 10)
+  os << "CUDA runtime " << r.runtime_version / 1000 << "." << (r.runtime_version % 1000) / 10
+     << ", driver "
+     << (r.driver_version ? std::to_string(r.driver_version / 1000) + "." +
+                                std::to_string((r.driver_version % 1000) / 10)
                           : std::string("none"))
-     << ", NCCL " << r.nccl_version / 10000 << "." << (r.nccl_version % 10000) / 100 << "." << r.nccl_version % 100
-     << "\n";
+     << ", NCCL " << r.nccl_version / 10000 << "." << (r.nccl_version % 10000) / 100 << "."
+     << r.nccl_version % 100 << "\n";
   if (r.devices.empty()) os << "no GPU: " << r.no_device_reason << "\n";
   for (const DeviceInfo& d : r.devices) {
-    os << "GPU " << d.index << ": " << d.name << ", " << d.memory_gib << " GiB, " << d.sm_count << " SMs, sm_"
-       << d.compute_major << d.compute_minor << "\n";
+    os << "GPU " << d.index << ": " << d.name << ", " << d.memory_gib << " GiB, " << d.sm_count
+       << " SMs, sm_" << d.compute_major << d.compute_minor << "\n";
   }
   return os.str();
 }

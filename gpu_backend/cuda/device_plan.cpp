@@ -1,0 +1,275 @@
+#include "gpu_backend/cuda/device_plan.hpp"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "algorithms/generators.hpp"
+#include "common/error.hpp"
+
+namespace ssim::gpu {
+
+std::string_view to_string(Phase1 phase1) {
+  return phase1 == Phase1::schedule ? "schedule" : "nccl-rs";
+}
+
+Phase1 parse_phase1(std::string_view name) {
+  if (name == "schedule") return Phase1::schedule;
+  if (name == "nccl-rs") return Phase1::nccl_rs;
+  throw InputError("unknown phase-1 mode '" + std::string(name) +
+                   "' (expected schedule or nccl-rs)");
+}
+
+std::string_view to_string(Transport transport) {
+  return transport == Transport::nccl ? "nccl" : "single-gpu";
+}
+
+Transport parse_transport(std::string_view name) {
+  if (name == "nccl") return Transport::nccl;
+  if (name == "single-gpu") return Transport::single_gpu;
+  throw InputError("unknown transport '" + std::string(name) + "' (expected nccl or single-gpu)");
+}
+
+int kernel_dtype(DType dtype) {
+  // The codes of kernels.hpp: kDtypeFloat32 = 0, kDtypeFloat64 = 1, kDtypeInt32 = 2,
+  // kDtypeInt64 = 3.
+  switch (dtype) {
+    case DType::float32:
+      return 0;
+    case DType::float64:
+      return 1;
+    case DType::int32:
+      return 2;
+    case DType::int64:
+      return 3;
+  }
+  SSIM_CHECK(false, "unknown dtype");
+  return 0;
+}
+
+namespace {
+
+bool overlaps(const ApplyItem& a, const ApplyItem& b) {
+  return a.dst < b.dst + b.count && b.dst < a.dst + a.count;
+}
+
+std::uint64_t elements(std::uint64_t bytes, std::uint64_t elem, const char* what) {
+  SSIM_CHECK(bytes % elem == 0, std::string(what) + " offset is not a whole number of elements");
+  return bytes / elem;
+}
+
+}  // namespace
+
+std::vector<DeviceRankPlan> build_device_plans(const Plan& plan) {
+  const std::uint64_t elem = dtype_size(plan.layout.dtype);
+  std::vector<DeviceRankPlan> out(plan.rank_plans.size());
+
+  // Sender offsets in issue order per (round, src, dst), consumed by the receives in order.
+  std::map<std::tuple<int, int, int>, std::vector<std::uint64_t>> sends;
+  for (int r = 0; r < plan.ranks; ++r) {
+    for (const Step& step : plan.rank_plans[static_cast<std::size_t>(r)].steps) {
+      for (const P2P& s : step.sends) sends[{step.round, r, s.peer}].push_back(s.offset);
+    }
+  }
+  std::map<std::tuple<int, int, int>, std::size_t> taken;
+
+  for (int r = 0; r < plan.ranks; ++r) {
+    const RankPlan& rp = plan.rank_plans[static_cast<std::size_t>(r)];
+    DeviceRankPlan& dp = out[static_cast<std::size_t>(r)];
+    dp.step_at_round.assign(static_cast<std::size_t>(plan.rounds), -1);
+    for (const Step& step : rp.steps) {
+      dp.step_at_round[static_cast<std::size_t>(step.round)] = static_cast<int>(dp.steps.size());
+      DeviceStep ds;
+      ds.round = step.round;
+      for (const P2P& v : step.recvs) {
+        const auto key = std::make_tuple(step.round, v.peer, r);
+        const std::size_t k = taken[key]++;
+        auto it = sends.find(key);
+        SSIM_CHECK(it != sends.end() && k < it->second.size(), "receive without a matching send");
+        ds.recv_source_offsets.push_back(it->second[k]);
+      }
+
+      std::vector<ApplyItem> items;
+      std::vector<int> wave_of;
+      int waves = 0;
+      for (const Apply& a : step.applies) {
+        const ApplyItem item{elements(a.offset, elem, "apply data"),
+                             elements(a.scratch_offset, elem, "apply scratch"), a.count,
+                             a.op == alg::Op::reduce ? kApplyReduce : kApplyCopy, 0};
+        int wave = 0;
+        for (std::size_t j = 0; j < items.size(); ++j) {
+          if (overlaps(items[j], item)) wave = std::max(wave, wave_of[j] + 1);
+        }
+        items.push_back(item);
+        wave_of.push_back(wave);
+        waves = std::max(waves, wave + 1);
+      }
+      for (int w = 0; w < waves; ++w) {
+        ApplyWave wave;
+        wave.first = dp.items.size();
+        for (std::size_t j = 0; j < items.size(); ++j) {
+          if (wave_of[j] != w) continue;
+          dp.items.push_back(items[j]);
+          wave.max_count = std::max(wave.max_count, items[j].count);
+        }
+        wave.count = dp.items.size() - wave.first;
+        ds.waves.push_back(wave);
+      }
+      dp.steps.push_back(std::move(ds));
+    }
+  }
+  return out;
+}
+
+namespace {
+
+std::vector<alg::Transfer> sorted(std::vector<alg::Transfer> t) {
+  std::sort(t.begin(), t.end(), [](const alg::Transfer& a, const alg::Transfer& b) {
+    return std::tie(a.src, a.dst, a.chunk_begin, a.chunk_end, a.op) <
+           std::tie(b.src, b.dst, b.chunk_begin, b.chunk_end, b.op);
+  });
+  return t;
+}
+
+// Rejects schedules that would compute something else once the ring's partial sums are
+// replaced by whatever ncclReduceScatter leaves in the chunks a member does not own.
+void check_partial_sums_unused(const alg::Schedule& s, const RingReduceScatter& rs) {
+  const int m = static_cast<int>(rs.members.size());
+  std::vector<std::vector<bool>> partial(static_cast<std::size_t>(s.ranks),
+                                         std::vector<bool>(static_cast<std::size_t>(s.chunks)));
+  for (int i = 0; i < m; ++i) {
+    for (int c = 0; c < m; ++c) {
+      if (c != i)
+        partial[static_cast<std::size_t>(rs.members[i])][static_cast<std::size_t>(c)] = true;
+    }
+  }
+  auto fail = [](const std::string& what) {
+    throw InputError("--phase1 nccl-rs: " + what +
+                     "; the schedule uses the ring's partial sums, which ncclReduceScatter does "
+                     "not produce (use --phase1 schedule)");
+  };
+  for (std::size_t ri = static_cast<std::size_t>(rs.rounds); ri < s.rounds.size(); ++ri) {
+    const auto& transfers = s.rounds[ri].transfers;
+    for (const alg::Transfer& t : transfers) {
+      for (int c = t.chunk_begin; c < t.chunk_end; ++c) {
+        if (partial[static_cast<std::size_t>(t.src)][static_cast<std::size_t>(c)]) {
+          fail("round " + std::to_string(ri) + " sends chunk " + std::to_string(c) + " from rank " +
+               std::to_string(t.src));
+        }
+      }
+    }
+    for (const alg::Transfer& t : transfers) {
+      if (t.op != alg::Op::copy) continue;
+      for (int c = t.chunk_begin; c < t.chunk_end; ++c)
+        partial[static_cast<std::size_t>(t.dst)][static_cast<std::size_t>(c)] = false;
+    }
+  }
+  for (int r = 0; r < s.ranks; ++r) {
+    for (int c = 0; c < s.chunks; ++c) {
+      if (partial[static_cast<std::size_t>(r)][static_cast<std::size_t>(c)]) {
+        fail("rank " + std::to_string(r) + " ends with chunk " + std::to_string(c) +
+             " as left by phase 1");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+RingReduceScatter find_phase1_ring_reduce_scatter(const alg::Schedule& s) {
+  const std::string name = s.algorithm.empty() ? "the schedule" : "'" + s.algorithm + "'";
+  auto fail = [&](const std::string& why) -> void {
+    throw InputError(
+        "--phase1 nccl-rs needs a straggler-aware schedule whose first rounds, "
+        "labelled reduce-scatter, are a ring reduce-scatter among the n-1 "
+        "non-stragglers over chunks 0..n-2; " +
+        name + ": " + why);
+  };
+  if (!s.straggler) fail("it names no straggler");
+  const int n = s.ranks;
+  const int m = n - 1;
+  const int straggler = *s.straggler;
+
+  RingReduceScatter rs;
+  while (static_cast<std::size_t>(rs.rounds) < s.rounds.size() &&
+         s.rounds[static_cast<std::size_t>(rs.rounds)].phase == "reduce-scatter") {
+    ++rs.rounds;
+  }
+  if (rs.rounds == 0) fail("round 0 is not labelled reduce-scatter");
+  for (std::size_t ri = static_cast<std::size_t>(rs.rounds); ri < s.rounds.size(); ++ri) {
+    if (s.rounds[ri].phase == "reduce-scatter")
+      fail("round " + std::to_string(ri) + " is labelled reduce-scatter after phase 1 ended");
+  }
+  if (rs.rounds != m - 1) {
+    fail(std::to_string(rs.rounds) + " reduce-scatter rounds, a ring among " + std::to_string(m) +
+         " ranks has " + std::to_string(m - 1));
+  }
+  if (s.chunks < m) fail(std::to_string(s.chunks) + " chunks, fewer than n-1");
+
+  // Round 0 of the ring: members[i] sends chunk i-1 (mod m) to members[i+1].
+  rs.members.assign(static_cast<std::size_t>(m), -1);
+  for (const alg::Transfer& t : s.rounds[0].transfers) {
+    if (t.src == straggler || t.dst == straggler) fail("round 0 involves the straggler");
+    if (t.chunk_begin < 0 || t.chunk_begin >= m) fail("round 0 sends a chunk outside 0..n-2");
+    int& slot = rs.members[static_cast<std::size_t>((t.chunk_begin + 1) % m)];
+    if (slot != -1) fail("round 0 sends chunk " + std::to_string(t.chunk_begin) + " twice");
+    slot = t.src;
+  }
+  std::vector<int> seen = rs.members;
+  std::sort(seen.begin(), seen.end());
+  std::vector<int> expected;
+  for (int r = 0; r < n; ++r) {
+    if (r != straggler) expected.push_back(r);
+  }
+  if (seen != expected) fail("round 0 is not one send from each non-straggler");
+
+  alg::Schedule ref = alg::Schedule::make(s.collective, s.algorithm, n, s.chunks);
+  alg::append_ring_reduce_scatter(ref, rs.members, 0);
+  for (int ri = 0; ri < rs.rounds; ++ri) {
+    const auto k = static_cast<std::size_t>(ri);
+    if (sorted(s.rounds[k].transfers) != sorted(ref.rounds[k].transfers))
+      fail("round " + std::to_string(ri) + " differs from the ring's");
+  }
+  check_partial_sums_unused(s, rs);
+  return rs;
+}
+
+PreparedCollective prepare_collective(const CollectiveSpec& spec) {
+  PreparedCollective out;
+  if (spec.algorithm == kNcclAlgorithm) {
+    if (!spec.options.values().empty())
+      throw InputError("algorithm nccl (ncclAllReduce) takes no options");
+    if (spec.phase1 != Phase1::schedule)
+      throw InputError("--phase1 nccl-rs applies to schedules, not to algorithm nccl");
+    if (spec.ranks < 1) throw InputError("--ranks must be >= 1, got " + std::to_string(spec.ranks));
+    out.label = std::string(kNcclAlgorithm);
+    out.nccl_allreduce = true;
+    const alg::Schedule none =
+        alg::Schedule::make(alg::Collective::allreduce, out.label, spec.ranks, 1);
+    out.plan = lower(none, spec.bytes, spec.dtype);
+    out.device = build_device_plans(out.plan);
+    return out;
+  }
+
+  bool known = false;
+  std::string names;
+  for (const alg::AlgorithmInfo& a : alg::algorithms()) {
+    known = known || a.name == spec.algorithm;
+    names += a.name + ", ";
+  }
+  if (!known) {
+    throw InputError("unknown algorithm '" + spec.algorithm + "' (valid: " + names +
+                     std::string(kNcclAlgorithm) + ")");
+  }
+  const alg::Schedule schedule = alg::generate(spec.algorithm, spec.ranks, spec.options);
+  out.label = schedule.algorithm;
+  if (spec.phase1 == Phase1::nccl_rs) {
+    out.phase1 = find_phase1_ring_reduce_scatter(schedule);
+    out.label += "+nccl-rs";
+  }
+  out.plan = lower(schedule, spec.bytes, spec.dtype);
+  out.device = build_device_plans(out.plan);
+  return out;
+}
+
+}  // namespace ssim::gpu

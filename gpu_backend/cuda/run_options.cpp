@@ -1,0 +1,181 @@
+#include "gpu_backend/cuda/run_options.hpp"
+
+#include <cctype>
+#include <limits>
+
+#include "algorithms/registry.hpp"
+#include "common/error.hpp"
+
+namespace ssim::gpu {
+
+bool one_process_per_gpu(const RunOptions& o) {
+  return o.rank.has_value() || o.nranks.has_value() || !o.id_file.empty();
+}
+
+std::uint64_t parse_size(std::string_view text) {
+  std::string t(text);
+  if (!t.empty()) {
+    const char last = t.back();
+    const bool after_digit =
+        t.size() >= 2 &&
+        (std::isdigit(static_cast<unsigned char>(t[t.size() - 2])) || t[t.size() - 2] == '.');
+    if (after_digit) {
+      if (last == 'K' || last == 'k') t.replace(t.size() - 1, 1, "KiB");
+      if (last == 'M' || last == 'm') t.replace(t.size() - 1, 1, "MiB");
+      if (last == 'G' || last == 'g') t.replace(t.size() - 1, 1, "GiB");
+    }
+  }
+  try {
+    return parse_bytes(t).value;
+  } catch (const InputError&) {
+    throw InputError("invalid size '" + std::string(text) +
+                     "' (expected bytes with an optional unit: 4096, 64K, 1M, 2G as in "
+                     "nccl-tests (powers of 1024), or 64KiB, 1MB, 2GiB)");
+  }
+}
+
+std::vector<std::uint64_t> size_sweep(std::uint64_t min, std::uint64_t max, int factor) {
+  if (min == 0) throw InputError("-b (smallest size) must be > 0");
+  if (min > max) {
+    throw InputError("-b (" + std::to_string(min) + " B) is larger than -e (" +
+                     std::to_string(max) + " B)");
+  }
+  if (min < max && factor < 2)
+    throw InputError("-f (size factor) must be >= 2, got " + std::to_string(factor));
+  std::vector<std::uint64_t> sizes;
+  for (std::uint64_t s = min; s <= max; s *= static_cast<std::uint64_t>(factor)) {
+    sizes.push_back(s);
+    if (s == max || s > std::numeric_limits<std::uint64_t>::max() / static_cast<unsigned>(factor))
+      break;
+  }
+  return sizes;
+}
+
+namespace {
+
+std::optional<int> known_ranks(const RunOptions& o) {
+  if (o.nranks) return o.nranks;
+  return o.ranks;
+}
+
+}  // namespace
+
+void validate_without_device(const RunOptions& o) {
+  if (o.sizes.empty()) throw InputError("no sizes to run (-b/-e)");
+  if (o.iterations < 1)
+    throw InputError("-n (iterations) must be >= 1, got " + std::to_string(o.iterations));
+  if (o.warmup < 0)
+    throw InputError("-w (warm-up iterations) must be >= 0, got " + std::to_string(o.warmup));
+  if (o.algorithm_options.count("straggler"))
+    throw InputError("set the straggler with --straggler, not --option straggler=...");
+
+  if (o.algorithm != kNcclAlgorithm) {
+    bool known = false;
+    std::string names;
+    for (const alg::AlgorithmInfo& a : alg::algorithms()) {
+      known = known || a.name == o.algorithm;
+      names += a.name + ", ";
+    }
+    if (!known) {
+      throw InputError("unknown algorithm '" + o.algorithm + "' (valid: " + names +
+                       std::string(kNcclAlgorithm) + ")");
+    }
+  } else if (o.phase1 == Phase1::nccl_rs) {
+    throw InputError("--phase1 nccl-rs applies to schedules, not to --algo nccl");
+  }
+  if (o.transport == Transport::single_gpu) {
+    if (o.algorithm == kNcclAlgorithm) {
+      throw InputError(
+          "--algo nccl needs --transport nccl (NCCL cannot put several ranks on one GPU)");
+    }
+    if (o.phase1 == Phase1::nccl_rs) throw InputError("--phase1 nccl-rs needs --transport nccl");
+    if (one_process_per_gpu(o)) throw InputError("--rank/--nranks/--id-file need --transport nccl");
+  }
+
+  if (one_process_per_gpu(o)) {
+    if (!o.rank || !o.nranks || o.id_file.empty())
+      throw InputError("one process per GPU needs all of --rank, --nranks and --id-file");
+    if (*o.nranks < 2 || *o.nranks > kMaxRanks) {
+      throw InputError("--nranks must be in [2, " + std::to_string(kMaxRanks) + "], got " +
+                       std::to_string(*o.nranks));
+    }
+    if (*o.rank < 0 || *o.rank >= *o.nranks) {
+      throw InputError("--rank must be in [0, " + std::to_string(*o.nranks) + "), got " +
+                       std::to_string(*o.rank));
+    }
+    if (o.ranks && *o.ranks != *o.nranks) {
+      throw InputError("--ranks (" + std::to_string(*o.ranks) + ") differs from --nranks (" +
+                       std::to_string(*o.nranks) + ")");
+    }
+    if (o.id_timeout.value <= 0) throw InputError("--id-timeout must be > 0");
+  } else if (o.device) {
+    throw InputError("--device applies to one process per GPU (--rank/--nranks/--id-file)");
+  }
+
+  const std::optional<int> n = known_ranks(o);
+  if (!n && o.transport == Transport::single_gpu)
+    throw InputError("--transport single-gpu needs --ranks (how many ranks to put on the GPU)");
+  if (!n) return;
+  if (*n < 2 || *n > kMaxRanks) {
+    throw InputError("--ranks must be in [2, " + std::to_string(kMaxRanks) + "], got " +
+                     std::to_string(*n));
+  }
+  if (o.straggler && (*o.straggler < 0 || *o.straggler >= *n)) {
+    throw InputError("--straggler must be a rank in [0, " + std::to_string(*n) + "), got " +
+                     std::to_string(*o.straggler));
+  }
+  for (std::uint64_t bytes : o.sizes) prepare_collective(collective_spec(o, *n, bytes));
+}
+
+int resolve_ranks(const RunOptions& o, int device_count) {
+  if (const std::optional<int> n = known_ranks(o)) return *n;
+  if (o.transport == Transport::single_gpu)
+    throw InputError("--transport single-gpu needs --ranks (how many ranks to put on the GPU)");
+  return device_count;
+}
+
+int process_device(const RunOptions& o, int device_count) {
+  if (o.device) return *o.device;
+  return device_count > 0 ? o.rank.value_or(0) % device_count : 0;
+}
+
+void check_device_count(const RunOptions& o, int ranks, int device_count) {
+  if (ranks < 2) {
+    throw InputError("--ranks not given: the nccl transport would use this machine's " +
+                     std::to_string(device_count) +
+                     " GPU(s), a run needs at least 2 ranks (use --transport single-gpu "
+                     "--ranks N to put N ranks on one GPU)");
+  }
+  if (one_process_per_gpu(o)) {
+    const int d = process_device(o, device_count);
+    if (d < 0 || d >= device_count) {
+      throw InputError("--device " + std::to_string(d) + " does not exist: this machine has " +
+                       std::to_string(device_count) + " GPU(s)");
+    }
+    return;
+  }
+  if (o.transport == Transport::nccl && ranks > device_count) {
+    throw InputError("the nccl transport runs one rank per GPU: " + std::to_string(ranks) +
+                     " ranks need " + std::to_string(ranks) + " GPUs, this machine has " +
+                     std::to_string(device_count) +
+                     " (use --transport single-gpu to put every rank on one GPU, or one "
+                     "process per GPU with --rank/--nranks/--id-file)");
+  }
+}
+
+int straggler_rank(const RunOptions& o, int ranks) { return o.straggler.value_or(ranks - 1); }
+
+CollectiveSpec collective_spec(const RunOptions& o, int ranks, std::uint64_t bytes) {
+  CollectiveSpec spec;
+  spec.algorithm = o.algorithm;
+  spec.ranks = ranks;
+  spec.bytes = bytes;
+  spec.dtype = o.dtype;
+  spec.phase1 = o.phase1;
+  for (const auto& [key, value] : o.algorithm_options) spec.options.set(key, value);
+  if (o.algorithm != kNcclAlgorithm && alg::find_algorithm(o.algorithm).straggler_aware)
+    spec.options.set("straggler", std::to_string(straggler_rank(o, ranks)));
+  return spec;
+}
+
+}  // namespace ssim::gpu

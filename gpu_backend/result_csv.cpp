@@ -1,0 +1,240 @@
+#include "gpu_backend/result_csv.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <ctime>
+#include <istream>
+#include <map>
+#include <ostream>
+#include <system_error>
+
+#include "common/error.hpp"
+
+namespace ssim::gpu {
+
+namespace {
+
+// Shortest text that reads back to the same double.
+std::string number(double v) {
+  char buf[64];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  SSIM_CHECK(ec == std::errc(), "to_chars(double) failed");
+  return std::string(buf, end);
+}
+
+std::string quoted(const std::string& field) {
+  if (field.find_first_of(",\"\r\n") == std::string::npos) return field;
+  std::string out = "\"";
+  for (char c : field) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// Splits one CSV record, which may span several physical lines when a quoted field holds a
+// line break. Returns false at end of input. `line` counts physical lines read.
+bool read_record(std::istream& in, std::vector<std::string>& fields, int& line,
+                 std::string_view name) {
+  fields.clear();
+  std::string text;
+  if (!std::getline(in, text)) return false;
+  ++line;
+  const int first_line = line;
+  std::string field;
+  bool in_quotes = false;
+  std::size_t i = 0;
+  while (true) {
+    if (i == text.size()) {
+      if (!in_quotes) break;
+      std::string more;
+      if (!std::getline(in, more)) {
+        throw InputError(std::string(name) + ":" + std::to_string(first_line) +
+                         ": quoted field not closed");
+      }
+      ++line;
+      field += '\n';
+      text = std::move(more);
+      i = 0;
+      continue;
+    }
+    const char c = text[i++];
+    if (in_quotes) {
+      if (c == '"') {
+        if (i < text.size() && text[i] == '"') {
+          field += '"';
+          ++i;
+        } else {
+          in_quotes = false;
+        }
+      } else {
+        field += c;
+      }
+    } else if (c == '"') {
+      in_quotes = true;
+    } else if (c == ',') {
+      fields.push_back(std::move(field));
+      field.clear();
+    } else if (c != '\r' || i != text.size()) {
+      field += c;
+    }
+  }
+  fields.push_back(std::move(field));
+  return true;
+}
+
+class FieldParser {
+ public:
+  FieldParser(std::string_view name, int line) : name_(name), line_(line) {}
+
+  [[noreturn]] void fail(std::string_view column, const std::string& value,
+                         std::string_view expected) const {
+    throw InputError(std::string(name_) + ":" + std::to_string(line_) + ": column " +
+                     std::string(column) + ": bad value '" + value + "' (expected " +
+                     std::string(expected) + ")");
+  }
+
+  template <class T>
+  T integer(std::string_view column, const std::string& v) const {
+    T out{};
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+    if (v.empty() || ec != std::errc() || end != v.data() + v.size()) fail(column, v, "an integer");
+    return out;
+  }
+
+  double real(std::string_view column, const std::string& v) const {
+    double out = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+    if (v.empty() || ec != std::errc() || end != v.data() + v.size() || !std::isfinite(out))
+      fail(column, v, "a number");
+    return out;
+  }
+
+ private:
+  std::string_view name_;
+  int line_;
+};
+
+}  // namespace
+
+std::string_view to_string(ResultSource source) {
+  return source == ResultSource::measured ? "measured" : "simulated";
+}
+
+double allreduce_bus_factor(int ranks) {
+  if (ranks < 1) throw InputError("bus factor needs ranks >= 1, got " + std::to_string(ranks));
+  return 2.0 * (ranks - 1) / ranks;
+}
+
+void set_bandwidths(ResultRow& row) {
+  const double t = row.after_last_arrival.value;
+  row.algbw = BytesPerSecond{t > 0 ? static_cast<double>(row.bytes.value) / t : 0.0};
+  row.busbw = BytesPerSecond{row.algbw.value * allreduce_bus_factor(row.ranks)};
+}
+
+std::string utc_timestamp_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+const std::vector<std::string>& result_csv_columns() {
+  static const std::vector<std::string> columns = {
+      "source",     "algorithm",  "ranks",     "bytes",  "dtype",
+      "delay_s",    "straggler",  "iteration", "time_s", "after_last_arrival_s",
+      "algbw_GBps", "busbw_GBps", "wrong",     "device", "timestamp"};
+  return columns;
+}
+
+ResultCsvWriter::ResultCsvWriter(std::ostream& out) : out_(out) {
+  const auto& columns = result_csv_columns();
+  for (std::size_t i = 0; i < columns.size(); ++i) out_ << (i ? "," : "") << columns[i];
+  out_ << "\n";
+}
+
+void ResultCsvWriter::write(const ResultRow& row) { out_ << format_result_row(row) << "\n"; }
+
+std::string format_result_row(const ResultRow& row) {
+  const std::vector<std::string> fields = {
+      std::string(to_string(row.source)),
+      quoted(row.algorithm),
+      std::to_string(row.ranks),
+      std::to_string(row.bytes.value),
+      quoted(row.dtype),
+      number(row.delay.value),
+      row.straggler ? std::to_string(*row.straggler) : std::string(),
+      std::to_string(row.iteration),
+      number(row.time.value),
+      number(row.after_last_arrival.value),
+      number(row.algbw.value / 1e9),
+      number(row.busbw.value / 1e9),
+      row.wrong ? std::to_string(*row.wrong) : std::string(),
+      quoted(row.device),
+      quoted(row.timestamp)};
+  std::string out;
+  for (std::size_t i = 0; i < fields.size(); ++i) out += (i ? "," : "") + fields[i];
+  return out;
+}
+
+std::vector<ResultRow> read_result_csv(std::istream& in, std::string_view name) {
+  int line = 0;
+  std::vector<std::string> header;
+  if (!read_record(in, header, line, name))
+    throw InputError(std::string(name) + ": empty file (expected a result CSV header)");
+  std::map<std::string, std::size_t> index;
+  for (std::size_t i = 0; i < header.size(); ++i) index.emplace(header[i], i);
+  std::vector<std::size_t> at;
+  for (const std::string& column : result_csv_columns()) {
+    auto it = index.find(column);
+    if (it == index.end()) {
+      throw InputError(std::string(name) + ":1: missing column '" + column +
+                       "' (a result CSV has the columns of gpu_backend/result_csv.hpp)");
+    }
+    at.push_back(it->second);
+  }
+
+  std::vector<ResultRow> rows;
+  std::vector<std::string> f;
+  while (true) {
+    const int first_line = line + 1;
+    if (!read_record(in, f, line, name)) break;
+    if (f.size() == 1 && f[0].empty()) continue;  // blank line
+    if (f.size() != header.size()) {
+      throw InputError(std::string(name) + ":" + std::to_string(first_line) + ": " +
+                       std::to_string(f.size()) + " fields, the header has " +
+                       std::to_string(header.size()));
+    }
+    const FieldParser p(name, first_line);
+    const auto& columns = result_csv_columns();
+    auto get = [&](std::size_t c) -> const std::string& { return f[at[c]]; };
+    ResultRow r;
+    if (get(0) == "measured") {
+      r.source = ResultSource::measured;
+    } else if (get(0) == "simulated") {
+      r.source = ResultSource::simulated;
+    } else {
+      p.fail(columns[0], get(0), "measured or simulated");
+    }
+    r.algorithm = get(1);
+    r.ranks = p.integer<int>(columns[2], get(2));
+    r.bytes = Bytes{p.integer<std::uint64_t>(columns[3], get(3))};
+    r.dtype = get(4);
+    r.delay = Seconds{p.real(columns[5], get(5))};
+    if (!get(6).empty()) r.straggler = p.integer<int>(columns[6], get(6));
+    r.iteration = p.integer<int>(columns[7], get(7));
+    r.time = Seconds{p.real(columns[8], get(8))};
+    r.after_last_arrival = Seconds{p.real(columns[9], get(9))};
+    r.algbw = BytesPerSecond{p.real(columns[10], get(10)) * 1e9};
+    r.busbw = BytesPerSecond{p.real(columns[11], get(11)) * 1e9};
+    if (!get(12).empty()) r.wrong = p.integer<std::uint64_t>(columns[12], get(12));
+    r.device = get(13);
+    r.timestamp = get(14);
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+}  // namespace ssim::gpu

@@ -1,0 +1,100 @@
+// The result CSV shared by measured (stragglesim-gpu run) and simulated runs: one row per
+// collective run, the same columns on both sides so that a plot or a calibration fit can put
+// them side by side. Host code only (no CUDA), so the simulator side can write it too.
+//
+//   std::ofstream out("runs.csv");
+//   ResultCsvWriter csv(out);                       // writes the header
+//   ResultRow row;
+//   row.source = ResultSource::measured;  row.algorithm = "ring";  row.ranks = 8;
+//   row.bytes = Bytes{1 << 20};  row.time = row.after_last_arrival = Seconds{1e-4};
+//   set_bandwidths(row);                            // algbw and busbw from bytes and time
+//   csv.write(row);
+//   std::vector<ResultRow> rows = read_result_csv(in, "runs.csv");
+//
+// Columns, in this order (result_csv_columns()):
+//   source                measured | simulated
+//   algorithm             registry name, "nccl" (ncclAllReduce), or "NAME+nccl-rs" (phase 1
+//                         run as ncclReduceScatter)
+//   ranks, bytes          collective size: per-rank buffer in bytes
+//   dtype                 float32 | float64 | int32 | int64
+//   delay_s               arrival delay of the straggler, seconds (0: none)
+//   straggler             the rank that arrives late; empty when delay_s is 0
+//   iteration             0-based index of the run within its (algorithm, size) series
+//   time_s                first arrival to last finish, seconds
+//   after_last_arrival_s  last arrival to last finish (the StragglAR paper's "time minus delay")
+//   algbw_GBps            bytes / after_last_arrival_s, in 1e9 B/s
+//   busbw_GBps            algbw * 2(n-1)/n: nccl-tests' AllReduce bus factor. A ring AllReduce
+//                         moves 2(n-1)/n * bytes through every rank's link, so busbw compares
+//                         to the link bandwidth independently of n.
+//   wrong                 elements that failed the check (nccl-tests' #wrong); empty when not
+//                         checked, always empty for simulated rows
+//   device                what ran it: GPU name and transport, or the simulator's model
+//   timestamp             UTC, ISO 8601 ("2025-06-01T12:34:56Z")
+// Bandwidths use after_last_arrival_s because with a straggler time_s mostly measures the
+// delay; without one the two times are equal and this is nccl-tests' definition.
+// Fields holding a comma, a quote or a line break are quoted (RFC 4180).
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/units.hpp"
+
+namespace ssim::gpu {
+
+enum class ResultSource : std::uint8_t { measured, simulated };
+
+std::string_view to_string(ResultSource source);
+
+struct ResultRow {
+  ResultSource source = ResultSource::measured;
+  std::string algorithm;
+  int ranks = 0;
+  Bytes bytes;
+  std::string dtype = "float32";
+  Seconds delay;
+  std::optional<int> straggler;
+  int iteration = 0;
+  Seconds time;
+  Seconds after_last_arrival;
+  BytesPerSecond algbw;
+  BytesPerSecond busbw;
+  std::optional<std::uint64_t> wrong;
+  std::string device;
+  std::string timestamp;
+
+  bool operator==(const ResultRow&) const = default;
+};
+
+// 2(n-1)/n; InputError for n < 1.
+double allreduce_bus_factor(int ranks);
+// algbw = bytes / after_last_arrival (0 when that time is 0), busbw = algbw * bus factor.
+void set_bandwidths(ResultRow& row);
+// Now, as the timestamp column writes it.
+std::string utc_timestamp_now();
+
+const std::vector<std::string>& result_csv_columns();
+
+class ResultCsvWriter {
+ public:
+  // Writes the header line.
+  explicit ResultCsvWriter(std::ostream& out);
+  void write(const ResultRow& row);
+
+ private:
+  std::ostream& out_;
+};
+
+// One data line (no newline), as the writer writes it.
+std::string format_result_row(const ResultRow& row);
+
+// Reads a file written by ResultCsvWriter. Columns are found by name (extra columns are
+// ignored, so the schema can grow); a missing column, a field count that differs from the
+// header, or a bad value is an InputError naming `name`, the line and the column.
+std::vector<ResultRow> read_result_csv(std::istream& in, std::string_view name);
+
+}  // namespace ssim::gpu

@@ -1,0 +1,161 @@
+// `stragglesim-gpu` as a user runs it. Bad input must fail with one clear message on any
+// machine; runs that need GPUs skip without them.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpu_backend/result_csv.hpp"
+#include "tests/experiments/cli_support.hpp"  // run_cli: STRAGGLESIM_BIN is stragglesim-gpu here
+#include "tests/gpu_backend/cuda/device_support.hpp"
+
+namespace ssim::gpu {
+namespace {
+
+using ssim::testing::run_cli;
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(GpuCli, RunWithoutADeviceSaysSo) {
+  if (testing::gpu_count() > 0) GTEST_SKIP() << "this machine has a CUDA device";
+  const auto r = run_cli("run --algo ring --ranks 2");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_TRUE(contains(r.err, "stragglesim-gpu: error: no CUDA device: ")) << r.err;
+  EXPECT_EQ(r.out, "");
+  // The same without --ranks (the GPU count would decide).
+  const auto s = run_cli("run --algo nccl");
+  EXPECT_NE(s.rc, 0);
+  EXPECT_TRUE(contains(s.err, "no CUDA device: ")) << s.err;
+}
+
+// Each line: arguments, then the message. All fail before any device is touched.
+TEST(GpuCli, BadInputGivesOneClearMessage) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"run --algo bogus --ranks 2",
+       "unknown algorithm 'bogus' (valid: ring, rhd, direct, tree, dbtree"},
+      {"run --algo bogus", ", nccl)"},
+      {"run --algo ring --ranks 4 -b 8", "too small for a schedule of 4 chunks"},
+      {"run --ranks 2 -b 1X", "invalid size '1X'"},
+      {"run --ranks 2 -b 1M -e 1K", "is larger than -e"},
+      {"run --ranks 2 -c 2", "-c must be 0 or 1, got 2"},
+      {"run --ranks 2 --dtype half", "unknown data type 'half'"},
+      {"run --ranks 2 --transport mpi", "unknown transport 'mpi'"},
+      {"run --ranks 2 --phase1 rs", "unknown phase-1 mode 'rs'"},
+      {"run --ranks 2 --delay 5", "invalid time '5': a unit is required"},
+      {"run --ranks 4 --straggler 4", "--straggler must be a rank in [0, 4), got 4"},
+      {"run --algo ring --ranks 4 --phase1 nccl-rs", "it names no straggler"},
+      {"run --algo nccl --transport single-gpu --ranks 2", "--algo nccl needs --transport nccl"},
+      {"run --transport single-gpu", "--transport single-gpu needs --ranks"},
+      {"run --rank 0 --nranks 2", "needs all of --rank, --nranks and --id-file"},
+      {"run --ranks 2 -O segments", "--option expects KEY=VALUE"},
+      {"run --ranks 2 -O segments=4", "algorithm ring has no option 'segments'"},
+  };
+  for (const auto& [args, message] : cases) {
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.rc, 1) << args;
+    EXPECT_TRUE(contains(r.err, "stragglesim-gpu: error: ")) << args << "\n" << r.err;
+    EXPECT_TRUE(contains(r.err, message)) << args << "\nexpected: " << message << "\n" << r.err;
+    EXPECT_EQ(r.out, "") << args;
+  }
+}
+
+TEST(GpuCli, DevicesReportsVersionsWithOrWithoutAGpu) {
+  const auto r = run_cli("devices");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "CUDA runtime ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "NCCL ")) << r.out;
+}
+
+TEST(GpuCli, HelpListsTheRunOptions) {
+  const auto r = run_cli("run --help");
+  EXPECT_EQ(r.rc, 0);
+  for (const char* flag :
+       {"-b,--minbytes", "-e,--maxbytes", "-f,--stepfactor", "-n,--iters", "-w,--warmup_iters",
+        "-c,--check", "--algo", "--ranks", "--delay", "--straggler", "--dtype", "--transport",
+        "--phase1", "--rank", "--nranks", "--id-file", "-o,--output"}) {
+    EXPECT_TRUE(contains(r.out, flag)) << flag;
+  }
+}
+
+TEST(GpuCli, FewerGpusThanRanksForTheNcclTransport) {
+  SSIM_REQUIRE_GPUS(1);
+  const int n = testing::gpu_count() + 1;
+  const auto r = run_cli("run --algo ring --ranks " + std::to_string(n));
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(contains(r.err, "the nccl transport runs one rank per GPU: " + std::to_string(n) +
+                                  " ranks need " + std::to_string(n) + " GPUs"))
+      << r.err;
+}
+
+std::string temp_csv() {
+  char path[] = "/tmp/ssim_gpu_cli_XXXXXX";
+  const int fd = mkstemp(path);
+  close(fd);
+  return path;
+}
+
+std::vector<ResultRow> read_rows(const std::string& path) {
+  std::ifstream in(path);
+  return read_result_csv(in, path);
+}
+
+// Sizes 64K, 128K, 256K x 2 iterations = 6 rows; every row checked and exact.
+TEST(GpuCli, SingleGpuRunPrintsTheTableAndWritesTheCsv) {
+  SSIM_REQUIRE_GPUS(1);
+  const std::string csv = temp_csv();
+  const auto r = run_cli(
+      "run --algo ring --transport single-gpu --ranks 4 -b 64K -e 256K -f 2 "
+      "-n 2 -w 1 --delay 1ms -o " +
+      csv);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "after-last(us)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "# Out of bounds values : 0 OK")) << r.out;
+  const std::vector<ResultRow> rows = read_rows(csv);
+  ASSERT_EQ(rows.size(), 6u);
+  for (const ResultRow& row : rows) {
+    EXPECT_EQ(row.source, ResultSource::measured);
+    EXPECT_EQ(row.algorithm, "ring");
+    EXPECT_EQ(row.ranks, 4);
+    EXPECT_EQ(row.wrong, std::optional<std::uint64_t>(0));
+    EXPECT_EQ(row.straggler, std::optional<int>(3));
+    EXPECT_GE(row.time.value, row.delay.value);
+  }
+  EXPECT_EQ(rows[0].bytes.value, 65536u);
+  EXPECT_EQ(rows[5].bytes.value, 262144u);
+  std::remove(csv.c_str());
+}
+
+// Two processes, one GPU each, the NCCL id through a file; rank 0 writes the CSV.
+TEST(GpuCli, OneProcessPerGpu) {
+  SSIM_REQUIRE_GPUS(2);
+  const std::string csv = temp_csv();
+  const std::string id = csv + ".id";
+  const std::string bin = STRAGGLESIM_BIN;
+  const std::string args =
+      " run --algo direct --delay 1ms -b 1M -n 3 -w 1 --nranks 2 --id-file " + id;
+  const std::string cmd = "(" + bin + args + " --rank 1 >/dev/null 2>&1 & " + bin + args +
+                          " --rank 0 -o " + csv + " >/dev/null 2>&1; rc0=$?; wait $!; " +
+                          "exit $((rc0 | $?)))";
+  const int status = std::system(cmd.c_str());
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd;
+  const std::vector<ResultRow> rows = read_rows(csv);
+  ASSERT_EQ(rows.size(), 3u);
+  for (const ResultRow& row : rows) {
+    EXPECT_EQ(row.algorithm, "direct");
+    EXPECT_EQ(row.ranks, 2);
+    EXPECT_EQ(row.wrong, std::optional<std::uint64_t>(0));
+  }
+  EXPECT_FALSE(std::ifstream(id).good()) << "rank 0 removes the id file";
+  std::remove(csv.c_str());
+}
+
+}  // namespace
+}  // namespace ssim::gpu

@@ -1,0 +1,146 @@
+#include "gpu_backend/result_csv.hpp"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <sstream>
+
+#include "common/error.hpp"
+
+namespace ssim::gpu {
+namespace {
+
+ResultRow measured_row() {
+  ResultRow r;
+  r.source = ResultSource::measured;
+  r.algorithm = "stragglar+nccl-rs";
+  r.ranks = 8;
+  r.bytes = Bytes{1 << 20};
+  r.dtype = "float64";
+  r.delay = Seconds{0.005};
+  r.straggler = 7;
+  r.iteration = 3;
+  r.time = Seconds{0.00525};
+  r.after_last_arrival = Seconds{0.00025};
+  r.algbw = BytesPerSecond{4e9};
+  r.busbw = BytesPerSecond{7e9};
+  r.wrong = 0;
+  r.device = "NVIDIA H100 80GB HBM3, nccl";  // a comma: the field gets quoted
+  r.timestamp = "2025-06-01T12:34:56Z";
+  return r;
+}
+
+TEST(ResultCsv, BusFactorIsNcclTestsAllReduceFactor) {
+  // 2(n-1)/n: n = 2 -> 1, n = 4 -> 1.5, n = 8 -> 1.75, n = 1 -> 0 (nothing moves).
+  EXPECT_DOUBLE_EQ(allreduce_bus_factor(2), 1.0);
+  EXPECT_DOUBLE_EQ(allreduce_bus_factor(4), 1.5);
+  EXPECT_DOUBLE_EQ(allreduce_bus_factor(8), 1.75);
+  EXPECT_DOUBLE_EQ(allreduce_bus_factor(1), 0.0);
+  EXPECT_THROW(allreduce_bus_factor(0), InputError);
+}
+
+TEST(ResultCsv, BandwidthsUseTheTimeAfterTheLastArrival) {
+  // 1 MB in 250 us after the last arrival: algbw = 1e6 / 2.5e-4 = 4e9 B/s; busbw at n = 4 is
+  // 4e9 * 1.5 = 6e9. time_s (5.25 ms, mostly the straggler's delay) does not enter.
+  ResultRow r;
+  r.ranks = 4;
+  r.bytes = Bytes{1000000};
+  r.time = Seconds{0.00525};
+  r.after_last_arrival = Seconds{0.00025};
+  set_bandwidths(r);
+  EXPECT_DOUBLE_EQ(r.algbw.value, 4e9);
+  EXPECT_DOUBLE_EQ(r.busbw.value, 6e9);
+  r.after_last_arrival = Seconds{0};
+  set_bandwidths(r);
+  EXPECT_EQ(r.algbw.value, 0.0);
+}
+
+TEST(ResultCsv, HeaderAndRowText) {
+  std::ostringstream out;
+  ResultCsvWriter csv(out);
+  csv.write(measured_row());
+  EXPECT_EQ(out.str(),
+            "source,algorithm,ranks,bytes,dtype,delay_s,straggler,iteration,time_s,"
+            "after_last_arrival_s,algbw_GBps,busbw_GBps,wrong,device,timestamp\n"
+            "measured,stragglar+nccl-rs,8,1048576,float64,0.005,7,3,0.00525,0.00025,4,7,0,"
+            "\"NVIDIA H100 80GB HBM3, nccl\",2025-06-01T12:34:56Z\n");
+}
+
+TEST(ResultCsv, SimulatedRowLeavesWrongAndStragglerEmpty) {
+  ResultRow r = measured_row();
+  r.source = ResultSource::simulated;
+  r.wrong.reset();
+  r.straggler.reset();
+  r.delay = Seconds{0};
+  r.device = "alphabeta";
+  EXPECT_EQ(format_result_row(r),
+            "simulated,stragglar+nccl-rs,8,1048576,float64,0,,3,0.00525,0.00025,4,7,,alphabeta,"
+            "2025-06-01T12:34:56Z");
+}
+
+TEST(ResultCsv, WriteThenReadGivesTheSameRows) {
+  ResultRow a = measured_row();
+  ResultRow b = measured_row();
+  b.source = ResultSource::simulated;
+  b.wrong.reset();
+  b.straggler.reset();
+  b.device = "say \"hi\"\nnext line";
+  b.time = Seconds{1.0 / 3.0};  // shortest round-trip text must read back exactly
+  std::stringstream io;
+  {
+    ResultCsvWriter csv(io);
+    csv.write(a);
+    csv.write(b);
+  }
+  const std::vector<ResultRow> rows = read_result_csv(io, "io.csv");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0], a);
+  EXPECT_EQ(rows[1], b);
+}
+
+TEST(ResultCsv, ReaderFindsColumnsByNameAndIgnoresExtras) {
+  std::istringstream in(
+      "extra,timestamp,device,wrong,busbw_GBps,algbw_GBps,after_last_arrival_s,time_s,iteration,"
+      "straggler,delay_s,dtype,bytes,ranks,algorithm,source\r\n"
+      "x,t,d,2,1.5,1,0.001,0.002,0,,0,int32,4096,4,ring,measured\r\n");
+  const std::vector<ResultRow> rows = read_result_csv(in, "r.csv");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].algorithm, "ring");
+  EXPECT_EQ(rows[0].bytes.value, 4096u);
+  EXPECT_EQ(rows[0].wrong, std::optional<std::uint64_t>(2));
+  EXPECT_EQ(rows[0].timestamp, "t");
+  EXPECT_DOUBLE_EQ(rows[0].busbw.value, 1.5e9);
+}
+
+void expect_error(const std::string& text, const std::string& pattern) {
+  std::istringstream in(text);
+  try {
+    read_result_csv(in, "bad.csv");
+    ADD_FAILURE() << "no error for: " << text;
+  } catch (const InputError& e) {
+    EXPECT_TRUE(std::regex_search(e.what(), std::regex(pattern))) << e.what();
+  }
+}
+
+TEST(ResultCsv, ReaderErrorsNameFileLineAndColumn) {
+  const std::string header =
+      "source,algorithm,ranks,bytes,dtype,delay_s,straggler,iteration,time_s,"
+      "after_last_arrival_s,algbw_GBps,busbw_GBps,wrong,device,timestamp\n";
+  expect_error("", "bad.csv: empty file");
+  expect_error("source,algorithm\n", "bad.csv:1: missing column 'ranks'");
+  expect_error(header + "measured,ring,4,4096,float32,0,,0,1,1,1,1,,d\n",
+               "bad.csv:2: 14 fields, the header has 15");
+  expect_error(header + "measured,ring,four,4096,float32,0,,0,1,1,1,1,,d,t\n",
+               "bad.csv:2: column ranks: bad value 'four'");
+  expect_error(
+      header + "measured,ring,4,4096,float32,0,,0,1,1,1,1,,d,t\n" +
+          "guessed,ring,4,4096,float32,0,,0,1,1,1,1,,d,t\n",
+      "bad.csv:3: column source: bad value 'guessed' \\(expected measured or simulated\\)");
+  expect_error(header + "measured,ring,4,4096,float32,0,,0,1ms,1,1,1,,d,t\n",
+               "column time_s: bad value '1ms'");
+  expect_error(header + "measured,ring,4,4096,float32,0,,0,1,1,1,1,,\"open,t\n",
+               "bad.csv:2: quoted field not closed");
+}
+
+}  // namespace
+}  // namespace ssim::gpu
