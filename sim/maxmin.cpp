@@ -1,0 +1,189 @@
+#include "sim/maxmin.hpp"
+
+#include <algorithm>
+
+#include "common/error.hpp"
+
+namespace ssim::sim {
+
+namespace {
+// Links whose fair share lies within this relative distance of the bottleneck level saturate
+// together; without it an ulp of rounding would split one level into two.
+constexpr double kLevelTolerance = 1e-12;
+}  // namespace
+
+int MaxMinSolver::add_link(double capacity) {
+  SSIM_CHECK(capacity > 0, "link capacity must be positive");
+  LinkState l;
+  l.capacity = capacity;
+  links_.push_back(std::move(l));
+  return static_cast<int>(links_.size()) - 1;
+}
+
+int MaxMinSolver::add_flow(std::span<const int> links, double cap) {
+  SSIM_CHECK(!links.empty(), "a flow needs at least one link");
+  SSIM_CHECK(cap > 0, "flow rate cap must be positive");
+  int id;
+  if (!free_flows_.empty()) {
+    id = free_flows_.back();
+    free_flows_.pop_back();
+  } else {
+    id = static_cast<int>(flows_.size());
+    flows_.emplace_back();
+  }
+  FlowState& f = flows_[id];
+  f.links.assign(links.begin(), links.end());
+  f.slot.resize(links.size());
+  f.cap = cap;
+  f.rate = 0;
+  f.active = true;
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    SSIM_CHECK(links[i] >= 0 && links[i] < link_count(), "flow crosses an unknown link");
+    std::vector<int>& on = links_[links[i]].flows;
+    SSIM_CHECK(std::find(on.begin(), on.end(), id) == on.end(), "flow crosses a link twice");
+    f.slot[i] = static_cast<int>(on.size());
+    on.push_back(id);
+  }
+  ++active_count_;
+  return id;
+}
+
+void MaxMinSolver::remove_flow(int flow) {
+  SSIM_CHECK(active(flow), "removing an inactive flow");
+  FlowState& f = flows_[flow];
+  for (std::size_t i = 0; i < f.links.size(); ++i) {
+    std::vector<int>& on = links_[f.links[i]].flows;
+    const int pos = f.slot[i];
+    const int moved = on.back();
+    on[pos] = moved;
+    on.pop_back();
+    if (moved != flow) {
+      FlowState& m = flows_[moved];
+      for (std::size_t j = 0; j < m.links.size(); ++j) {
+        if (m.links[j] == f.links[i]) m.slot[j] = pos;
+      }
+    }
+  }
+  f.active = false;
+  f.rate = 0;
+  free_flows_.push_back(flow);
+  --active_count_;
+}
+
+bool MaxMinSolver::active(int flow) const {
+  return flow >= 0 && flow < static_cast<int>(flows_.size()) && flows_[flow].active;
+}
+
+void MaxMinSolver::solve() {
+  ++stamp_;
+  comp_links_.clear();
+  comp_flows_.clear();
+  for (int l = 0; l < link_count(); ++l) comp_links_.push_back(l);
+  for (int f = 0; f < static_cast<int>(flows_.size()); ++f) {
+    if (flows_[f].active) comp_flows_.push_back(f);
+  }
+  fill_component(nullptr);
+}
+
+void MaxMinSolver::solve_around(std::span<const int> seeds, std::vector<int>& changed) {
+  ++stamp_;
+  comp_links_.clear();
+  comp_flows_.clear();
+  for (int l : seeds) collect_component(l);
+  fill_component(&changed);
+}
+
+// Breadth-first over the bipartite link-flow graph, appending to comp_links_/comp_flows_.
+void MaxMinSolver::collect_component(int seed_link) {
+  LinkState& seed = links_[seed_link];
+  if (seed.mark == stamp_) return;
+  seed.mark = stamp_;
+  std::size_t next = comp_links_.size();
+  comp_links_.push_back(seed_link);
+  while (next < comp_links_.size()) {
+    const LinkState& l = links_[comp_links_[next++]];
+    for (int fid : l.flows) {
+      FlowState& f = flows_[fid];
+      if (f.mark == stamp_) continue;
+      f.mark = stamp_;
+      comp_flows_.push_back(fid);
+      for (int other : f.links) {
+        LinkState& o = links_[other];
+        if (o.mark == stamp_) continue;
+        o.mark = stamp_;
+        comp_links_.push_back(other);
+      }
+    }
+  }
+}
+
+void MaxMinSolver::freeze(int flow, double rate) {
+  FlowState& f = flows_[flow];
+  f.frozen = true;
+  f.rate = rate;
+  for (int l : f.links) {
+    LinkState& link = links_[l];
+    link.remaining = std::max(0.0, link.remaining - rate);
+    --link.unfrozen;
+  }
+}
+
+void MaxMinSolver::fill_component(std::vector<int>* changed) {
+  for (int l : comp_links_) {
+    LinkState& link = links_[l];
+    link.remaining = link.capacity;
+    link.unfrozen = static_cast<int>(link.flows.size());
+  }
+  old_rate_.resize(comp_flows_.size());
+  for (std::size_t i = 0; i < comp_flows_.size(); ++i) {
+    FlowState& f = flows_[comp_flows_[i]];
+    old_rate_[i] = f.rate;
+    f.frozen = false;
+  }
+  std::size_t left = comp_flows_.size();
+  std::vector<int>& saturated = saturated_;
+  while (left > 0) {
+    double level = unlimited;
+    for (int l : comp_links_) {
+      const LinkState& link = links_[l];
+      if (link.unfrozen > 0) level = std::min(level, link.remaining / link.unfrozen);
+    }
+    double cap_level = unlimited;
+    for (int fid : comp_flows_) {
+      const FlowState& f = flows_[fid];
+      if (!f.frozen) cap_level = std::min(cap_level, f.cap);
+    }
+    if (cap_level <= level) {
+      // Capped flows stop growing before any link saturates.
+      for (int fid : comp_flows_) {
+        const FlowState& f = flows_[fid];
+        if (!f.frozen && f.cap <= cap_level) {
+          freeze(fid, f.cap);
+          --left;
+        }
+      }
+      continue;
+    }
+    saturated.clear();
+    const double threshold = level * (1 + kLevelTolerance);
+    for (int l : comp_links_) {
+      const LinkState& link = links_[l];
+      if (link.unfrozen > 0 && link.remaining / link.unfrozen <= threshold) saturated.push_back(l);
+    }
+    for (int l : saturated) {
+      for (int fid : links_[l].flows) {
+        if (!flows_[fid].frozen) {
+          freeze(fid, level);
+          --left;
+        }
+      }
+    }
+  }
+  if (changed != nullptr) {
+    for (std::size_t i = 0; i < comp_flows_.size(); ++i) {
+      if (flows_[comp_flows_[i]].rate != old_rate_[i]) changed->push_back(comp_flows_[i]);
+    }
+  }
+}
+
+}  // namespace ssim::sim

@@ -1,0 +1,85 @@
+// Max-min fair bandwidth sharing: links with capacities, flows that each cross a set of links
+// (with an optional per-flow rate cap), and the progressive-filling solver that gives every
+// flow its max-min fair rate. Knows nothing of transfers or time.
+//
+//   MaxMinSolver s;
+//   int a = s.add_link(10.0), b = s.add_link(4.0);
+//   int f0 = s.add_flow(std::vector<int>{a, b});      // crosses both links
+//   int f1 = s.add_flow(std::vector<int>{a});
+//   s.solve();            // b is the bottleneck of f0: rate(f0) = 4, then rate(f1) = 10 - 4 = 6
+//
+// Progressive filling: all unfrozen flows grow at the same rate; when a link saturates (its
+// remaining capacity shared by its unfrozen flows is the smallest) or a flow reaches its cap,
+// those flows freeze at that level and their rates are taken out of every link they cross.
+// The allocation of one connected component (flows linked through shared links) does not
+// depend on any other component, so `solve_around` recomputes only the component(s) touching
+// some links - what a flow-level network does when one flow starts or ends.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <vector>
+
+namespace ssim::sim {
+
+class MaxMinSolver {
+ public:
+  static constexpr double unlimited = std::numeric_limits<double>::infinity();
+
+  // Capacity in any rate unit (the network uses bytes per second); must be > 0.
+  int add_link(double capacity);
+  int link_count() const { return static_cast<int>(links_.size()); }
+  double capacity(int link) const { return links_[link].capacity; }
+
+  // A flow over distinct `links` (at least one) with a rate cap > 0; its rate is 0 until a
+  // solve covers it. Ids of removed flows are reused.
+  int add_flow(std::span<const int> links, double cap = unlimited);
+  void remove_flow(int flow);
+  bool active(int flow) const;
+  double rate(int flow) const { return flows_[flow].rate; }
+  int active_flows() const { return active_count_; }
+  // Active flows crossing `link`, in no particular (but deterministic) order.
+  std::span<const int> flows_on(int link) const { return links_[link].flows; }
+
+  // Recomputes the rate of every active flow.
+  void solve();
+  // Recomputes the rates of the flows in the connected components that contain any of `seeds`
+  // (link ids) and appends those whose rate changed to `changed` (in component order).
+  void solve_around(std::span<const int> seeds, std::vector<int>& changed);
+
+ private:
+  struct LinkState {
+    double capacity = 0;
+    std::vector<int> flows;  // active flows on the link
+    // Scratch of the solver; `mark` is the component stamp.
+    double remaining = 0;
+    int unfrozen = 0;
+    std::uint64_t mark = 0;
+  };
+  struct FlowState {
+    std::vector<int> links;
+    std::vector<int> slot;  // index of this flow in links_[links[i]].flows
+    double cap = unlimited;
+    double rate = 0;
+    bool active = false;
+    bool frozen = false;
+    std::uint64_t mark = 0;
+  };
+
+  void collect_component(int seed_link);
+  void fill_component(std::vector<int>* changed);
+  void freeze(int flow, double rate);
+
+  std::vector<LinkState> links_;
+  std::vector<FlowState> flows_;
+  std::vector<int> free_flows_;
+  int active_count_ = 0;
+  std::uint64_t stamp_ = 0;
+  std::vector<int> comp_links_;  // scratch: the component being solved
+  std::vector<int> comp_flows_;
+  std::vector<double> old_rate_;  // rates before the solve, to report changes
+  std::vector<int> saturated_;
+};
+
+}  // namespace ssim::sim

@@ -1,0 +1,121 @@
+// Network models: how long moving bytes between two ranks takes on a topology.
+//
+//   alphabeta  A transfer of m bytes over route R costs R.latency + m / R.bandwidth (sum of link
+//              latencies, bottleneck bandwidth). Links are never shared: the only contended
+//              resources are the ranks' ports, and the executor serializes those (a rank's send
+//              port and its receive port each serve one transfer at a time, in schedule order).
+//   flow       Transfers are flows on the links of their routes. A flow first waits its route's
+//              latency (the first byte's delay, counted once per transfer), then moves its bytes
+//              at a rate that is the max-min fair share of every link it crosses (maxmin.hpp);
+//              rates are recomputed whenever a flow starts or ends, for the flows connected to
+//              it through shared links. Ports do NOT serialize: a rank's concurrent transfers
+//              share its NIC/link capacity through the solver instead. With no shared link the
+//              two models agree exactly.
+// The reduce cost gamma (seconds per byte) is not the network's: the executor adds it at the
+// receiver after the data has arrived.
+//
+//   Engine engine;
+//   RouteCache routes(topology);
+//   MySink sink;                                     // a TransferSink
+//   auto net = make_network(NetworkKind::flow, engine, sink, routes);
+//   net->start(/*transfer=*/0, routes.find(0, 5), /*bytes=*/1 << 20);
+//   engine.run();                                    // sink.transfer_done(0, t) was called
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/units.hpp"
+#include "sim/engine.hpp"
+#include "topologies/topology.hpp"
+
+namespace ssim::sim {
+
+enum class NetworkKind : std::uint8_t { alphabeta, flow };
+std::string_view to_string(NetworkKind kind);
+// "alphabeta" or "flow"; InputError otherwise.
+NetworkKind parse_network_kind(std::string_view text);
+
+struct NetworkConfig {
+  NetworkKind kind = NetworkKind::alphabeta;
+  SecondsPerByte gamma{0.0};  // reduce cost at the receiver, per byte reduced
+};
+
+// A route between two ranks as the models use it.
+struct CachedRoute {
+  double latency = 0;            // seconds, sum over the links
+  double bandwidth = 0;          // bytes per second, the bottleneck
+  double inverse_bandwidth = 0;  // seconds per byte
+  std::uint32_t first_link = 0;  // into RouteCache::links
+  std::uint32_t link_count = 0;
+};
+
+// The time an alpha-beta transfer of `bytes` takes on `route`. One formula for every code path
+// (dataflow pass, event engine), so they agree to the last bit.
+inline double alphabeta_time(const CachedRoute& route, double bytes) {
+  return route.latency + bytes * route.inverse_bandwidth;
+}
+
+// Routes of the (src, dst) rank pairs actually used, looked up in the topology once each.
+// With ECMP on, a pair's flow hash is derived from (src, dst), so a pair always takes the same
+// one of its equal-cost paths and different pairs spread over them.
+class RouteCache {
+ public:
+  explicit RouteCache(const topo::Topology& topology);  // kept by reference
+  explicit RouteCache(topo::Topology&&) = delete;
+
+  // Index of the route src -> dst (ranks, src != dst); InputError when unreachable.
+  std::uint32_t find(int src, int dst) {
+    const std::size_t s = static_cast<std::size_t>(src);
+    if (last_dst_[s] == dst) return last_index_[s];
+    return find_slow(src, dst);
+  }
+  const CachedRoute& route(std::uint32_t index) const { return routes_[index]; }
+  std::span<const int> links(const CachedRoute& r) const {
+    return {links_.data() + r.first_link, r.link_count};
+  }
+  std::size_t size() const { return routes_.size(); }
+  const topo::Topology& topology() const { return *topology_; }
+
+ private:
+  std::uint32_t find_slow(int src, int dst);
+
+  const topo::Topology* topology_;
+  std::unordered_map<std::uint64_t, std::uint32_t> index_;
+  std::vector<int> last_dst_;  // per source rank: the last destination looked up (memo)
+  std::vector<std::uint32_t> last_index_;
+  std::vector<CachedRoute> routes_;
+  std::vector<int> links_;
+};
+
+// Told when a transfer's last byte has arrived.
+class TransferSink {
+ public:
+  virtual void transfer_done(std::uint32_t transfer, Seconds now) = 0;
+
+ protected:
+  ~TransferSink() = default;
+};
+
+class NetworkModel {
+ public:
+  virtual ~NetworkModel() = default;
+  virtual NetworkKind kind() const = 0;
+  // Whether the executor must serialize each rank's send port and receive port.
+  virtual bool serializes_ports() const = 0;
+  // Starts moving `bytes` along route `route` (a RouteCache index) at the engine's now();
+  // calls sink.transfer_done(transfer, t) at the time t its last byte has arrived. `transfer`
+  // is the caller's id, opaque here.
+  virtual void start(std::uint32_t transfer, std::uint32_t route, std::uint64_t bytes) = 0;
+  // Forgets everything in flight (call after the engine was reset).
+  virtual void reset() = 0;
+};
+
+std::unique_ptr<NetworkModel> make_network(NetworkKind kind, Engine& engine, TransferSink& sink,
+                                           RouteCache& routes);
+
+}  // namespace ssim::sim

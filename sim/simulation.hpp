@@ -1,0 +1,94 @@
+// The simulator's top-level API: one typed configuration in, per-iteration and summary results
+// out. The CLI and the experiment runner fill SimulationConfig (from YAML or flags) and call
+// run_simulation; nothing here parses text.
+//
+//   SimulationConfig c;
+//   c.topology = topo::make_switch({.ranks = 8, .bandwidth = parse_bandwidth("450GB/s"),
+//                                   .latency = parse_time("3us")});
+//   c.algorithm = "stragglar";
+//   c.size = parse_bytes("1GiB");
+//   c.delays.stragglers.push_back({.rank = 7, .extra = Distribution::constant(parse_time("5ms"))});
+//   c.policy = StragglerPolicy::previous;
+//   c.iterations = 100;
+//   c.seed = 42;
+//   SimulationResult r = run_simulation(c);   // r.mean_after_last_arrival, r.busbw, ...
+//
+// The schedule is generated once (alg::generate with c.options) and reused by every iteration.
+// Iteration i draws its arrivals from DelayGenerator(c.delays, ranks, c.seed, c.policy)
+// (sim/delays.hpp). For a straggler-aware schedule (schedule.straggler set) the rank predicted
+// by the policy plays the schedule's straggler (straggler_rank_map): when the prediction is
+// wrong, the real straggler sits somewhere else in the schedule and the run costs what it costs.
+// Means are over iterations; algbw = size / mean after_last_arrival and busbw = algbw * 2(n-1)/n
+// (see executor.hpp for the definitions).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "algorithms/registry.hpp"
+#include "common/units.hpp"
+#include "sim/delays.hpp"
+#include "sim/executor.hpp"
+#include "sim/network.hpp"
+#include "topologies/topology.hpp"
+
+namespace ssim::sim {
+
+struct SimulationConfig {
+  topo::Topology topology;  // its GPU count is the rank count
+  NetworkKind network = NetworkKind::alphabeta;
+  SecondsPerByte gamma{0.0};       // reduce cost at the receiver
+  std::string algorithm = "ring";  // a registry name (alg::algorithms())
+  alg::Options options;            // generator options, e.g. segments, straggler
+  Bytes size{0};                   // AllReduce buffer per rank, > 0
+  DelayModel delays;               // arrival offsets (none: all arrive at 0)
+  StragglerPolicy policy = StragglerPolicy::oracle;
+  // Rank for the `fixed` policy and for the first iteration of `previous`; by default the rank
+  // the schedule was built for (else n-1).
+  std::optional<int> straggler;
+  int iterations = 1;  // >= 1
+  std::uint64_t seed = 0;
+  // Record this iteration's per-transfer timeline and render it as a Chrome trace.
+  std::optional<int> trace_iteration;
+};
+
+struct IterationSummary {
+  int iteration = 0;
+  Seconds completion;          // first arrival -> last finish
+  Seconds after_last_arrival;  // last arrival -> last finish
+  BytesPerSecond algbw;
+  BytesPerSecond busbw;
+  int last_rank = 0;            // the rank that arrived last
+  int predicted_straggler = 0;  // the policy's guess (used only by straggler-aware schedules)
+};
+
+struct SimulationResult {
+  std::string algorithm;
+  int ranks = 0;
+  int chunks = 0;
+  std::size_t rounds = 0;
+  std::size_t transfers = 0;  // per iteration
+  bool straggler_aware = false;
+  std::vector<IterationSummary> iterations;
+  Seconds mean_completion;
+  Seconds mean_after_last_arrival;
+  BytesPerSecond algbw;
+  BytesPerSecond busbw;
+  // Fraction of iterations whose predicted straggler was the rank that arrived last.
+  double prediction_accuracy = 0.0;
+  // Per topology link id, averaged over iterations.
+  std::vector<double> link_bytes;
+  std::vector<double> link_utilization;
+  // When trace_iteration is set: that iteration's full result (timeline included) and its
+  // Chrome trace JSON (sim/trace.hpp).
+  std::optional<IterationResult> traced;
+  std::string trace_json;
+};
+
+// Throws InputError on bad configuration (unknown algorithm, unsupported rank count, bad
+// options, size 0, iterations < 1, trace_iteration out of range, invalid delay model, ...).
+SimulationResult run_simulation(const SimulationConfig& config);
+
+}  // namespace ssim::sim

@@ -1,0 +1,211 @@
+#include "sim/maxmin.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+namespace ssim::sim {
+namespace {
+
+using Links = std::vector<int>;
+
+TEST(MaxMin, EqualSharingOnOneLink) {
+  // Three flows on one link of 12: each unfrozen flow grows to 12 / 3 = 4 when the link fills.
+  MaxMinSolver s;
+  const int l = s.add_link(12);
+  const int a = s.add_flow(Links{l}), b = s.add_flow(Links{l}), c = s.add_flow(Links{l});
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.rate(a), 4);
+  EXPECT_DOUBLE_EQ(s.rate(b), 4);
+  EXPECT_DOUBLE_EQ(s.rate(c), 4);
+}
+
+TEST(MaxMin, ThreeFlowsOnTwoLinks) {
+  // Links A = 10, B = 4. f0 crosses A and B, f1 only A, f2 only B.
+  // Fair shares when everyone grows together: A 10/2 = 5, B 4/2 = 2. B fills first at level 2,
+  // freezing f0 = f2 = 2. A keeps 10 - 2 = 8 for its one unfrozen flow: f1 = 8.
+  MaxMinSolver s;
+  const int A = s.add_link(10), B = s.add_link(4);
+  const int f0 = s.add_flow(Links{A, B}), f1 = s.add_flow(Links{A}), f2 = s.add_flow(Links{B});
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.rate(f0), 2);
+  EXPECT_DOUBLE_EQ(s.rate(f1), 8);
+  EXPECT_DOUBLE_EQ(s.rate(f2), 2);
+}
+
+TEST(MaxMin, ParkingLotWithTwoLevels) {
+  // L1 = 1, L2 = 2. f0 crosses both, f1 on L1, f2 and f3 on L2.
+  // Shares: L1 1/2, L2 2/3. L1 fills at 1/2: f0 = f1 = 0.5. L2 keeps 2 - 0.5 = 1.5 for f2 and
+  // f3: 0.75 each.
+  MaxMinSolver s;
+  const int l1 = s.add_link(1), l2 = s.add_link(2);
+  const int f0 = s.add_flow(Links{l1, l2}), f1 = s.add_flow(Links{l1});
+  const int f2 = s.add_flow(Links{l2}), f3 = s.add_flow(Links{l2});
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.rate(f0), 0.5);
+  EXPECT_DOUBLE_EQ(s.rate(f1), 0.5);
+  EXPECT_DOUBLE_EQ(s.rate(f2), 0.75);
+  EXPECT_DOUBLE_EQ(s.rate(f3), 0.75);
+}
+
+TEST(MaxMin, CappedFlowLeavesItsShareToOthers) {
+  // One link of 10, f0 capped at 2. Level 10/3 = 3.33 exceeds the cap, so f0 freezes at 2 first;
+  // the other two share 10 - 2 = 8: 4 each.
+  MaxMinSolver s;
+  const int l = s.add_link(10);
+  const int f0 = s.add_flow(Links{l}, 2), f1 = s.add_flow(Links{l}), f2 = s.add_flow(Links{l});
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.rate(f0), 2);
+  EXPECT_DOUBLE_EQ(s.rate(f1), 4);
+  EXPECT_DOUBLE_EQ(s.rate(f2), 4);
+}
+
+TEST(MaxMin, CapAboveTheFairShareDoesNotBind) {
+  // One link of 12, three flows, one capped at 5 > 12/3: all get 4.
+  MaxMinSolver s;
+  const int l = s.add_link(12);
+  const int f0 = s.add_flow(Links{l}, 5), f1 = s.add_flow(Links{l}), f2 = s.add_flow(Links{l});
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.rate(f0), 4);
+  EXPECT_DOUBLE_EQ(s.rate(f1), 4);
+  EXPECT_DOUBLE_EQ(s.rate(f2), 4);
+}
+
+TEST(MaxMin, SolveAroundTouchesOnlyTheComponent) {
+  // Link X = 8 carries a, link Y = 6 carries b: separate components.
+  MaxMinSolver s;
+  const int X = s.add_link(8), Y = s.add_link(6);
+  const int a = s.add_flow(Links{X});
+  const int b = s.add_flow(Links{Y});
+  std::vector<int> changed;
+  s.solve_around(Links{X, Y}, changed);
+  EXPECT_EQ(changed, (std::vector<int>{a, b}));  // 0 -> 8 and 0 -> 6
+  EXPECT_DOUBLE_EQ(s.rate(a), 8);
+  EXPECT_DOUBLE_EQ(s.rate(b), 6);
+
+  // c joins X: a and c share 8 (4 each); b's component is not visited.
+  const int c = s.add_flow(Links{X});
+  changed.clear();
+  s.solve_around(Links{X}, changed);
+  EXPECT_EQ(changed, (std::vector<int>{a, c}));
+  EXPECT_DOUBLE_EQ(s.rate(a), 4);
+  EXPECT_DOUBLE_EQ(s.rate(c), 4);
+  EXPECT_DOUBLE_EQ(s.rate(b), 6);
+
+  // c leaves: a gets X back; only a changed.
+  s.remove_flow(c);
+  EXPECT_FALSE(s.active(c));
+  changed.clear();
+  s.solve_around(Links{X}, changed);
+  EXPECT_EQ(changed, (std::vector<int>{a}));
+  EXPECT_DOUBLE_EQ(s.rate(a), 8);
+
+  // A flow d over X and Y merges the components. Shares: X = 8 over {a, d} is 4, Y = 6 over
+  // {b, d} is 3, so Y fills first: b = d = 3; X keeps 8 - 3 = 5 for a.
+  const int d = s.add_flow(Links{X, Y});
+  EXPECT_EQ(d, c);  // the freed id is reused
+  changed.clear();
+  s.solve_around(Links{X}, changed);
+  EXPECT_EQ(changed.size(), 3u);
+  EXPECT_DOUBLE_EQ(s.rate(a), 5);
+  EXPECT_DOUBLE_EQ(s.rate(d), 3);
+  EXPECT_DOUBLE_EQ(s.rate(b), 3);
+}
+
+TEST(MaxMin, RemovalKeepsLinkListsConsistent) {
+  MaxMinSolver s;
+  const int l = s.add_link(9), m = s.add_link(3);
+  const int f0 = s.add_flow(Links{l, m}), f1 = s.add_flow(Links{l}), f2 = s.add_flow(Links{m, l});
+  s.remove_flow(f0);
+  EXPECT_EQ(s.active_flows(), 2);
+  std::vector<int> on_l(s.flows_on(l).begin(), s.flows_on(l).end());
+  std::sort(on_l.begin(), on_l.end());
+  EXPECT_EQ(on_l, (std::vector<int>{f1, f2}));
+  ASSERT_EQ(s.flows_on(m).size(), 1u);
+  EXPECT_EQ(s.flows_on(m)[0], f2);
+  // m = 3 holds f2 alone and fills first at 3; l keeps 9 - 3 = 6 for f1.
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.rate(f1), 6);
+  EXPECT_DOUBLE_EQ(s.rate(f2), 3);
+  s.remove_flow(f2);
+  s.remove_flow(f1);
+  EXPECT_TRUE(s.flows_on(l).empty());
+  EXPECT_TRUE(s.flows_on(m).empty());
+}
+
+// Random systems: incremental solves agree with a full solve, and the result is max-min fair
+// (feasible, and every flow is at its cap or crosses a saturated link on which no flow is faster).
+TEST(MaxMin, IncrementalAgreesWithFullSolveAndIsFair) {
+  std::mt19937_64 rng(12345);
+  for (int trial = 0; trial < 20; ++trial) {
+    MaxMinSolver inc, full;
+    const int nl = 3 + static_cast<int>(rng() % 10);
+    for (int l = 0; l < nl; ++l) {
+      const double cap = 1.0 + static_cast<double>(rng() % 100);
+      inc.add_link(cap);
+      full.add_link(cap);
+    }
+    std::vector<int> live;
+    std::vector<double> cap_of(256, MaxMinSolver::unlimited);
+    std::vector<int> changed;
+    for (int step = 0; step < 60; ++step) {
+      if (!live.empty() && rng() % 3 == 0) {
+        const std::size_t k = rng() % live.size();
+        const int f = live[k];
+        live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
+        std::vector<int> links;
+        for (int l = 0; l < nl; ++l) {
+          for (int g : inc.flows_on(l)) {
+            if (g == f) links.push_back(l);
+          }
+        }
+        inc.remove_flow(f);
+        full.remove_flow(f);
+        inc.solve_around(links, changed);
+      } else {
+        std::vector<int> links;
+        for (int l = 0; l < nl; ++l) {
+          if (rng() % 3 == 0) links.push_back(l);
+        }
+        if (links.empty()) links.push_back(static_cast<int>(rng() % nl));
+        const double cap =
+            rng() % 4 == 0 ? 1.0 + static_cast<double>(rng() % 30) : MaxMinSolver::unlimited;
+        const int f = inc.add_flow(links, cap);
+        ASSERT_EQ(full.add_flow(links, cap), f);
+        cap_of[f] = cap;
+        live.push_back(f);
+        inc.solve_around(links, changed);
+      }
+      full.solve();
+      for (int f : live)
+        ASSERT_NEAR(inc.rate(f), full.rate(f), 1e-9 * full.rate(f)) << trial << " " << step;
+    }
+    // Fairness of the final allocation.
+    std::vector<double> load(static_cast<std::size_t>(nl), 0.0),
+        fastest(static_cast<std::size_t>(nl), 0.0);
+    for (int l = 0; l < nl; ++l) {
+      for (int f : full.flows_on(l)) {
+        load[l] += full.rate(f);
+        fastest[l] = std::max(fastest[l], full.rate(f));
+      }
+      EXPECT_LE(load[l], full.capacity(l) * (1 + 1e-9));
+    }
+    for (int f : live) {
+      bool bottlenecked = false;
+      for (int l = 0; l < nl; ++l) {
+        for (int g : full.flows_on(l)) {
+          if (g == f && load[l] >= full.capacity(l) * (1 - 1e-9) &&
+              full.rate(f) >= fastest[l] * (1 - 1e-9)) {
+            bottlenecked = true;
+          }
+        }
+      }
+      EXPECT_TRUE(bottlenecked || full.rate(f) == cap_of[f]) << "flow " << f;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ssim::sim
