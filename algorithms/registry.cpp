@@ -35,6 +35,7 @@ const std::vector<AlgorithmInfo>& algorithms() {
       direct_info(),
       tree_info(),
       dbtree_info(),
+      stragglar_info(),
   };
   return registry;
 }
