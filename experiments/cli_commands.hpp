@@ -13,6 +13,12 @@ namespace ssim::exp {
 // `schedule`, `verify`, `algorithms`.
 void add_schedule_commands(CLI::App& app);
 
+// `simulate CONFIG.yaml [--json] [--trace FILE]`.
+void add_simulate_command(CLI::App& app);
+
+// `calibrate MEASUREMENTS.csv [-o TOPOLOGY.yaml]` and `validate MEASURED.csv --topology FILE`.
+void add_calibrate_commands(CLI::App& app);
+
 // Reads a whole file, or stdin for "-". Throws InputError naming the path when it cannot.
 std::string read_input(const std::string& path);
 // Writes to a file, or stdout for "" or "-".

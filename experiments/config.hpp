@@ -24,6 +24,7 @@
 
 #include "experiments/config_reader.hpp"
 #include "sim/delays.hpp"
+#include "sim/simulation.hpp"
 #include "topologies/topology.hpp"
 
 namespace ssim::exp {
@@ -41,5 +42,67 @@ sim::Distribution load_distribution(const ConfigNode& node, const std::string& b
 //   trace: path.csv                           replaces base (see sim/delays.hpp for the forms)
 //   persistent: [{rank, delay: <distribution>, persistence: 0..1}]
 sim::DelayModel load_delay_model(const ConfigNode& node, const std::string& base_dir);
+
+// A simulation (`stragglesim simulate`):
+//   topology: <topology>                                  required
+//   network: {model: alphabeta | flow, gamma: 0.1ns/B}     default alphabeta, gamma 0
+//   collective: {algorithm: NAME, size: 1GiB, options: {key: value}}
+//   delays: <delay model>                                  default: everyone arrives at 0
+//   prediction: {policy: oracle | fixed | previous, rank: R}
+//       default: fixed at options.straggler when that is given, else oracle
+//   iterations: 1                                          default 1
+//   seed: 1                                                default 1
+// Rank-dependent fields (straggler ranks, options) are checked against the topology's GPUs.
+sim::SimulationConfig load_simulation_config(const ConfigReader& reader);
+
+}  // namespace ssim::exp
+
+namespace ssim::exp {
+
+// A calibrated topology file, as `stragglesim calibrate -o` writes it: a topology of `kind`
+// (switch | fully_connected | ring) whose bandwidth and latency are fitted numbers, with their
+// provenance. It loads with load_topology (provenance is free text to the loader; calibrate
+// writes it as a map):
+//   kind: switch
+//   ranks: 8
+//   bandwidth: 449.87GB/s
+//   latency: 3.0124us
+//   name: h100_nvlink
+//   description: "..."
+//   provenance: {machine, date, source, input, link_class, size_range, min_bytes, max_bytes,
+//                rows, residual (median |relative error|), r_squared, fit, gamma, gamma_source}
+struct CalibrationProvenance {
+  std::string machine;
+  std::string date;    // ISO 8601 UTC
+  std::string source;  // the measurement file
+  std::string input;   // "point-to-point sweep" | "collective runs"
+  std::string link_class;
+  std::string size_range;  // the fitted piece, e.g. "[0, 64KiB)"
+  Bytes min_bytes;
+  Bytes max_bytes;
+  std::size_t rows = 0;
+  double residual = 0.0;  // median |relative error| of the fit
+  double r_squared = 0.0;
+  std::string fit;  // method, e.g. "least squares on relative residuals ..."
+  std::optional<SecondsPerByte> gamma;
+  std::string gamma_source;  // where gamma came from
+};
+
+struct CalibratedTopology {
+  std::string kind = "switch";
+  int ranks = 0;
+  BytesPerSecond bandwidth;
+  Seconds latency;
+  std::string name;
+  std::string description;
+  CalibrationProvenance provenance;
+};
+
+// The YAML text of a calibrated topology file (numbers with 6 significant digits and a unit).
+// InputError for an unknown kind, ranks < 2, a bandwidth <= 0 or a negative latency.
+std::string calibrated_topology_yaml(const CalibratedTopology& topology);
+
+// The reduce cost a calibrated topology file records under provenance.gamma, if any.
+std::optional<SecondsPerByte> load_calibrated_gamma(const ConfigNode& topology);
 
 }  // namespace ssim::exp

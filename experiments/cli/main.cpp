@@ -11,6 +11,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("stragglesim ") + STRAGGLESIM_VERSION);
   ssim::exp::add_schedule_commands(app);
+  ssim::exp::add_simulate_command(app);
+  ssim::exp::add_calibrate_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,147 @@
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common/error.hpp"
+#include "experiments/cli_commands.hpp"
+#include "experiments/config.hpp"
+
+namespace ssim::exp {
+namespace {
+
+struct SimulateArgs {
+  std::string config;
+  bool json = false;
+  std::string trace;
+  int trace_iteration = 0;
+  int iterations = 0;  // 0: as configured
+  long long seed = -1;  // -1: as configured
+};
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+nlohmann::json resolved_config(const sim::SimulationConfig& c, const std::string& path) {
+  nlohmann::json j;
+  j["file"] = path;
+  j["topology"] = {{"name", c.topology.name}, {"description", c.topology.description},
+                   {"ranks", c.topology.gpu_count()}, {"ecmp", c.topology.ecmp()}};
+  j["network"] = {{"model", std::string(sim::to_string(c.network))}, {"gamma_s_per_byte", c.gamma.value}};
+  j["collective"] = {{"algorithm", c.algorithm}, {"size_bytes", c.size.value}, {"options", c.options.values()}};
+  j["delays"] = c.delays.describe();
+  j["prediction"] = {{"policy", std::string(sim::to_string(c.policy))},
+                     {"rank", c.straggler ? nlohmann::json(*c.straggler) : nlohmann::json(nullptr)}};
+  j["iterations"] = c.iterations;
+  j["seed"] = c.seed;
+  return j;
+}
+
+std::string summary_json(const sim::SimulationConfig& c, const sim::SimulationResult& r, const std::string& path) {
+  nlohmann::json j;
+  j["version"] = STRAGGLESIM_VERSION_STRING;
+  j["config"] = resolved_config(c, path);
+  j["schedule"] = {{"algorithm", r.algorithm}, {"ranks", r.ranks}, {"chunks", r.chunks},
+                   {"rounds", r.rounds},       {"transfers", r.transfers}, {"straggler_aware", r.straggler_aware}};
+  nlohmann::json its = nlohmann::json::array();
+  for (const sim::IterationSummary& it : r.iterations) {
+    its.push_back({{"iteration", it.iteration},
+                   {"completion_s", it.completion.value},
+                   {"after_last_arrival_s", it.after_last_arrival.value},
+                   {"algbw_GBps", it.algbw.value / 1e9},
+                   {"busbw_GBps", it.busbw.value / 1e9},
+                   {"last_rank", it.last_rank},
+                   {"predicted_straggler", it.predicted_straggler}});
+  }
+  j["iterations"] = std::move(its);
+  j["mean_completion_s"] = r.mean_completion.value;
+  j["mean_after_last_arrival_s"] = r.mean_after_last_arrival.value;
+  j["algbw_GBps"] = r.algbw.value / 1e9;
+  j["busbw_GBps"] = r.busbw.value / 1e9;
+  j["prediction_accuracy"] = r.prediction_accuracy;
+  nlohmann::json links = nlohmann::json::array();
+  for (std::size_t l = 0; l < r.link_bytes.size(); ++l) {
+    if (r.link_bytes[l] <= 0) continue;
+    const topo::Link& link = c.topology.link(static_cast<int>(l));
+    links.push_back({{"link", l},
+                     {"from", c.topology.node(link.from).name},
+                     {"to", c.topology.node(link.to).name},
+                     {"class", link.link_class},
+                     {"bytes", r.link_bytes[l]},
+                     {"utilization", r.link_utilization[l]}});
+  }
+  j["links"] = std::move(links);
+  return j.dump(2) + "\n";
+}
+
+std::string summary_table(const sim::SimulationConfig& c, const sim::SimulationResult& r) {
+  std::ostringstream os;
+  os << r.algorithm << " on " << c.topology.name << ": " << r.ranks << " ranks, " << format_bytes(c.size) << ", "
+     << sim::to_string(c.network) << " model, " << r.rounds << " rounds, " << r.transfers << " transfers\n";
+  os << "delays: " << c.delays.describe() << "; prediction " << sim::to_string(c.policy) << "; seed " << c.seed
+     << "\n\n";
+  os << "iter   completion  after-last    algbw GB/s  busbw GB/s  last  predicted\n";
+  const std::size_t shown = std::min<std::size_t>(r.iterations.size(), 20);
+  auto row = [&](const std::string& label, double comp, double after, double algbw, double busbw,
+                 const std::string& tail) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%-6s %11s %11s %12s %11s  %s\n", label.c_str(),
+                  format_time(Seconds{comp}).c_str(), format_time(Seconds{after}).c_str(),
+                  fixed(algbw / 1e9, 2).c_str(), fixed(busbw / 1e9, 2).c_str(), tail.c_str());
+    os << buf;
+  };
+  for (std::size_t i = 0; i < shown; ++i) {
+    const sim::IterationSummary& it = r.iterations[i];
+    char tail[64];
+    std::snprintf(tail, sizeof tail, "%4d  %9d", it.last_rank, it.predicted_straggler);
+    row(std::to_string(it.iteration), it.completion.value, it.after_last_arrival.value, it.algbw.value,
+        it.busbw.value, tail);
+  }
+  if (r.iterations.size() > shown) os << "... " << r.iterations.size() - shown << " more iterations\n";
+  row("mean", r.mean_completion.value, r.mean_after_last_arrival.value, r.algbw.value, r.busbw.value,
+      r.straggler_aware ? "prediction accuracy " + fixed(100 * r.prediction_accuracy, 1) + "%" : "");
+  return os.str();
+}
+
+void run_simulate(const SimulateArgs& a) {
+  const ConfigReader reader(a.config);
+  sim::SimulationConfig c = load_simulation_config(reader);
+  if (a.iterations > 0) c.iterations = a.iterations;
+  if (a.seed >= 0) c.seed = static_cast<std::uint64_t>(a.seed);
+  if (!a.trace.empty()) {
+    if (a.trace_iteration >= c.iterations) {
+      throw InputError("--trace-iteration " + std::to_string(a.trace_iteration) + " is past the last iteration (" +
+                       std::to_string(c.iterations - 1) + ")");
+    }
+    c.trace_iteration = a.trace_iteration;
+  }
+  sim::SimulationResult r;
+  try {
+    r = sim::run_simulation(c);
+  } catch (const InputError& e) {
+    throw InputError(a.config + ": " + e.what());
+  }
+  if (!a.trace.empty()) write_output(a.trace, r.trace_json);
+  std::cout << (a.json ? summary_json(c, r, a.config) : summary_table(c, r));
+}
+
+}  // namespace
+
+void add_simulate_command(CLI::App& app) {
+  auto args = std::make_shared<SimulateArgs>();
+  CLI::App* cmd = app.add_subcommand("simulate", "Simulate one AllReduce configuration (YAML) over many iterations");
+  cmd->add_option("config", args->config, "Simulation YAML (see README, \"Simulate\")")->required();
+  cmd->add_flag("--json", args->json, "Print the results as JSON instead of a table");
+  cmd->add_option("--trace", args->trace, "Write a Chrome trace (Perfetto) of one iteration to FILE");
+  cmd->add_option("--trace-iteration", args->trace_iteration, "Iteration to trace (default 0)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--iterations", args->iterations, "Override the configured iteration count")
+      ->check(CLI::Range(1, 10'000'000));
+  cmd->add_option("--seed", args->seed, "Override the configured seed")->check(CLI::NonNegativeNumber);
+  cmd->callback([args] { run_simulate(*args); });
+}
+
+}  // namespace ssim::exp

@@ -1,0 +1,117 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_support.hpp"
+
+namespace ssim::testing {
+namespace {
+
+bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+
+// Writes `yaml` to a temporary file and runs `simulate` on it with `flags`.
+CommandResult simulate(const std::string& yaml, const std::string& flags = "") {
+  const std::string path = "/tmp/ssim_sim_" + std::to_string(::getpid()) + ".yaml";
+  std::ofstream(path) << yaml;
+  CommandResult r = run_cli("simulate " + path + " " + flags);
+  std::remove(path.c_str());
+  return r;
+}
+
+const std::string kTopology = "topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us}\n";
+
+TEST(CliSimulate, IssueExampleRunsAndPrintsJson) {
+  const CommandResult r = simulate(kTopology +
+                                   "network: {model: alphabeta}\n"
+                                   "collective: {algorithm: ring, size: 1GiB}\n"
+                                   "delays: {persistent: [{rank: 7, delay: 10ms}]}\n"
+                                   "iterations: 3\nseed: 1\n",
+                                   "--json");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["iterations"].size(), 3u);
+  // Ring waits for the straggler: after it arrives, 14 rounds of (3us + 2^27 B / 450 GiB/s)
+  // = 14 * (3e-6 + 1/3600 s) = 3.9309 ms (paper table: 3.931 ms).
+  const double step = 3e-6 + 1.0 / 8 / 450;
+  EXPECT_NEAR(j["iterations"][0]["after_last_arrival_s"].get<double>(), 14 * step, 1e-12);
+  EXPECT_NEAR(j["iterations"][0]["completion_s"].get<double>(), 10e-3 + 14 * step, 1e-12);
+  EXPECT_NEAR(j["mean_after_last_arrival_s"].get<double>(), 14 * step, 1e-12);
+  EXPECT_EQ(j["config"]["seed"], 1);
+}
+
+TEST(CliSimulate, TableAndTrace) {
+  const std::string trace = "/tmp/ssim_trace_" + std::to_string(::getpid()) + ".json";
+  const CommandResult r =
+      simulate(kTopology + "collective: {algorithm: ring, size: 64MiB}\n", "--trace " + trace);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "ring on switch(8)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "mean")) << r.out;
+  const auto t = nlohmann::json::parse(slurp(trace));
+  EXPECT_GT(t["traceEvents"].size(), 100u);
+  std::remove(trace.c_str());
+}
+
+TEST(CliSimulate, SameSeedSameResults) {
+  const std::string yaml = kTopology +
+                           "collective: {algorithm: ring, size: 16MiB}\n"
+                           "delays: {base: {distribution: lognormal, mean: 9.5ms, p90: 18.8ms}}\n"
+                           "iterations: 5\nseed: 7\n";
+  const CommandResult a = simulate(yaml, "--json"), b = simulate(yaml, "--json");
+  ASSERT_EQ(a.rc, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  const CommandResult c = simulate(yaml, "--json --seed 8");
+  EXPECT_NE(a.out, c.out);
+}
+
+TEST(CliSimulate, InvalidFieldsNameFileLineKeyAndValue) {
+  struct Case {
+    std::string yaml;
+    std::string expect;
+  };
+  const std::vector<Case> cases = {
+      {kTopology + "collective: {algorithm: rung, size: 1GiB}\n", ":2:25: collective.algorithm: unknown algorithm 'rung'"},
+      {kTopology + "collective: {algorithm: ring, size: 1Gib}\n", ":2:37: collective.size: invalid size '1Gib'"},
+      {kTopology + "collective: {algorithm: ring, size: 0}\n", "collective.size: size must be > 0"},
+      {kTopology + "collective: {algorithm: ring, size: 1GiB, options: {segments: 4}}\n",
+       "collective.options.segments: algorithm ring has no option 'segments'"},
+      {kTopology + "collective: {algorithm: direct, size: 1GiB, options: {straggler: 8}}\n",
+       "collective.options.straggler: must be in [0, 7] (value: 8)"},
+      {kTopology + "collective: {algorithm: ring, size: 1GiB}\nnetwork: {model: packet}\n",
+       ":3:18: network.model: unknown value 'packet' (expected one of: alphabeta, flow)"},
+      {kTopology + "collective: {algorithm: ring, size: 1GiB}\nnetwork: {model: flow, gamma: -1ns/B}\n",
+       "network.gamma: invalid per-byte cost '-1ns/B': must not be negative"},
+      {kTopology + "collective: {algorithm: ring, size: 1GiB}\ndelays: {persistent: [{rank: 9, delay: 1ms}]}\n",
+       "delays.persistent[0].rank: must be in [0, 7] (value: 9)"},
+      {kTopology + "collective: {algorithm: ring, size: 1GiB}\niterations: 0\n", ":3:13: iterations: must be in"},
+      {kTopology + "collective: {algorithm: ring, size: 1GiB}\nseed: abc\n", "seed: expected an integer (value: abc)"},
+      {kTopology + "collective: {algorithm: ring, size: 1GiB}\nprediction: {policy: fixed}\n",
+       "prediction: policy fixed needs a rank"},
+      {kTopology + "collective: {algorithm: ring, size: 1GiB}\nprediction: {policy: psychic}\n",
+       "prediction.policy: unknown value 'psychic'"},
+      {kTopology + "collective: {algorithm: ring, size: 1GiB}\nitertions: 3\n", ":3:1: itertions: unknown key"},
+      {"topology: {kind: switch, ranks: 8, bandwidth: -5GB/s, latency: 3us}\n"
+       "collective: {algorithm: ring, size: 1GiB}\n",
+       ":1:47: topology.bandwidth: invalid bandwidth '-5GB/s': must be > 0"},
+      {"collective: {algorithm: ring, size: 1GiB}\n", "(top level): missing required key 'topology'"},
+      {"topology: {kind: switch, ranks: 8, bandwidth: 5GB/s, latency: 3us\n", "malformed YAML"},
+  };
+  for (const Case& c : cases) {
+    const CommandResult r = simulate(c.yaml);
+    EXPECT_EQ(r.rc, 1) << c.yaml;
+    EXPECT_TRUE(contains(r.err, c.expect)) << "expected: " << c.expect << "\ngot: " << r.err;
+    EXPECT_TRUE(contains(r.err, "/tmp/ssim_sim_")) << r.err;  // names the file
+  }
+}
+
+TEST(CliSimulate, MissingFileAndBadFlags) {
+  CommandResult r = run_cli("simulate /nonexistent.yaml");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(contains(r.err, "/nonexistent.yaml: cannot open file")) << r.err;
+  r = simulate(kTopology + "collective: {algorithm: ring, size: 1GiB}\n", "--trace /tmp/x.json --trace-iteration 3");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(contains(r.err, "--trace-iteration 3 is past the last iteration (0)")) << r.err;
+}
+
+}  // namespace
+}  // namespace ssim::testing
