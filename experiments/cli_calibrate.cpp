@@ -40,8 +40,8 @@ std::string line_list(const std::vector<int>& lines) {
 
 void print_skipped(std::ostream& os, const std::vector<gpu::SkippedRows>& skipped) {
   for (const gpu::SkippedRows& s : skipped) {
-    os << "skipped " << s.lines.size() << " row" << (s.lines.size() == 1 ? "" : "s") << ": " << s.reason
-       << " (line" << (s.lines.size() == 1 ? " " : "s ") << line_list(s.lines) << ")\n";
+    os << "skipped " << s.lines.size() << " row" << (s.lines.size() == 1 ? "" : "s") << ": "
+       << s.reason << " (line" << (s.lines.size() == 1 ? " " : "s ") << line_list(s.lines) << ")\n";
   }
 }
 
@@ -50,15 +50,17 @@ void print_residuals(std::ostream& os, const gpu::FitQuality& q) {
   os << "    |relative error|: median " << abs_percent(q.median_abs_relative_error) << ", max "
      << abs_percent(q.max_abs_relative_error) << "\n";
   if (q.rows.size() <= kMaxRowsListed) {
+    // Collective runs name the run (algorithm and ranks); a sweep's rows are just sizes.
     const bool labels = !q.rows.front().label.empty();
     char buf[200];
-    std::snprintf(buf, sizeof buf, "    %5s  %-18s %12s %12s %12s %9s\n", "line", labels ? "run" : "", "bytes",
-                  "measured", "fitted", "rel.err");
+    std::snprintf(buf, sizeof buf, "    %5s  %-*s%12s %12s %12s %9s\n", "line", labels ? 19 : 0,
+                  labels ? "run" : "", "bytes", "measured", "fitted", "rel.err");
     os << buf;
     for (const gpu::FitRow& r : q.rows) {
-      std::snprintf(buf, sizeof buf, "    %5d  %-18s %12llu %12s %12s %9s\n", r.line, r.label.c_str(),
-                    static_cast<unsigned long long>(r.bytes.value), format_time(r.measured).c_str(),
-                    format_time(r.fitted).c_str(), percent(r.relative_error()).c_str());
+      std::snprintf(buf, sizeof buf, "    %5d  %-*s%12llu %12s %12s %9s\n", r.line, labels ? 19 : 0,
+                    r.label.c_str(), static_cast<unsigned long long>(r.bytes.value),
+                    format_time(r.measured).c_str(), format_time(r.fitted).c_str(),
+                    percent(r.relative_error()).c_str());
       os << buf;
     }
     return;
@@ -66,8 +68,13 @@ void print_residuals(std::ostream& os, const gpu::FitQuality& q) {
   std::vector<double> errors;
   for (const gpu::FitRow& r : q.rows) errors.push_back(r.relative_error());
   os << "    relative error quantiles:";
-  for (const auto& [label, p] : std::vector<std::pair<const char*, double>>{
-           {"min", 0.0}, {"p10", 0.1}, {"p25", 0.25}, {"p50", 0.5}, {"p75", 0.75}, {"p90", 0.9}, {"max", 1.0}}) {
+  for (const auto& [label, p] : std::vector<std::pair<const char*, double>>{{"min", 0.0},
+                                                                            {"p10", 0.1},
+                                                                            {"p25", 0.25},
+                                                                            {"p50", 0.5},
+                                                                            {"p75", 0.75},
+                                                                            {"p90", 0.9},
+                                                                            {"max", 1.0}}) {
     os << " " << label << " " << percent(gpu::quantile(errors, p));
   }
   os << "\n";
@@ -79,19 +86,25 @@ std::string fit_title(const gpu::AlphaBetaFit& f, bool piecewise) {
   std::string s;
   if (!f.link_class.empty()) s += "link class " + f.link_class + ", ";
   if (piecewise) s += "sizes " + gpu::describe(f.piece) + ", ";
-  return s + std::to_string(f.quality.rows.size()) + " rows, " + format_bytes(f.min_bytes) + " .. " +
-         format_bytes(f.max_bytes);
+  return s + std::to_string(f.quality.rows.size()) + " rows, " + format_bytes(f.min_bytes) +
+         " .. " + format_bytes(f.max_bytes);
 }
 
-void print_calibration(std::ostream& os, const gpu::Calibration& c, bool piecewise) {
-  os << "calibrate: " << c.source << " (" << gpu::to_string(c.input) << "), " << c.rows_used << " rows used\n";
+void print_calibration(std::ostream& os, const gpu::Calibration& c, bool piecewise,
+                       bool gamma_given) {
+  os << "calibrate: " << c.source << " (" << gpu::to_string(c.input) << "), " << c.rows_used
+     << " rows used\n";
   print_skipped(os, c.skipped);
   if (c.input == gpu::CalibrationInput::sweep) {
-    os << "fit: least squares on relative residuals (rows weighted by 1/measured), seconds = alpha + beta * bytes\n";
+    os << "fit: least squares on relative residuals (rows weighted by 1/measured), seconds = alpha "
+          "+ beta * bytes\n";
   } else {
     os << "fit: least squares on relative residuals (rows weighted by 1/measured),\n"
           "     T = a(n) alpha + b(n, s) beta + c(n, s) gamma from each algorithm's closed form\n";
-    if (c.assumed_gamma) os << "     gamma assumed " << gamma_text(*c.assumed_gamma) << " (--gamma)\n";
+    if (c.assumed_gamma) {
+      os << "     gamma assumed " << gamma_text(*c.assumed_gamma)
+         << (gamma_given ? " (--gamma)" : " (default; --gamma or --fit-gamma to change)") << "\n";
+    }
   }
   for (std::size_t i = 0; i < c.fits.size(); ++i) {
     const gpu::AlphaBetaFit& f = c.fits[i];
@@ -102,15 +115,17 @@ void print_calibration(std::ostream& os, const gpu::Calibration& c, bool piecewi
        << printf_text("%.6g s/B", f.beta.value) << ")\n";
     if (f.gamma) os << "    gamma      " << gamma_text(*f.gamma) << "\n";
     if (f.alpha.value < 0 || f.beta.value <= 0) {
-      os << "    warning: not physical (alpha < 0 or beta <= 0): the rows do not follow one alpha-beta line here;"
+      os << "    warning: not physical (alpha < 0 or beta <= 0): the rows do not follow one "
+            "alpha-beta line here;"
             " try --piecewise\n";
     }
     print_residuals(os, f.quality);
   }
   if (c.reduce) {
     const gpu::ReduceFit& g = *c.reduce;
-    os << "\nreduce (kind=reduce): " << g.quality.rows.size() << " rows, " << format_bytes(g.min_bytes) << " .. "
-       << format_bytes(g.max_bytes) << ", seconds = intercept + gamma * bytes\n";
+    os << "\nreduce (kind=reduce): " << g.quality.rows.size() << " rows, "
+       << format_bytes(g.min_bytes) << " .. " << format_bytes(g.max_bytes)
+       << ", seconds = intercept + gamma * bytes\n";
     os << "    gamma      " << gamma_text(g.gamma) << "  ("
        << printf_text("%.4f GB/s", g.gamma.value > 0 ? 1e-9 / g.gamma.value : 0.0) << " reduced)\n";
     os << "    intercept  " << printf_text("%.4f us", g.intercept.value * 1e6) << "\n";
@@ -133,7 +148,8 @@ struct CalibrateArgs {
 
 // The fit that -o writes: the only one, or the one --link-class / --piece pick.
 const gpu::AlphaBetaFit& chosen_fit(const gpu::Calibration& c, const CalibrateArgs& a) {
-  if (c.fits.empty()) throw InputError("-o needs an alpha-beta fit; " + c.source + " has only kind=reduce rows");
+  if (c.fits.empty())
+    throw InputError("-o needs an alpha-beta fit; " + c.source + " has only kind=reduce rows");
   std::set<std::string> classes;
   for (const gpu::AlphaBetaFit& f : c.fits) classes.insert(f.link_class);
   if (classes.size() > 1) {
@@ -144,8 +160,9 @@ const gpu::AlphaBetaFit& chosen_fit(const gpu::Calibration& c, const CalibrateAr
   }
   if (a.piece > 0) {
     if (a.piece > static_cast<int>(c.fits.size())) {
-      throw InputError("--piece " + std::to_string(a.piece) + ": there " + (c.fits.size() == 1 ? "is" : "are") +
-                       " only " + std::to_string(c.fits.size()) + " fit" + (c.fits.size() == 1 ? "" : "s"));
+      throw InputError("--piece " + std::to_string(a.piece) + ": there " +
+                       (c.fits.size() == 1 ? "is" : "are") + " only " +
+                       std::to_string(c.fits.size()) + " fit" + (c.fits.size() == 1 ? "" : "s"));
     }
     return c.fits[static_cast<std::size_t>(a.piece - 1)];
   }
@@ -163,8 +180,9 @@ void write_topology(const gpu::Calibration& c, const CalibrateArgs& a) {
   t.ranks = a.ranks;
   if (t.ranks == 0) {
     if (c.ranks.size() != 1) {
-      throw InputError("-o needs --ranks N (the calibrated topology's GPU count)" +
-                       std::string(c.ranks.size() > 1 ? ": the runs have several rank counts" : ""));
+      throw InputError(
+          "-o needs --ranks N (the calibrated topology's GPU count)" +
+          std::string(c.ranks.size() > 1 ? ": the runs have several rank counts" : ""));
     }
     t.ranks = c.ranks.front();
   }
@@ -172,19 +190,23 @@ void write_topology(const gpu::Calibration& c, const CalibrateArgs& a) {
   p.machine = a.machine;
   if (p.machine.empty()) {
     if (c.devices.size() != 1 || c.devices.front().empty()) {
-      throw InputError("-o needs --machine TEXT: the calibrated file records where the measurements ran");
+      throw InputError(
+          "-o needs --machine TEXT: the calibrated file records where the measurements ran");
     }
     p.machine = c.devices.front();
   }
   if (f.alpha.value < 0 || f.beta.value <= 0) {
-    throw InputError("the fit written by -o is not physical (alpha " + format_time(Seconds{std::fabs(f.alpha.value)}) +
-                     (f.alpha.value < 0 ? " negative" : "") + ", beta " + printf_text("%.6g s/B", f.beta.value) +
+    throw InputError("the fit written by -o is not physical (alpha " +
+                     format_time(Seconds{std::fabs(f.alpha.value)}) +
+                     (f.alpha.value < 0 ? " negative" : "") + ", beta " +
+                     printf_text("%.6g s/B", f.beta.value) +
                      "): use --piecewise to fit each regime on its own");
   }
   t.bandwidth = f.bandwidth();
   t.latency = f.alpha;
   t.name = std::filesystem::path(a.output).stem().string();
-  t.description = "alpha-beta model calibrated from " + c.source + " (" + std::string(gpu::to_string(c.input)) + ")";
+  t.description = "alpha-beta model calibrated from " + c.source + " (" +
+                  std::string(gpu::to_string(c.input)) + ")";
   p.date = gpu::utc_timestamp_now();
   p.source = c.source;
   p.input = std::string(gpu::to_string(c.input));
@@ -196,31 +218,36 @@ void write_topology(const gpu::Calibration& c, const CalibrateArgs& a) {
   p.residual = f.quality.median_abs_relative_error;
   p.r_squared = f.quality.r_squared;
   if (c.input == gpu::CalibrationInput::sweep) {
-    p.fit = "least squares on relative residuals (Eigen column-pivoting QR), seconds = alpha + beta * bytes";
+    p.fit =
+        "least squares on relative residuals (Eigen column-pivoting QR), seconds = alpha + beta * "
+        "bytes";
     if (c.reduce) {
       p.gamma = c.reduce->gamma;
-      p.gamma_source = "kind=reduce rows (" + std::to_string(c.reduce->quality.rows.size()) + ", intercept " +
-                       format_time(c.reduce->intercept) + ", median |relative error| " +
+      p.gamma_source = "kind=reduce rows (" + std::to_string(c.reduce->quality.rows.size()) +
+                       ", intercept " + format_time(c.reduce->intercept) +
+                       ", median |relative error| " +
                        abs_percent(c.reduce->quality.median_abs_relative_error) + ")";
     } else if (!a.gamma.empty()) {
       p.gamma = parse_seconds_per_byte(a.gamma);
       p.gamma_source = "--gamma";
     }
   } else {
-    p.fit = "least squares on relative residuals (Eigen column-pivoting QR) over collective runs, "
-            "T = a(n) alpha + b(n, s) beta + c(n, s) gamma from the registry's closed forms";
+    p.fit =
+        "least squares on relative residuals (Eigen column-pivoting QR) over collective runs, "
+        "T = a(n) alpha + b(n, s) beta + c(n, s) gamma from the registry's closed forms";
     if (f.gamma) {
       p.gamma = f.gamma;
       p.gamma_source = "fitted with alpha and beta";
     } else {
       p.gamma = c.assumed_gamma;
-      p.gamma_source = a.gamma.empty() ? "assumed 0 in the fit (no --gamma)" : "assumed in the fit (--gamma)";
+      p.gamma_source =
+          a.gamma.empty() ? "assumed 0 in the fit (no --gamma)" : "assumed in the fit (--gamma)";
     }
   }
   write_output(a.output, calibrated_topology_yaml(t));
   std::cout << "\nwrote " << a.output << ": " << t.kind << ", " << t.ranks << " ranks, latency "
-            << format_time(t.latency) << ", bandwidth " << format_bandwidth(t.bandwidth) << " (fit ["
-            << (&f - c.fits.data()) + 1 << "])\n";
+            << format_time(t.latency) << ", bandwidth " << format_bandwidth(t.bandwidth)
+            << " (fit [" << (&f - c.fits.data()) + 1 << "])\n";
 }
 
 void run_calibrate(const CalibrateArgs& a) {
@@ -241,7 +268,7 @@ void run_calibrate(const CalibrateArgs& a) {
   const std::string text = read_input(a.input);
   std::istringstream in(text);
   const gpu::Calibration c = gpu::calibrate(in, a.input == "-" ? "<stdin>" : a.input, o);
-  print_calibration(std::cout, c, !o.piecewise.empty());
+  print_calibration(std::cout, c, !o.piecewise.empty(), !a.gamma.empty());
   if (!a.output.empty()) write_topology(c, a);
 }
 
@@ -283,9 +310,9 @@ void run_validate(const ValidateArgs& a) {
   const std::string name = a.input == "-" ? "<stdin>" : a.input;
   const std::vector<gpu::MeasuredRun> runs = gpu::read_measured_runs(in, name);
 
-  std::cout << "validate: " << name << " against " << topology.name << " (" << a.topology << "): " << gpus
-            << " GPUs, " << sim::to_string(network) << " model, gamma " << gamma_text(gamma) << " (" << gamma_from
-            << ")\n";
+  std::cout << "validate: " << name << " against " << topology.name << " (" << a.topology
+            << "): " << gpus << " GPUs, " << sim::to_string(network) << " model, gamma "
+            << gamma_text(gamma) << " (" << gamma_from << ")\n";
   // Measured runs repeat (algorithm, size, delay) over iterations; the simulation is
   // deterministic, so each distinct run is simulated once.
   using Key = std::tuple<std::string, std::uint64_t, double, int>;
@@ -305,10 +332,11 @@ void run_validate(const ValidateArgs& a) {
   std::vector<int> error_lines;
   std::ostringstream table;
   char buf[220];
-  std::snprintf(buf, sizeof buf, "%5s  %-10s %5s %10s %10s %12s %12s %9s\n", "line", "algorithm", "ranks", "bytes",
-                "delay", "measured", "simulated", "rel.err");
+  std::snprintf(buf, sizeof buf, "%5s  %-10s %5s %10s %10s %12s %12s %9s\n", "line", "algorithm",
+                "ranks", "bytes", "delay", "measured", "simulated", "rel.err");
   table << buf;
-  const std::string device = "stragglesim " + std::string(sim::to_string(network)) + " on " + topology.name;
+  const std::string device =
+      "stragglesim " + std::string(sim::to_string(network)) + " on " + topology.name;
   const std::string now = gpu::utc_timestamp_now();
   for (const gpu::MeasuredRun& run : runs) {
     const gpu::ResultRow& r = run.row;
@@ -322,7 +350,8 @@ void run_validate(const ValidateArgs& a) {
       continue;
     }
     if (r.ranks != gpus) {
-      skip(std::to_string(r.ranks) + " ranks (the topology has " + std::to_string(gpus) + " GPUs)", run.line);
+      skip(std::to_string(r.ranks) + " ranks (the topology has " + std::to_string(gpus) + " GPUs)",
+           run.line);
       continue;
     }
     if (!info->supports_ranks(r.ranks)) {
@@ -330,12 +359,14 @@ void run_validate(const ValidateArgs& a) {
       continue;
     }
     if (r.delay.value > 0 && !r.straggler) {
-      throw InputError(name + ":" + std::to_string(run.line) +
-                       ": column straggler: empty while delay_s > 0 (expected the rank that arrives late)");
+      throw InputError(
+          name + ":" + std::to_string(run.line) +
+          ": column straggler: empty while delay_s > 0 (expected the rank that arrives late)");
     }
     if (r.after_last_arrival.value <= 0) {
-      throw InputError(name + ":" + std::to_string(run.line) +
-                       ": column after_last_arrival_s: bad value '0' (expected a time > 0 to compare with)");
+      throw InputError(
+          name + ":" + std::to_string(run.line) +
+          ": column after_last_arrival_s: bad value '0' (expected a time > 0 to compare with)");
     }
     const Key key{info->name, r.bytes.value, r.delay.value, r.straggler.value_or(-1)};
     auto it = simulated.find(key);
@@ -353,8 +384,9 @@ void run_validate(const ValidateArgs& a) {
         c.straggler = *r.straggler;
       }
       if (r.delay.value > 0) {
-        c.delays.stragglers.push_back(
-            {.rank = *r.straggler, .extra = sim::Distribution::constant(r.delay), .persistence = 1.0});
+        c.delays.stragglers.push_back({.rank = *r.straggler,
+                                       .extra = sim::Distribution::constant(r.delay),
+                                       .persistence = 1.0});
       }
       try {
         it = simulated.emplace(key, sim::run_simulation(c).iterations.front()).first;
@@ -363,13 +395,14 @@ void run_validate(const ValidateArgs& a) {
       }
     }
     const sim::IterationSummary& s = it->second;
-    const double error = (s.after_last_arrival.value - r.after_last_arrival.value) / r.after_last_arrival.value;
+    const double error =
+        (s.after_last_arrival.value - r.after_last_arrival.value) / r.after_last_arrival.value;
     errors.push_back(error);
     error_lines.push_back(run.line);
-    std::snprintf(buf, sizeof buf, "%5d  %-10s %5d %10s %10s %12s %12s %9s\n", run.line, r.algorithm.c_str(),
-                  r.ranks, format_bytes(r.bytes).c_str(), format_time(r.delay).c_str(),
-                  format_time(r.after_last_arrival).c_str(), format_time(s.after_last_arrival).c_str(),
-                  percent(error).c_str());
+    std::snprintf(buf, sizeof buf, "%5d  %-10s %5d %10s %10s %12s %12s %9s\n", run.line,
+                  r.algorithm.c_str(), r.ranks, format_bytes(r.bytes).c_str(),
+                  format_time(r.delay).c_str(), format_time(r.after_last_arrival).c_str(),
+                  format_time(s.after_last_arrival).c_str(), percent(error).c_str());
     table << buf;
     gpu::ResultRow sim_row = r;
     sim_row.source = gpu::ResultSource::simulated;
@@ -388,8 +421,9 @@ void run_validate(const ValidateArgs& a) {
                      (why.empty() ? "no rows" : why) + ")");
   }
   std::cout << "times after the last arrival (time_s when nobody is delayed)\n" << table.str();
-  std::cout << "compared " << errors.size() << " row" << (errors.size() == 1 ? "" : "s") << ", simulated "
-            << simulated.size() << " distinct run" << (simulated.size() == 1 ? "" : "s") << "\n";
+  std::cout << "compared " << errors.size() << " row" << (errors.size() == 1 ? "" : "s")
+            << ", simulated " << simulated.size() << " distinct run"
+            << (simulated.size() == 1 ? "" : "s") << "\n";
   print_skipped(std::cout, skipped);
   std::vector<double> abs_errors;
   std::size_t worst = 0;
@@ -398,8 +432,8 @@ void run_validate(const ValidateArgs& a) {
     if (abs_errors[i] > abs_errors[worst]) worst = i;
   }
   std::cout << "relative error (simulated - measured) / measured: median |.| "
-            << abs_percent(gpu::quantile(abs_errors, 0.5)) << ", max |.| " << abs_percent(abs_errors[worst])
-            << " (line " << error_lines[worst] << ")\n";
+            << abs_percent(gpu::quantile(abs_errors, 0.5)) << ", max |.| "
+            << abs_percent(abs_errors[worst]) << " (line " << error_lines[worst] << ")\n";
   if (!a.output.empty()) {
     std::ostringstream csv;
     gpu::ResultCsvWriter writer(csv);
@@ -414,32 +448,44 @@ void run_validate(const ValidateArgs& a) {
 void add_calibrate_commands(CLI::App& app) {
   auto c = std::make_shared<CalibrateArgs>();
   CLI::App* cal = app.add_subcommand(
-      "calibrate", "Fit alpha, beta (and gamma) by least squares from a p2p sweep or measured collective runs");
+      "calibrate",
+      "Fit alpha, beta (and gamma) by least squares from a p2p sweep or measured collective runs");
   cal->add_option("measurements", c->input,
-                  "CSV: bytes,seconds[,link_class][,kind] sweep, or a result CSV of measured runs ('-': stdin)")
+                  "CSV: bytes,seconds[,link_class][,kind] sweep, or a result CSV of measured runs "
+                  "('-': stdin)")
       ->required();
-  cal->add_option("--link-class", c->link_class, "Fit only this link class (sweeps with a link_class column)");
+  cal->add_option("--link-class", c->link_class,
+                  "Fit only this link class (sweeps with a link_class column)");
   cal->add_option("--piecewise", c->piecewise, "Size boundaries B1,B2,...: one fit per size range");
-  cal->add_option("--piece", c->piece, "With --piecewise and -o: the fit to write (1-based, as printed)")
+  cal->add_option("--piece", c->piece,
+                  "With --piecewise and -o: the fit to write (1-based, as printed)")
       ->check(CLI::PositiveNumber);
   cal->add_option("--topology-kind", c->kind, "Topology written by -o (default switch)")
       ->check(CLI::IsMember({"switch", "fully_connected", "ring"}));
-  cal->add_option("--ranks", c->ranks, "GPU count of the written topology (default: the runs' rank count)")
+  cal->add_option("--ranks", c->ranks,
+                  "GPU count of the written topology (default: the runs' rank count)")
       ->check(CLI::Range(2, 65536));
   cal->add_option("-o,--output", c->output, "Write the calibrated topology YAML here");
-  cal->add_option("--machine", c->machine, "Where the measurements ran, for the provenance (default: device column)");
-  cal->add_option("--gamma", c->gamma, "Collective runs: known reduce cost, e.g. 0.05ns/B (default 0)");
-  cal->add_flag("--fit-gamma", c->fit_gamma, "Collective runs: fit gamma too (needs e.g. direct or tree runs)");
+  cal->add_option("--machine", c->machine,
+                  "Where the measurements ran, for the provenance (default: device column)");
+  cal->add_option("--gamma", c->gamma,
+                  "Collective runs: known reduce cost, e.g. 0.05ns/B (default 0)");
+  cal->add_flag("--fit-gamma", c->fit_gamma,
+                "Collective runs: fit gamma too (needs e.g. direct or tree runs)");
   cal->callback([c] { run_calibrate(*c); });
 
   auto v = std::make_shared<ValidateArgs>();
-  CLI::App* val = app.add_subcommand("validate", "Simulate measured runs on a topology and compare the times");
+  CLI::App* val =
+      app.add_subcommand("validate", "Simulate measured runs on a topology and compare the times");
   val->add_option("measured", v->input, "Result CSV of measured runs ('-': stdin)")->required();
-  val->add_option("--topology", v->topology, "Topology YAML (e.g. written by calibrate -o)")->required();
+  val->add_option("--topology", v->topology, "Topology YAML (e.g. written by calibrate -o)")
+      ->required();
   val->add_option("--network", v->network, "Network model (default alphabeta)")
       ->check(CLI::IsMember({"alphabeta", "flow"}));
-  val->add_option("--gamma", v->gamma, "Reduce cost (default: the topology's provenance.gamma, else 0)");
-  val->add_option("-o,--output", v->output, "Write the simulated rows as a result CSV (source=simulated)");
+  val->add_option("--gamma", v->gamma,
+                  "Reduce cost (default: the topology's provenance.gamma, else 0)");
+  val->add_option("-o,--output", v->output,
+                  "Write the simulated rows as a result CSV (source=simulated)");
   val->callback([v] { run_validate(*v); });
 }
 

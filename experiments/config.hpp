@@ -106,3 +106,4 @@ std::string calibrated_topology_yaml(const CalibratedTopology& topology);
 std::optional<SecondsPerByte> load_calibrated_gamma(const ConfigNode& topology);
 
 }  // namespace ssim::exp
+

@@ -27,9 +27,11 @@ std::string number(double value) {
 
 std::string calibrated_topology_yaml(const CalibratedTopology& t) {
   if (t.kind != "switch" && t.kind != "fully_connected" && t.kind != "ring") {
-    throw InputError("calibrated topology kind '" + t.kind + "': allowed are switch, fully_connected, ring");
+    throw InputError("calibrated topology kind '" + t.kind +
+                     "': allowed are switch, fully_connected, ring");
   }
-  if (t.ranks < 2) throw InputError("a calibrated topology needs ranks >= 2, got " + std::to_string(t.ranks));
+  if (t.ranks < 2)
+    throw InputError("a calibrated topology needs ranks >= 2, got " + std::to_string(t.ranks));
   if (!(t.bandwidth.value > 0) || !std::isfinite(t.bandwidth.value)) {
     throw InputError("calibrated bandwidth must be > 0 (the fitted beta is not positive)");
   }
@@ -44,13 +46,15 @@ std::string calibrated_topology_yaml(const CalibratedTopology& t) {
   e << YAML::Key << "bandwidth" << YAML::Value << with_unit(t.bandwidth.value, 1e9, "GB/s");
   e << YAML::Key << "latency" << YAML::Value << with_unit(t.latency.value, 1e-6, "us");
   if (!t.name.empty()) e << YAML::Key << "name" << YAML::Value << t.name;
-  if (!t.description.empty()) e << YAML::Key << "description" << YAML::Value << YAML::DoubleQuoted << t.description;
+  if (!t.description.empty())
+    e << YAML::Key << "description" << YAML::Value << YAML::DoubleQuoted << t.description;
   e << YAML::Key << "provenance" << YAML::Value << YAML::BeginMap;
   e << YAML::Key << "machine" << YAML::Value << YAML::DoubleQuoted << p.machine;
   e << YAML::Key << "date" << YAML::Value << YAML::DoubleQuoted << p.date;
   e << YAML::Key << "source" << YAML::Value << YAML::DoubleQuoted << p.source;
   e << YAML::Key << "input" << YAML::Value << p.input;
-  if (!p.link_class.empty()) e << YAML::Key << "link_class" << YAML::Value << YAML::DoubleQuoted << p.link_class;
+  if (!p.link_class.empty())
+    e << YAML::Key << "link_class" << YAML::Value << YAML::DoubleQuoted << p.link_class;
   e << YAML::Key << "size_range" << YAML::Value << YAML::DoubleQuoted << p.size_range;
   e << YAML::Key << "min_bytes" << YAML::Value << p.min_bytes.value;
   e << YAML::Key << "max_bytes" << YAML::Value << p.max_bytes.value;
@@ -66,7 +70,8 @@ std::string calibrated_topology_yaml(const CalibratedTopology& t) {
   e << YAML::EndMap;
   SSIM_CHECK(e.good(), "YAML emitter: " + e.GetLastError());
   return "# Written by `stragglesim calibrate`: bandwidth and latency are fitted, see provenance.\n"
-         "# residual is the fit's median |relative error|; gamma (reduce cost) is read by `validate`.\n" +
+         "# residual is the fit's median |relative error|; gamma (reduce cost) is read by "
+         "`validate`.\n" +
          std::string(e.c_str()) + "\n";
 }
 

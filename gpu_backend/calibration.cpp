@@ -1,0 +1,565 @@
+#include "gpu_backend/calibration.hpp"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <istream>
+#include <iterator>
+#include <map>
+#include <set>
+#include <sstream>
+#include <system_error>
+
+#include "common/error.hpp"
+
+namespace ssim::gpu {
+namespace {
+
+// ---- CSV records with line numbers -------------------------------------------------------
+
+struct Record {
+  int line = 0;  // physical line the record starts on
+  std::vector<std::string> fields;
+};
+
+// Splits `text` into records the way read_result_csv does (RFC 4180 quotes, a quoted field may
+// hold a line break, a trailing '\r' is dropped) and skips blank records, so the records after
+// the header correspond one to one with read_result_csv's rows. With `comments`, lines that
+// start with '#' outside a quoted field are skipped too.
+std::vector<Record> split_records(const std::string& text, std::string_view name, bool comments) {
+  std::vector<Record> records;
+  std::size_t pos = 0;
+  int line = 0;
+  auto next_line = [&](std::string& out) {
+    if (pos >= text.size()) return false;
+    const std::size_t end = text.find('\n', pos);
+    out = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    pos = end == std::string::npos ? text.size() : end + 1;
+    if (!out.empty() && out.back() == '\r') out.pop_back();
+    ++line;
+    return true;
+  };
+  std::string physical;
+  while (next_line(physical)) {
+    if (comments && !physical.empty() && physical.front() == '#') continue;
+    Record r;
+    r.line = line;
+    std::string field;
+    bool in_quotes = false;
+    std::size_t i = 0;
+    while (true) {
+      if (i == physical.size()) {
+        if (!in_quotes) break;
+        if (!next_line(physical)) {
+          throw InputError(std::string(name) + ":" + std::to_string(r.line) +
+                           ": quoted field not closed");
+        }
+        field += '\n';
+        i = 0;
+        continue;
+      }
+      const char c = physical[i++];
+      if (in_quotes) {
+        if (c != '"') {
+          field += c;
+        } else if (i < physical.size() && physical[i] == '"') {
+          field += '"';
+          ++i;
+        } else {
+          in_quotes = false;
+        }
+      } else if (c == '"') {
+        in_quotes = true;
+      } else if (c == ',') {
+        r.fields.push_back(std::move(field));
+        field.clear();
+      } else {
+        field += c;
+      }
+    }
+    r.fields.push_back(std::move(field));
+    if (r.fields.size() == 1 && r.fields[0].empty()) continue;
+    records.push_back(std::move(r));
+  }
+  return records;
+}
+
+std::string trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return std::string(s);
+}
+
+[[noreturn]] void bad_value(std::string_view name, int line, std::string_view column,
+                            const std::string& value, std::string_view expected) {
+  throw InputError(std::string(name) + ":" + std::to_string(line) + ": column " +
+                   std::string(column) + ": bad value '" + value + "' (expected " +
+                   std::string(expected) + ")");
+}
+
+std::optional<double> to_double(const std::string& text) {
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v)) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<std::uint64_t> to_size(const std::string& text) {
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+// ---- least squares -------------------------------------------------------------------------
+
+struct Observation {
+  int line = 0;
+  std::string label;
+  Bytes bytes;
+  double measured = 0;               // what the fit is compared with, seconds (> 0)
+  double offset = 0;                 // known part of the model, subtracted before fitting
+  std::vector<double> coefficients;  // of the fitted parameters
+};
+
+// Minimises sum_i ((x_i . p + offset_i - measured_i) / measured_i)^2. Columns are scaled to unit
+// norm first so that the rank test compares like with like (alpha's coefficient is ~1, beta's
+// ~1e9 bytes). Returns nothing when the columns are linearly dependent (rank < columns).
+std::optional<std::vector<double>> relative_least_squares(const std::vector<Observation>& rows,
+                                                          int columns) {
+  const Eigen::Index n = static_cast<Eigen::Index>(rows.size());
+  Eigen::MatrixXd a(n, columns);
+  Eigen::VectorXd b(n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const Observation& o = rows[static_cast<std::size_t>(i)];
+    for (int j = 0; j < columns; ++j)
+      a(i, j) = o.coefficients[static_cast<std::size_t>(j)] / o.measured;
+    b(i) = (o.measured - o.offset) / o.measured;
+  }
+  Eigen::VectorXd scale(columns);
+  for (int j = 0; j < columns; ++j) {
+    scale(j) = a.col(j).norm();
+    if (scale(j) == 0) return std::nullopt;
+    a.col(j) /= scale(j);
+  }
+  Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(a);
+  qr.setThreshold(1e-10);
+  if (qr.rank() < columns) return std::nullopt;
+  const Eigen::VectorXd p = qr.solve(b).cwiseQuotient(scale);
+  return std::vector<double>(p.data(), p.data() + columns);
+}
+
+FitQuality assess(const std::vector<Observation>& rows, const std::vector<double>& params) {
+  FitQuality q;
+  double mean = 0;
+  for (const Observation& o : rows) mean += o.measured;
+  mean /= static_cast<double>(rows.size());
+  double ss_res = 0, ss_tot = 0;
+  std::vector<double> abs_errors;
+  for (const Observation& o : rows) {
+    double fitted = o.offset;
+    for (std::size_t j = 0; j < params.size(); ++j) fitted += o.coefficients[j] * params[j];
+    FitRow r{.line = o.line,
+             .label = o.label,
+             .bytes = o.bytes,
+             .measured = Seconds{o.measured},
+             .fitted = Seconds{fitted}};
+    ss_res += (fitted - o.measured) * (fitted - o.measured);
+    ss_tot += (o.measured - mean) * (o.measured - mean);
+    abs_errors.push_back(std::fabs(r.relative_error()));
+    q.rows.push_back(std::move(r));
+  }
+  q.r_squared = ss_tot > 0 ? 1.0 - ss_res / ss_tot : (ss_res == 0 ? 1.0 : 0.0);
+  q.median_abs_relative_error = quantile(abs_errors, 0.5);
+  q.max_abs_relative_error = *std::max_element(abs_errors.begin(), abs_errors.end());
+  return q;
+}
+
+std::size_t distinct_sizes(const std::vector<Observation>& rows) {
+  std::set<std::uint64_t> sizes;
+  for (const Observation& o : rows) sizes.insert(o.bytes.value);
+  return sizes.size();
+}
+
+std::vector<SizeRange> pieces_of(const std::vector<Bytes>& bounds) {
+  std::vector<SizeRange> pieces;
+  Bytes low{0};
+  for (const Bytes b : bounds) {
+    pieces.push_back({low, b});
+    low = b;
+  }
+  pieces.push_back({low, std::nullopt});
+  return pieces;
+}
+
+std::string where(std::string_view name, const std::string& link_class, const SizeRange& piece,
+                  bool piecewise) {
+  std::string s(name);
+  if (!link_class.empty()) s += ": link class " + link_class;
+  if (piecewise) s += ": sizes " + describe(piece);
+  return s;
+}
+
+void check_bounds(const CalibrationOptions& options) {
+  for (std::size_t i = 0; i < options.piecewise.size(); ++i) {
+    if (options.piecewise[i].value == 0 ||
+        (i > 0 && options.piecewise[i] <= options.piecewise[i - 1])) {
+      throw InputError("piecewise boundaries must be > 0 and strictly increasing");
+    }
+  }
+}
+
+// Splits one group's rows into pieces and fits alpha, beta (and gamma when `with_gamma`) on each.
+void fit_pieces(std::string_view name, const std::string& link_class,
+                const std::vector<Observation>& rows, const CalibrationOptions& options,
+                bool with_gamma, Calibration& out) {
+  const bool piecewise = !options.piecewise.empty();
+  for (const SizeRange& piece : pieces_of(options.piecewise)) {
+    std::vector<Observation> in;
+    for (const Observation& o : rows) {
+      if (piece.contains(o.bytes)) in.push_back(o);
+    }
+    if (in.empty()) continue;
+    const std::string at = where(name, link_class, piece, piecewise);
+    const std::size_t sizes = distinct_sizes(in);
+    const int columns = with_gamma ? 3 : 2;
+    auto ab = relative_least_squares(in, 2);
+    if ((out.input == CalibrationInput::sweep && sizes < 2) || !ab) {
+      std::string what = at + ": " + std::to_string(in.size()) + " row" +
+                         (in.size() == 1 ? "" : "s") + " at " + std::to_string(sizes) +
+                         " distinct size" + (sizes == 1 ? "" : "s") +
+                         ": fitting alpha and beta needs at least 2 distinct sizes";
+      if (out.input == CalibrationInput::collective_runs)
+        what += " (or one size at several rank counts)";
+      if (piecewise)
+        what += "; move the --piecewise boundaries so that every piece holding rows has 2";
+      throw InputError(what);
+    }
+    std::optional<std::vector<double>> params =
+        with_gamma ? relative_least_squares(in, columns) : ab;
+    if (!params) {
+      throw InputError(
+          at +
+          ": beta and gamma cannot be told apart: in every row used the gamma coefficient is "
+          "proportional to the beta one (ring and rhd reduce half the bytes they move); add runs "
+          "of direct, tree or dbtree, or give --gamma (e.g. from a reduce sweep) instead of "
+          "--fit-gamma");
+    }
+    AlphaBetaFit f;
+    f.link_class = link_class;
+    f.piece = piece;
+    f.min_bytes = std::min_element(in.begin(), in.end(), [](auto& a, auto& b) {
+                    return a.bytes < b.bytes;
+                  })->bytes;
+    f.max_bytes = std::max_element(in.begin(), in.end(), [](auto& a, auto& b) {
+                    return a.bytes < b.bytes;
+                  })->bytes;
+    f.alpha = Seconds{(*params)[0]};
+    f.beta = SecondsPerByte{(*params)[1]};
+    if (with_gamma) f.gamma = SecondsPerByte{(*params)[2]};
+    f.quality = assess(in, *params);
+    out.fits.push_back(std::move(f));
+  }
+}
+
+void skip(Calibration& c, const std::string& reason, int line) {
+  for (SkippedRows& s : c.skipped) {
+    if (s.reason == reason) {
+      s.lines.push_back(line);
+      return;
+    }
+  }
+  c.skipped.push_back({reason, {line}});
+}
+
+// ---- sweeps --------------------------------------------------------------------------------
+
+constexpr const char* kInputForms =
+    "a calibration input is a sweep with columns bytes,seconds[,link_class][,kind] or a result CSV "
+    "(gpu_backend/result_csv.hpp)";
+
+Calibration calibrate_sweep(const std::vector<Record>& records, std::string_view name,
+                            const CalibrationOptions& options) {
+  const Record& header = records.front();
+  std::map<std::string, std::size_t> index;
+  for (std::size_t i = 0; i < header.fields.size(); ++i) index.emplace(trim(header.fields[i]), i);
+  for (const char* required : {"bytes", "seconds"}) {
+    if (!index.count(required)) {
+      throw InputError(std::string(name) + ":" + std::to_string(header.line) +
+                       ": missing column '" + required + "' (" + kInputForms + ")");
+    }
+  }
+  const std::size_t bytes_at = index.at("bytes"), seconds_at = index.at("seconds");
+  constexpr std::size_t kAbsent = static_cast<std::size_t>(-1);
+  const std::size_t class_at = index.count("link_class") ? index.at("link_class") : kAbsent;
+  const std::size_t kind_at = index.count("kind") ? index.at("kind") : kAbsent;
+
+  Calibration c;
+  c.input = CalibrationInput::sweep;
+  c.source = std::string(name);
+  std::map<std::string, std::vector<Observation>> p2p;  // by link class, sorted
+  std::vector<Observation> reduce;
+  for (std::size_t r = 1; r < records.size(); ++r) {
+    const Record& rec = records[r];
+    if (rec.fields.size() != header.fields.size()) {
+      throw InputError(std::string(name) + ":" + std::to_string(rec.line) + ": " +
+                       std::to_string(rec.fields.size()) + " fields, the header has " +
+                       std::to_string(header.fields.size()));
+    }
+    const std::string bytes_text = trim(rec.fields[bytes_at]);
+    const std::string seconds_text = trim(rec.fields[seconds_at]);
+    const auto bytes = to_size(bytes_text);
+    if (!bytes) bad_value(name, rec.line, "bytes", bytes_text, "a whole number of bytes >= 0");
+    const auto seconds = to_double(seconds_text);
+    if (!seconds || *seconds <= 0)
+      bad_value(name, rec.line, "seconds", seconds_text, "a time in seconds > 0");
+    bool is_reduce = false;
+    if (kind_at != kAbsent) {
+      const std::string kind = trim(rec.fields[kind_at]);
+      if (kind == "reduce") {
+        is_reduce = true;
+      } else if (kind != "p2p" && !kind.empty()) {
+        bad_value(name, rec.line, "kind", kind, "p2p or reduce");
+      }
+    }
+    Observation o{.line = rec.line,
+                  .label = "",
+                  .bytes = Bytes{*bytes},
+                  .measured = *seconds,
+                  .offset = 0,
+                  .coefficients = {1.0, static_cast<double>(*bytes)}};
+    if (is_reduce) {
+      reduce.push_back(std::move(o));
+      continue;
+    }
+    const bool has_class = class_at != kAbsent;
+    std::string cls = has_class ? trim(rec.fields[class_at]) : options.link_class.value_or("");
+    if (has_class && options.link_class && cls != *options.link_class) {
+      skip(c, "link class '" + cls + "' (not --link-class " + *options.link_class + ")", rec.line);
+      continue;
+    }
+    p2p[cls].push_back(std::move(o));
+  }
+  if (class_at != kAbsent && options.link_class && p2p.empty()) {
+    std::string classes;
+    for (const SkippedRows& s : c.skipped) classes += (classes.empty() ? "" : "; ") + s.reason;
+    throw InputError(std::string(name) + ": no p2p row has link class '" + *options.link_class +
+                     "' (found: " + (classes.empty() ? "none" : classes) + ")");
+  }
+  if (p2p.empty() && reduce.empty())
+    throw InputError(std::string(name) + ": no measurements (only a header)");
+  for (const auto& [cls, rows] : p2p) {
+    c.rows_used += rows.size();
+    fit_pieces(name, cls, rows, options, false, c);
+  }
+  if (!reduce.empty()) {
+    const std::size_t sizes = distinct_sizes(reduce);
+    if (sizes < 2) {
+      throw InputError(std::string(name) + ": kind=reduce rows: " + std::to_string(reduce.size()) +
+                       " row" + (reduce.size() == 1 ? "" : "s") +
+                       " at 1 distinct size: fitting gamma needs at least 2 "
+                       "distinct sizes");
+    }
+    const auto params = relative_least_squares(reduce, 2);
+    SSIM_CHECK(params.has_value(), "two distinct sizes must determine intercept and slope");
+    ReduceFit g;
+    g.intercept = Seconds{(*params)[0]};
+    g.gamma = SecondsPerByte{(*params)[1]};
+    g.min_bytes = std::min_element(reduce.begin(), reduce.end(), [](auto& a, auto& b) {
+                    return a.bytes < b.bytes;
+                  })->bytes;
+    g.max_bytes = std::max_element(reduce.begin(), reduce.end(), [](auto& a, auto& b) {
+                    return a.bytes < b.bytes;
+                  })->bytes;
+    g.quality = assess(reduce, *params);
+    c.reduce = std::move(g);
+    c.rows_used += reduce.size();
+  }
+  return c;
+}
+
+// ---- collective runs -----------------------------------------------------------------------
+
+const alg::AlgorithmInfo* lookup(const std::string& name) {
+  for (const alg::AlgorithmInfo& a : alg::algorithms()) {
+    if (a.name == name) return &a;
+  }
+  return nullptr;
+}
+
+Calibration calibrate_runs(const std::string& text, std::string_view name,
+                           const CalibrationOptions& options) {
+  std::istringstream in(text);
+  const std::vector<MeasuredRun> runs = read_measured_runs(in, name);
+  Calibration c;
+  c.input = CalibrationInput::collective_runs;
+  c.source = std::string(name);
+  if (!options.fit_gamma) c.assumed_gamma = options.gamma;
+  std::vector<Observation> rows;
+  std::set<int> ranks;
+  for (const MeasuredRun& run : runs) {
+    const ResultRow& r = run.row;
+    if (r.source != ResultSource::measured) {
+      skip(c, "simulated rows (only measured runs are fitted)", run.line);
+      continue;
+    }
+    const alg::AlgorithmInfo* info = lookup(r.algorithm);
+    if (info == nullptr) {
+      skip(c, "algorithm '" + r.algorithm + "' has no closed form in the registry", run.line);
+      continue;
+    }
+    if (!info->supports_ranks(r.ranks)) {
+      skip(c,
+           info->name + " does not support " + std::to_string(r.ranks) + " ranks (" +
+               info->supported_ranks + ")",
+           run.line);
+      continue;
+    }
+    const bool delayed = r.delay.value > 0;
+    if (delayed && info->straggler_aware) {
+      skip(c,
+           info->name +
+               " with a delay (straggler-aware: its time after the last arrival is not the closed "
+               "form)",
+           run.line);
+      continue;
+    }
+    const double t = delayed ? r.after_last_arrival.value : r.time.value;
+    if (t <= 0) {
+      bad_value(name, run.line, delayed ? "after_last_arrival_s" : "time_s", "0",
+                "a time > 0 to fit");
+    }
+    const CostCoefficients k =
+        cost_coefficients(*info, r.ranks, static_cast<double>(r.bytes.value));
+    Observation o;
+    o.line = run.line;
+    o.label = info->name + " n=" + std::to_string(r.ranks) + (delayed ? " delayed" : "");
+    o.bytes = r.bytes;
+    o.measured = t;
+    o.coefficients = {k.alpha, k.beta};
+    if (options.fit_gamma) {
+      o.coefficients.push_back(k.gamma);
+    } else {
+      o.offset = k.gamma * options.gamma.value;
+    }
+    rows.push_back(std::move(o));
+    ranks.insert(r.ranks);
+    if (std::find(c.devices.begin(), c.devices.end(), r.device) == c.devices.end())
+      c.devices.push_back(r.device);
+  }
+  if (rows.empty()) {
+    std::string why;
+    for (const SkippedRows& s : c.skipped) why += (why.empty() ? "" : "; ") + s.reason;
+    throw InputError(std::string(name) + ": no measured run can be fitted (" +
+                     (why.empty() ? "no rows" : why) + ")");
+  }
+  c.rows_used = rows.size();
+  c.ranks.assign(ranks.begin(), ranks.end());
+  fit_pieces(name, options.link_class.value_or(""), rows, options, options.fit_gamma, c);
+  return c;
+}
+
+}  // namespace
+
+std::string_view to_string(CalibrationInput input) {
+  return input == CalibrationInput::sweep ? "point-to-point sweep" : "collective runs";
+}
+
+std::string describe(const SizeRange& range) {
+  std::string s = "[";
+  s += format_bytes(range.low);
+  s += ", ";
+  s += range.high ? format_bytes(*range.high) : std::string("inf");
+  return s + ")";
+}
+
+CostCoefficients cost_coefficients(const alg::AlgorithmInfo& algorithm, int ranks, double bytes,
+                                   const alg::Options& options) {
+  const CostCoefficients k{
+      .alpha =
+          algorithm.cost(ranks, bytes, alg::CostParams{.alpha = 1, .beta = 0, .gamma = 0}, options),
+      .beta =
+          algorithm.cost(ranks, bytes, alg::CostParams{.alpha = 0, .beta = 1, .gamma = 0}, options),
+      .gamma = algorithm.cost(ranks, bytes, alg::CostParams{.alpha = 0, .beta = 0, .gamma = 1},
+                              options)};
+  // Linearity on (1, 1, 1); a closed form with a max() over parameter-dependent terms would
+  // make the unit-vector reading wrong, and this catches it.
+  const double all =
+      algorithm.cost(ranks, bytes, alg::CostParams{.alpha = 1, .beta = 1, .gamma = 1}, options);
+  SSIM_CHECK(std::fabs(all - (k.alpha + k.beta + k.gamma)) <= 1e-9 * std::max(1.0, std::fabs(all)),
+             algorithm.name + "'s closed form is not linear in (alpha, beta, gamma)");
+  return k;
+}
+
+std::vector<MeasuredRun> read_measured_runs(std::istream& in, std::string_view name) {
+  const std::string text(std::istreambuf_iterator<char>(in), {});
+  std::istringstream again(text);
+  std::vector<ResultRow> rows = read_result_csv(again, name);
+  const std::vector<Record> records = split_records(text, name, false);
+  SSIM_CHECK(records.size() == rows.size() + 1, "result CSV records and rows disagree");
+  std::vector<MeasuredRun> runs;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    MeasuredRun run{.line = records[i + 1].line, .row = std::move(rows[i])};
+    const ResultRow& r = run.row;
+    if (r.ranks < 1) bad_value(name, run.line, "ranks", std::to_string(r.ranks), "ranks >= 1");
+    if (r.bytes.value == 0) bad_value(name, run.line, "bytes", "0", "a size in bytes > 0");
+    auto non_negative = [&](std::string_view column, Seconds t) {
+      if (t.value < 0) {
+        std::ostringstream v;
+        v << t.value;
+        bad_value(name, run.line, column, v.str(), "a time in seconds >= 0");
+      }
+    };
+    non_negative("delay_s", r.delay);
+    non_negative("time_s", r.time);
+    non_negative("after_last_arrival_s", r.after_last_arrival);
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+Calibration calibrate(std::istream& in, std::string_view name, const CalibrationOptions& options) {
+  check_bounds(options);
+  const std::string text(std::istreambuf_iterator<char>(in), {});
+  const std::vector<Record> records = split_records(text, name, true);
+  if (records.empty()) throw InputError(std::string(name) + ": empty file (" + kInputForms + ")");
+  const std::vector<std::string>& header = records.front().fields;
+  auto has = [&](const char* column) {
+    return std::find(header.begin(), header.end(), column) != header.end();
+  };
+  if (has("source") && has("time_s")) return calibrate_runs(text, name, options);
+  return calibrate_sweep(records, name, options);
+}
+
+std::vector<Bytes> parse_size_list(std::string_view text) {
+  std::vector<Bytes> sizes;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    const std::string item =
+        trim(text.substr(start, comma == std::string_view::npos ? text.npos : comma - start));
+    const Bytes b = parse_bytes(item);
+    if (b.value == 0) throw InputError("size list '" + std::string(text) + "': sizes must be > 0");
+    if (!sizes.empty() && b <= sizes.back()) {
+      throw InputError("size list '" + std::string(text) + "': sizes must be strictly increasing");
+    }
+    sizes.push_back(b);
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return sizes;
+}
+
+double quantile(std::vector<double> values, double p) {
+  SSIM_CHECK(!values.empty(), "quantile of no values");
+  std::sort(values.begin(), values.end());
+  const double at = p * static_cast<double>(values.size() - 1);
+  const std::size_t lo = static_cast<std::size_t>(std::floor(at));
+  const std::size_t hi = std::min(lo + 1, values.size() - 1);
+  return values[lo] + (at - static_cast<double>(lo)) * (values[hi] - values[lo]);
+}
+
+}  // namespace ssim::gpu

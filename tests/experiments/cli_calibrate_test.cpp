@@ -1,0 +1,241 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "algorithms/cost_model.hpp"
+#include "cli_support.hpp"
+#include "experiments/config.hpp"
+#include "gpu_backend/result_csv.hpp"
+
+namespace ssim::testing {
+namespace {
+
+bool contains(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
+
+std::string tmp(const std::string& name) {
+  return "/tmp/ssim_cal_" + std::to_string(::getpid()) + "_" + name;
+}
+
+// The number printed after `label` (e.g. "alpha      2.9966 us").
+double printed(const std::string& out, const std::string& label) {
+  std::smatch m;
+  if (!std::regex_search(out, m, std::regex(label + " +(-?[0-9][0-9.e+-]*)"))) return NAN;
+  return std::stod(m[1]);
+}
+
+// tests/data/calibration/p2p_sweep.csv: 30 p2p rows from 3us + bytes / 450 GB/s and 14 reduce
+// rows from 4us + 0.05 ns/B * bytes, 1 KiB .. 256 MiB, each with 1% Gaussian noise (README there).
+TEST(CliCalibrate, SweepPrintsFitResidualsAndGamma) {
+  const CommandResult r = run_cli("calibrate " + data_path("calibration/p2p_sweep.csv"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "(point-to-point sweep), 44 rows used")) << r.out;
+  EXPECT_NEAR(printed(r.out, "alpha") * 1e-6, 3e-6, 0.01 * 3e-6) << r.out;
+  EXPECT_NEAR(printed(r.out, "bandwidth") * 1e9, 450e9, 0.01 * 450e9) << r.out;
+  EXPECT_TRUE(contains(r.out, "GiB/s")) << r.out;
+  EXPECT_GT(printed(r.out, "R\\^2"), 0.999) << r.out;
+  EXPECT_TRUE(contains(r.out, "|relative error|: median ")) << r.out;
+  // 30 rows: one residual line each (the last p2p row is on line 31).
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("\n +31 +268435456 .*%\n"))) << r.out;
+  EXPECT_NEAR(printed(r.out, "gamma") * 1e-9, 0.05e-9, 0.01 * 0.05e-9) << r.out;
+  EXPECT_NEAR(printed(r.out, "intercept") * 1e-6, 4e-6, 0.02 * 4e-6) << r.out;
+}
+
+TEST(CliCalibrate, ManyRowsPrintQuantilesInstead) {
+  // 60 rows (> 50): quantiles of the relative error instead of a table.
+  const std::string path = tmp("many.csv");
+  {
+    std::ofstream out(path);
+    out << "bytes,seconds\n";
+    for (int i = 0; i < 60; ++i) {
+      const double s = 1024.0 * (i + 1);
+      out << static_cast<long>(s) << "," << (2e-6 + s / 100e9) * (1 + ((i % 3) - 1) * 0.001)
+          << "\n";
+    }
+  }
+  const CommandResult r = run_cli("calibrate " + path);
+  std::remove(path.c_str());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "relative error quantiles: min ")) << r.out;
+  EXPECT_TRUE(contains(r.out, " p50 ")) << r.out;
+  EXPECT_FALSE(contains(r.out, "measured       fitted")) << r.out;
+}
+
+// tests/data/calibration/ring4_measured.csv: 12 measured ring runs on 4 ranks (1, 16, 256 MiB,
+// 4 iterations each) from 6 alpha + 1.5 s beta with alpha 5us, 100 GB/s and 1% noise, plus one
+// nccl row.
+TEST(CliCalibrate, WrittenTopologyLoadsAndValidateReproducesTheRuns) {
+  const std::string yaml = tmp("ring4.yaml"), simulated = tmp("sim.csv");
+  const CommandResult cal =
+      run_cli("calibrate " + data_path("calibration/ring4_measured.csv") + " -o " + yaml);
+  ASSERT_EQ(cal.rc, 0) << cal.err;
+  EXPECT_TRUE(contains(
+      cal.out, "skipped 1 row: algorithm 'nccl' has no closed form in the registry (line 14)"))
+      << cal.out;
+  EXPECT_TRUE(contains(cal.out, "wrote " + yaml + ": switch, 4 ranks")) << cal.out;
+
+  // The file loads with the topology loader; its numbers are the fit (12 rows at 1% noise:
+  // within 2% of the truth).
+  const exp::ConfigReader reader(yaml);
+  const topo::Topology t = exp::load_topology(reader.root(), reader.directory());
+  ASSERT_EQ(t.gpu_count(), 4);
+  const topo::Route route = t.route(0, 3);
+  EXPECT_NEAR(route.latency.value, 5e-6, 0.02 * 5e-6);
+  EXPECT_NEAR(route.bandwidth.value, 100e9, 0.02 * 100e9);
+  const exp::ConfigNode p = reader.root().child("provenance");
+  EXPECT_EQ(p.get_string("machine"), "synthetic 4-GPU box");  // from the device column
+  EXPECT_EQ(p.get_int("rows", std::nullopt, 0, 1000), 12);
+  EXPECT_EQ(p.get_int("min_bytes", std::nullopt, 0, 1LL << 40), 1 << 20);
+  EXPECT_EQ(p.get_int("max_bytes", std::nullopt, 0, 1LL << 40), 1 << 28);
+  EXPECT_LT(p.get_double("residual", std::nullopt, 0, 1), 0.02);
+  EXPECT_TRUE(contains(p.get_string("fit"), "least squares"));
+  EXPECT_TRUE(std::regex_match(p.get_string("date"),
+                               std::regex("\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ")));
+  EXPECT_TRUE(contains(t.description, "synthetic 4-GPU box")) << t.description;
+  ASSERT_TRUE(exp::load_calibrated_gamma(reader.root()).has_value());
+  EXPECT_EQ(exp::load_calibrated_gamma(reader.root())->value, 0.0);
+
+  const CommandResult val = run_cli("validate " + data_path("calibration/ring4_measured.csv") +
+                                    " --topology " + yaml + " -o " + simulated);
+  ASSERT_EQ(val.rc, 0) << val.err;
+  EXPECT_TRUE(contains(val.out, "compared 12 rows, simulated 3 distinct runs")) << val.out;
+  EXPECT_TRUE(contains(
+      val.out, "skipped 1 row: algorithm 'nccl' has no schedule in the registry (line 14)"));
+  // Simulated with the fitted model, the runs are reproduced within the noise: 1% Gaussian has a
+  // median |error| of 0.67% and, over 12 rows, a max below 3%.
+  const double median = printed(val.out, "median \\|\\.\\|"),
+               max = printed(val.out, "max \\|\\.\\|");
+  EXPECT_LT(median, 1.5) << val.out;
+  EXPECT_LT(max, 3.0) << val.out;
+
+  // The simulated rows, in the result schema, are the closed form with the calibrated numbers
+  // (the alpha-beta simulator matches it to 1e-9): ring on 4 = 6 alpha + 1.5 s beta.
+  std::ifstream in(simulated);
+  const std::vector<gpu::ResultRow> rows = gpu::read_result_csv(in, simulated);
+  ASSERT_EQ(rows.size(), 12u);
+  for (const gpu::ResultRow& row : rows) {
+    EXPECT_EQ(row.source, gpu::ResultSource::simulated);
+    EXPECT_EQ(row.algorithm, "ring");
+    const double model = 6 * route.latency.value +
+                         1.5 * static_cast<double>(row.bytes.value) / route.bandwidth.value;
+    EXPECT_NEAR(row.after_last_arrival.value, model, 1e-9 * model);
+    EXPECT_EQ(row.time, row.after_last_arrival);
+    EXPECT_TRUE(contains(row.device, "stragglesim alphabeta on ")) << row.device;
+  }
+  EXPECT_EQ(rows[5].iteration, 1);
+  std::remove(yaml.c_str());
+  std::remove(simulated.c_str());
+}
+
+TEST(CliCalibrate, ValidateWithAStragglerAndTheFlowModel) {
+  // A ring on the 8-GPU DGX H100 file (3us, 450 GiB/s) with rank 7 late by 1 ms: after the
+  // last arrival the ring still runs all 14 steps of 3us + 2^27 B / 450 GiB/s (the CLI simulate
+  // test derives this); the measured row says exactly that, so the error is 0.
+  const std::string path = tmp("straggler.csv");
+  const double step = 3e-6 + std::ldexp(1.0, 27) / (450.0 * (1 << 30));
+  {
+    std::ofstream out(path);
+    out << "source,algorithm,ranks,bytes,dtype,delay_s,straggler,iteration,time_s,after_last_"
+           "arrival_s,algbw_GBps,"
+           "busbw_GBps,wrong,device,timestamp\n";
+    out.precision(17);
+    out << "measured,ring,8,1073741824,float32,0.001,7,0," << 1e-3 + 14 * step << "," << 14 * step
+        << ",1,1,0,box,now\n";
+  }
+  for (const std::string network : {"alphabeta", "flow"}) {
+    const CommandResult r =
+        run_cli("validate " + path + " --topology " + std::string(STRAGGLESIM_SOURCE_DIR) +
+                "/configs/topologies/dgx_h100.yaml --network " + network);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_TRUE(contains(r.out, network + " model")) << r.out;
+    EXPECT_TRUE(contains(r.out, "median |.| 0.00%, max |.| 0.00%")) << r.out;
+  }
+  std::remove(path.c_str());
+}
+
+TEST(CliCalibrate, ValidateReportsRowsOfOtherRankCounts) {
+  const CommandResult r =
+      run_cli("validate " + data_path("calibration/ring4_measured.csv") + " --topology " +
+              std::string(STRAGGLESIM_SOURCE_DIR) + "/configs/topologies/dgx_h100.yaml");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(contains(r.err, "no measured row can be compared with")) << r.err;
+  EXPECT_TRUE(contains(r.err, "4 ranks (the topology has 8 GPUs)")) << r.err;
+}
+
+TEST(CliCalibrate, SweepOutputNeedsRanksAndMachine) {
+  const std::string yaml = tmp("sweep.yaml");
+  const std::string sweep = "calibrate " + data_path("calibration/p2p_sweep.csv") + " -o " + yaml;
+  CommandResult r = run_cli(sweep);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(contains(r.err, "-o needs --ranks N")) << r.err;
+  r = run_cli(sweep + " --ranks 8");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(contains(r.err, "-o needs --machine TEXT")) << r.err;
+  r = run_cli(sweep + " --ranks 8 --topology-kind ring --machine 'node 7, \"A\" rack'");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const exp::ConfigReader reader(yaml);
+  const topo::Topology t = exp::load_topology(reader.root(), reader.directory());
+  EXPECT_EQ(t.gpu_count(), 8);
+  EXPECT_EQ(reader.root().get_string("kind"), "ring");
+  EXPECT_EQ(reader.root().child("provenance").get_string("machine"), "node 7, \"A\" rack");
+  // gamma from the reduce rows, recorded for validate.
+  const auto gamma = exp::load_calibrated_gamma(reader.root());
+  ASSERT_TRUE(gamma.has_value());
+  EXPECT_NEAR(gamma->value, 0.05e-9, 0.01 * 0.05e-9);
+  std::remove(yaml.c_str());
+}
+
+TEST(CliCalibrate, PiecewiseOutputNeedsAPiece) {
+  const std::string yaml = tmp("piece.yaml");
+  const std::string base = "calibrate " + data_path("calibration/p2p_sweep.csv") +
+                           " --piecewise 64KiB --ranks 8 --machine m -o " + yaml;
+  CommandResult r = run_cli(base);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(contains(r.err, "--piecewise gave 2: choose the one to write with --piece 1..2"))
+      << r.err;
+  r = run_cli(base + " --piece 2");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "[2] sizes [64KiB, inf)")) << r.out;
+  const exp::ConfigReader reader(yaml);
+  EXPECT_EQ(reader.root().child("provenance").get_string("size_range"), "[64KiB, inf)");
+  std::remove(yaml.c_str());
+}
+
+TEST(CliCalibrate, BadInputIsOneClearError) {
+  struct Case {
+    std::string args;
+    std::string expect;
+  };
+  const std::string dir = data_path("calibration/");
+  const std::vector<Case> cases = {
+      {"calibrate " + dir + "missing_column.csv", "missing_column.csv:1: missing column 'seconds'"},
+      {"calibrate " + dir + "not_a_number.csv",
+       "not_a_number.csv:3: column seconds: bad value 'fast' (expected a time in seconds > 0)"},
+      {"calibrate " + dir + "negative.csv", "negative.csv:3: column seconds: bad value '-3.2e-06'"},
+      {"calibrate " + dir + "one_size.csv",
+       "one_size.csv: 3 rows at 1 distinct size: fitting alpha and beta needs at least 2 distinct "
+       "sizes"},
+      {"calibrate " + dir + "p2p_sweep.csv --piecewise 1MiB,64KiB",
+       "--piecewise: size list '1MiB,64KiB'"},
+      {"calibrate " + dir + "ring4_measured.csv --fit-gamma",
+       "beta and gamma cannot be told apart"},
+      {"calibrate " + dir + "ring4_measured.csv --gamma 1ns/B --fit-gamma", "exclude each other"},
+      {"calibrate /nonexistent.csv", "/nonexistent.csv: cannot open file"},
+      {"validate " + dir + "p2p_sweep.csv --topology " + std::string(STRAGGLESIM_SOURCE_DIR) +
+           "/configs/topologies/dgx_h100.yaml",
+       "p2p_sweep.csv:1: missing column 'source'"},
+  };
+  for (const Case& c : cases) {
+    const CommandResult r = run_cli(c.args);
+    EXPECT_EQ(r.rc, 1) << c.args;
+    EXPECT_TRUE(contains(r.err, "stragglesim: error: ")) << r.err;
+    EXPECT_TRUE(contains(r.err, c.expect)) << c.args << "\n" << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace ssim::testing
