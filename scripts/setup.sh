@@ -8,6 +8,7 @@ packages=(
   cmake ninja-build g++ pkg-config
   libboost-graph-dev libeigen3-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libopenmpi-dev openmpi-bin
   python3 python3-matplotlib
 )
 

@@ -9,9 +9,8 @@
 //   check_device_count(o, n, device_count);
 //   const PreparedCollective c = prepare_collective(collective_spec(o, n, o.sizes[0]));
 //
-// Sizes follow nccl-tests: -b/-e/-f give b, b*f, b*f^2, ... up to e; a bare K, M or G after
-// the number means KiB, MiB or GiB (nccl-tests' powers of 1024); any size ssim::parse_bytes
-// reads is accepted too ("64MiB", "1MB", "4096").
+// Sizes follow nccl-tests (-b/-e/-f); parse_size, size_sweep and kMaxRanks are shared with the
+// MPI executor in gpu_backend/run_options.hpp.
 #pragma once
 
 #include <cstdint>
@@ -24,12 +23,9 @@
 #include "common/units.hpp"
 #include "gpu_backend/cuda/device_plan.hpp"
 #include "gpu_backend/plan.hpp"
+#include "gpu_backend/run_options.hpp"
 
 namespace ssim::gpu {
-
-// Most ranks a run takes: the check's input values stay distinct up to 1030 ranks
-// (host_executor.hpp); a round number keeps the message simple.
-inline constexpr int kMaxRanks = 1024;
 
 struct RunOptions {
   std::vector<std::uint64_t> sizes;  // bytes per rank, in run order
@@ -54,12 +50,6 @@ struct RunOptions {
 };
 
 bool one_process_per_gpu(const RunOptions& o);
-
-// "1M" = 1 MiB (nccl-tests), else parse_bytes. InputError on anything else.
-std::uint64_t parse_size(std::string_view text);
-// min, min*factor, ... while <= max. InputError when min is 0, min > max, or factor < 2
-// while min < max.
-std::vector<std::uint64_t> size_sweep(std::uint64_t min, std::uint64_t max, int factor);
 
 // Everything that can be checked before a device is touched. When the rank count is known
 // (--ranks or --nranks) this includes preparing every size (prepare_collective), so a size

@@ -1,0 +1,173 @@
+#include "gpu_backend/mpi/mpi_driver.hpp"
+
+#include <cstdio>
+#include <exception>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <vector>
+
+#include "common/error.hpp"
+#include "gpu_backend/mpi/mpi_executor.hpp"
+#include "gpu_backend/mpi/mpi_support.hpp"
+#include "gpu_backend/result_csv.hpp"
+
+namespace ssim::gpu {
+
+namespace {
+
+std::string line(const char* format, auto... args) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, format, args...);
+  return buf;
+}
+
+void print_header(std::ostream& out, const MpiRunOptions& o, const MpiWorld& world,
+                  const MpiIterationSettings& settings) {
+  out << "# stragglesim-mpi: algorithm " << o.algorithm << ", " << world.size
+      << " ranks (one MPI process each), " << to_string(o.dtype) << " sum, host buffers, "
+      << (o.algorithm == kMpiAlgorithm ? "MPI_Allreduce" : "MPI_Isend/MPI_Irecv per round") << "\n";
+  out << "# " << o.iterations << " iterations after " << o.warmup << " warm-up, check "
+      << (o.check ? "on" : "off") << "\n";
+  if (settings.straggler >= 0) {
+    out << "# straggler: rank " << settings.straggler << " arrives " << format_time(settings.delay)
+        << " late (sleep after the barrier); time = first arrival to last finish, after-last = "
+           "last arrival to last finish\n";
+  } else {
+    out << "# no straggler delay\n";
+  }
+  out << "# device: " << world.device() << " (" << world.library << ", " << world.nodes
+      << (world.nodes == 1 ? " host" : " hosts") << "), clock: " << to_string(world.clock)
+      << "\n#\n";
+  out << line("# %12s %12s %8s %12s %15s %12s %12s %8s\n", "size", "count", "type", "time(us)",
+              "after-last(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+}
+
+// The lowest failing rank's check report, on every rank.
+std::string first_failure(MPI_Comm comm, const MpiWorld& world, const CheckReport& local) {
+  const int mine = local.ok() ? world.size : world.rank;
+  int first = world.size;
+  SSIM_MPI(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm));
+  if (first == world.size) return {};
+  std::string text = local.to_string();
+  int length = static_cast<int>(text.size());
+  SSIM_MPI(MPI_Bcast(&length, 1, MPI_INT, first, comm));
+  text.resize(static_cast<std::size_t>(length));
+  SSIM_MPI(MPI_Bcast(text.data(), length, MPI_CHAR, first, comm));
+  return text;
+}
+
+}  // namespace
+
+MpiSweepOutcome run_mpi_sweep(const MpiRunOptions& o, MPI_Comm comm, std::ostream& out) {
+  const MpiWorld world = describe_world(comm);
+  const bool leader = world.rank == 0;
+
+  // Setup: identical on every rank except the CSV file (rank 0) and allocations; agreed on.
+  std::vector<MpiCollective> prepared;
+  std::ofstream csv_file;
+  std::optional<ResultCsvWriter> csv;
+  std::string error;
+  try {
+    validate_mpi_options(o, world.size);
+    for (std::uint64_t bytes : o.sizes)
+      prepared.push_back(prepare_mpi_collective(o, world.size, bytes));
+    if (leader && !o.output.empty()) {
+      csv_file.open(o.output);
+      if (!csv_file) throw InputError("cannot write the result CSV -o " + o.output);
+      csv.emplace(csv_file);
+    }
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  agree_on_errors(comm, error);
+
+  MpiIterationSettings settings;
+  if (o.delay.value > 0) {
+    settings.delay = o.delay;
+    settings.straggler = straggler_rank(o, world.size);
+  }
+  if (leader) print_header(out, o, world, settings);
+
+  MpiSweepOutcome outcome;
+  double busbw_sum = 0;
+  for (std::size_t si = 0; si < prepared.size(); ++si) {
+    const std::uint64_t bytes = o.sizes[si];
+    std::unique_ptr<MpiCollectiveRun> run;
+    error.clear();
+    try {
+      run = std::make_unique<MpiCollectiveRun>(comm, world, std::move(prepared[si]), settings);
+    } catch (const std::bad_alloc&) {
+      error = "cannot allocate the buffers of size " + std::to_string(bytes) + " B";
+    }
+    agree_on_errors(comm, error);
+    const MpiCollective& c = run->collective();
+    for (int w = 0; w < o.warmup; ++w) run->run(false);
+
+    double time_sum = 0;
+    double after_sum = 0;
+    std::uint64_t wrong = 0;
+    for (int it = 0; it < o.iterations; ++it) {
+      const MpiIterationResult r = run->run(o.check);
+      time_sum += r.time.value;
+      after_sum += r.after_last_arrival.value;
+      wrong += r.wrong.value_or(0);
+      if (r.wrong.value_or(0) > 0 && outcome.first_failure.empty()) {
+        outcome.first_failure = "size " + std::to_string(bytes) + " B, iteration " +
+                                std::to_string(it) + ": " + first_failure(comm, world, r.local);
+      }
+      if (csv) {
+        ResultRow row;
+        row.source = ResultSource::measured;
+        row.algorithm = c.label;
+        row.ranks = world.size;
+        row.bytes = Bytes{bytes};
+        row.dtype = std::string(to_string(o.dtype));
+        row.delay = settings.delay;
+        if (settings.straggler >= 0) row.straggler = settings.straggler;
+        row.iteration = it;
+        row.time = r.time;
+        row.after_last_arrival = r.after_last_arrival;
+        set_bandwidths(row);
+        row.wrong = r.wrong;
+        row.device = world.device();
+        row.timestamp = utc_timestamp_now();
+        csv->write(row);
+      }
+    }
+    outcome.wrong += wrong;
+    const double mean_time = time_sum / o.iterations;
+    const double mean_after = after_sum / o.iterations;
+    const double algbw = mean_after > 0 ? static_cast<double>(bytes) / mean_after / 1e9 : 0.0;
+    const double busbw = algbw * allreduce_bus_factor(world.size);
+    busbw_sum += busbw;
+    if (leader) {
+      const std::string wrong_text = o.check ? std::to_string(wrong) : std::string("N/A");
+      out << line("  %12llu %12llu %8s %12.2f %15.2f %12.2f %12.2f %8s\n",
+                  static_cast<unsigned long long>(bytes),
+                  static_cast<unsigned long long>(c.plan.layout.count),
+                  std::string(to_string(o.dtype)).c_str(), mean_time * 1e6, mean_after * 1e6, algbw,
+                  busbw, wrong_text.c_str());
+      out.flush();
+    }
+  }
+  if (leader) {
+    out << line("# Avg bus bandwidth    : %.3f GB/s (after the last arrival)\n",
+                busbw_sum / static_cast<double>(o.sizes.size()));
+    if (o.check) {
+      out << "# Out of bounds values : " << outcome.wrong << (outcome.wrong ? " FAILED" : " OK")
+          << "\n";
+    }
+  }
+  error.clear();
+  if (csv) {
+    csv_file.flush();
+    if (!csv_file) error = "writing the result CSV -o " + o.output + " failed";
+  }
+  agree_on_errors(comm, error);
+  if (csv) out << "# results: " << o.output << "\n";
+  return outcome;
+}
+
+}  // namespace ssim::gpu

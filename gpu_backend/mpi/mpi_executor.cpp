@@ -1,0 +1,188 @@
+#include "gpu_backend/mpi/mpi_executor.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <span>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "common/error.hpp"
+
+namespace ssim::gpu {
+
+namespace {
+
+// Largest piece of one message or MPI_Allreduce call; keeps every MPI count an int.
+constexpr std::uint64_t kMaxPieceBytes = std::uint64_t{1} << 30;
+// MPI guarantees tags up to at least 32767.
+constexpr int kTagMask = 0x7fff;
+
+MPI_Datatype mpi_type(DType dtype) {
+  switch (dtype) {
+    case DType::float32:
+      return MPI_FLOAT;
+    case DType::float64:
+      return MPI_DOUBLE;
+    case DType::int32:
+      return MPI_INT32_T;
+    case DType::int64:
+      return MPI_INT64_T;
+  }
+  SSIM_CHECK(false, "unknown dtype");
+  return MPI_BYTE;
+}
+
+}  // namespace
+
+class MpiCollectiveRun::Buffers {
+ public:
+  virtual ~Buffers() = default;
+  virtual void reset() = 0;
+  virtual void run_plan(const RankPlan& plan, MPI_Comm comm) = 0;
+  virtual void run_allreduce(MPI_Comm comm) = 0;
+  virtual std::span<const std::byte> data() const = 0;
+};
+
+namespace {
+
+template <class T>
+class TypedBuffers final : public MpiCollectiveRun::Buffers {
+ public:
+  TypedBuffers(const Plan& plan, int rank)
+      : input_(plan.layout.padded_count()),
+        data_(plan.layout.padded_count()),
+        scratch_(plan.rank_plans[static_cast<std::size_t>(rank)].scratch_bytes / sizeof(T)) {
+    fill_input(plan, rank, std::as_writable_bytes(std::span(input_)));
+  }
+
+  void reset() override { std::copy(input_.begin(), input_.end(), data_.begin()); }
+
+  void run_plan(const RankPlan& plan, MPI_Comm comm) override {
+    auto* data = reinterpret_cast<std::byte*>(data_.data());
+    auto* scratch = reinterpret_cast<std::byte*>(scratch_.data());
+    for (const Step& step : plan.steps) {
+      requests_.clear();
+      const int tag = step.round & kTagMask;
+      for (const P2P& v : step.recvs) {
+        post(scratch + v.offset, v.count * sizeof(T), v.peer, tag, comm, /*send=*/false);
+      }
+      for (const P2P& s : step.sends) {
+        post(data + s.offset, s.count * sizeof(T), s.peer, tag, comm, /*send=*/true);
+      }
+      SSIM_MPI(
+          MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE));
+      for (const Apply& a : step.applies) {
+        T* dst = data_.data() + a.offset / sizeof(T);
+        const T* src = scratch_.data() + a.scratch_offset / sizeof(T);
+        if (a.op == alg::Op::reduce) {
+          for (std::uint64_t k = 0; k < a.count; ++k) dst[k] += src[k];
+        } else {
+          std::copy_n(src, a.count, dst);
+        }
+      }
+    }
+  }
+
+  void run_allreduce(MPI_Comm comm) override {
+    const std::uint64_t piece = kMaxPieceBytes / sizeof(T);
+    const MPI_Datatype type = mpi_type(dtype_of());
+    for (std::uint64_t first = 0; first < data_.size(); first += piece) {
+      const auto count = static_cast<int>(std::min<std::uint64_t>(piece, data_.size() - first));
+      SSIM_MPI(MPI_Allreduce(MPI_IN_PLACE, data_.data() + first, count, type, MPI_SUM, comm));
+    }
+  }
+
+  std::span<const std::byte> data() const override { return std::as_bytes(std::span(data_)); }
+
+ private:
+  static DType dtype_of() {
+    if constexpr (std::is_same_v<T, float>) return DType::float32;
+    if constexpr (std::is_same_v<T, double>) return DType::float64;
+    if constexpr (std::is_same_v<T, std::int32_t>) return DType::int32;
+    return DType::int64;
+  }
+
+  void post(std::byte* buffer, std::uint64_t bytes, int peer, int tag, MPI_Comm comm, bool send) {
+    for (std::uint64_t first = 0; first < bytes; first += kMaxPieceBytes) {
+      const auto count = static_cast<int>(std::min(kMaxPieceBytes, bytes - first));
+      MPI_Request& r = requests_.emplace_back(MPI_REQUEST_NULL);
+      if (send) {
+        SSIM_MPI(MPI_Isend(buffer + first, count, MPI_BYTE, peer, tag, comm, &r));
+      } else {
+        SSIM_MPI(MPI_Irecv(buffer + first, count, MPI_BYTE, peer, tag, comm, &r));
+      }
+    }
+  }
+
+  std::vector<T> input_;
+  std::vector<T> data_;
+  std::vector<T> scratch_;
+  std::vector<MPI_Request> requests_;
+};
+
+std::unique_ptr<MpiCollectiveRun::Buffers> make_buffers(const Plan& plan, int rank) {
+  switch (plan.layout.dtype) {
+    case DType::float32:
+      return std::make_unique<TypedBuffers<float>>(plan, rank);
+    case DType::float64:
+      return std::make_unique<TypedBuffers<double>>(plan, rank);
+    case DType::int32:
+      return std::make_unique<TypedBuffers<std::int32_t>>(plan, rank);
+    case DType::int64:
+      return std::make_unique<TypedBuffers<std::int64_t>>(plan, rank);
+  }
+  SSIM_CHECK(false, "unknown dtype");
+  return nullptr;
+}
+
+}  // namespace
+
+MpiCollectiveRun::MpiCollectiveRun(MPI_Comm comm, const MpiWorld& world, MpiCollective collective,
+                                   MpiIterationSettings settings)
+    : comm_(comm), world_(world), collective_(std::move(collective)), settings_(settings) {
+  SSIM_CHECK(collective_.plan.ranks == world_.size, "plan ranks must equal the MPI world size");
+  SSIM_CHECK(static_cast<int>(collective_.plan.rank_plans.size()) == world_.size,
+             "plan needs one rank plan per rank");
+  buffers_ = make_buffers(collective_.plan, world_.rank);
+}
+
+MpiCollectiveRun::~MpiCollectiveRun() = default;
+
+MpiIterationResult MpiCollectiveRun::run(bool check) {
+  buffers_->reset();
+  SSIM_MPI(MPI_Barrier(comm_));
+  const double barrier_exit = clock_now(world_.clock);
+  if (world_.rank == settings_.straggler && settings_.delay.value > 0) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(settings_.delay.value));
+  }
+  const double start = clock_now(world_.clock);
+  if (collective_.mpi_allreduce) {
+    buffers_->run_allreduce(comm_);
+  } else {
+    buffers_->run_plan(collective_.plan.rank_plans[static_cast<std::size_t>(world_.rank)], comm_);
+  }
+  const double finish = clock_now(world_.clock);
+
+  const double origin = world_.clock == MpiClock::barrier_relative ? barrier_exit : 0.0;
+  // One MPI_MAX reduction: {-start, start, finish} gives min start, max start, max finish.
+  const double local[3] = {-(start - origin), start - origin, finish - origin};
+  double global[3] = {};
+  SSIM_MPI(MPI_Allreduce(local, global, 3, MPI_DOUBLE, MPI_MAX, comm_));
+  const double first_start = -global[0];
+  MpiIterationResult r;
+  r.time = Seconds{global[2] - first_start};
+  r.after_last_arrival = Seconds{global[2] - global[1]};
+  r.delay_measured = Seconds{global[1] - first_start};
+  if (check) {
+    check_output(collective_.plan, world_.rank, buffers_->data(), r.local);
+    const std::uint64_t mine = r.local.wrong;
+    std::uint64_t total = 0;
+    SSIM_MPI(MPI_Allreduce(&mine, &total, 1, MPI_UINT64_T, MPI_SUM, comm_));
+    r.wrong = total;
+  }
+  return r;
+}
+
+}  // namespace ssim::gpu

@@ -1,0 +1,65 @@
+#include "gpu_backend/mpi/mpi_options.hpp"
+
+#include "algorithms/registry.hpp"
+#include "common/error.hpp"
+#include "gpu_backend/run_options.hpp"
+
+namespace ssim::gpu {
+
+void validate_mpi_options(const MpiRunOptions& o, int ranks) {
+  if (ranks < 2) {
+    throw InputError("stragglesim-mpi runs one rank per MPI process and needs at least 2, got " +
+                     std::to_string(ranks) + " (start it with mpirun -np N)");
+  }
+  if (ranks > kMaxRanks) {
+    throw InputError("at most " + std::to_string(kMaxRanks) + " MPI processes, got " +
+                     std::to_string(ranks));
+  }
+  if (o.sizes.empty()) throw InputError("no sizes to run (-b/-e)");
+  if (o.iterations < 1)
+    throw InputError("-n (iterations) must be >= 1, got " + std::to_string(o.iterations));
+  if (o.warmup < 0)
+    throw InputError("-w (warm-up iterations) must be >= 0, got " + std::to_string(o.warmup));
+  if (o.algorithm_options.count("straggler"))
+    throw InputError("set the straggler with --straggler, not -O straggler=...");
+  if (o.straggler && (*o.straggler < 0 || *o.straggler >= ranks)) {
+    throw InputError("--straggler must be a rank in [0, " + std::to_string(ranks) + "), got " +
+                     std::to_string(*o.straggler));
+  }
+  for (std::uint64_t bytes : o.sizes) prepare_mpi_collective(o, ranks, bytes);
+}
+
+int straggler_rank(const MpiRunOptions& o, int ranks) { return o.straggler.value_or(ranks - 1); }
+
+MpiCollective prepare_mpi_collective(const MpiRunOptions& o, int ranks, std::uint64_t bytes) {
+  MpiCollective out;
+  if (o.algorithm == kMpiAlgorithm) {
+    if (!o.algorithm_options.empty())
+      throw InputError("algorithm mpi (MPI_Allreduce) takes no options");
+    out.label = std::string(kMpiAlgorithm);
+    out.mpi_allreduce = true;
+    const alg::Schedule none = alg::Schedule::make(alg::Collective::allreduce, out.label, ranks, 1);
+    out.plan = lower(none, bytes, o.dtype);
+    return out;
+  }
+  bool known = false;
+  std::string names;
+  for (const alg::AlgorithmInfo& a : alg::algorithms()) {
+    known = known || a.name == o.algorithm;
+    names += a.name + ", ";
+  }
+  if (!known) {
+    throw InputError("unknown algorithm '" + o.algorithm + "' (valid: " + names +
+                     std::string(kMpiAlgorithm) + ")");
+  }
+  alg::Options options;
+  for (const auto& [key, value] : o.algorithm_options) options.set(key, value);
+  if (alg::find_algorithm(o.algorithm).straggler_aware)
+    options.set("straggler", std::to_string(straggler_rank(o, ranks)));
+  const alg::Schedule schedule = alg::generate(o.algorithm, ranks, options);
+  out.label = schedule.algorithm;
+  out.plan = lower(schedule, bytes, o.dtype);
+  return out;
+}
+
+}  // namespace ssim::gpu

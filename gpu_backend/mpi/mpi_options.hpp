@@ -1,0 +1,61 @@
+// The settings of `stragglesim-mpi` as typed values, every check on them, and the collective
+// each size runs: pure host code (no MPI calls), so bad input fails identically on every rank
+// and is tested without mpirun.
+//
+//   MpiRunOptions o;
+//   o.algorithm = "stragglar";  o.delay = parse_time("5ms");
+//   o.sizes = size_sweep(parse_size("1M"), parse_size("64M"), 4);
+//   validate_mpi_options(o, world_size);        // InputError on the first problem
+//   const MpiCollective c = prepare_mpi_collective(o, world_size, o.sizes[0]);
+//
+// The rank count is the MPI world size (mpirun -np N): one process per rank.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/units.hpp"
+#include "gpu_backend/plan.hpp"
+
+namespace ssim::gpu {
+
+// The algorithm name that runs the MPI library's own MPI_Allreduce instead of a schedule.
+inline constexpr std::string_view kMpiAlgorithm = "mpi";
+
+struct MpiRunOptions {
+  std::vector<std::uint64_t> sizes;  // bytes per rank, in run order
+  int iterations = 20;
+  int warmup = 5;
+  bool check = true;
+  std::string algorithm = "ring";                        // a registry name or kMpiAlgorithm
+  std::map<std::string, std::string> algorithm_options;  // -O key=value
+  Seconds delay;                                         // the straggler's arrival delay
+  std::optional<int> straggler;                          // default n-1
+  DType dtype = DType::float32;
+  std::string output;  // result CSV path (written by rank 0); empty: none
+};
+
+// The collective one size runs. For kMpiAlgorithm the plan is that of a one-chunk schedule
+// without rounds: it gives the buffer layout and the check's expected values.
+struct MpiCollective {
+  std::string label;  // the result CSV's algorithm column
+  bool mpi_allreduce = false;
+  Plan plan;
+};
+
+// Everything that can be checked before any communication, including preparing every size
+// (so a size too small for the algorithm's chunks fails here). `ranks` is the world size.
+void validate_mpi_options(const MpiRunOptions& o, int ranks);
+
+// The rank that gets the delay: --straggler, default n-1.
+int straggler_rank(const MpiRunOptions& o, int ranks);
+
+// Generates and lowers the schedule (straggler-aware schedules are built for the delayed
+// rank), or for kMpiAlgorithm the one-chunk plan. InputError on bad input.
+MpiCollective prepare_mpi_collective(const MpiRunOptions& o, int ranks, std::uint64_t bytes);
+
+}  // namespace ssim::gpu

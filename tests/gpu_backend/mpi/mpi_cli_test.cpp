@@ -1,0 +1,217 @@
+// `stragglesim-mpi` as a user runs it: through mpirun, 2-4 ranks on this host, loopback
+// transports only. Skipped when configure found no mpirun.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "algorithms/registry.hpp"
+#include "gpu_backend/result_csv.hpp"
+
+namespace ssim::gpu {
+namespace {
+
+// Bounds every mpirun: a hang fails the test as exit status 124 instead of blocking ctest.
+constexpr int kTimeoutSeconds = 30;
+
+struct MpiResult {
+  int rc = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool have_mpirun() {
+  const std::string exec = STRAGGLESIM_MPIEXEC;
+  return !exec.empty() && access(exec.c_str(), X_OK) == 0;
+}
+
+#define SSIM_REQUIRE_MPIRUN()                                                                      \
+  do {                                                                                             \
+    if (!have_mpirun())                                                                            \
+      GTEST_SKIP() << "no mpirun found at configure time (Debian: openmpi-bin); MPI runs skipped"; \
+  } while (0)
+
+// Open MPI settings through the environment (MPI implementations that do not know them ignore
+// them): run as root, more processes than cores, shared memory and self transports only, and
+// no 1 s grace period before mpirun kills the (already exiting) ranks of a failed job.
+MpiResult run_mpi(int ranks, const std::string& args) {
+  char dir_template[] = "/tmp/ssim_mpi_cli_XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  const std::string out_path = dir + "/out", err_path = dir + "/err";
+  const std::string cmd =
+      "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+      "OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl=self,vader "
+      "OMPI_MCA_odls_base_sigkill_timeout=0 "
+      "timeout -k 5 " +
+      std::to_string(kTimeoutSeconds) + " " + STRAGGLESIM_MPIEXEC + " -np " +
+      std::to_string(ranks) + " " + STRAGGLESIM_MPI_BIN + " " + args + " </dev/null >" + out_path +
+      " 2>" + err_path;
+  const int status = std::system(cmd.c_str());
+  MpiResult r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(out_path);
+  r.err = slurp(err_path);
+  std::remove(out_path.c_str());
+  std::remove(err_path.c_str());
+  rmdir(dir.c_str());
+  return r;
+}
+
+int occurrences(const std::string& text, const std::string& part) {
+  int n = 0;
+  for (auto pos = text.find(part); pos != std::string::npos; pos = text.find(part, pos + 1)) ++n;
+  return n;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::string temp_csv() {
+  char path[] = "/tmp/ssim_mpi_csv_XXXXXX";
+  const int fd = mkstemp(path);
+  close(fd);
+  return path;
+}
+
+std::vector<ResultRow> read_rows(const std::string& path) {
+  std::ifstream in(path);
+  return read_result_csv(in, path);
+}
+
+// Every registered schedule and MPI_Allreduce, at 3 ranks (not a power of two) and 4, on
+// sizes that need padding (1000 B over 3 chunks), each with a different element type.
+TEST(MpiCli, EveryAlgorithmComputesTheExactSum) {
+  SSIM_REQUIRE_MPIRUN();
+  std::vector<std::string> names;
+  for (const alg::AlgorithmInfo& a : alg::algorithms()) names.push_back(a.name);
+  names.emplace_back("mpi");
+  const char* dtypes[] = {"float32", "int64", "float64", "int32"};
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    for (int ranks : {3, 4}) {
+      const std::string args = "--algo " + names[i] + " --dtype " + dtypes[(i + ranks) % 4] +
+                               " -b 1000 -e 16000 -f 4 -n 2 -w 1";
+      const MpiResult r = run_mpi(ranks, args);
+      EXPECT_EQ(r.rc, 0) << ranks << " ranks: " << args << "\n" << r.err;
+      EXPECT_EQ(occurrences(r.out, "# Out of bounds values : 0 OK"), 1)
+          << ranks << " ranks: " << args << "\n"
+          << r.out;
+    }
+  }
+}
+
+// 4K, 8K, 16K x 2 iterations = 6 rows, in that order, every one checked.
+TEST(MpiCli, WritesTheResultCsvAndOneTable) {
+  SSIM_REQUIRE_MPIRUN();
+  const std::string csv = temp_csv();
+  const MpiResult r = run_mpi(2, "--algo ring -b 4K -e 16K -f 2 -n 2 -w 0 -o " + csv);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(occurrences(r.out, "# stragglesim-mpi: algorithm ring, 2 ranks"), 1) << r.out;
+  EXPECT_TRUE(contains(r.out, "after-last(us)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "# results: " + csv)) << r.out;
+
+  std::ifstream in(csv);
+  std::string header;
+  std::getline(in, header);
+  std::string expected;
+  for (const std::string& c : result_csv_columns()) expected += (expected.empty() ? "" : ",") + c;
+  EXPECT_EQ(header, expected);
+
+  const std::vector<ResultRow> rows = read_rows(csv);
+  ASSERT_EQ(rows.size(), 6u);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const ResultRow& row = rows[i];
+    EXPECT_EQ(row.source, ResultSource::measured);
+    EXPECT_EQ(row.algorithm, "ring");
+    EXPECT_EQ(row.ranks, 2);
+    EXPECT_EQ(row.bytes.value, std::uint64_t{4096} << (i / 2));
+    EXPECT_EQ(row.iteration, static_cast<int>(i % 2));
+    EXPECT_EQ(row.dtype, "float32");
+    EXPECT_EQ(row.delay.value, 0.0);
+    EXPECT_FALSE(row.straggler.has_value());
+    ASSERT_TRUE(row.wrong.has_value());
+    EXPECT_EQ(*row.wrong, 0u);
+    EXPECT_GT(row.time.value, 0.0);
+    EXPECT_LE(row.after_last_arrival.value, row.time.value);
+    EXPECT_EQ(row.device.rfind("mpi:", 0), 0u) << row.device;
+    EXPECT_FALSE(row.timestamp.empty());
+  }
+  std::remove(csv.c_str());
+}
+
+// Rank 0 sleeps 50 ms after the barrier, everyone else starts at once. Barrier exits on one
+// host differ by far less than 5 ms, so first arrival to last finish is at least 45 ms; after
+// the last arrival only a 4 KiB AllReduce is left (microseconds, a few ms when oversubscribed),
+// so after_last_arrival_s stays at least 25 ms below time_s.
+TEST(MpiCli, StragglerDelayShowsInTimeNotAfterLastArrival) {
+  SSIM_REQUIRE_MPIRUN();
+  const std::string csv = temp_csv();
+  const MpiResult r =
+      run_mpi(3, "--algo stragglar --straggler 0 --delay 50ms -b 4K -n 3 -w 0 -o " + csv);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "# straggler: rank 0 arrives 50.000ms late")) << r.out;
+  const std::vector<ResultRow> rows = read_rows(csv);
+  ASSERT_EQ(rows.size(), 3u);
+  for (const ResultRow& row : rows) {
+    EXPECT_EQ(row.algorithm, "stragglar");
+    EXPECT_DOUBLE_EQ(row.delay.value, 0.05);
+    EXPECT_EQ(row.straggler, 0);
+    EXPECT_GE(row.time.value, 0.045);
+    EXPECT_LE(row.after_last_arrival.value, row.time.value - 0.025);
+    EXPECT_EQ(row.wrong, 0u);
+  }
+  std::remove(csv.c_str());
+}
+
+// Each case: ranks, arguments, the message. Every rank exits non-zero, the message appears
+// once (from rank 0), no table is printed, and nothing hangs (exit status 124 = timed out).
+TEST(MpiCli, BadInputEndsEveryRankWithOneMessage) {
+  SSIM_REQUIRE_MPIRUN();
+  const std::vector<std::tuple<int, std::string, std::string>> cases = {
+      {2, "--algo bogus", "unknown algorithm 'bogus' (valid: ring, "},
+      {2, "-b 1X", "invalid size '1X'"},
+      {2, "--algo ring -b 4", "too small for a schedule of 2 chunks"},
+      {2, "--straggler 2 --delay 1ms", "--straggler must be a rank in [0, 2), got 2"},
+      {2, "-c 2", "-c must be 0 or 1, got 2"},
+      {2, "--delay 5", "invalid time '5'"},
+      {2, "--algo stragglar", "n >= 3"},
+      {1, "--algo ring", "needs at least 2, got 1 (start it with mpirun -np N)"},
+      // Only rank 0 opens the CSV: the other ranks learn of its failure and exit too.
+      {3, "-b 4K -o /nonexistent_ssim_dir/runs.csv",
+       "cannot write the result CSV -o /nonexistent_ssim_dir/runs.csv"},
+  };
+  for (const auto& [ranks, args, message] : cases) {
+    const MpiResult r = run_mpi(ranks, args);
+    EXPECT_NE(r.rc, 0) << args;
+    EXPECT_NE(r.rc, 124) << args << ": timed out";
+    EXPECT_EQ(occurrences(r.err, "stragglesim-mpi: error: "), 1) << args << "\n" << r.err;
+    EXPECT_EQ(occurrences(r.err, message), 1) << args << "\nexpected once: " << message << "\n"
+                                              << r.err;
+    EXPECT_FALSE(contains(r.out, "# stragglesim-mpi")) << args << "\n" << r.out;
+  }
+}
+
+TEST(MpiCli, UnknownFlagIsReportedOnce) {
+  SSIM_REQUIRE_MPIRUN();
+  const MpiResult r = run_mpi(2, "--bogus-flag");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.rc, 124);
+  EXPECT_EQ(occurrences(r.err, "--bogus-flag"), 1) << r.err;
+}
+
+}  // namespace
+}  // namespace ssim::gpu
