@@ -53,7 +53,11 @@ SimulationResult run_simulation(const SimulationConfig& config) {
       IterationResult r = executor.run(a.arrival, options);
       out.iterations.push_back(IterationSummary{a.iteration, r.completion, r.after_last_arrival,
                                                 r.algbw, r.busbw, a.last_rank,
-                                                a.predicted_straggler});
+                                                a.predicted_straggler, {}, {}});
+      if (config.per_rank_times) {
+        out.iterations.back().arrival = r.arrival;
+        out.iterations.back().finish = r.finish;
+      }
       sum_completion += r.completion.value;
       sum_after += r.after_last_arrival.value;
       correct += a.predicted_straggler == a.last_rank ? 1 : 0;

@@ -52,6 +52,9 @@ struct SimulationConfig {
   std::uint64_t seed = 0;
   // Record this iteration's per-transfer timeline and render it as a Chrome trace.
   std::optional<int> trace_iteration;
+  // Keep every iteration's per-rank arrival and finish times in the summaries (memory grows
+  // with iterations x ranks, so off by default).
+  bool per_rank_times = false;
 };
 
 struct IterationSummary {
@@ -62,6 +65,9 @@ struct IterationSummary {
   BytesPerSecond busbw;
   int last_rank = 0;            // the rank that arrived last
   int predicted_straggler = 0;  // the policy's guess (used only by straggler-aware schedules)
+  // Per physical rank, when SimulationConfig::per_rank_times is set (else empty).
+  std::vector<Seconds> arrival;
+  std::vector<Seconds> finish;
 };
 
 struct SimulationResult {
