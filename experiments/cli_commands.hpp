@@ -19,6 +19,12 @@ void add_simulate_command(CLI::App& app);
 // `calibrate MEASUREMENTS.csv [-o TOPOLOGY.yaml]` and `validate MEASURED.csv --topology FILE`.
 void add_calibrate_commands(CLI::App& app);
 
+// `run [EXPERIMENT.yaml] [-o DIR] [--jobs N] [--dry-run] [--no-plots]`.
+void add_run_command(CLI::App& app);
+
+// `advise --topology T --size S [--ranks N] [--delay-dist D] ...`: which algorithm to use.
+void add_advise_command(CLI::App& app);
+
 // Reads a whole file, or stdin for "-". Throws InputError naming the path when it cannot.
 std::string read_input(const std::string& path);
 // Writes to a file, or stdout for "" or "-".

@@ -6,6 +6,7 @@
 #include "common/error.hpp"
 #include "experiments/cli_commands.hpp"
 #include "experiments/config.hpp"
+#include "experiments/experiment_output.hpp"
 
 namespace ssim::exp {
 namespace {
@@ -26,17 +27,8 @@ std::string fixed(double v, int digits) {
 }
 
 nlohmann::json resolved_config(const sim::SimulationConfig& c, const std::string& path) {
-  nlohmann::json j;
+  nlohmann::json j = simulation_config_json(c);
   j["file"] = path;
-  j["topology"] = {{"name", c.topology.name}, {"description", c.topology.description},
-                   {"ranks", c.topology.gpu_count()}, {"ecmp", c.topology.ecmp()}};
-  j["network"] = {{"model", std::string(sim::to_string(c.network))}, {"gamma_s_per_byte", c.gamma.value}};
-  j["collective"] = {{"algorithm", c.algorithm}, {"size_bytes", c.size.value}, {"options", c.options.values()}};
-  j["delays"] = c.delays.describe();
-  j["prediction"] = {{"policy", std::string(sim::to_string(c.policy))},
-                     {"rank", c.straggler ? nlohmann::json(*c.straggler) : nlohmann::json(nullptr)}};
-  j["iterations"] = c.iterations;
-  j["seed"] = c.seed;
   return j;
 }
 

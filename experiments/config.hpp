@@ -23,6 +23,7 @@
 #include <string>
 
 #include "experiments/config_reader.hpp"
+#include "experiments/experiment.hpp"
 #include "sim/delays.hpp"
 #include "sim/simulation.hpp"
 #include "topologies/topology.hpp"
@@ -107,3 +108,33 @@ std::optional<SecondsPerByte> load_calibrated_gamma(const ConfigNode& topology);
 
 }  // namespace ssim::exp
 
+namespace ssim::exp {
+
+// An experiment (`stragglesim run`, README "Experiments"):
+//   name: paper_scaling                       default: the file's stem
+//   description: free text
+//   topology: <topology>                      required (inline or a file, as above)
+//   network: {model: alphabeta | flow, gamma: 0.1ns/B}
+//   algorithms: [ring, {algorithm: dbtree, label: dbtree8, options: {segments: 8}}, ...]
+//   baseline: ring                            a label; default the first algorithm
+//   metric: completion | after_last_arrival   summary and plots (default completion)
+//   size: 1GiB                                required unless swept
+//   delays: {base: <distribution>}            every rank, every iteration
+//   stragglers: {count: 1 | ranks: [..], delay: <distribution>, persistence: 1.0}
+//                                             count k: persistent stragglers on ranks n-1 .. n-k
+//   prediction: {policy: oracle | fixed | previous, rank: R}   fixed: default the schedule's straggler
+//   iterations: 20   seed: 1   output: results/<name>
+//   sweep:                                    the cartesian product of the axes, in this order
+//     ranks: [4, 8, 16]                       the topology's rank count (hierarchical: nodes x gpus)
+//     size: [1MiB, 1GiB] | {min: 256KiB, max: 4GiB, factor: 4}
+//     delay: [0, 1ms, 5ms]                    stragglers.delay; any distribution parameter by path,
+//                                             e.g. stragglers.delay.mean, delays.base.p90
+//     stragglers: [1, 2]   persistence: [0.8, 0.9]   policy: [oracle, previous]   gamma: [...]
+//     topology.bandwidth: [...]               any topology parameter by its key path
+// Each point is loaded and checked (topology, delays, algorithms' rank support) before any run;
+// an error in a swept value names the sweep point and points at the value in the sweep list.
+// Points are loaded by patching the reader's document in place and restoring it: do not use
+// the same reader from another thread while this runs.
+Experiment load_experiment(const ConfigReader& reader);
+
+}  // namespace ssim::exp

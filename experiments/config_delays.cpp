@@ -37,17 +37,20 @@ sim::Distribution load_distribution(const ConfigNode& node, const std::string& b
   }
   if (kind == "constant") {
     node.allow_only({"distribution", "value"});
-    return at_node(node, [&] { return Distribution::constant(node.get_time("value")); });
+    const Seconds value = node.get_time("value");
+    return at_node(node, [&] { return Distribution::constant(value); });
   }
   if (kind == "uniform") {
     node.allow_only({"distribution", "low", "high"});
-    return at_node(node, [&] { return Distribution::uniform(node.get_time("low"), node.get_time("high")); });
+    const Seconds low = node.get_time("low"), high = node.get_time("high");
+    return at_node(node, [&] { return Distribution::uniform(low, high); });
   }
   if (kind == "normal") {
     node.allow_only({"distribution", "mean", "stddev"});
     // A negative untruncated mean is allowed by the model; YAML times are non-negative, so
     // "mean" here is >= 0.
-    return at_node(node, [&] { return Distribution::normal(node.get_time("mean"), node.get_time("stddev")); });
+    const Seconds mean = node.get_time("mean"), stddev = node.get_time("stddev");
+    return at_node(node, [&] { return Distribution::normal(mean, stddev); });
   }
   if (kind == "lognormal") {
     node.allow_only({"distribution", "mu", "sigma", "mean", "p90"});
@@ -59,17 +62,19 @@ sim::Distribution load_distribution(const ConfigNode& node, const std::string& b
       const double sigma = node.get_double("sigma", std::nullopt, 0.0, 1e3);
       return at_node(node, [&] { return Distribution::lognormal(mu, sigma); });
     }
-    return at_node(node,
-                   [&] { return Distribution::lognormal_mean_p90(node.get_time("mean"), node.get_time("p90")); });
+    const Seconds mean = node.get_time("mean"), p90 = node.get_time("p90");
+    return at_node(node, [&] { return Distribution::lognormal_mean_p90(mean, p90); });
   }
   if (kind == "exponential") {
     node.allow_only({"distribution", "mean"});
-    return at_node(node, [&] { return Distribution::exponential(node.get_time("mean")); });
+    const Seconds mean = node.get_time("mean");
+    return at_node(node, [&] { return Distribution::exponential(mean); });
   }
   if (kind == "pareto") {
     node.allow_only({"distribution", "scale", "shape"});
     const double shape = node.get_double("shape", std::nullopt, 0.0, 1e6);
-    return at_node(node, [&] { return Distribution::pareto(node.get_time("scale"), shape); });
+    const Seconds scale = node.get_time("scale");
+    return at_node(node, [&] { return Distribution::pareto(scale, shape); });
   }
   node.allow_only({"distribution", "samples", "file"});
   if (node.has("samples") == node.has("file")) node.fail("give an empirical distribution either samples or file");

@@ -28,6 +28,15 @@ class ConfigNode {
  public:
   ConfigNode(const ConfigReader* reader, YAML::Node node, std::string path)
       : reader_(reader), node_(std::move(node)), path_(std::move(path)) {}
+  ConfigNode(const ConfigNode&) = default;
+  // Rebinds to `other`'s node. (YAML::Node's own assignment would overwrite the value in the
+  // document the node belongs to, so the default operator= must not be used.)
+  ConfigNode& operator=(const ConfigNode& other) {
+    reader_ = other.reader_;
+    node_.reset(other.node_);
+    path_ = other.path_;
+    return *this;
+  }
 
   const std::string& path() const { return path_; }
   const YAML::Node& yaml() const { return node_; }

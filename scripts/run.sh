@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Sets up, builds, and runs the main job: `stragglesim simulate` on the default configuration.
-# Arguments, if any, replace the default command line, e.g.
+# Sets up, builds, and runs the main job: `stragglesim run`, the default experiment
+# (configs/experiments/default.yaml -> results/default/: results.csv, results.json, plots and a
+# summary table). Arguments, if any, replace the default command line, e.g.
+#   scripts/run.sh run configs/experiments/paper_scaling.yaml
 #   scripts/run.sh simulate configs/simulate/dgx_h100_straggler.yaml --json
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -8,6 +10,6 @@ STRAGGLESIM_BUILD_DIR=${STRAGGLESIM_BUILD_DIR:-$root/build} "$root/scripts/build
 build=${STRAGGLESIM_BUILD_DIR:-$root/build}
 cd "$root"
 if [[ $# -eq 0 ]]; then
-  set -- simulate configs/simulate/default.yaml
+  set -- run
 fi
 exec "$build/experiments/stragglesim" "$@"

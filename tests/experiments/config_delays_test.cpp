@@ -54,8 +54,9 @@ TEST(ConfigDelays, Errors) {
             "normal, lognormal, exponential, pareto, empirical)");
   EXPECT_EQ(error_of("base: {distribution: uniform, low: 1ms, hgih: 2ms}"),
             "d.yaml:1:41: base.hgih: unknown key 'hgih' (allowed here: distribution, low, high)");
-  EXPECT_NE(error_of("base: {distribution: lognormal, mean: 9.5ms}").find("missing required key 'p90'"),
-            std::string::npos);
+  EXPECT_EQ(error_of("base: {distribution: lognormal, mean: 9.5ms}"),
+            "d.yaml:1:7: base: missing required key 'p90' (value: {distribution: lognormal, mean: 9.5ms})");
+  EXPECT_EQ(error_of("base: {distribution: lognormal, mean: 9.5ms, p90: 5ms}").find("d.yaml:1:7: base: "), 0u);
   EXPECT_NE(error_of("base: {distribution: lognormal, mu: 1, mean: 2ms}").find("either by mu and sigma"),
             std::string::npos);
   EXPECT_NE(error_of("persistent: [{rank: 1, delay: 1ms, persistence: 1.5}]")

@@ -69,5 +69,14 @@ TEST(ConfigReader, MalformedYamlAndMissingFiles) {
   EXPECT_EQ(error_of([] { ConfigReader::from_string("", "e.yaml"); }), "e.yaml: the document is empty");
 }
 
+TEST(ConfigReader, AssignmentRebindsWithoutTouchingTheDocument) {
+  const ConfigReader r = ConfigReader::from_string(kDoc, "t.yaml");
+  ConfigNode n = r.root().child("topology");
+  n = r.root().child("flag");  // must not overwrite the topology mapping with "yes"
+  EXPECT_EQ(n.path(), "flag");
+  EXPECT_TRUE(r.root().child("topology").is_map());
+  EXPECT_EQ(r.root().child("topology").get_int("ranks", std::nullopt, 1, 100), 8);
+}
+
 }  // namespace
 }  // namespace ssim::exp

@@ -1,0 +1,261 @@
+// `stragglesim advise`: which AllReduce algorithm to use for a topology, size and straggler
+// delay distribution, by simulating each candidate over many iterations of random arrivals.
+//
+// The flags are turned into a one-point experiment document (the same loader and runner as
+// `run`), after each flag that holds YAML has been checked on its own so that its errors name
+// the flag.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include "algorithms/registry.hpp"
+#include "common/error.hpp"
+#include "experiments/cli_commands.hpp"
+#include "experiments/config.hpp"
+#include "experiments/experiment.hpp"
+
+namespace ssim::exp {
+namespace {
+
+struct AdviseArgs {
+  std::string topology;
+  int ranks = 0;  // 0: the topology's
+  std::string size;
+  std::string delay_dist;
+  std::string base_dist;
+  int straggler_rank = -1;  // -1: the last rank
+  double persistence = 1.0;
+  std::string policy = "previous";
+  std::string network = "alphabeta";
+  std::string gamma;
+  std::vector<std::string> algorithms;
+  int iterations = 200;
+  long long seed = 1;
+  int jobs = 0;
+};
+
+std::string yaml_quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// A flag holding YAML flow text, parsed alone so that its errors name the flag.
+std::string flow_flag(const std::string& flag, const std::string& text) {
+  if (text.find_first_of("\r\n") != std::string::npos)
+    throw InputError(flag + ": give it on one line");
+  return text;
+}
+
+std::string checked_distribution(const std::string& flag, const std::string& text) {
+  const ConfigReader r = ConfigReader::from_string(flow_flag(flag, text), flag);
+  load_distribution(r.root(), ".");
+  return text;
+}
+
+std::string shipped_topology(const std::string& name) {
+  for (const char* base : {".", STRAGGLESIM_SOURCE_ROOT}) {
+    const std::filesystem::path p =
+        std::filesystem::path(base) / "configs" / "topologies" / (name + ".yaml");
+    if (std::filesystem::exists(p)) return std::filesystem::absolute(p).string();
+  }
+  return "";
+}
+
+// --topology: a YAML file, a shipped topology's name, an inline YAML map, or
+// KIND:BANDWIDTH:LATENCY.
+std::string topology_yaml(const AdviseArgs& a) {
+  const std::string& t = a.topology;
+  if (!t.empty() && t.front() == '{') {
+    const ConfigReader r = ConfigReader::from_string(flow_flag("--topology", t), "--topology");
+    r.root().require_map();
+    return t;
+  }
+  if (std::filesystem::is_regular_file(t))
+    return "{file: " + yaml_quoted(std::filesystem::absolute(t).string()) + "}";
+  if (const std::string shipped = shipped_topology(t); !shipped.empty())
+    return "{file: " + yaml_quoted(shipped) + "}";
+  const auto c1 = t.find(':');
+  const auto c2 = c1 == std::string::npos ? c1 : t.find(':', c1 + 1);
+  if (c2 != std::string::npos && t.find(':', c2 + 1) == std::string::npos) {
+    const std::string kind = t.substr(0, c1);
+    if (kind != "switch" && kind != "fully_connected" && kind != "ring") {
+      throw InputError("--topology '" + t +
+                       "': the KIND:BANDWIDTH:LATENCY form takes switch, fully_connected or ring");
+    }
+    if (a.ranks == 0) throw InputError("--topology " + t + " needs --ranks");
+    const std::string bw = t.substr(c1 + 1, c2 - c1 - 1), lat = t.substr(c2 + 1);
+    try {
+      parse_bandwidth(bw);
+      parse_time(lat);
+    } catch (const InputError& e) {
+      throw InputError("--topology '" + t + "': " + e.what());
+    }
+    return "{kind: " + kind + ", ranks: " + std::to_string(a.ranks) +
+           ", bandwidth: " + yaml_quoted(bw) + ", latency: " + yaml_quoted(lat) + "}";
+  }
+  throw InputError(
+      "--topology '" + t +
+      "': not a file, a shipped topology (configs/topologies/NAME.yaml), a YAML map such as "
+      "'{kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us}', or KIND:BANDWIDTH:LATENCY "
+      "such as switch:450GiB/s:3us");
+}
+
+std::string advise_document(const AdviseArgs& a) {
+  try {
+    parse_bytes(a.size);
+  } catch (const InputError& e) {
+    throw InputError(std::string("--size: ") + e.what());
+  }
+  std::vector<std::string> algs = a.algorithms;
+  if (algs.empty()) {
+    for (const alg::AlgorithmInfo& info : alg::algorithms()) algs.push_back(info.name);
+  }
+  std::ostringstream y;
+  y << "name: advise\n";
+  y << "topology: " << topology_yaml(a) << "\n";
+  y << "network: {model: " << a.network;
+  if (!a.gamma.empty()) y << ", gamma: " << yaml_quoted(a.gamma);
+  y << "}\n";
+  y << "algorithms: [";
+  for (std::size_t i = 0; i < algs.size(); ++i) y << (i ? ", " : "") << yaml_quoted(algs[i]);
+  y << "]\n";
+  if (std::find(algs.begin(), algs.end(), "ring") != algs.end()) y << "baseline: ring\n";
+  y << "size: " << yaml_quoted(a.size) << "\n";
+  if (!a.base_dist.empty())
+    y << "delays: {base: " << checked_distribution("--base-dist", a.base_dist) << "}\n";
+  if (!a.delay_dist.empty()) {
+    y << "stragglers: {"
+      << (a.straggler_rank >= 0 ? "ranks: [" + std::to_string(a.straggler_rank) + "]" : "count: 1")
+      << ", delay: " << checked_distribution("--delay-dist", a.delay_dist)
+      << ", persistence: " << a.persistence << "}\n";
+  }
+  y << "prediction: {policy: " << a.policy;
+  if (a.straggler_rank >= 0) y << ", rank: " << a.straggler_rank;
+  y << "}\n";
+  y << "iterations: " << a.iterations << "\nseed: " << a.seed << "\n";
+  if (a.ranks > 0) y << "sweep: {ranks: [" << a.ranks << "]}\n";
+  return y.str();
+}
+
+std::string pct(double f) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * f);
+  return buf;
+}
+
+void run_advise(const AdviseArgs& a) {
+  const ConfigReader reader = ConfigReader::from_string(advise_document(a), "stragglesim advise");
+  const Experiment e = load_experiment(reader);
+  const ExperimentRuns runs = run_experiment_in_memory(e, a.jobs);
+  const std::vector<sim::SimulationResult>& r = runs.runs.front();
+  const std::vector<AlgorithmSummary>& s = runs.summaries.front();
+  const sim::SimulationConfig& c = e.points.front().config;
+  const std::size_t nalg = e.algorithms.size();
+
+  // Share of iterations in which each algorithm is the fastest (ties go to every tied one).
+  std::vector<double> wins(nalg, 0.0);
+  const std::size_t iters = r.front().iterations.size();
+  for (std::size_t i = 0; i < iters; ++i) {
+    double best = r[0].iterations[i].completion.value;
+    for (std::size_t k = 1; k < nalg; ++k)
+      best = std::min(best, r[k].iterations[i].completion.value);
+    for (std::size_t k = 0; k < nalg; ++k) {
+      if (r[k].iterations[i].completion.value <= best * (1 + 1e-9))
+        wins[k] += 1.0 / static_cast<double>(iters);
+    }
+  }
+  std::vector<std::size_t> order(nalg);
+  for (std::size_t k = 0; k < nalg; ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+    return s[x].mean_completion < s[y].mean_completion;
+  });
+
+  std::cout << c.topology.name << ", " << c.topology.gpu_count() << " ranks, "
+            << format_bytes(c.size) << ", " << sim::to_string(c.network)
+            << " model; delays: " << c.delays.describe() << "; prediction "
+            << sim::to_string(c.policy) << "; " << e.iterations << " iterations, seed " << e.seed
+            << "\n";
+  std::cout << "completion = first arrival to last finish (what the step waits)\n\n";
+  const std::string base = e.algorithms[e.baseline].label;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-4s %-10s %12s %12s %16s %9s %8s\n", "rank", "algorithm",
+                "mean", "p90", "after last arr.", ("vs " + base).c_str(), "fastest");
+  std::cout << line;
+  for (std::size_t i = 0; i < nalg; ++i) {
+    const std::size_t k = order[i];
+    char speed[32];
+    std::snprintf(speed, sizeof speed, "%.3fx", s[k].speedup);
+    std::snprintf(line, sizeof line, "%-4zu %-10s %12s %12s %16s %9s %8s\n", i + 1,
+                  e.algorithms[k].label.c_str(), format_time(Seconds{s[k].mean_completion}).c_str(),
+                  format_time(Seconds{s[k].p90_completion}).c_str(),
+                  format_time(Seconds{s[k].mean_after_last_arrival}).c_str(), speed,
+                  pct(wins[k]).c_str());
+    std::cout << line;
+  }
+  const std::size_t best = order.front();
+  std::cout << "\nuse " << e.algorithms[best].label << ": expected "
+            << format_time(Seconds{s[best].mean_completion}) << " per AllReduce (p90 "
+            << format_time(Seconds{s[best].p90_completion}) << ")";
+  if (best != e.baseline) {
+    char speed[32];
+    std::snprintf(speed, sizeof speed, "%.3f", s[best].speedup);
+    std::cout << ", " << speed << "x faster than " << base << " ("
+              << format_time(Seconds{s[e.baseline].mean_completion}) << ")";
+  }
+  if (s[best].straggler_aware) {
+    std::cout << "; straggler predicted right in " << pct(s[best].prediction_accuracy)
+              << " of iterations";
+  }
+  std::cout << "\n";
+}
+
+}  // namespace
+
+void add_advise_command(CLI::App& app) {
+  auto a = std::make_shared<AdviseArgs>();
+  CLI::App* cmd = app.add_subcommand("advise",
+                                     "Which AllReduce algorithm to use under a straggler delay "
+                                     "distribution (ranked by mean completion)");
+  cmd->add_option("--topology", a->topology,
+                  "Topology: YAML file, shipped name (dgx_h100), '{kind: switch, ...}' or "
+                  "switch:450GiB/s:3us")
+      ->required();
+  cmd->add_option("--ranks", a->ranks, "Rank count (sets the topology's; default: the topology's)")
+      ->check(CLI::Range(2, 65536));
+  cmd->add_option("--size", a->size, "AllReduce size per rank, e.g. 1GiB")->required();
+  cmd->add_option(
+      "--delay-dist", a->delay_dist,
+      "Straggler delay: a time (5ms) or a YAML map, e.g. '{distribution: lognormal, mean: 9.5ms, "
+      "p90: 18.8ms}'; default: no straggler");
+  cmd->add_option("--straggler-rank", a->straggler_rank,
+                  "The straggler's home rank (default: the last rank)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--persistence", a->persistence,
+                  "Share of iterations the straggler is on its home rank")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--base-dist", a->base_dist,
+                  "Delay of every rank, every iteration (same forms as --delay-dist)");
+  cmd->add_option("--policy", a->policy,
+                  "Straggler prediction of straggler-aware algorithms (default previous)")
+      ->check(CLI::IsMember({"oracle", "fixed", "previous"}));
+  cmd->add_option("--network", a->network, "Network model (default alphabeta)")
+      ->check(CLI::IsMember({"alphabeta", "flow"}));
+  cmd->add_option("--gamma", a->gamma, "Reduce cost, e.g. 0.05ns/B (default 0)");
+  cmd->add_option("--algorithms", a->algorithms,
+                  "Candidates, comma-separated (default: every algorithm)")
+      ->delimiter(',');
+  cmd->add_option("--iterations", a->iterations, "Iterations per algorithm (default 200)")
+      ->check(CLI::Range(1, 10'000'000));
+  cmd->add_option("--seed", a->seed, "Seed (default 1)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("-j,--jobs", a->jobs, "Parallel runs (default: hardware concurrency)")
+      ->check(CLI::Range(1, 1024));
+  cmd->callback([a] { run_advise(*a); });
+}
+
+}  // namespace ssim::exp

@@ -1,0 +1,529 @@
+// Experiment YAML -> Experiment (experiment.hpp): algorithms, baseline, sweep axes and every
+// sweep point resolved into a SimulationConfig.
+//
+// A sweep point is loaded from the experiment document itself: each swept value is put in
+// place (under its key path, or the topology's rank parameter for sweep.ranks), the point is
+// loaded with the same functions as a plain document, and the change is undone. Patching the
+// parsed document in place, instead of copying it, keeps every node's file:line:column (a
+// yaml-cpp Clone drops them), so an error in a fixed field still points at its line and an
+// error in a swept value points at the value in the sweep list.
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "algorithms/registry.hpp"
+#include "common/error.hpp"
+#include "experiments/config.hpp"
+#include "experiments/experiment.hpp"
+
+namespace ssim::exp {
+namespace {
+
+// Sets YAML values at key paths and undoes every change, newest first, when destroyed.
+// Only the node at the end of a path is re-pointed (yaml-cpp's set_ref), so its parents keep
+// their marks; a missing parent map is created and removed again.
+class Patch {
+ public:
+  Patch() = default;
+  Patch(const Patch&) = delete;
+  Patch& operator=(const Patch&) = delete;
+  ~Patch() {
+    for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) {
+      if (it->saved) {
+        it->parent[it->key] = (*it->saved)["v"];
+      } else {
+        it->parent.remove(it->key);
+      }
+    }
+  }
+
+  // `where` is the sweep entry, for the error when a parent on the path is not a map.
+  void set(YAML::Node root, const std::vector<std::string>& path, const YAML::Node& value,
+           const ConfigNode& where) {
+    YAML::Node cur = root;
+    std::string walked;
+    for (std::size_t i = 0; i < path.size(); ++i) {
+      const std::string& key = path[i];
+      const YAML::Node& ccur = cur;
+      const bool present = ccur[key].IsDefined() && !ccur[key].IsNull();
+      const bool last = i + 1 == path.size();
+      if (!last && present && !ccur[key].IsMap()) {
+        where.fail("cannot set a parameter inside " + walked + (walked.empty() ? "" : ".") + key +
+                   ", which is not a mapping (it is " + YAML::Dump(ccur[key]) + ")");
+      }
+      if (last || !present) {
+        Undo u{cur, key, std::nullopt};
+        if (ccur[key].IsDefined()) {
+          u.saved = YAML::Node(YAML::NodeType::Map);
+          (*u.saved)["v"] = cur[key];  // a fresh node sharing the old content
+        }
+        undo_.push_back(u);
+        cur[key] = last ? value : YAML::Node(YAML::NodeType::Map);
+      }
+      if (!last) {
+        YAML::Node next = cur[key];
+        cur.reset(next);
+      }
+      walked += (walked.empty() ? "" : ".") + key;
+    }
+  }
+
+ private:
+  struct Undo {
+    YAML::Node parent;
+    std::string key;
+    std::optional<YAML::Node> saved;  // {"v": old content}; none: the key was absent
+  };
+  std::vector<Undo> undo_;
+};
+
+std::vector<std::string> split(const std::string& key) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t dot = key.find('.', start);
+    out.push_back(key.substr(start, dot - start));
+    if (dot == std::string::npos) return out;
+    start = dot + 1;
+  }
+}
+
+enum class Target { document, topology, ranks };
+
+struct Axis {
+  SweepAxis out;
+  Target target = Target::document;
+  std::vector<std::string> path;  // below the document root, or below the topology's root
+  std::vector<YAML::Node> values;
+  std::vector<ConfigNode> value_nodes;  // for errors; the sweep entry itself for range values
+};
+
+// The key of a sweep entry -> where its values go. Shorthands: ranks (the topology's rank
+// count), delay (stragglers.delay), stragglers (stragglers.count), persistence, policy, gamma.
+void resolve_target(const ConfigNode& entry, const std::string& key, Axis& a) {
+  static const std::map<std::string, std::string> kShorthands = {
+      {"delay", "stragglers.delay"},
+      {"stragglers", "stragglers.count"},
+      {"persistence", "stragglers.persistence"},
+      {"policy", "prediction.policy"},
+      {"gamma", "network.gamma"}};
+  if (key == "ranks" || key == "topology.ranks") {
+    a.target = Target::ranks;
+    return;
+  }
+  const auto s = kShorthands.find(key);
+  const std::vector<std::string> path = split(s == kShorthands.end() ? key : s->second);
+  static const std::set<std::string> kRoots = {"topology", "network",    "size",
+                                               "delays",   "stragglers", "prediction"};
+  if (!kRoots.count(path[0]) ||
+      std::any_of(path.begin(), path.end(), [](const std::string& p) { return p.empty(); })) {
+    entry.fail(
+        "cannot sweep '" + key +
+        "' (sweep ranks, size, delay, stragglers, persistence, policy, gamma, or a key path under "
+        "topology, network, delays, stragglers or prediction, e.g. topology.bandwidth, "
+        "stragglers.delay.mean)");
+  }
+  if (path[0] == "size" && path.size() > 1) entry.fail("size has no parameters: sweep size itself");
+  if (path[0] == "topology") {
+    if (path.size() == 1) entry.fail("sweep a topology parameter, e.g. topology.bandwidth");
+    a.target = Target::topology;
+    a.path.assign(path.begin() + 1, path.end());
+    return;
+  }
+  a.target = Target::document;
+  a.path = path;
+}
+
+// A number in SI units with its unit, when the scalar has one.
+std::optional<std::pair<double, std::string>> numeric_value(const std::string& text) {
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec == std::errc() && ptr == text.data() + text.size() && std::isfinite(v))
+    return std::pair{v, std::string()};
+  try {
+    return std::pair{parse_time(text).value, std::string("s")};
+  } catch (const InputError&) {
+  }
+  try {
+    return std::pair{static_cast<double>(parse_bytes(text).value), std::string("B")};
+  } catch (const InputError&) {
+  }
+  try {
+    return std::pair{parse_bandwidth(text).value, std::string("B/s")};
+  } catch (const InputError&) {
+  }
+  return std::nullopt;
+}
+
+// {min, max, factor} (nccl-tests -b/-e/-f) or {min, max, step} (-i): sizes for `size`,
+// integers otherwise.
+void expand_range(const ConfigNode& range, bool sizes, Axis& a) {
+  range.allow_only({"min", "max", "factor", "step"});
+  if (range.has("factor") == range.has("step"))
+    range.fail("give a range either a factor or a step");
+  auto read = [&](const char* key) -> std::uint64_t {
+    if (sizes) return range.child(key).as_bytes().value;
+    return static_cast<std::uint64_t>(range.child(key).as_int(0, 1 << 30));
+  };
+  const std::uint64_t lo = read("min"), hi = read("max");
+  if (sizes && lo == 0) range.child("min").fail("size must be > 0");
+  if (hi < lo) range.child("max").fail("max must be >= min");
+  const std::uint64_t factor = range.has("factor") ? range.child("factor").as_int(2, 1 << 20) : 1;
+  const std::uint64_t step =
+      range.has("step")
+          ? (sizes ? range.child("step").as_bytes().value
+                   : static_cast<std::uint64_t>(range.child("step").as_int(1, 1 << 30)))
+          : 0;
+  if (range.has("step") && step == 0) range.child("step").fail("step must be > 0");
+  for (std::uint64_t v = lo; v <= hi;) {
+    const std::string label = sizes ? format_bytes(Bytes{v}) : std::to_string(v);
+    a.out.labels.push_back(label);
+    a.values.emplace_back(label);
+    a.value_nodes.push_back(range);
+    if (a.out.labels.size() > 100000) range.fail("the range has more than 100000 values");
+    if (factor > 1 ? v > hi / factor : v > hi - step) break;
+    v = factor > 1 ? v * factor : v + step;
+  }
+}
+
+Axis load_axis(const ConfigNode& sweep, const std::string& key) {
+  const ConfigNode entry = sweep.child(key);
+  Axis a;
+  a.out.key = key;
+  resolve_target(entry, key, a);
+  if (entry.is_map()) {
+    if (key != "size" && a.target != Target::ranks && key != "stragglers" &&
+        key != "stragglers.count") {
+      entry.fail(
+          "a {min, max, factor|step} range is only for size, ranks and stragglers; list the "
+          "values");
+    }
+    expand_range(entry, key == "size", a);
+  } else {
+    if (entry.is_sequence() && entry.yaml().size() == 0) {
+      entry.fail("empty sweep: give at least one value");
+    }
+    for (const ConfigNode& v : entry.items(/*scalar_ok=*/true)) {
+      a.out.labels.push_back(v.text());
+      a.values.push_back(v.yaml());
+      a.value_nodes.push_back(v);
+    }
+  }
+  for (std::size_t i = 0; i < a.out.labels.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (a.out.labels[i] == a.out.labels[j])
+        a.value_nodes[i].fail("the value is listed twice in sweep." + key);
+    }
+  }
+  // Numeric values for plots; one unit per axis (a bare 0 fits any), else the axis is categorical.
+  std::string unit;
+  bool numeric = true;
+  for (const std::string& label : a.out.labels) {
+    const auto v = numeric_value(label);
+    if (!v) {
+      numeric = false;
+      break;
+    }
+    if (!v->second.empty()) {
+      if (!unit.empty() && unit != v->second) numeric = false;
+      unit = v->second;
+    }
+  }
+  for (const std::string& label : a.out.labels) {
+    const auto v = numeric ? numeric_value(label) : std::nullopt;
+    a.out.numeric.push_back(v ? std::optional<double>(v->first) : std::nullopt);
+  }
+  a.out.unit = numeric ? unit : "";
+  // A constant delay, or a distribution's mean, swept in seconds: the x axis of "where does the
+  // straggler-aware algorithm start to win".
+  const bool delay_path =
+      a.target == Target::document && a.path.size() >= 2 && a.path[0] == "stragglers" &&
+      a.path[1] == "delay" &&
+      (a.path.size() == 2 || (a.path.size() == 3 && (a.path[2] == "value" || a.path[2] == "mean")));
+  a.out.straggler_delay = delay_path && numeric && unit == "s";
+  return a;
+}
+
+std::vector<ExperimentAlgorithm> load_algorithms(const ConfigNode& list,
+                                                 std::vector<ConfigNode>& name_nodes) {
+  std::vector<ExperimentAlgorithm> out;
+  const auto items = list.items();
+  if (items.empty()) list.fail("give at least one algorithm");
+  for (const ConfigNode& item : items) {
+    ExperimentAlgorithm a;
+    if (item.is_map()) item.allow_only({"algorithm", "label", "options"});
+    // Initialized, never assigned: assigning a ConfigNode assigns its YAML::Node, which
+    // rewrites the node it refers to in the document.
+    const ConfigNode name_node = item.is_map() ? item.child("algorithm") : item;
+    const alg::AlgorithmInfo* info = nullptr;
+    try {
+      info = &alg::find_algorithm(name_node.as_string());
+    } catch (const InputError& e) {
+      name_node.fail(e.what());
+    }
+    a.name = info->name;
+    a.label = item.is_map() ? item.get_string("label", a.name) : a.name;
+    if (auto opts = item.is_map() ? item.maybe("options") : std::nullopt) {
+      opts->require_map();
+      for (const std::string& key : opts->keys()) {
+        const bool known = std::any_of(info->options.begin(), info->options.end(),
+                                       [&](const alg::OptionSpec& s) { return s.name == key; });
+        if (!known) {
+          std::string names;
+          for (const alg::OptionSpec& s : info->options)
+            names += (names.empty() ? "" : ", ") + s.name;
+          opts->child(key).fail(
+              "algorithm " + info->name + " has no option '" + key + "' (" +
+              (names.empty() ? std::string("it takes no options") : "options: " + names) + ")");
+        }
+        a.options.set(key, opts->child(key).as_string());
+      }
+    }
+    for (const ExperimentAlgorithm& other : out) {
+      if (other.label == a.label) {
+        item.fail("algorithm label '" + a.label +
+                  "' is used twice (give each entry its own label:)");
+      }
+    }
+    out.push_back(std::move(a));
+    name_nodes.push_back(item);
+  }
+  return out;
+}
+
+// Everything of a point but the topology, which the caller has loaded.
+sim::SimulationConfig load_point(const ConfigNode& root, topo::Topology topology,
+                                 const std::string& dir) {
+  sim::SimulationConfig c;
+  c.topology = std::move(topology);
+  const int n = c.topology.gpu_count();
+  if (auto net = root.maybe("network")) {
+    net->allow_only({"model", "gamma"});
+    c.network =
+        sim::parse_network_kind(net->get_choice("model", {"alphabeta", "flow"}, "alphabeta"));
+    if (net->has("gamma")) c.gamma = net->child("gamma").as_seconds_per_byte();
+  }
+  c.size = root.get_bytes("size");
+  if (c.size.value == 0) root.child("size").fail("size must be > 0");
+  if (auto d = root.maybe("delays")) {
+    d->allow_only({"base"});
+    if (d->has("base")) c.delays.base = load_distribution(d->child("base"), dir);
+  }
+  if (auto s = root.maybe("stragglers")) {
+    s->allow_only({"count", "ranks", "delay", "persistence"});
+    if (s->has("count") && s->has("ranks")) s->fail("give stragglers either a count or ranks");
+    std::vector<int> ranks;
+    if (s->has("ranks")) {
+      for (const ConfigNode& r : s->child("ranks").items(true)) {
+        const int v = static_cast<int>(r.as_int(0, n - 1));
+        if (std::find(ranks.begin(), ranks.end(), v) != ranks.end()) r.fail("rank listed twice");
+        ranks.push_back(v);
+      }
+    } else {
+      const int count = static_cast<int>(s->get_int("count", 1, 0, n - 1));
+      for (int i = 0; i < count; ++i) ranks.push_back(n - 1 - i);
+    }
+    if (!ranks.empty()) {
+      const sim::Distribution delay = load_distribution(s->child("delay"), dir);
+      const double persistence = s->get_double("persistence", 1.0, 0.0, 1.0);
+      for (int r : ranks)
+        c.delays.stragglers.push_back({.rank = r, .extra = delay, .persistence = persistence});
+    }
+  }
+  if (auto p = root.maybe("prediction")) {
+    p->allow_only({"policy", "rank"});
+    c.policy = sim::parse_straggler_policy(
+        p->get_choice("policy", {"oracle", "fixed", "previous"}, "oracle"));
+    if (p->has("rank")) c.straggler = static_cast<int>(p->child("rank").as_int(0, n - 1));
+  }
+  try {
+    const sim::DelayGenerator check(c.delays, n, 0, c.policy, c.straggler.value_or(n - 1));
+  } catch (const InputError& e) {
+    (root.has("stragglers") ? root.child("stragglers") : root).fail(e.what());
+  }
+  return c;
+}
+
+std::string setting_text(const ConfigNode& root, const char* key, const std::string& fallback) {
+  return root.has(key) ? root.child(key).text() : fallback;
+}
+
+}  // namespace
+
+Experiment load_experiment(const ConfigReader& reader) {
+  const ConfigNode root = reader.root();
+  root.require_map();
+  root.allow_only({"name", "description", "topology", "network", "algorithms", "baseline", "metric",
+                   "size", "delays", "stragglers", "prediction", "iterations", "seed", "output",
+                   "sweep"});
+  const std::string dir = reader.directory();
+  Experiment e;
+  e.file = reader.file();
+  e.name = root.get_string("name", std::filesystem::path(reader.file()).stem().string());
+  if (e.name.empty() || e.name.find_first_of("/\\") != std::string::npos) {
+    root.child("name").fail("name must be non-empty without slashes (it names the output folder)");
+  }
+  e.description = root.get_string("description", "");
+  std::vector<ConfigNode> algorithm_nodes;
+  e.algorithms = load_algorithms(root.child("algorithms"), algorithm_nodes);
+  if (auto b = root.maybe("baseline")) {
+    const std::string label = b->as_string();
+    const auto it = std::find_if(e.algorithms.begin(), e.algorithms.end(),
+                                 [&](const ExperimentAlgorithm& a) { return a.label == label; });
+    if (it == e.algorithms.end()) b->fail("the baseline must be one of the algorithms' labels");
+    e.baseline = static_cast<std::size_t>(it - e.algorithms.begin());
+  }
+  e.metric =
+      root.get_choice("metric", {"completion", "after_last_arrival"}, "completion") == "completion"
+          ? Metric::completion
+          : Metric::after_last_arrival;
+  e.iterations = static_cast<int>(root.get_int("iterations", 20, 1, 10'000'000));
+  e.seed = static_cast<std::uint64_t>(root.get_int("seed", 1, 0, INT64_MAX));
+  e.output = root.get_string("output", "results/" + e.name);
+  if (e.output.empty()) root.child("output").fail("output must name a folder");
+
+  // The topology: inline in this document, or the root of a topology file.
+  const ConfigNode topo_entry = root.child("topology");
+  std::unique_ptr<ConfigReader> topo_file;
+  std::string topo_dir = dir;
+  std::string topo_source = topo_entry.text();
+  if (topo_entry.is_scalar() || (topo_entry.is_map() && topo_entry.has("file"))) {
+    const ConfigNode f = topo_entry.is_scalar() ? topo_entry : topo_entry.child("file");
+    if (topo_entry.is_map()) topo_entry.allow_only({"file"});
+    std::filesystem::path path = f.as_string();
+    if (path.is_relative()) path = std::filesystem::path(dir) / path;
+    if (!std::filesystem::exists(path))
+      f.fail("topology file '" + path.string() + "' does not exist");
+    topo_file = std::make_unique<ConfigReader>(path.string());
+    topo_dir = topo_file->directory();
+    topo_source = path.string();
+  }
+  const ConfigReader& topo_reader = topo_file ? *topo_file : reader;
+  YAML::Node doc = root.yaml();
+  YAML::Node topo_doc = topo_file ? topo_file->root().yaml() : YAML::Node(root.yaml()["topology"]);
+  const std::string topo_path = topo_file ? "" : "topology";
+
+  e.settings = {{"topology", topo_source},
+                {"network", setting_text(root, "network", "{model: alphabeta, gamma: 0}")},
+                {"size", setting_text(root, "size", "(swept)")},
+                {"delays", setting_text(root, "delays", "{}")},
+                {"stragglers", setting_text(root, "stragglers", "none")},
+                {"prediction", setting_text(root, "prediction", "{policy: oracle}")}};
+
+  std::vector<Axis> axes;
+  if (auto sweep = root.maybe("sweep")) {
+    sweep->require_map();
+    if (sweep->keys().empty())
+      sweep->fail("empty sweep: give at least one axis, or leave sweep out");
+    for (const std::string& key : sweep->keys()) {
+      axes.push_back(load_axis(*sweep, key));
+      for (std::size_t j = 0; j + 1 < axes.size(); ++j) {
+        // One path a prefix of the other: the later one would overwrite the earlier.
+        const std::vector<std::string>& p = axes[j].path;
+        const std::vector<std::string>& q = axes.back().path;
+        const std::size_t common = std::min(p.size(), q.size());
+        const bool overlap = axes[j].target == axes.back().target &&
+                             (axes[j].target == Target::ranks ||
+                              std::equal(p.begin(), p.begin() + common, q.begin()));
+        if (overlap)
+          sweep->child(key).fail("overlaps sweep." + axes[j].out.key +
+                                 " (both set the same parameter)");
+      }
+    }
+  } else if (!root.has("size")) {
+    root.fail("missing required key 'size' (or sweep it)");
+  }
+  for (const Axis& a : axes) e.axes.push_back(a.out);
+
+  std::size_t total = 1;
+  for (const Axis& a : axes) {
+    total *= a.values.size();
+    if (total > 1'000'000) root.child("sweep").fail("the sweep has more than 1000000 points");
+  }
+  std::map<std::vector<std::size_t>, topo::Topology> topologies;  // by the topology axes' values
+  std::vector<std::size_t> idx(axes.size(), 0);
+  for (std::size_t p = 0; p < total; ++p) {
+    std::size_t rest = p;
+    for (std::size_t k = axes.size(); k-- > 0;) {
+      idx[k] = rest % axes[k].values.size();
+      rest /= axes[k].values.size();
+    }
+    SweepPoint point;
+    point.value = idx;
+    try {
+      Patch patch;
+      std::vector<std::size_t> topo_key;
+      for (std::size_t k = 0; k < axes.size(); ++k) {
+        const Axis& a = axes[k];
+        if (a.target == Target::document)
+          patch.set(doc, a.path, a.values[idx[k]], a.value_nodes[idx[k]]);
+        if (a.target == Target::topology) {
+          patch.set(topo_doc, a.path, a.values[idx[k]], a.value_nodes[idx[k]]);
+          topo_key.push_back(idx[k]);
+        }
+      }
+      for (std::size_t k = 0; k < axes.size(); ++k) {
+        const Axis& a = axes[k];
+        if (a.target != Target::ranks) continue;
+        topo_key.push_back(idx[k]);
+        const ConfigNode tnode(&topo_reader, topo_doc, topo_path);
+        const ConfigNode value = a.value_nodes[idx[k]];
+        const std::int64_t ranks =
+            value.is_map() ? std::stoll(a.out.labels[idx[k]]) : value.as_int(2, 65536);
+        const std::string kind = tnode.get_string("kind");
+        if (kind == "switch" || kind == "fully_connected" || kind == "ring" || kind == "fat_tree") {
+          patch.set(topo_doc, {"ranks"}, a.values[idx[k]], value);
+        } else if (kind == "hierarchical") {
+          const std::int64_t gpn = tnode.get_int("gpus_per_node", std::nullopt, 1, 1024);
+          if (ranks % gpn != 0) {
+            value.fail("a hierarchical topology has nodes x " + std::to_string(gpn) +
+                       " GPUs: the rank count must be a multiple of " + std::to_string(gpn));
+          }
+          patch.set(topo_doc, {"nodes"}, YAML::Node(std::to_string(ranks / gpn)), value);
+        } else {
+          value.fail("sweep.ranks cannot set the rank count of a " + kind +
+                     " topology; sweep its own parameters instead (e.g. topology.x)");
+        }
+      }
+      auto cached = topologies.find(topo_key);
+      if (cached == topologies.end()) {
+        cached = topologies
+                     .emplace(topo_key, load_topology(ConfigNode(&topo_reader, topo_doc, topo_path),
+                                                      topo_dir))
+                     .first;
+      }
+      point.config = load_point(ConfigNode(&reader, doc, ""), cached->second, dir);
+      const int n = point.config.topology.gpu_count();
+      for (std::size_t i = 0; i < e.algorithms.size(); ++i) {
+        const alg::AlgorithmInfo& info = alg::find_algorithm(e.algorithms[i].name);
+        const ConfigNode& where = algorithm_nodes[i];
+        if (!info.supports_ranks(n)) {
+          where.fail("algorithm " + info.name + " does not support " + std::to_string(n) +
+                     " ranks (supported: " + info.supported_ranks + ")");
+        }
+        if (e.algorithms[i].options.has("straggler")) {
+          const ConfigNode s = where.child("options").child("straggler");
+          s.as_int(0, n - 1);
+        }
+      }
+    } catch (const InputError& err) {
+      if (axes.empty()) throw;
+      std::string label;
+      for (std::size_t k = 0; k < axes.size(); ++k) {
+        label += (k ? " " : "") + axes[k].out.key + "=" + axes[k].out.labels[idx[k]];
+      }
+      throw InputError("sweep point " + std::to_string(p + 1) + " of " + std::to_string(total) +
+                       " (" + label + "): " + err.what());
+    }
+    point.config.iterations = e.iterations;
+    point.config.seed = point_seed(e.seed, e.axes, point.value);
+    e.points.push_back(std::move(point));
+  }
+  return e;
+}
+
+}  // namespace ssim::exp

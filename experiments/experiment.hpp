@@ -1,0 +1,151 @@
+// Experiments: a set of algorithms compared over the cartesian product of swept parameters.
+// Defines the typed experiment (Experiment, filled from YAML by load_experiment in config.hpp),
+// the parallel runner, and what it writes: results.csv, results.json and the summary table.
+//
+//   ConfigReader in("configs/experiments/paper_scaling.yaml");
+//   Experiment e = load_experiment(in);                  // every sweep point resolved and checked
+//   std::cout << dry_run_listing(e);                     // the runs, without running them
+//   RunnerOptions o;  o.jobs = 4;
+//   ExperimentResult r = run_experiment(e, o);           // writes <output>/results.{csv,json}
+//   std::cout << summary_table(e, r.points);
+//
+// Runs. A sweep point is one combination of axis values; every algorithm runs on every point.
+// Run r is point r / A, algorithm r % A (A = algorithms.size()); points enumerate the
+// cartesian product with the last axis varying fastest. All algorithms of a point use the same
+// seed, so they see the same arrivals iteration by iteration (paired comparison), and that seed
+// derives from the experiment seed and the point's axis values only (point_seed), never from
+// threads or run order. Results are written in run order whatever --jobs is.
+//
+// Speedup. speedup = baseline time / this time for the same point and iteration, on
+// completion (first arrival -> last finish): it is what a training step waits, and it credits
+// a straggler-aware algorithm for the work it does before the straggler arrives.
+// speedup_after_last_arrival uses the time after the last arrival (the StragglAR paper's
+// "time minus delay"), which isolates the post-arrival part. Experiment::metric selects which
+// of the two the summary table and the plots use.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "algorithms/registry.hpp"
+#include "sim/simulation.hpp"
+
+namespace ssim::exp {
+
+struct ExperimentAlgorithm {
+  std::string label;  // unique within the experiment; the name unless the YAML gives one
+  std::string name;   // registry name
+  alg::Options options;
+};
+
+// One swept parameter.
+struct SweepAxis {
+  std::string key;                  // as written under `sweep:`, e.g. "ranks", "topology.bandwidth"
+  std::vector<std::string> labels;  // its values as written (size ranges expanded)
+  std::vector<std::optional<double>> numeric;  // each value in SI units when it has one
+  std::string unit;                            // of `numeric`: "" (plain number), "s", "B", "B/s"
+  bool straggler_delay = false;                // the stragglers' delay (crossover report)
+};
+
+struct SweepPoint {
+  std::vector<std::size_t> value;  // per axis, the index into its labels
+  sim::SimulationConfig config;    // all but algorithm and options; seed = point_seed(...)
+};
+
+enum class Metric { completion, after_last_arrival };
+
+struct Experiment {
+  std::string name;
+  std::string description;
+  std::string file;  // the YAML it was read from
+  std::vector<ExperimentAlgorithm> algorithms;
+  std::size_t baseline = 0;  // index into algorithms
+  Metric metric = Metric::completion;
+  std::vector<SweepAxis> axes;
+  std::vector<SweepPoint> points;  // the cartesian product, last axis fastest
+  int iterations = 20;
+  std::uint64_t seed = 1;
+  std::string output;  // folder for results.csv, results.json and plots
+  // Human-readable echo of the settings that are the same for every point (topology source,
+  // network, delays, stragglers, prediction), for results.json.
+  std::vector<std::pair<std::string, std::string>> settings;
+
+  std::size_t run_count() const { return points.size() * algorithms.size(); }
+  // "ranks=8 size=1GiB", or "-" without axes.
+  std::string point_label(std::size_t point) const;
+};
+
+// The seed of a sweep point: SplitMix64 of the experiment seed mixed with the FNV-1a hash of
+// "key=value;" over the axes in order. Equal axis values give equal seeds in any experiment.
+std::uint64_t point_seed(std::uint64_t seed, const std::vector<SweepAxis>& axes,
+                         const std::vector<std::size_t>& value);
+
+// Command-line overrides: iterations (> 0) and the experiment seed (re-derives point seeds).
+void set_iterations(Experiment& e, int iterations);
+void set_seed(Experiment& e, std::uint64_t seed);
+
+// Per point and algorithm, over iterations.
+struct AlgorithmSummary {
+  double mean_completion = 0;  // seconds
+  double p90_completion = 0;
+  double mean_after_last_arrival = 0;
+  double p90_after_last_arrival = 0;
+  // Mean baseline time / mean time, on the experiment's metric (the expected-time speedup).
+  double speedup = 0;
+  double mean_iteration_speedup = 0;  // mean over iterations of the per-iteration speedup
+  double loss_fraction = 0;           // iterations where it is slower than the baseline
+  double prediction_accuracy = 0;     // straggler-aware algorithms: predicted == actual
+  bool straggler_aware = false;
+  std::size_t rounds = 0;
+};
+
+struct ExperimentResult {
+  std::string output;                                 // the folder written
+  std::vector<std::vector<AlgorithmSummary>> points;  // [point][algorithm]
+  std::vector<std::string> files;                     // written, in order
+  double seconds = 0;                                 // wall time of the runs
+};
+
+enum class Progress { automatic, bar, lines, none };
+
+struct RunnerOptions {
+  std::string output;  // overrides Experiment::output when not empty
+  int jobs = 0;        // threads; 0: std::thread::hardware_concurrency()
+  // automatic: a bar with ETA when stderr is a terminal, else one line per finished run.
+  Progress progress = Progress::automatic;
+  std::ostream* log = nullptr;  // progress and notes; nullptr: std::cerr
+};
+
+// Runs every (point, algorithm) on `jobs` threads and writes <output>/results.csv (rows of a
+// point as soon as it and every point before it are done, flushed) and results.json. On the
+// first failing run the remaining runs are cancelled, the finished points before it are
+// written, and an InputError names the run, the point and the partial CSV.
+ExperimentResult run_experiment(const Experiment& e, const RunnerOptions& options);
+
+// The same runs without writing files: summaries and the raw results of every run
+// ([point][algorithm]); for the advisor and tests.
+struct ExperimentRuns {
+  std::vector<std::vector<sim::SimulationResult>> runs;
+  std::vector<std::vector<AlgorithmSummary>> summaries;
+};
+ExperimentRuns run_experiment_in_memory(const Experiment& e, int jobs);
+
+// The runs `run` would do, one line each, with the resolved settings of each point.
+std::string dry_run_listing(const Experiment& e);
+
+// Per point: each algorithm's mean time on the metric and its speedup, the winner; loss
+// fractions when delays are random; for a swept straggler delay, where the straggler-aware
+// algorithms start to win (and the alpha-beta model's critical delay where it applies).
+std::string summary_table(const Experiment& e,
+                          const std::vector<std::vector<AlgorithmSummary>>& points);
+
+// The CSV columns of results.csv: gpu_backend/result_csv.hpp's, then the experiment's
+// (run, point, label, one "sweep.<key>" column per axis, seed, last_rank, predicted_straggler,
+// speedup, speedup_after_last_arrival).
+std::vector<std::string> experiment_csv_columns(const Experiment& e);
+
+}  // namespace ssim::exp

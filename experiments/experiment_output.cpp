@@ -1,0 +1,433 @@
+#include "experiments/experiment_output.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <ostream>
+#include <sstream>
+
+#include "algorithms/stragglar.hpp"
+#include "common/error.hpp"
+#include "gpu_backend/result_csv.hpp"
+
+namespace ssim::exp {
+namespace {
+
+std::string number(double v) {
+  char buf[64];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  SSIM_CHECK(ec == std::errc(), "to_chars(double) failed");
+  return std::string(buf, end);
+}
+
+std::string csv_field(const std::string& field) {
+  if (field.find_first_of(",\"\r\n") == std::string::npos) return field;
+  std::string out = "\"";
+  for (char c : field) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+double metric_time(const Experiment& e, const sim::IterationSummary& it) {
+  return e.metric == Metric::completion ? it.completion.value : it.after_last_arrival.value;
+}
+
+// Linear interpolation between order statistics (the usual "type 7" quantile).
+double quantile(std::vector<double> v, double q) {
+  SSIM_CHECK(!v.empty(), "quantile of nothing");
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const std::size_t lo = static_cast<std::size_t>(std::floor(pos));
+  const std::size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
+const char* metric_name(Metric m) {
+  return m == Metric::completion ? "completion" : "after_last_arrival";
+}
+
+// Whether every pair of ranks talks over the same latency and bandwidth, so the closed-form
+// alpha-beta costs apply; then alpha and beta of that route.
+std::optional<alg::CostParams> uniform_params(const sim::SimulationConfig& c) {
+  if (c.network != sim::NetworkKind::alphabeta) return std::nullopt;
+  const int n = c.topology.gpu_count();
+  const topo::Route r = c.topology.route(0, 1);
+  auto same = [&](const topo::Route& o) {
+    return std::fabs(o.latency.value - r.latency.value) <= 1e-12 * r.latency.value &&
+           std::fabs(o.bandwidth.value - r.bandwidth.value) <= 1e-9 * r.bandwidth.value;
+  };
+  for (int j = 1; j < n; ++j) {
+    if (!same(c.topology.route(0, j)) || !same(c.topology.route(j, 0)) ||
+        !same(c.topology.route(j, (j + 1) % n)))
+      return std::nullopt;
+  }
+  return alg::CostParams{
+      .alpha = r.latency.value, .beta = 1.0 / r.bandwidth.value, .gamma = c.gamma.value};
+}
+
+}  // namespace
+
+nlohmann::json simulation_config_json(const sim::SimulationConfig& c) {
+  nlohmann::json j;
+  j["topology"] = {{"name", c.topology.name},
+                   {"description", c.topology.description},
+                   {"ranks", c.topology.gpu_count()},
+                   {"ecmp", c.topology.ecmp()}};
+  j["network"] = {{"model", std::string(sim::to_string(c.network))},
+                  {"gamma_s_per_byte", c.gamma.value}};
+  j["collective"] = {
+      {"algorithm", c.algorithm}, {"size_bytes", c.size.value}, {"options", c.options.values()}};
+  j["delays"] = c.delays.describe();
+  j["prediction"] = {
+      {"policy", std::string(sim::to_string(c.policy))},
+      {"rank", c.straggler ? nlohmann::json(*c.straggler) : nlohmann::json(nullptr)}};
+  j["iterations"] = c.iterations;
+  j["seed"] = c.seed;
+  return j;
+}
+
+std::vector<AlgorithmSummary> summarize_point(const Experiment& e,
+                                              const std::vector<sim::SimulationResult>& runs) {
+  SSIM_CHECK(runs.size() == e.algorithms.size(), "one result per algorithm");
+  const sim::SimulationResult& base = runs[e.baseline];
+  std::vector<AlgorithmSummary> out;
+  for (const sim::SimulationResult& r : runs) {
+    SSIM_CHECK(r.iterations.size() == base.iterations.size(),
+               "same iterations for every algorithm");
+    AlgorithmSummary s;
+    std::vector<double> completion, after;
+    double sum_metric = 0, sum_base = 0, sum_speedup = 0;
+    std::size_t losses = 0;
+    for (std::size_t i = 0; i < r.iterations.size(); ++i) {
+      completion.push_back(r.iterations[i].completion.value);
+      after.push_back(r.iterations[i].after_last_arrival.value);
+      const double t = metric_time(e, r.iterations[i]);
+      const double b = metric_time(e, base.iterations[i]);
+      sum_metric += t;
+      sum_base += b;
+      sum_speedup += t > 0 ? b / t : 1.0;
+      // Equal times within rounding are a tie, not a loss.
+      if (t > b * (1 + 1e-9)) ++losses;
+    }
+    const double iters = static_cast<double>(r.iterations.size());
+    s.mean_completion = r.mean_completion.value;
+    s.p90_completion = quantile(completion, 0.9);
+    s.mean_after_last_arrival = r.mean_after_last_arrival.value;
+    s.p90_after_last_arrival = quantile(after, 0.9);
+    s.speedup = sum_metric > 0 ? sum_base / sum_metric : 1.0;
+    s.mean_iteration_speedup = sum_speedup / iters;
+    s.loss_fraction = static_cast<double>(losses) / iters;
+    s.prediction_accuracy = r.prediction_accuracy;
+    s.straggler_aware = r.straggler_aware;
+    s.rounds = r.rounds;
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<std::string> experiment_csv_columns(const Experiment& e) {
+  std::vector<std::string> c = gpu::result_csv_columns();
+  for (const char* extra : {"run", "point", "label"}) c.emplace_back(extra);
+  for (const SweepAxis& a : e.axes) c.push_back("sweep." + a.key);
+  for (const char* extra :
+       {"seed", "last_rank", "predicted_straggler", "speedup", "speedup_after_last_arrival"})
+    c.emplace_back(extra);
+  return c;
+}
+
+void write_point_rows(std::ostream& out, const Experiment& e, std::size_t point,
+                      const std::vector<sim::SimulationResult>& runs) {
+  const SweepPoint& p = e.points[point];
+  const sim::SimulationResult& base = runs[e.baseline];
+  const std::string device = "simulated " + std::string(sim::to_string(p.config.network)) + " on " +
+                             p.config.topology.name;
+  std::string axis_fields;
+  for (std::size_t k = 0; k < e.axes.size(); ++k)
+    axis_fields += "," + csv_field(e.axes[k].labels[p.value[k]]);
+  for (std::size_t a = 0; a < runs.size(); ++a) {
+    const std::size_t run = point * e.algorithms.size() + a;
+    for (std::size_t i = 0; i < runs[a].iterations.size(); ++i) {
+      const sim::IterationSummary& it = runs[a].iterations[i];
+      const sim::IterationSummary& b = base.iterations[i];
+      gpu::ResultRow row;
+      row.source = gpu::ResultSource::simulated;
+      row.algorithm = e.algorithms[a].name;
+      row.ranks = runs[a].ranks;
+      row.bytes = p.config.size;
+      // The spread of arrivals: last arrival - first arrival.
+      row.delay = Seconds{it.completion.value - it.after_last_arrival.value};
+      if (row.delay.value > 0) row.straggler = it.last_rank;
+      row.iteration = it.iteration;
+      row.time = it.completion;
+      row.after_last_arrival = it.after_last_arrival;
+      gpu::set_bandwidths(row);
+      row.device = device;
+      const double speedup =
+          it.completion.value > 0 ? b.completion.value / it.completion.value : 1.0;
+      const double speedup_after = it.after_last_arrival.value > 0
+                                       ? b.after_last_arrival.value / it.after_last_arrival.value
+                                       : 1.0;
+      out << gpu::format_result_row(row) << "," << run << "," << point << ","
+          << csv_field(e.algorithms[a].label) << axis_fields << "," << p.config.seed << ","
+          << it.last_rank << "," << it.predicted_straggler << "," << number(speedup) << ","
+          << number(speedup_after) << "\n";
+    }
+  }
+}
+
+nlohmann::json experiment_json(const Experiment& e,
+                               const std::vector<std::vector<AlgorithmSummary>>& summaries,
+                               const RunStatus& status) {
+  nlohmann::json j;
+  j["version"] = STRAGGLESIM_VERSION_STRING;
+  j["experiment"] = {{"name", e.name}, {"description", e.description}, {"file", e.file}};
+  j["status"] = {{"state", status.state},
+                 {"message", status.message},
+                 {"started_utc", status.started},
+                 {"seconds", status.seconds},
+                 {"jobs", status.jobs}};
+  nlohmann::json settings = nlohmann::json::object();
+  for (const auto& [k, v] : e.settings) settings[k] = v;
+  j["settings"] = settings;
+  nlohmann::json algs = nlohmann::json::array();
+  for (const ExperimentAlgorithm& a : e.algorithms) {
+    algs.push_back({{"label", a.label}, {"algorithm", a.name}, {"options", a.options.values()}});
+  }
+  j["algorithms"] = algs;
+  j["baseline"] = e.algorithms[e.baseline].label;
+  j["metric"] = metric_name(e.metric);
+  j["speedup"] =
+      "baseline time / time, same point and iteration; column speedup on completion_s (time_s), "
+      "speedup_after_last_arrival on after_last_arrival_s";
+  j["iterations"] = e.iterations;
+  j["seed"] = e.seed;
+  j["output"] = e.output;
+  nlohmann::json axes = nlohmann::json::array();
+  for (const SweepAxis& a : e.axes) {
+    nlohmann::json numeric = nlohmann::json::array();
+    for (const auto& v : a.numeric)
+      numeric.push_back(v ? nlohmann::json(*v) : nlohmann::json(nullptr));
+    axes.push_back({{"key", a.key},
+                    {"column", "sweep." + a.key},
+                    {"values", a.labels},
+                    {"numeric", numeric},
+                    {"unit", a.unit},
+                    {"straggler_delay", a.straggler_delay}});
+  }
+  j["axes"] = axes;
+  nlohmann::json points = nlohmann::json::array();
+  for (std::size_t p = 0; p < e.points.size(); ++p) {
+    nlohmann::json values = nlohmann::json::object();
+    for (std::size_t k = 0; k < e.axes.size(); ++k)
+      values[e.axes[k].key] = e.axes[k].labels[e.points[p].value[k]];
+    nlohmann::json pj = {{"point", p},
+                         {"values", values},
+                         {"seed", e.points[p].config.seed},
+                         {"config", simulation_config_json(e.points[p].config)}};
+    pj["config"].erase("collective");
+    pj["config"]["size_bytes"] = e.points[p].config.size.value;
+    if (p < summaries.size() && !summaries[p].empty()) {
+      nlohmann::json sj = nlohmann::json::object();
+      for (std::size_t a = 0; a < e.algorithms.size(); ++a) {
+        const AlgorithmSummary& s = summaries[p][a];
+        sj[e.algorithms[a].label] = {{"mean_completion_s", s.mean_completion},
+                                     {"p90_completion_s", s.p90_completion},
+                                     {"mean_after_last_arrival_s", s.mean_after_last_arrival},
+                                     {"p90_after_last_arrival_s", s.p90_after_last_arrival},
+                                     {"speedup", s.speedup},
+                                     {"mean_iteration_speedup", s.mean_iteration_speedup},
+                                     {"loss_fraction", s.loss_fraction},
+                                     {"prediction_accuracy", s.prediction_accuracy},
+                                     {"rounds", s.rounds}};
+      }
+      pj["summary"] = sj;
+    }
+    points.push_back(pj);
+  }
+  j["points"] = points;
+  return j;
+}
+
+std::string dry_run_listing(const Experiment& e) {
+  std::ostringstream os;
+  os << e.name << ": " << e.points.size() << " sweep point" << (e.points.size() == 1 ? "" : "s")
+     << " x " << e.algorithms.size() << " algorithm" << (e.algorithms.size() == 1 ? "" : "s")
+     << " = " << e.run_count() << " runs of " << e.iterations << " iteration"
+     << (e.iterations == 1 ? "" : "s") << "; seed " << e.seed << "; output " << e.output << "\n";
+  for (const SweepAxis& a : e.axes) {
+    os << "  sweep." << a.key << ": ";
+    for (std::size_t i = 0; i < a.labels.size(); ++i) os << (i ? ", " : "") << a.labels[i];
+    os << "\n";
+  }
+  os << "  baseline " << e.algorithms[e.baseline].label << "; metric " << metric_name(e.metric)
+     << "\n";
+  for (std::size_t p = 0; p < e.points.size(); ++p) {
+    const sim::SimulationConfig& c = e.points[p].config;
+    os << "point " << p << " [" << e.point_label(p) << "]: " << c.topology.name << " ("
+       << c.topology.gpu_count() << " ranks), " << format_bytes(c.size) << ", "
+       << sim::to_string(c.network) << ", delays " << c.delays.describe() << ", prediction "
+       << sim::to_string(c.policy) << ", seed " << c.seed << "\n";
+    for (std::size_t a = 0; a < e.algorithms.size(); ++a) {
+      os << "  run " << p * e.algorithms.size() + a << ": " << e.algorithms[a].label;
+      if (e.algorithms[a].label != e.algorithms[a].name) os << " (" << e.algorithms[a].name << ")";
+      for (const auto& [k, v] : e.algorithms[a].options.values()) os << " " << k << "=" << v;
+      os << "\n";
+    }
+  }
+  return os.str();
+}
+
+std::string summary_table(const Experiment& e,
+                          const std::vector<std::vector<AlgorithmSummary>>& points) {
+  const std::size_t nalg = e.algorithms.size();
+  const std::string& base_label = e.algorithms[e.baseline].label;
+  // Loss fractions only say something when iterations differ (random delays or stragglers
+  // that move); with constant delays a loss is all or nothing and the speedup says it.
+  bool random = false;
+  for (const SweepPoint& p : e.points) {
+    const sim::DelayModel& d = p.config.delays;
+    random = random || (e.iterations > 1 &&
+                        (d.base.kind_name() != "none" && d.base.kind_name() != "constant"));
+    for (const sim::PersistentStraggler& s : d.stragglers) {
+      random = random ||
+               (e.iterations > 1 && (s.persistence < 1 || (s.extra.kind_name() != "none" &&
+                                                           s.extra.kind_name() != "constant")));
+    }
+  }
+  std::vector<std::string> header;
+  for (const SweepAxis& a : e.axes) header.push_back(a.key);
+  if (e.axes.empty()) header.push_back("point");
+  for (const ExperimentAlgorithm& a : e.algorithms) header.push_back(a.label);
+  header.push_back("winner");
+  std::vector<std::vector<std::string>> rows;
+  std::map<std::string, int> wins;
+  for (std::size_t p = 0; p < points.size() && p < e.points.size(); ++p) {
+    if (points[p].empty()) continue;
+    std::vector<std::string> row;
+    for (std::size_t k = 0; k < e.axes.size(); ++k)
+      row.push_back(e.axes[k].labels[e.points[p].value[k]]);
+    if (e.axes.empty()) row.push_back("-");
+    std::size_t best = 0;
+    auto mean_of = [&](std::size_t a) {
+      return e.metric == Metric::completion ? points[p][a].mean_completion
+                                            : points[p][a].mean_after_last_arrival;
+    };
+    for (std::size_t a = 0; a < nalg; ++a) {
+      const AlgorithmSummary& s = points[p][a];
+      std::string cell = format_time(Seconds{mean_of(a)});
+      if (a != e.baseline) {
+        cell += " (" + fixed(s.speedup, 3) + "x";
+        if (random) cell += ", loses " + fixed(100 * s.loss_fraction, 1) + "%";
+        cell += ")";
+      }
+      row.push_back(cell);
+      if (mean_of(a) < mean_of(best)) best = a;
+    }
+    row.push_back(e.algorithms[best].label);
+    ++wins[e.algorithms[best].label];
+    rows.push_back(row);
+  }
+  std::vector<std::size_t> width(header.size(), 0);
+  for (std::size_t c = 0; c < header.size(); ++c) {
+    width[c] = header[c].size();
+    for (const auto& r : rows) width[c] = std::max(width[c], r[c].size());
+  }
+  std::ostringstream os;
+  os << e.name << ": mean "
+     << (e.metric == Metric::completion ? "completion time (first arrival to end)"
+                                        : "time after the last arrival")
+     << " per algorithm over " << e.iterations << " iteration" << (e.iterations == 1 ? "" : "s")
+     << "; (Nx) = speedup vs " << base_label << " = " << base_label << " time / time";
+  if (random) os << "; loses = share of iterations slower than " << base_label;
+  os << "\n";
+  auto line = [&](const std::vector<std::string>& r) {
+    std::string s;
+    for (std::size_t c = 0; c < r.size(); ++c) {
+      s += r[c];
+      if (c + 1 < r.size()) s += std::string(width[c] - r[c].size() + 2, ' ');
+    }
+    os << s << "\n";
+  };
+  line(header);
+  for (const auto& r : rows) line(r);
+  os << "wins:";
+  for (const ExperimentAlgorithm& a : e.algorithms) {
+    if (wins.count(a.label)) os << " " << a.label << " " << wins[a.label] << "/" << rows.size();
+  }
+  os << "\n";
+
+  // Where the straggler-aware algorithms start to win along a swept straggler delay.
+  std::size_t delay_axis = e.axes.size();
+  for (std::size_t k = 0; k < e.axes.size(); ++k) {
+    if (e.axes[k].straggler_delay) delay_axis = k;
+  }
+  if (delay_axis == e.axes.size()) return os.str();
+  std::map<std::vector<std::size_t>, std::vector<std::size_t>>
+      groups;  // other axes' values -> points
+  for (std::size_t p = 0; p < e.points.size() && p < points.size(); ++p) {
+    if (points[p].empty()) continue;
+    std::vector<std::size_t> key = e.points[p].value;
+    key.erase(key.begin() + static_cast<std::ptrdiff_t>(delay_axis));
+    groups[key].push_back(p);
+  }
+  const SweepAxis& da = e.axes[delay_axis];
+  for (std::size_t a = 0; a < nalg; ++a) {
+    if (a == e.baseline || points.empty() || points.front().empty() ||
+        !points.front()[a].straggler_aware)
+      continue;
+    os << "where " << e.algorithms[a].label << " beats " << base_label << " along sweep." << da.key
+       << ":\n";
+    for (auto& [key, members] : groups) {
+      std::sort(members.begin(), members.end(), [&](std::size_t x, std::size_t y) {
+        return *da.numeric[e.points[x].value[delay_axis]] <
+               *da.numeric[e.points[y].value[delay_axis]];
+      });
+      // The smallest delay from which it wins at every larger swept delay.
+      std::optional<std::size_t> from;
+      for (std::size_t i = members.size(); i-- > 0;) {
+        if (points[members[i]][a].speedup < 1.0) break;
+        from = members[i];
+      }
+      std::string where;
+      const std::size_t first = members.front();
+      for (std::size_t k = 0; k < e.axes.size(); ++k) {
+        if (k != delay_axis)
+          where += (where.empty() ? "" : " ") + e.axes[k].key + "=" +
+                   e.axes[k].labels[e.points[first].value[k]];
+      }
+      os << "  " << (where.empty() ? std::string("all points") : where) << ": ";
+      if (!from) {
+        os << "never (up to " << da.labels[e.points[members.back()].value[delay_axis]] << ")";
+      } else if (*from == members.front()) {
+        os << "at every swept delay (from " << da.labels[e.points[*from].value[delay_axis]] << ")";
+      } else {
+        os << "from " << da.labels[e.points[*from].value[delay_axis]] << " on";
+      }
+      const sim::SimulationConfig& c = e.points[first].config;
+      if (e.algorithms[a].name == "stragglar" && e.algorithms[e.baseline].name == "ring" &&
+          e.algorithms[a].options.values().empty()) {
+        if (const auto params = uniform_params(c)) {
+          const int n = c.topology.gpu_count();
+          const double d =
+              alg::stragglar_critical_delay(n, static_cast<double>(c.size.value), *params);
+          os << "; alpha-beta model critical delay "
+             << (std::isfinite(d) ? format_time(Seconds{d}) : std::string("infinite (never wins)"));
+        }
+      }
+      os << "\n";
+    }
+  }
+  return os.str();
+}
+
+}  // namespace ssim::exp

@@ -1,0 +1,46 @@
+// What the experiment runner and `stragglesim simulate` write: result CSV rows of an experiment
+// point, the JSON echo of a simulation's resolved configuration and of a whole experiment.
+//
+//   nlohmann::json j = simulation_config_json(config);       // topology, network, delays, seed...
+//   write_point_rows(csv, experiment, point, runs);          // one row per algorithm and iteration
+//   summaries[p] = summarize_point(experiment, runs);
+#pragma once
+
+#include <iosfwd>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "experiments/experiment.hpp"
+#include "sim/simulation.hpp"
+
+namespace ssim::exp {
+
+// The resolved configuration of one simulation (defaults and seed included), for result files.
+nlohmann::json simulation_config_json(const sim::SimulationConfig& c);
+
+// Per algorithm of a point (runs[a] is algorithm a's result): means, p90s, speedups on the
+// experiment's metric against the baseline, loss fraction.
+std::vector<AlgorithmSummary> summarize_point(const Experiment& e,
+                                              const std::vector<sim::SimulationResult>& runs);
+
+// Rows of results.csv for point `point` (experiment_csv_columns order), algorithms in order,
+// iterations in order.
+void write_point_rows(std::ostream& out, const Experiment& e, std::size_t point,
+                      const std::vector<sim::SimulationResult>& runs);
+
+// results.json: version, the experiment file, its resolved settings, seed, axes (labels and
+// numeric values, which plot.py reads), every point (values, seed, resolved configuration and,
+// once done, the summary per algorithm), and the status of the run.
+struct RunStatus {
+  std::string state;    // "complete" | "failed"
+  std::string message;  // the failure, if any
+  std::string started;  // UTC
+  double seconds = 0;
+  int jobs = 0;
+};
+nlohmann::json experiment_json(const Experiment& e,
+                               const std::vector<std::vector<AlgorithmSummary>>& summaries,
+                               const RunStatus& status);
+
+}  // namespace ssim::exp

@@ -1,0 +1,135 @@
+// `stragglesim run` and `stragglesim advise` through the built binary.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_support.hpp"
+
+namespace ssim::testing {
+namespace {
+
+bool contains(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
+
+std::string source(const std::string& relative) {
+  return std::string(STRAGGLESIM_SOURCE_DIR) + "/" + relative;
+}
+
+std::string temp_dir(const std::string& tag) {
+  const std::string dir = "/tmp/ssim_cli_run_" + tag + "_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+std::size_t lines_of(const std::string& path) {
+  std::ifstream in(path);
+  std::size_t n = 0;
+  for (std::string line; std::getline(in, line);) ++n;
+  return n;
+}
+
+TEST(CliRun, DryRunListsTheRunsAndWritesNothing) {
+  const std::string dir = temp_dir("dry");
+  const CommandResult r =
+      run_cli("run " + source("configs/experiments/paper_scaling.yaml") + " --dry-run -o " + dir);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  // 18 rank counts x 5 algorithms.
+  EXPECT_TRUE(
+      contains(r.out, "paper_scaling: 18 sweep points x 5 algorithms = 90 runs of 1 iteration"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "point 17 [ranks=1024]: switch(1024) (1024 ranks), 1GiB, alphabeta"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "  run 89: dbtree\n")) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
+TEST(CliRun, DefaultExperimentRunsWellUnderAMinute) {
+  // No experiment argument: configs/experiments/default.yaml, the main job.
+  const std::string dir = temp_dir("default");
+  const auto start = std::chrono::steady_clock::now();
+  const CommandResult r = run_cli("run -o " + dir + " --no-plots --jobs 2");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_LT(seconds, 20.0);
+  EXPECT_TRUE(contains(r.out, "default: mean completion time")) << r.out;
+  EXPECT_TRUE(contains(r.out, "wins:")) << r.out;
+  // Non-terminal stderr: one line per finished run.
+  EXPECT_TRUE(contains(r.err, "[1/")) << r.err;
+  const auto j = nlohmann::json::parse(slurp(dir + "/results.json"));
+  const std::size_t runs = j["points"].size() * j["algorithms"].size();
+  EXPECT_EQ(lines_of(dir + "/results.csv"), 1 + runs * j["iterations"].get<std::size_t>());
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CliRun, PlotsOrASayWhyNot) {
+  const std::string dir = temp_dir("plots");
+  const std::string yaml = dir + ".yaml";
+  std::ofstream(yaml) << "topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us}\n"
+                         "algorithms: [stragglar, ring]\nbaseline: ring\nsize: 64MiB\n"
+                         "stragglers: {delay: 2ms}\niterations: 2\nsweep: {ranks: [4, 8]}\n";
+  const CommandResult r = run_cli("run " + yaml + " -o " + dir + " -q");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  // Plotting never fails the run: either the PNGs exist or stderr says why not.
+  const bool plotted = std::filesystem::exists(dir + "/speedup_vs_ranks.png") &&
+                       std::filesystem::exists(dir + "/time_cdf.png");
+  EXPECT_TRUE(plotted || contains(r.err, "plots")) << r.out << r.err;
+  std::filesystem::remove_all(dir);
+  std::remove(yaml.c_str());
+}
+
+TEST(CliRun, BadInputIsOneClearError) {
+  const CommandResult missing = run_cli("run /nonexistent/exp.yaml");
+  EXPECT_EQ(missing.rc, 1);
+  EXPECT_TRUE(contains(missing.err, "/nonexistent/exp.yaml: cannot open file for reading"))
+      << missing.err;
+
+  const std::string yaml = temp_dir("bad") + ".yaml";
+  std::ofstream(yaml) << "topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us}\n"
+                         "algorithms: [ring, nope]\nsize: 1MiB\n";
+  const CommandResult bad = run_cli("run " + yaml + " --dry-run");
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_TRUE(contains(bad.err, yaml + ":2:20: algorithms[1]: unknown algorithm")) << bad.err;
+  std::remove(yaml.c_str());
+}
+
+TEST(CliAdvise, RanksTheCandidates) {
+  const CommandResult r = run_cli(
+      "advise --topology dgx_h100 --size 1GiB --delay-dist '{distribution: lognormal, mean: 9.5ms, "
+      "p90: 18.8ms}' "
+      "--persistence 0.9 --algorithms stragglar,ring,direct --iterations 100");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  // With a ~9.5 ms straggler at 1 GiB on 8 GPUs StragglAR hides its ReduceScatter
+  // (T_RS ~ 1.9 ms) most of the time and wins; Direct's full-buffer steps lose.
+  EXPECT_TRUE(contains(r.out, "\n1    stragglar")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\n3    direct")) << r.out;
+  EXPECT_TRUE(contains(r.out, "use stragglar: expected ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "dgx-h100, 8 ranks, 1GiB")) << r.out;
+
+  const CommandResult shorthand = run_cli(
+      "advise --topology switch:450GiB/s:3us --ranks 16 --size 64MiB --delay-dist 5ms --iterations "
+      "5");
+  ASSERT_EQ(shorthand.rc, 0) << shorthand.err;
+  EXPECT_TRUE(contains(shorthand.out, "switch(16), 16 ranks, 64MiB")) << shorthand.out;
+}
+
+TEST(CliAdvise, BadFlagsNameTheFlag) {
+  const CommandResult dist = run_cli(
+      "advise --topology dgx_h100 --size 1GiB --delay-dist '{distribution: lognormal, mean: "
+      "9.5ms}'");
+  EXPECT_EQ(dist.rc, 1);
+  EXPECT_TRUE(contains(dist.err, "--delay-dist:1:")) << dist.err;
+  const CommandResult topo = run_cli("advise --topology nowhere --size 1GiB");
+  EXPECT_EQ(topo.rc, 1);
+  EXPECT_TRUE(contains(topo.err, "--topology 'nowhere': not a file")) << topo.err;
+  const CommandResult size = run_cli("advise --topology dgx_h100 --size 1GB/s");
+  EXPECT_EQ(size.rc, 1);
+  EXPECT_TRUE(contains(size.err, "--size:")) << size.err;
+}
+
+}  // namespace
+}  // namespace ssim::testing

@@ -1,0 +1,225 @@
+// The experiment runner: CSV determinism across --jobs, the speedup columns, the StragglAR
+// paper's scaling numbers from the shipped paper_scaling.yaml, the crossover report, partial
+// results when a run fails.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common/error.hpp"
+#include "experiments/config.hpp"
+#include "experiments/experiment.hpp"
+#include "gpu_backend/result_csv.hpp"
+
+namespace ssim::exp {
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string temp_dir(const std::string& tag) {
+  const std::string dir = "/tmp/ssim_exp_" + tag + "_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+// results.csv as rows of named fields (no quoted commas in these tests' data).
+std::vector<std::map<std::string, std::string>> read_csv(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::string> header;
+  std::stringstream hs(line);
+  for (std::string f; std::getline(hs, f, ',');) header.push_back(f);
+  std::vector<std::map<std::string, std::string>> rows;
+  while (std::getline(in, line)) {
+    std::stringstream ls(line);
+    std::map<std::string, std::string> row;
+    std::size_t i = 0;
+    for (std::string f; std::getline(ls, f, ',');) row[header.at(i++)] = f;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+RunnerOptions quiet(const std::string& dir, int jobs) {
+  RunnerOptions o;
+  o.output = dir;
+  o.jobs = jobs;
+  o.progress = Progress::none;
+  return o;
+}
+
+Experiment load(const std::string& yaml) {
+  return load_experiment(ConfigReader::from_string(yaml, "exp.yaml"));
+}
+
+TEST(ExperimentRunner, SameSeedSameCsvWhateverTheJobs) {
+  // Random delays that move (persistence < 1) and a `previous` policy: every source of
+  // randomness and of order dependence in one experiment.
+  const Experiment e = load(
+      "topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us}\n"
+      "algorithms: [stragglar, ring, dbtree]\n"
+      "delays: {base: {distribution: exponential, mean: 50us}}\n"
+      "stragglers: {count: 1, delay: {distribution: lognormal, mean: 9.5ms, p90: 18.8ms}, "
+      "persistence: 0.8}\n"
+      "prediction: {policy: previous}\n"
+      "iterations: 20\nseed: 3\n"
+      "sweep: {ranks: [4, 8, 12], size: [1MiB, 64MiB]}\n");
+  const std::string a = temp_dir("det1"), b = temp_dir("det3");
+  run_experiment(e, quiet(a, 1));
+  run_experiment(e, quiet(b, 3));
+  const std::string csv = slurp(a + "/results.csv");
+  EXPECT_EQ(csv, slurp(b + "/results.csv"));
+  EXPECT_EQ(read_csv(a + "/results.csv").size(),
+            6u * 3u * 20u);  // points x algorithms x iterations
+  std::filesystem::remove_all(a);
+  std::filesystem::remove_all(b);
+}
+
+TEST(ExperimentRunner, SpeedupColumnsAgainstTheBaselineOfTheSameIteration) {
+  // 8 ranks, alpha 3us, beta = 1/(450 GiB/s), 1 GiB, rank 7 arrives 10 ms late. Both ring and
+  // rhd have the straggler in every round, so after its arrival each runs its closed form:
+  //   ring: 2(n-1) alpha + 2(n-1)/n s beta = 14 * 3us + 1.75/450 s
+  //   rhd:  2 log2(n) alpha + 2(n-1)/n s beta = 6 * 3us + 1.75/450 s
+  // speedup (completion) = (10ms + T_ring) / (10ms + T_rhd); after the last arrival T_ring / T_rhd.
+  const Experiment e = load(
+      "topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us}\n"
+      "algorithms: [rhd, ring]\nbaseline: ring\nsize: 1GiB\n"
+      "stragglers: {count: 1, delay: 10ms}\niterations: 2\n");
+  const std::string dir = temp_dir("speedup");
+  const ExperimentResult r = run_experiment(e, quiet(dir, 2));
+  const double t_ring = 14 * 3e-6 + 1.75 / 450, t_rhd = 6 * 3e-6 + 1.75 / 450;
+  const auto rows = read_csv(dir + "/results.csv");
+  ASSERT_EQ(rows.size(), 4u);
+  for (const auto& row : rows) {
+    const bool rhd = row.at("label") == "rhd";
+    EXPECT_NEAR(std::stod(row.at("time_s")), 10e-3 + (rhd ? t_rhd : t_ring), 1e-12);
+    EXPECT_NEAR(std::stod(row.at("speedup")), rhd ? (10e-3 + t_ring) / (10e-3 + t_rhd) : 1.0,
+                1e-12);
+    EXPECT_NEAR(std::stod(row.at("speedup_after_last_arrival")), rhd ? t_ring / t_rhd : 1.0, 1e-12);
+    EXPECT_EQ(row.at("straggler"), "7");
+    EXPECT_NEAR(std::stod(row.at("delay_s")), 10e-3, 1e-15);
+  }
+  EXPECT_NEAR(r.points[0][0].speedup, (10e-3 + t_ring) / (10e-3 + t_rhd), 1e-12);
+  EXPECT_EQ(r.points[0][0].loss_fraction, 0.0);
+  const auto j = nlohmann::json::parse(slurp(dir + "/results.json"));
+  EXPECT_EQ(j["status"]["state"], "complete");
+  EXPECT_EQ(j["points"][0]["seed"], e.points[0].config.seed);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ExperimentRunner, ShippedPaperScalingReproducesTheStragglarTable) {
+  // stragglar.md section 3.3 (simulation.py's model): Ring/StragglAR after the straggler
+  // arrives = 1.363 at n = 8 and 1.941 at n = 256. The shipped experiment, reduced to those two
+  // rank counts and the two algorithms.
+  Experiment e = load_experiment(ConfigReader(std::string(STRAGGLESIM_SOURCE_DIR) +
+                                              "/configs/experiments/paper_scaling.yaml"));
+  std::erase_if(e.points, [&](const SweepPoint& p) {
+    const std::string& n = e.axes[0].labels[p.value[0]];
+    return n != "8" && n != "256";
+  });
+  ASSERT_EQ(e.points.size(), 2u);
+  std::erase_if(e.algorithms, [](const ExperimentAlgorithm& a) {
+    return a.label != "stragglar" && a.label != "ring";
+  });
+  ASSERT_EQ(e.algorithms.size(), 2u);
+  e.baseline = e.algorithms[0].label == "ring" ? 0 : 1;
+  const std::string dir = temp_dir("paper");
+  run_experiment(e, quiet(dir, 2));
+  std::map<std::string, double> after;  // "label/ranks" -> after_last_arrival_s
+  std::map<std::string, double> speedup_column;
+  for (const auto& row : read_csv(dir + "/results.csv")) {
+    after[row.at("label") + "/" + row.at("ranks")] = std::stod(row.at("after_last_arrival_s"));
+    speedup_column[row.at("label") + "/" + row.at("ranks")] =
+        std::stod(row.at("speedup_after_last_arrival"));
+  }
+  const double r8 = after.at("ring/8") / after.at("stragglar/8");
+  const double r256 = after.at("ring/256") / after.at("stragglar/256");
+  EXPECT_NEAR(r8, 1.363, 5e-4) << r8;
+  EXPECT_NEAR(r256, 1.941, 5e-4) << r256;
+  EXPECT_NEAR(speedup_column.at("stragglar/8"), r8, 1e-12);
+  // Paper table, ms: StragglAR 2.884 and 3.069, Ring 3.931 and 5.957.
+  EXPECT_NEAR(after.at("stragglar/8"), 2.884e-3, 5e-7);
+  EXPECT_NEAR(after.at("ring/256"), 5.957e-3, 5e-7);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ExperimentRunner, SummaryShowsWinnerLossesAndCriticalDelay) {
+  // 8 ranks, 4 GiB: StragglAR ties Ring at the model's critical delay, 3.495 ms
+  // (T_RS + T_2 - T_ring with 6 and 9 rounds of alpha + s/7 beta, 14 of alpha + s/8 beta).
+  const Experiment e = load(
+      "topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us}\n"
+      "algorithms: [stragglar, ring]\nbaseline: ring\nsize: 4GiB\n"
+      "stragglers: {count: 1, delay: 1ms}\niterations: 1\n"
+      "sweep: {delay: [3ms, 3.5ms, 4ms]}\n");
+  const ExperimentRuns runs = run_experiment_in_memory(e, 2);
+  const std::string table = summary_table(e, runs.summaries);
+  // At 3 ms: StragglAR max(3ms, T_RS) + T_2 = 19.093 ms; Ring 3 ms + T_ring = 18.598 ms.
+  EXPECT_NE(table.find("19.093ms (0.974x)  18.598ms  ring"), std::string::npos) << table;
+  EXPECT_NE(table.find("from 3.5ms on; alpha-beta model critical delay 3.495ms"), std::string::npos)
+      << table;
+  EXPECT_NE(table.find("wins: stragglar 2/3 ring 1/3"), std::string::npos) << table;
+  EXPECT_EQ(table.find("loses"), std::string::npos) << "constant delays: no loss column\n" << table;
+
+  const Experiment random = load(
+      "topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us}\n"
+      "algorithms: [stragglar, ring]\nbaseline: ring\nsize: 1GiB\n"
+      "stragglers: {count: 1, delay: {distribution: uniform, low: 0ms, high: 2ms}}\niterations: "
+      "50\n");
+  const ExperimentRuns rr = run_experiment_in_memory(random, 1);
+  // Below ~0.88 ms (the 1 GiB critical delay) StragglAR loses: about 44% of U(0, 2ms).
+  EXPECT_GT(rr.summaries[0][0].loss_fraction, 0.2);
+  EXPECT_LT(rr.summaries[0][0].loss_fraction, 0.7);
+  EXPECT_NE(summary_table(random, rr.summaries).find("loses"), std::string::npos);
+}
+
+TEST(ExperimentRunner, AFailingRunKeepsThePointsBeforeIt) {
+  // The second link set leaves g2 unreachable: every run of point 1 fails when it routes.
+  const Experiment e = load(
+      "topology:\n"
+      "  kind: custom\n"
+      "  nodes: [{name: g0}, {name: g1}, {name: g2}, {name: sw, type: switch}]\n"
+      "  links: []\n"
+      "algorithms: [ring, rhd]\nsize: 1MiB\niterations: 2\n"
+      "sweep:\n"
+      "  topology.links:\n"
+      "    - [{from: g0, to: sw, bandwidth: 1GB/s, latency: 1us}, {from: g1, to: sw, bandwidth: "
+      "1GB/s, latency: 1us},\n"
+      "       {from: g2, to: sw, bandwidth: 1GB/s, latency: 1us}]\n"
+      "    - [{from: g0, to: sw, bandwidth: 1GB/s, latency: 1us}, {from: g1, to: sw, bandwidth: "
+      "1GB/s, latency: 1us}]\n");
+  for (int jobs : {1, 2}) {
+    const std::string dir = temp_dir("fail" + std::to_string(jobs));
+    std::string message;
+    try {
+      run_experiment(e, quiet(dir, jobs));
+    } catch (const InputError& err) {
+      message = err.what();
+    }
+    EXPECT_NE(message.find("run 2 ("), std::string::npos) << message;
+    EXPECT_NE(message.find("ring) failed: no route"), std::string::npos) << message;
+    EXPECT_NE(message.find("the 2 runs of the 1 sweep point before it are in " + dir +
+                           "/results.csv (partial)"),
+              std::string::npos)
+        << message;
+    // Point 0: 2 algorithms x 2 iterations. The swept link lists hold commas: a real CSV reader.
+    std::ifstream csv(dir + "/results.csv");
+    EXPECT_EQ(gpu::read_result_csv(csv, "results.csv").size(), 4u);
+    const auto j = nlohmann::json::parse(slurp(dir + "/results.json"));
+    EXPECT_EQ(j["status"]["state"], "failed");
+    EXPECT_TRUE(j["points"][0].contains("summary"));
+    EXPECT_FALSE(j["points"][1].contains("summary"));
+    std::filesystem::remove_all(dir);
+  }
+}
+
+}  // namespace
+}  // namespace ssim::exp
