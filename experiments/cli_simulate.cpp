@@ -14,6 +14,7 @@ namespace {
 struct SimulateArgs {
   std::string config;
   bool json = false;
+  bool per_rank = false;
   std::string trace;
   int trace_iteration = 0;
   int iterations = 0;  // 0: as configured
@@ -47,6 +48,15 @@ std::string summary_json(const sim::SimulationConfig& c, const sim::SimulationRe
                    {"busbw_GBps", it.busbw.value / 1e9},
                    {"last_rank", it.last_rank},
                    {"predicted_straggler", it.predicted_straggler}});
+    if (!it.finish.empty()) {
+      nlohmann::json arrival = nlohmann::json::array(), finish = nlohmann::json::array();
+      for (std::size_t k = 0; k < it.finish.size(); ++k) {
+        arrival.push_back(it.arrival[k].value);
+        finish.push_back(it.finish[k].value);
+      }
+      its.back()["arrival_s"] = std::move(arrival);
+      its.back()["finish_s"] = std::move(finish);
+    }
   }
   j["iterations"] = std::move(its);
   j["mean_completion_s"] = r.mean_completion.value;
@@ -102,6 +112,7 @@ void run_simulate(const SimulateArgs& a) {
   const ConfigReader reader(a.config);
   sim::SimulationConfig c = load_simulation_config(reader);
   if (a.iterations > 0) c.iterations = a.iterations;
+  c.per_rank_times = a.per_rank;
   if (a.seed >= 0) c.seed = static_cast<std::uint64_t>(a.seed);
   if (!a.trace.empty()) {
     if (a.trace_iteration >= c.iterations) {
@@ -127,6 +138,8 @@ void add_simulate_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("simulate", "Simulate one AllReduce configuration (YAML) over many iterations");
   cmd->add_option("config", args->config, "Simulation YAML (see README, \"Simulate\")")->required();
   cmd->add_flag("--json", args->json, "Print the results as JSON instead of a table");
+  cmd->add_flag("--per-rank", args->per_rank,
+                "With --json: every iteration's per-rank arrival and finish times (arrival_s, finish_s)");
   cmd->add_option("--trace", args->trace, "Write a Chrome trace (Perfetto) of one iteration to FILE");
   cmd->add_option("--trace-iteration", args->trace_iteration, "Iteration to trace (default 0)")
       ->check(CLI::NonNegativeNumber);

@@ -40,6 +40,23 @@ TEST(CliSimulate, IssueExampleRunsAndPrintsJson) {
   EXPECT_EQ(j["config"]["seed"], 1);
 }
 
+TEST(CliSimulate, PerRankTimes) {
+  const CommandResult r = simulate(kTopology +
+                                   "collective: {algorithm: ring, size: 1GiB}\n"
+                                   "delays: {persistent: [{rank: 7, delay: 10ms}]}\n",
+                                   "--json --per-rank");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto it = nlohmann::json::parse(r.out)["iterations"][0];
+  ASSERT_EQ(it["finish_s"].size(), 8u);
+  EXPECT_DOUBLE_EQ(it["arrival_s"][7].get<double>(), 10e-3);
+  EXPECT_DOUBLE_EQ(it["arrival_s"][0].get<double>(), 0.0);
+  // Every rank of a ring takes part in the last round, so all finish together.
+  EXPECT_NEAR(it["finish_s"][0].get<double>(), it["completion_s"].get<double>(), 1e-12);
+  EXPECT_FALSE(nlohmann::json::parse(simulate(kTopology + "collective: {algorithm: ring, size: 1GiB}\n", "--json").out)
+                   ["iterations"][0]
+                       .contains("finish_s"));
+}
+
 TEST(CliSimulate, TableAndTrace) {
   const std::string trace = "/tmp/ssim_trace_" + std::to_string(::getpid()) + ".json";
   const CommandResult r =
