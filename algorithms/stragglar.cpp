@@ -8,39 +8,59 @@
 // S is busy until round m-1, then holds everything and sends one chunk per round.
 // Lower bound: chunk m-1 is released in round m-1 with two holders and holders at most
 // double per round, so R >= m-1 + ceil(log2 n) = n-2+L with L = ceil(log2 n).
+// At R = n-2+L there is almost no slack: rounds 0..m-1 have m-1 free receivers, the L-1
+// later ones m, m(m-1) copies are needed and before round L at most 2^t - 1 ranks have
+// anything to send, which leaves e = 2^L - n receive slots to waste in the whole phase.
+// So from round L on nearly every free rank sends one chunk and receives one per round.
 //
-// Powers of two: a group construction that meets the bound (make_groups below).
-//   Every non-straggler belongs to exactly one group: the holders of one active chunk
-//   (released, not yet everywhere). At the start of round t the group of chunk t-k has
-//   2^(k-1) members for k = 1..L; the oldest group O (chunk o = t-L, n/2 members) contains
-//   the busy rank t. Round t pairs O \ {t} one-to-one with the n/2-1 members of the younger
-//   groups: each pair swaps (O member gives o, the other gives its chunk). Then o is on all
-//   n-1 non-stragglers (complete), every younger group doubled, and rank t starts the group
-//   of chunk t. These are the doubling deadlines of the paper (I4, I5).
-//   Critical window (I6): rank r must be in the group of chunk r-L when it meets S in round
-//   r, because it cannot send then and only the oldest group has a spare member. So an O
-//   member r with t < r < t+L may only join a chunk c <= r-L; it takes the newest such c.
-//   A member of the younger groups never changes group before its chunk becomes oldest,
-//   so the rule keeps every rank r inside a group c <= r-L until round r. It can always be
-//   met: window rank t+i needs one of the i oldest younger chunks, which have
-//   2^(L-2) + ... + 2^(L-1-i) >= i members to pair with (Hall's condition).
-//   Ramp-up: rounds 0..L-1 run the same rule from a virtual start in which the ranks sit in
-//   groups of the nonexistent chunks -L..-1 (rank r < L in group r-L, so it holds nothing
-//   when it meets S); a virtual chunk moves no data, so the first rounds are a pure doubling
-//   of chunks 0, 1, ... towards the ranks that will need them.
-//   Tail (rounds >= m): no chunk is released, S is free. The pairing continues for the old
-//   chunks; the O member that would have been busy and the partners of the groups of the
-//   nonexistent chunks m, m+1, ... are idle: they receive chunk m-1 from S and from the
-//   ranks that got it the same way earlier (1, 2, 4, ... of them), so chunk m-1 goes
-//   1, 3, 7, ..., n-1 and ends with chunk m-2 in round m-3+L = R-1.
+// The doubling construction (make_doubling) builds such schedules. Chunk c is unfinished
+// from round c until round c+L, in which it reaches the last ranks; at the start of round t
+// the oldest unfinished chunk is o = t-L, the next-oldest p = t-L+1. Every rank that is not
+// busy sends one unfinished chunk, its group; a double also holds a second one that it
+// does not send, its spare.
+//   Spare weight: if every holder of c sent it in every round, c would have 2^(L-1)
+//   holders at the start of round c+L and need n/2 of them (the busy rank holds c and does
+//   not send it). A rank keeping c as a spare in round c+a removes 2^(L-a) from that
+//   count, so the spares kept of every chunk must weigh exactly e. Spares are of the
+//   oldest chunk (type-A double: sends its group, keeps o; weight 1) or of the next-oldest
+//   (type B: sends o, keeps p; weight 2): every round needs #A + 2 #B = e.
+//   Round t: the singles of the oldest group and the type-B doubles send o to every rank
+//   lacking it; every other rank sends its group to a holder of o: a type-A double whose
+//   group is not p takes p (its next spare), one whose group is p another younger chunk
+//   (its new group), a type-B double chunk t-L+2 (its next spare), a single of the oldest
+//   group any younger chunk (its new group). That is a matching of receivers to chunks
+//   with one slot per sender (ChunkMatching: newest chunk first, augmenting paths).
+//   Critical window (the paper's I6): rank r can neither send nor receive in round r, so a
+//   single must then hold just o = r-L; a single r with t < r < t+L only joins chunks
+//   c <= r-L. With e = 0 (powers of two) there are no doubles and this is the paper's
+//   pipeline: groups of 1, 2, 4, ..., n/2 that double every round (invariants I4-I6).
+//   Ramp (rounds 0..L-1): every holder sends, round t carries 2^(t-1-c) copies of chunk c,
+//   and e ranks end up type A in round L (spare: chunk 0): first ranks 1..L-2 and 0 (which
+//   gets chunk 1 instead), all in round L-1, then later ranks (plan_ramp).
+//   A busy double sends nothing, so it must be type B in its round (p unsent is its spare
+//   anyway, o is what every busy rank leaves unsent) and is type A afterwards. The number
+//   of type-B doubles is fixed (e minus the number of doubles), so the role moves: the
+//   busy double takes it from another double holding {o, p}. A later double therefore
+//   steers its groups to be p in its own round (it only takes groups c <= r-L+1).
+//   A type-A double left without a chunk in a round is dropped (it keeps its group only:
+//   one of the e wasted slots) and another one holding {o, p} turns type B; the first
+//   busy double also creates its token this way.
+//   Tail (rounds >= m): S joins the senders of chunk m-1 and of o; chunk m-1 grows
+//   1, 3, 7, ... and finishes with chunk m-2 in round R-1.
+// Nothing here is proven for general n. The construction checks itself as it goes (no
+// sender left for o, a busy double outside p's group, no double to promote: it gives up)
+// and the caller then uses the greedy. Two choices of the late doubles are tried, then
+// the same with one copy of chunk 0 fewer in round L-1 (one double fewer, one type-B
+// double from the start). With the greedy for n = 3 and 9 this meets the bound for every
+// n in 3..4096 but 33, 1025 and 2049: n = 2^(L-1)+1, where nearly every rank is a double
+// (5, 17, 65, 129, 257 and 513 work with the ramp with one copy fewer).
 //
-// Other n: the group sizes above do not fit (n-1 is not 2^L - 1), and keeping a perfect
-// pipeline needs ranks that hold two active chunks, which this file does not construct.
-// A randomised greedy takes over (make_greedy): per round, chunks from the newest to the
-// oldest, each sent by its idle holders with the fewest active chunks to the idle ranks that
-// lack it, ranks in the critical window only getting chunks they may hold when meeting S
-// (c + L <= r) and preferring c = r-L; in the tail S helps. A few seeded tie-breaks are tried
-// and the schedule with the fewest rounds kept (README.md has the table against the bound).
+// The greedy (make_greedy; n = 3 and where the construction gives up): per round, chunks
+// from the newest to the oldest, each sent by its idle holders with the fewest active
+// chunks to the idle ranks that lack it, ranks in the critical window only getting chunks
+// they may hold when meeting S (c + L <= r) and preferring c = r-L; in the tail S helps. A
+// few seeded tie-breaks are tried and the schedule with the fewest rounds kept. README.md
+// has the round counts against the bound.
 #include "algorithms/stragglar.hpp"
 
 #include <algorithm>
@@ -49,6 +69,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -98,7 +119,8 @@ class Holdings {
   void add(int rank, int chunk) {
     SSIM_CHECK(!has(rank, chunk), "stragglar: chunk delivered twice");
     row(rank)[chunk / 64] |= std::uint64_t{1} << (chunk % 64);
-    by_chunk_[static_cast<std::size_t>(chunk) * words_ + rank / 64] |= std::uint64_t{1} << (rank % 64);
+    by_chunk_[static_cast<std::size_t>(chunk) * words_ + rank / 64] |= std::uint64_t{1}
+                                                                       << (rank % 64);
     ++active_[rank];
     if (++count_[chunk] == m_) {
       ++completed_;
@@ -107,7 +129,9 @@ class Holdings {
   }
 
  private:
-  const std::uint64_t* row(int rank) const { return bits_.data() + static_cast<std::size_t>(rank) * words_; }
+  const std::uint64_t* row(int rank) const {
+    return bits_.data() + static_cast<std::size_t>(rank) * words_;
+  }
   std::uint64_t* row(int rank) { return bits_.data() + static_cast<std::size_t>(rank) * words_; }
 
   int m_;
@@ -146,6 +170,7 @@ struct RoundPlan {
 
 // Shared round loop: the policy fills the copies of round t; this applies them, records
 // the round (exchange first) when `out` is given, and stops when every chunk is complete.
+// Returns the round count, or -1 when the policy gives up (returns false).
 template <typename Policy>
 int run_phase2(int n, Policy&& policy, std::vector<Round>* out) {
   const int m = n - 1;
@@ -161,7 +186,7 @@ int run_phase2(int n, Policy&& policy, std::vector<Round>* out) {
       plan.sending[t] = plan.receiving[t] = 1;
       plan.sending[straggler] = plan.receiving[straggler] = 1;
     }
-    policy(t, hold, plan);
+    if (!policy(t, hold, plan)) return -1;
     if (out) {
       Round& round = out->emplace_back();
       round.phase = t < m ? "straggler-exchange" : "broadcast";
@@ -170,7 +195,8 @@ int run_phase2(int n, Policy&& policy, std::vector<Round>* out) {
         round.add(t, straggler, t, t + 1, Op::reduce);
         round.add(straggler, t, t, t + 1, Op::reduce);
       }
-      for (const RoundPlan::Copy& c : plan.copies) round.add(c.src, c.dst, c.chunk, c.chunk + 1, Op::copy);
+      for (const RoundPlan::Copy& c : plan.copies)
+        round.add(c.src, c.dst, c.chunk, c.chunk + 1, Op::copy);
     }
     if (t < m) hold.add(t, t);
     for (const RoundPlan::Copy& c : plan.copies) {
@@ -180,96 +206,400 @@ int run_phase2(int n, Policy&& policy, std::vector<Round>* out) {
   return t;
 }
 
-// Gives idle ranks chunks they lack from idle holders, newest chunk first; in the tail the
-// straggler (which holds everything) is the first holder asked.
-void fill_idle(int t, int n, const Holdings& hold, RoundPlan& plan) {
-  const int m = n - 1;
-  const int straggler = m;
-  std::vector<int> senders, receivers;
-  for (int c = std::min(t, m) - 1; c >= 0; --c) {
-    if (hold.complete(c)) continue;
-    senders.clear();
-    receivers.clear();
-    if (t >= m && !plan.sending[straggler]) senders.push_back(straggler);
-    for (int r = 0; r < m; ++r) {
-      if (!plan.sending[r] && hold.has(r, c)) senders.push_back(r);
-      if (!plan.receiving[r] && !hold.has(r, c)) receivers.push_back(r);
-    }
-    const std::size_t k = std::min(senders.size(), receivers.size());
-    for (std::size_t i = 0; i < k; ++i) plan.copy(senders[i], receivers[i], c);
-  }
-}
+// Roles in the doubling construction (file comment). Every rank that is not busy sends
+// one unfinished chunk per round, its group; a double also holds a spare.
+enum class Role : std::uint8_t {
+  single,        // holds one unfinished chunk (its group)
+  spare_oldest,  // type A: sends its group, keeps the oldest chunk as its spare
+  spare_next,    // type B: sends the oldest chunk, keeps the next-oldest one as its spare
+};
 
-// The group construction (file comment); exact for powers of two.
-int make_groups(int n, std::vector<Round>* out) {
+// Receivers -> chunks of one round, at most `capacity` receivers per chunk (its senders).
+// Each receiver takes the newest allowed chunk; a full chunk is taken over from one of
+// its receivers if that one can move on (augmenting path).
+class ChunkMatching {
+ public:
+  void reset(int m) {
+    allowed_.resize(m);
+    for (auto& a : allowed_) a.clear();
+    holders_.resize(m);
+    for (auto& h : holders_) h.clear();
+    assigned_.assign(m, -1);
+    capacity_.assign(m, 0);
+    seen_.assign(m, 0);
+  }
+  // Chunks r may receive, in ascending order.
+  std::vector<int>& allowed(int r) { return allowed_[r]; }
+  void set_capacity(int chunk, int capacity) { capacity_[chunk] = capacity; }
+  int assigned(int r) const { return assigned_[r]; }
+  bool add(int r) {
+    ++stamp_;
+    return augment(r);
+  }
+
+ private:
+  bool augment(int r) {
+    for (auto it = allowed_[r].rbegin(); it != allowed_[r].rend(); ++it) {
+      const int c = *it;
+      if (seen_[c] == stamp_) continue;
+      seen_[c] = stamp_;
+      if (static_cast<int>(holders_[c].size()) < capacity_[c]) {
+        holders_[c].push_back(r);
+        assigned_[r] = c;
+        return true;
+      }
+      for (int& holder : holders_[c]) {
+        if (augment(holder)) {  // the holder moved to another chunk; r takes its place
+          holder = r;
+          assigned_[r] = c;
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  std::vector<std::vector<int>> allowed_;
+  std::vector<std::vector<int>> holders_;  // receivers per chunk
+  std::vector<int> assigned_;
+  std::vector<int> capacity_;
+  std::vector<int> seen_;  // == stamp_: chunk visited by the current add()
+  int stamp_ = 0;
+};
+
+// Variants of the doubling construction's ramp (file comment), tried in this order.
+struct DoublingLayout {
+  bool top_rank_double;  // the highest rank is a double, else the doubles follow rank L
+  bool ramp_hole;        // one copy of chunk 0 fewer in round L-1 and one double fewer
+};
+constexpr DoublingLayout kDoublingLayouts[] = {
+    {true, false}, {false, false}, {true, true}, {false, true}};
+
+// Receivers of the ramp's copies (rounds 1..L-1): round t carries 2^(t-1-c) copies of
+// each chunk c < t, every holder sending. Returns the copies as (round, chunk, receiver)
+// in round and chunk order, or nothing when the layout does not fit n.
+struct RampCopy {
+  int round, chunk, rank;
+};
+std::optional<std::vector<RampCopy>> plan_ramp(int n, const DoublingLayout& layout) {
   const int m = n - 1;
   const int L = ceil_log2(n);
-  // Virtual start: group of chunk -k has 2^(k-1) members for k < L, the oldest (-L) the
-  // rest; rank r < L sits in group r-L, the others fill the younger groups first.
-  std::vector<int> group(m);
-  std::map<int, int> room;
-  int assigned = 0;
-  for (int k = 1; k < L; ++k) assigned += (room[-k] = 1 << (k - 1));
-  room[-L] = m - assigned;
-  for (int r = 0; r < std::min(L, m); ++r) {
-    group[r] = r - L;
-    --room[r - L];
-  }
-  int next = std::min(L, m);
-  for (int k = 1; k <= L; ++k) {
-    for (; room[-k] > 0 && next < m; --room[-k]) group[next++] = -k;
-  }
-  SSIM_CHECK(next == m, "stragglar: virtual start does not place every rank");
+  const int e = (1 << L) - n;
+  if (e > 0 && L < 3) return std::nullopt;
+  if (layout.ramp_hole && e < L) return std::nullopt;
+  const int early = std::min(e, L - 1);                     // doubles among ranks 0..L-2
+  const int late = e - early - (layout.ramp_hole ? 1 : 0);  // doubles among ranks > L
+  const int pool = m - L;                                   // ranks L..m-1
+  const int singles = pool - late;
+  if (singles < 0 || (singles == 0 && pool > 0)) return std::nullopt;
+  // Singles among the ranks >= L: rank L (busy in round L, before any type-B double
+  // exists) and a block of high ranks.
+  std::vector<char> single(m, 0);
+  for (int r = layout.top_rank_double ? m - 2 : m - 1, k = 0; k < singles - 1 && r > L; --r, ++k)
+    single[r] = 1;
+  if (pool > 0) single[L] = 1;
+  if (std::count(single.begin(), single.end(), 1) != singles) return std::nullopt;
 
-  std::vector<int> old_members, young, new_group;
-  std::vector<char> taken;
-  auto policy = [&](int t, const Holdings& hold, RoundPlan& plan) {
-    const int busy = t < m ? t : -1;
-    const int o = t - L;
-    old_members.clear();
-    young.clear();
-    for (int r = 0; r < m; ++r) {
-      if (r == busy) continue;
-      (group[r] == o ? old_members : young).push_back(r);
+  std::vector<RampCopy> copies;
+  for (int t = 1; t < L; ++t) {
+    for (int c = 0; c < t; ++c) {
+      const int k = (1 << (t - 1 - c)) - (layout.ramp_hole && t == L - 1 && c == 0 ? 1 : 0);
+      copies.insert(copies.end(), k, RampCopy{t, c, -1});
     }
-    std::stable_sort(young.begin(), young.end(), [&](int a, int b) { return group[a] < group[b]; });
-    taken.assign(young.size(), 0);
-    new_group = group;
-    auto pair = [&](int a, std::size_t yi) {
-      const int b = young[yi];
-      taken[yi] = 1;
-      if (o >= 0 && o < m && !hold.has(b, o)) plan.copy(a, b, o);
-      const int g = group[b];
-      if (g >= 0 && g < m && !hold.has(a, g)) plan.copy(b, a, g);
-      new_group[a] = g;
-    };
-    // Critical window first: rank a (t < a < t+L) joins the newest group c <= a-L.
-    std::vector<char> placed(old_members.size(), 0);
-    for (std::size_t i = 0; i < old_members.size(); ++i) {
-      const int a = old_members[i];
-      if (busy < 0 || a <= t || a >= t + L) continue;
-      std::size_t best = young.size();
-      for (std::size_t yi = 0; yi < young.size(); ++yi) {
-        if (taken[yi] || group[young[yi]] > a - L) continue;
-        if (best == young.size() || group[young[yi]] > group[young[best]]) best = yi;
-      }
-      if (best < young.size()) {
-        pair(a, best);
-        placed[i] = 1;
-      }
+  }
+  auto find = [&](int rank, auto fits) -> RampCopy* {
+    for (RampCopy& s : copies) {
+      if (s.rank < 0 && s.round != rank && fits(s)) return &s;
     }
-    std::size_t yi = 0;
-    for (std::size_t i = 0; i < old_members.size(); ++i) {
-      if (placed[i]) continue;
-      while (yi < young.size() && taken[yi]) ++yi;
-      if (yi == young.size()) break;
-      pair(old_members[i], yi);
-    }
-    if (busy >= 0) new_group[busy] = busy;
-    group.swap(new_group);
-    fill_idle(t, n, hold, plan);
+    return nullptr;
   };
-  return run_phase2(n, policy, out);
+  auto take = [&](int rank, auto fits) {
+    RampCopy* s = find(rank, fits);
+    if (s) s->rank = rank;
+    return s != nullptr;
+  };
+  auto last_round = [L](int c) {
+    return [L, c](const RampCopy& s) { return s.round == L - 1 && s.chunk == c; };
+  };
+  bool ok = true;
+  // Early doubles: ranks 1..min(e, L-2) get chunk 0 in round L-1, rank 0 chunk 1.
+  for (int r = 1; r <= std::min(early, L - 2); ++r) ok = ok && take(r, last_round(0));
+  if (early == L - 1) ok = ok && take(0, last_round(1));
+  // Late doubles: chunk 0 and a chunk c <= r-L+1, so that their group can be the
+  // next-oldest chunk when they meet the straggler.
+  for (int r = L; r < m && ok; ++r) {
+    if (single[r]) continue;
+    const int limit = r - L + 1;
+    auto early_young = [L, limit](const RampCopy& s) {
+      return s.chunk >= 1 && s.chunk <= limit && s.round < L - 1;
+    };
+    if (find(r, last_round(0)) && find(r, early_young)) {
+      ok = take(r, last_round(0)) && take(r, early_young);
+    } else {
+      ok = take(r,
+                [L, limit](const RampCopy& s) {
+                  return s.round == L - 1 && s.chunk >= 1 && s.chunk <= limit;
+                }) &&
+           take(r, [L](const RampCopy& s) { return s.chunk == 0 && s.round < L - 1; });
+    }
+  }
+  // Singles get one chunk each; in the critical window one they may hold in their round.
+  for (int r = L; r < m && ok; ++r) {
+    if (single[r])
+      ok = take(r, [L, r](const RampCopy& s) { return r >= 2 * L - 1 || s.chunk + L <= r; });
+  }
+  if (!ok ||
+      std::any_of(copies.begin(), copies.end(), [](const RampCopy& s) { return s.rank < 0; })) {
+    return std::nullopt;
+  }
+  return copies;
+}
+
+// The doubling construction (file comment) as a run_phase2 policy; round() returns false
+// when the construction gets stuck.
+class DoublingPolicy {
+ public:
+  DoublingPolicy(int n, const DoublingLayout& layout, std::vector<RampCopy> ramp)
+      : m_(n - 1),
+        L_(ceil_log2(n)),
+        ramp_(std::move(ramp)),
+        ramp_holders_(L_),
+        group_(m_, 0),
+        role_(m_, Role::single),
+        tokens_(layout.ramp_hole ? 1 : 0) {}
+
+  bool round(int t, const Holdings& hold, RoundPlan& plan) {
+    if (t < L_) return ramp_round(t, plan);
+    const int busy = t < m_ ? t : -1;
+    dropped_.assign(m_, 0);
+    if (!pass_token(t, busy)) return false;
+    for (int b = static_cast<int>(std::count(role_.begin(), role_.end(), Role::spare_next));
+         b < tokens_; ++b) {
+      if (!promote(t, busy, -1)) return false;
+    }
+    match_younger(t, busy, hold);
+    if (!send_oldest(t, busy, hold, plan)) return false;
+    update_roles(t, busy);
+    return true;
+  }
+
+ private:
+  bool ramp_round(int t, RoundPlan& plan) {
+    for (int c = 0; c < t; ++c) {
+      std::size_t k = 0;
+      for (const RampCopy& s : ramp_) {
+        if (s.round != t || s.chunk != c) continue;
+        if (k == ramp_holders_[c].size()) return false;
+        plan.copy(ramp_holders_[c][k++], s.rank, c);
+      }
+    }
+    for (const RoundPlan::Copy& c : plan.copies) ramp_holders_[c.chunk].push_back(c.dst);
+    if (t < m_) ramp_holders_[t].push_back(t);
+    if (t < L_ - 1) return true;
+    // Groups at the start of round L: a rank's only chunk; a double's other chunk besides
+    // chunk 0, the oldest then.
+    std::vector<std::vector<int>> held(m_);
+    for (int c = 0; c < std::min(L_, m_); ++c) {
+      for (int r : ramp_holders_[c]) held[r].push_back(c);
+    }
+    for (int r = 0; r < m_; ++r) {
+      if (held[r].size() == 1) {
+        group_[r] = held[r][0];
+      } else if (held[r].size() == 2 && held[r][0] == 0) {
+        group_[r] = held[r][1];
+        role_[r] = Role::spare_oldest;
+      } else {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // A busy double sends nothing, so it must be type B in its round (its spare p is unsent
+  // anyway, o is what every busy rank leaves unsent); the type-B count stays at tokens_.
+  bool pass_token(int t, int busy) {
+    if (busy < 0 || role_[busy] == Role::single) return true;
+    const int p = t - L_ + 1;
+    if (group_[busy] != p) return false;
+    if (role_[busy] == Role::spare_oldest) {
+      auto b = std::find(role_.begin(), role_.end(), Role::spare_next);
+      if (b != role_.end()) {
+        *b = Role::spare_oldest;  // it holds {o, p}: sends p from now on
+      } else {
+        int drop = -1;
+        for (int r = 0; r < m_ && drop < 0; ++r) {
+          if (r != busy && r < t && role_[r] == Role::spare_oldest) drop = r;
+        }
+        for (int r = 0; r < m_ && drop < 0; ++r) {
+          if (r != busy && role_[r] == Role::spare_oldest) drop = r;
+        }
+        if (drop < 0) return false;
+        dropped_[drop] = 1;
+        ++tokens_;
+      }
+      role_[busy] = Role::spare_next;
+    }
+    return true;
+  }
+
+  // A type-A double holding {o, p} turns type B: p gets one copy less, o one sender more.
+  bool promote(int t, int busy, int except) {
+    const int p = t - L_ + 1;
+    for (int r = 0; r < m_; ++r) {
+      if (r != except && r != busy && !dropped_[r] && role_[r] == Role::spare_oldest &&
+          group_[r] == p) {
+        role_[r] = Role::spare_next;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Who receives which younger chunk; the senders of chunk c are its group (members_[c]).
+  void match_younger(int t, int busy, const Holdings& hold) {
+    const int o = t - L_, p = o + 1, q = o + 2;
+    const int first = std::max(p, 0), end = std::min(t, m_);
+    auto open = [&](int r, int c) {
+      return c >= first && c < end && !hold.complete(c) && !hold.has(r, c);
+    };
+    members_.resize(m_);
+    for (;;) {
+      for (auto& v : members_) v.clear();
+      for (int r = 0; r < m_; ++r) {
+        if (r != busy && role_[r] != Role::spare_next && group_[r] >= first && group_[r] < end) {
+          members_[group_[r]].push_back(r);
+        }
+      }
+      if (t >= m_ && end == m_)
+        members_[m_ - 1].insert(members_[m_ - 1].begin(), m_);  // the straggler
+      matching_.reset(m_);
+      for (int c = first; c < end; ++c)
+        matching_.set_capacity(c, static_cast<int>(members_[c].size()));
+      order_.clear();
+      for (int r = 0; r < m_; ++r) {
+        if (r == busy || dropped_[r]) continue;
+        std::vector<int>& allowed = matching_.allowed(r);
+        if (role_[r] == Role::spare_oldest && group_[r] != p) {
+          if (open(r, p)) allowed.push_back(p);
+        } else if (role_[r] == Role::spare_oldest) {
+          // A later double must be back in the next-oldest group by its own round.
+          const int limit = busy >= 0 && r > t ? r - L_ + 1 : m_;
+          for (int c = first; c < end && c <= limit; ++c) {
+            if (c != p && open(r, c)) allowed.push_back(c);
+          }
+        } else if (role_[r] == Role::spare_next) {
+          if (open(r, q)) allowed.push_back(q);
+        } else if (group_[r] == o) {
+          const bool window = busy >= 0 && r > t && r < t + L_;
+          for (int c = first; c < end && (!window || c + L_ <= r); ++c) {
+            if (open(r, c)) allowed.push_back(c);
+          }
+        } else {
+          continue;  // a single of a younger group receives o
+        }
+        order_.push_back(r);
+      }
+      std::stable_sort(order_.begin(), order_.end(), [&](int a, int b) {
+        return matching_.allowed(a).size() < matching_.allowed(b).size();
+      });
+      int stuck = -1;
+      for (int r : order_) {
+        if (!matching_.add(r) && stuck < 0 && busy >= 0 && role_[r] == Role::spare_oldest)
+          stuck = r;
+      }
+      // A type-A double left without a chunk is dropped (it keeps only its group; one of
+      // the e wasted receive slots) and another type-A double turns type B, so the spare
+      // weight stays e.
+      if (stuck < 0 || !promote(t, busy, stuck)) return;
+      dropped_[stuck] = 1;
+      ++tokens_;
+    }
+  }
+
+  // Records the younger copies, then sends o to every rank lacking it from the singles of
+  // its group, the type-B doubles and in the tail the straggler.
+  bool send_oldest(int t, int busy, const Holdings& hold, RoundPlan& plan) {
+    next_sender_.assign(m_, 0);
+    for (int r = 0; r < m_; ++r) {
+      const int c = matching_.assigned(r);
+      if (c >= 0) plan.copy(members_[c][next_sender_[c]++], r, c);
+    }
+    const int o = t - L_;
+    if (o < 0 || o >= m_ || hold.complete(o)) return true;
+    senders_.clear();
+    for (int r = 0; r < m_; ++r) {
+      if (r == busy || plan.sending[r]) continue;
+      if ((role_[r] == Role::single && group_[r] == o) || role_[r] == Role::spare_next)
+        senders_.push_back(r);
+    }
+    if (t >= m_ && !plan.sending[m_]) senders_.push_back(m_);
+    std::size_t k = 0;
+    bool short_of_senders = false;
+    hold.for_each_missing(o, [&](int r) {
+      if (r == busy || plan.receiving[r]) return;
+      if (k == senders_.size()) {
+        short_of_senders = true;
+      } else {
+        plan.copy(senders_[k++], r, o);
+      }
+    });
+    return !short_of_senders;
+  }
+
+  void update_roles(int t, int busy) {
+    const int p = t - L_ + 1;
+    for (int r = 0; r < m_; ++r) {
+      if (r == busy) continue;
+      const int got = dropped_[r] ? -1 : matching_.assigned(r);
+      if (role_[r] == Role::spare_oldest) {
+        if (got < 0) {
+          role_[r] = Role::single;  // keeps its group; o is complete after this round
+        } else if (group_[r] == p) {
+          group_[r] = got;  // p becomes its spare
+        }
+      } else if (role_[r] == Role::spare_next) {
+        if (got < 0) role_[r] = Role::single;
+        group_[r] = got < 0 ? p : got;  // got (the new next-oldest) becomes its spare
+      } else if (got >= 0) {
+        group_[r] = got;
+      }
+    }
+    if (busy >= 0) {
+      // A busy type-B double keeps p, the oldest chunk from now on, as its spare.
+      role_[busy] = role_[busy] == Role::spare_next ? Role::spare_oldest : Role::single;
+      group_[busy] = busy;
+    }
+  }
+
+  int m_, L_;
+  std::vector<RampCopy> ramp_;
+  std::vector<std::vector<int>> ramp_holders_;
+  std::vector<int> group_;
+  std::vector<Role> role_;
+  int tokens_;  // type-B doubles required: e minus the number of doubles
+  std::vector<char> dropped_;
+  ChunkMatching matching_;
+  std::vector<std::vector<int>> members_;
+  std::vector<int> order_, senders_;
+  std::vector<std::size_t> next_sender_;
+};
+
+// Phase-2 round count of the doubling construction for n, or -1 when no layout works
+// (the caller then uses the greedy). Records the rounds into `out` when given.
+int make_doubling(int n, std::vector<Round>* out) {
+  const std::size_t recorded = out ? out->size() : 0;
+  for (const DoublingLayout& layout : kDoublingLayouts) {
+    std::optional<std::vector<RampCopy>> ramp = plan_ramp(n, layout);
+    if (!ramp) continue;
+    DoublingPolicy policy(n, layout, std::move(*ramp));
+    const int rounds = run_phase2(
+        n,
+        [&](int t, const Holdings& hold, RoundPlan& plan) { return policy.round(t, hold, plan); },
+        out);
+    if (rounds > 0) return rounds;
+    if (out) out->resize(recorded);
+  }
+  return -1;
 }
 
 // Deterministic generator for tie-breaks (splitmix64), independent of the standard library.
@@ -356,15 +686,18 @@ int make_greedy(int n, const GreedyVariant& variant, std::vector<Round>* out) {
         senders.push_back(r);
         skip[i] = i + 1;
       }
-      if (t >= m && !plan.sending[straggler] && senders.size() < receivers.size()) senders.push_back(straggler);
+      if (t >= m && !plan.sending[straggler] && senders.size() < receivers.size())
+        senders.push_back(straggler);
       for (std::size_t i = 0; i < senders.size(); ++i) plan.copy(senders[i], receivers[i], c);
     }
+    return true;
   };
   return run_phase2(n, policy, out);
 }
 
-// The greedy variants tried for a non-power-of-two n: several for small n, where they are
-// cheap and a round matters more; one beyond 200 ranks to keep generation fast.
+// The greedy variants tried where the doubling construction gives up: several for small
+// n, where they are cheap and a round matters more; one beyond 200 ranks to keep
+// generation fast.
 std::vector<GreedyVariant> greedy_variants(int n) {
   const int seeds = n <= 64 ? 16 : n <= 200 ? 4 : 1;
   std::vector<GreedyVariant> v;
@@ -375,10 +708,10 @@ std::vector<GreedyVariant> greedy_variants(int n) {
   return v;
 }
 
-// Runs the construction for n (records the rounds into `out` when given) and returns the
-// phase-2 round count.
+// Builds phase 2 for n, the doubling construction or else the best greedy variant
+// (records the rounds into `out` when given), and returns its round count.
 int build_phase2(int n, std::vector<Round>* out) {
-  if (is_pow2(n)) return make_groups(n, out);
+  if (const int rounds = make_doubling(n, out); rounds > 0) return rounds;
   const std::vector<GreedyVariant> variants = greedy_variants(n);
   if (variants.size() == 1) return make_greedy(n, variants.front(), out);
   std::size_t best = 0;
@@ -403,8 +736,9 @@ Schedule make_stragglar(int n, const Options& options) {
   const int straggler = options.get_int("straggler", n - 1, 0, n - 1);
   const std::string phase1 = options.get_string("phase1", "ring");
   if (phase1 != "ring") {
-    throw InputError("stragglar option phase1=" + phase1 +
-                     ": unknown phase-1 variant (valid: ring; phase 2 alone is stragglar_phase2())");
+    throw InputError(
+        "stragglar option phase1=" + phase1 +
+        ": unknown phase-1 variant (valid: ring; phase 2 alone is stragglar_phase2())");
   }
   const int m = n - 1;
   Schedule s = Schedule::make(Collective::allreduce, "stragglar", n, m);
@@ -456,14 +790,17 @@ int stragglar_rounds(int n) {
 AlgorithmInfo stragglar_info() {
   return AlgorithmInfo{
       .name = "stragglar",
-      .description = "StragglAR: ring reduce-scatter among the n-1 non-stragglers while the straggler is late, "
-                     "then straggler exchanges and broadcast; n-1 chunks",
+      .description =
+          "StragglAR: ring reduce-scatter among the n-1 non-stragglers while the straggler is "
+          "late, "
+          "then straggler exchanges and broadcast; n-1 chunks",
       .supported_ranks = "n >= 3",
       .supports_ranks = [](int n) { return n >= 3; },
       .options = {{"straggler", "rank that arrives last", "n-1"},
                   {"phase1", "phase-1 variant (ring)", "ring"}},
       .generate = make_stragglar,
-      .cost = [](int n, double bytes, const CostParams& p, const Options&) { return stragglar_worst_cost(n, bytes, p); },
+      .cost = [](int n, double bytes, const CostParams& p,
+                 const Options&) { return stragglar_worst_cost(n, bytes, p); },
       .straggler_aware = true,
   };
 }

@@ -26,8 +26,9 @@ namespace ssim::alg {
 // registry option for it.
 Schedule stragglar_phase2(int n);
 
-// Phase-2 round count of the generator (equal to stragglar_phase2(n).rounds.size()):
-// n-2+log2(n) for powers of two, otherwise computed once per n and cached.
+// Phase-2 round count of the generator (equal to stragglar_phase2(n).rounds.size()): the
+// lower bound below for every n in 3..4096 except 33, 1025 and 2049 (README.md has the
+// table). n-2+log2(n) for powers of two, otherwise computed once per n and cached.
 int stragglar_rounds(int n);
 // n-2+ceil(log2 n): the straggler releases one chunk per round (last one in round n-2) and
 // the holders of the last chunk at most double per round afterwards.

@@ -1,11 +1,13 @@
+#include "algorithms/stragglar.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <map>
 #include <set>
+#include <vector>
 
 #include "algorithms/registry.hpp"
-#include "algorithms/stragglar.hpp"
 #include "algorithms/verifier.hpp"
 #include "common/error.hpp"
 #include "round_timing.hpp"
@@ -20,9 +22,9 @@ int ceil_log2(int x) {
 }
 
 // Round counts of the paper's non-power-of-two heuristic (reference section 7.1).
-const std::map<int, int> kPaperRounds = {{6, 7},   {10, 12}, {12, 15}, {14, 17}, {18, 21},  {20, 24},
-                                         {22, 26}, {24, 27}, {26, 33}, {28, 33}, {30, 36},  {34, 40},
-                                         {40, 47}, {48, 57}, {96, 108}, {192, 208}};
+const std::map<int, int> kPaperRounds = {
+    {6, 7},   {10, 12}, {12, 15}, {14, 17}, {18, 21}, {20, 24}, {22, 26},  {24, 27},
+    {26, 33}, {28, 33}, {30, 36}, {34, 40}, {40, 47}, {48, 57}, {96, 108}, {192, 208}};
 
 TEST(Stragglar, VerifiesForEveryRankCountUpTo256) {
   for (int n = 3; n <= 256; ++n) {
@@ -40,34 +42,72 @@ TEST(Stragglar, VerifiesForEveryRankCountUpTo256) {
 
 TEST(Stragglar, VerifiesForLargeRankCounts) {
   for (int n : {300, 512, 1000}) {
-    const VerifyResult v = verify(generate("stragglar", n, Options{}));
+    const Schedule s = generate("stragglar", n, Options{});
+    const VerifyResult v = verify(s);
     ASSERT_TRUE(v.ok()) << "n=" << n << ": " << v.error->to_string();
     EXPECT_EQ(v.summary.max_sends_per_rank_round, 1);
     EXPECT_EQ(v.summary.max_receives_per_rank_round, 1);
+    // n-2 ring rounds, then the phase-2 lower bound n-2+ceil(log2 n).
+    EXPECT_EQ(s.rounds.size(), static_cast<std::size_t>(2 * (n - 2) + ceil_log2(n))) << n;
   }
 }
 
 TEST(Stragglar, PowersOfTwoMeetTheBoundExactly) {
   for (int n = 4; n <= 2048; n *= 2) {
-    EXPECT_EQ(stragglar_phase2(n).rounds.size(), static_cast<std::size_t>(n - 2 + ceil_log2(n))) << n;
+    EXPECT_EQ(stragglar_phase2(n).rounds.size(), static_cast<std::size_t>(n - 2 + ceil_log2(n)))
+        << n;
     EXPECT_EQ(stragglar_rounds(n), n - 2 + ceil_log2(n)) << n;
   }
 }
 
-TEST(Stragglar, RoundCountsBetweenLowerBoundAndPaper) {
+// README.md's table: every n in 3..130 meets the lower bound n-2+ceil(log2 n) except
+// n = 33 = 2^5+1, where the doubling construction gives up and the greedy needs one round
+// more.
+TEST(Stragglar, RoundCountsMeetTheLowerBound) {
   for (int n = 3; n <= 130; ++n) {
     const int rounds = static_cast<int>(stragglar_phase2(n).rounds.size());
     EXPECT_EQ(rounds, stragglar_rounds(n)) << n;
-    EXPECT_GE(rounds, n - 2 + ceil_log2(n)) << n;
     EXPECT_EQ(stragglar_round_lower_bound(n), n - 2 + ceil_log2(n));
-    // Regression guard from the measured table in algorithms/README.md: the greedy for
-    // other n stays within four rounds of the bound up to 130 ranks.
-    EXPECT_LE(rounds, n + 2 + ceil_log2(n)) << n;
+    EXPECT_EQ(rounds, n - 2 + ceil_log2(n) + (n == 33 ? 1 : 0)) << n;
   }
-  for (const auto& [n, paper] : kPaperRounds) {
-    // n = 24 is the one row where the paper's matching heuristic reaches the bound (27)
-    // and our greedy needs one round more (README.md, "Known gap").
-    EXPECT_LE(stragglar_rounds(n), n == 24 ? paper + 1 : paper) << n;
+  for (int n : {255, 1023}) EXPECT_EQ(stragglar_rounds(n), n - 2 + ceil_log2(n)) << n;
+}
+
+// The requirement: no row above the paper's heuristic (reference section 7.1).
+TEST(Stragglar, NeverAboveThePaperHeuristic) {
+  for (const auto& [n, paper] : kPaperRounds) EXPECT_LE(stragglar_rounds(n), paper) << n;
+}
+
+// At R = n-2+L the doubling construction finishes every chunk c <= n-3 exactly L rounds
+// after its release (round c+L: not earlier, its holders at most double from 1, and it
+// sends the oldest chunk to every rank lacking it) and the last chunk n-2 in the last
+// round, helped by the straggler. So rank r in L..n-2 must hold chunk r-L when it meets
+// the straggler (it can neither send nor receive then), and no rank holds more than two
+// unfinished chunks at the start of a round (singles and doubles, stragglar.cpp).
+TEST(Stragglar, ChunksFinishLRoundsAfterRelease) {
+  for (int n : {6, 12, 20, 24, 27, 45, 100}) {
+    const int m = n - 1, S = n - 1, L = ceil_log2(n), R = n - 2 + L;
+    const Schedule s = stragglar_phase2(n);
+    ASSERT_EQ(s.rounds.size(), static_cast<std::size_t>(R)) << n;
+    std::vector<std::vector<char>> has(m, std::vector<char>(m, 0));
+    std::vector<int> holders(m, 0), finished(m, -1);
+    for (int round = 0; round < R; ++round) {
+      for (int r = 0; r < m; ++r) {
+        int unfinished = 0;
+        for (int c = 0; c < m; ++c) unfinished += has[r][c] && holders[c] < m;
+        EXPECT_LE(unfinished, 2) << n << " rank " << r << " round " << round;
+      }
+      if (round >= L && round <= n - 2) {
+        EXPECT_TRUE(has[round][round - L]) << n << " round " << round;
+      }
+      for (const Transfer& t : s.rounds[round].transfers) {
+        if (t.dst == S || has[t.dst][t.chunk_begin]) continue;
+        has[t.dst][t.chunk_begin] = 1;
+        if (++holders[t.chunk_begin] == m) finished[t.chunk_begin] = round;
+      }
+    }
+    for (int c = 0; c < m; ++c)
+      EXPECT_EQ(finished[c], c <= n - 3 ? c + L : R - 1) << n << " chunk " << c;
   }
 }
 
@@ -118,7 +158,8 @@ TEST(Stragglar, Phase2CopiesOnlyFullyReducedChunks) {
       if (round.phase != "reduce-scatter") {
         for (const Transfer& t : round.transfers) {
           if (t.op == Op::copy) {
-            ASSERT_TRUE(state.complete(t.src, t.chunk_begin)) << n << " round " << r << " " << t.src << ">" << t.dst;
+            ASSERT_TRUE(state.complete(t.src, t.chunk_begin))
+                << n << " round " << r << " " << t.src << ">" << t.dst;
           }
         }
       }
@@ -144,7 +185,9 @@ TEST(Stragglar, PowerOfTwoInvariants) {
       // held by n/2 non-stragglers plus the straggler.
       if (round >= L && round <= n - 2) {
         for (int c = 0; c < round; ++c) {
-          if (active(c, round - 1) && has[round][c]) EXPECT_EQ(c, round - L) << n << " round " << round;
+          if (active(c, round - 1) && has[round][c]) {
+            EXPECT_EQ(c, round - L) << n << " round " << round;
+          }
         }
         EXPECT_TRUE(has[round][round - L]) << n << " round " << round;
         EXPECT_EQ(holders(round - L, true), n / 2 + 1) << n << " round " << round;
@@ -159,7 +202,8 @@ TEST(Stragglar, PowerOfTwoInvariants) {
         } else {
           expect = (1 << (round - c + 1)) - 1;
         }
-        EXPECT_EQ(holders(c, false), std::min(expect, m)) << n << " chunk " << c << " round " << round;
+        EXPECT_EQ(holders(c, false), std::min(expect, m))
+            << n << " chunk " << c << " round " << round;
       }
       // I5: after rounds L-1..n-3 every non-straggler holds exactly one active chunk.
       if (round >= L - 1 && round <= n - 3) {
@@ -206,7 +250,9 @@ TEST(Stragglar, RelabelsForAnyStraggler) {
             EXPECT_NE(t.src, k);
             EXPECT_NE(t.dst, k);
           }
-          if (t.op == Op::reduce && r.phase != "reduce-scatter") EXPECT_TRUE(t.src == k || t.dst == k);
+          if (t.op == Op::reduce && r.phase != "reduce-scatter") {
+            EXPECT_TRUE(t.src == k || t.dst == k);
+          }
         }
       }
       // Logical rank i is the i-th rank other than k: the first exchange is with rank 0,
@@ -252,7 +298,8 @@ TEST(Stragglar, RegistryEntry) {
 // The registry's cost (everyone at t = 0) equals the round-by-round evaluation of the
 // generated schedule, with and without gamma, for sizes divisible by n-1.
 TEST(Stragglar, ClosedFormMatchesRounds) {
-  const std::vector<CostParams> params = {{3e-6, 1.0 / 450e9, 0.0}, {3e-6, 1.0 / 450e9, 2e-11}, {1e-5, 1e-9, 5e-10}};
+  const std::vector<CostParams> params = {
+      {3e-6, 1.0 / 450e9, 0.0}, {3e-6, 1.0 / 450e9, 2e-11}, {1e-5, 1e-9, 5e-10}};
   for (int n : {3, 4, 5, 6, 7, 8, 9, 12, 16, 24, 33, 64, 100}) {
     const Schedule s = generate("stragglar", n, Options{});
     for (const CostParams& p : params) {
@@ -280,10 +327,11 @@ TEST(Stragglar, DelayFormulaMatchesRounds) {
         std::vector<double> arrival(static_cast<std::size_t>(n), 0.0);
         arrival[static_cast<std::size_t>(k)] = d;
         const double expect = stragglar_cost_with_delay(n, bytes, p, d);
-        EXPECT_NEAR(testing::evaluate_rounds(s, bytes, p, arrival).makespan, expect, 1e-9 * expect) << n << " d=" << d;
+        EXPECT_NEAR(testing::evaluate_rounds(s, bytes, p, arrival).makespan, expect, 1e-9 * expect)
+            << n << " d=" << d;
       }
-      EXPECT_NEAR(stragglar_cost_with_delay(n, bytes, p, 10 * t_rs), 10 * t_rs + stragglar_ideal_cost(n, bytes, p),
-                  1e-15);
+      EXPECT_NEAR(stragglar_cost_with_delay(n, bytes, p, 10 * t_rs),
+                  10 * t_rs + stragglar_ideal_cost(n, bytes, p), 1e-15);
     }
   }
 }
@@ -304,16 +352,17 @@ TEST(Stragglar, PaperModelNumbers) {
   EXPECT_NEAR(stragglar_critical_delay(16, GiB, p), 0.58e-3, 0.005e-3);
   EXPECT_NEAR(stragglar_critical_delay(256, 4 * GiB, p), 0.30e-3, 0.005e-3);
   // Other rows used the paper's own round counts; the formulas take R as a parameter.
-  const std::map<int, std::pair<double, double>> rows = {  // n -> (SAR ideal ms, SAR worst ms)
-      {6, {3.132, 4.922}}, {12, {3.075, 5.126}}, {24, {2.690, 4.881}},
+  const std::map<int, std::pair<double, double>> rows = {
+      // n -> (SAR ideal ms, SAR worst ms)
+      {6, {3.132, 4.922}},  {12, {3.075, 5.126}}, {24, {2.690, 4.881}},
       {48, {2.866, 5.179}}, {96, {2.850, 5.331}}, {192, {3.044, 5.825}}};
   for (const auto& [n, ms] : rows) {
     const int r = kPaperRounds.at(n);
     EXPECT_NEAR(stragglar_ideal_cost_for_rounds(r, n, GiB, p), ms.first * 1e-3, 0.0005e-3) << n;
     EXPECT_NEAR(stragglar_worst_cost_for_rounds(r, n, GiB, p), ms.second * 1e-3, 0.0005e-3) << n;
   }
-  // Our n = 24 schedule (28 rounds) or better is at most the paper's ideal plus one round.
-  EXPECT_LE(stragglar_ideal_cost(24, GiB, p), stragglar_ideal_cost_for_rounds(28, 24, GiB, p) + 1e-15);
+  // Our n = 24 schedule has the paper's 27 rounds (the bound), hence its ideal time.
+  EXPECT_NEAR(stragglar_ideal_cost(24, GiB, p), 2.690e-3, 0.0005e-3);
 }
 
 TEST(Stragglar, CriticalDelayEdgeCases) {
@@ -327,7 +376,8 @@ TEST(Stragglar, CriticalDelayEdgeCases) {
   EXPECT_DOUBLE_EQ(stragglar_critical_delay(8, 7.0, latency), 1.0);
   // n = 3: ring 4 alpha, phase 2 3 alpha, T_RS 1 alpha -> d* = 0 (wins at any delay).
   EXPECT_DOUBLE_EQ(stragglar_critical_delay(3, 2.0, latency), 0.0);
-  // Bandwidth only at n = 3, s = 2: T_2 = 3 rounds of s/2 beta = 3 > ring 4 s/3 beta = 2.67: never wins.
+  // Bandwidth only at n = 3, s = 2: T_2 = 3 rounds of s/2 beta = 3 > ring 4 s/3 beta = 2.67: never
+  // wins.
   EXPECT_TRUE(std::isinf(stragglar_critical_delay(3, 2.0, CostParams{0.0, 1.0, 0.0})));
 }
 
