@@ -15,22 +15,8 @@
 namespace ssim::exp {
 namespace {
 
-std::string number(double v) {
-  char buf[64];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  SSIM_CHECK(ec == std::errc(), "to_chars(double) failed");
-  return std::string(buf, end);
-}
-
-std::string csv_field(const std::string& field) {
-  if (field.find_first_of(",\"\r\n") == std::string::npos) return field;
-  std::string out = "\"";
-  for (char c : field) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
+using gpu::csv_field;
+using gpu::csv_number;
 
 std::string fixed(double v, int digits) {
   char buf[64];
@@ -179,8 +165,8 @@ void write_point_rows(std::ostream& out, const Experiment& e, std::size_t point,
                                        : 1.0;
       out << gpu::format_result_row(row) << "," << run << "," << point << ","
           << csv_field(e.algorithms[a].label) << axis_fields << "," << p.config.seed << ","
-          << it.last_rank << "," << it.predicted_straggler << "," << number(speedup) << ","
-          << number(speedup_after) << "\n";
+          << it.last_rank << "," << it.predicted_straggler << "," << csv_number(speedup) << ","
+          << csv_number(speedup_after) << "\n";
     }
   }
 }

@@ -12,17 +12,14 @@
 
 namespace ssim::gpu {
 
-namespace {
-
-// Shortest text that reads back to the same double.
-std::string number(double v) {
+std::string csv_number(double v) {
   char buf[64];
   const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
   SSIM_CHECK(ec == std::errc(), "to_chars(double) failed");
   return std::string(buf, end);
 }
 
-std::string quoted(const std::string& field) {
+std::string csv_field(const std::string& field) {
   if (field.find_first_of(",\"\r\n") == std::string::npos) return field;
   std::string out = "\"";
   for (char c : field) {
@@ -31,6 +28,8 @@ std::string quoted(const std::string& field) {
   }
   return out + "\"";
 }
+
+namespace {
 
 // Splits one CSV record, which may span several physical lines when a quoted field holds a
 // line break. Returns false at end of input. `line` counts physical lines read.
@@ -160,20 +159,20 @@ void ResultCsvWriter::write(const ResultRow& row) { out_ << format_result_row(ro
 std::string format_result_row(const ResultRow& row) {
   const std::vector<std::string> fields = {
       std::string(to_string(row.source)),
-      quoted(row.algorithm),
+      csv_field(row.algorithm),
       std::to_string(row.ranks),
       std::to_string(row.bytes.value),
-      quoted(row.dtype),
-      number(row.delay.value),
+      csv_field(row.dtype),
+      csv_number(row.delay.value),
       row.straggler ? std::to_string(*row.straggler) : std::string(),
       std::to_string(row.iteration),
-      number(row.time.value),
-      number(row.after_last_arrival.value),
-      number(row.algbw.value / 1e9),
-      number(row.busbw.value / 1e9),
+      csv_number(row.time.value),
+      csv_number(row.after_last_arrival.value),
+      csv_number(row.algbw.value / 1e9),
+      csv_number(row.busbw.value / 1e9),
       row.wrong ? std::to_string(*row.wrong) : std::string(),
-      quoted(row.device),
-      quoted(row.timestamp)};
+      csv_field(row.device),
+      csv_field(row.timestamp)};
   std::string out;
   for (std::size_t i = 0; i < fields.size(); ++i) out += (i ? "," : "") + fields[i];
   return out;

@@ -79,6 +79,11 @@ std::string utc_timestamp_now();
 
 const std::vector<std::string>& result_csv_columns();
 
+// CSV cell helpers shared by every writer of this schema (and its extensions): the shortest
+// text that reads back to the same double, and RFC 4180 quoting when a field needs it.
+std::string csv_number(double v);
+std::string csv_field(const std::string& field);
+
 class ResultCsvWriter {
  public:
   // Writes the header line.
