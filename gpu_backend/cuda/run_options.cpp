@@ -2,6 +2,7 @@
 
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
+#include "gpu_backend/run_table.hpp"
 
 namespace ssim::gpu {
 
@@ -27,18 +28,8 @@ void validate_without_device(const RunOptions& o) {
   if (o.algorithm_options.count("straggler"))
     throw InputError("set the straggler with --straggler, not --option straggler=...");
 
-  if (o.algorithm != kNcclAlgorithm) {
-    bool known = false;
-    std::string names;
-    for (const alg::AlgorithmInfo& a : alg::algorithms()) {
-      known = known || a.name == o.algorithm;
-      names += a.name + ", ";
-    }
-    if (!known) {
-      throw InputError("unknown algorithm '" + o.algorithm + "' (valid: " + names +
-                       std::string(kNcclAlgorithm) + ")");
-    }
-  } else if (o.phase1 == Phase1::nccl_rs) {
+  require_known_algorithm(o.algorithm, std::string(kNcclAlgorithm));
+  if (o.algorithm == kNcclAlgorithm && o.phase1 == Phase1::nccl_rs) {
     throw InputError("--phase1 nccl-rs applies to schedules, not to --algo nccl");
   }
   if (o.transport == Transport::single_gpu) {

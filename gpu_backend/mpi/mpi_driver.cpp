@@ -12,16 +12,11 @@
 #include "gpu_backend/mpi/mpi_executor.hpp"
 #include "gpu_backend/mpi/mpi_support.hpp"
 #include "gpu_backend/result_csv.hpp"
+#include "gpu_backend/run_table.hpp"
 
 namespace ssim::gpu {
 
 namespace {
-
-std::string line(const char* format, auto... args) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, format, args...);
-  return buf;
-}
 
 void print_header(std::ostream& out, const MpiRunOptions& o, const MpiWorld& world,
                   const MpiIterationSettings& settings) {
@@ -40,8 +35,7 @@ void print_header(std::ostream& out, const MpiRunOptions& o, const MpiWorld& wor
   out << "# device: " << world.device() << " (" << world.library << ", " << world.nodes
       << (world.nodes == 1 ? " host" : " hosts") << "), clock: " << to_string(world.clock)
       << "\n#\n";
-  out << line("# %12s %12s %8s %12s %15s %12s %12s %8s\n", "size", "count", "type", "time(us)",
-              "after-last(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+  out << run_table_header();
 }
 
 // The lowest failing rank's check report, on every rank.
@@ -137,28 +131,22 @@ MpiSweepOutcome run_mpi_sweep(const MpiRunOptions& o, MPI_Comm comm, std::ostrea
       }
     }
     outcome.wrong += wrong;
-    const double mean_time = time_sum / o.iterations;
-    const double mean_after = after_sum / o.iterations;
-    const double algbw = mean_after > 0 ? static_cast<double>(bytes) / mean_after / 1e9 : 0.0;
-    const double busbw = algbw * allreduce_bus_factor(world.size);
-    busbw_sum += busbw;
+    const SizeRow row{.bytes = bytes,
+                      .count = c.plan.layout.count,
+                      .dtype = o.dtype,
+                      .ranks = world.size,
+                      .mean_time_s = time_sum / o.iterations,
+                      .mean_after_last_s = after_sum / o.iterations,
+                      .check = o.check,
+                      .wrong = wrong};
+    busbw_sum += row.busbw_GBps();
     if (leader) {
-      const std::string wrong_text = o.check ? std::to_string(wrong) : std::string("N/A");
-      out << line("  %12llu %12llu %8s %12.2f %15.2f %12.2f %12.2f %8s\n",
-                  static_cast<unsigned long long>(bytes),
-                  static_cast<unsigned long long>(c.plan.layout.count),
-                  std::string(to_string(o.dtype)).c_str(), mean_time * 1e6, mean_after * 1e6, algbw,
-                  busbw, wrong_text.c_str());
+      out << format_size_row(row);
       out.flush();
     }
   }
   if (leader) {
-    out << line("# Avg bus bandwidth    : %.3f GB/s (after the last arrival)\n",
-                busbw_sum / static_cast<double>(o.sizes.size()));
-    if (o.check) {
-      out << "# Out of bounds values : " << outcome.wrong << (outcome.wrong ? " FAILED" : " OK")
-          << "\n";
-    }
+    out << run_table_footer(busbw_sum / static_cast<double>(o.sizes.size()), o.check, outcome.wrong);
   }
   error.clear();
   if (csv) {

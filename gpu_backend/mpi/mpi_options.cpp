@@ -2,6 +2,7 @@
 
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
+#include "gpu_backend/run_table.hpp"
 #include "gpu_backend/run_options.hpp"
 
 namespace ssim::gpu {
@@ -42,16 +43,7 @@ MpiCollective prepare_mpi_collective(const MpiRunOptions& o, int ranks, std::uin
     out.plan = lower(none, bytes, o.dtype);
     return out;
   }
-  bool known = false;
-  std::string names;
-  for (const alg::AlgorithmInfo& a : alg::algorithms()) {
-    known = known || a.name == o.algorithm;
-    names += a.name + ", ";
-  }
-  if (!known) {
-    throw InputError("unknown algorithm '" + o.algorithm + "' (valid: " + names +
-                     std::string(kMpiAlgorithm) + ")");
-  }
+  require_known_algorithm(o.algorithm, std::string(kMpiAlgorithm));
   alg::Options options;
   for (const auto& [key, value] : o.algorithm_options) options.set(key, value);
   if (alg::find_algorithm(o.algorithm).straggler_aware)
