@@ -12,8 +12,8 @@
 #include "common/error.hpp"
 #include "experiments/cli_commands.hpp"
 #include "experiments/config.hpp"
-#include "gpu_backend/calibration.hpp"
-#include "gpu_backend/result_csv.hpp"
+#include "calibration/calibration.hpp"
+#include "schema/result_csv.hpp"
 
 namespace ssim::exp {
 namespace {
@@ -38,14 +38,14 @@ std::string line_list(const std::vector<int>& lines) {
   return s;
 }
 
-void print_skipped(std::ostream& os, const std::vector<gpu::SkippedRows>& skipped) {
-  for (const gpu::SkippedRows& s : skipped) {
+void print_skipped(std::ostream& os, const std::vector<calib::SkippedRows>& skipped) {
+  for (const calib::SkippedRows& s : skipped) {
     os << "skipped " << s.lines.size() << " row" << (s.lines.size() == 1 ? "" : "s") << ": "
        << s.reason << " (line" << (s.lines.size() == 1 ? " " : "s ") << line_list(s.lines) << ")\n";
   }
 }
 
-void print_residuals(std::ostream& os, const gpu::FitQuality& q) {
+void print_residuals(std::ostream& os, const calib::FitQuality& q) {
   os << "    R^2        " << printf_text("%.6f", q.r_squared) << "\n";
   os << "    |relative error|: median " << abs_percent(q.median_abs_relative_error) << ", max "
      << abs_percent(q.max_abs_relative_error) << "\n";
@@ -56,7 +56,7 @@ void print_residuals(std::ostream& os, const gpu::FitQuality& q) {
     std::snprintf(buf, sizeof buf, "    %5s  %-*s%12s %12s %12s %9s\n", "line", labels ? 19 : 0,
                   labels ? "run" : "", "bytes", "measured", "fitted", "rel.err");
     os << buf;
-    for (const gpu::FitRow& r : q.rows) {
+    for (const calib::FitRow& r : q.rows) {
       std::snprintf(buf, sizeof buf, "    %5d  %-*s%12llu %12s %12s %9s\n", r.line, labels ? 19 : 0,
                     r.label.c_str(), static_cast<unsigned long long>(r.bytes.value),
                     format_time(r.measured).c_str(), format_time(r.fitted).c_str(),
@@ -66,7 +66,7 @@ void print_residuals(std::ostream& os, const gpu::FitQuality& q) {
     return;
   }
   std::vector<double> errors;
-  for (const gpu::FitRow& r : q.rows) errors.push_back(r.relative_error());
+  for (const calib::FitRow& r : q.rows) errors.push_back(r.relative_error());
   os << "    relative error quantiles:";
   for (const auto& [label, p] : std::vector<std::pair<const char*, double>>{{"min", 0.0},
                                                                             {"p10", 0.1},
@@ -75,27 +75,27 @@ void print_residuals(std::ostream& os, const gpu::FitQuality& q) {
                                                                             {"p75", 0.75},
                                                                             {"p90", 0.9},
                                                                             {"max", 1.0}}) {
-    os << " " << label << " " << percent(gpu::quantile(errors, p));
+    os << " " << label << " " << percent(calib::quantile(errors, p));
   }
   os << "\n";
 }
 
 std::string gamma_text(SecondsPerByte g) { return printf_text("%.6g ns/B", g.value * 1e9); }
 
-std::string fit_title(const gpu::AlphaBetaFit& f, bool piecewise) {
+std::string fit_title(const calib::AlphaBetaFit& f, bool piecewise) {
   std::string s;
   if (!f.link_class.empty()) s += "link class " + f.link_class + ", ";
-  if (piecewise) s += "sizes " + gpu::describe(f.piece) + ", ";
+  if (piecewise) s += "sizes " + calib::describe(f.piece) + ", ";
   return s + std::to_string(f.quality.rows.size()) + " rows, " + format_bytes(f.min_bytes) +
          " .. " + format_bytes(f.max_bytes);
 }
 
-void print_calibration(std::ostream& os, const gpu::Calibration& c, bool piecewise,
+void print_calibration(std::ostream& os, const calib::Calibration& c, bool piecewise,
                        bool gamma_given) {
-  os << "calibrate: " << c.source << " (" << gpu::to_string(c.input) << "), " << c.rows_used
+  os << "calibrate: " << c.source << " (" << calib::to_string(c.input) << "), " << c.rows_used
      << " rows used\n";
   print_skipped(os, c.skipped);
-  if (c.input == gpu::CalibrationInput::sweep) {
+  if (c.input == calib::CalibrationInput::sweep) {
     os << "fit: least squares on relative residuals (rows weighted by 1/measured), seconds = alpha "
           "+ beta * bytes\n";
   } else {
@@ -107,7 +107,7 @@ void print_calibration(std::ostream& os, const gpu::Calibration& c, bool piecewi
     }
   }
   for (std::size_t i = 0; i < c.fits.size(); ++i) {
-    const gpu::AlphaBetaFit& f = c.fits[i];
+    const calib::AlphaBetaFit& f = c.fits[i];
     os << "\n[" << i + 1 << "] " << fit_title(f, piecewise) << "\n";
     os << "    alpha      " << printf_text("%.4f us", f.alpha.value * 1e6) << "\n";
     os << "    bandwidth  " << printf_text("%.4f GB/s", f.bandwidth().value / 1e9) << " = "
@@ -122,7 +122,7 @@ void print_calibration(std::ostream& os, const gpu::Calibration& c, bool piecewi
     print_residuals(os, f.quality);
   }
   if (c.reduce) {
-    const gpu::ReduceFit& g = *c.reduce;
+    const calib::ReduceFit& g = *c.reduce;
     os << "\nreduce (kind=reduce): " << g.quality.rows.size() << " rows, "
        << format_bytes(g.min_bytes) << " .. " << format_bytes(g.max_bytes)
        << ", seconds = intercept + gamma * bytes\n";
@@ -147,11 +147,11 @@ struct CalibrateArgs {
 };
 
 // The fit that -o writes: the only one, or the one --link-class / --piece pick.
-const gpu::AlphaBetaFit& chosen_fit(const gpu::Calibration& c, const CalibrateArgs& a) {
+const calib::AlphaBetaFit& chosen_fit(const calib::Calibration& c, const CalibrateArgs& a) {
   if (c.fits.empty())
     throw InputError("-o needs an alpha-beta fit; " + c.source + " has only kind=reduce rows");
   std::set<std::string> classes;
-  for (const gpu::AlphaBetaFit& f : c.fits) classes.insert(f.link_class);
+  for (const calib::AlphaBetaFit& f : c.fits) classes.insert(f.link_class);
   if (classes.size() > 1) {
     std::string list;
     for (const std::string& cls : classes) list += (list.empty() ? "" : ", ") + cls;
@@ -173,8 +173,8 @@ const gpu::AlphaBetaFit& chosen_fit(const gpu::Calibration& c, const CalibrateAr
   return c.fits.front();
 }
 
-void write_topology(const gpu::Calibration& c, const CalibrateArgs& a) {
-  const gpu::AlphaBetaFit& f = chosen_fit(c, a);
+void write_topology(const calib::Calibration& c, const CalibrateArgs& a) {
+  const calib::AlphaBetaFit& f = chosen_fit(c, a);
   CalibratedTopology t;
   t.kind = a.kind;
   t.ranks = a.ranks;
@@ -206,18 +206,18 @@ void write_topology(const gpu::Calibration& c, const CalibrateArgs& a) {
   t.latency = f.alpha;
   t.name = std::filesystem::path(a.output).stem().string();
   t.description = "alpha-beta model calibrated from " + c.source + " (" +
-                  std::string(gpu::to_string(c.input)) + ")";
-  p.date = gpu::utc_timestamp_now();
+                  std::string(calib::to_string(c.input)) + ")";
+  p.date = schema::utc_timestamp_now();
   p.source = c.source;
-  p.input = std::string(gpu::to_string(c.input));
+  p.input = std::string(calib::to_string(c.input));
   p.link_class = f.link_class;
-  p.size_range = gpu::describe(f.piece);
+  p.size_range = calib::describe(f.piece);
   p.min_bytes = f.min_bytes;
   p.max_bytes = f.max_bytes;
   p.rows = f.quality.rows.size();
   p.residual = f.quality.median_abs_relative_error;
   p.r_squared = f.quality.r_squared;
-  if (c.input == gpu::CalibrationInput::sweep) {
+  if (c.input == calib::CalibrationInput::sweep) {
     p.fit =
         "least squares on relative residuals (Eigen column-pivoting QR), seconds = alpha + beta * "
         "bytes";
@@ -251,10 +251,10 @@ void write_topology(const gpu::Calibration& c, const CalibrateArgs& a) {
 }
 
 void run_calibrate(const CalibrateArgs& a) {
-  gpu::CalibrationOptions o;
+  calib::CalibrationOptions o;
   if (!a.piecewise.empty()) {
     try {
-      o.piecewise = gpu::parse_size_list(a.piecewise);
+      o.piecewise = calib::parse_size_list(a.piecewise);
     } catch (const InputError& e) {
       throw InputError(std::string("--piecewise: ") + e.what());
     }
@@ -267,7 +267,7 @@ void run_calibrate(const CalibrateArgs& a) {
   o.fit_gamma = a.fit_gamma;
   const std::string text = read_input(a.input);
   std::istringstream in(text);
-  const gpu::Calibration c = gpu::calibrate(in, a.input == "-" ? "<stdin>" : a.input, o);
+  const calib::Calibration c = calib::calibrate(in, a.input == "-" ? "<stdin>" : a.input, o);
   print_calibration(std::cout, c, !o.piecewise.empty(), !a.gamma.empty());
   if (!a.output.empty()) write_topology(c, a);
 }
@@ -308,7 +308,7 @@ void run_validate(const ValidateArgs& a) {
   const std::string text = read_input(a.input);
   std::istringstream in(text);
   const std::string name = a.input == "-" ? "<stdin>" : a.input;
-  const std::vector<gpu::MeasuredRun> runs = gpu::read_measured_runs(in, name);
+  const std::vector<calib::MeasuredRun> runs = calib::read_measured_runs(in, name);
 
   std::cout << "validate: " << name << " against " << topology.name << " (" << a.topology
             << "): " << gpus << " GPUs, " << sim::to_string(network) << " model, gamma "
@@ -317,9 +317,9 @@ void run_validate(const ValidateArgs& a) {
   // deterministic, so each distinct run is simulated once.
   using Key = std::tuple<std::string, std::uint64_t, double, int>;
   std::map<Key, sim::IterationSummary> simulated;
-  std::vector<gpu::SkippedRows> skipped;
+  std::vector<calib::SkippedRows> skipped;
   auto skip = [&](const std::string& reason, int line) {
-    for (gpu::SkippedRows& s : skipped) {
+    for (calib::SkippedRows& s : skipped) {
       if (s.reason == reason) {
         s.lines.push_back(line);
         return;
@@ -327,7 +327,7 @@ void run_validate(const ValidateArgs& a) {
     }
     skipped.push_back({reason, {line}});
   };
-  std::vector<gpu::ResultRow> out_rows;
+  std::vector<schema::ResultRow> out_rows;
   std::vector<double> errors;
   std::vector<int> error_lines;
   std::ostringstream table;
@@ -337,10 +337,10 @@ void run_validate(const ValidateArgs& a) {
   table << buf;
   const std::string device =
       "stragglesim " + std::string(sim::to_string(network)) + " on " + topology.name;
-  const std::string now = gpu::utc_timestamp_now();
-  for (const gpu::MeasuredRun& run : runs) {
-    const gpu::ResultRow& r = run.row;
-    if (r.source != gpu::ResultSource::measured) {
+  const std::string now = schema::utc_timestamp_now();
+  for (const calib::MeasuredRun& run : runs) {
+    const schema::ResultRow& r = run.row;
+    if (r.source != schema::ResultSource::measured) {
       skip("simulated rows", run.line);
       continue;
     }
@@ -404,19 +404,19 @@ void run_validate(const ValidateArgs& a) {
                   format_time(r.delay).c_str(), format_time(r.after_last_arrival).c_str(),
                   format_time(s.after_last_arrival).c_str(), percent(error).c_str());
     table << buf;
-    gpu::ResultRow sim_row = r;
-    sim_row.source = gpu::ResultSource::simulated;
+    schema::ResultRow sim_row = r;
+    sim_row.source = schema::ResultSource::simulated;
     sim_row.time = s.completion;
     sim_row.after_last_arrival = s.after_last_arrival;
     sim_row.wrong.reset();
     sim_row.device = device;
     sim_row.timestamp = now;
-    gpu::set_bandwidths(sim_row);
+    schema::set_bandwidths(sim_row);
     out_rows.push_back(std::move(sim_row));
   }
   if (errors.empty()) {
     std::string why;
-    for (const gpu::SkippedRows& s : skipped) why += (why.empty() ? "" : "; ") + s.reason;
+    for (const calib::SkippedRows& s : skipped) why += (why.empty() ? "" : "; ") + s.reason;
     throw InputError(name + ": no measured row can be compared with " + a.topology + " (" +
                      (why.empty() ? "no rows" : why) + ")");
   }
@@ -432,12 +432,12 @@ void run_validate(const ValidateArgs& a) {
     if (abs_errors[i] > abs_errors[worst]) worst = i;
   }
   std::cout << "relative error (simulated - measured) / measured: median |.| "
-            << abs_percent(gpu::quantile(abs_errors, 0.5)) << ", max |.| "
+            << abs_percent(calib::quantile(abs_errors, 0.5)) << ", max |.| "
             << abs_percent(abs_errors[worst]) << " (line " << error_lines[worst] << ")\n";
   if (!a.output.empty()) {
     std::ostringstream csv;
-    gpu::ResultCsvWriter writer(csv);
-    for (const gpu::ResultRow& row : out_rows) writer.write(row);
+    schema::ResultCsvWriter writer(csv);
+    for (const schema::ResultRow& row : out_rows) writer.write(row);
     write_output(a.output, csv.str());
     std::cout << "wrote " << a.output << ": " << out_rows.size() << " simulated rows\n";
   }

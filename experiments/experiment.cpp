@@ -14,7 +14,7 @@
 
 #include "common/error.hpp"
 #include "experiments/experiment_output.hpp"
-#include "gpu_backend/result_csv.hpp"
+#include "schema/result_csv.hpp"
 
 namespace ssim::exp {
 
@@ -291,7 +291,7 @@ ExperimentResult run_experiment(const Experiment& e, const RunnerOptions& option
   const int jobs = resolve_jobs(options.jobs);
   RunStatus status{.state = "complete",
                    .message = "",
-                   .started = gpu::utc_timestamp_now(),
+                   .started = schema::utc_timestamp_now(),
                    .seconds = 0,
                    .jobs = jobs};
   ExperimentResult result;

@@ -143,7 +143,7 @@ std::string dry_run_listing(const Experiment& e);
 std::string summary_table(const Experiment& e,
                           const std::vector<std::vector<AlgorithmSummary>>& points);
 
-// The CSV columns of results.csv: gpu_backend/result_csv.hpp's, then the experiment's
+// The CSV columns of results.csv: schema/result_csv.hpp's, then the experiment's
 // (run, point, label, one "sweep.<key>" column per axis, seed, last_rank, predicted_straggler,
 // speedup, speedup_after_last_arrival).
 std::vector<std::string> experiment_csv_columns(const Experiment& e);

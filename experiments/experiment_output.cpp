@@ -10,13 +10,13 @@
 
 #include "algorithms/stragglar.hpp"
 #include "common/error.hpp"
-#include "gpu_backend/result_csv.hpp"
+#include "schema/result_csv.hpp"
 
 namespace ssim::exp {
 namespace {
 
-using gpu::csv_field;
-using gpu::csv_number;
+using schema::csv_field;
+using schema::csv_number;
 
 std::string fixed(double v, int digits) {
   char buf[64];
@@ -122,7 +122,7 @@ std::vector<AlgorithmSummary> summarize_point(const Experiment& e,
 }
 
 std::vector<std::string> experiment_csv_columns(const Experiment& e) {
-  std::vector<std::string> c = gpu::result_csv_columns();
+  std::vector<std::string> c = schema::result_csv_columns();
   for (const char* extra : {"run", "point", "label"}) c.emplace_back(extra);
   for (const SweepAxis& a : e.axes) c.push_back("sweep." + a.key);
   for (const char* extra :
@@ -139,14 +139,14 @@ void write_point_rows(std::ostream& out, const Experiment& e, std::size_t point,
                              p.config.topology.name;
   std::string axis_fields;
   for (std::size_t k = 0; k < e.axes.size(); ++k)
-    axis_fields += "," + csv_field(e.axes[k].labels[p.value[k]]);
+    axis_fields += "," + schema::csv_field(e.axes[k].labels[p.value[k]]);
   for (std::size_t a = 0; a < runs.size(); ++a) {
     const std::size_t run = point * e.algorithms.size() + a;
     for (std::size_t i = 0; i < runs[a].iterations.size(); ++i) {
       const sim::IterationSummary& it = runs[a].iterations[i];
       const sim::IterationSummary& b = base.iterations[i];
-      gpu::ResultRow row;
-      row.source = gpu::ResultSource::simulated;
+      schema::ResultRow row;
+      row.source = schema::ResultSource::simulated;
       row.algorithm = e.algorithms[a].name;
       row.ranks = runs[a].ranks;
       row.bytes = p.config.size;
@@ -156,17 +156,17 @@ void write_point_rows(std::ostream& out, const Experiment& e, std::size_t point,
       row.iteration = it.iteration;
       row.time = it.completion;
       row.after_last_arrival = it.after_last_arrival;
-      gpu::set_bandwidths(row);
+      schema::set_bandwidths(row);
       row.device = device;
       const double speedup =
           it.completion.value > 0 ? b.completion.value / it.completion.value : 1.0;
       const double speedup_after = it.after_last_arrival.value > 0
                                        ? b.after_last_arrival.value / it.after_last_arrival.value
                                        : 1.0;
-      out << gpu::format_result_row(row) << "," << run << "," << point << ","
-          << csv_field(e.algorithms[a].label) << axis_fields << "," << p.config.seed << ","
-          << it.last_rank << "," << it.predicted_straggler << "," << csv_number(speedup) << ","
-          << csv_number(speedup_after) << "\n";
+      out << schema::format_result_row(row) << "," << run << "," << point << ","
+          << schema::csv_field(e.algorithms[a].label) << axis_fields << "," << p.config.seed << ","
+          << it.last_rank << "," << it.predicted_straggler << "," << schema::csv_number(speedup) << ","
+          << schema::csv_number(speedup_after) << "\n";
     }
   }
 }

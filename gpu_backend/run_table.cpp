@@ -4,7 +4,7 @@
 
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
-#include "gpu_backend/result_csv.hpp"
+#include "schema/result_csv.hpp"
 
 namespace ssim::gpu {
 namespace {
@@ -21,7 +21,7 @@ double SizeRow::algbw_GBps() const {
   return mean_after_last_s > 0 ? static_cast<double>(bytes) / mean_after_last_s / 1e9 : 0.0;
 }
 
-double SizeRow::busbw_GBps() const { return algbw_GBps() * allreduce_bus_factor(ranks); }
+double SizeRow::busbw_GBps() const { return algbw_GBps() * schema::allreduce_bus_factor(ranks); }
 
 std::string run_table_header() {
   return line("# %12s %12s %8s %12s %15s %12s %12s %8s\n", "size", "count", "type", "time(us)",

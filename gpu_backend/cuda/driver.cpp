@@ -12,7 +12,7 @@
 #include "gpu_backend/cuda/check.hpp"
 #include "gpu_backend/cuda/devices.hpp"
 #include "gpu_backend/cuda/executor.hpp"
-#include "gpu_backend/result_csv.hpp"
+#include "schema/result_csv.hpp"
 #include "gpu_backend/run_table.hpp"
 
 namespace ssim::gpu {
@@ -61,7 +61,7 @@ SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
 
   const bool leader = !one_process_per_gpu(o) || *o.rank == 0;
   std::ofstream csv_file;
-  std::optional<ResultCsvWriter> csv;
+  std::optional<schema::ResultCsvWriter> csv;
   if (leader && !o.output.empty()) {
     csv_file.open(o.output);
     if (!csv_file) throw InputError("cannot write the result CSV -o " + o.output);
@@ -106,8 +106,8 @@ SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
                                 std::to_string(it) + ": " + r.local.to_string();
       }
       if (csv) {
-        ResultRow row;
-        row.source = ResultSource::measured;
+        schema::ResultRow row;
+        row.source = schema::ResultSource::measured;
         row.algorithm = c.label;
         row.ranks = ranks;
         row.bytes = Bytes{bytes};
@@ -117,10 +117,10 @@ SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
         row.iteration = it;
         row.time = r.time;
         row.after_last_arrival = r.after_last_arrival;
-        set_bandwidths(row);
+        schema::set_bandwidths(row);
         row.wrong = r.wrong;
         row.device = group->description();
-        row.timestamp = utc_timestamp_now();
+        row.timestamp = schema::utc_timestamp_now();
         csv->write(row);
       }
     }

@@ -11,7 +11,7 @@
 #include "common/error.hpp"
 #include "gpu_backend/mpi/mpi_executor.hpp"
 #include "gpu_backend/mpi/mpi_support.hpp"
-#include "gpu_backend/result_csv.hpp"
+#include "schema/result_csv.hpp"
 #include "gpu_backend/run_table.hpp"
 
 namespace ssim::gpu {
@@ -61,7 +61,7 @@ MpiSweepOutcome run_mpi_sweep(const MpiRunOptions& o, MPI_Comm comm, std::ostrea
   // Setup: identical on every rank except the CSV file (rank 0) and allocations; agreed on.
   std::vector<MpiCollective> prepared;
   std::ofstream csv_file;
-  std::optional<ResultCsvWriter> csv;
+  std::optional<schema::ResultCsvWriter> csv;
   std::string error;
   try {
     validate_mpi_options(o, world.size);
@@ -112,8 +112,8 @@ MpiSweepOutcome run_mpi_sweep(const MpiRunOptions& o, MPI_Comm comm, std::ostrea
                                 std::to_string(it) + ": " + first_failure(comm, world, r.local);
       }
       if (csv) {
-        ResultRow row;
-        row.source = ResultSource::measured;
+        schema::ResultRow row;
+        row.source = schema::ResultSource::measured;
         row.algorithm = c.label;
         row.ranks = world.size;
         row.bytes = Bytes{bytes};
@@ -123,10 +123,10 @@ MpiSweepOutcome run_mpi_sweep(const MpiRunOptions& o, MPI_Comm comm, std::ostrea
         row.iteration = it;
         row.time = r.time;
         row.after_last_arrival = r.after_last_arrival;
-        set_bandwidths(row);
+        schema::set_bandwidths(row);
         row.wrong = r.wrong;
         row.device = world.device();
-        row.timestamp = utc_timestamp_now();
+        row.timestamp = schema::utc_timestamp_now();
         csv->write(row);
       }
     }

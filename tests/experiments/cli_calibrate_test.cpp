@@ -8,7 +8,7 @@
 #include "algorithms/cost_model.hpp"
 #include "cli_support.hpp"
 #include "experiments/config.hpp"
-#include "gpu_backend/result_csv.hpp"
+#include "schema/result_csv.hpp"
 
 namespace ssim::testing {
 namespace {
@@ -115,10 +115,10 @@ TEST(CliCalibrate, WrittenTopologyLoadsAndValidateReproducesTheRuns) {
   // The simulated rows, in the result schema, are the closed form with the calibrated numbers
   // (the alpha-beta simulator matches it to 1e-9): ring on 4 = 6 alpha + 1.5 s beta.
   std::ifstream in(simulated);
-  const std::vector<gpu::ResultRow> rows = gpu::read_result_csv(in, simulated);
+  const std::vector<schema::ResultRow> rows = schema::read_result_csv(in, simulated);
   ASSERT_EQ(rows.size(), 12u);
-  for (const gpu::ResultRow& row : rows) {
-    EXPECT_EQ(row.source, gpu::ResultSource::simulated);
+  for (const schema::ResultRow& row : rows) {
+    EXPECT_EQ(row.source, schema::ResultSource::simulated);
     EXPECT_EQ(row.algorithm, "ring");
     const double model = 6 * route.latency.value +
                          1.5 * static_cast<double>(row.bytes.value) / route.bandwidth.value;

@@ -12,7 +12,7 @@
 #include "common/error.hpp"
 #include "experiments/config.hpp"
 #include "experiments/experiment.hpp"
-#include "gpu_backend/result_csv.hpp"
+#include "schema/result_csv.hpp"
 
 namespace ssim::exp {
 namespace {
@@ -212,7 +212,7 @@ TEST(ExperimentRunner, AFailingRunKeepsThePointsBeforeIt) {
         << message;
     // Point 0: 2 algorithms x 2 iterations. The swept link lists hold commas: a real CSV reader.
     std::ifstream csv(dir + "/results.csv");
-    EXPECT_EQ(gpu::read_result_csv(csv, "results.csv").size(), 4u);
+    EXPECT_EQ(schema::read_result_csv(csv, "results.csv").size(), 4u);
     const auto j = nlohmann::json::parse(slurp(dir + "/results.json"));
     EXPECT_EQ(j["status"]["state"], "failed");
     EXPECT_TRUE(j["points"][0].contains("summary"));

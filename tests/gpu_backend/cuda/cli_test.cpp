@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "gpu_backend/result_csv.hpp"
+#include "schema/result_csv.hpp"
 #include "tests/experiments/cli_support.hpp"  // run_cli: STRAGGLESIM_BIN is stragglesim-gpu here
 #include "tests/gpu_backend/cuda/device_support.hpp"
 
@@ -102,9 +102,9 @@ std::string temp_csv() {
   return path;
 }
 
-std::vector<ResultRow> read_rows(const std::string& path) {
+std::vector<schema::ResultRow> read_rows(const std::string& path) {
   std::ifstream in(path);
-  return read_result_csv(in, path);
+  return schema::read_result_csv(in, path);
 }
 
 // Sizes 64K, 128K, 256K x 2 iterations = 6 rows; every row checked and exact.
@@ -118,10 +118,10 @@ TEST(GpuCli, SingleGpuRunPrintsTheTableAndWritesTheCsv) {
   EXPECT_EQ(r.rc, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "after-last(us)")) << r.out;
   EXPECT_TRUE(contains(r.out, "# Out of bounds values : 0 OK")) << r.out;
-  const std::vector<ResultRow> rows = read_rows(csv);
+  const std::vector<schema::ResultRow> rows = read_rows(csv);
   ASSERT_EQ(rows.size(), 6u);
-  for (const ResultRow& row : rows) {
-    EXPECT_EQ(row.source, ResultSource::measured);
+  for (const schema::ResultRow& row : rows) {
+    EXPECT_EQ(row.source, schema::ResultSource::measured);
     EXPECT_EQ(row.algorithm, "ring");
     EXPECT_EQ(row.ranks, 4);
     EXPECT_EQ(row.wrong, std::optional<std::uint64_t>(0));
@@ -146,9 +146,9 @@ TEST(GpuCli, OneProcessPerGpu) {
                           "exit $((rc0 | $?)))";
   const int status = std::system(cmd.c_str());
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd;
-  const std::vector<ResultRow> rows = read_rows(csv);
+  const std::vector<schema::ResultRow> rows = read_rows(csv);
   ASSERT_EQ(rows.size(), 3u);
-  for (const ResultRow& row : rows) {
+  for (const schema::ResultRow& row : rows) {
     EXPECT_EQ(row.algorithm, "direct");
     EXPECT_EQ(row.ranks, 2);
     EXPECT_EQ(row.wrong, std::optional<std::uint64_t>(0));

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "algorithms/registry.hpp"
-#include "gpu_backend/result_csv.hpp"
+#include "schema/result_csv.hpp"
 
 namespace ssim::gpu {
 namespace {
@@ -88,9 +88,9 @@ std::string temp_csv() {
   return path;
 }
 
-std::vector<ResultRow> read_rows(const std::string& path) {
+std::vector<schema::ResultRow> read_rows(const std::string& path) {
   std::ifstream in(path);
-  return read_result_csv(in, path);
+  return schema::read_result_csv(in, path);
 }
 
 // Every registered schedule and MPI_Allreduce, at 3 ranks (not a power of two) and 4, on
@@ -128,14 +128,14 @@ TEST(MpiCli, WritesTheResultCsvAndOneTable) {
   std::string header;
   std::getline(in, header);
   std::string expected;
-  for (const std::string& c : result_csv_columns()) expected += (expected.empty() ? "" : ",") + c;
+  for (const std::string& c : schema::result_csv_columns()) expected += (expected.empty() ? "" : ",") + c;
   EXPECT_EQ(header, expected);
 
-  const std::vector<ResultRow> rows = read_rows(csv);
+  const std::vector<schema::ResultRow> rows = read_rows(csv);
   ASSERT_EQ(rows.size(), 6u);
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    const ResultRow& row = rows[i];
-    EXPECT_EQ(row.source, ResultSource::measured);
+    const schema::ResultRow& row = rows[i];
+    EXPECT_EQ(row.source, schema::ResultSource::measured);
     EXPECT_EQ(row.algorithm, "ring");
     EXPECT_EQ(row.ranks, 2);
     EXPECT_EQ(row.bytes.value, std::uint64_t{4096} << (i / 2));
@@ -164,9 +164,9 @@ TEST(MpiCli, StragglerDelayShowsInTimeNotAfterLastArrival) {
       run_mpi(3, "--algo stragglar --straggler 0 --delay 50ms -b 4K -n 3 -w 0 -o " + csv);
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "# straggler: rank 0 arrives 50.000ms late")) << r.out;
-  const std::vector<ResultRow> rows = read_rows(csv);
+  const std::vector<schema::ResultRow> rows = read_rows(csv);
   ASSERT_EQ(rows.size(), 3u);
-  for (const ResultRow& row : rows) {
+  for (const schema::ResultRow& row : rows) {
     EXPECT_EQ(row.algorithm, "stragglar");
     EXPECT_DOUBLE_EQ(row.delay.value, 0.05);
     EXPECT_EQ(row.straggler, 0);

@@ -1,4 +1,4 @@
-#include "gpu_backend/calibration.hpp"
+#include "calibration/calibration.hpp"
 
 #include <Eigen/Dense>
 #include <algorithm>
@@ -13,7 +13,7 @@
 
 #include "common/error.hpp"
 
-namespace ssim::gpu {
+namespace ssim::calib {
 namespace {
 
 // ---- CSV records with line numbers -------------------------------------------------------
@@ -279,7 +279,7 @@ void skip(Calibration& c, const std::string& reason, int line) {
 
 constexpr const char* kInputForms =
     "a calibration input is a sweep with columns bytes,seconds[,link_class][,kind] or a result CSV "
-    "(gpu_backend/result_csv.hpp)";
+    "(schema/result_csv.hpp)";
 
 Calibration calibrate_sweep(const std::vector<Record>& records, std::string_view name,
                             const CalibrationOptions& options) {
@@ -401,8 +401,8 @@ Calibration calibrate_runs(const std::string& text, std::string_view name,
   std::vector<Observation> rows;
   std::set<int> ranks;
   for (const MeasuredRun& run : runs) {
-    const ResultRow& r = run.row;
-    if (r.source != ResultSource::measured) {
+    const schema::ResultRow& r = run.row;
+    if (r.source != schema::ResultSource::measured) {
       skip(c, "simulated rows (only measured runs are fitted)", run.line);
       continue;
     }
@@ -497,13 +497,13 @@ CostCoefficients cost_coefficients(const alg::AlgorithmInfo& algorithm, int rank
 std::vector<MeasuredRun> read_measured_runs(std::istream& in, std::string_view name) {
   const std::string text(std::istreambuf_iterator<char>(in), {});
   std::istringstream again(text);
-  std::vector<ResultRow> rows = read_result_csv(again, name);
+  std::vector<schema::ResultRow> rows = schema::read_result_csv(again, name);
   const std::vector<Record> records = split_records(text, name, false);
   SSIM_CHECK(records.size() == rows.size() + 1, "result CSV records and rows disagree");
   std::vector<MeasuredRun> runs;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     MeasuredRun run{.line = records[i + 1].line, .row = std::move(rows[i])};
-    const ResultRow& r = run.row;
+    const schema::ResultRow& r = run.row;
     if (r.ranks < 1) bad_value(name, run.line, "ranks", std::to_string(r.ranks), "ranks >= 1");
     if (r.bytes.value == 0) bad_value(name, run.line, "bytes", "0", "a size in bytes > 0");
     auto non_negative = [&](std::string_view column, Seconds t) {
@@ -562,4 +562,4 @@ double quantile(std::vector<double> values, double p) {
   return values[lo] + (at - static_cast<double>(lo)) * (values[hi] - values[lo]);
 }
 
-}  // namespace ssim::gpu
+}  // namespace ssim::calib

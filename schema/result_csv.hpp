@@ -44,7 +44,7 @@
 
 #include "common/units.hpp"
 
-namespace ssim::gpu {
+namespace ssim::schema {
 
 enum class ResultSource : std::uint8_t { measured, simulated };
 
@@ -102,4 +102,4 @@ std::string format_result_row(const ResultRow& row);
 // header, or a bad value is an InputError naming `name`, the line and the column.
 std::vector<ResultRow> read_result_csv(std::istream& in, std::string_view name);
 
-}  // namespace ssim::gpu
+}  // namespace ssim::schema

@@ -1,4 +1,4 @@
-#include "gpu_backend/result_csv.hpp"
+#include "schema/result_csv.hpp"
 
 #include <gtest/gtest.h>
 
@@ -7,12 +7,12 @@
 
 #include "common/error.hpp"
 
-namespace ssim::gpu {
+namespace ssim::schema {
 namespace {
 
-ResultRow measured_row() {
-  ResultRow r;
-  r.source = ResultSource::measured;
+schema::ResultRow measured_row() {
+  schema::ResultRow r;
+  r.source = schema::ResultSource::measured;
   r.algorithm = "stragglar+nccl-rs";
   r.ranks = 8;
   r.bytes = Bytes{1 << 20};
@@ -32,32 +32,32 @@ ResultRow measured_row() {
 
 TEST(ResultCsv, BusFactorIsNcclTestsAllReduceFactor) {
   // 2(n-1)/n: n = 2 -> 1, n = 4 -> 1.5, n = 8 -> 1.75, n = 1 -> 0 (nothing moves).
-  EXPECT_DOUBLE_EQ(allreduce_bus_factor(2), 1.0);
-  EXPECT_DOUBLE_EQ(allreduce_bus_factor(4), 1.5);
-  EXPECT_DOUBLE_EQ(allreduce_bus_factor(8), 1.75);
-  EXPECT_DOUBLE_EQ(allreduce_bus_factor(1), 0.0);
-  EXPECT_THROW(allreduce_bus_factor(0), InputError);
+  EXPECT_DOUBLE_EQ(schema::allreduce_bus_factor(2), 1.0);
+  EXPECT_DOUBLE_EQ(schema::allreduce_bus_factor(4), 1.5);
+  EXPECT_DOUBLE_EQ(schema::allreduce_bus_factor(8), 1.75);
+  EXPECT_DOUBLE_EQ(schema::allreduce_bus_factor(1), 0.0);
+  EXPECT_THROW(schema::allreduce_bus_factor(0), InputError);
 }
 
 TEST(ResultCsv, BandwidthsUseTheTimeAfterTheLastArrival) {
   // 1 MB in 250 us after the last arrival: algbw = 1e6 / 2.5e-4 = 4e9 B/s; busbw at n = 4 is
   // 4e9 * 1.5 = 6e9. time_s (5.25 ms, mostly the straggler's delay) does not enter.
-  ResultRow r;
+  schema::ResultRow r;
   r.ranks = 4;
   r.bytes = Bytes{1000000};
   r.time = Seconds{0.00525};
   r.after_last_arrival = Seconds{0.00025};
-  set_bandwidths(r);
+  schema::set_bandwidths(r);
   EXPECT_DOUBLE_EQ(r.algbw.value, 4e9);
   EXPECT_DOUBLE_EQ(r.busbw.value, 6e9);
   r.after_last_arrival = Seconds{0};
-  set_bandwidths(r);
+  schema::set_bandwidths(r);
   EXPECT_EQ(r.algbw.value, 0.0);
 }
 
 TEST(ResultCsv, HeaderAndRowText) {
   std::ostringstream out;
-  ResultCsvWriter csv(out);
+  schema::ResultCsvWriter csv(out);
   csv.write(measured_row());
   EXPECT_EQ(out.str(),
             "source,algorithm,ranks,bytes,dtype,delay_s,straggler,iteration,time_s,"
@@ -67,32 +67,32 @@ TEST(ResultCsv, HeaderAndRowText) {
 }
 
 TEST(ResultCsv, SimulatedRowLeavesWrongAndStragglerEmpty) {
-  ResultRow r = measured_row();
-  r.source = ResultSource::simulated;
+  schema::ResultRow r = measured_row();
+  r.source = schema::ResultSource::simulated;
   r.wrong.reset();
   r.straggler.reset();
   r.delay = Seconds{0};
   r.device = "alphabeta";
-  EXPECT_EQ(format_result_row(r),
+  EXPECT_EQ(schema::format_result_row(r),
             "simulated,stragglar+nccl-rs,8,1048576,float64,0,,3,0.00525,0.00025,4,7,,alphabeta,"
             "2025-06-01T12:34:56Z");
 }
 
 TEST(ResultCsv, WriteThenReadGivesTheSameRows) {
-  ResultRow a = measured_row();
-  ResultRow b = measured_row();
-  b.source = ResultSource::simulated;
+  schema::ResultRow a = measured_row();
+  schema::ResultRow b = measured_row();
+  b.source = schema::ResultSource::simulated;
   b.wrong.reset();
   b.straggler.reset();
   b.device = "say \"hi\"\nnext line";
   b.time = Seconds{1.0 / 3.0};  // shortest round-trip text must read back exactly
   std::stringstream io;
   {
-    ResultCsvWriter csv(io);
+    schema::ResultCsvWriter csv(io);
     csv.write(a);
     csv.write(b);
   }
-  const std::vector<ResultRow> rows = read_result_csv(io, "io.csv");
+  const std::vector<schema::ResultRow> rows = schema::read_result_csv(io, "io.csv");
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0], a);
   EXPECT_EQ(rows[1], b);
@@ -103,7 +103,7 @@ TEST(ResultCsv, ReaderFindsColumnsByNameAndIgnoresExtras) {
       "extra,timestamp,device,wrong,busbw_GBps,algbw_GBps,after_last_arrival_s,time_s,iteration,"
       "straggler,delay_s,dtype,bytes,ranks,algorithm,source\r\n"
       "x,t,d,2,1.5,1,0.001,0.002,0,,0,int32,4096,4,ring,measured\r\n");
-  const std::vector<ResultRow> rows = read_result_csv(in, "r.csv");
+  const std::vector<schema::ResultRow> rows = schema::read_result_csv(in, "r.csv");
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].algorithm, "ring");
   EXPECT_EQ(rows[0].bytes.value, 4096u);
@@ -115,7 +115,7 @@ TEST(ResultCsv, ReaderFindsColumnsByNameAndIgnoresExtras) {
 void expect_error(const std::string& text, const std::string& pattern) {
   std::istringstream in(text);
   try {
-    read_result_csv(in, "bad.csv");
+    schema::read_result_csv(in, "bad.csv");
     ADD_FAILURE() << "no error for: " << text;
   } catch (const InputError& e) {
     EXPECT_TRUE(std::regex_search(e.what(), std::regex(pattern))) << e.what();
@@ -143,4 +143,4 @@ TEST(ResultCsv, ReaderErrorsNameFileLineAndColumn) {
 }
 
 }  // namespace
-}  // namespace ssim::gpu
+}  // namespace ssim::schema

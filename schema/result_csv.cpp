@@ -1,4 +1,4 @@
-#include "gpu_backend/result_csv.hpp"
+#include "schema/result_csv.hpp"
 
 #include <charconv>
 #include <cmath>
@@ -10,7 +10,7 @@
 
 #include "common/error.hpp"
 
-namespace ssim::gpu {
+namespace ssim::schema {
 
 std::string csv_number(double v) {
   char buf[64];
@@ -190,7 +190,7 @@ std::vector<ResultRow> read_result_csv(std::istream& in, std::string_view name) 
     auto it = index.find(column);
     if (it == index.end()) {
       throw InputError(std::string(name) + ":1: missing column '" + column +
-                       "' (a result CSV has the columns of gpu_backend/result_csv.hpp)");
+                       "' (a result CSV has the columns of schema/result_csv.hpp)");
     }
     at.push_back(it->second);
   }
@@ -236,4 +236,4 @@ std::vector<ResultRow> read_result_csv(std::istream& in, std::string_view name) 
   return rows;
 }
 
-}  // namespace ssim::gpu
+}  // namespace ssim::schema

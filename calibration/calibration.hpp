@@ -50,9 +50,9 @@
 
 #include "algorithms/registry.hpp"
 #include "common/units.hpp"
-#include "gpu_backend/result_csv.hpp"
+#include "schema/result_csv.hpp"
 
-namespace ssim::gpu {
+namespace ssim::calib {
 
 enum class CalibrationInput : std::uint8_t { sweep, collective_runs };
 // "point-to-point sweep" or "collective runs".
@@ -152,7 +152,7 @@ CostCoefficients cost_coefficients(const alg::AlgorithmInfo& algorithm, int rank
 // A result CSV row with the line it starts on.
 struct MeasuredRun {
   int line = 0;
-  ResultRow row;
+  schema::ResultRow row;
 };
 // read_result_csv plus the line of every row and range checks: ranks >= 1, bytes > 0, delay_s,
 // time_s and after_last_arrival_s >= 0 (InputError naming the file, line and column).
@@ -165,4 +165,4 @@ std::vector<Bytes> parse_size_list(std::string_view text);
 // must not be empty.
 double quantile(std::vector<double> values, double p);
 
-}  // namespace ssim::gpu
+}  // namespace ssim::calib

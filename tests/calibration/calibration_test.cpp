@@ -1,4 +1,4 @@
-#include "gpu_backend/calibration.hpp"
+#include "calibration/calibration.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include "algorithms/cost_model.hpp"
 #include "common/error.hpp"
 
-namespace ssim::gpu {
+namespace ssim::calib {
 namespace {
 
 constexpr double kAlpha = 3e-6;       // 3 us
@@ -334,7 +334,7 @@ TEST(Calibration, UnderdeterminedFitsAreRefused) {
 TEST(Calibration, MalformedInputNamesFileLineAndColumn) {
   EXPECT_EQ(error_of("bytes,time\n1024,3e-06\n"),
             "t.csv:1: missing column 'seconds' (a calibration input is a sweep with columns "
-            "bytes,seconds[,link_class][,kind] or a result CSV (gpu_backend/result_csv.hpp))");
+            "bytes,seconds[,link_class][,kind] or a result CSV (schema/result_csv.hpp))");
   EXPECT_EQ(error_of("bytes,seconds\n1024,3e-06\n4096,fast\n"),
             "t.csv:3: column seconds: bad value 'fast' (expected a time in seconds > 0)");
   EXPECT_EQ(error_of("bytes,seconds\n1024,3e-06\n4096,-3.2e-06\n"),
@@ -389,4 +389,4 @@ TEST(Calibration, SizeListsAndQuantiles) {
 }
 
 }  // namespace
-}  // namespace ssim::gpu
+}  // namespace ssim::calib
