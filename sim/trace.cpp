@@ -1,6 +1,7 @@
 #include "sim/trace.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 #include <vector>
@@ -41,11 +42,23 @@ std::string json_string(std::string_view s) {
   return out + "\"";
 }
 
-std::string micros(double seconds) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.6f", seconds * 1e6);
+// Every time in a trace is first rounded to an integer number of nanoseconds since the first
+// arrival; ts and dur are then exact decimal microseconds with three digits. Viewers convert
+// microseconds to integer nanoseconds (Perfetto does, and drops a slice that partially overlaps
+// its predecessor on a track), so an end rounded apart from its start could make two
+// back-to-back slices overlap by one nanosecond. With integer endpoints ts + dur is exactly the
+// next slice's ts, and rounding is monotone, so slices placed apart stay apart.
+using Nanos = long long;
+
+Nanos to_nanos(double seconds) { return std::llround(seconds * 1e9); }
+
+std::string micros_of(Nanos ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%lld.%03lld", ns / 1000, ns % 1000);
   return buf;
 }
+
+std::string micros(double seconds) { return micros_of(to_nanos(seconds)); }
 
 std::string chunk_label(const TransferRecord& r) {
   if (r.chunk_end - r.chunk_begin == 1) return "c" + std::to_string(r.chunk_begin);
@@ -57,12 +70,12 @@ enum Role { kSend = 0, kRecv = 1 };
 
 // Track assignment: per rank and role, intervals go to the first lane that is free by their start.
 struct Lanes {
-  std::vector<std::vector<double>> end;  // [rank * 2 + role][lane] = end of its last interval
+  std::vector<std::vector<Nanos>> end;  // [rank * 2 + role][lane] = end of its last interval
   std::vector<std::vector<int>> tid;     // same shape, assigned after placement
 
   explicit Lanes(int ranks) : end(static_cast<std::size_t>(2 * ranks)), tid(end.size()) {}
-  int place(int rank, Role role, double from, double to) {
-    std::vector<double>& e = end[2 * rank + role];
+  int place(int rank, Role role, Nanos from, Nanos to) {
+    std::vector<Nanos>& e = end[2 * rank + role];
     for (std::size_t i = 0; i < e.size(); ++i) {
       if (e[i] <= from) {
         e[i] = to;
@@ -83,13 +96,31 @@ class Writer {
          (tid >= 0 ? ",\"tid\":" + std::to_string(tid) : std::string()) + ",\"args\":{" + args +
          "}}");
   }
+  // Times are seconds of simulated time; they are written relative to the first arrival.
+  Nanos at(double t) const { return to_nanos(t - t0_); }
+
   void slice(int pid, int tid, const std::string& name, const char* cat, double from, double to,
              const std::string& args) {
-    if (!(to > from) && std::string_view(cat) == "wait") return;
+    const Nanos a = at(from), b = std::max(a, at(to));
+    if (b == a && std::string_view(cat) == "wait") return;
     item("{\"name\":" + json_string(name) + ",\"cat\":\"" + cat +
          "\",\"ph\":\"X\",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid) +
-         ",\"ts\":" + micros(from - t0_) + ",\"dur\":" + micros(to - from) +
+         ",\"ts\":" + micros_of(a) + ",\"dur\":" + micros_of(b - a) +
          (args.empty() ? std::string() : ",\"args\":{" + args + "}") + "}");
+  }
+  // An instant event on one track ("s":"t": drawn on that thread only).
+  void instant(int pid, int tid, const std::string& name, double t, const std::string& args) {
+    item("{\"name\":" + json_string(name) + ",\"cat\":\"arrival\",\"ph\":\"i\",\"s\":\"t\",\"pid\":" +
+         std::to_string(pid) + ",\"tid\":" + std::to_string(tid) + ",\"ts\":" + micros_of(at(t)) +
+         (args.empty() ? std::string() : ",\"args\":{" + args + "}") + "}");
+  }
+  // One end of a flow arrow (ph "s" at the sender, "f" at the receiver), bound to the slice
+  // that encloses `ns` on its track ("bp":"e").
+  void flow(char ph, std::uint64_t id, int pid, int tid, Nanos ns) {
+    item(std::string("{\"name\":\"data\",\"cat\":\"transfer\",\"ph\":\"") + ph +
+         "\",\"id\":" + std::to_string(id) + (ph == 'f' ? ",\"bp\":\"e\"" : "") +
+         ",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid) +
+         ",\"ts\":" + micros_of(ns) + "}");
   }
 
  private:
@@ -126,11 +157,11 @@ void write_chrome_trace(std::ostream& out, const alg::Schedule& schedule,
   // Place every slice group (waits + transfer) of each side in start order.
   Lanes lanes(n);
   for (int r = 0; r < n; ++r) {
-    const double a = result.arrival[r].value;
-    if (a > t0) lanes.place(r, kSend, t0, a);
+    const Nanos a = to_nanos(result.arrival[r].value - t0);
+    if (a > 0) lanes.place(r, kSend, 0, a);
   }
   struct Side {
-    double from, to;
+    Nanos from, to;
     std::size_t record;
     Role role;
   };
@@ -138,8 +169,8 @@ void write_chrome_trace(std::ostream& out, const alg::Schedule& schedule,
   sides.reserve(2 * result.timeline.size());
   for (std::size_t i = 0; i < result.timeline.size(); ++i) {
     const TransferRecord& t = result.timeline[i];
-    sides.push_back({t.src_ready.value, t.end.value, i, kSend});
-    sides.push_back({t.dst_ready.value, t.done.value, i, kRecv});
+    sides.push_back({to_nanos(t.src_ready.value - t0), to_nanos(t.end.value - t0), i, kSend});
+    sides.push_back({to_nanos(t.dst_ready.value - t0), to_nanos(t.done.value - t0), i, kRecv});
   }
   std::stable_sort(sides.begin(), sides.end(),
                    [](const Side& a, const Side& b) { return a.from < b.from; });
@@ -178,6 +209,7 @@ void write_chrome_trace(std::ostream& out, const alg::Schedule& schedule,
   for (int r = 0; r < n; ++r) {
     const double a = result.arrival[r].value;
     w.slice(r + 1, lanes.tid[2 * r][0], "arrival", "wait", t0, a, "\"delay_us\":" + micros(a - t0));
+    w.instant(r + 1, lanes.tid[2 * r][0], "arrived", a, "\"rank\":" + std::to_string(r));
   }
   for (std::size_t i = 0; i < result.timeline.size(); ++i) {
     const TransferRecord& t = result.timeline[i];
@@ -198,6 +230,11 @@ void write_chrome_trace(std::ostream& out, const alg::Schedule& schedule,
         t.start.value, t.done.value,
         args + (t.done.value > t.end.value ? ",\"reduce_us\":" + micros(t.done.value - t.end.value)
                                            : std::string()));
+    // The arrow from the send to its receive sits in the middle of the transfer, inside both
+    // slices and away from their edges, where a neighbouring slice could claim it.
+    const Nanos mid = (w.at(t.start.value) + w.at(t.end.value)) / 2;
+    w.flow('s', i + 1, t.src + 1, send_tid, mid);
+    w.flow('f', i + 1, t.dst + 1, recv_tid, mid);
   }
   out << "\n]}\n";
 }

@@ -15,8 +15,12 @@
 //   arrival                           the rank's arrival delay after the first arrival
 //   wait for peer 5                   the rank had reached the round, the peer had not
 //   wait for port                     both were there, a port was still busy (alpha-beta FIFO)
-// ts and dur are microseconds since the first arrival, printed to the picosecond;
-// "displayTimeUnit": "ns". "otherData" carries the run's summary.
+// Instant events ("ph": "i") "arrived" mark each rank's arrival on its send track; a flow arrow
+// ("ph": "s" -> "f", id = transfer index + 1) links every send slice to its receive slice.
+// Every time is rounded to an integer nanosecond since the first arrival before it is written
+// (ts and dur in microseconds with three decimals), so slices of one track never overlap after
+// a viewer converts them to nanoseconds. "displayTimeUnit": "ns". "otherData" carries the run's
+// summary.
 #pragma once
 
 #include <ostream>
