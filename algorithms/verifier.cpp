@@ -1,7 +1,7 @@
 #include "algorithms/verifier.hpp"
 
 #include <algorithm>
-#include <bit>
+#include <iterator>
 #include <sstream>
 
 #include "common/error.hpp"
@@ -24,14 +24,6 @@ std::string list_ranks(const std::vector<int>& ranks) {
   return os.str();
 }
 
-struct PendingWrite {
-  int dst;
-  int chunk;
-  int src;
-  int transfer;
-  Op op;
-};
-
 }  // namespace
 
 std::string VerifyError::to_string() const {
@@ -49,45 +41,124 @@ int chunk_owner(int chunk, int ranks, int chunks) {
   return static_cast<int>(static_cast<std::int64_t>(chunk) * ranks / chunks);
 }
 
-SymbolicState::SymbolicState(Collective collective, int ranks, int chunks)
-    : ranks_(ranks), chunks_(chunks), words_((ranks + 63) / 64) {
+SymbolicState::SymbolicState(Collective collective, int ranks, int chunks) : ranks_(ranks), chunks_(chunks) {
   SSIM_CHECK(ranks > 0 && chunks > 0, "symbolic state needs ranks and chunks");
-  bits_.assign(static_cast<std::size_t>(ranks) * chunks * words_, 0);
+  // ranks * chunks fits in 62 bits; refuse what could never be allocated before trying.
+  const std::uint64_t cells = static_cast<std::uint64_t>(ranks) * static_cast<std::uint64_t>(chunks);
+  constexpr std::uint64_t kMaxCells = std::uint64_t{1} << 37;  // 1 TiB of 8-byte cells
+  if (cells > kMaxCells) {
+    throw InputError("verifying " + std::to_string(ranks) + " ranks x " + std::to_string(chunks) +
+                     " chunks needs " + std::to_string(cells) + " (rank, chunk) states of 8 bytes (" +
+                     std::to_string(cells >> 27) + " GiB): fewer ranks or chunks");
+  }
+  cells_.resize(static_cast<std::size_t>(cells));
   for (int r = 0; r < ranks; ++r) {
     for (int c = 0; c < chunks; ++c) {
-      std::uint64_t* s = set(r, c);
       if (collective == Collective::allgather) {
-        if (chunk_owner(c, ranks, chunks) == r) {
-          for (int w = 0; w < ranks; ++w) s[w / 64] |= std::uint64_t{1} << (w % 64);
-        }
+        cell(r, c) = chunk_owner(c, ranks, chunks) == r ? run(0, ranks) : run(0, 0);
       } else {
-        s[r / 64] |= std::uint64_t{1} << (r % 64);
+        cell(r, c) = run(r, 1);
       }
     }
   }
 }
 
-bool SymbolicState::has(int rank, int chunk, int contributor) const {
-  return (set(rank, chunk)[contributor / 64] >> (contributor % 64)) & 1u;
+SymbolicState::Cell SymbolicState::run(std::int64_t start, std::int64_t length) const {
+  if (length <= 0) return 0;
+  if (length >= ranks_) return static_cast<Cell>(ranks_);  // the full set, start 0
+  return (static_cast<Cell>(start % ranks_) << 32) | static_cast<Cell>(length);
 }
 
-int SymbolicState::count(int rank, int chunk) const {
-  const std::uint64_t* s = set(rank, chunk);
-  int total = 0;
-  for (int w = 0; w < words_; ++w) total += std::popcount(s[w]);
-  return total;
+void SymbolicState::intervals(Cell c, std::vector<Interval>& out) const {
+  out.clear();
+  if (c & kPooled) {
+    const std::vector<Interval>& iv = pool_[c & ~kPooled].intervals;
+    out.assign(iv.begin(), iv.end());
+    return;
+  }
+  const std::int64_t length = static_cast<std::int64_t>(c & 0xffffffffu);
+  const std::int64_t start = static_cast<std::int64_t>(c >> 32);
+  if (length == 0) return;
+  if (start + length <= ranks_) {
+    out.push_back({static_cast<std::int32_t>(start), static_cast<std::int32_t>(start + length)});
+  } else {
+    out.push_back({0, static_cast<std::int32_t>(start + length - ranks_)});
+    out.push_back({static_cast<std::int32_t>(start), ranks_});
+  }
 }
+
+std::int64_t SymbolicState::size_of(Cell c) const {
+  return (c & kPooled) ? pool_[c & ~kPooled].count : static_cast<std::int64_t>(c & 0xffffffffu);
+}
+
+SymbolicState::Cell SymbolicState::make(std::vector<Interval>& iv) {
+  if (iv.empty()) return run(0, 0);
+  if (iv.size() == 1) return run(iv[0].lo, iv[0].hi - iv[0].lo);
+  if (iv.size() == 2 && iv[0].lo == 0 && iv[1].hi == ranks_) {
+    return run(iv[1].lo, (ranks_ - iv[1].lo) + iv[0].hi);
+  }
+  std::uint32_t id;
+  if (!free_.empty()) {
+    id = free_.back();
+    free_.pop_back();
+  } else {
+    SSIM_CHECK(pool_.size() < (std::size_t{1} << 32), "verifier set pool exhausted");
+    id = static_cast<std::uint32_t>(pool_.size());
+    pool_.emplace_back();
+  }
+  PoolSet& p = pool_[id];
+  p.intervals.assign(iv.begin(), iv.end());
+  p.count = 0;
+  for (const Interval& i : iv) p.count += i.hi - i.lo;
+  p.refs = 1;
+  return kPooled | id;
+}
+
+void SymbolicState::retain(Cell c) {
+  if (c & kPooled) ++pool_[c & ~kPooled].refs;
+}
+
+void SymbolicState::release(Cell c) {
+  if (!(c & kPooled)) return;
+  PoolSet& p = pool_[c & ~kPooled];
+  SSIM_CHECK(p.refs > 0, "verifier set released twice");
+  if (--p.refs == 0) {
+    p.intervals.clear();  // keeps its capacity for the next set made in this slot
+    free_.push_back(static_cast<std::uint32_t>(c & ~kPooled));
+  }
+}
+
+bool SymbolicState::has(int rank, int chunk, int contributor) const {
+  const Cell c = cell(rank, chunk);
+  if (c & kPooled) {
+    const std::vector<Interval>& iv = pool_[c & ~kPooled].intervals;
+    const auto it = std::upper_bound(iv.begin(), iv.end(), contributor,
+                                     [](int k, const Interval& i) { return k < i.lo; });
+    return it != iv.begin() && contributor < std::prev(it)->hi;
+  }
+  const std::int64_t length = static_cast<std::int64_t>(c & 0xffffffffu);
+  const std::int64_t start = static_cast<std::int64_t>(c >> 32);
+  return ((contributor - start) % ranks_ + ranks_) % ranks_ < length;
+}
+
+int SymbolicState::count(int rank, int chunk) const { return static_cast<int>(size_of(cell(rank, chunk))); }
 
 std::vector<int> SymbolicState::missing(int rank, int chunk) const {
+  std::vector<Interval> iv;
+  intervals(cell(rank, chunk), iv);
   std::vector<int> out;
-  for (int k = 0; k < ranks_; ++k) {
-    if (!has(rank, chunk, k)) out.push_back(k);
+  int next = 0;
+  for (const Interval& i : iv) {
+    for (int k = next; k < i.lo; ++k) out.push_back(k);
+    next = i.hi;
   }
+  for (int k = next; k < ranks_; ++k) out.push_back(k);
   return out;
 }
 
 std::optional<VerifyError> SymbolicState::apply(const Round& round, int round_index) {
-  std::vector<PendingWrite> writes;
+  std::vector<PendingWrite>& writes = scratch_.writes;
+  writes.clear();
   for (std::size_t i = 0; i < round.transfers.size(); ++i) {
     const Transfer& t = round.transfers[i];
     const int ti = static_cast<int>(i);
@@ -102,7 +173,7 @@ std::optional<VerifyError> SymbolicState::apply(const Round& round, int round_in
       return fail("chunk range outside [0, " + std::to_string(chunks_) + ")");
     }
     for (int c = t.chunk_begin; c < t.chunk_end; ++c) {
-      if (count(t.src, c) == 0) {
+      if (size_of(cell(t.src, c)) == 0) {
         return fail("rank " + std::to_string(t.src) + " sends chunk " + std::to_string(c) +
                     " but holds no data for it");
       }
@@ -113,51 +184,87 @@ std::optional<VerifyError> SymbolicState::apply(const Round& round, int round_in
     return a.dst != b.dst ? a.dst < b.dst : a.chunk < b.chunk;
   });
 
-  // New values are computed from the round-start state and committed only at the end.
-  std::vector<std::uint64_t> results;
-  std::vector<std::pair<int, int>> targets;
-  std::vector<std::uint64_t> acc(words_);
+  // New values are computed from the round-start state and committed only at the end; each new
+  // value holds one reference, dropped again if the round fails.
+  std::vector<std::pair<std::size_t, Cell>>& results = scratch_.results;  // (cell index, new value)
+  results.clear();
+  auto abandon = [&](VerifyError e) {
+    for (const auto& r : results) release(r.second);
+    return std::optional<VerifyError>(std::move(e));
+  };
+  std::vector<Interval>& acc = scratch_.acc;
+  std::vector<Interval>& src = scratch_.src;
+  std::vector<Interval>& merged = scratch_.merged;
   for (std::size_t g = 0; g < writes.size();) {
     std::size_t end = g;
     while (end < writes.size() && writes[end].dst == writes[g].dst && writes[end].chunk == writes[g].chunk) ++end;
     const int dst = writes[g].dst;
     const int chunk = writes[g].chunk;
+    const std::size_t index = static_cast<std::size_t>(dst) * chunks_ + chunk;
     const bool any_copy = std::any_of(writes.begin() + g, writes.begin() + end,
                                       [](const PendingWrite& w) { return w.op == Op::copy; });
     if (any_copy && end - g > 1) {
       const PendingWrite& second = writes[g + 1];
-      return VerifyError{round_index, second.transfer,
-                         "conflicting writes: rank " + std::to_string(dst) + " receives chunk " +
-                             std::to_string(chunk) + " more than once in this round and one is a copy "
-                             "(also written by transfer " + std::to_string(writes[g].transfer) + ")"};
+      return abandon(VerifyError{round_index, second.transfer,
+                                 "conflicting writes: rank " + std::to_string(dst) + " receives chunk " +
+                                     std::to_string(chunk) + " more than once in this round and one is a copy "
+                                     "(also written by transfer " + std::to_string(writes[g].transfer) + ")"});
     }
     if (any_copy) {
-      const std::uint64_t* s = set(writes[g].src, chunk);
-      acc.assign(s, s + words_);
-    } else {
-      const std::uint64_t* d = set(dst, chunk);
-      acc.assign(d, d + words_);
-      for (std::size_t k = g; k < end; ++k) {
-        const std::uint64_t* s = set(writes[k].src, chunk);
-        for (int w = 0; w < words_; ++w) {
-          if (const std::uint64_t overlap = acc[w] & s[w]) {
-            const int who = w * 64 + std::countr_zero(overlap);
-            return VerifyError{round_index, writes[k].transfer,
-                               "double count: reducing chunk " + std::to_string(chunk) + " from rank " +
-                                   std::to_string(writes[k].src) + " into rank " + std::to_string(dst) +
-                                   " adds the contribution of rank " + std::to_string(who) + " twice"};
-          }
-          acc[w] |= s[w];
+      const Cell c = cell(writes[g].src, chunk);
+      retain(c);
+      results.emplace_back(index, c);
+      g = end;
+      continue;
+    }
+    const Cell d = cell(dst, chunk);
+    if (end - g == 1 && !(d & kPooled) && !(cell(writes[g].src, chunk) & kPooled)) {
+      // Fast path: two runs that touch end to start (ring, halving-doubling) make one run.
+      const Cell s = cell(writes[g].src, chunk);
+      const std::int64_t dl = size_of(d), sl = size_of(s);
+      const std::int64_t ds = static_cast<std::int64_t>(d >> 32), ss = static_cast<std::int64_t>(s >> 32);
+      if (dl + sl <= ranks_) {
+        if ((ds + dl) % ranks_ == ss) {
+          results.emplace_back(index, run(ds, dl + sl));
+          g = end;
+          continue;
+        }
+        if ((ss + sl) % ranks_ == ds) {
+          results.emplace_back(index, run(ss, dl + sl));
+          g = end;
+          continue;
         }
       }
     }
-    results.insert(results.end(), acc.begin(), acc.end());
-    targets.emplace_back(dst, chunk);
+    intervals(d, acc);
+    for (std::size_t k = g; k < end; ++k) {
+      intervals(cell(writes[k].src, chunk), src);
+      merged.clear();
+      std::size_t i = 0, j = 0;
+      while (i < acc.size() || j < src.size()) {
+        const bool take_acc = j == src.size() || (i < acc.size() && acc[i].lo < src[j].lo);
+        const Interval next = take_acc ? acc[i++] : src[j++];
+        if (!merged.empty() && next.lo < merged.back().hi) {
+          // The two sets overlap; the smallest shared rank is where the later interval starts.
+          return abandon(VerifyError{round_index, writes[k].transfer,
+                                     "double count: reducing chunk " + std::to_string(chunk) + " from rank " +
+                                         std::to_string(writes[k].src) + " into rank " + std::to_string(dst) +
+                                         " adds the contribution of rank " + std::to_string(next.lo) + " twice"});
+        }
+        if (!merged.empty() && next.lo == merged.back().hi) {
+          merged.back().hi = next.hi;
+        } else {
+          merged.push_back(next);
+        }
+      }
+      acc.swap(merged);
+    }
+    results.emplace_back(index, make(acc));
     g = end;
   }
-  for (std::size_t k = 0; k < targets.size(); ++k) {
-    std::copy_n(results.begin() + static_cast<std::ptrdiff_t>(k * words_), words_,
-                set(targets[k].first, targets[k].second));
+  for (const auto& [index, value] : results) {
+    release(cells_[index]);
+    cells_[index] = value;
   }
   return std::nullopt;
 }

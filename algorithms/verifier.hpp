@@ -1,5 +1,6 @@
 // The schedule verifier: replays a schedule symbolically, tracking for every (rank, chunk)
-// the set of ranks whose contribution it holds, and reports the first problem.
+// the set of ranks whose contribution it holds (exactly, in compact form: see SymbolicState),
+// and reports the first problem.
 //
 //   VerifyResult r = verify(schedule);
 //   if (!r.ok()) std::cerr << r.error->to_string() << "\n";
@@ -51,6 +52,12 @@ struct VerifyResult {
 // The owner of chunk c for reduce_scatter / allgather: c * ranks / chunks.
 int chunk_owner(int chunk, int ranks, int chunks);
 
+// The contribution sets of every (rank, chunk), kept compact: a set that is one cyclic run of
+// ranks (k, k+1, ..., k+len-1 mod ranks: what ring, halving-doubling, direct and StragglAR build)
+// is stored in the cell itself; any other set is an immutable sorted list of rank intervals in a
+// reference-counted pool, shared by every cell that holds it (a copy shares, a reduce makes a new
+// one). Memory is 8 bytes per (rank, chunk) plus the distinct non-run sets alive (trees: about
+// log2(ranks) intervals each). Checks are exact: no fingerprints, so no false accept.
 class SymbolicState {
  public:
   SymbolicState(Collective collective, int ranks, int chunks);
@@ -66,19 +73,56 @@ class SymbolicState {
 
   int ranks() const { return ranks_; }
   int chunks() const { return chunks_; }
+  // Distinct pooled (non-run) sets alive now: a measure of the state's size beyond 8 B per cell.
+  std::size_t pooled_sets() const { return pool_.size() - free_.size(); }
+
+  // A half-open interval of ranks [lo, hi).
+  struct Interval {
+    std::int32_t lo, hi;
+  };
 
  private:
-  const std::uint64_t* set(int rank, int chunk) const {
-    return bits_.data() + (static_cast<std::size_t>(rank) * chunks_ + chunk) * words_;
-  }
-  std::uint64_t* set(int rank, int chunk) {
-    return bits_.data() + (static_cast<std::size_t>(rank) * chunks_ + chunk) * words_;
-  }
+  // A cell: bit 63 clear = a cyclic run, start in bits 32..62, length in bits 0..31 (0 = empty);
+  // bit 63 set = index into pool_.
+  using Cell = std::uint64_t;
+  static constexpr Cell kPooled = Cell{1} << 63;
+  struct PoolSet {
+    std::vector<Interval> intervals;  // sorted, disjoint, non-adjacent
+    std::int64_t count = 0;
+    std::uint32_t refs = 0;
+  };
+
+  Cell& cell(int rank, int chunk) { return cells_[static_cast<std::size_t>(rank) * chunks_ + chunk]; }
+  Cell cell(int rank, int chunk) const { return cells_[static_cast<std::size_t>(rank) * chunks_ + chunk]; }
+  Cell run(std::int64_t start, std::int64_t length) const;
+  // The set of a cell as sorted linear intervals (a wrapping run gives two).
+  void intervals(Cell c, std::vector<Interval>& out) const;
+  std::int64_t size_of(Cell c) const;
+  // A cell for the set `iv` (sorted, disjoint): a run when it is one cyclically, else pooled.
+  Cell make(std::vector<Interval>& iv);
+  void retain(Cell c);
+  void release(Cell c);
+
+  struct PendingWrite {
+    int dst;
+    int chunk;
+    int src;
+    int transfer;
+    Op op;
+  };
+  // Buffers reused from round to round.
+  struct Scratch {
+    std::vector<PendingWrite> writes;
+    std::vector<std::pair<std::size_t, Cell>> results;
+    std::vector<Interval> acc, src, merged;
+  };
 
   int ranks_;
   int chunks_;
-  int words_;
-  std::vector<std::uint64_t> bits_;
+  Scratch scratch_;
+  std::vector<Cell> cells_;
+  std::vector<PoolSet> pool_;
+  std::vector<std::uint32_t> free_;
 };
 
 // Structural and semantic check of a whole schedule, plus its summary.
