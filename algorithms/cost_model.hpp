@@ -51,5 +51,7 @@ double direct_cost(int n, double bytes, const CostParams& p);
 double tree_cost(int n, double bytes, int segments, const CostParams& p);
 // The double binary tree (dbtree.cpp) with `segments` chunks per tree (2 * segments in all).
 double dbtree_cost(int n, double bytes, int segments, const CostParams& p);
+// direct_rs_ag (all-to-all reduce-scatter + allgather): 2 (n-1) (alpha + s/n beta) + s/n gamma.
+double direct_rs_ag_cost(int n, double bytes, const CostParams& p);
 
 }  // namespace ssim::alg

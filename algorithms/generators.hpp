@@ -16,6 +16,8 @@ AlgorithmInfo direct_info();     // direct.cpp
 AlgorithmInfo tree_info();       // tree.cpp
 AlgorithmInfo dbtree_info();     // dbtree.cpp
 AlgorithmInfo stragglar_info();  // stragglar.cpp
+AlgorithmInfo halving_doubling_info();  // halving_doubling.cpp
+AlgorithmInfo direct_rs_ag_info();      // direct_rs_ag.cpp
 
 // Ring ReduceScatter among `members` (any subset of ranks, in ring order) over chunks
 // [first_chunk, first_chunk + members.size()): appends members.size() - 1 rounds labelled

@@ -36,6 +36,8 @@ const std::vector<AlgorithmInfo>& algorithms() {
       tree_info(),
       dbtree_info(),
       stragglar_info(),
+      halving_doubling_info(),
+      direct_rs_ag_info(),
   };
   return registry;
 }

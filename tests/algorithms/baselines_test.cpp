@@ -1,4 +1,5 @@
-// The baseline AllReduce schedules rhd, direct, tree and dbtree: correctness through the
+// The baseline AllReduce schedules rhd, direct, tree, dbtree, halving_doubling and
+// direct_rs_ag: correctness through the
 // verifier for many rank counts, their round structure, and their input validation.
 #include <gtest/gtest.h>
 
@@ -14,7 +15,7 @@
 namespace ssim::alg {
 namespace {
 
-const char* const kBaselines[] = {"rhd", "direct", "tree", "dbtree"};
+const char* const kBaselines[] = {"rhd", "direct", "tree", "dbtree", "halving_doubling"};
 
 std::vector<int> rank_counts() {
   std::vector<int> ns;
@@ -49,6 +50,53 @@ TEST(Baselines, VerifyForManyRankCounts) {
   for (const char* name : kBaselines) {
     for (int n : rank_counts()) {
       expect_valid(generate(name, n, Options{}), std::string(name) + " n=" + std::to_string(n));
+    }
+  }
+}
+
+// halving_doubling: nearest partner first. Step k of the reduce-scatter pairs r with r XOR 2^k,
+// halving the block (s/2, s/4, ... chunks); the allgather mirrors it; 2 ceil(log2 n) rounds.
+TEST(Baselines, HalvingDoublingPairsNearestFirst) {
+  for (int n : {2, 3, 8, 12, 16, 64, 100}) {
+    const Schedule s = generate("halving_doubling", n, Options{});
+    const int p = std::bit_floor(static_cast<unsigned>(n));
+    const int steps = floor_log2(p);
+    EXPECT_EQ(static_cast<int>(s.rounds.size()), 2 * ceil_log2(n)) << n;
+    const std::size_t first = n > p ? 1 : 0;  // after the fold round
+    for (int k = 0; k < steps; ++k) {
+      const Round& rs = s.rounds[first + k];
+      EXPECT_EQ(rs.phase, "reduce-scatter");
+      for (const Transfer& t : rs.transfers) {
+        EXPECT_EQ(t.src ^ t.dst, 1 << k) << "n=" << n << " step " << k;
+        EXPECT_EQ(t.chunk_count(), p >> (k + 1)) << "n=" << n << " step " << k;
+      }
+      const Round& ag = s.rounds[first + 2 * steps - 1 - k];
+      EXPECT_EQ(ag.phase, "allgather");
+      for (const Transfer& t : ag.transfers) EXPECT_EQ(t.src ^ t.dst, 1 << k) << "n=" << n << " step " << k;
+    }
+  }
+  // rhd starts with the farthest partner: the two differ for n >= 4.
+  EXPECT_EQ(generate("rhd", 8, Options{}).rounds[0].transfers[0].dst, 4);
+  EXPECT_EQ(generate("halving_doubling", 8, Options{}).rounds[0].transfers[0].dst, 1);
+}
+
+// direct_rs_ag: two rounds, n-1 sends and receives per rank in each, listed so that the i-th
+// send of every rank goes to r+i (a perfect matching per step).
+TEST(Baselines, DirectRsAgIsTwoAllToAllRounds) {
+  for (int n : {2, 3, 4, 7, 16, 33, 100}) {
+    const Schedule s = generate("direct_rs_ag", n, Options{});
+    const VerifyResult v = verify(s);
+    ASSERT_TRUE(v.ok()) << n << ": " << v.error->to_string();
+    EXPECT_EQ(s.rounds.size(), 2u);
+    EXPECT_EQ(v.summary.max_sends_per_rank_round, n - 1);
+    EXPECT_EQ(v.summary.max_receives_per_rank_round, n - 1);
+    EXPECT_EQ(s.chunks, n);
+    for (const Round& r : s.rounds) {
+      ASSERT_EQ(static_cast<int>(r.transfers.size()), n * (n - 1));
+      for (std::size_t i = 0; i < r.transfers.size(); ++i) {
+        const Transfer& t = r.transfers[i];
+        EXPECT_EQ((t.dst - t.src + n) % n, static_cast<int>(i) / n + 1);
+      }
     }
   }
 }

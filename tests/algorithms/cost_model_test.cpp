@@ -34,7 +34,9 @@ std::vector<Variant> variants() {
                             {"rhd", {}, "rhd"},
                             {"direct", {}, "direct"},
                             {"tree", {}, "tree"},
-                            {"dbtree", {}, "dbtree"}};
+                            {"dbtree", {}, "dbtree"},
+                            {"halving_doubling", {}, "halving_doubling"},
+                            {"direct_rs_ag", {}, "direct_rs_ag"}};
   for (const char* s : {"1", "2", "3", "5"})
     v.push_back({"tree", segments(s), std::string("tree/") + s});
   for (const char* s : {"2", "3", "5"})

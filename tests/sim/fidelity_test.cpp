@@ -138,6 +138,29 @@ TEST(Fidelity, FlowModelSharesAnOversubscribedUplink) {
   EXPECT_EQ(f.link_bytes[r02.links[1]], 2000000u);
 }
 
+// On a bidirectional 16-ring, flow model: halving_doubling's first step pairs neighbours (r,
+// r XOR 1), so each of its 16 half-buffer flows has a directed link to itself and ends at exactly
+// latency + (s/2) / bandwidth = 1 us + 32 MiB / 100 GB/s. rhd's first step pairs r with r XOR 8,
+// eight hops away, so its flows share links and the whole run is more than twice as slow (the
+// shape ASTRA-sim users know as halvingDoubling vs our farthest-first rhd).
+TEST(Fidelity, NearestFirstHalvingDoublingAvoidsSharingOnARing) {
+  const topo::Topology t =
+      topo::make_ring({.ranks = 16, .bandwidth = BytesPerSecond{100e9}, .latency = Seconds{1e-6}});
+  const std::uint64_t bytes = 64ull << 20;
+  const std::vector<Seconds> arrival(16, Seconds{0});
+  RunOptions o;
+  o.record_timeline = true;
+  const alg::Schedule hd = alg::generate("halving_doubling", 16, alg::Options{});
+  const IterationResult a = Executor(hd, t, NetworkConfig{NetworkKind::flow, SecondsPerByte{0}}, Bytes{bytes}).run(arrival, o);
+  for (const TransferRecord& r : a.timeline) {
+    if (r.round != 0) continue;
+    EXPECT_NEAR(r.end.value, 1e-6 + (bytes / 2) / 100e9, 1e-15) << r.src << " -> " << r.dst;
+  }
+  const alg::Schedule rhd = alg::generate("rhd", 16, alg::Options{});
+  const IterationResult b = Executor(rhd, t, NetworkConfig{NetworkKind::flow, SecondsPerByte{0}}, Bytes{bytes}).run(arrival, o);
+  EXPECT_LT(2 * a.completion.value, b.completion.value);
+}
+
 // Direct with the straggler late enough that the n-1 others have finished their ring AllReduce:
 // the run ends direct_ideal_cost after the straggler arrives (one full-buffer exchange, reduced
 // on both sides, then ceil(log2 n) - 1 doubling broadcast rounds of the full buffer), for any
