@@ -19,8 +19,11 @@ void add_simulate_command(CLI::App& app);
 // `calibrate MEASUREMENTS.csv [-o TOPOLOGY.yaml]` and `validate MEASURED.csv --topology FILE`.
 void add_calibrate_commands(CLI::App& app);
 
-// `run [EXPERIMENT.yaml] [-o DIR] [--jobs N] [--dry-run] [--no-plots]`.
+// `run [EXPERIMENT.yaml] [-o DIR] [--jobs N] [--dry-run] [--no-plots] [--shard I/N] [--resume]`.
 void add_run_command(CLI::App& app);
+
+// `merge SHARD_DIR... -o DIR`: the full results of an experiment run as shards.
+void add_merge_command(CLI::App& app);
 
 // `advise --topology T --size S [--ranks N] [--delay-dist D] ...`: which algorithm to use.
 void add_advise_command(CLI::App& app);

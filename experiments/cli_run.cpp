@@ -1,4 +1,5 @@
-// `stragglesim run [EXPERIMENT.yaml] [-o DIR] [--jobs N] [--dry-run] [--no-plots]`: the main job.
+// `stragglesim run [EXPERIMENT.yaml] [-o DIR] [--jobs N] [--dry-run] [--no-plots] [--shard I/N]
+// [--resume]`: the main job; `stragglesim merge SHARD_DIR... -o DIR`: the shards' results as one.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include "experiments/cli_commands.hpp"
 #include "experiments/config.hpp"
 #include "experiments/experiment.hpp"
+#include "experiments/journal.hpp"
 
 namespace ssim::exp {
 namespace {
@@ -23,6 +25,14 @@ struct RunArgs {
   bool quiet = false;
   int iterations = 0;   // 0: as configured
   long long seed = -1;  // -1: as configured
+  std::string shard;    // "I/N"
+  bool resume = false;
+};
+
+struct MergeArgs {
+  std::vector<std::string> shards;
+  std::string output;
+  bool no_plots = false;
 };
 
 std::string shell_quote(const std::string& s) {
@@ -92,9 +102,18 @@ void run_run(const RunArgs& a) {
   RunnerOptions o;
   o.jobs = a.jobs;
   o.progress = a.quiet ? Progress::none : Progress::automatic;
-  std::cerr << "stragglesim run: " << e.name << " (" << path << "): " << e.run_count()
-            << " runs -> " << e.output << "\n";
+  o.resume = a.resume;
+  if (!a.shard.empty()) o.shard = parse_shard(a.shard);
+  std::cerr << "stragglesim run: " << e.name << " (" << path << "): " << e.run_count() << " runs"
+            << (o.shard ? ", shard " + a.shard : std::string()) << " -> " << e.output << "\n";
   const ExperimentResult r = run_experiment(e, o);
+  if (o.shard) {
+    char took[32];
+    std::snprintf(took, sizeof took, "%.1f", r.seconds);
+    std::cout << "shard " << a.shard << " done in " << took << " s: " << r.files[0]
+              << "\ncombine the shards with: stragglesim merge DIR/shard-* -o DIR\n";
+    return;
+  }
   std::cout << summary_table(e, r.points);
   char took[32];
   std::snprintf(took, sizeof took, "%.1f", r.seconds);
@@ -104,7 +123,94 @@ void run_run(const RunArgs& a) {
   if (!a.no_plots) make_plots(r.output);
 }
 
+// Loads every shard's journal, checks that they are the K shards of one experiment, reloads the
+// experiment from the YAML they name (with their iterations and seed) and writes the results.
+void run_merge(const MergeArgs& a) {
+  std::vector<Journal> journals;
+  std::vector<std::string> paths;
+  for (const std::string& dir : a.shards) {
+    paths.push_back((std::filesystem::path(dir) / "journal.jsonl").string());
+    journals.push_back(read_journal(paths.back()));
+  }
+  const JournalHeader& first = journals[0].header;
+  if (!first.shard) throw InputError(paths[0] + ": not a shard's journal (written by `run` without --shard)");
+  const int count = first.shard->count;
+  std::vector<int> seen(static_cast<std::size_t>(count) + 1, -1);
+  for (std::size_t i = 0; i < journals.size(); ++i) {
+    const JournalHeader& h = journals[i].header;
+    if (!h.shard) throw InputError(paths[i] + ": not a shard's journal (written by `run` without --shard)");
+    if (h.fingerprint != first.fingerprint || h.runs != first.runs || h.shard->count != count) {
+      throw InputError(paths[i] + ": shard " + std::to_string(h.shard->index) + "/" + std::to_string(h.shard->count) +
+                       " of " + h.experiment + " (fingerprint " + h.fingerprint + ") is not of the same experiment as " +
+                       paths[0] + " (" + first.experiment + ", fingerprint " + first.fingerprint + ")");
+    }
+    if (seen[static_cast<std::size_t>(h.shard->index)] >= 0) {
+      throw InputError(paths[i] + ": shard " + std::to_string(h.shard->index) + "/" + std::to_string(count) +
+                       " is given twice (also " + paths[static_cast<std::size_t>(seen[static_cast<std::size_t>(h.shard->index)])] + ")");
+    }
+    seen[static_cast<std::size_t>(h.shard->index)] = static_cast<int>(i);
+  }
+  std::string missing;
+  for (int k = 1; k <= count; ++k) {
+    if (seen[static_cast<std::size_t>(k)] < 0) missing += (missing.empty() ? "" : ", ") + std::to_string(k);
+  }
+  if (!missing.empty()) {
+    throw InputError("merge: shard" + std::string(missing.find(',') != std::string::npos ? "s " : " ") + missing +
+                     " of " + std::to_string(count) + " missing: give every shard's folder");
+  }
+  // From the path as `run` was given it when that resolves here (then results.json echoes the
+  // same settings as an unsharded run), else from its absolute form.
+  const std::string yaml = std::filesystem::exists(first.file) ? first.file : first.file_absolute;
+  const ConfigReader reader(yaml);
+  Experiment e = load_experiment(reader);
+  set_iterations(e, first.iterations);
+  set_seed(e, first.seed);
+  e.output = a.output;
+  std::vector<sim::SimulationResult> runs(e.run_count());
+  std::vector<bool> have(e.run_count(), false);
+  for (std::size_t i = 0; i < journals.size(); ++i) {
+    check_journal_matches(journals[i], e, paths[i]);
+    for (auto& [run, result] : journals[i].runs) {
+      runs[run] = std::move(result);
+      have[run] = true;
+    }
+  }
+  std::string incomplete;
+  for (std::size_t i = 0; i < journals.size(); ++i) {
+    const Shard& s = *journals[i].header.shard;
+    std::size_t lacking = 0, owned = 0;
+    for (std::size_t run = 0; run < e.run_count(); ++run) {
+      if (!s.owns(run)) continue;
+      ++owned;
+      if (!have[run]) ++lacking;
+    }
+    if (lacking > 0) {
+      incomplete += "\n  shard " + std::to_string(s.index) + "/" + std::to_string(s.count) + " (" +
+                    a.shards[i] + "): " + std::to_string(lacking) + " of " + std::to_string(owned) +
+                    " runs missing; finish it with: stragglesim run " + yaml + " --shard " +
+                    std::to_string(s.index) + "/" + std::to_string(s.count) + " -o " + a.shards[i] + " --resume";
+    }
+  }
+  if (!incomplete.empty()) throw InputError("merge: incomplete shards:" + incomplete);
+  const ExperimentResult r = write_experiment_results(e, std::move(runs), a.output, 0);
+  std::cout << summary_table(e, r.points);
+  std::cout << "wrote";
+  for (const std::string& f : r.files) std::cout << " " << f;
+  std::cout << " (" << e.run_count() << " runs from " << journals.size() << " shards)\n";
+  if (!a.no_plots) make_plots(r.output);
+}
+
 }  // namespace
+
+void add_merge_command(CLI::App& app) {
+  auto args = std::make_shared<MergeArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "merge", "Combine the folders of an experiment run as shards (run --shard I/N) into its full results");
+  cmd->add_option("shards", args->shards, "The shards' output folders (each holds a journal.jsonl)")->required();
+  cmd->add_option("-o,--output", args->output, "Folder for results.csv, results.json and plots")->required();
+  cmd->add_flag("--no-plots", args->no_plots, "Do not call experiments/plot.py");
+  cmd->callback([args] { run_merge(*args); });
+}
 
 void add_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
@@ -126,6 +232,12 @@ void add_run_command(CLI::App& app) {
       ->check(CLI::Range(1, 10'000'000));
   cmd->add_option("--seed", args->seed, "Override the experiment's seed")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--shard", args->shard,
+                  "Run only shard I of N (I/N, 1-based); its runs go to DIR/journal.jsonl, combine the "
+                  "shards with `stragglesim merge`");
+  cmd->add_flag("--resume", args->resume,
+                "Re-use the runs in DIR/journal.jsonl of an interrupted run of the same experiment and "
+                "run only the missing ones");
   cmd->callback([args] { run_run(*args); });
 }
 

@@ -14,6 +14,7 @@
 
 #include "common/error.hpp"
 #include "experiments/experiment_output.hpp"
+#include "experiments/journal.hpp"
 #include "schema/result_csv.hpp"
 
 namespace ssim::exp {
@@ -142,18 +143,26 @@ struct RunFailed {
   std::string what;
 };
 
-// Runs every (point, algorithm) on `jobs` threads. `deliver(point, results)` is called on the
-// calling thread, in point order, as soon as a point and every point before it are done.
-// On the first failure no new run starts; the runs in flight finish, the points finished
-// before the failing run's point are delivered, then RunFailed is thrown (the lowest failing
-// run index). Runs are handed out in run order, so every run before a failing one has started.
+// Runs the runs listed in `todo` (ascending run indices) on `jobs` threads; `slots` holds a
+// result for every run already done (resumed) and receives the new ones. `on_run(run, result)`
+// is called under the runner's lock as each run finishes (the journal). `deliver(point,
+// results)` is called on the calling thread, in point order, as soon as a point and every
+// point before it are complete. On the first failure no new run starts; the runs in flight
+// finish, the points finished before the failing run's point are delivered, then RunFailed is
+// thrown (the lowest failing run index). Runs are handed out in order, so every run before a
+// failing one has started.
 void run_all(const Experiment& e, int jobs, ProgressReporter& progress,
+             std::vector<std::optional<sim::SimulationResult>>& slots, const std::vector<std::size_t>& todo,
+             const std::function<void(std::size_t, const sim::SimulationResult&)>& on_run,
              const std::function<void(std::size_t, std::vector<sim::SimulationResult>&)>& deliver) {
   const std::size_t nalg = e.algorithms.size();
-  const std::size_t total = e.run_count();
+  const std::size_t total = todo.size();
   const std::size_t npoints = e.points.size();
-  std::vector<std::optional<sim::SimulationResult>> slots(total);
-  std::vector<std::size_t> remaining(npoints, nalg);
+  SSIM_CHECK(slots.size() == e.run_count(), "one slot per run");
+  std::vector<std::size_t> remaining(npoints, 0);
+  for (std::size_t run = 0; run < slots.size(); ++run) {
+    if (!slots[run]) ++remaining[run / nalg];
+  }
   std::mutex mutex;
   std::condition_variable changed;
   std::size_t next = 0, done = 0;
@@ -172,7 +181,7 @@ void run_all(const Experiment& e, int jobs, ProgressReporter& progress,
       {
         const std::lock_guard lock(mutex);
         if (stop || failure || next >= total) return;
-        run = next++;
+        run = todo[next++];
       }
       sim::SimulationConfig c = e.points[run / nalg].config;
       c.algorithm = e.algorithms[run % nalg].name;
@@ -181,6 +190,7 @@ void run_all(const Experiment& e, int jobs, ProgressReporter& progress,
       try {
         sim::SimulationResult r = sim::run_simulation(c);
         const std::lock_guard lock(mutex);
+        on_run(run, r);
         slots[run] = std::move(r);
         --remaining[run / nalg];
         ++done;
@@ -228,7 +238,8 @@ void run_all(const Experiment& e, int jobs, ProgressReporter& progress,
     }
   };
   std::unique_lock lock(mutex);
-  while (next_point < npoints && !failure) {
+  deliver_ready(lock, npoints);
+  while (done < total && !failure) {
     changed.wait_for(lock, std::chrono::milliseconds(250));
     for (const Finished& f : finished) {
       progress.finished(f.run, e.point_label(f.run / nalg) + " " + e.algorithms[f.run % nalg].label,
@@ -242,6 +253,7 @@ void run_all(const Experiment& e, int jobs, ProgressReporter& progress,
   joiner.join();
   lock.lock();
   progress.close();
+  if (!failure) deliver_ready(lock, npoints);
   if (failure) {
     deliver_ready(lock, failure->run / nalg);
     throw *failure;
@@ -261,8 +273,11 @@ ExperimentRuns run_experiment_in_memory(const Experiment& e, int jobs) {
   ExperimentRuns out;
   out.runs.resize(e.points.size());
   out.summaries.resize(e.points.size());
+  std::vector<std::optional<sim::SimulationResult>> slots(e.run_count());
+  std::vector<std::size_t> todo(e.run_count());
+  for (std::size_t r = 0; r < todo.size(); ++r) todo[r] = r;
   try {
-    run_all(e, resolve_jobs(jobs), quiet,
+    run_all(e, resolve_jobs(jobs), quiet, slots, todo, [](std::size_t, const sim::SimulationResult&) {},
             [&](std::size_t p, std::vector<sim::SimulationResult>& results) {
               out.summaries[p] = summarize_point(e, results);
               out.runs[p] = std::move(results);
@@ -275,63 +290,163 @@ ExperimentRuns run_experiment_in_memory(const Experiment& e, int jobs) {
   return out;
 }
 
-ExperimentResult run_experiment(const Experiment& e, const RunnerOptions& options) {
-  const std::string dir = options.output.empty() ? e.output : options.output;
+namespace {
+
+// results.csv and results.json of one output folder, written point by point.
+class OutputFiles {
+ public:
+  OutputFiles(const Experiment& e, const std::string& dir, int jobs)
+      : e_(e),
+        csv_path_((std::filesystem::path(dir) / "results.csv").string()),
+        json_path_((std::filesystem::path(dir) / "results.json").string()),
+        csv_(csv_path_, std::ios::trunc),
+        status_{.state = "complete", .message = "", .started = schema::utc_timestamp_now(), .seconds = 0, .jobs = jobs},
+        start_(Clock::now()) {
+    if (!csv_) throw InputError("cannot write '" + csv_path_ + "'");
+    const std::vector<std::string> columns = experiment_csv_columns(e);
+    for (std::size_t i = 0; i < columns.size(); ++i) csv_ << (i ? "," : "") << columns[i];
+    csv_ << "\n" << std::flush;
+    result_.output = dir;
+    result_.points.resize(e.points.size());
+  }
+  void point(std::size_t p, std::vector<sim::SimulationResult>& results) {
+    write_point_rows(csv_, e_, p, results);
+    csv_.flush();
+    if (!csv_) throw InputError("writing '" + csv_path_ + "' failed");
+    result_.points[p] = summarize_point(e_, results);
+    ++delivered_;
+  }
+  void fail(const std::string& message) {
+    status_.state = "failed";
+    status_.message = message;
+    csv_.close();
+    write_json();
+  }
+  ExperimentResult finish() {
+    csv_.close();
+    result_.seconds = since(start_);
+    write_json();
+    result_.files = {csv_path_, json_path_};
+    return std::move(result_);
+  }
+  std::size_t delivered() const { return delivered_; }
+  const std::string& csv_path() const { return csv_path_; }
+
+ private:
+  void write_json() {
+    status_.seconds = since(start_);
+    std::ofstream js(json_path_, std::ios::trunc);
+    if (!js) throw InputError("cannot write '" + json_path_ + "'");
+    js << experiment_json(e_, result_.points, status_).dump(2) << "\n";
+  }
+
+  const Experiment& e_;
+  std::string csv_path_, json_path_;
+  std::ofstream csv_;
+  RunStatus status_;
+  ExperimentResult result_;
+  Clock::time_point start_;
+  std::size_t delivered_ = 0;
+};
+
+void make_folder(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw InputError("cannot create the output folder '" + dir + "': " + ec.message());
-  const std::string csv_path = (std::filesystem::path(dir) / "results.csv").string();
-  const std::string json_path = (std::filesystem::path(dir) / "results.json").string();
-  std::ofstream csv(csv_path, std::ios::trunc);
-  if (!csv) throw InputError("cannot write '" + csv_path + "'");
-  const std::vector<std::string> columns = experiment_csv_columns(e);
-  for (std::size_t i = 0; i < columns.size(); ++i) csv << (i ? "," : "") << columns[i];
-  csv << "\n" << std::flush;
+}
+
+}  // namespace
+
+ExperimentResult run_experiment(const Experiment& e, const RunnerOptions& options) {
+  const std::string dir = options.output.empty() ? e.output : options.output;
+  make_folder(dir);
+  const std::string journal_path = (std::filesystem::path(dir) / "journal.jsonl").string();
+  std::ostream* log = options.log ? options.log : &std::cerr;
+
+  std::vector<std::optional<sim::SimulationResult>> slots(e.run_count());
+  bool append = false;
+  if (options.resume) {
+    const Journal j = read_journal(journal_path);
+    check_journal_matches(j, e, journal_path);
+    const bool same_shard = (!j.header.shard && !options.shard) ||
+                            (j.header.shard && options.shard && j.header.shard->index == options.shard->index &&
+                             j.header.shard->count == options.shard->count);
+    if (!same_shard) {
+      throw InputError(journal_path + ": the journal is of " +
+                       (j.header.shard ? "shard " + std::to_string(j.header.shard->index) + "/" +
+                                             std::to_string(j.header.shard->count)
+                                       : std::string("the whole experiment")) +
+                       "; resume it with the same --shard");
+    }
+    for (const auto& [run, result] : j.runs) slots[run] = result;
+    if (options.progress != Progress::none) {
+      *log << "stragglesim run: resuming: " << j.runs.size() << " of " << e.run_count() << " runs already in "
+           << journal_path << (j.truncated_tail ? " (its cut-off last line is ignored)" : "") << "\n";
+    }
+    append = !j.truncated_tail;
+    if (j.truncated_tail) {
+      // Rewrite the journal without the cut-off line, so later appends start on a line of their own.
+      JournalWriter rewrite(journal_path, j.header, false);
+      for (const auto& [run, result] : j.runs) rewrite.append(run, result);
+      append = true;
+    }
+  }
+  std::vector<std::size_t> todo;
+  for (std::size_t run = 0; run < e.run_count(); ++run) {
+    if (!slots[run] && (!options.shard || options.shard->owns(run))) todo.push_back(run);
+  }
+  JournalWriter journal(journal_path, header_for(e, options.shard), append);
 
   const int jobs = resolve_jobs(options.jobs);
-  RunStatus status{.state = "complete",
-                   .message = "",
-                   .started = schema::utc_timestamp_now(),
-                   .seconds = 0,
-                   .jobs = jobs};
-  ExperimentResult result;
-  result.output = dir;
-  result.points.resize(e.points.size());
-  std::ostream* log = options.log ? options.log : &std::cerr;
-  ProgressReporter progress(options.progress == Progress::none ? nullptr : log, options.progress,
-                            e.run_count());
-  const auto start = Clock::now();
-  std::size_t delivered = 0;
-  auto write_json = [&] {
-    status.seconds = since(start);
-    std::ofstream js(json_path, std::ios::trunc);
-    if (!js) throw InputError("cannot write '" + json_path + "'");
-    js << experiment_json(e, result.points, status).dump(2) << "\n";
-  };
+  ProgressReporter progress(options.progress == Progress::none ? nullptr : log, options.progress, todo.size());
+  const auto on_run = [&](std::size_t run, const sim::SimulationResult& r) { journal.append(run, r); };
+
+  if (options.shard) {
+    // A shard writes its journal only: its points are incomplete until the shards are merged.
+    const auto start = Clock::now();
+    try {
+      run_all(e, jobs, progress, slots, todo, on_run, [](std::size_t, std::vector<sim::SimulationResult>&) {});
+    } catch (const RunFailed& f) {
+      const std::size_t nalg = e.algorithms.size();
+      throw InputError("run " + std::to_string(f.run) + " (" + e.point_label(f.run / nalg) + ", " +
+                       e.algorithms[f.run % nalg].label + ") failed: " + f.what + "\nthe runs finished before it are in " +
+                       journal_path + "; fix the cause and add --resume");
+    }
+    ExperimentResult result;
+    result.output = dir;
+    result.seconds = since(start);
+    result.files = {journal_path};
+    return result;
+  }
+
+  OutputFiles files(e, dir, jobs);
   try {
-    run_all(e, jobs, progress, [&](std::size_t p, std::vector<sim::SimulationResult>& results) {
-      write_point_rows(csv, e, p, results);
-      csv.flush();
-      if (!csv) throw InputError("writing '" + csv_path + "' failed");
-      result.points[p] = summarize_point(e, results);
-      ++delivered;
-    });
+    run_all(e, jobs, progress, slots, todo, on_run,
+            [&](std::size_t p, std::vector<sim::SimulationResult>& results) { files.point(p, results); });
   } catch (const RunFailed& f) {
     const std::size_t nalg = e.algorithms.size();
-    status.state = "failed";
-    status.message = "run " + std::to_string(f.run) + " (" + e.point_label(f.run / nalg) + ", " +
-                     e.algorithms[f.run % nalg].label + ") failed: " + f.what;
-    csv.close();
-    write_json();
-    throw InputError(status.message + "\nthe " + std::to_string(delivered * nalg) +
-                     " runs of the " + std::to_string(delivered) + " sweep point" +
-                     (delivered == 1 ? "" : "s") + " before it are in " + csv_path + " (partial)");
+    const std::string message = "run " + std::to_string(f.run) + " (" + e.point_label(f.run / nalg) + ", " +
+                                e.algorithms[f.run % nalg].label + ") failed: " + f.what;
+    files.fail(message);
+    throw InputError(message + "\nthe " + std::to_string(files.delivered() * nalg) + " runs of the " +
+                     std::to_string(files.delivered()) + " sweep point" + (files.delivered() == 1 ? "" : "s") +
+                     " before it are in " + files.csv_path() + " (partial); every finished run is in " + journal_path);
   }
-  csv.close();
-  result.seconds = since(start);
-  write_json();
-  result.files = {csv_path, json_path};
-  return result;
+  return files.finish();
+}
+
+ExperimentResult write_experiment_results(const Experiment& e, std::vector<sim::SimulationResult> runs,
+                                          const std::string& output, int jobs) {
+  SSIM_CHECK(runs.size() == e.run_count(), "a result for every run");
+  make_folder(output);
+  OutputFiles files(e, output, jobs);
+  const std::size_t nalg = e.algorithms.size();
+  for (std::size_t p = 0; p < e.points.size(); ++p) {
+    std::vector<sim::SimulationResult> results(std::make_move_iterator(runs.begin() + static_cast<std::ptrdiff_t>(p * nalg)),
+                                               std::make_move_iterator(runs.begin() + static_cast<std::ptrdiff_t>((p + 1) * nalg)));
+    files.point(p, results);
+  }
+  return files.finish();
 }
 
 }  // namespace ssim::exp

@@ -112,19 +112,40 @@ struct ExperimentResult {
 
 enum class Progress { automatic, bar, lines, none };
 
+// A shard of an experiment's runs: the I-th (1-based) of K. Run r belongs to shard (r mod K) + 1,
+// so every shard gets a similar mix of points and algorithms.
+struct Shard {
+  int index = 1;
+  int count = 1;
+  bool owns(std::size_t run) const { return static_cast<int>(run % static_cast<std::size_t>(count)) == index - 1; }
+};
+
 struct RunnerOptions {
   std::string output;  // overrides Experiment::output when not empty
   int jobs = 0;        // threads; 0: std::thread::hardware_concurrency()
+  // Re-use the runs recorded in <output>/journal.jsonl (written by an interrupted run of the same
+  // experiment) and run only the missing ones.
+  bool resume = false;
+  // Run only this shard's runs; they go to <output>/journal.jsonl only (no results.csv/json):
+  // `stragglesim merge` combines the shards' folders into the full results.
+  std::optional<Shard> shard;
   // automatic: a bar with ETA when stderr is a terminal, else one line per finished run.
   Progress progress = Progress::automatic;
   std::ostream* log = nullptr;  // progress and notes; nullptr: std::cerr
 };
 
 // Runs every (point, algorithm) on `jobs` threads and writes <output>/results.csv (rows of a
-// point as soon as it and every point before it are done, flushed) and results.json. On the
+// point as soon as it and every point before it are done, flushed) and results.json. Every
+// finished run is also appended to <output>/journal.jsonl (journal.hpp) as it completes. On the
 // first failing run the remaining runs are cancelled, the finished points before it are
 // written, and an InputError names the run, the point and the partial CSV.
 ExperimentResult run_experiment(const Experiment& e, const RunnerOptions& options);
+
+// Writes results.csv and results.json into `output` from the results of every run (run index
+// -> result, all present), as run_experiment would have: the same bytes in results.csv, the
+// same results.json apart from its wall-clock status fields.
+ExperimentResult write_experiment_results(const Experiment& e, std::vector<sim::SimulationResult> runs,
+                                          const std::string& output, int jobs);
 
 // The same runs without writing files: summaries and the raw results of every run
 // ([point][algorithm]); for the advisor and tests.

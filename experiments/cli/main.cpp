@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   ssim::exp::add_simulate_command(app);
   ssim::exp::add_calibrate_commands(app);
   ssim::exp::add_run_command(app);
+  ssim::exp::add_merge_command(app);
   ssim::exp::add_advise_command(app);
   try {
     app.parse(argc, argv);
