@@ -1,0 +1,98 @@
+// CPU versions of the executor's kernels (gpu_backend/cuda/kernels.cu) behind the same host
+// launch functions (gpu_backend/cuda/kernels.hpp): each launch checks its arguments like a
+// real launch, then runs on the emulated stream (emulator.hpp). Same arithmetic as the CUDA
+// kernels, element by element; the apply kernel additionally checks that the items of one
+// launch write disjoint ranges, which the CUDA kernel assumes.
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gpu_backend/cuda/kernels.hpp"
+#include "tests/gpu_emulated/emulator.hpp"
+
+namespace ssim::gpu {
+
+namespace {
+
+std::size_t kernel_type_size(int dtype) {
+  switch (dtype) {
+    case kDtypeFloat32:
+    case kDtypeInt32:
+      return 4;
+    case kDtypeFloat64:
+    case kDtypeInt64:
+      return 8;
+  }
+  return 0;
+}
+
+template <class T>
+void apply_items(std::byte* data, const std::byte* scratch, const std::vector<ApplyItem>& items) {
+  for (const ApplyItem& item : items) {
+    for (std::uint64_t i = 0; i < item.count; ++i) {
+      T d, s;
+      std::memcpy(&s, scratch + (item.src + i) * sizeof(T), sizeof(T));
+      if (item.op == kApplyReduce) {
+        std::memcpy(&d, data + (item.dst + i) * sizeof(T), sizeof(T));
+        d = static_cast<T>(d + s);
+      } else {
+        d = s;
+      }
+      std::memcpy(data + (item.dst + i) * sizeof(T), &d, sizeof(T));
+    }
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_apply(int dtype, void* data, const void* scratch, const ApplyItem* items,
+                         int n_items, std::uint64_t max_count, int max_blocks,
+                         cudaStream_t stream) {
+  const std::size_t elem = kernel_type_size(dtype);
+  if (elem == 0 || n_items < 1 || n_items > 65535 || max_blocks < 1) return cudaErrorInvalidValue;
+  const auto n = static_cast<std::size_t>(n_items);
+  return emu::launch(
+      stream, "apply", {{data, 1}, {scratch, 1}, {items, n * sizeof(ApplyItem)}},
+      [=](emu::KernelContext& k) {
+        k.check(items, n * sizeof(ApplyItem), "apply items");
+        std::vector<ApplyItem> list(items, items + n);
+        std::vector<std::pair<std::uint64_t, std::uint64_t>> writes;
+        for (const ApplyItem& it : list) {
+          if (it.count > max_count)
+            k.fail("apply item larger than the launch's max_count");
+          k.check(static_cast<std::byte*>(data) + it.dst * elem, it.count * elem, "apply data");
+          k.check(static_cast<const std::byte*>(scratch) + it.src * elem, it.count * elem,
+                  "apply scratch");
+          writes.emplace_back(it.dst, it.dst + it.count);
+        }
+        std::sort(writes.begin(), writes.end());
+        for (std::size_t i = 1; i < writes.size(); ++i) {
+          if (writes[i].first < writes[i - 1].second)
+            k.fail("apply items of one launch write overlapping ranges");
+        }
+        auto* d = static_cast<std::byte*>(data);
+        const auto* s = static_cast<const std::byte*>(scratch);
+        switch (dtype) {
+          case kDtypeFloat32:
+            return apply_items<float>(d, s, list);
+          case kDtypeFloat64:
+            return apply_items<double>(d, s, list);
+          case kDtypeInt32:
+            return apply_items<std::int32_t>(d, s, list);
+          case kDtypeInt64:
+            return apply_items<std::int64_t>(d, s, list);
+        }
+      },
+      1000 + max_count * elem / 100);
+}
+
+cudaError_t launch_spin(long long cycles, cudaStream_t stream) {
+  if (cycles < 0) return cudaErrorInvalidValue;
+  // The stand-in's clock runs at 1 GHz (cudaDevAttrClockRate): one cycle per nanosecond.
+  return emu::launch(
+      stream, "spin", {},
+      [cycles](emu::KernelContext& k) { k.advance_ns(static_cast<std::uint64_t>(cycles)); }, 0);
+}
+
+}  // namespace ssim::gpu
