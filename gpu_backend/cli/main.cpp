@@ -6,6 +6,7 @@
 //   stragglesim-gpu run --algo ring -b 1M -e 256M -f 4 -n 20 -w 5 -o ring.csv
 //   stragglesim-gpu run --algo stragglar --delay 5ms --straggler 7 --phase1 nccl-rs
 //   stragglesim-gpu run --algo tree --transport single-gpu --ranks 8 -b 64K -e 64M
+//   stragglesim-gpu run --algo ring --launch eager --timeline ring_rounds.csv --timeout 10s
 //   stragglesim-gpu run --algo ring --rank R --nranks 16 --id-file /shared/id   # per process
 #include <CLI/CLI.hpp>
 #include <iostream>
@@ -30,6 +31,8 @@ struct RunArgs {
   std::string transport = "nccl";
   std::string phase1 = "schedule";
   std::string id_timeout = "60s";
+  std::string launch = "graph";
+  std::string timeout = "60s";
 };
 
 ssim::gpu::RunOptions to_options(const RunArgs& a, ssim::gpu::RunOptions o) {
@@ -51,6 +54,8 @@ ssim::gpu::RunOptions to_options(const RunArgs& a, ssim::gpu::RunOptions o) {
   o.transport = parse_transport(a.transport);
   o.phase1 = parse_phase1(a.phase1);
   o.id_timeout = ssim::parse_time(a.id_timeout);
+  o.launch = parse_launch(a.launch);
+  o.timeout = ssim::parse_time(a.timeout);
   return o;
 }
 
@@ -111,6 +116,16 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run->add_option("--device", o.device, "one process per GPU: GPU index (default rank % GPUs)");
   run->add_option("-o,--output", o.output, "write one CSV row per iteration here");
+  run->add_option("--launch", a.launch,
+                  "graph: capture each size's iteration once into CUDA graphs and launch them "
+                  "(host issue cost outside the timing); eager: issue every call each iteration")
+      ->capture_default_str();
+  run->add_option("--timeout", a.timeout,
+                  "watchdog per size: abort the communicators and fail, naming the rank and "
+                  "round that did not finish")
+      ->capture_default_str();
+  run->add_option("--timeline", o.timeline,
+                  "write every rank's arrival, per-round end and finish (%globaltimer) as CSV");
   int exit_code = 0;
   run->callback([&] {
     const ssim::gpu::SweepOutcome r = ssim::gpu::run_sweep(to_options(a, o), std::cout);

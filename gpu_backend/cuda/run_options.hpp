@@ -47,6 +47,9 @@ struct RunOptions {
   Seconds id_timeout{60.0};
   std::optional<int> device;  // this process's GPU; default rank % (GPUs on the machine)
   std::string output;         // result CSV path; empty: none
+  Launch launch = Launch::graph;
+  Seconds timeout{60.0};  // the watchdog's budget per size
+  std::string timeline;   // per-rank, per-round stamps CSV path; empty: none
 };
 
 bool one_process_per_gpu(const RunOptions& o);

@@ -87,12 +87,82 @@ cudaError_t launch_apply(int dtype, void* data, const void* scratch, const Apply
       1000 + max_count * elem / 100);
 }
 
-cudaError_t launch_spin(long long cycles, cudaStream_t stream) {
-  if (cycles < 0) return cudaErrorInvalidValue;
-  // The stand-in's clock runs at 1 GHz (cudaDevAttrClockRate): one cycle per nanosecond.
+cudaError_t launch_spin(std::uint64_t ns, cudaStream_t stream) {
+  // The stand-in's %globaltimer is its stream's virtual clock: the spin advances it by `ns`.
   return emu::launch(
-      stream, "spin", {},
-      [cycles](emu::KernelContext& k) { k.advance_ns(static_cast<std::uint64_t>(cycles)); }, 0);
+      stream, "spin", {}, [ns](emu::KernelContext& k) { k.advance_ns(ns); }, 0);
+}
+
+cudaError_t launch_stamp(std::uint64_t* slot, cudaStream_t stream) {
+  if (slot == nullptr) return cudaErrorInvalidValue;
+  return emu::launch(
+      stream, "stamp", {{slot, sizeof *slot}},
+      [slot](emu::KernelContext& k) {
+        k.check(slot, sizeof *slot, "stamp slot");
+        *slot = k.now_ns();
+      },
+      500);
+}
+
+namespace {
+
+template <class F>
+void dispatch(int dtype, F&& f) {
+  switch (dtype) {
+    case kDtypeFloat32:
+      return f(float{});
+    case kDtypeFloat64:
+      return f(double{});
+    case kDtypeInt32:
+      return f(std::int32_t{});
+    case kDtypeInt64:
+      return f(std::int64_t{});
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_fill(int dtype, void* data, std::uint64_t count, std::uint64_t padded_count,
+                        int rank, int max_blocks, cudaStream_t stream) {
+  const std::size_t elem = kernel_type_size(dtype);
+  if (elem == 0 || max_blocks < 1 || count > padded_count) return cudaErrorInvalidValue;
+  return emu::launch(
+      stream, "fill", {{data, padded_count * elem}},
+      [=](emu::KernelContext& k) {
+        k.check(data, padded_count * elem, "fill data");
+        dispatch(dtype, [&](auto t) {
+          using T = decltype(t);
+          auto* d = static_cast<std::byte*>(data);
+          for (std::uint64_t i = 0; i < padded_count; ++i) {
+            const T v = i < count ? static_cast<T>(input_value_int(rank, i)) : T(0);
+            std::memcpy(d + i * sizeof(T), &v, sizeof(T));
+          }
+        });
+      },
+      1000 + padded_count * elem / 100);
+}
+
+cudaError_t launch_count_wrong(int dtype, const void* data, std::uint64_t count,
+                               const ExpectedSums& sums, unsigned long long* wrong, int max_blocks,
+                               cudaStream_t stream) {
+  const std::size_t elem = kernel_type_size(dtype);
+  if (elem == 0 || max_blocks < 1 || wrong == nullptr) return cudaErrorInvalidValue;
+  return emu::launch(
+      stream, "count_wrong", {{data, count * elem}, {wrong, sizeof *wrong}},
+      [=](emu::KernelContext& k) {
+        k.check(data, count * elem, "checked data");
+        k.check(wrong, sizeof *wrong, "wrong counter");
+        dispatch(dtype, [&](auto t) {
+          using T = decltype(t);
+          const auto* d = static_cast<const std::byte*>(data);
+          for (std::uint64_t i = 0; i < count; ++i) {
+            T v;
+            std::memcpy(&v, d + i * sizeof(T), sizeof(T));
+            if (static_cast<double>(v) != sums.value[i % kInputPeriod]) ++*wrong;
+          }
+        });
+      },
+      1000 + count * elem / 100);
 }
 
 }  // namespace ssim::gpu
