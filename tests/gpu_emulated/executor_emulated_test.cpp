@@ -8,10 +8,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
+#include "gpu_backend/cuda/bootstrap.hpp"
 #include "gpu_backend/cuda/check.hpp"
 #include "gpu_backend/cuda/executor.hpp"
 #include "gpu_backend/cuda/kernels.hpp"
@@ -276,6 +280,44 @@ TEST_F(Emulated, AnOutOfBoundsApplyIsAFault) {
   ASSERT_FALSE(f.empty());
   EXPECT_NE(f.front().find("apply data"), std::string::npos) << f.front();
   EXPECT_NE(f.front().find("past the end of their allocation"), std::string::npos) << f.front();
+}
+
+// One "process" per GPU as threads of this process, the NCCL id through a file: the ranks
+// rendezvous in ncclCommInitRank, time and check results are combined across them.
+TEST_F(Emulated, OneRankPerProcessThroughAnIdFile) {
+  const std::string id = "/tmp/ssim_emulated_test_" + std::to_string(getpid()) + ".id";
+  constexpr int kRanks = 3;
+  std::vector<IterationResult> results(kRanks);
+  std::vector<std::string> errors(kRanks);
+  auto rank = [&](int r) {
+    try {
+      FileIdExchange ids(id, Seconds{30});
+      DeviceGroup group = DeviceGroup::one_rank(r, kRanks, r, ids);
+      CollectiveRun run(group,
+                        prepared("stragglar", kRanks, 1 << 12, DType::float32, Phase1::schedule, 1),
+                        IterationSettings{Seconds{0.001}, 1});
+      run.run(false);
+      results[static_cast<std::size_t>(r)] = run.run(true);
+    } catch (const std::exception& e) {
+      errors[static_cast<std::size_t>(r)] = e.what();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int r = 1; r < kRanks; ++r) threads.emplace_back(rank, r);
+  rank(0);
+  for (std::thread& t : threads) t.join();
+  for (int r = 0; r < kRanks; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    ASSERT_EQ(errors[i], "") << "rank " << r;
+    EXPECT_EQ(results[i].wrong, std::optional<std::uint64_t>(0));
+    EXPECT_EQ(results[i].checked, kRanks * (1u << 12) / 4);
+    // Every process reports the same combined numbers.
+    EXPECT_EQ(results[i].time.value, results[0].time.value);
+    EXPECT_EQ(results[i].after_last_arrival.value, results[0].after_last_arrival.value);
+    EXPECT_NEAR(results[i].delay.value, 0.001, 1e-6);
+    ASSERT_EQ(results[i].stamps.size(), 1u);
+    EXPECT_EQ(results[i].stamps[0].rank, r);
+  }
 }
 
 // The device-side input and expected values are the host executor's.

@@ -512,8 +512,11 @@ struct Runtime {
   }
 
   // Blocks until pred() holds, running work. On a deadlock records a fault and returns false.
+  // `rendezvous`: waits for peers that may not have called the stand-in yet (other threads
+  // in their bootstrap), so even a lone thread waits 10 s for them before giving up.
   template <class Pred>
-  bool wait_until(std::unique_lock<std::mutex>& lock, Pred pred, const std::string& what) {
+  bool wait_until(std::unique_lock<std::mutex>& lock, Pred pred, const std::string& what,
+                  bool rendezvous = false) {
     using Clock = std::chrono::steady_clock;
     std::uint64_t seen = generation;
     auto quiet_since = Clock::now();
@@ -527,8 +530,8 @@ struct Runtime {
       const bool everyone_blocked = blocked + 1 >= threads;
       // One thread: nothing else can change anything. Several: every one is blocked here and
       // nothing moved for a while.
-      if (everyone_blocked &&
-          (threads <= 1 || Clock::now() - quiet_since > std::chrono::milliseconds(300))) {
+      const auto grace = std::chrono::milliseconds(rendezvous ? 10000 : threads <= 1 ? 0 : 300);
+      if (everyone_blocked && Clock::now() - quiet_since >= grace) {
         deadlock = what + " would block forever:" + describe_stuck();
         fault(deadlock);
         return false;
@@ -1538,7 +1541,8 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int
   r.changed();
   if (!r.wait_until(lock, [&] { return clique->joined == clique->nranks; },
                     "ncclCommInitRank (rank " + std::to_string(rank) + " of " +
-                        std::to_string(nranks) + ")"))
+                        std::to_string(nranks) + ")",
+                    true))
     return ncclSystemError;
   return ncclSuccess;
 }
@@ -1554,7 +1558,7 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   std::size_t seq = 0;
   if (ncclResult_t e = request_split(r, comm, color, key, newcomm, &seq)) return e;
   ssim::emu::Clique* cl = comm->clique;
-  if (!r.wait_until(lock, [&] { return cl->splits[seq].done; }, "ncclCommSplit"))
+  if (!r.wait_until(lock, [&] { return cl->splits[seq].done; }, "ncclCommSplit", true))
     return ncclSystemError;
   return ncclSuccess;
 }
@@ -1647,7 +1651,7 @@ ncclResult_t ncclGroupEnd() {
               if (!cl->splits[seq].done) return false;
             return true;
           },
-          "ncclCommSplit (grouped)"))
+          "ncclCommSplit (grouped)", true))
     return ncclSystemError;
   return ncclSuccess;
 }

@@ -49,6 +49,8 @@ TEST(GpuCli, BadInputGivesOneClearMessage) {
       {"run --ranks 2 --dtype half", "unknown data type 'half'"},
       {"run --ranks 2 --transport mpi", "unknown transport 'mpi'"},
       {"run --ranks 2 --phase1 rs", "unknown phase-1 mode 'rs'"},
+      {"run --ranks 2 --launch lazy", "unknown launch mode 'lazy' (expected graph or eager)"},
+      {"run --ranks 2 --timeout 0s", "--timeout must be > 0"},
       {"run --ranks 2 --delay 5", "invalid time '5': a unit is required"},
       {"run --ranks 4 --straggler 4", "--straggler must be a rank in [0, 4), got 4"},
       {"run --algo ring --ranks 4 --phase1 nccl-rs", "it names no straggler"},
@@ -80,7 +82,8 @@ TEST(GpuCli, HelpListsTheRunOptions) {
   for (const char* flag :
        {"-b,--minbytes", "-e,--maxbytes", "-f,--stepfactor", "-n,--iters", "-w,--warmup_iters",
         "-c,--check", "--algo", "--ranks", "--delay", "--straggler", "--dtype", "--transport",
-        "--phase1", "--rank", "--nranks", "--id-file", "-o,--output"}) {
+        "--phase1", "--rank", "--nranks", "--id-file", "-o,--output", "--launch", "--timeout",
+        "--timeline"}) {
     EXPECT_TRUE(contains(r.out, flag)) << flag;
   }
 }
