@@ -25,8 +25,8 @@ void print_header(std::ostream& out, const RunOptions& o, int ranks, const Devic
       << to_string(o.dtype) << " sum, transport " << to_string(o.transport) << ", phase 1 "
       << to_string(o.phase1) << "\n";
   out << "# " << o.iterations << " iterations after " << o.warmup << " warm-up, check "
-      << (o.check ? "on (device)" : "off") << ", launch " << to_string(o.launch)
-      << ", watchdog " << format_time(o.timeout) << " per size\n";
+      << (o.check ? "on (device)" : "off") << ", launch " << to_string(o.launch) << ", watchdog "
+      << format_time(o.timeout) << " per size\n";
   out << "# clock: %globaltimer stamps; time = max finish - min arrival, after-last = max finish "
          "- max arrival\n";
   if (settings.delay.value > 0) {
@@ -183,7 +183,8 @@ SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
     }
   }
   if (leader) {
-    out << run_table_footer(busbw_sum / static_cast<double>(o.sizes.size()), o.check, outcome.wrong);
+    out << run_table_footer(busbw_sum / static_cast<double>(o.sizes.size()), o.check,
+                            outcome.wrong);
     if (csv) out << "# results: " << o.output << "\n";
     if (timeline.is_open()) out << "# timeline: " << o.timeline << "\n";
   }

@@ -291,8 +291,8 @@ struct DeviceGroup::Impl {
       for (std::size_t i = 0; i < local.size(); ++i) {
         auto it = std::find(members.begin(), members.end(), local[i].rank);
         const int key = it == members.end() ? -1 : static_cast<int>(it - members.begin());
-        SSIM_NCCL(ncclCommSplit(local[i].comm, key >= 0 ? 0 : NCCL_SPLIT_NOCOLOR,
-                                std::max(key, 0), &s.comms[i], nullptr));
+        SSIM_NCCL(ncclCommSplit(local[i].comm, key >= 0 ? 0 : NCCL_SPLIT_NOCOLOR, std::max(key, 0),
+                                &s.comms[i], nullptr));
       }
       group.end();
     }
@@ -421,13 +421,13 @@ struct RankState {
   DeviceBuffer data;
   DeviceBuffer scratch;
   DeviceBuffer items;
-  DeviceBuffer wrong;                // one unsigned long long: the device check's count
-  std::vector<std::byte> input;      // host fill for collectives other than AllReduce
+  DeviceBuffer wrong;            // one unsigned long long: the device check's count
+  std::vector<std::byte> input;  // host fill for collectives other than AllReduce
   MappedStamps stamps;
-  Event done;                        // recorded after the body, outside any graph
-  Event ready, copied, fork, join;   // single-GPU transport ordering and graph fork/join
-  ncclComm_t split = nullptr;        // Phase1::nccl_rs, non-stragglers (owned by the group)
-  int key = -1;                      // the chunk this member owns after phase 1
+  Event done;                       // recorded after the body, outside any graph
+  Event ready, copied, fork, join;  // single-GPU transport ordering and graph fork/join
+  ncclComm_t split = nullptr;       // Phase1::nccl_rs, non-stragglers (owned by the group)
+  int key = -1;                     // the chunk this member owns after phase 1
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
 };
@@ -471,7 +471,9 @@ struct CollectiveRun::Impl {
   const RankPlan& rank_plan(std::size_t i) const {
     return c.plan.rank_plans[static_cast<std::size_t>(states[i].rank)];
   }
-  std::size_t finish_slot() const { return kFirstRoundSlot + static_cast<std::size_t>(c.plan.rounds); }
+  std::size_t finish_slot() const {
+    return kFirstRoundSlot + static_cast<std::size_t>(c.plan.rounds);
+  }
   int max_blocks(std::size_t i) const { return kApplyBlocksPerSm * group.local[i].sm_count; }
 
   void setup();
@@ -523,9 +525,8 @@ void CollectiveRun::Impl::setup() {
     s.wrong = DeviceBuffer(l.device, sizeof(unsigned long long));
     // On the stream that reads them, so no legacy-stream ordering is assumed.
     if (!dp.items.empty()) {
-      SSIM_CUDA(cudaMemcpyAsync(s.items.get(), dp.items.data(),
-                                dp.items.size() * sizeof(ApplyItem), cudaMemcpyHostToDevice,
-                                l.stream));
+      SSIM_CUDA(cudaMemcpyAsync(s.items.get(), dp.items.data(), dp.items.size() * sizeof(ApplyItem),
+                                cudaMemcpyHostToDevice, l.stream));
     }
     if (!device_check) {
       s.input.resize(bytes);
@@ -560,8 +561,8 @@ void CollectiveRun::Impl::apply(std::size_t i, const DeviceStep& step) {
   SSIM_CUDA(cudaSetDevice(l.device));
   for (const ApplyWave& w : step.waves) {
     SSIM_CUDA(launch_apply(kernel_dtype(c.plan.layout.dtype), s.data.get(), s.scratch.get(),
-                           items + w.first, static_cast<int>(w.count), w.max_count,
-                           max_blocks(i), l.stream));
+                           items + w.first, static_cast<int>(w.count), w.max_count, max_blocks(i),
+                           l.stream));
   }
 }
 
@@ -758,8 +759,8 @@ void CollectiveRun::Impl::timeout() {
       where = stuck >= 0 ? "did not finish round " + std::to_string(stuck)
                          : "did not finish (after its last round)";
     }
-    who += (who.empty() ? "" : "; ") + std::string("rank ") + std::to_string(states[i].rank) +
-           " " + where;
+    who += (who.empty() ? "" : "; ") + std::string("rank ") + std::to_string(states[i].rank) + " " +
+           where;
   }
   group.broken = true;
   for (const LocalRank& l : group.local) {
@@ -827,8 +828,8 @@ IterationResult CollectiveRun::Impl::run(bool check) {
       SSIM_CUDA(launch_fill(kernel_dtype(layout.dtype), s.data.get(), layout.count,
                             layout.padded_count(), l.rank, max_blocks(i), l.stream));
     } else {
-      SSIM_CUDA(cudaMemcpyAsync(s.data.get(), s.input.data(), bytes, cudaMemcpyHostToDevice,
-                                l.stream));
+      SSIM_CUDA(
+          cudaMemcpyAsync(s.data.get(), s.input.data(), bytes, cudaMemcpyHostToDevice, l.stream));
     }
     s.stamps.clear();  // the stream is idle: the previous iteration completed
   }
@@ -867,7 +868,8 @@ IterationResult CollectiveRun::Impl::run(bool check) {
     maxima[0] = std::max(maxima[0], rs.finish);
     maxima[1] = std::max(maxima[1], UINT64_MAX - rs.arrival);
     maxima[2] = std::max(maxima[2], rs.arrival);
-    if (settings.delay.value > 0 && rs.rank == settings.straggler) maxima[3] = rs.arrival - rs.start;
+    if (settings.delay.value > 0 && rs.rank == settings.straggler)
+      maxima[3] = rs.arrival - rs.start;
     result.stamps.push_back(std::move(rs));
   }
 
@@ -886,8 +888,8 @@ IterationResult CollectiveRun::Impl::run(bool check) {
       SSIM_CUDA(cudaMemsetAsync(counter, 0, sizeof *counter, l.stream));
       SSIM_CUDA(launch_count_wrong(kernel_dtype(layout.dtype), s.data.get(), layout.count, expected,
                                    counter, max_blocks(i), l.stream));
-      SSIM_CUDA(cudaMemcpyAsync(&wrong[i], counter, sizeof *counter, cudaMemcpyDeviceToHost,
-                                l.stream));
+      SSIM_CUDA(
+          cudaMemcpyAsync(&wrong[i], counter, sizeof *counter, cudaMemcpyDeviceToHost, l.stream));
     }
     group.synchronize_local();
     for (std::size_t i = 0; i < states.size(); ++i) {
@@ -899,8 +901,8 @@ IterationResult CollectiveRun::Impl::run(bool check) {
       const LocalRank& l = group.local[i];
       std::vector<std::byte> output(bytes);
       SSIM_CUDA(cudaSetDevice(l.device));
-      SSIM_CUDA(cudaMemcpyAsync(output.data(), states[i].data.get(), bytes,
-                                cudaMemcpyDeviceToHost, l.stream));
+      SSIM_CUDA(cudaMemcpyAsync(output.data(), states[i].data.get(), bytes, cudaMemcpyDeviceToHost,
+                                l.stream));
       SSIM_CUDA(cudaStreamSynchronize(l.stream));
       check_output(c.plan, states[i].rank, output, result.local);
     }

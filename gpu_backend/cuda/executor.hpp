@@ -107,7 +107,7 @@ struct IterationResult {
   Seconds after_last_arrival;          // max finish - max arrival
   std::optional<std::uint64_t> wrong;  // every rank of every process; empty without check
   std::uint64_t checked = 0;
-  CheckReport local;  // this process's ranks only: where the first wrong element is
+  CheckReport local;               // this process's ranks only: where the first wrong element is
   std::uint64_t origin = 0;        // min arrival over every rank: the timeline's zero
   std::vector<RankStamps> stamps;  // this process's ranks
 };

@@ -64,10 +64,10 @@ std::vector<std::string> faults();
 void clear_faults();
 
 struct Counters {
-  std::uint64_t kernels = 0;          // kernel launches issued eagerly
-  std::uint64_t captured_kernels = 0; // kernel launches recorded into graphs
-  std::uint64_t nccl_groups = 0;      // NCCL operations issued eagerly (one per stream per group)
-  std::uint64_t captured_nccl = 0;    // NCCL operations recorded into graphs
+  std::uint64_t kernels = 0;           // kernel launches issued eagerly
+  std::uint64_t captured_kernels = 0;  // kernel launches recorded into graphs
+  std::uint64_t nccl_groups = 0;       // NCCL operations issued eagerly (one per stream per group)
+  std::uint64_t captured_nccl = 0;     // NCCL operations recorded into graphs
   std::uint64_t graph_launches = 0;
   std::uint64_t live_streams = 0;
   std::uint64_t live_allocations = 0;

@@ -4,14 +4,13 @@
 // own AllReduce; and what the stand-in must catch (a receive without a send, a pointer outside
 // its buffer). Every test ends with no fault recorded unless it expects one.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <unistd.h>
 
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
@@ -58,18 +57,18 @@ void expect_exact(DeviceGroup& group, const PreparedCollective& c, IterationSett
   const std::uint64_t expected_checked =
       static_cast<std::uint64_t>(c.plan.ranks) * c.plan.layout.count;
   for (Launch launch : {Launch::graph, Launch::eager}) {
-  settings.launch = launch;
-  const std::string what = what_in + " launch " + std::string(to_string(launch));
-  CollectiveRun run(group, c, settings);
-  for (int it = 0; it < 2; ++it) {  // the second run checks that inputs are reset
-    const IterationResult r = run.run(true);
-    ASSERT_TRUE(r.wrong.has_value()) << what;
-    EXPECT_EQ(*r.wrong, 0u) << what << ": " << r.local.to_string();
-    EXPECT_EQ(r.checked, expected_checked) << what;
-    EXPECT_GT(r.time.value, 0.0) << what;
-    EXPECT_GE(r.time.value, r.after_last_arrival.value) << what;
-    EXPECT_GE(r.time.value, settings.delay.value) << what;
-  }
+    settings.launch = launch;
+    const std::string what = what_in + " launch " + std::string(to_string(launch));
+    CollectiveRun run(group, c, settings);
+    for (int it = 0; it < 2; ++it) {  // the second run checks that inputs are reset
+      const IterationResult r = run.run(true);
+      ASSERT_TRUE(r.wrong.has_value()) << what;
+      EXPECT_EQ(*r.wrong, 0u) << what << ": " << r.local.to_string();
+      EXPECT_EQ(r.checked, expected_checked) << what;
+      EXPECT_GT(r.time.value, 0.0) << what;
+      EXPECT_GE(r.time.value, r.after_last_arrival.value) << what;
+      EXPECT_GE(r.time.value, settings.delay.value) << what;
+    }
   }
 }
 
@@ -84,8 +83,8 @@ TEST_F(Emulated, EveryAlgorithmEveryStragglerOverNccl) {
         const std::string what =
             info.name + " n=" + std::to_string(n) + " straggler " + std::to_string(straggler);
         expect_exact(group,
-                     prepared(info.name, n, bytes_for(info.name, n, DType::float32),
-                              DType::float32, Phase1::schedule, straggler),
+                     prepared(info.name, n, bytes_for(info.name, n, DType::float32), DType::float32,
+                              Phase1::schedule, straggler),
                      IterationSettings{Seconds{1e-4}, straggler}, what);
         if (!info.straggler_aware) break;  // the schedule does not depend on the straggler
       }
@@ -212,7 +211,8 @@ TEST_F(Emulated, GraphLaunchIssuesNoNcclCallOrApplyPerIteration) {
 TEST_F(Emulated, SplitCommunicatorIsMadeOncePerGroup) {
   DeviceGroup group = DeviceGroup::all_local(6);
   const std::uint64_t comms_before = emu::counters().live_comms;
-  for (std::uint64_t bytes : {std::uint64_t{1} << 12, std::uint64_t{1} << 14, std::uint64_t{1} << 16}) {
+  for (std::uint64_t bytes :
+       {std::uint64_t{1} << 12, std::uint64_t{1} << 14, std::uint64_t{1} << 16}) {
     CollectiveRun run(group, prepared("direct", 6, bytes, DType::float32, Phase1::nccl_rs, 5),
                       IterationSettings{Seconds{1e-5}, 5});
     EXPECT_EQ(run.run(true).wrong, std::optional<std::uint64_t>(0));
@@ -269,8 +269,7 @@ TEST_F(Emulated, WatchdogNamesTheRankAndRoundThatDidNotFinish) {
 // An apply item that runs past the end of the data buffer is an illegal address.
 TEST_F(Emulated, AnOutOfBoundsApplyIsAFault) {
   expect_faults_ = true;
-  PreparedCollective c = prepared("ring", 3, bytes_for("ring", 3, DType::float32),
-                                  DType::float32);
+  PreparedCollective c = prepared("ring", 3, bytes_for("ring", 3, DType::float32), DType::float32);
   c.device[2].items.back().count += 1000;
   c.device[2].steps.back().waves.back().max_count += 1000;
   DeviceGroup group = DeviceGroup::all_local(3);

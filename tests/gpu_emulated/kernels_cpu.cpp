@@ -59,8 +59,7 @@ cudaError_t launch_apply(int dtype, void* data, const void* scratch, const Apply
         std::vector<ApplyItem> list(items, items + n);
         std::vector<std::pair<std::uint64_t, std::uint64_t>> writes;
         for (const ApplyItem& it : list) {
-          if (it.count > max_count)
-            k.fail("apply item larger than the launch's max_count");
+          if (it.count > max_count) k.fail("apply item larger than the launch's max_count");
           k.check(static_cast<std::byte*>(data) + it.dst * elem, it.count * elem, "apply data");
           k.check(static_cast<const std::byte*>(scratch) + it.src * elem, it.count * elem,
                   "apply scratch");

@@ -52,7 +52,6 @@ struct RecordInstance {
 };
 using Instance = std::shared_ptr<RecordInstance>;
 
-
 struct GroupOp;
 
 // One NCCL call as issued: what a group is made of, eager or captured.
@@ -102,10 +101,10 @@ struct Op {
   std::string what;
   std::function<void(KernelContext&)> body;  // kernel (copies are kernels too)
   std::uint64_t cost_ns = 0;
-  Instance instance;                         // record, wait
-  int node = -1;                             // captured record: its node; captured wait: bound node
-  std::shared_ptr<GroupOp> group;            // nccl (eager)
-  std::vector<NcclCall> calls;               // nccl (captured)
+  Instance instance;               // record, wait
+  int node = -1;                   // captured record: its node; captured wait: bound node
+  std::shared_ptr<GroupOp> group;  // nccl (eager)
+  std::vector<NcclCall> calls;     // nccl (captured)
 };
 
 struct Capture;
@@ -371,10 +370,9 @@ struct Runtime {
       std::vector<std::vector<std::byte>> copies(n);
       for (std::size_t r = 0; r < n; ++r) {
         const NcclCall& call = c.parts[r]->call;
-        const std::string what = std::string(first.kind == NcclCall::allreduce
-                                                 ? "ncclAllReduce"
-                                                 : "ncclReduceScatter") +
-                                 " rank " + std::to_string(r);
+        const std::string what =
+            std::string(first.kind == NcclCall::allreduce ? "ncclAllReduce" : "ncclReduceScatter") +
+            " rank " + std::to_string(r);
         if (call.kind != first.kind || call.count != first.count || call.type != first.type ||
             call.op != first.op) {
           throw Fault(what + ": kind, count, type or op differ from rank 0's call");
@@ -569,7 +567,8 @@ struct Runtime {
   }
 
   // Matching: the k-th send from a to b on a communicator meets the k-th receive on b from a.
-  void post(const std::vector<NcclCall>& calls, std::map<cudaStream_t, std::shared_ptr<GroupOp>>& ops) {
+  void post(const std::vector<NcclCall>& calls,
+            std::map<cudaStream_t, std::shared_ptr<GroupOp>>& ops) {
     for (const NcclCall& call : calls) {
       auto& g = ops[call.stream];
       if (!g) g = std::make_shared<GroupOp>();
@@ -580,7 +579,7 @@ struct Runtime {
         part->group = g.get();
         const bool send = call.kind == NcclCall::send;
         const std::pair<int, int> key = send ? std::make_pair(call.comm->rank, call.peer)
-                                              : std::make_pair(call.peer, call.comm->rank);
+                                             : std::make_pair(call.peer, call.comm->rank);
         auto& mine = send ? cl.sends[key] : cl.recvs[key];
         auto& theirs = send ? cl.recvs[key] : cl.sends[key];
         if (!theirs.empty()) {
@@ -837,8 +836,10 @@ cudaError_t copy_op(cudaStream_t stream, void* dst, const void* src, std::size_t
       if (kind == cudaMemcpyDefault || kind == cudaMemcpyHostToHost)
         throw Fault("cudaMemcpyAsync: the backend names the direction of every copy");
       // A device-to-device copy may read a peer's memory; the rest must be the stream's.
-      if (dst_dev) r.check_device(dst, bytes, device, "cudaMemcpyAsync destination");
-      else r.check_host(dst, bytes, "cudaMemcpyAsync destination");
+      if (dst_dev)
+        r.check_device(dst, bytes, device, "cudaMemcpyAsync destination");
+      else
+        r.check_host(dst, bytes, "cudaMemcpyAsync destination");
       if (src_dev) {
         const ssim::emu::Allocation* a = r.find(src, bytes, nullptr);
         r.check_device(src, bytes, kind == cudaMemcpyDeviceToDevice && a ? a->device : device,
@@ -1134,8 +1135,9 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   Runtime& r = rt();
   if (!ssim::emu::valid_stream(r, stream)) return cudaErrorInvalidResourceHandle;
   if (cudaError_t e = refuse_in_capture(r, stream, "cudaStreamSynchronize")) return e;
-  if (!r.wait_until(lock, [&] { return stream->queue.empty(); },
-                    "cudaStreamSynchronize(stream " + std::to_string(stream->id) + ")"))
+  if (!r.wait_until(
+          lock, [&] { return stream->queue.empty(); },
+          "cudaStreamSynchronize(stream " + std::to_string(stream->id) + ")"))
     return cudaErrorEmulatedDeadlock;
   return r.sticky;
 }
@@ -1185,7 +1187,8 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   if (stream->capture) {
     stream->capture->invalid = true;
     stream->capture->why = "a wait on an event recorded outside the capture";
-    r.fault("cudaStreamWaitEvent: a capturing stream waits on an event recorded outside the capture");
+    r.fault(
+        "cudaStreamWaitEvent: a capturing stream waits on an event recorded outside the capture");
     return cudaErrorStreamCaptureIsolation;
   }
   if (!event->latest) return cudaSuccess;  // never recorded: nothing to wait for
@@ -1259,7 +1262,8 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   if (event->capture) return cudaErrorStreamCaptureUnsupported;
   if (!event->latest) return cudaSuccess;
   const ssim::emu::Instance inst = event->latest;
-  if (!r.wait_until(lock, [&] { return inst->done; }, "cudaEventSynchronize"))
+  if (!r.wait_until(
+          lock, [&] { return inst->done; }, "cudaEventSynchronize"))
     return cudaErrorEmulatedDeadlock;
   return r.sticky;
 }
@@ -1271,9 +1275,8 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
   if ((start->flags | end->flags) & cudaEventDisableTiming) return cudaErrorInvalidResourceHandle;
   if (!start->latest || !end->latest) return cudaErrorInvalidResourceHandle;
   if (!start->latest->done || !end->latest->done) return cudaErrorNotReady;
-  *ms = static_cast<float>((static_cast<double>(end->latest->time) -
-                            static_cast<double>(start->latest->time)) *
-                           1e-6);
+  *ms = static_cast<float>(
+      (static_cast<double>(end->latest->time) - static_cast<double>(start->latest->time)) * 1e-6);
   return cudaSuccess;
 }
 
@@ -1294,8 +1297,7 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode) {
 cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
   auto lock = ssim::emu::enter();
   Runtime& r = rt();
-  if (!ssim::emu::valid_stream(r, stream) || !stream->capture)
-    return cudaErrorIllegalAddress;
+  if (!ssim::emu::valid_stream(r, stream) || !stream->capture) return cudaErrorIllegalAddress;
   ssim::emu::Capture* c = stream->capture;
   cudaError_t result = cudaSuccess;
   if (c->origin != stream) {
@@ -1457,7 +1459,8 @@ void finish_split(Runtime& r, ssim::emu::Clique& parent, std::size_t seq) {
 
 ncclResult_t request_split(Runtime& r, ncclComm_t comm, int color, int key, ncclComm_t* out,
                            std::size_t* seq_out) {
-  if (!live(r, comm) || comm->aborted) return nccl_fault("ncclCommSplit on an invalid communicator", ncclInvalidArgument);
+  if (!live(r, comm) || comm->aborted)
+    return nccl_fault("ncclCommSplit on an invalid communicator", ncclInvalidArgument);
   ssim::emu::Clique& cl = *comm->clique;
   const std::size_t seq = comm->splits++;
   while (cl.splits.size() <= seq) {
@@ -1539,10 +1542,10 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int
   *comm = new_comm(r, clique, rank, ssim::emu::t_device);
   ++clique->joined;
   r.changed();
-  if (!r.wait_until(lock, [&] { return clique->joined == clique->nranks; },
-                    "ncclCommInitRank (rank " + std::to_string(rank) + " of " +
-                        std::to_string(nranks) + ")",
-                    true))
+  if (!r.wait_until(
+          lock, [&] { return clique->joined == clique->nranks; },
+          "ncclCommInitRank (rank " + std::to_string(rank) + " of " + std::to_string(nranks) + ")",
+          true))
     return ncclSystemError;
   return ncclSuccess;
 }
@@ -1558,7 +1561,8 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   std::size_t seq = 0;
   if (ncclResult_t e = request_split(r, comm, color, key, newcomm, &seq)) return e;
   ssim::emu::Clique* cl = comm->clique;
-  if (!r.wait_until(lock, [&] { return cl->splits[seq].done; }, "ncclCommSplit", true))
+  if (!r.wait_until(
+          lock, [&] { return cl->splits[seq].done; }, "ncclCommSplit", true))
     return ncclSystemError;
   return ncclSuccess;
 }
@@ -1601,7 +1605,8 @@ ncclResult_t release(ncclComm_t comm, bool abort) {
 ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   auto lock = ssim::emu::enter();
   Runtime& r = rt();
-  if (!live(r, comm)) return nccl_fault("ncclCommFinalize on an invalid communicator", ncclInvalidArgument);
+  if (!live(r, comm))
+    return nccl_fault("ncclCommFinalize on an invalid communicator", ncclInvalidArgument);
   comm->finalized = true;
   return ncclSuccess;
 }
@@ -1643,15 +1648,14 @@ ncclResult_t ncclGroupEnd() {
     if (ncclResult_t e = request_split(r, s.parent, s.color, s.key, s.out, &seq)) return e;
     waits.push_back({s.parent->clique, seq});
   }
-  if (!waits.empty() &&
-      !r.wait_until(
-          lock,
-          [&] {
-            for (auto& [cl, seq] : waits)
-              if (!cl->splits[seq].done) return false;
-            return true;
-          },
-          "ncclCommSplit (grouped)", true))
+  if (!waits.empty() && !r.wait_until(
+                            lock,
+                            [&] {
+                              for (auto& [cl, seq] : waits)
+                                if (!cl->splits[seq].done) return false;
+                              return true;
+                            },
+                            "ncclCommSplit (grouped)", true))
     return ncclSystemError;
   return ncclSuccess;
 }
@@ -1661,7 +1665,8 @@ namespace {
 ncclResult_t add_call(ssim::emu::NcclCall call, const char* name) {
   auto lock = ssim::emu::enter();
   Runtime& r = rt();
-  if (!live(r, call.comm)) return nccl_fault(std::string(name) + " on an invalid communicator", ncclInvalidArgument);
+  if (!live(r, call.comm))
+    return nccl_fault(std::string(name) + " on an invalid communicator", ncclInvalidArgument);
   if (call.comm->aborted) return nccl_fault(std::string(name) + " on an aborted communicator");
   if (!ssim::emu::valid_stream(r, call.stream))
     return nccl_fault(std::string(name) + " on the legacy stream or an invalid stream");
@@ -1685,7 +1690,9 @@ ncclResult_t add_call(ssim::emu::NcclCall call, const char* name) {
           call.kind == ssim::emu::NcclCall::reduce_scatter ? call.count * n : call.count;
       r.check_device(call.sendbuf, count * elem, call.comm->device, std::string(name) + " buffer");
     }
-    if (call.recvbuf) r.check_device(call.recvbuf, call.count * elem, call.comm->device, std::string(name) + " buffer");
+    if (call.recvbuf)
+      r.check_device(call.recvbuf, call.count * elem, call.comm->device,
+                     std::string(name) + " buffer");
   } catch (const Fault& f) {
     return nccl_fault(f.what(), ncclInvalidArgument);
   }
@@ -1716,8 +1723,8 @@ ncclResult_t ncclSend(const void* buff, std::size_t count, ncclDataType_t type, 
   return add_call(c, "ncclSend");
 }
 
-ncclResult_t ncclRecv(void* buff, std::size_t count, ncclDataType_t type, int peer,
-                      ncclComm_t comm, cudaStream_t stream) {
+ncclResult_t ncclRecv(void* buff, std::size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
+                      cudaStream_t stream) {
   ssim::emu::NcclCall c;
   c.kind = ssim::emu::NcclCall::recv;
   c.comm = comm;

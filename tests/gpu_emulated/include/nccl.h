@@ -67,8 +67,8 @@ ncclResult_t ncclGroupStart();
 ncclResult_t ncclGroupEnd();
 ncclResult_t ncclSend(const void* buff, std::size_t count, ncclDataType_t type, int peer,
                       ncclComm_t comm, cudaStream_t stream);
-ncclResult_t ncclRecv(void* buff, std::size_t count, ncclDataType_t type, int peer,
-                      ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclRecv(void* buff, std::size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
+                      cudaStream_t stream);
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, std::size_t count,
                            ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
                            cudaStream_t stream);
