@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "gpu_backend/cuda/bootstrap_mpi.hpp"
 #include "gpu_backend/cuda/check.hpp"
 #include "gpu_backend/cuda/devices.hpp"
 #include "gpu_backend/cuda/executor.hpp"
@@ -109,10 +110,14 @@ SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
     write_timeline_header(timeline);
   }
 
-  std::unique_ptr<FileIdExchange> ids;
+  std::unique_ptr<IdExchange> ids;
   std::optional<DeviceGroup> group;
   if (one_process_per_gpu(o)) {
-    ids = std::make_unique<FileIdExchange>(o.id_file, o.id_timeout);
+    if (o.mpi) {
+      ids = std::make_unique<MpiIdExchange>();
+    } else {
+      ids = std::make_unique<FileIdExchange>(o.id_file, o.id_timeout);
+    }
     group.emplace(DeviceGroup::one_rank(*o.rank, ranks, process_device(o, device_count), *ids));
   } else if (o.transport == Transport::single_gpu) {
     group.emplace(DeviceGroup::single_gpu(ranks, 0));
