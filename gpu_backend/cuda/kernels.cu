@@ -1,3 +1,6 @@
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <algorithm>
 
 #include "gpu_backend/cuda/kernels.hpp"
@@ -5,6 +8,44 @@
 namespace ssim::gpu {
 
 namespace {
+
+// Element conversions: arithmetic types as they are, the 16-bit types through float.
+template <class T>
+__device__ __forceinline__ T from_float(float v) {
+  return static_cast<T>(v);
+}
+template <>
+__device__ __forceinline__ __half from_float<__half>(float v) {
+  return __float2half_rn(v);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+template <class T>
+__device__ __forceinline__ double to_double(T v) {
+  return static_cast<double>(v);
+}
+template <>
+__device__ __forceinline__ double to_double<__half>(__half v) {
+  return static_cast<double>(__half2float(v));
+}
+template <>
+__device__ __forceinline__ double to_double<__nv_bfloat16>(__nv_bfloat16 v) {
+  return static_cast<double>(__bfloat162float(v));
+}
+template <class T>
+__device__ __forceinline__ T from_u64(std::uint64_t v) {
+  return static_cast<T>(v);
+}
+template <>
+__device__ __forceinline__ __half from_u64<__half>(std::uint64_t v) {
+  return __float2half_rn(static_cast<float>(v));
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_u64<__nv_bfloat16>(std::uint64_t v) {
+  return __float2bfloat16_rn(static_cast<float>(v));
+}
 
 template <class T>
 struct alignas(kVectorBytes) Pack {
@@ -76,7 +117,7 @@ __global__ void fill_kernel(T* __restrict__ data, std::uint64_t count, std::uint
   const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
   for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
        i < padded; i += stride) {
-    data[i] = i < count ? static_cast<T>(input_value_int(rank, i)) : T(0);
+    data[i] = i < count ? from_u64<T>(input_value_int(rank, i)) : from_float<T>(0.0f);
   }
 }
 
@@ -87,7 +128,7 @@ __global__ void count_wrong_kernel(const T* __restrict__ data, std::uint64_t cou
   unsigned long long mine = 0;
   for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
        i < count; i += stride) {
-    if (static_cast<double>(data[i]) != sums.value[i % kInputPeriod]) ++mine;
+    if (to_double(data[i]) != sums.value[i % kInputPeriod]) ++mine;
   }
   if (mine) atomicAdd(wrong, mine);
 }
@@ -124,6 +165,11 @@ cudaError_t launch_apply(int dtype, void* data, const void* scratch, const Apply
       return launch_typed<int>(data, scratch, items, n_items, max_count, max_blocks, stream);
     case kDtypeInt64:
       return launch_typed<long long>(data, scratch, items, n_items, max_count, max_blocks, stream);
+    case kDtypeFloat16:
+      return launch_typed<__half>(data, scratch, items, n_items, max_count, max_blocks, stream);
+    case kDtypeBfloat16:
+      return launch_typed<__nv_bfloat16>(data, scratch, items, n_items, max_count, max_blocks,
+                                         stream);
   }
   return cudaErrorInvalidValue;
 }
@@ -168,6 +214,10 @@ cudaError_t launch_fill(int dtype, void* data, std::uint64_t count, std::uint64_
       return fill_typed<int>(data, count, padded_count, rank, max_blocks, stream);
     case kDtypeInt64:
       return fill_typed<long long>(data, count, padded_count, rank, max_blocks, stream);
+    case kDtypeFloat16:
+      return fill_typed<__half>(data, count, padded_count, rank, max_blocks, stream);
+    case kDtypeBfloat16:
+      return fill_typed<__nv_bfloat16>(data, count, padded_count, rank, max_blocks, stream);
   }
   return cudaErrorInvalidValue;
 }
@@ -185,6 +235,10 @@ cudaError_t launch_count_wrong(int dtype, const void* data, std::uint64_t count,
       return count_typed<int>(data, count, sums, wrong, max_blocks, stream);
     case kDtypeInt64:
       return count_typed<long long>(data, count, sums, wrong, max_blocks, stream);
+    case kDtypeFloat16:
+      return count_typed<__half>(data, count, sums, wrong, max_blocks, stream);
+    case kDtypeBfloat16:
+      return count_typed<__nv_bfloat16>(data, count, sums, wrong, max_blocks, stream);
   }
   return cudaErrorInvalidValue;
 }

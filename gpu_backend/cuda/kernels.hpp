@@ -30,11 +30,15 @@
 namespace ssim::gpu {
 
 // Element type codes for the kernels; the same order as ssim::gpu::DType (plan.hpp), which
-// this header does not include so that nvcc never sees the C++20 host headers.
+// this header does not include so that nvcc never sees the C++20 host headers. The 16-bit
+// types reduce in their own precision; fill writes input_value_int, which is exact in them
+// only while every partial sum stays within their integers (2048 for half, 256 for bfloat16).
 inline constexpr int kDtypeFloat32 = 0;
 inline constexpr int kDtypeFloat64 = 1;
 inline constexpr int kDtypeInt32 = 2;
 inline constexpr int kDtypeInt64 = 3;
+inline constexpr int kDtypeFloat16 = 4;   // __half; sums in half precision, as NCCL's
+inline constexpr int kDtypeBfloat16 = 5;  // __nv_bfloat16
 
 // Threads per block of the apply, fill and check kernels.
 inline constexpr int kApplyThreads = 256;

@@ -10,13 +10,46 @@
 
 #include "gpu_backend/cuda/kernels.hpp"
 #include "tests/gpu_emulated/emulator.hpp"
+#include "tests/gpu_emulated/half.hpp"
 
 namespace ssim::gpu {
 
 namespace {
 
+// Element access: arithmetic types as they are; the 16-bit types widen to float for the sum
+// and round back, as the GPU's half and bfloat16 additions do.
+template <class T>
+T widen(T v) {
+  return v;
+}
+inline float widen(emu::Half v) { return emu::to_float(v); }
+inline float widen(emu::Bfloat16 v) { return emu::to_float(v); }
+template <class T, class A>
+T narrow(A v) {
+  return static_cast<T>(v);
+}
+template <>
+emu::Half narrow<emu::Half, float>(float v) {
+  return emu::to_half(v);
+}
+template <>
+emu::Bfloat16 narrow<emu::Bfloat16, float>(float v) {
+  return emu::to_bfloat16(v);
+}
+template <>
+emu::Half narrow<emu::Half, std::uint64_t>(std::uint64_t v) {
+  return emu::to_half(static_cast<float>(v));
+}
+template <>
+emu::Bfloat16 narrow<emu::Bfloat16, std::uint64_t>(std::uint64_t v) {
+  return emu::to_bfloat16(static_cast<float>(v));
+}
+
 std::size_t kernel_type_size(int dtype) {
   switch (dtype) {
+    case kDtypeFloat16:
+    case kDtypeBfloat16:
+      return 2;
     case kDtypeFloat32:
     case kDtypeInt32:
       return 4;
@@ -35,7 +68,7 @@ void apply_items(std::byte* data, const std::byte* scratch, const std::vector<Ap
       std::memcpy(&s, scratch + (item.src + i) * sizeof(T), sizeof(T));
       if (item.op == kApplyReduce) {
         std::memcpy(&d, data + (item.dst + i) * sizeof(T), sizeof(T));
-        d = static_cast<T>(d + s);
+        d = narrow<T>(widen(d) + widen(s));
       } else {
         d = s;
       }
@@ -81,6 +114,10 @@ cudaError_t launch_apply(int dtype, void* data, const void* scratch, const Apply
             return apply_items<std::int32_t>(d, s, list);
           case kDtypeInt64:
             return apply_items<std::int64_t>(d, s, list);
+          case kDtypeFloat16:
+            return apply_items<emu::Half>(d, s, list);
+          case kDtypeBfloat16:
+            return apply_items<emu::Bfloat16>(d, s, list);
         }
       },
       1000 + max_count * elem / 100);
@@ -116,6 +153,10 @@ void dispatch(int dtype, F&& f) {
       return f(std::int32_t{});
     case kDtypeInt64:
       return f(std::int64_t{});
+    case kDtypeFloat16:
+      return f(emu::Half{});
+    case kDtypeBfloat16:
+      return f(emu::Bfloat16{});
   }
 }
 
@@ -133,7 +174,7 @@ cudaError_t launch_fill(int dtype, void* data, std::uint64_t count, std::uint64_
           using T = decltype(t);
           auto* d = static_cast<std::byte*>(data);
           for (std::uint64_t i = 0; i < padded_count; ++i) {
-            const T v = i < count ? static_cast<T>(input_value_int(rank, i)) : T(0);
+            const T v = narrow<T>(i < count ? input_value_int(rank, i) : std::uint64_t{0});
             std::memcpy(d + i * sizeof(T), &v, sizeof(T));
           }
         });
@@ -157,7 +198,7 @@ cudaError_t launch_count_wrong(int dtype, const void* data, std::uint64_t count,
           for (std::uint64_t i = 0; i < count; ++i) {
             T v;
             std::memcpy(&v, d + i * sizeof(T), sizeof(T));
-            if (static_cast<double>(v) != sums.value[i % kInputPeriod]) ++*wrong;
+            if (static_cast<double>(widen(v)) != sums.value[i % kInputPeriod]) ++*wrong;
           }
         });
       },

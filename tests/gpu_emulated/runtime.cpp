@@ -15,9 +15,11 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tests/gpu_emulated/emulator.hpp"
+#include "tests/gpu_emulated/half.hpp"
 
 struct CUstream_st;
 struct CUevent_st;
@@ -331,6 +333,30 @@ struct Runtime {
     }
   }
 
+  // 16-bit floats: each step in float, rounded back to the type.
+  template <class T>
+  static void reduce_16(std::vector<const std::byte*>& in, std::byte* out, std::size_t count,
+                        ncclRedOp_t op) {
+    auto round = [](float v) {
+      if constexpr (std::is_same_v<T, Half>) {
+        return to_half(v);
+      } else {
+        return to_bfloat16(v);
+      }
+    };
+    for (std::size_t i = 0; i < count; ++i) {
+      T acc;
+      std::memcpy(&acc, in[0] + i * sizeof(T), sizeof(T));
+      for (std::size_t r = 1; r < in.size(); ++r) {
+        T v;
+        std::memcpy(&v, in[r] + i * sizeof(T), sizeof(T));
+        const float a = to_float(acc), b = to_float(v);
+        acc = round(op == ncclMax ? std::max(a, b) : a + b);
+      }
+      std::memcpy(out + i * sizeof(T), &acc, sizeof(T));
+    }
+  }
+
   void reduce(ncclDataType_t t, std::vector<const std::byte*>& in, std::byte* out,
               std::size_t count, ncclRedOp_t op) {
     switch (t) {
@@ -344,6 +370,10 @@ struct Runtime {
         return reduce_typed<std::int64_t>(in, out, count, op);
       case ncclUint64:
         return reduce_typed<std::uint64_t>(in, out, count, op);
+      case ncclFloat16:
+        return reduce_16<Half>(in, out, count, op);
+      case ncclBfloat16:
+        return reduce_16<Bfloat16>(in, out, count, op);
       default:
         throw Fault("the stand-in does not reduce NCCL type " + std::to_string(t));
     }
