@@ -36,6 +36,8 @@ ncclDataType_t nccl_type(DType dtype) {
   return ncclFloat32;
 }
 
+using Clock = std::chrono::steady_clock;
+
 // Apply-kernel blocks per SM: 8 blocks of 256 threads fill an SM's 2048 thread slots.
 constexpr int kApplyBlocksPerSm = 8;
 
@@ -247,18 +249,43 @@ struct DeviceGroup::Impl {
     }
   }
 
+  // Waits for a cross-process NCCL call on the first local rank's stream by polling, so a gone
+  // or stuck peer process ends in a WatchdogTimeout instead of a hang.
+  void wait_cross_process(Clock::time_point deadline, const char* what) {
+    const LocalRank& l = local.front();
+    while (true) {
+      const cudaError_t e = cudaStreamQuery(l.stream);
+      if (e == cudaSuccess) return;
+      if (e != cudaErrorNotReady) SSIM_CUDA(e);
+      ncclResult_t async = ncclSuccess;
+      SSIM_NCCL(ncclCommGetAsyncError(l.comm, &async));
+      if (async != ncclSuccess && async != ncclInProgress) {
+        broken = true;
+        throw DeviceError(std::string(what) +
+                          ": NCCL reports an asynchronous error: " + ncclGetErrorString(async));
+      }
+      if (Clock::now() >= deadline) {
+        broken = true;
+        throw WatchdogTimeout("watchdog: rank " + std::to_string(l.rank) + ": " + what +
+                              " did not complete within --timeout: another process is gone "
+                              "or stuck");
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+
   // Every rank of every process has finished what it issued before.
-  void barrier() {
+  void barrier(Clock::time_point deadline) {
     synchronize_local();
     if (!one_process_per_gpu) return;
     const LocalRank& l = local.front();
     SSIM_CUDA(cudaSetDevice(l.device));
     SSIM_NCCL(ncclAllReduce(sync.get(), sync.get(), 1, ncclFloat64, ncclSum, l.comm, l.stream));
-    SSIM_CUDA(cudaStreamSynchronize(l.stream));
+    wait_cross_process(deadline, "the barrier before the iteration");
   }
 
   // Max of `maxima` and sum of `sums` over all processes (in place).
-  void combine(std::uint64_t (&maxima)[4], std::uint64_t (&sums)[2]) {
+  void combine(std::uint64_t (&maxima)[4], std::uint64_t (&sums)[2], Clock::time_point deadline) {
     if (!one_process_per_gpu) return;
     const LocalRank& l = local.front();
     std::byte* d = sync.get();
@@ -273,7 +300,7 @@ struct DeviceGroup::Impl {
     }
     SSIM_CUDA(cudaMemcpyAsync(maxima, d, sizeof maxima, cudaMemcpyDeviceToHost, l.stream));
     SSIM_CUDA(cudaMemcpyAsync(sums, d + 32, sizeof sums, cudaMemcpyDeviceToHost, l.stream));
-    SSIM_CUDA(cudaStreamSynchronize(l.stream));
+    wait_cross_process(deadline, "combining the results of the processes");
   }
 
   // The split communicator of `members` (Phase1::nccl_rs), made on first use. Collective over
@@ -781,7 +808,6 @@ void CollectiveRun::Impl::timeout() {
 
 // Polls every rank's completion event and its communicators' asynchronous errors.
 void CollectiveRun::Impl::wait_for_completion() {
-  using Clock = std::chrono::steady_clock;
   std::vector<bool> finished(states.size(), false);
   std::size_t left = states.size();
   while (left > 0) {
@@ -833,7 +859,7 @@ IterationResult CollectiveRun::Impl::run(bool check) {
     }
     s.stamps.clear();  // the stream is idle: the previous iteration completed
   }
-  group.barrier();
+  group.barrier(*deadline);
 
   if (settings.launch == Launch::graph) {
     const std::size_t graphs = group.transport == Transport::single_gpu ? 1 : states.size();
@@ -909,7 +935,7 @@ IterationResult CollectiveRun::Impl::run(bool check) {
     sums[0] = result.local.wrong;
     sums[1] = result.local.checked;
   }
-  group.combine(maxima, sums);
+  group.combine(maxima, sums, *deadline);
   const std::uint64_t min_arrival = UINT64_MAX - maxima[1];
   result.origin = min_arrival;
   result.time = Seconds{static_cast<double>(maxima[0] - min_arrival) * 1e-9};

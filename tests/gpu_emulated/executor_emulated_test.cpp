@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <thread>
@@ -53,10 +55,11 @@ std::vector<int> straggler_positions(int n) { return {0, n / 2, n - 1}; }
 
 // Both launch modes: graphs captured once and launched twice, and eager issue.
 void expect_exact(DeviceGroup& group, const PreparedCollective& c, IterationSettings settings,
-                  const std::string& what_in) {
+                  const std::string& what_in,
+                  std::vector<Launch> launches = {Launch::graph, Launch::eager}) {
   const std::uint64_t expected_checked =
       static_cast<std::uint64_t>(c.plan.ranks) * c.plan.layout.count;
-  for (Launch launch : {Launch::graph, Launch::eager}) {
+  for (Launch launch : launches) {
     settings.launch = launch;
     const std::string what = what_in + " launch " + std::string(to_string(launch));
     CollectiveRun run(group, c, settings);
@@ -93,13 +96,16 @@ TEST_F(Emulated, EveryAlgorithmEveryStragglerOverNccl) {
 }
 
 TEST_F(Emulated, EveryDtypeEveryAlgorithm) {
-  for (int n : {3, 8}) {
+  for (int n : kRanks) {
     DeviceGroup group = DeviceGroup::all_local(n);
     for (DType dtype : {DType::float32, DType::float64, DType::int32, DType::int64}) {
       for (const alg::AlgorithmInfo& info : alg::algorithms()) {
         if (!info.supports_ranks(n)) continue;
-        expect_exact(group, prepared(info.name, n, bytes_for(info.name, n, dtype), dtype),
-                     IterationSettings{}, info.name + " " + std::string(to_string(dtype)));
+        expect_exact(
+            group,
+            prepared(info.name, n, bytes_for(info.name, n, dtype), dtype, Phase1::schedule, n - 1),
+            IterationSettings{Seconds{1e-5}, n - 1},
+            info.name + " n=" + std::to_string(n) + " " + std::string(to_string(dtype)));
       }
       expect_exact(group, prepared("nccl", n, bytes_for("nccl", n, dtype) * 5, dtype),
                    IterationSettings{Seconds{1e-4}, n - 1}, "nccl");
@@ -317,6 +323,34 @@ TEST_F(Emulated, OneRankPerProcessThroughAnIdFile) {
     ASSERT_EQ(results[i].stamps.size(), 1u);
     EXPECT_EQ(results[i].stamps[0].rank, r);
   }
+}
+
+// One process per GPU where the other process never starts the iteration: rank 0's barrier
+// is polled, so the watchdog ends it instead of a hang.
+TEST_F(Emulated, WatchdogCoversTheBarrierAcrossProcesses) {
+  const std::string id = "/tmp/ssim_emulated_barrier_" + std::to_string(getpid()) + ".id";
+  std::string error0;
+  std::atomic<bool> done{false};
+  std::thread other([&] {
+    FileIdExchange ids(id, Seconds{30});
+    DeviceGroup group = DeviceGroup::one_rank(1, 2, 1, ids);
+    while (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  try {
+    FileIdExchange ids(id, Seconds{30});
+    DeviceGroup group = DeviceGroup::one_rank(0, 2, 0, ids);
+    IterationSettings settings;
+    settings.timeout = Seconds{0.1};
+    CollectiveRun run(group, prepared("ring", 2, 1 << 10, DType::float32), settings);
+    run.run(true);
+  } catch (const WatchdogTimeout& e) {
+    error0 = e.what();
+  }
+  done = true;
+  other.join();
+  EXPECT_EQ(error0,
+            "watchdog: rank 0: the barrier before the iteration did not complete within "
+            "--timeout: another process is gone or stuck");
 }
 
 // The device-side input and expected values are the host executor's.
