@@ -6,13 +6,17 @@
 //   stragglesim-gpu run --algo ring -b 1M -e 256M -f 4 -n 20 -w 5 -o ring.csv
 //   stragglesim-gpu run --algo stragglar --delay 5ms --straggler 7 --phase1 nccl-rs
 //   stragglesim-gpu run --algo tree --transport single-gpu --ranks 8 -b 64K -e 64M
+//   stragglesim-gpu run --algo ring --launch eager --timeline ring_rounds.csv --timeout 10s
 //   stragglesim-gpu run --algo ring --rank R --nranks 16 --id-file /shared/id   # per process
+//   mpirun -np 16 stragglesim-gpu run --algo stragglar --delay 5ms   # ranks and NCCL id via MPI
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "common/error.hpp"
+#include "gpu_backend/cuda/bootstrap_mpi.hpp"
 #include "gpu_backend/cuda/check.hpp"
 #include "gpu_backend/cuda/devices.hpp"
 #include "gpu_backend/cuda/driver.hpp"
@@ -30,6 +34,8 @@ struct RunArgs {
   std::string transport = "nccl";
   std::string phase1 = "schedule";
   std::string id_timeout = "60s";
+  std::string launch = "graph";
+  std::string timeout = "60s";
 };
 
 ssim::gpu::RunOptions to_options(const RunArgs& a, ssim::gpu::RunOptions o) {
@@ -51,12 +57,40 @@ ssim::gpu::RunOptions to_options(const RunArgs& a, ssim::gpu::RunOptions o) {
   o.transport = parse_transport(a.transport);
   o.phase1 = parse_phase1(a.phase1);
   o.id_timeout = ssim::parse_time(a.id_timeout);
+  o.launch = parse_launch(a.launch);
+  o.timeout = ssim::parse_time(a.timeout);
   return o;
 }
 
 }  // namespace
 
+// Under mpirun (built with MPI) rank, size and the node-local rank come from MPI.
+ssim::gpu::RunOptions with_mpi(ssim::gpu::RunOptions o, const ssim::gpu::MpiSession* mpi) {
+  if (!mpi) return o;
+  if (o.rank || o.nranks || !o.id_file.empty()) {
+    throw ssim::InputError(
+        "started by mpirun: rank, rank count and NCCL id come from MPI; drop "
+        "--rank/--nranks/--id-file");
+  }
+  if (mpi->size() < 2)
+    throw ssim::InputError("mpirun -np " + std::to_string(mpi->size()) +
+                           ": a run needs >= 2 ranks");
+  o.mpi = true;
+  o.rank = mpi->rank();
+  o.nranks = mpi->size();
+  o.local_rank = mpi->local_rank();
+  return o;
+}
+
 int main(int argc, char** argv) {
+  std::unique_ptr<ssim::gpu::MpiSession> mpi;
+  try {
+    if (ssim::gpu::launched_by_mpirun() && ssim::gpu::built_with_mpi())
+      mpi = ssim::gpu::MpiSession::start(&argc, &argv);
+  } catch (const std::exception& e) {
+    std::cerr << "stragglesim-gpu: error: " << e.what() << "\n";
+    return 1;
+  }
   CLI::App app{"stragglesim-gpu: run schedules on GPUs with NCCL"};
   app.require_subcommand(1);
   CLI::App* devices =
@@ -111,9 +145,20 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run->add_option("--device", o.device, "one process per GPU: GPU index (default rank % GPUs)");
   run->add_option("-o,--output", o.output, "write one CSV row per iteration here");
+  run->add_option("--launch", a.launch,
+                  "graph: capture each size's iteration once into CUDA graphs and launch them "
+                  "(host issue cost outside the timing); eager: issue every call each iteration")
+      ->capture_default_str();
+  run->add_option("--timeout", a.timeout,
+                  "watchdog per size: abort the communicators and fail, naming the rank and "
+                  "round that did not finish")
+      ->capture_default_str();
+  run->add_option("--timeline", o.timeline,
+                  "write every rank's arrival, per-round end and finish (%globaltimer) as CSV");
   int exit_code = 0;
   run->callback([&] {
-    const ssim::gpu::SweepOutcome r = ssim::gpu::run_sweep(to_options(a, o), std::cout);
+    const ssim::gpu::SweepOutcome r =
+        ssim::gpu::run_sweep(with_mpi(to_options(a, o), mpi.get()), std::cout);
     if (r.wrong > 0) {
       std::cerr << "stragglesim-gpu: check FAILED: " << r.wrong << " wrong elements"
                 << (r.first_failure.empty() ? std::string() : "; first: " + r.first_failure)
@@ -127,7 +172,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const std::exception& e) {
-    std::cerr << "stragglesim-gpu: error: " << e.what() << "\n";
+    // One write, so the lines of several ranks do not interleave.
+    const std::string where =
+        mpi ? " (rank " + std::to_string(mpi->rank()) + " of " + std::to_string(mpi->size()) + ")"
+            : std::string();
+    std::cerr << "stragglesim-gpu: error" + where + ": " + e.what() + "\n";
+    // The other ranks may be waiting in MPI or NCCL for this one: end the whole job.
+    if (mpi && mpi->size() > 1) mpi->abort(1);
     return 1;
   }
   return exit_code;

@@ -21,6 +21,13 @@ class DeviceError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The executor's watchdog gave up on an iteration (executor.hpp): the message names the ranks
+// and rounds that did not finish.
+class WatchdogTimeout : public DeviceError {
+ public:
+  using DeviceError::DeviceError;
+};
+
 [[noreturn]] inline void cuda_failed(cudaError_t e, const char* call, const char* file, int line) {
   throw DeviceError(std::string("CUDA call ") + call + " failed at " + file + ":" +
                     std::to_string(line) + ": " + cudaGetErrorName(e) + " (" +

@@ -30,6 +30,14 @@ Transport parse_transport(std::string_view name) {
   throw InputError("unknown transport '" + std::string(name) + "' (expected nccl or single-gpu)");
 }
 
+std::string_view to_string(Launch launch) { return launch == Launch::graph ? "graph" : "eager"; }
+
+Launch parse_launch(std::string_view name) {
+  if (name == "graph") return Launch::graph;
+  if (name == "eager") return Launch::eager;
+  throw InputError("unknown launch mode '" + std::string(name) + "' (expected graph or eager)");
+}
+
 int kernel_dtype(DType dtype) {
   // The codes of kernels.hpp: kDtypeFloat32 = 0, kDtypeFloat64 = 1, kDtypeInt32 = 2,
   // kDtypeInt64 = 3.

@@ -56,6 +56,15 @@ std::string_view to_string(Transport transport);
 // "nccl" or "single-gpu"; anything else is an InputError listing them.
 Transport parse_transport(std::string_view name);
 
+// graph: each size's iteration (every rank's rounds: grouped point-to-point and apply kernels,
+// the delay and the timer stamps) is captured once into CUDA graphs and launched per
+// iteration, so the host's issue cost stays outside the timed region. eager: issued call by
+// call every iteration (for comparison).
+enum class Launch : std::uint8_t { graph, eager };
+std::string_view to_string(Launch launch);
+// "graph" or "eager"; anything else is an InputError listing them.
+Launch parse_launch(std::string_view name);
+
 // The kernel's code for a DType (kernels.hpp).
 int kernel_dtype(DType dtype);
 

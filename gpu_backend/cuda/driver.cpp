@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "gpu_backend/cuda/bootstrap_mpi.hpp"
 #include "gpu_backend/cuda/check.hpp"
 #include "gpu_backend/cuda/devices.hpp"
 #include "gpu_backend/cuda/executor.hpp"
@@ -25,11 +26,13 @@ void print_header(std::ostream& out, const RunOptions& o, int ranks, const Devic
       << to_string(o.dtype) << " sum, transport " << to_string(o.transport) << ", phase 1 "
       << to_string(o.phase1) << "\n";
   out << "# " << o.iterations << " iterations after " << o.warmup << " warm-up, check "
-      << (o.check ? "on" : "off") << "\n";
+      << (o.check ? "on (device)" : "off") << ", launch " << to_string(o.launch) << ", watchdog "
+      << format_time(o.timeout) << " per size\n";
+  out << "# clock: %globaltimer stamps; time = max finish - min arrival, after-last = max finish "
+         "- max arrival\n";
   if (settings.delay.value > 0) {
     out << "# straggler: rank " << settings.straggler << " arrives " << format_time(settings.delay)
-        << " late (spin kernel); time = first arrival to last finish, after-last = time - "
-           "measured delay\n";
+        << " late (spin on %globaltimer; the CSV's delay_s is the measured spin)\n";
   } else {
     out << "# no straggler delay\n";
   }
@@ -42,6 +45,38 @@ void print_header(std::ostream& out, const RunOptions& o, int ranks, const Devic
   }
   out << "#\n";
   out << run_table_header();
+}
+
+// One row per rank and round it takes part in (one row with an empty round for a rank in no
+// round); times in seconds since the iteration's first arrival. arrival_s and finish_s as in
+// `stragglesim simulate --json --per-rank`.
+void write_timeline_header(std::ostream& out) {
+  out << "algorithm,ranks,bytes,iteration,rank,arrival_s,finish_s,delay_s,round,round_end_s\n";
+}
+
+std::string seconds_since(std::uint64_t t, std::uint64_t origin) {
+  char buf[32];
+  const double s = (static_cast<double>(t) - static_cast<double>(origin)) * 1e-9;
+  std::snprintf(buf, sizeof buf, "%.9f", s);
+  return buf;
+}
+
+void write_timeline(std::ostream& out, const std::string& label, int ranks, std::uint64_t bytes,
+                    int iteration, const IterationResult& r) {
+  for (const RankStamps& st : r.stamps) {
+    const std::string prefix = label + "," + std::to_string(ranks) + "," + std::to_string(bytes) +
+                               "," + std::to_string(iteration) + "," + std::to_string(st.rank) +
+                               "," + seconds_since(st.arrival, r.origin) + "," +
+                               seconds_since(st.finish, r.origin) + "," +
+                               seconds_since(st.arrival, st.start) + ",";
+    bool any = false;
+    for (std::size_t k = 0; k < st.round_end.size(); ++k) {
+      if (st.round_end[k] == 0) continue;
+      any = true;
+      out << prefix << k << "," << seconds_since(st.round_end[k], r.origin) << "\n";
+    }
+    if (!any) out << prefix << ",\n";
+  }
 }
 
 }  // namespace
@@ -67,11 +102,22 @@ SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
     if (!csv_file) throw InputError("cannot write the result CSV -o " + o.output);
     csv.emplace(csv_file);
   }
+  std::ofstream timeline;
+  if (!o.timeline.empty()) {
+    const std::string path = leader ? o.timeline : o.timeline + ".rank" + std::to_string(*o.rank);
+    timeline.open(path);
+    if (!timeline) throw InputError("cannot write the timeline --timeline " + path);
+    write_timeline_header(timeline);
+  }
 
-  std::unique_ptr<FileIdExchange> ids;
+  std::unique_ptr<IdExchange> ids;
   std::optional<DeviceGroup> group;
   if (one_process_per_gpu(o)) {
-    ids = std::make_unique<FileIdExchange>(o.id_file, o.id_timeout);
+    if (o.mpi) {
+      ids = std::make_unique<MpiIdExchange>();
+    } else {
+      ids = std::make_unique<FileIdExchange>(o.id_file, o.id_timeout);
+    }
     group.emplace(DeviceGroup::one_rank(*o.rank, ranks, process_device(o, device_count), *ids));
   } else if (o.transport == Transport::single_gpu) {
     group.emplace(DeviceGroup::single_gpu(ranks, 0));
@@ -82,7 +128,8 @@ SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
   IterationSettings settings;
   settings.delay = o.delay;
   settings.straggler = o.delay.value > 0 ? straggler_rank(o, ranks) : -1;
-  settings.check = o.check;
+  settings.launch = o.launch;
+  settings.timeout = o.timeout;
   if (leader) print_header(out, o, ranks, *group, settings);
 
   SweepOutcome outcome;
@@ -91,13 +138,14 @@ SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
     const std::uint64_t bytes = o.sizes[si];
     CollectiveRun run(*group, std::move(prepared[si]), settings);
     const PreparedCollective& c = run.collective();
-    for (int w = 0; w < o.warmup; ++w) run.run();
+    for (int w = 0; w < o.warmup; ++w) run.run(false);
 
     double time_sum = 0;
     double after_sum = 0;
     std::uint64_t wrong = 0;
     for (int it = 0; it < o.iterations; ++it) {
-      const IterationResult r = run.run();
+      const IterationResult r = run.run(o.check);
+      if (timeline.is_open()) write_timeline(timeline, c.label, ranks, bytes, it, r);
       time_sum += r.time.value;
       after_sum += r.after_last_arrival.value;
       wrong += r.wrong.value_or(0);
@@ -112,7 +160,7 @@ SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
         row.ranks = ranks;
         row.bytes = Bytes{bytes};
         row.dtype = std::string(to_string(o.dtype));
-        row.delay = settings.delay;
+        row.delay = r.delay;  // measured
         if (settings.delay.value > 0) row.straggler = settings.straggler;
         row.iteration = it;
         row.time = r.time;
@@ -140,8 +188,10 @@ SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
     }
   }
   if (leader) {
-    out << run_table_footer(busbw_sum / static_cast<double>(o.sizes.size()), o.check, outcome.wrong);
+    out << run_table_footer(busbw_sum / static_cast<double>(o.sizes.size()), o.check,
+                            outcome.wrong);
     if (csv) out << "# results: " << o.output << "\n";
+    if (timeline.is_open()) out << "# timeline: " << o.timeline << "\n";
   }
   return outcome;
 }

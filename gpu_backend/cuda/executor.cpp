@@ -4,10 +4,13 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <numeric>
+#include <thread>
 #include <utility>
 
 #include "common/error.hpp"
@@ -32,6 +35,8 @@ ncclDataType_t nccl_type(DType dtype) {
   SSIM_CHECK(false, "unknown dtype");
   return ncclFloat32;
 }
+
+using Clock = std::chrono::steady_clock;
 
 // Apply-kernel blocks per SM: 8 blocks of 256 threads fill an SM's 2048 thread slots.
 constexpr int kApplyBlocksPerSm = 8;
@@ -98,31 +103,75 @@ class Event {
   cudaEvent_t event_ = nullptr;
 };
 
-Seconds elapsed(const Event& from, const Event& to) {
-  float ms = 0;
-  SSIM_CUDA(cudaEventElapsedTime(&ms, from.get(), to.get()));
-  return Seconds{static_cast<double>(ms) * 1e-3};
-}
+// Mapped, pinned host memory: written by kernels, read by the host while they run.
+class MappedStamps {
+ public:
+  MappedStamps() = default;
+  explicit MappedStamps(std::size_t slots) : slots_(slots) {
+    void* p = nullptr;
+    SSIM_CUDA(cudaHostAlloc(&p, std::max<std::size_t>(slots, 1) * sizeof(std::uint64_t),
+                            cudaHostAllocMapped | cudaHostAllocPortable));
+    host_ = static_cast<std::uint64_t*>(p);
+    void* d = nullptr;
+    SSIM_CUDA(cudaHostGetDevicePointer(&d, p, 0));
+    device_ = static_cast<std::uint64_t*>(d);
+    clear();
+  }
+  MappedStamps(MappedStamps&& o) noexcept
+      : slots_(o.slots_), host_(std::exchange(o.host_, nullptr)), device_(o.device_) {}
+  MappedStamps& operator=(MappedStamps&& o) noexcept {
+    if (this != &o) {
+      release();
+      slots_ = o.slots_;
+      host_ = std::exchange(o.host_, nullptr);
+      device_ = o.device_;
+    }
+    return *this;
+  }
+  ~MappedStamps() { release(); }
+  void clear() { std::memset(host_, 0, slots_ * sizeof(std::uint64_t)); }
+  std::uint64_t read(std::size_t i) const {
+    return reinterpret_cast<const volatile std::uint64_t*>(host_)[i];
+  }
+  std::uint64_t* device_slot(std::size_t i) const { return device_ + i; }
+
+ private:
+  void release() noexcept {
+    if (host_) SSIM_CUDA_WARN(cudaFreeHost(host_));
+    host_ = nullptr;
+  }
+  std::size_t slots_ = 0;
+  std::uint64_t* host_ = nullptr;
+  std::uint64_t* device_ = nullptr;
+};
+
+// Keeps an NCCL group open only as long as the scope: an exception between ncclGroupStart and
+// ncclGroupEnd still closes the group (NCCL's group state is per thread and would otherwise
+// swallow every later call).
+class NcclGroup {
+ public:
+  NcclGroup() { SSIM_NCCL(ncclGroupStart()); }
+  NcclGroup(const NcclGroup&) = delete;
+  NcclGroup& operator=(const NcclGroup&) = delete;
+  ~NcclGroup() {
+    if (open_) SSIM_NCCL_WARN(ncclGroupEnd());
+  }
+  void end() {
+    open_ = false;
+    SSIM_NCCL(ncclGroupEnd());
+  }
+
+ private:
+  bool open_ = true;
+};
 
 struct LocalRank {
   int rank = 0;
   int device = 0;
   ncclComm_t comm = nullptr;  // null for the single-GPU transport
   cudaStream_t stream = nullptr;
-  int clock_khz = 0;
   int sm_count = 0;
 };
-
-// While an exception unwinds, operations may still be in flight (or a peer gone): abort
-// instead of the orderly destroy, which could wait for them.
-void release_comm(ncclComm_t comm) noexcept {
-  if (!comm) return;
-  if (std::uncaught_exceptions() > 0) {
-    SSIM_NCCL_WARN(ncclCommAbort(comm));
-  } else {
-    SSIM_NCCL_WARN(ncclCommDestroy(comm));
-  }
-}
 
 std::string device_name(int device) {
   cudaDeviceProp p{};
@@ -130,22 +179,50 @@ std::string device_name(int device) {
   return p.name;
 }
 
+// The split of Phase1::nccl_rs: per local rank its communicator (null for the straggler).
+struct Split {
+  std::vector<int> members;
+  std::vector<ncclComm_t> comms;  // parallel to DeviceGroup::Impl::local
+};
+
 }  // namespace
 
 struct DeviceGroup::Impl {
   Transport transport = Transport::nccl;
   int ranks = 0;
   bool one_process_per_gpu = false;
-  std::string name;  // GPU name of the first local rank
+  bool broken = false;  // a watchdog timeout or an error mid-iteration: abort, not destroy
+  std::string name;     // GPU name of the first local rank
   std::vector<LocalRank> local;
-  DeviceBuffer sync;  // one process per GPU: barrier and result reduction, 32 bytes
+  std::vector<Split> splits;
+  DeviceBuffer sync;  // one process per GPU: barrier and result reduction, 64 bytes
 
   Impl() = default;
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
   ~Impl() {
+    std::vector<ncclComm_t> comms;
+    for (const Split& s : splits) {
+      for (ncclComm_t c : s.comms) {
+        if (c) comms.push_back(c);
+      }
+    }
+    for (const LocalRank& l : local) {
+      if (l.comm) comms.push_back(l.comm);
+    }
+    // While an exception unwinds, or after a timeout, operations may still be in flight (or a
+    // peer gone): abort instead of the orderly finalize, which could wait for them.
+    if (broken || std::uncaught_exceptions() > 0) {
+      for (ncclComm_t c : comms) SSIM_NCCL_WARN(ncclCommAbort(c));
+    } else {
+      // Finalize in one group: every communicator flushes its work at once, none waits for a
+      // peer that is still finalizing another.
+      SSIM_NCCL_WARN(ncclGroupStart());
+      for (ncclComm_t c : comms) SSIM_NCCL_WARN(ncclCommFinalize(c));
+      SSIM_NCCL_WARN(ncclGroupEnd());
+      for (ncclComm_t c : comms) SSIM_NCCL_WARN(ncclCommDestroy(c));
+    }
     for (LocalRank& l : local) {
-      release_comm(l.comm);
       if (l.stream) {
         SSIM_CUDA_WARN(cudaSetDevice(l.device));
         SSIM_CUDA_WARN(cudaStreamDestroy(l.stream));
@@ -153,7 +230,6 @@ struct DeviceGroup::Impl {
     }
   }
 
-  // Adds a rank whose communicator (if any) exists; owns it from here on.
   void add_rank(int rank, int device, ncclComm_t comm) {
     local.push_back(LocalRank{rank, device, comm});
     init(local.back());
@@ -162,7 +238,6 @@ struct DeviceGroup::Impl {
   void init(LocalRank& l) {
     SSIM_CUDA(cudaSetDevice(l.device));
     SSIM_CUDA(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
-    SSIM_CUDA(cudaDeviceGetAttribute(&l.clock_khz, cudaDevAttrClockRate, l.device));
     SSIM_CUDA(cudaDeviceGetAttribute(&l.sm_count, cudaDevAttrMultiProcessorCount, l.device));
     if (name.empty()) name = device_name(l.device);
   }
@@ -174,31 +249,82 @@ struct DeviceGroup::Impl {
     }
   }
 
+  // Waits for a cross-process NCCL call on the first local rank's stream by polling, so a gone
+  // or stuck peer process ends in a WatchdogTimeout instead of a hang.
+  void wait_cross_process(Clock::time_point deadline, const char* what) {
+    const LocalRank& l = local.front();
+    while (true) {
+      const cudaError_t e = cudaStreamQuery(l.stream);
+      if (e == cudaSuccess) return;
+      if (e != cudaErrorNotReady) SSIM_CUDA(e);
+      ncclResult_t async = ncclSuccess;
+      SSIM_NCCL(ncclCommGetAsyncError(l.comm, &async));
+      if (async != ncclSuccess && async != ncclInProgress) {
+        broken = true;
+        throw DeviceError(std::string(what) +
+                          ": NCCL reports an asynchronous error: " + ncclGetErrorString(async));
+      }
+      if (Clock::now() >= deadline) {
+        broken = true;
+        throw WatchdogTimeout("watchdog: rank " + std::to_string(l.rank) + ": " + what +
+                              " did not complete within --timeout: another process is gone "
+                              "or stuck");
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+
   // Every rank of every process has finished what it issued before.
-  void barrier() {
+  void barrier(Clock::time_point deadline) {
     synchronize_local();
     if (!one_process_per_gpu) return;
     const LocalRank& l = local.front();
     SSIM_CUDA(cudaSetDevice(l.device));
     SSIM_NCCL(ncclAllReduce(sync.get(), sync.get(), 1, ncclFloat64, ncclSum, l.comm, l.stream));
-    SSIM_CUDA(cudaStreamSynchronize(l.stream));
+    wait_cross_process(deadline, "the barrier before the iteration");
   }
 
   // Max of `maxima` and sum of `sums` over all processes (in place).
-  void combine(double (&maxima)[2], std::uint64_t (&sums)[2]) {
+  void combine(std::uint64_t (&maxima)[4], std::uint64_t (&sums)[2], Clock::time_point deadline) {
     if (!one_process_per_gpu) return;
     const LocalRank& l = local.front();
     std::byte* d = sync.get();
     SSIM_CUDA(cudaSetDevice(l.device));
     SSIM_CUDA(cudaMemcpyAsync(d, maxima, sizeof maxima, cudaMemcpyHostToDevice, l.stream));
-    SSIM_CUDA(cudaMemcpyAsync(d + 16, sums, sizeof sums, cudaMemcpyHostToDevice, l.stream));
-    SSIM_NCCL(ncclGroupStart());
-    SSIM_NCCL(ncclAllReduce(d, d, 2, ncclFloat64, ncclMax, l.comm, l.stream));
-    SSIM_NCCL(ncclAllReduce(d + 16, d + 16, 2, ncclUint64, ncclSum, l.comm, l.stream));
-    SSIM_NCCL(ncclGroupEnd());
+    SSIM_CUDA(cudaMemcpyAsync(d + 32, sums, sizeof sums, cudaMemcpyHostToDevice, l.stream));
+    {
+      NcclGroup group;
+      SSIM_NCCL(ncclAllReduce(d, d, 4, ncclUint64, ncclMax, l.comm, l.stream));
+      SSIM_NCCL(ncclAllReduce(d + 32, d + 32, 2, ncclUint64, ncclSum, l.comm, l.stream));
+      group.end();
+    }
     SSIM_CUDA(cudaMemcpyAsync(maxima, d, sizeof maxima, cudaMemcpyDeviceToHost, l.stream));
-    SSIM_CUDA(cudaMemcpyAsync(sums, d + 16, sizeof sums, cudaMemcpyDeviceToHost, l.stream));
-    SSIM_CUDA(cudaStreamSynchronize(l.stream));
+    SSIM_CUDA(cudaMemcpyAsync(sums, d + 32, sizeof sums, cudaMemcpyDeviceToHost, l.stream));
+    wait_cross_process(deadline, "combining the results of the processes");
+  }
+
+  // The split communicator of `members` (Phase1::nccl_rs), made on first use. Collective over
+  // the parent communicator: every rank calls it, the straggler with NCCL_SPLIT_NOCOLOR (it
+  // gets no communicator); one thread driving several ranks groups the calls.
+  const Split& split(const std::vector<int>& members) {
+    for (const Split& s : splits) {
+      if (s.members == members) return s;
+    }
+    Split s;
+    s.members = members;
+    s.comms.assign(local.size(), nullptr);
+    {
+      NcclGroup group;
+      for (std::size_t i = 0; i < local.size(); ++i) {
+        auto it = std::find(members.begin(), members.end(), local[i].rank);
+        const int key = it == members.end() ? -1 : static_cast<int>(it - members.begin());
+        SSIM_NCCL(ncclCommSplit(local[i].comm, key >= 0 ? 0 : NCCL_SPLIT_NOCOLOR, std::max(key, 0),
+                                &s.comms[i], nullptr));
+      }
+      group.end();
+    }
+    splits.push_back(std::move(s));
+    return splits.back();
   }
 };
 
@@ -267,8 +393,10 @@ DeviceGroup DeviceGroup::one_rank(int rank, int ranks, int device, IdExchange& i
   SSIM_NCCL(ncclCommInitRank(&comm, ranks, id, rank));
   ids.finished(rank);
   impl->add_rank(rank, device, comm);
-  impl->sync = DeviceBuffer(device, 32);
-  SSIM_CUDA(cudaMemset(impl->sync.get(), 0, 32));
+  impl->sync = DeviceBuffer(device, 64);
+  const LocalRank& l = impl->local.front();
+  SSIM_CUDA(cudaMemsetAsync(impl->sync.get(), 0, 64, l.stream));
+  SSIM_CUDA(cudaStreamSynchronize(l.stream));
   return DeviceGroup(std::move(impl));
 }
 
@@ -310,18 +438,37 @@ std::string DeviceGroup::description() const {
 
 namespace {
 
+// Stamp slots per rank: start, arrival, one per round, finish.
+constexpr std::size_t kStartSlot = 0;
+constexpr std::size_t kArrivalSlot = 1;
+constexpr std::size_t kFirstRoundSlot = 2;
+
 struct RankState {
   int rank = 0;
   DeviceBuffer data;
   DeviceBuffer scratch;
   DeviceBuffer items;
-  std::vector<std::byte> input;
-  std::vector<std::byte> output;
-  Event start, arrived, end;   // timing
-  Event ready, copied;         // single-GPU transport ordering
-  ncclComm_t split = nullptr;  // Phase1::nccl_rs, non-stragglers
-  int key = -1;                // the chunk this member owns after phase 1
+  DeviceBuffer wrong;            // one unsigned long long: the device check's count
+  std::vector<std::byte> input;  // host fill for collectives other than AllReduce
+  MappedStamps stamps;
+  Event done;                       // recorded after the body, outside any graph
+  Event ready, copied, fork, join;  // single-GPU transport ordering and graph fork/join
+  ncclComm_t split = nullptr;       // Phase1::nccl_rs, non-stragglers (owned by the group)
+  int key = -1;                     // the chunk this member owns after phase 1
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
 };
+
+// The check's exact AllReduce result per residue (kernels.hpp).
+ExpectedSums expected_sums(int ranks) {
+  ExpectedSums s{};
+  for (std::uint64_t j = 0; j < kInputPeriod; ++j) {
+    std::uint64_t sum = 0;
+    for (int r = 0; r < ranks; ++r) sum += input_value_int(r, j);
+    s.value[j] = static_cast<double>(sum);
+  }
+  return s;
+}
 
 }  // namespace
 
@@ -330,13 +477,19 @@ struct CollectiveRun::Impl {
   PreparedCollective c;
   IterationSettings settings;
   std::vector<RankState> states;  // parallel to group.local
+  bool device_check = false;      // AllReduce: fill and check on the device
+  ExpectedSums expected{};
+  std::optional<std::chrono::steady_clock::time_point> deadline;
 
   Impl(DeviceGroup::Impl& g, PreparedCollective collective, IterationSettings s)
       : group(g), c(std::move(collective)), settings(s) {}
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
   ~Impl() {
-    for (RankState& s : states) release_comm(s.split);
+    for (RankState& s : states) {
+      if (s.exec) SSIM_CUDA_WARN(cudaGraphExecDestroy(s.exec));
+      if (s.graph) SSIM_CUDA_WARN(cudaGraphDestroy(s.graph));
+    }
   }
 
   const DeviceRankPlan& device_plan(std::size_t i) const {
@@ -345,13 +498,21 @@ struct CollectiveRun::Impl {
   const RankPlan& rank_plan(std::size_t i) const {
     return c.plan.rank_plans[static_cast<std::size_t>(states[i].rank)];
   }
+  std::size_t finish_slot() const {
+    return kFirstRoundSlot + static_cast<std::size_t>(c.plan.rounds);
+  }
+  int max_blocks(std::size_t i) const { return kApplyBlocksPerSm * group.local[i].sm_count; }
 
   void setup();
-  void split_communicator();
+  void stamp(std::size_t i, std::size_t slot);
   void apply(std::size_t i, const DeviceStep& step);
+  void issue_body();
   void issue_nccl_rounds();
   void issue_single_gpu_rounds();
-  IterationResult run();
+  void capture();
+  void wait_for_completion();
+  [[noreturn]] void timeout();
+  IterationResult run(bool check);
 };
 
 void CollectiveRun::Impl::setup() {
@@ -368,9 +529,14 @@ void CollectiveRun::Impl::setup() {
     throw InputError("straggler rank " + std::to_string(settings.straggler) + " outside [0, " +
                      std::to_string(group.ranks) + ")");
   }
+  if (settings.timeout.value <= 0) throw InputError("the watchdog timeout must be > 0");
+  device_check = c.plan.collective == alg::Collective::allreduce;
+  expected = expected_sums(c.plan.ranks);
   const std::uint64_t bytes = c.plan.layout.padded_bytes();
+  const Split* split = c.phase1 ? &group.split(c.phase1->members) : nullptr;
   states.reserve(group.local.size());
-  for (const LocalRank& l : group.local) {
+  for (std::size_t i = 0; i < group.local.size(); ++i) {
+    const LocalRank& l = group.local[i];
     states.emplace_back();
     RankState& s = states.back();
     s.rank = l.rank;
@@ -383,38 +549,35 @@ void CollectiveRun::Impl::setup() {
     s.scratch =
         DeviceBuffer(l.device, c.plan.rank_plans[static_cast<std::size_t>(l.rank)].scratch_bytes);
     s.items = DeviceBuffer(l.device, dp.items.size() * sizeof(ApplyItem));
+    s.wrong = DeviceBuffer(l.device, sizeof(unsigned long long));
+    // On the stream that reads them, so no legacy-stream ordering is assumed.
     if (!dp.items.empty()) {
-      SSIM_CUDA(cudaMemcpy(s.items.get(), dp.items.data(), dp.items.size() * sizeof(ApplyItem),
-                           cudaMemcpyHostToDevice));
+      SSIM_CUDA(cudaMemcpyAsync(s.items.get(), dp.items.data(), dp.items.size() * sizeof(ApplyItem),
+                                cudaMemcpyHostToDevice, l.stream));
     }
-    s.input.resize(bytes);
-    fill_input(c.plan, l.rank, s.input);
-    s.output.resize(bytes);
-    s.start = Event(l.device, cudaEventDefault);
-    s.arrived = Event(l.device, cudaEventDefault);
-    s.end = Event(l.device, cudaEventDefault);
+    if (!device_check) {
+      s.input.resize(bytes);
+      fill_input(c.plan, l.rank, s.input);
+    }
+    s.stamps = MappedStamps(finish_slot() + 1);
+    s.done = Event(l.device, cudaEventDisableTiming);
     s.ready = Event(l.device, cudaEventDisableTiming);
     s.copied = Event(l.device, cudaEventDisableTiming);
+    s.fork = Event(l.device, cudaEventDisableTiming);
+    s.join = Event(l.device, cudaEventDisableTiming);
+    if (split) {
+      s.split = split->comms[i];
+      auto it = std::find(split->members.begin(), split->members.end(), l.rank);
+      s.key = it == split->members.end() ? -1 : static_cast<int>(it - split->members.begin());
+    }
   }
-  if (c.phase1) split_communicator();
+  group.synchronize_local();  // the item uploads read pageable host memory
+  if (settings.launch == Launch::graph) capture();
 }
 
-void CollectiveRun::Impl::split_communicator() {
-  const std::vector<int>& members = c.phase1->members;
-  for (RankState& s : states) {
-    auto it = std::find(members.begin(), members.end(), s.rank);
-    s.key = it == members.end() ? -1 : static_cast<int>(it - members.begin());
-  }
-  // Collective over the parent communicator: every rank calls it, the straggler with
-  // NCCL_SPLIT_NOCOLOR (it gets no communicator). One thread driving several ranks must
-  // group the calls.
-  SSIM_NCCL(ncclGroupStart());
-  for (std::size_t i = 0; i < states.size(); ++i) {
-    RankState& s = states[i];
-    SSIM_NCCL(ncclCommSplit(group.local[i].comm, s.key >= 0 ? 0 : NCCL_SPLIT_NOCOLOR,
-                            std::max(s.key, 0), &s.split, nullptr));
-  }
-  SSIM_NCCL(ncclGroupEnd());
+void CollectiveRun::Impl::stamp(std::size_t i, std::size_t slot) {
+  SSIM_CUDA(cudaSetDevice(group.local[i].device));
+  SSIM_CUDA(launch_stamp(states[i].stamps.device_slot(slot), group.local[i].stream));
 }
 
 void CollectiveRun::Impl::apply(std::size_t i, const DeviceStep& step) {
@@ -425,8 +588,8 @@ void CollectiveRun::Impl::apply(std::size_t i, const DeviceStep& step) {
   SSIM_CUDA(cudaSetDevice(l.device));
   for (const ApplyWave& w : step.waves) {
     SSIM_CUDA(launch_apply(kernel_dtype(c.plan.layout.dtype), s.data.get(), s.scratch.get(),
-                           items + w.first, static_cast<int>(w.count), w.max_count,
-                           kApplyBlocksPerSm * l.sm_count, l.stream));
+                           items + w.first, static_cast<int>(w.count), w.max_count, max_blocks(i),
+                           l.stream));
   }
 }
 
@@ -436,8 +599,8 @@ void CollectiveRun::Impl::issue_nccl_rounds() {
   for (int k = 0; k < c.plan.rounds; ++k) {
     const auto round = static_cast<std::size_t>(k);
     if (c.phase1 && k < c.phase1->rounds) {
-      if (k > 0) continue;
-      SSIM_NCCL(ncclGroupStart());
+      if (k + 1 < c.phase1->rounds) continue;  // one ReduceScatter, stamped as the last round
+      NcclGroup group_call;
       for (std::size_t i = 0; i < states.size(); ++i) {
         RankState& s = states[i];
         if (!s.split) continue;
@@ -445,29 +608,36 @@ void CollectiveRun::Impl::issue_nccl_rounds() {
                                     layout.chunk_count, type, ncclSum, s.split,
                                     group.local[i].stream));
       }
-      SSIM_NCCL(ncclGroupEnd());
+      group_call.end();
+      for (std::size_t i = 0; i < states.size(); ++i) {
+        if (states[i].split) stamp(i, kFirstRoundSlot + round);
+      }
       continue;
     }
     bool any = false;
     for (std::size_t i = 0; i < states.size() && !any; ++i)
       any = device_plan(i).step_at_round[round] >= 0;
     if (!any) continue;
-    SSIM_NCCL(ncclGroupStart());
+    {
+      NcclGroup group_call;
+      for (std::size_t i = 0; i < states.size(); ++i) {
+        const int idx = device_plan(i).step_at_round[round];
+        if (idx < 0) continue;
+        const Step& step = rank_plan(i).steps[static_cast<std::size_t>(idx)];
+        const LocalRank& l = group.local[i];
+        RankState& s = states[i];
+        for (const P2P& p : step.sends)
+          SSIM_NCCL(ncclSend(s.data.get() + p.offset, p.count, type, p.peer, l.comm, l.stream));
+        for (const P2P& p : step.recvs)
+          SSIM_NCCL(ncclRecv(s.scratch.get() + p.offset, p.count, type, p.peer, l.comm, l.stream));
+      }
+      group_call.end();
+    }
     for (std::size_t i = 0; i < states.size(); ++i) {
       const int idx = device_plan(i).step_at_round[round];
       if (idx < 0) continue;
-      const Step& step = rank_plan(i).steps[static_cast<std::size_t>(idx)];
-      const LocalRank& l = group.local[i];
-      RankState& s = states[i];
-      for (const P2P& p : step.sends)
-        SSIM_NCCL(ncclSend(s.data.get() + p.offset, p.count, type, p.peer, l.comm, l.stream));
-      for (const P2P& p : step.recvs)
-        SSIM_NCCL(ncclRecv(s.scratch.get() + p.offset, p.count, type, p.peer, l.comm, l.stream));
-    }
-    SSIM_NCCL(ncclGroupEnd());
-    for (std::size_t i = 0; i < states.size(); ++i) {
-      const int idx = device_plan(i).step_at_round[round];
-      if (idx >= 0) apply(i, device_plan(i).steps[static_cast<std::size_t>(idx)]);
+      apply(i, device_plan(i).steps[static_cast<std::size_t>(idx)]);
+      stamp(i, kFirstRoundSlot + round);
     }
   }
 }
@@ -514,77 +684,264 @@ void CollectiveRun::Impl::issue_single_gpu_rounds() {
                                       states[static_cast<std::size_t>(p.peer)].copied.get(), 0));
       }
     }
-    for (std::size_t i : in_round)
+    for (std::size_t i : in_round) {
       apply(i, device_plan(i).steps[static_cast<std::size_t>(device_plan(i).step_at_round[round])]);
+      stamp(i, kFirstRoundSlot + round);
+    }
   }
 }
 
-IterationResult CollectiveRun::Impl::run() {
-  const std::uint64_t bytes = c.plan.layout.padded_bytes();
-  for (std::size_t i = 0; i < states.size(); ++i) {
-    const LocalRank& l = group.local[i];
-    SSIM_CUDA(cudaSetDevice(l.device));
-    SSIM_CUDA(cudaMemcpyAsync(states[i].data.get(), states[i].input.data(), bytes,
-                              cudaMemcpyHostToDevice, l.stream));
-  }
-  group.barrier();
-
+// Everything between the barrier and the completion events, on every local rank's stream.
+void CollectiveRun::Impl::issue_body() {
   const bool delayed = settings.delay.value > 0;
   for (std::size_t i = 0; i < states.size(); ++i) {
-    const LocalRank& l = group.local[i];
-    RankState& s = states[i];
-    SSIM_CUDA(cudaSetDevice(l.device));
-    SSIM_CUDA(cudaEventRecord(s.start.get(), l.stream));
-    if (delayed && s.rank == settings.straggler) {
-      const double cycles = settings.delay.value * l.clock_khz * 1e3;
-      SSIM_CUDA(launch_spin(static_cast<long long>(std::llround(cycles)), l.stream));
+    stamp(i, kStartSlot);
+    if (delayed && states[i].rank == settings.straggler) {
+      SSIM_CUDA(launch_spin(static_cast<std::uint64_t>(std::llround(settings.delay.value * 1e9)),
+                            group.local[i].stream));
     }
-    SSIM_CUDA(cudaEventRecord(s.arrived.get(), l.stream));
+    stamp(i, kArrivalSlot);
   }
-
   if (c.nccl_allreduce) {
     const ncclDataType_t type = nccl_type(c.plan.layout.dtype);
-    SSIM_NCCL(ncclGroupStart());
+    NcclGroup group_call;
     for (std::size_t i = 0; i < states.size(); ++i) {
       const LocalRank& l = group.local[i];
       SSIM_NCCL(ncclAllReduce(states[i].data.get(), states[i].data.get(), c.plan.layout.count, type,
                               ncclSum, l.comm, l.stream));
     }
-    SSIM_NCCL(ncclGroupEnd());
+    group_call.end();
   } else if (group.transport == Transport::nccl) {
     issue_nccl_rounds();
   } else {
     issue_single_gpu_rounds();
   }
+  for (std::size_t i = 0; i < states.size(); ++i) stamp(i, finish_slot());
+}
 
+// Captures the body: NCCL, one graph per rank stream (NCCL's grouped calls across the
+// captured streams of one thread); single-GPU, one graph that forks from rank 0's stream over
+// every rank's stream and joins back.
+void CollectiveRun::Impl::capture() {
+  const bool single = group.transport == Transport::single_gpu;
   for (std::size_t i = 0; i < states.size(); ++i) {
+    if (single && i > 0) break;
     SSIM_CUDA(cudaSetDevice(group.local[i].device));
-    SSIM_CUDA(cudaEventRecord(states[i].end.get(), group.local[i].stream));
+    SSIM_CUDA(cudaStreamBeginCapture(group.local[i].stream, cudaStreamCaptureModeThreadLocal));
   }
-  double maxima[2] = {0, 0};  // time, delay
-  for (std::size_t i = 0; i < states.size(); ++i) {
-    RankState& s = states[i];
-    SSIM_CUDA(cudaSetDevice(group.local[i].device));
-    SSIM_CUDA(cudaEventSynchronize(s.end.get()));
-    maxima[0] = std::max(maxima[0], elapsed(s.start, s.end).value);
-    if (delayed && s.rank == settings.straggler) maxima[1] = elapsed(s.start, s.arrived).value;
-  }
-
-  IterationResult result;
-  if (settings.check) {
+  try {
+    if (single) {
+      SSIM_CUDA(cudaEventRecord(states[0].fork.get(), group.local[0].stream));
+      for (std::size_t i = 1; i < states.size(); ++i)
+        SSIM_CUDA(cudaStreamWaitEvent(group.local[i].stream, states[0].fork.get(), 0));
+    }
+    issue_body();
+    if (single) {
+      for (std::size_t i = 1; i < states.size(); ++i) {
+        SSIM_CUDA(cudaEventRecord(states[i].join.get(), group.local[i].stream));
+        SSIM_CUDA(cudaStreamWaitEvent(group.local[0].stream, states[i].join.get(), 0));
+      }
+    }
+  } catch (...) {
+    // End every capture so the streams are usable (and destroyable) again.
     for (std::size_t i = 0; i < states.size(); ++i) {
-      RankState& s = states[i];
-      SSIM_CUDA(cudaSetDevice(group.local[i].device));
-      SSIM_CUDA(cudaMemcpy(s.output.data(), s.data.get(), bytes, cudaMemcpyDeviceToHost));
-      check_output(c.plan, s.rank, s.output, result.local);
+      if (single && i > 0) break;
+      cudaGraph_t g = nullptr;
+      if (cudaStreamEndCapture(group.local[i].stream, &g) == cudaSuccess && g)
+        SSIM_CUDA_WARN(cudaGraphDestroy(g));
+    }
+    throw;
+  }
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    if (single && i > 0) break;
+    SSIM_CUDA(cudaSetDevice(group.local[i].device));
+    SSIM_CUDA(cudaStreamEndCapture(group.local[i].stream, &states[i].graph));
+  }
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    if (single && i > 0) break;
+    SSIM_CUDA(cudaSetDevice(group.local[i].device));
+    SSIM_CUDA(cudaGraphInstantiate(&states[i].exec, states[i].graph, 0));
+  }
+}
+
+// Names every local rank that did not finish and the first round it did not finish.
+void CollectiveRun::Impl::timeout() {
+  std::string who;
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    const MappedStamps& st = states[i].stamps;
+    if (st.read(finish_slot()) != 0) continue;
+    std::string where;
+    if (st.read(kArrivalSlot) == 0) {
+      where = st.read(kStartSlot) == 0 ? "did not start" : "did not arrive (still in its delay)";
+    } else {
+      const DeviceRankPlan& dp = device_plan(i);
+      int stuck = -1;
+      for (int k = 0; k < c.plan.rounds && stuck < 0; ++k) {
+        const auto slot = kFirstRoundSlot + static_cast<std::size_t>(k);
+        const bool takes_part = c.phase1 && k < c.phase1->rounds
+                                    ? (k + 1 == c.phase1->rounds && states[i].split)
+                                    : dp.step_at_round[static_cast<std::size_t>(k)] >= 0;
+        if (takes_part && st.read(slot) == 0) stuck = k;
+      }
+      where = stuck >= 0 ? "did not finish round " + std::to_string(stuck)
+                         : "did not finish (after its last round)";
+    }
+    who += (who.empty() ? "" : "; ") + std::string("rank ") + std::to_string(states[i].rank) + " " +
+           where;
+  }
+  group.broken = true;
+  for (const LocalRank& l : group.local) {
+    if (l.comm) SSIM_NCCL_WARN(ncclCommAbort(l.comm));
+  }
+  for (const Split& s : group.splits) {
+    for (ncclComm_t comm : s.comms) {
+      if (comm) SSIM_NCCL_WARN(ncclCommAbort(comm));
     }
   }
-  std::uint64_t sums[2] = {result.local.wrong, result.local.checked};
-  group.combine(maxima, sums);
-  result.time = Seconds{maxima[0]};
-  result.delay = Seconds{maxima[1]};
-  result.after_last_arrival = Seconds{std::max(0.0, maxima[0] - maxima[1])};
-  if (settings.check) result.wrong = sums[0];
+  // Aborted: the destructor must not touch them again.
+  for (LocalRank& l : group.local) l.comm = nullptr;
+  group.splits.clear();
+  throw WatchdogTimeout("watchdog: " + c.label + " at " + std::to_string(c.plan.layout.bytes) +
+                        " B did not finish within --timeout " + format_time(settings.timeout) +
+                        ": " + (who.empty() ? std::string("every local rank finished") : who));
+}
+
+// Polls every rank's completion event and its communicators' asynchronous errors.
+void CollectiveRun::Impl::wait_for_completion() {
+  std::vector<bool> finished(states.size(), false);
+  std::size_t left = states.size();
+  while (left > 0) {
+    for (std::size_t i = 0; i < states.size(); ++i) {
+      if (finished[i]) continue;
+      SSIM_CUDA(cudaSetDevice(group.local[i].device));
+      const cudaError_t e = cudaEventQuery(states[i].done.get());
+      if (e == cudaSuccess) {
+        finished[i] = true;
+        --left;
+        continue;
+      }
+      if (e != cudaErrorNotReady) SSIM_CUDA(e);
+      for (ncclComm_t comm : {group.local[i].comm, states[i].split}) {
+        if (!comm) continue;
+        ncclResult_t async = ncclSuccess;
+        SSIM_NCCL(ncclCommGetAsyncError(comm, &async));
+        if (async != ncclSuccess && async != ncclInProgress) {
+          group.broken = true;
+          throw DeviceError("rank " + std::to_string(states[i].rank) +
+                            ": NCCL reports an asynchronous error: " + ncclGetErrorString(async));
+        }
+      }
+    }
+    if (left == 0) break;
+    if (Clock::now() >= *deadline) timeout();
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+IterationResult CollectiveRun::Impl::run(bool check) {
+  if (!deadline) {
+    deadline = std::chrono::steady_clock::now() +
+               std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                   std::chrono::duration<double>(settings.timeout.value));
+  }
+  const BufferLayout& layout = c.plan.layout;
+  const std::uint64_t bytes = layout.padded_bytes();
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    const LocalRank& l = group.local[i];
+    RankState& s = states[i];
+    SSIM_CUDA(cudaSetDevice(l.device));
+    if (device_check) {
+      SSIM_CUDA(launch_fill(kernel_dtype(layout.dtype), s.data.get(), layout.count,
+                            layout.padded_count(), l.rank, max_blocks(i), l.stream));
+    } else {
+      SSIM_CUDA(
+          cudaMemcpyAsync(s.data.get(), s.input.data(), bytes, cudaMemcpyHostToDevice, l.stream));
+    }
+    s.stamps.clear();  // the stream is idle: the previous iteration completed
+  }
+  group.barrier(*deadline);
+
+  if (settings.launch == Launch::graph) {
+    const std::size_t graphs = group.transport == Transport::single_gpu ? 1 : states.size();
+    for (std::size_t i = 0; i < graphs; ++i) {
+      SSIM_CUDA(cudaSetDevice(group.local[i].device));
+      SSIM_CUDA(cudaGraphLaunch(states[i].exec, group.local[i].stream));
+    }
+  } else {
+    issue_body();
+  }
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    SSIM_CUDA(cudaSetDevice(group.local[i].device));
+    SSIM_CUDA(cudaEventRecord(states[i].done.get(), group.local[i].stream));
+  }
+  wait_for_completion();
+
+  IterationResult result;
+  // Over this process's ranks: max finish, max (UINT64_MAX - arrival) (= min arrival), max
+  // arrival, the straggler's measured delay; then over every process.
+  std::uint64_t maxima[4] = {0, 0, 0, 0};
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    const MappedStamps& st = states[i].stamps;
+    RankStamps rs;
+    rs.rank = states[i].rank;
+    rs.start = st.read(kStartSlot);
+    rs.arrival = st.read(kArrivalSlot);
+    rs.finish = st.read(finish_slot());
+    for (int k = 0; k < c.plan.rounds; ++k)
+      rs.round_end.push_back(st.read(kFirstRoundSlot + static_cast<std::size_t>(k)));
+    SSIM_CHECK(rs.start != 0 && rs.arrival >= rs.start && rs.finish >= rs.arrival,
+               "rank " + std::to_string(rs.rank) + ": missing or unordered timer stamps");
+    maxima[0] = std::max(maxima[0], rs.finish);
+    maxima[1] = std::max(maxima[1], UINT64_MAX - rs.arrival);
+    maxima[2] = std::max(maxima[2], rs.arrival);
+    if (settings.delay.value > 0 && rs.rank == settings.straggler)
+      maxima[3] = rs.arrival - rs.start;
+    result.stamps.push_back(std::move(rs));
+  }
+
+  std::uint64_t sums[2] = {0, 0};  // wrong, checked
+  if (check) {
+    std::vector<unsigned long long> wrong(states.size(), 0);
+    for (std::size_t i = 0; i < states.size(); ++i) {
+      const LocalRank& l = group.local[i];
+      RankState& s = states[i];
+      SSIM_CUDA(cudaSetDevice(l.device));
+      if (!device_check) {
+        wrong[i] = 1;  // checked on the host below
+        continue;
+      }
+      auto* counter = reinterpret_cast<unsigned long long*>(s.wrong.get());
+      SSIM_CUDA(cudaMemsetAsync(counter, 0, sizeof *counter, l.stream));
+      SSIM_CUDA(launch_count_wrong(kernel_dtype(layout.dtype), s.data.get(), layout.count, expected,
+                                   counter, max_blocks(i), l.stream));
+      SSIM_CUDA(
+          cudaMemcpyAsync(&wrong[i], counter, sizeof *counter, cudaMemcpyDeviceToHost, l.stream));
+    }
+    group.synchronize_local();
+    for (std::size_t i = 0; i < states.size(); ++i) {
+      if (wrong[i] == 0) {
+        result.local.checked += layout.count;
+        continue;
+      }
+      // Copy back only what is wrong (or not checked on the device), to say where.
+      const LocalRank& l = group.local[i];
+      std::vector<std::byte> output(bytes);
+      SSIM_CUDA(cudaSetDevice(l.device));
+      SSIM_CUDA(cudaMemcpyAsync(output.data(), states[i].data.get(), bytes, cudaMemcpyDeviceToHost,
+                                l.stream));
+      SSIM_CUDA(cudaStreamSynchronize(l.stream));
+      check_output(c.plan, states[i].rank, output, result.local);
+    }
+    sums[0] = result.local.wrong;
+    sums[1] = result.local.checked;
+  }
+  group.combine(maxima, sums, *deadline);
+  const std::uint64_t min_arrival = UINT64_MAX - maxima[1];
+  result.origin = min_arrival;
+  result.time = Seconds{static_cast<double>(maxima[0] - min_arrival) * 1e-9};
+  result.after_last_arrival = Seconds{static_cast<double>(maxima[0] - maxima[2]) * 1e-9};
+  result.delay = Seconds{static_cast<double>(maxima[3]) * 1e-9};
+  if (check) result.wrong = sums[0];
   result.checked = sums[1];
   return result;
 }
@@ -598,7 +955,7 @@ CollectiveRun::CollectiveRun(DeviceGroup& group, PreparedCollective collective,
 CollectiveRun::CollectiveRun(CollectiveRun&&) noexcept = default;
 CollectiveRun::~CollectiveRun() = default;
 
-IterationResult CollectiveRun::run() { return impl_->run(); }
+IterationResult CollectiveRun::run(bool check) { return impl_->run(check); }
 
 const PreparedCollective& CollectiveRun::collective() const { return impl_->c; }
 

@@ -1,35 +1,49 @@
-// The CUDA/NCCL executor: runs a PreparedCollective (device_plan.hpp) on GPUs, times it with
-// CUDA events and checks every element.
+// The CUDA/NCCL executor: runs a PreparedCollective (device_plan.hpp) on GPUs, times it on the
+// GPUs' own clock and checks every element on the device.
 //
 //   DeviceGroup group = DeviceGroup::all_local(8);       // ncclCommInitAll over GPUs 0..7
-//   CollectiveRun run(group, prepare_collective(spec), {Seconds{0.005}, /*straggler=*/7, true});
-//   const IterationResult r = run.run();                 // one timed, checked iteration
+//   CollectiveRun run(group, prepare_collective(spec), {Seconds{0.005}, /*straggler=*/7});
+//   const IterationResult r = run.run(/*check=*/true);   // one timed, checked iteration
 //   std::cout << r.after_last_arrival.value << " s, " << r.wrong.value_or(0) << " wrong\n";
 //
 // A DeviceGroup is the ranks this process drives and how they talk:
 //   all_local   one process, rank r on GPU r, communicators from ncclCommInitAll;
 //   one_rank    one process per GPU: this process is `rank` of `ranks`, the NCCL unique id
-//               comes through an IdExchange (bootstrap.hpp), ncclCommInitRank;
+//               comes through an IdExchange (bootstrap.hpp: a file, or MPI), ncclCommInitRank;
 //   single_gpu  every rank on one GPU with its own buffers and stream (Transport::single_gpu).
+// It owns the communicators (and the split communicators of Phase1::nccl_rs, made once per
+// group and reused by every size); on destruction they are finalized in one NCCL group and
+// destroyed, or aborted after a failure.
 //
-// One iteration: copy each rank's input (fill_input) to its buffer, synchronize (one process:
-// every stream; one process per GPU: a one-element ncclAllReduce as a barrier), then on every
-// rank's stream record `start`, run the spin kernel on the straggler's stream (delay * clock
-// rate cycles, clock rate from cudaDevAttrClockRate) and record `arrived`, issue the plan,
-// record `end`. Per schedule round, the ranks of this process that take part issue one
-// ncclGroupStart; ncclSend/ncclRecv (data + offset -> scratch) ...; ncclGroupEnd, then one
-// apply-kernel launch each (one per wave when applies overlap). With the single-GPU transport
-// a receive is a cudaMemcpyAsync on the receiver's stream after an event the sender records
-// when it reaches the round, and the sender's applies wait for an event recorded after that
-// copy: both ends must reach the round, as with NCCL. Phase1::nccl_rs replaces the phase-1
-// rounds by one ncclReduceScatter on a communicator split off for the non-stragglers
-// (ncclCommSplit: color 0, key = the chunk a member owns; the straggler NCCL_SPLIT_NOCOLOR).
-// The `nccl` algorithm is one in-place ncclAllReduce.
+// The body of an iteration, per rank on its stream: stamp `start` (%globaltimer), on the
+// straggler spin `delay` on %globaltimer, stamp `arrival`, then per schedule round: the ranks
+// of this process that take part issue one ncclGroupStart; ncclSend/ncclRecv (data + offset ->
+// scratch) ...; ncclGroupEnd, then one apply-kernel launch each (one per wave when applies
+// overlap) and a stamp of the round's end; finally stamp `finish`. With the single-GPU
+// transport a receive is a cudaMemcpyAsync on the receiver's stream after an event the sender
+// records when it reaches the round, and the sender's applies wait for an event recorded after
+// that copy: both ends must reach the round, as with NCCL. Phase1::nccl_rs replaces the
+// phase-1 rounds by one ncclReduceScatter on the split communicator (color 0, key = the chunk a
+// member owns; the straggler NCCL_SPLIT_NOCOLOR). The `nccl` algorithm is one in-place
+// ncclAllReduce.
 //
-// Times: per rank, start to end (cudaEventElapsedTime); `time` is the maximum over all ranks
-// (of every process), `delay` the measured spin on the straggler, and after_last_arrival =
-// time - delay, the StragglAR paper's "time minus delay". Check: copy each rank's buffer back
-// and compare with check_output (host_executor.hpp); `wrong` sums every rank of every process.
+// Launch::graph captures that body once per CollectiveRun (NCCL point-to-point supports stream
+// capture): one graph per rank stream for NCCL, one graph forked over every rank's stream for
+// the single-GPU transport; each iteration then launches the graphs. Launch::eager issues it
+// call by call. Either way an iteration is: fill the input on the device (fill kernel), wait
+// until every rank of every process is idle (a one-element ncclAllReduce across processes),
+// launch the body, then the watchdog polls each rank's completion event and
+// ncclCommGetAsyncError until done, or until `timeout` (counted from the first run() of this
+// CollectiveRun) has passed: then it aborts the communicators and throws WatchdogTimeout
+// naming each rank and the round it did not finish.
+//
+// Times come from the stamps only (mapped host memory written by a one-thread kernel): time =
+// max finish - min arrival, after_last_arrival = max finish - max arrival over every rank of
+// every process, delay = the straggler's arrival - its start (measured, not the one asked
+// for). %globaltimer is one clock per GPU; the driver sets the GPUs of one machine from the
+// same host clock, GPUs of different machines are not comparable (see the README). Check:
+// a kernel counts the elements that differ from the exact AllReduce; one number per rank comes
+// back; only when it is not 0 is the buffer copied back to find the first wrong element.
 #pragma once
 
 #include <cstdint>
@@ -74,28 +88,43 @@ class DeviceGroup {
 struct IterationSettings {
   Seconds delay;       // spin on the straggler's stream; 0: none
   int straggler = -1;  // the delayed rank
-  bool check = true;
+  Launch launch = Launch::graph;
+  Seconds timeout{60.0};  // the watchdog's budget for every run() of one CollectiveRun
+};
+
+// One rank's stamps of one iteration, nanoseconds of its GPU's %globaltimer.
+struct RankStamps {
+  int rank = 0;
+  std::uint64_t start = 0;    // before the delay
+  std::uint64_t arrival = 0;  // after the delay
+  std::uint64_t finish = 0;
+  std::vector<std::uint64_t> round_end;  // per schedule round; 0 where the rank takes no part
 };
 
 struct IterationResult {
-  Seconds time;                        // max over ranks, start (before the delay) to end
-  Seconds delay;                       // measured spin on the straggler; 0 without a delay
-  Seconds after_last_arrival;          // time - delay
+  Seconds time;                        // max finish - min arrival, every rank of every process
+  Seconds delay;                       // measured on the straggler; 0 without a delay
+  Seconds after_last_arrival;          // max finish - max arrival
   std::optional<std::uint64_t> wrong;  // every rank of every process; empty without check
   std::uint64_t checked = 0;
-  CheckReport local;  // this process's ranks only: where the first wrong element is
+  CheckReport local;               // this process's ranks only: where the first wrong element is
+  std::uint64_t origin = 0;        // min arrival over every rank: the timeline's zero
+  std::vector<RankStamps> stamps;  // this process's ranks
 };
 
 class CollectiveRun {
  public:
-  // Allocates buffers and uploads apply items on every local rank; for Phase1::nccl_rs,
-  // splits the communicator (collective: every process constructs the same runs in the
-  // same order). InputError when the collective does not fit the group (ranks, transport).
+  // Allocates buffers and uploads apply items on every local rank (on its stream); for
+  // Phase1::nccl_rs, gets the group's split communicator (collective the first time: every
+  // process constructs the same runs in the same order); for Launch::graph, captures the
+  // body. InputError when the collective does not fit the group (ranks, transport).
   CollectiveRun(DeviceGroup& group, PreparedCollective collective, IterationSettings settings);
   CollectiveRun(CollectiveRun&&) noexcept;
   ~CollectiveRun();
 
-  IterationResult run();
+  // One iteration; `check`: count wrong elements on the device. WatchdogTimeout (check.hpp)
+  // when the budget runs out; the group is then unusable.
+  IterationResult run(bool check);
   const PreparedCollective& collective() const;
 
   struct Impl;

@@ -1,3 +1,6 @@
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <algorithm>
 
 #include "gpu_backend/cuda/kernels.hpp"
@@ -5,6 +8,44 @@
 namespace ssim::gpu {
 
 namespace {
+
+// Element conversions: arithmetic types as they are, the 16-bit types through float.
+template <class T>
+__device__ __forceinline__ T from_float(float v) {
+  return static_cast<T>(v);
+}
+template <>
+__device__ __forceinline__ __half from_float<__half>(float v) {
+  return __float2half_rn(v);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+template <class T>
+__device__ __forceinline__ double to_double(T v) {
+  return static_cast<double>(v);
+}
+template <>
+__device__ __forceinline__ double to_double<__half>(__half v) {
+  return static_cast<double>(__half2float(v));
+}
+template <>
+__device__ __forceinline__ double to_double<__nv_bfloat16>(__nv_bfloat16 v) {
+  return static_cast<double>(__bfloat162float(v));
+}
+template <class T>
+__device__ __forceinline__ T from_u64(std::uint64_t v) {
+  return static_cast<T>(v);
+}
+template <>
+__device__ __forceinline__ __half from_u64<__half>(std::uint64_t v) {
+  return __float2half_rn(static_cast<float>(v));
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_u64<__nv_bfloat16>(std::uint64_t v) {
+  return __float2bfloat16_rn(static_cast<float>(v));
+}
 
 template <class T>
 struct alignas(kVectorBytes) Pack {
@@ -53,10 +94,48 @@ __global__ void apply_kernel(T* __restrict__ data, const T* __restrict__ scratch
   }
 }
 
-__global__ void spin_kernel(long long cycles) {
-  const long long start = clock64();
-  while (clock64() - start < cycles) {
+__device__ __forceinline__ std::uint64_t globaltimer() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__global__ void spin_kernel(std::uint64_t ns) {
+  const std::uint64_t start = globaltimer();
+  while (globaltimer() - start < ns) {
   }
+}
+
+__global__ void stamp_kernel(std::uint64_t* slot) {
+  *reinterpret_cast<volatile std::uint64_t*>(slot) = globaltimer();
+  __threadfence_system();
+}
+
+template <class T>
+__global__ void fill_kernel(T* __restrict__ data, std::uint64_t count, std::uint64_t padded,
+                            int rank) {
+  const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+  for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < padded; i += stride) {
+    data[i] = i < count ? from_u64<T>(input_value_int(rank, i)) : from_float<T>(0.0f);
+  }
+}
+
+template <class T>
+__global__ void count_wrong_kernel(const T* __restrict__ data, std::uint64_t count,
+                                   ExpectedSums sums, unsigned long long* wrong) {
+  const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+  unsigned long long mine = 0;
+  for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < count; i += stride) {
+    if (to_double(data[i]) != sums.value[i % kInputPeriod]) ++mine;
+  }
+  if (mine) atomicAdd(wrong, mine);
+}
+
+int grid_for(std::uint64_t elements, int max_blocks) {
+  const std::uint64_t wanted = (elements + kApplyThreads - 1) / kApplyThreads;
+  return static_cast<int>(std::max<std::uint64_t>(1, std::min<std::uint64_t>(wanted, max_blocks)));
 }
 
 template <class T>
@@ -86,14 +165,82 @@ cudaError_t launch_apply(int dtype, void* data, const void* scratch, const Apply
       return launch_typed<int>(data, scratch, items, n_items, max_count, max_blocks, stream);
     case kDtypeInt64:
       return launch_typed<long long>(data, scratch, items, n_items, max_count, max_blocks, stream);
+    case kDtypeFloat16:
+      return launch_typed<__half>(data, scratch, items, n_items, max_count, max_blocks, stream);
+    case kDtypeBfloat16:
+      return launch_typed<__nv_bfloat16>(data, scratch, items, n_items, max_count, max_blocks,
+                                         stream);
   }
   return cudaErrorInvalidValue;
 }
 
-cudaError_t launch_spin(long long cycles, cudaStream_t stream) {
-  if (cycles < 0) return cudaErrorInvalidValue;
-  spin_kernel<<<1, 1, 0, stream>>>(cycles);
+cudaError_t launch_spin(std::uint64_t ns, cudaStream_t stream) {
+  spin_kernel<<<1, 1, 0, stream>>>(ns);
   return cudaGetLastError();
+}
+
+cudaError_t launch_stamp(std::uint64_t* slot, cudaStream_t stream) {
+  if (slot == nullptr) return cudaErrorInvalidValue;
+  stamp_kernel<<<1, 1, 0, stream>>>(slot);
+  return cudaGetLastError();
+}
+
+namespace {
+template <class T>
+cudaError_t fill_typed(void* data, std::uint64_t count, std::uint64_t padded, int rank,
+                       int max_blocks, cudaStream_t stream) {
+  fill_kernel<T><<<grid_for(padded, max_blocks), kApplyThreads, 0, stream>>>(static_cast<T*>(data),
+                                                                             count, padded, rank);
+  return cudaGetLastError();
+}
+template <class T>
+cudaError_t count_typed(const void* data, std::uint64_t count, const ExpectedSums& sums,
+                        unsigned long long* wrong, int max_blocks, cudaStream_t stream) {
+  count_wrong_kernel<T><<<grid_for(count, max_blocks), kApplyThreads, 0, stream>>>(
+      static_cast<const T*>(data), count, sums, wrong);
+  return cudaGetLastError();
+}
+}  // namespace
+
+cudaError_t launch_fill(int dtype, void* data, std::uint64_t count, std::uint64_t padded_count,
+                        int rank, int max_blocks, cudaStream_t stream) {
+  if (max_blocks < 1 || count > padded_count) return cudaErrorInvalidValue;
+  switch (dtype) {
+    case kDtypeFloat32:
+      return fill_typed<float>(data, count, padded_count, rank, max_blocks, stream);
+    case kDtypeFloat64:
+      return fill_typed<double>(data, count, padded_count, rank, max_blocks, stream);
+    case kDtypeInt32:
+      return fill_typed<int>(data, count, padded_count, rank, max_blocks, stream);
+    case kDtypeInt64:
+      return fill_typed<long long>(data, count, padded_count, rank, max_blocks, stream);
+    case kDtypeFloat16:
+      return fill_typed<__half>(data, count, padded_count, rank, max_blocks, stream);
+    case kDtypeBfloat16:
+      return fill_typed<__nv_bfloat16>(data, count, padded_count, rank, max_blocks, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t launch_count_wrong(int dtype, const void* data, std::uint64_t count,
+                               const ExpectedSums& sums, unsigned long long* wrong, int max_blocks,
+                               cudaStream_t stream) {
+  if (max_blocks < 1 || wrong == nullptr) return cudaErrorInvalidValue;
+  switch (dtype) {
+    case kDtypeFloat32:
+      return count_typed<float>(data, count, sums, wrong, max_blocks, stream);
+    case kDtypeFloat64:
+      return count_typed<double>(data, count, sums, wrong, max_blocks, stream);
+    case kDtypeInt32:
+      return count_typed<int>(data, count, sums, wrong, max_blocks, stream);
+    case kDtypeInt64:
+      return count_typed<long long>(data, count, sums, wrong, max_blocks, stream);
+    case kDtypeFloat16:
+      return count_typed<__half>(data, count, sums, wrong, max_blocks, stream);
+    case kDtypeBfloat16:
+      return count_typed<__nv_bfloat16>(data, count, sums, wrong, max_blocks, stream);
+  }
+  return cudaErrorInvalidValue;
 }
 
 }  // namespace ssim::gpu

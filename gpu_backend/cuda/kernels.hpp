@@ -1,14 +1,24 @@
-// The executor's two kernels, behind host launch functions. Each launch returns the launch
-// error (cudaGetLastError) so the caller wraps it in SSIM_CUDA:
+// The executor's kernels, behind host launch functions. Each launch returns the launch error
+// (cudaGetLastError) so the caller wraps it in SSIM_CUDA:
 //
+//   SSIM_CUDA(launch_stamp(&stamps[0], stream));                    // %globaltimer -> stamps[0]
+//   SSIM_CUDA(launch_spin(5'000'000, stream));                      // 5 ms on %globaltimer
 //   SSIM_CUDA(launch_apply(kDtypeFloat32, data, scratch, d_items, n_items, max_count,
 //                          max_blocks, stream));
-//   SSIM_CUDA(launch_spin(static_cast<long long>(0.005 * clock_khz * 1e3), stream));  // 5 ms
+//   SSIM_CUDA(launch_fill(kDtypeFloat32, data, count, padded, rank, max_blocks, stream));
+//   SSIM_CUDA(launch_count_wrong(kDtypeFloat32, data, count, sums, d_wrong, max_blocks, stream));
 //
 // apply: one launch applies all items of a step (grid.y = item); items of one launch must
 // write disjoint data ranges, since they run in parallel (device_plan.hpp splits a step into
-// such waves). spin: one thread busy-waits `cycles` SM clock cycles (clock64), the injected
-// straggler delay.
+// such waves). stamp: one thread writes the device's global nanosecond timer (%globaltimer) to
+// a slot (mapped host memory, so the host can read it while the GPU still runs). spin: one
+// thread busy-waits until %globaltimer has advanced `ns` past its start: the injected
+// straggler delay, on the same clock as the stamps. fill: the check's input
+// (input_value_int below) for elements [0, count), 0 for the padding up to padded_count.
+// count_wrong: adds to *wrong the elements of [0, count) that differ from the AllReduce's
+// exact result, sums.value[i % kInputPeriod].
+//
+// tests/gpu_emulated/kernels_cpu.cpp implements the same functions on the CPU stand-in.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -20,20 +30,43 @@
 namespace ssim::gpu {
 
 // Element type codes for the kernels; the same order as ssim::gpu::DType (plan.hpp), which
-// this header does not include so that nvcc never sees the C++20 host headers.
+// this header does not include so that nvcc never sees the C++20 host headers. The 16-bit
+// types reduce in their own precision; fill writes input_value_int, which is exact in them
+// only while every partial sum stays within their integers (2048 for half, 256 for bfloat16).
 inline constexpr int kDtypeFloat32 = 0;
 inline constexpr int kDtypeFloat64 = 1;
 inline constexpr int kDtypeInt32 = 2;
 inline constexpr int kDtypeInt64 = 3;
+inline constexpr int kDtypeFloat16 = 4;   // __half; sums in half precision, as NCCL's
+inline constexpr int kDtypeBfloat16 = 5;  // __nv_bfloat16
 
-// Threads per block of the apply kernel.
+// Threads per block of the apply, fill and check kernels.
 inline constexpr int kApplyThreads = 256;
+
+// The check's input values, the host executor's input_value (host_executor.hpp) as integers:
+// rank r's element i is ((r + 1) * (i mod 61 + 1)) mod 1031 + 1.
+inline constexpr std::uint64_t kInputPeriod = 61;
+inline constexpr std::uint64_t kInputModulus = 1031;
+SSIM_HOST_DEVICE inline std::uint64_t input_value_int(int rank, std::uint64_t element) {
+  return (static_cast<std::uint64_t>(rank) + 1) * (element % kInputPeriod + 1) % kInputModulus + 1;
+}
+
+// The AllReduce's exact result per residue i mod kInputPeriod.
+struct ExpectedSums {
+  double value[kInputPeriod];
+};
 
 // `items` is a device array of `n_items` (1..65535) items; `max_count` the largest count
 // among them (sizes the grid); `max_blocks` caps the blocks over all items.
 cudaError_t launch_apply(int dtype, void* data, const void* scratch, const ApplyItem* items,
                          int n_items, std::uint64_t max_count, int max_blocks, cudaStream_t stream);
 
-cudaError_t launch_spin(long long cycles, cudaStream_t stream);
+cudaError_t launch_spin(std::uint64_t ns, cudaStream_t stream);
+cudaError_t launch_stamp(std::uint64_t* slot, cudaStream_t stream);
+cudaError_t launch_fill(int dtype, void* data, std::uint64_t count, std::uint64_t padded_count,
+                        int rank, int max_blocks, cudaStream_t stream);
+cudaError_t launch_count_wrong(int dtype, const void* data, std::uint64_t count,
+                               const ExpectedSums& sums, unsigned long long* wrong, int max_blocks,
+                               cudaStream_t stream);
 
 }  // namespace ssim::gpu

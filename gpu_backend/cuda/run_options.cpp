@@ -7,7 +7,7 @@
 namespace ssim::gpu {
 
 bool one_process_per_gpu(const RunOptions& o) {
-  return o.rank.has_value() || o.nranks.has_value() || !o.id_file.empty();
+  return o.mpi || o.rank.has_value() || o.nranks.has_value() || !o.id_file.empty();
 }
 
 namespace {
@@ -25,6 +25,7 @@ void validate_without_device(const RunOptions& o) {
     throw InputError("-n (iterations) must be >= 1, got " + std::to_string(o.iterations));
   if (o.warmup < 0)
     throw InputError("-w (warm-up iterations) must be >= 0, got " + std::to_string(o.warmup));
+  if (o.timeout.value <= 0) throw InputError("--timeout must be > 0");
   if (o.algorithm_options.count("straggler"))
     throw InputError("set the straggler with --straggler, not --option straggler=...");
 
@@ -42,7 +43,9 @@ void validate_without_device(const RunOptions& o) {
   }
 
   if (one_process_per_gpu(o)) {
-    if (!o.rank || !o.nranks || o.id_file.empty())
+    if (o.mpi && !o.id_file.empty())
+      throw InputError("under mpirun the NCCL id goes through MPI: drop --id-file");
+    if (!o.rank || !o.nranks || (o.id_file.empty() && !o.mpi))
       throw InputError("one process per GPU needs all of --rank, --nranks and --id-file");
     if (*o.nranks < 2 || *o.nranks > kMaxRanks) {
       throw InputError("--nranks must be in [2, " + std::to_string(kMaxRanks) + "], got " +
@@ -85,7 +88,8 @@ int resolve_ranks(const RunOptions& o, int device_count) {
 
 int process_device(const RunOptions& o, int device_count) {
   if (o.device) return *o.device;
-  return device_count > 0 ? o.rank.value_or(0) % device_count : 0;
+  const int index = o.mpi ? o.local_rank : o.rank.value_or(0);
+  return device_count > 0 ? index % device_count : 0;
 }
 
 void check_device_count(const RunOptions& o, int ranks, int device_count) {

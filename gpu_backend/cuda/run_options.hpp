@@ -40,13 +40,19 @@ struct RunOptions {
   DType dtype = DType::float32;
   Transport transport = Transport::nccl;
   Phase1 phase1 = Phase1::schedule;
-  // One process per GPU: all three set, or none.
+  // One process per GPU: all three set, or none; or `mpi` (started by mpirun: rank and nranks
+  // from MPI, the NCCL id by MPI_Bcast, no id file).
+  bool mpi = false;
+  int local_rank = 0;  // mpi: the rank among this node's processes (picks the GPU)
   std::optional<int> rank;
   std::optional<int> nranks;
   std::string id_file;
   Seconds id_timeout{60.0};
-  std::optional<int> device;  // this process's GPU; default rank % (GPUs on the machine)
+  std::optional<int> device;  // this process's GPU; default rank (mpi: local rank) % GPUs
   std::string output;         // result CSV path; empty: none
+  Launch launch = Launch::graph;
+  Seconds timeout{60.0};  // the watchdog's budget per size
+  std::string timeline;   // per-rank, per-round stamps CSV path; empty: none
 };
 
 bool one_process_per_gpu(const RunOptions& o);

@@ -7,10 +7,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "gpu_backend/cuda/bootstrap_mpi.hpp"
 #include "schema/result_csv.hpp"
 #include "tests/experiments/cli_support.hpp"  // run_cli: STRAGGLESIM_BIN is stragglesim-gpu here
 #include "tests/gpu_backend/cuda/device_support.hpp"
@@ -49,6 +51,8 @@ TEST(GpuCli, BadInputGivesOneClearMessage) {
       {"run --ranks 2 --dtype half", "unknown data type 'half'"},
       {"run --ranks 2 --transport mpi", "unknown transport 'mpi'"},
       {"run --ranks 2 --phase1 rs", "unknown phase-1 mode 'rs'"},
+      {"run --ranks 2 --launch lazy", "unknown launch mode 'lazy' (expected graph or eager)"},
+      {"run --ranks 2 --timeout 0s", "--timeout must be > 0"},
       {"run --ranks 2 --delay 5", "invalid time '5': a unit is required"},
       {"run --ranks 4 --straggler 4", "--straggler must be a rank in [0, 4), got 4"},
       {"run --algo ring --ranks 4 --phase1 nccl-rs", "it names no straggler"},
@@ -79,8 +83,9 @@ TEST(GpuCli, HelpListsTheRunOptions) {
   EXPECT_EQ(r.rc, 0);
   for (const char* flag :
        {"-b,--minbytes", "-e,--maxbytes", "-f,--stepfactor", "-n,--iters", "-w,--warmup_iters",
-        "-c,--check", "--algo", "--ranks", "--delay", "--straggler", "--dtype", "--transport",
-        "--phase1", "--rank", "--nranks", "--id-file", "-o,--output"}) {
+        "-c,--check",    "--algo",        "--ranks",         "--delay",    "--straggler",
+        "--dtype",       "--transport",   "--phase1",        "--rank",     "--nranks",
+        "--id-file",     "-o,--output",   "--launch",        "--timeout",  "--timeline"}) {
     EXPECT_TRUE(contains(r.out, flag)) << flag;
   }
 }
@@ -131,6 +136,35 @@ TEST(GpuCli, SingleGpuRunPrintsTheTableAndWritesTheCsv) {
   EXPECT_EQ(rows[0].bytes.value, 65536u);
   EXPECT_EQ(rows[5].bytes.value, 262144u);
   std::remove(csv.c_str());
+}
+
+// Started by mpirun (built with MPI): rank and size come from MPI. Without GPUs the ranks say
+// so, naming themselves; flags that name the rank are refused.
+TEST(GpuCli, UnderMpirunRanksComeFromMpi) {
+  if (!built_with_mpi()) GTEST_SKIP() << "stragglesim-gpu built without MPI";
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "no mpirun";
+  const std::string mpirun =
+      "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+      "OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl=self,vader "
+      "OMPI_MCA_odls_base_sigkill_timeout=0 timeout -k 5 60 mpirun -np 3 ";
+  const std::string err = "/tmp/ssim_gpu_mpirun_" + std::to_string(getpid()) + ".err";
+  auto run = [&](const std::string& args) {
+    const int status = std::system(
+        (mpirun + STRAGGLESIM_BIN + " " + args + " </dev/null >/dev/null 2>" + err).c_str());
+    std::ifstream in(err);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::remove(err.c_str());
+    return std::make_pair(WIFEXITED(status) ? WEXITSTATUS(status) : -1, text);
+  };
+  const auto bad = run("run --algo ring --rank 0");
+  EXPECT_NE(bad.first, 0);
+  EXPECT_TRUE(contains(bad.second, "started by mpirun: rank, rank count and NCCL id come from MPI"))
+      << bad.second;
+  if (testing::gpu_count() > 0) return;
+  const auto none = run("run --algo ring");
+  EXPECT_NE(none.first, 0);
+  // The first rank to fail ends the job (MPI_Abort), so the others may not get to say it.
+  EXPECT_TRUE(contains(none.second, " of 3): no CUDA device")) << none.second;
 }
 
 // Two processes, one GPU each, the NCCL id through a file; rank 0 writes the CSV.

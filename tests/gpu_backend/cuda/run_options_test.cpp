@@ -138,6 +138,29 @@ TEST(RunOptions, OneProcessPerGpuNeedsAllThreeSettings) {
   expect_invalid(o, "--rank/--nranks/--id-file need --transport nccl");
 }
 
+// Under mpirun rank and size come from MPI; the GPU is the node-local rank modulo the GPUs.
+TEST(RunOptions, MpiBootstrapNeedsNoIdFile) {
+  RunOptions o = base();
+  o.mpi = true;
+  o.rank = 5;
+  o.nranks = 4;
+  o.ranks.reset();
+  expect_invalid(o, "--rank must be in [0, 4), got 5");
+  o.rank = 3;
+  o.local_rank = 1;
+  EXPECT_NO_THROW(validate_without_device(o));
+  EXPECT_TRUE(one_process_per_gpu(o));
+  EXPECT_EQ(process_device(o, 2), 1);
+  o.id_file = "/tmp/id";
+  expect_invalid(o, "drop --id-file");
+}
+
+TEST(RunOptions, WatchdogTimeoutMustBePositive) {
+  RunOptions o = base();
+  o.timeout = Seconds{0};
+  expect_invalid(o, "--timeout must be > 0");
+}
+
 void expect_device_error(const RunOptions& o, int ranks, int gpus, const std::string& what) {
   try {
     check_device_count(o, ranks, gpus);

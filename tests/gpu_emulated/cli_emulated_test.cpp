@@ -1,0 +1,117 @@
+// `stragglesim-gpu` as a user runs it, linked against the CPU stand-in (emulator.hpp) instead
+// of CUDA and NCCL: 8 emulated GPUs (SSIM_EMU_DEVICES), so the whole driver runs in CI: the
+// table, the result CSV, --timeline, both launch modes and the single-GPU transport.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "schema/result_csv.hpp"
+#include "tests/experiments/cli_support.hpp"  // run_cli: STRAGGLESIM_BIN is stragglesim-gpu-emulated
+
+namespace ssim::gpu {
+namespace {
+
+using ssim::testing::run_cli;
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::string temp_path() {
+  char path[] = "/tmp/ssim_gpu_emu_XXXXXX";
+  const int fd = mkstemp(path);
+  close(fd);
+  return path;
+}
+
+std::vector<std::vector<std::string>> read_csv_cells(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::vector<std::string>> rows;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    std::string cell;
+    while (std::getline(ss, cell, ',')) cells.push_back(cell);
+    if (!line.empty() && line.back() == ',') cells.push_back("");
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+TEST(EmulatedCli, DevicesListsTheEmulatedGpus) {
+  const auto r = run_cli("devices");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "GPU 7: Emulated GPU")) << r.out;
+}
+
+// StragglAR at 8 ranks, 2 sizes x 3 iterations, rank 7 2 ms late.
+TEST(EmulatedCli, RunWritesTheTableTheCsvAndTheTimeline) {
+  for (const char* launch : {"graph", "eager"}) {
+    const std::string csv = temp_path(), timeline = temp_path();
+    const auto r = run_cli(std::string("run --algo stragglar --ranks 8 -b 64K -e 256K -f 4 -n 3 "
+                                       "-w 1 --delay 2ms --launch ") +
+                           launch + " -o " + csv + " --timeline " + timeline);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_TRUE(contains(r.out, std::string("launch ") + launch)) << r.out;
+    EXPECT_TRUE(contains(r.out, "# Out of bounds values : 0 OK")) << r.out;
+    std::ifstream in(csv);
+    const std::vector<schema::ResultRow> rows = schema::read_result_csv(in, csv);
+    ASSERT_EQ(rows.size(), 6u);
+    for (const schema::ResultRow& row : rows) {
+      EXPECT_EQ(row.wrong, std::optional<std::uint64_t>(0));
+      EXPECT_EQ(row.straggler, std::optional<int>(7));
+      EXPECT_NEAR(row.delay.value, 0.002, 1e-6);  // measured
+      EXPECT_GT(row.time.value, row.delay.value);
+      EXPECT_LT(row.after_last_arrival.value, 0.001);
+      EXPECT_EQ(row.device, "Emulated GPU x8, nccl");
+    }
+    const auto cells = read_csv_cells(timeline);
+    ASSERT_FALSE(cells.empty());
+    EXPECT_EQ(cells[0], (std::vector<std::string>{"algorithm", "ranks", "bytes", "iteration",
+                                                  "rank", "arrival_s", "finish_s", "delay_s",
+                                                  "round", "round_end_s"}));
+    // Every rank of every iteration of both sizes appears; the straggler arrives 2 ms late.
+    std::map<std::string, int> seen;
+    for (std::size_t i = 1; i < cells.size(); ++i) {
+      ASSERT_EQ(cells[i].size(), 10u) << i;
+      seen[cells[i][2] + "/" + cells[i][3] + "/" + cells[i][4]]++;
+      if (cells[i][4] == "7") {
+        EXPECT_NEAR(std::stod(cells[i][5]), 0.002, 1e-5);
+        EXPECT_NEAR(std::stod(cells[i][7]), 0.002, 1e-5);
+      } else {
+        EXPECT_LT(std::stod(cells[i][7]), 1e-5);  // the start stamp's own time, no delay
+      }
+      EXPECT_GE(std::stod(cells[i][6]), std::stod(cells[i][9])) << "finish after each round";
+    }
+    EXPECT_EQ(seen.size(), 2u * 3u * 8u);
+    std::remove(csv.c_str());
+    std::remove(timeline.c_str());
+  }
+}
+
+TEST(EmulatedCli, SingleGpuTransportAndNcclAllReduce) {
+  const auto a = run_cli("run --algo dbtree --transport single-gpu --ranks 6 -b 4K -e 16K -n 2");
+  EXPECT_EQ(a.rc, 0) << a.err;
+  EXPECT_TRUE(contains(a.out, "# Out of bounds values : 0 OK")) << a.out;
+  const auto b = run_cli("run --algo nccl --ranks 4 -b 1M -n 2 --delay 1ms -d float64");
+  EXPECT_EQ(b.rc, 0) << b.err;
+  EXPECT_TRUE(contains(b.out, "# Out of bounds values : 0 OK")) << b.out;
+  const auto c = run_cli("run --algo stragglar --ranks 7 --straggler 0 --phase1 nccl-rs -b 64K");
+  EXPECT_EQ(c.rc, 0) << c.err;
+}
+
+TEST(EmulatedCli, MoreRanksThanEmulatedGpus) {
+  const auto r = run_cli("run --algo ring --ranks 9");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(contains(r.err, "9 ranks need 9 GPUs, this machine has 8")) << r.err;
+}
+
+}  // namespace
+}  // namespace ssim::gpu
