@@ -112,10 +112,24 @@ struct ExperimentResult {
 
 enum class Progress { automatic, bar, lines, none };
 
+// The progress ETA's estimate of a run's cost: ranks^2 x iterations, a proxy for the
+// transfers the simulator handles (Ring, Direct and StragglAR move O(n^2) chunks per
+// iteration; RHD and the trees fewer, which only makes the estimate cautious).
+double estimated_run_cost(const Experiment& e, std::size_t run);
+
+// The progress bar for a terminal `columns` wide, without the carriage return: "[###---]
+// 12/90 runs 3s  ETA 7s", ETA = elapsed x remaining cost / finished cost. At most columns - 1
+// characters: the bar shrinks, then goes, so a redraw never wraps.
+std::string progress_line(std::size_t done, std::size_t total, double done_cost, double total_cost,
+                          double elapsed, int columns);
+// "12s", "3m05s", "2h10m".
+std::string duration_text(double seconds);
+
 struct RunnerOptions {
   std::string output;  // overrides Experiment::output when not empty
   int jobs = 0;        // threads; 0: std::thread::hardware_concurrency()
-  // automatic: a bar with ETA when stderr is a terminal, else one line per finished run.
+  // automatic: a bar with ETA when stderr is a terminal (as wide as COLUMNS or the terminal),
+  // else one line per finished run, each flushed.
   Progress progress = Progress::automatic;
   std::ostream* log = nullptr;  // progress and notes; nullptr: std::cerr
 };
