@@ -96,7 +96,10 @@ std::string progress_line(std::size_t done, std::size_t total, double done_cost,
     text += "  ETA " + duration_text(elapsed * (total_cost - done_cost) / done_cost);
   }
   const int room = columns - 1;  // never the last column: some terminals wrap there
-  const int bar = std::min(30, room - static_cast<int>(text.size()) - 3);
+  // Room for the longest text of this total ("N/N runs 59m59s  ETA 59m59s"), so the bar keeps
+  // its width from one redraw to the next.
+  const int longest = static_cast<int>(2 * std::to_string(total).size()) + 25;
+  const int bar = std::min(30, room - std::max(static_cast<int>(text.size()), longest) - 3);
   if (bar < 5) return text.substr(0, static_cast<std::size_t>(std::max(room, 0)));
   const int filled =
       total_cost > 0 ? static_cast<int>(bar * std::min(done_cost / total_cost, 1.0)) : 0;
