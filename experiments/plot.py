@@ -475,7 +475,10 @@ def main(argv):
     parser = argparse.ArgumentParser(prog="plot.py", description="Plots of a `stragglesim run` output folder")
     parser.add_argument("--format", default="png", help="comma-separated: png, svg, pdf (default png)")
     parser.add_argument("results_dir", help="a `stragglesim run` output folder")
-    args = parser.parse_args(argv[1:])
+    try:
+        args = parser.parse_args(argv[1:])
+    except SystemExit as e:  # argparse exits 2, which here means "no matplotlib"
+        return 1 if e.code else 0
     try:
         formats = parse_formats(args.format)
     except ValueError as e:
