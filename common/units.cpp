@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <utility>
 
 #include "common/error.hpp"
@@ -63,26 +64,40 @@ constexpr std::array<Unit, 9> kBytes{{{"B", 1.0},
                                       {"GiB", 1024.0 * 1024 * 1024},
                                       {"TiB", 1024.0 * 1024 * 1024 * 1024}}};
 
+// Bandwidth units: a prefix, then bytes ("B/s", "Bps") or bits ("bps", "b/s", "bit/s").
+// Prefixes: none, k/K M G T (powers of 10, as NCCL, SimGrid and network vendors use them) and
+// Ki Mi Gi Ti (powers of 2). "B" is a byte and "b" a bit: 400Gbps = 50GB/s.
 constexpr const char* kBandwidthUnits =
-    "B/s, KB/s, MB/s, GB/s, TB/s, KiB/s, MiB/s, GiB/s, TiB/s, bps, Kbps, Mbps, Gbps, Tbps";
-constexpr std::array<Unit, 18> kBandwidth{{{"B/s", 1.0},
-                                           {"KB/s", 1e3},
-                                           {"MB/s", 1e6},
-                                           {"GB/s", 1e9},
-                                           {"TB/s", 1e12},
-                                           {"KiB/s", 1024.0},
-                                           {"MiB/s", 1024.0 * 1024},
-                                           {"GiB/s", 1024.0 * 1024 * 1024},
-                                           {"TiB/s", 1024.0 * 1024 * 1024 * 1024},
-                                           {"bps", 1.0 / 8},
-                                           {"Kbps", 1e3 / 8},
-                                           {"Mbps", 1e6 / 8},
-                                           {"Gbps", 1e9 / 8},
-                                           {"Tbps", 1e12 / 8},
-                                           {"bit/s", 1.0 / 8},
-                                           {"Kbit/s", 1e3 / 8},
-                                           {"Mbit/s", 1e6 / 8},
-                                           {"Gbit/s", 1e9 / 8}}};
+    "bytes per second as B/s or Bps, bits per second as bps, b/s or bit/s, each with an "
+    "optional prefix K (or k), M, G, T (x1000) or Ki, Mi, Gi, Ti (x1024); e.g. 450GB/s, "
+    "450GBps, 450GiB/s, 400Gbps, 400Gb/s, 400Gbit/s, 100Mibit/s";
+
+std::optional<double> bandwidth_factor(std::string_view unit) {
+  struct Prefix {
+    std::string_view name;
+    double factor;
+  };
+  static constexpr std::array<Prefix, 10> kPrefixes{{{"Ki", 1024.0},
+                                                     {"Mi", 1024.0 * 1024},
+                                                     {"Gi", 1024.0 * 1024 * 1024},
+                                                     {"Ti", 1024.0 * 1024 * 1024 * 1024},
+                                                     {"k", 1e3},
+                                                     {"K", 1e3},
+                                                     {"M", 1e6},
+                                                     {"G", 1e9},
+                                                     {"T", 1e12},
+                                                     {"", 1.0}}};
+  static constexpr std::array<Unit, 5> kBases{
+      {{"B/s", 1.0}, {"Bps", 1.0}, {"bps", 1.0 / 8}, {"b/s", 1.0 / 8}, {"bit/s", 1.0 / 8}}};
+  for (const Prefix& p : kPrefixes) {  // binary prefixes first: "Gi" before "G"
+    if (!unit.starts_with(p.name)) continue;
+    const std::string_view rest = unit.substr(p.name.size());
+    for (const Unit& b : kBases) {
+      if (rest == b.name) return p.factor * b.factor;
+    }
+  }
+  return std::nullopt;
+}
 
 constexpr const char* kPerByteUnits = "s/B, ms/B, us/B, ns/B, ps/B";
 constexpr std::array<Unit, 5> kPerByte{
@@ -119,9 +134,13 @@ BytesPerSecond parse_bandwidth(std::string_view text) {
     throw InputError("invalid bandwidth '" + std::string(text) + "': a unit is required (" +
                      kBandwidthUnits + ")");
   }
-  double factor = lookup(unit, kBandwidth, text, "bandwidth", kBandwidthUnits);
+  const std::optional<double> factor = bandwidth_factor(unit);
+  if (!factor) {
+    throw InputError("invalid bandwidth '" + std::string(text) + "': unknown unit '" +
+                     std::string(unit) + "' (accepted: " + kBandwidthUnits + ")");
+  }
   if (value <= 0) throw InputError("invalid bandwidth '" + std::string(text) + "': must be > 0");
-  return BytesPerSecond{value * factor};
+  return BytesPerSecond{value * *factor};
 }
 
 SecondsPerByte parse_seconds_per_byte(std::string_view text) {

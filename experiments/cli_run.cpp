@@ -1,5 +1,6 @@
-// `stragglesim run [EXPERIMENT.yaml] [-o DIR] [--jobs N] [--dry-run] [--no-plots] [--shard I/N]
-// [--resume]`: the main job; `stragglesim merge SHARD_DIR... -o DIR`: the shards' results as one.
+// `stragglesim run [EXPERIMENT.yaml] [-o DIR] [--jobs N] [--dry-run] [--no-plots]
+// [--plot-format png,svg,pdf] [--shard I/N] [--resume]`: the main job; `stragglesim merge
+// SHARD_DIR... -o DIR`: the shards' results as one.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@ struct RunArgs {
   int jobs = 0;
   bool dry_run = false;
   bool no_plots = false;
+  std::string plot_format = "png";  // comma-separated png, svg, pdf; checked by plot_format_error
   bool quiet = false;
   int iterations = 0;   // 0: as configured
   long long seed = -1;  // -1: as configured
@@ -33,6 +35,7 @@ struct MergeArgs {
   std::vector<std::string> shards;
   std::string output;
   bool no_plots = false;
+  std::string plot_format = "png";
 };
 
 std::string shell_quote(const std::string& s) {
@@ -67,7 +70,22 @@ std::string python_with_matplotlib() {
   return "";
 }
 
-void make_plots(const std::string& dir) {
+// "" when `text` is a comma-separated list of png, svg and pdf, else why not.
+std::string plot_format_error(const std::string& text) {
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    const std::string f = text.substr(start, comma == std::string::npos ? comma : comma - start);
+    if (f != "png" && f != "svg" && f != "pdf") {
+      return "'" + text + "': expected a comma-separated list of png, svg, pdf (e.g. png,pdf)" +
+             (f.empty() ? "" : "; '" + f + "' is not one");
+    }
+    if (comma == std::string::npos) return "";
+    start = comma + 1;
+  }
+}
+
+void make_plots(const std::string& dir, const std::string& formats) {
   const char* env = std::getenv("STRAGGLESIM_PLOT_SCRIPT");
   const std::string script = env ? std::string(env) : source_file("experiments/plot.py");
   if (!std::filesystem::exists(script)) {
@@ -83,7 +101,8 @@ void make_plots(const std::string& dir) {
     return;
   }
   std::cout << std::flush;
-  const int rc = shell(shell_quote(py) + " " + shell_quote(script) + " " + shell_quote(dir));
+  const int rc = shell(shell_quote(py) + " " + shell_quote(script) + " --format " +
+                       shell_quote(formats) + " " + shell_quote(dir));
   if (rc != 0) std::cerr << "stragglesim run: plots not made: plot.py exited with " << rc << "\n";
 }
 
@@ -120,7 +139,7 @@ void run_run(const RunArgs& a) {
   std::cout << "wrote";
   for (const std::string& f : r.files) std::cout << " " << f;
   std::cout << " (" << e.run_count() << " runs in " << took << " s)\n";
-  if (!a.no_plots) make_plots(r.output);
+  if (!a.no_plots) make_plots(r.output, a.plot_format);
 }
 
 // Loads every shard's journal, checks that they are the K shards of one experiment, reloads the
@@ -197,7 +216,7 @@ void run_merge(const MergeArgs& a) {
   std::cout << "wrote";
   for (const std::string& f : r.files) std::cout << " " << f;
   std::cout << " (" << e.run_count() << " runs from " << journals.size() << " shards)\n";
-  if (!a.no_plots) make_plots(r.output);
+  if (!a.no_plots) make_plots(r.output, a.plot_format);
 }
 
 }  // namespace
@@ -209,6 +228,8 @@ void add_merge_command(CLI::App& app) {
   cmd->add_option("shards", args->shards, "The shards' output folders (each holds a journal.jsonl)")->required();
   cmd->add_option("-o,--output", args->output, "Folder for results.csv, results.json and plots")->required();
   cmd->add_flag("--no-plots", args->no_plots, "Do not call experiments/plot.py");
+  cmd->add_option("--plot-format", args->plot_format, "Plot file formats, comma-separated: png, svg, pdf")
+      ->check(CLI::Validator(plot_format_error, "png,svg,pdf", "plot format"));
   cmd->callback([args] { run_merge(*args); });
 }
 
@@ -226,7 +247,13 @@ void add_run_command(CLI::App& app) {
       ->check(CLI::Range(1, 1024));
   cmd->add_flag("--dry-run", args->dry_run,
                 "List the runs and their resolved settings, run nothing");
-  cmd->add_flag("--no-plots", args->no_plots, "Do not call experiments/plot.py");
+  CLI::Option* no_plots =
+      cmd->add_flag("--no-plots", args->no_plots, "Do not call experiments/plot.py");
+  cmd->add_option("--plot-format", args->plot_format,
+                  "Plot files to write, comma-separated: png (default), svg, pdf (vector, for "
+                  "papers)")
+      ->check(CLI::Validator(plot_format_error, "png,svg,pdf", "plot format"))
+      ->excludes(no_plots);
   cmd->add_flag("-q,--quiet", args->quiet, "No progress on stderr");
   cmd->add_option("--iterations", args->iterations, "Override the experiment's iterations")
       ->check(CLI::Range(1, 10'000'000));

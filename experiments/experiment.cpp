@@ -1,11 +1,13 @@
 #include "experiments/experiment.hpp"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -58,6 +60,12 @@ void set_seed(Experiment& e, std::uint64_t seed) {
   for (SweepPoint& p : e.points) p.config.seed = point_seed(seed, e.axes, p.value);
 }
 
+double estimated_run_cost(const Experiment& e, std::size_t run) {
+  const sim::SimulationConfig& c = e.points[run / e.algorithms.size()].config;
+  const double n = c.topology.gpu_count();
+  return n * n * std::max(c.iterations, 1);
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -65,6 +73,8 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
+
+}  // namespace
 
 std::string duration_text(double s) {
   char buf[32];
@@ -79,23 +89,67 @@ std::string duration_text(double s) {
   return buf;
 }
 
+std::string progress_line(std::size_t done, std::size_t total, double done_cost, double total_cost,
+                          double elapsed, int columns) {
+  std::string text =
+      std::to_string(done) + "/" + std::to_string(total) + " runs " + duration_text(elapsed);
+  if (done > 0 && done < total && done_cost > 0 && total_cost > done_cost) {
+    text += "  ETA " + duration_text(elapsed * (total_cost - done_cost) / done_cost);
+  }
+  const int room = columns - 1;  // never the last column: some terminals wrap there
+  // Room for the longest text of this total ("N/N runs 59m59s  ETA 59m59s"), so the bar keeps
+  // its width from one redraw to the next.
+  const int longest = static_cast<int>(2 * std::to_string(total).size()) + 25;
+  const int bar = std::min(30, room - std::max(static_cast<int>(text.size()), longest) - 3);
+  if (bar < 5) return text.substr(0, static_cast<std::size_t>(std::max(room, 0)));
+  const int filled =
+      total_cost > 0 ? static_cast<int>(bar * std::min(done_cost / total_cost, 1.0)) : 0;
+  return "[" + std::string(static_cast<std::size_t>(filled), '#') +
+         std::string(static_cast<std::size_t>(bar - filled), '-') + "] " + text;
+}
+
+namespace {
+
+// The width of the terminal on stderr: the COLUMNS variable when set, else the kernel's
+// window size, else 80.
+int terminal_columns() {
+  if (const char* env = std::getenv("COLUMNS")) {
+    const int c = std::atoi(env);
+    if (c > 0) return c;
+  }
+  winsize ws{};
+  if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+  return 80;
+}
+
 // Progress on stderr: a bar with ETA redrawn in place (terminals), or one line per finished run.
+// The ETA weighs runs by estimated_run_cost, so a sweep whose large points come last is not
+// promised the pace of its small ones.
 class ProgressReporter {
  public:
-  ProgressReporter(std::ostream* log, Progress mode, std::size_t total)
-      : log_(log), total_(total), start_(Clock::now()) {
+  // `runs`: the run indices this invocation does (all of them, or a shard's, or the ones a
+  // resumed run still lacks).
+  ProgressReporter(std::ostream* log, Progress mode, const Experiment& e, const std::vector<std::size_t>& runs)
+      : log_(log), total_(runs.size()), start_(Clock::now()) {
     if (mode == Progress::automatic) {
       mode = log == &std::cerr && isatty(STDERR_FILENO) ? Progress::bar : Progress::lines;
     }
     mode_ = log ? mode : Progress::none;
+    costs_.assign(e.run_count(), 0.0);
+    for (std::size_t r : runs) {
+      costs_[r] = estimated_run_cost(e, r);
+      total_cost_ += costs_[r];
+    }
+    if (mode_ == Progress::bar) columns_ = terminal_columns();
   }
 
   void finished(std::size_t run, const std::string& what, double seconds, std::size_t done) {
+    done_cost_ += costs_[run];
     if (mode_ == Progress::lines) {
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.2fs", seconds);
-      *log_ << "[" << done << "/" << total_ << "] run " << run << " " << what << ": " << buf
-            << "\n";
+      *log_ << "[" << done << "/" << total_ << "] run " << run << " " << what << ": " << buf << "\n"
+            << std::flush;
     } else if (mode_ == Progress::bar) {
       draw(done);
     }
@@ -106,33 +160,30 @@ class ProgressReporter {
   }
 
   void close() {
-    if (mode_ == Progress::bar && drawn_)
-      *log_ << "\r" << std::string(79, ' ') << "\r" << std::flush;
+    if (mode_ == Progress::bar && drawn_) *log_ << "\r\x1b[K" << std::flush;
     drawn_ = false;
   }
 
  private:
   void draw(std::size_t done) {
-    constexpr int kWidth = 30;
     const double elapsed = since(start_);
     // At most ten redraws a second.
     if (drawn_ && done < total_ && elapsed - last_draw_ < 0.1) return;
     last_draw_ = elapsed;
-    const int filled = static_cast<int>(kWidth * done / std::max<std::size_t>(total_, 1));
-    std::string line = "\r[" + std::string(filled, '#') + std::string(kWidth - filled, '-') + "] " +
-                       std::to_string(done) + "/" + std::to_string(total_) + " runs " +
-                       duration_text(elapsed);
-    if (done > 0 && done < total_) {
-      line += "  ETA " + duration_text(elapsed / static_cast<double>(done) *
-                                       static_cast<double>(total_ - done));
-    }
-    *log_ << line << std::string(line.size() < 79 ? 79 - line.size() : 0, ' ') << std::flush;
+    // Carriage return, the line, then erase to the end of the line: nothing is padded, so
+    // the line never reaches the last column and never wraps.
+    *log_ << "\r" << progress_line(done, total_, done_cost_, total_cost_, elapsed, columns_)
+          << "\x1b[K" << std::flush;
     drawn_ = true;
   }
 
   std::ostream* log_;
   Progress mode_ = Progress::none;
   std::size_t total_;
+  std::vector<double> costs_;  // per run
+  double total_cost_ = 0;
+  double done_cost_ = 0;
+  int columns_ = 80;
   Clock::time_point start_;
   bool drawn_ = false;
   double last_draw_ = 0;
@@ -237,21 +288,28 @@ void run_all(const Experiment& e, int jobs, ProgressReporter& progress,
       ++next_point;
     }
   };
-  std::unique_lock lock(mutex);
-  deliver_ready(lock, npoints);
-  while (done < total && !failure) {
-    changed.wait_for(lock, std::chrono::milliseconds(250));
+  // Reports the runs finished since the last report (under the lock).
+  auto report = [&] {
     for (const Finished& f : finished) {
       progress.finished(f.run, e.point_label(f.run / nalg) + " " + e.algorithms[f.run % nalg].label,
                         f.seconds, f.done);
     }
     if (finished.empty()) progress.tick(done);
     finished.clear();
+  };
+  std::unique_lock lock(mutex);
+  deliver_ready(lock, npoints);
+  while (done < total && !failure) {
+    changed.wait_for(lock, std::chrono::milliseconds(250));
+    report();
     deliver_ready(lock, npoints);
   }
   lock.unlock();
   joiner.join();
   lock.lock();
+  // Runs that finished while the last points were delivered, or after a failure: every
+  // finished run gets its line.
+  if (!finished.empty()) report();
   progress.close();
   if (!failure) deliver_ready(lock, npoints);
   if (failure) {
@@ -269,13 +327,13 @@ int resolve_jobs(int jobs) {
 }  // namespace
 
 ExperimentRuns run_experiment_in_memory(const Experiment& e, int jobs) {
-  ProgressReporter quiet(nullptr, Progress::none, e.run_count());
+  std::vector<std::size_t> todo(e.run_count());
+  for (std::size_t r = 0; r < todo.size(); ++r) todo[r] = r;
+  ProgressReporter quiet(nullptr, Progress::none, e, todo);
   ExperimentRuns out;
   out.runs.resize(e.points.size());
   out.summaries.resize(e.points.size());
   std::vector<std::optional<sim::SimulationResult>> slots(e.run_count());
-  std::vector<std::size_t> todo(e.run_count());
-  for (std::size_t r = 0; r < todo.size(); ++r) todo[r] = r;
   try {
     run_all(e, resolve_jobs(jobs), quiet, slots, todo, [](std::size_t, const sim::SimulationResult&) {},
             [&](std::size_t p, std::vector<sim::SimulationResult>& results) {
@@ -398,7 +456,7 @@ ExperimentResult run_experiment(const Experiment& e, const RunnerOptions& option
   JournalWriter journal(journal_path, header_for(e, options.shard), append);
 
   const int jobs = resolve_jobs(options.jobs);
-  ProgressReporter progress(options.progress == Progress::none ? nullptr : log, options.progress, todo.size());
+  ProgressReporter progress(options.progress == Progress::none ? nullptr : log, options.progress, e, todo);
   const auto on_run = [&](std::size_t run, const sim::SimulationResult& r) { journal.append(run, r); };
 
   if (options.shard) {

@@ -112,6 +112,19 @@ struct ExperimentResult {
 
 enum class Progress { automatic, bar, lines, none };
 
+// The progress ETA's estimate of a run's cost: ranks^2 x iterations, a proxy for the
+// transfers the simulator handles (Ring, Direct and StragglAR move O(n^2) chunks per
+// iteration; RHD and the trees fewer, which only makes the estimate cautious).
+double estimated_run_cost(const Experiment& e, std::size_t run);
+
+// The progress bar for a terminal `columns` wide, without the carriage return: "[###---]
+// 12/90 runs 3s  ETA 7s", ETA = elapsed x remaining cost / finished cost. At most columns - 1
+// characters: the bar shrinks, then goes, so a redraw never wraps.
+std::string progress_line(std::size_t done, std::size_t total, double done_cost, double total_cost,
+                          double elapsed, int columns);
+// "12s", "3m05s", "2h10m".
+std::string duration_text(double seconds);
+
 // A shard of an experiment's runs: the I-th (1-based) of K. Run r belongs to shard (r mod K) + 1,
 // so every shard gets a similar mix of points and algorithms.
 struct Shard {
@@ -129,7 +142,8 @@ struct RunnerOptions {
   // Run only this shard's runs; they go to <output>/journal.jsonl only (no results.csv/json):
   // `stragglesim merge` combines the shards' folders into the full results.
   std::optional<Shard> shard;
-  // automatic: a bar with ETA when stderr is a terminal, else one line per finished run.
+  // automatic: a bar with ETA when stderr is a terminal (as wide as COLUMNS or the terminal),
+  // else one line per finished run, each flushed.
   Progress progress = Progress::automatic;
   std::ostream* log = nullptr;  // progress and notes; nullptr: std::cerr
 };

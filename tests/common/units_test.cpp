@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "common/error.hpp"
 
 namespace ssim {
@@ -30,6 +34,37 @@ TEST(Units, Bandwidths) {
   EXPECT_DOUBLE_EQ(parse_seconds_per_byte("0.1ns/B").value, 0.1e-9);
 }
 
+// Every prefix with every byte and bit spelling: SimGrid writes "GBps", NCCL and network
+// vendors "Gb/s" and "Gbit/s".
+TEST(Units, BandwidthSpellings) {
+  const std::vector<std::pair<std::string, double>> prefixes{{"", 1.0},
+                                                             {"k", 1e3},
+                                                             {"K", 1e3},
+                                                             {"M", 1e6},
+                                                             {"G", 1e9},
+                                                             {"T", 1e12},
+                                                             {"Ki", 1024.0},
+                                                             {"Mi", 1048576.0},
+                                                             {"Gi", 1073741824.0},
+                                                             {"Ti", 1099511627776.0}};
+  for (const auto& [prefix, factor] : prefixes) {
+    for (const std::string bytes : {"B/s", "Bps"}) {
+      EXPECT_DOUBLE_EQ(parse_bandwidth("3" + prefix + bytes).value, 3 * factor) << prefix + bytes;
+    }
+    for (const std::string bits : {"bps", "b/s", "bit/s"}) {
+      EXPECT_DOUBLE_EQ(parse_bandwidth("8 " + prefix + bits).value, factor) << prefix + bits;
+    }
+  }
+  EXPECT_DOUBLE_EQ(parse_bandwidth("450GBps").value, 450e9);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("450GiBps").value, 450.0 * (1ull << 30));
+  EXPECT_DOUBLE_EQ(parse_bandwidth("400Gb/s").value, 50e9);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("400Gbit/s").value, 50e9);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("100Gibit/s").value, 100.0 * (1ull << 30) / 8);
+  for (const char* bad : {"1GBs", "1gB/s", "1Gib", "1GBit/s", "1mbps", "1KiBs", "1Gi", "1/s"}) {
+    EXPECT_THROW(parse_bandwidth(bad), InputError) << bad;
+  }
+}
+
 TEST(Units, RejectsBadText) {
   EXPECT_THROW(parse_time("3"), InputError);        // a unit is required
   EXPECT_THROW(parse_time("3 fortnights"), InputError);
@@ -44,7 +79,10 @@ TEST(Units, RejectsBadText) {
     FAIL();
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("furlongs/s"), std::string::npos);
-    EXPECT_NE(std::string(e.what()).find("Gbps"), std::string::npos);  // lists accepted units
+    const std::string what = e.what();
+    for (const char* form : {"B/s", "Bps", "bps", "b/s", "bit/s", "Ki", "450GBps", "400Gbit/s"}) {
+      EXPECT_NE(what.find(form), std::string::npos) << form;  // lists the accepted forms
+    }
   }
 }
 

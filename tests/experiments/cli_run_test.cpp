@@ -82,6 +82,84 @@ TEST(CliRun, PlotsOrASayWhyNot) {
   std::remove(yaml.c_str());
 }
 
+// Whether plot.py can run here (a python3 with matplotlib, as `run` looks for one).
+bool have_matplotlib() {
+  for (const char* py : {"python3", "/usr/bin/python3"}) {
+    const std::string cmd = std::string(py) + " -c 'import matplotlib' >/dev/null 2>&1";
+    if (std::system(cmd.c_str()) == 0) return true;
+  }
+  return false;
+}
+
+TEST(CliRun, PlotFormatsAndTheCdfOnlyWithSeveralIterations) {
+  if (!have_matplotlib()) GTEST_SKIP() << "no python3 with matplotlib";
+  const std::string dir = temp_dir("formats");
+  const std::string yaml = dir + ".yaml";
+  std::ofstream(yaml) << "topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us}\n"
+                         "algorithms: [stragglar, ring, rhd]\nbaseline: ring\nsize: 1MiB\n"
+                         "stragglers: {delay: {distribution: exponential, mean: 1ms}}\n"
+                         "iterations: 4\nsweep: {ranks: [4, 8], policy: [oracle, fixed]}\n";
+  const CommandResult r = run_cli("run " + yaml + " -o " + dir + " -q --plot-format png,svg,pdf");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  for (const char* stem : {"speedup_vs_ranks", "speedup_vs_policy", "time_cdf"}) {
+    for (const char* ext : {"png", "svg", "pdf"}) {
+      const std::string f = dir + "/" + stem + "." + ext;
+      EXPECT_TRUE(std::filesystem::exists(f) && std::filesystem::file_size(f) > 1000)
+          << f << "\n"
+          << r.out << r.err;
+    }
+  }
+  EXPECT_TRUE(contains(slurp(dir + "/speedup_vs_ranks.svg"), "95% CI, paired bootstrap"));
+  EXPECT_FALSE(contains(r.out, "no time_cdf")) << r.out;
+
+  // One iteration: no CDF, and the output says why.
+  std::filesystem::remove_all(dir);
+  const CommandResult one = run_cli("run " + yaml + " -o " + dir + " -q --iterations 1");
+  ASSERT_EQ(one.rc, 0) << one.err;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/speedup_vs_ranks.png")) << one.out << one.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/speedup_vs_ranks.svg"));  // png by default
+  EXPECT_FALSE(std::filesystem::exists(dir + "/time_cdf.png"));
+  EXPECT_TRUE(contains(one.out, "no time_cdf: 1 iteration per run, a CDF needs several"))
+      << one.out;
+  std::filesystem::remove_all(dir);
+  std::remove(yaml.c_str());
+}
+
+TEST(CliRun, BadPlotFormatIsAClearError) {
+  const CommandResult r = run_cli("run --dry-run --plot-format png,jpeg");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_TRUE(contains(r.err, "--plot-format")) << r.err;
+  EXPECT_TRUE(contains(r.err, "expected a comma-separated list of png, svg, pdf")) << r.err;
+  EXPECT_TRUE(contains(r.err, "'jpeg' is not one")) << r.err;
+  const CommandResult both = run_cli("run --dry-run --plot-format pdf --no-plots");
+  EXPECT_NE(both.rc, 0);
+  EXPECT_TRUE(contains(both.err, "--no-plots")) << both.err;
+}
+
+// Piped, stderr gets one line per finished run, every one of them, in the order they finished.
+TEST(CliRun, PipedProgressDeliversEveryLine) {
+  const std::string dir = temp_dir("piped");
+  const std::string yaml = dir + ".yaml", log = dir + ".log";
+  std::ofstream(yaml) << "topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us}\n"
+                         "algorithms: [stragglar, ring, rhd, direct]\nsize: 1MiB\n"
+                         "delays: {base: {distribution: exponential, mean: 50us}}\n"
+                         "iterations: 100\nsweep: {ranks: [4, 5, 6, 7, 8, 9, 10, 11], "
+                         "delay: [0, 1ms, 2ms, 3ms, 4ms, 5ms, 6ms, 7ms, 8ms, 9ms, 10ms, 11ms, "
+                         "12ms, 13ms, 14ms, 15ms]}\n";  // 512 short runs (0.3 s)
+  const std::string cmd = std::string(STRAGGLESIM_BIN) + " run " + yaml + " -o " + dir +
+                          " --no-plots --jobs 4 2>&1 >/dev/null | cat > " + log;
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  const std::string text = slurp(log);
+  // Before the fix, the runs that finished while the last points were written were never
+  // reported: 34 to 507 of these 512 lines arrived.
+  for (int k = 1; k <= 512; ++k) {
+    ASSERT_TRUE(contains(text, "[" + std::to_string(k) + "/512] run ")) << k << "\n" << text;
+  }
+  std::filesystem::remove_all(dir);
+  std::remove(yaml.c_str());
+  std::remove(log.c_str());
+}
+
 TEST(CliRun, BadInputIsOneClearError) {
   const CommandResult missing = run_cli("run /nonexistent/exp.yaml");
   EXPECT_EQ(missing.rc, 1);

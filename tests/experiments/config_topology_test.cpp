@@ -66,8 +66,10 @@ TEST(ConfigTopology, ErrorsNameLineKeyAndValue) {
   EXPECT_EQ(error_of("kind: switch\nranks: 8\nbandwidth: 0GB/s\nlatency: 3us\n"),
             "t.yaml:3:12: bandwidth: invalid bandwidth '0GB/s': must be > 0");
   EXPECT_EQ(error_of("kind: switch\nranks: 8\nbandwidth: 450\nlatency: 3us\n"),
-            "t.yaml:3:12: bandwidth: invalid bandwidth '450': a unit is required (B/s, KB/s, MB/s, GB/s, TB/s, "
-            "KiB/s, MiB/s, GiB/s, TiB/s, bps, Kbps, Mbps, Gbps, Tbps)");
+            "t.yaml:3:12: bandwidth: invalid bandwidth '450': a unit is required (bytes per second as B/s "
+            "or Bps, bits per second as bps, b/s or bit/s, each with an optional prefix K (or k), M, G, "
+            "T (x1000) or Ki, Mi, Gi, Ti (x1024); e.g. 450GB/s, 450GBps, 450GiB/s, 400Gbps, 400Gb/s, "
+            "400Gbit/s, 100Mibit/s)");
   EXPECT_EQ(error_of("kind: swtich\nranks: 8\n"),
             "t.yaml:1:7: kind: unknown value 'swtich' (expected one of: switch, fully_connected, ring, torus2d, "
             "torus3d, fat_tree, hierarchical, custom)");

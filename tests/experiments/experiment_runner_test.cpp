@@ -221,5 +221,33 @@ TEST(ExperimentRunner, AFailingRunKeepsThePointsBeforeIt) {
   }
 }
 
+// The ETA weighs runs by ranks^2 x iterations: after the 4-rank run of a 4-and-8-rank sweep,
+// four fifths of the work remain, not one half.
+TEST(ExperimentProgress, EtaWeighsRunsByCost) {
+  const Experiment e = load(
+      "topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us}\n"
+      "algorithms: [ring]\nsize: 1MiB\niterations: 3\nsweep: {ranks: [4, 8]}\n");
+  EXPECT_DOUBLE_EQ(estimated_run_cost(e, 0), 4.0 * 4 * 3);
+  EXPECT_DOUBLE_EQ(estimated_run_cost(e, 1), 8.0 * 8 * 3);
+  const double small = estimated_run_cost(e, 0), total = small + estimated_run_cost(e, 1);
+  // 1 of 2 runs done in 10 s: a run count would say 10 s left; the cost says 40 s.
+  const std::string line = progress_line(1, 2, small, total, 10.0, 80);
+  EXPECT_NE(line.find("1/2 runs 10s  ETA 40s"), std::string::npos) << line;
+  EXPECT_NE(line.find("[######------------------------] "), std::string::npos) << line;
+  EXPECT_EQ(progress_line(2, 2, total, total, 50.0, 80).find("ETA"), std::string::npos);
+}
+
+// A redraw never reaches the terminal's last column, so it never wraps: the bar shrinks, then
+// goes, then the text is cut.
+TEST(ExperimentProgress, BarFitsTheTerminal) {
+  for (const int columns : {200, 80, 60, 40, 30, 20, 10}) {
+    const std::string line = progress_line(1234, 40960, 1, 3e6, 4000.0, columns);
+    EXPECT_LE(static_cast<int>(line.size()), columns - 1) << columns << ": " << line;
+    EXPECT_NE(line.find(columns >= 40 ? "1234/40960 runs 1h06m  ETA" : "1234/"), std::string::npos)
+        << columns << ": " << line;
+  }
+  EXPECT_EQ(progress_line(1, 2, 1, 2, 1.0, 60).substr(0, 1), "[");  // 60 columns: with a bar
+}
+
 }  // namespace
 }  // namespace ssim::exp
