@@ -29,6 +29,13 @@ void append_ring_reduce_scatter(Schedule& s, std::span<const int> members, int f
 void append_ring_allgather(Schedule& s, std::span<const int> members, int first_chunk,
                            std::string_view phase = "allgather");
 
+// The non-power-of-two wrapper of rhd and halving_doubling: with p = 2^floor(log2 n) and
+// e = n - p extra ranks, append_fold adds round "fold" (rank p+k reduces its whole buffer of
+// `chunks` chunks into rank k) and append_unfold round "unfold" (rank k copies the result back
+// to rank p+k); both add nothing when n is a power of two.
+void append_fold(Schedule& s, int n, int chunks);
+void append_unfold(Schedule& s, int n, int chunks);
+
 // Ranks 0..n-1 in order, for the common case of a ring over everyone.
 std::vector<int> iota_ranks(int n);
 

@@ -23,14 +23,10 @@ namespace {
 
 Schedule make_halving_doubling(int n, const Options&) {
   const int p = std::bit_floor(static_cast<unsigned>(n));
-  const int extra = n - p;
   const int steps = std::countr_zero(static_cast<unsigned>(p));
   Schedule s = Schedule::make(Collective::allreduce, "halving_doubling", n, p);
 
-  if (extra > 0) {
-    Round& fold = s.add_round("fold");
-    for (int k = 0; k < extra; ++k) fold.add(p + k, k, 0, p, Op::reduce);
-  }
+  append_fold(s, n, p);
   // block[r] = [lo, hi): the chunks rank r is responsible for before the next step.
   std::vector<int> lo(static_cast<std::size_t>(p), 0), hi(static_cast<std::size_t>(p), p);
   std::vector<std::vector<int>> lo_at(static_cast<std::size_t>(steps)), hi_at(lo_at.size());
@@ -63,10 +59,7 @@ Schedule make_halving_doubling(int n, const Options&) {
     lo = lo_at[k];
     hi = hi_at[k];
   }
-  if (extra > 0) {
-    Round& unfold = s.add_round("unfold");
-    for (int k = 0; k < extra; ++k) unfold.add(k, p + k, 0, p, Op::copy);
-  }
+  append_unfold(s, n, p);
   return s;
 }
 

@@ -21,14 +21,10 @@ namespace {
 
 Schedule make_rhd(int n, const Options&) {
   const int p = std::bit_floor(static_cast<unsigned>(n));
-  const int extra = n - p;
   const int steps = std::countr_zero(static_cast<unsigned>(p));
   Schedule s = Schedule::make(Collective::allreduce, "rhd", n, p);
 
-  if (extra > 0) {
-    Round& fold = s.add_round("fold");
-    for (int k = 0; k < extra; ++k) fold.add(p + k, k, 0, p, Op::reduce);
-  }
+  append_fold(s, n, p);
   // After reduce-scatter step k (and before allgather step k) rank r holds the block of
   // mask = p >> (k+1) chunks that contains chunk r.
   auto block_begin = [](int r, int mask) { return r / mask * mask; };
@@ -49,14 +45,25 @@ Schedule make_rhd(int n, const Options&) {
       round.add(r, r ^ mask, own_begin, own_begin + mask, Op::copy);
     }
   }
-  if (extra > 0) {
-    Round& unfold = s.add_round("unfold");
-    for (int k = 0; k < extra; ++k) unfold.add(k, p + k, 0, p, Op::copy);
-  }
+  append_unfold(s, n, p);
   return s;
 }
 
 }  // namespace
+
+void append_fold(Schedule& s, int n, int chunks) {
+  const int p = std::bit_floor(static_cast<unsigned>(n));
+  if (n == p) return;
+  Round& fold = s.add_round("fold");
+  for (int k = 0; k < n - p; ++k) fold.add(p + k, k, 0, chunks, Op::reduce);
+}
+
+void append_unfold(Schedule& s, int n, int chunks) {
+  const int p = std::bit_floor(static_cast<unsigned>(n));
+  if (n == p) return;
+  Round& unfold = s.add_round("unfold");
+  for (int k = 0; k < n - p; ++k) unfold.add(k, p + k, 0, chunks, Op::copy);
+}
 
 AlgorithmInfo rhd_info() {
   return AlgorithmInfo{
