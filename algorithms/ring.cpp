@@ -63,6 +63,10 @@ AlgorithmInfo ring_info() {
       .options = {},
       .generate = make_ring,
       .cost = [](int n, double bytes, const CostParams& p, const Options&) { return ring_cost(n, bytes, p); },
+      .size = [](int n, const Options&) {
+        const double r = n;
+        return ScheduleSize{r, 2 * (r - 1), 2 * r * (r - 1)};
+      },
   };
 }
 

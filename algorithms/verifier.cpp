@@ -49,9 +49,21 @@ int chunk_owner(int chunk, int ranks, int chunks) {
   return static_cast<int>(static_cast<std::int64_t>(chunk) * ranks / chunks);
 }
 
+double symbolic_state_bytes(int ranks, int chunks) {
+  return static_cast<double>(ranks) * static_cast<double>(chunks) * static_cast<double>((ranks + 63) / 64) * 8.0;
+}
+
 SymbolicState::SymbolicState(Collective collective, int ranks, int chunks)
     : ranks_(ranks), chunks_(chunks), words_((ranks + 63) / 64) {
   SSIM_CHECK(ranks > 0 && chunks > 0, "symbolic state needs ranks and chunks");
+  // ranks * chunks * words wraps 64 bits for inputs the schedule reader accepts (2^24 ranks,
+  // 2^22 chunks); the product is checked in doubles before anything is allocated.
+  if (const double bytes = symbolic_state_bytes(ranks, chunks); bytes > kMaxSymbolicStateBytes) {
+    std::ostringstream os;
+    os << "verifying " << ranks << " ranks x " << chunks << " chunks needs " << bytes / 0x1p40
+       << " TiB of symbolic state (a bit per rank, chunk and contributor); use fewer ranks or chunks";
+    throw ResourceError(os.str());
+  }
   bits_.assign(static_cast<std::size_t>(ranks) * chunks * words_, 0);
   for (int r = 0; r < ranks; ++r) {
     for (int c = 0; c < chunks; ++c) {
@@ -92,7 +104,9 @@ std::optional<VerifyError> SymbolicState::apply(const Round& round, int round_in
     const Transfer& t = round.transfers[i];
     const int ti = static_cast<int>(i);
     auto fail = [&](const std::string& what) {
-      return VerifyError{round_index, ti, "(" + describe(t) + ") " + what};
+      std::string message = "(";  // appended: GCC 12 warns (-Wrestrict) on "(" + std::string&&
+      message.append(describe(t)).append(") ").append(what);
+      return VerifyError{round_index, ti, message};
     };
     if (t.src < 0 || t.src >= ranks_) return fail("source rank out of range [0, " + std::to_string(ranks_) + ")");
     if (t.dst < 0 || t.dst >= ranks_) return fail("destination rank out of range [0, " + std::to_string(ranks_) + ")");

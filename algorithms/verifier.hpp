@@ -51,6 +51,12 @@ struct VerifyResult {
 // The owner of chunk c for reduce_scatter / allgather: c * ranks / chunks.
 int chunk_owner(int chunk, int ranks, int chunks);
 
+// Bytes of the symbolic state for `ranks` and `chunks` (a bit per rank, chunk and contributor),
+// as a double: large inputs do not wrap. SymbolicState throws ResourceError beyond
+// kMaxSymbolicStateBytes; callers with a memory budget check this first.
+double symbolic_state_bytes(int ranks, int chunks);
+inline constexpr double kMaxSymbolicStateBytes = 0x1p46;  // 64 TiB: no machine verifies more
+
 class SymbolicState {
  public:
   SymbolicState(Collective collective, int ranks, int chunks);

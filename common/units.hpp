@@ -41,6 +41,8 @@ Seconds parse_time(std::string_view text);
 // "64MiB", "1GiB", "4096", "1.5KB", "256 KiB". B, KB/MB/GB/TB (powers of 10), KiB/MiB/GiB/TiB.
 // Must be a whole number of bytes.
 Bytes parse_bytes(std::string_view text);
+// As parse_bytes, but a unit is required except for 0, as for every value in a config file.
+Bytes parse_bytes_with_unit(std::string_view text);
 // "450GiB/s", "50GB/s", "400Gbps", "100Mbit/s", "1e9B/s". Must be > 0.
 BytesPerSecond parse_bandwidth(std::string_view text);
 // "0.1ns/B", "1e-12s/B", "0". Non-negative.

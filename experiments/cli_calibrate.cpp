@@ -459,7 +459,7 @@ void add_calibrate_commands(CLI::App& app) {
   cal->add_option("--piecewise", c->piecewise, "Size boundaries B1,B2,...: one fit per size range");
   cal->add_option("--piece", c->piece,
                   "With --piecewise and -o: the fit to write (1-based, as printed)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cal->add_option("--topology-kind", c->kind, "Topology written by -o (default switch)")
       ->check(CLI::IsMember({"switch", "fully_connected", "ring"}));
   cal->add_option("--ranks", c->ranks,

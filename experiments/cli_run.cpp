@@ -8,6 +8,7 @@
 
 #include "common/error.hpp"
 #include "experiments/cli_commands.hpp"
+#include "experiments/resource_check.hpp"
 #include "experiments/config.hpp"
 #include "experiments/experiment.hpp"
 
@@ -23,6 +24,7 @@ struct RunArgs {
   bool quiet = false;
   int iterations = 0;   // 0: as configured
   long long seed = -1;  // -1: as configured
+  std::string max_memory;
 };
 
 std::string shell_quote(const std::string& s) {
@@ -60,7 +62,8 @@ std::string python_with_matplotlib() {
 void make_plots(const std::string& dir) {
   const char* env = std::getenv("STRAGGLESIM_PLOT_SCRIPT");
   const std::string script = env ? std::string(env) : source_file("experiments/plot.py");
-  if (!std::filesystem::exists(script)) {
+  std::error_code ec;
+  if (!std::filesystem::exists(script, ec)) {
     std::cerr << "stragglesim run: plots skipped: " << script << " not found\n";
     return;
   }
@@ -89,6 +92,7 @@ void run_run(const RunArgs& a) {
     std::cout << dry_run_listing(e);
     return;
   }
+  check_experiment_memory(MemoryBudget::from_flag(a.max_memory), e, a.jobs);
   RunnerOptions o;
   o.jobs = a.jobs;
   o.progress = a.quiet ? Progress::none : Progress::automatic;
@@ -125,7 +129,8 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--iterations", args->iterations, "Override the experiment's iterations")
       ->check(CLI::Range(1, 10'000'000));
   cmd->add_option("--seed", args->seed, "Override the experiment's seed")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
+  add_max_memory_option(*cmd, args->max_memory);
   cmd->callback([args] { run_run(*args); });
 }
 

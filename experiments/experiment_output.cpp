@@ -139,7 +139,7 @@ void write_point_rows(std::ostream& out, const Experiment& e, std::size_t point,
                              p.config.topology.name;
   std::string axis_fields;
   for (std::size_t k = 0; k < e.axes.size(); ++k)
-    axis_fields += "," + csv_field(e.axes[k].labels[p.value[k]]);
+    axis_fields.append(",").append(csv_field(e.axes[k].labels[p.value[k]]));
   for (std::size_t a = 0; a < runs.size(); ++a) {
     const std::size_t run = point * e.algorithms.size() + a;
     for (std::size_t i = 0; i < runs[a].iterations.size(); ++i) {

@@ -1,6 +1,7 @@
 #include "sim/simulation.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/error.hpp"
 #include "sim/trace.hpp"
@@ -51,6 +52,11 @@ SimulationResult run_simulation(const SimulationConfig& config) {
       const bool traced = config.trace_iteration == a.iteration;
       options.record_timeline = traced;
       IterationResult r = executor.run(a.arrival, options);
+      if (!std::isfinite(r.completion.value) || !std::isfinite(sum_completion + r.completion.value)) {
+        throw InputError("iteration " + std::to_string(a.iteration) +
+                         ": the simulated time overflows (infinite): a bandwidth, latency, delay or size is "
+                         "outside any physical range (e.g. a bandwidth of 1e-300B/s)");
+      }
       out.iterations.push_back(IterationSummary{a.iteration, r.completion, r.after_last_arrival,
                                                 r.algbw, r.busbw, a.last_rank,
                                                 a.predicted_straggler, {}, {}});
