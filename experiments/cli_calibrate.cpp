@@ -82,6 +82,15 @@ void print_residuals(std::ostream& os, const gpu::FitQuality& q) {
 
 std::string gamma_text(SecondsPerByte g) { return printf_text("%.6g ns/B", g.value * 1e9); }
 
+// Share of the fitted time at the largest size that the bytes (beta) term explains. A flat
+// sweep fits beta ~ 0, i.e. a bandwidth of 1e17 GB/s that no measurement supports.
+double bytes_share(const gpu::AlphaBetaFit& f) {
+  const double bytes_term = f.beta.value * static_cast<double>(f.max_bytes.value);
+  const double total = f.alpha.value + bytes_term;
+  return total > 0 ? bytes_term / total : 0.0;
+}
+bool bandwidth_undetermined(const gpu::AlphaBetaFit& f) { return bytes_share(f) < 1e-3; }
+
 std::string fit_title(const gpu::AlphaBetaFit& f, bool piecewise) {
   std::string s;
   if (!f.link_class.empty()) s += "link class " + f.link_class + ", ";
@@ -116,8 +125,13 @@ void print_calibration(std::ostream& os, const gpu::Calibration& c, bool piecewi
     if (f.gamma) os << "    gamma      " << gamma_text(*f.gamma) << "\n";
     if (f.alpha.value < 0 || f.beta.value <= 0) {
       os << "    warning: not physical (alpha < 0 or beta <= 0): the rows do not follow one "
-            "alpha-beta line here;"
-            " try --piecewise\n";
+            "alpha-beta line here; "
+         << (piecewise ? "move the --piecewise boundaries" : "try --piecewise") << "\n";
+    } else if (bandwidth_undetermined(f)) {
+      os << "    warning: the bandwidth is not determined: the times barely grow with the size (the "
+            "bytes term is "
+         << printf_text("%.2g%%", 100 * bytes_share(f)) << " of the time at " << format_bytes(f.max_bytes)
+         << "); measure larger sizes\n";
     }
     print_residuals(os, f.quality);
   }
@@ -175,6 +189,13 @@ const gpu::AlphaBetaFit& chosen_fit(const gpu::Calibration& c, const CalibrateAr
 
 void write_topology(const gpu::Calibration& c, const CalibrateArgs& a) {
   const gpu::AlphaBetaFit& f = chosen_fit(c, a);
+  if (f.alpha.value >= 0 && f.beta.value > 0 && bandwidth_undetermined(f)) {
+    throw InputError("the fit written by -o does not determine a bandwidth (" +
+                     printf_text("%.3g GB/s", f.bandwidth().value / 1e9) + ", R^2 " +
+                     printf_text("%.2f", f.quality.r_squared) + "): the bytes term is " +
+                     printf_text("%.2g%%", 100 * bytes_share(f)) + " of the time at the largest size, " +
+                     format_bytes(f.max_bytes) + "; measure sizes where the transfer time grows");
+  }
   CalibratedTopology t;
   t.kind = a.kind;
   t.ranks = a.ranks;
@@ -200,7 +221,8 @@ void write_topology(const gpu::Calibration& c, const CalibrateArgs& a) {
                      format_time(Seconds{std::fabs(f.alpha.value)}) +
                      (f.alpha.value < 0 ? " negative" : "") + ", beta " +
                      printf_text("%.6g s/B", f.beta.value) +
-                     "): use --piecewise to fit each regime on its own");
+                     (a.piecewise.empty() ? std::string("): use --piecewise to fit each regime on its own")
+                                          : std::string("): move the --piecewise boundaries or choose another --piece")));
   }
   t.bandwidth = f.bandwidth();
   t.latency = f.alpha;
@@ -268,6 +290,11 @@ void run_calibrate(const CalibrateArgs& a) {
   const std::string text = read_input(a.input);
   std::istringstream in(text);
   const gpu::Calibration c = gpu::calibrate(in, a.input == "-" ? "<stdin>" : a.input, o);
+  if (o.link_class && c.input != gpu::CalibrationInput::sweep) {
+    throw InputError("--link-class " + *o.link_class + ": " + c.source +
+                     " holds collective runs, which have no link classes (--link-class selects rows of a "
+                     "point-to-point sweep)");
+  }
   print_calibration(std::cout, c, !o.piecewise.empty(), !a.gamma.empty());
   if (!a.output.empty()) write_topology(c, a);
 }

@@ -174,5 +174,32 @@ TEST_F(CliErrors, OverTheMemoryBudgetIsRefusedWithWhatItNeeds) {
   EXPECT_EQ(run_cli("simulate " + y + " --max-memory 1GiB").rc, 0);
 }
 
+TEST_F(CliErrors, CalibrateRefusesWhatItCannotFit) {
+  const std::string sweep = file("s.csv", "bytes,seconds\n1024,1e-5\n2048,2e-5\n4096,4e-5\n");
+  // Without a link_class column every row used to be fitted and labelled 'nosuch'.
+  expect_error("calibrate " + sweep + " --link-class nosuch", 1, "s.csv: --link-class nosuch: the sweep has no link_class column");
+  expect_error("calibrate " + data_path("calibration/ring4_measured.csv") + " --link-class nvlink", 1,
+               "holds collective runs, which have no link classes");
+  // Denormal times made the fit singular, reported as "2 distinct sizes ... needs 2 distinct sizes".
+  expect_error("calibrate " + file("d.csv", "bytes,seconds\n1024,1e-310\n2048,2e-310\n"), 1,
+               "d.csv:2: column seconds: bad value '1e-310' (expected a time in seconds >= 1e-12 (1 ps))");
+  // A flat sweep (R^2 = 0) fitted 1.1e17 GB/s: a warning, and -o refuses to write it.
+  const std::string flat = file("f.csv", "bytes,seconds\n1024,1e-5\n1048576,1e-5\n4096,1e-5\n");
+  const CommandResult shown = run_cli("calibrate " + flat);
+  EXPECT_EQ(shown.rc, 0) << shown.err;
+  EXPECT_TRUE(contains(shown.out, "warning: the bandwidth is not determined")) << shown.out;
+  expect_error("calibrate " + flat + " -o " + dir() + "/t.yaml --ranks 8 --machine m", 1,
+               "the fit written by -o does not determine a bandwidth");
+  EXPECT_FALSE(std::filesystem::exists(dir() + "/t.yaml"));
+  // With --piecewise given, the advice is to move its boundaries, not to use it.
+  const std::string bent = file("b.csv", "bytes,seconds\n1024,1e-5\n2048,2e-5\n4096,4e-5\n8192,1e-5\n"
+                                         "16384,2e-6\n32768,1e-6\n");
+  const CommandResult piece = run_cli("calibrate " + bent + " --piecewise 4096");
+  EXPECT_TRUE(contains(piece.out, "move the --piecewise boundaries")) << piece.out;
+  EXPECT_FALSE(contains(piece.out, "try --piecewise")) << piece.out;
+  expect_error("calibrate " + bent + " --piecewise 4096 --piece 2 -o " + dir() + "/t.yaml --ranks 8 --machine m", 1,
+               "move the --piecewise boundaries or choose another --piece");
+}
+
 }  // namespace
 }  // namespace ssim::testing
