@@ -158,6 +158,8 @@ void run_advise(const AdviseArgs& a) {
   const Experiment e = load_experiment(reader);
   check_experiment_memory(MemoryBudget::from_flag(a.max_memory), e, a.jobs);
   const ExperimentRuns runs = run_experiment_in_memory(e, a.jobs);
+  if (const std::string w = shared_link_warning(e, runs.summaries); !w.empty())
+    std::cerr << "stragglesim: warning: " << w << "\n";
   const std::vector<sim::SimulationResult>& r = runs.runs.front();
   const std::vector<AlgorithmSummary>& s = runs.summaries.front();
   const sim::SimulationConfig& c = e.points.front().config;

@@ -7,6 +7,9 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
+
+#include "sim/simulation.hpp"
 
 namespace ssim::exp {
 
@@ -32,6 +35,15 @@ CLI::Validator positive_number();
 
 // --max-memory SIZE on a subcommand (common/memory_budget.hpp; "" when not given: the default).
 void add_max_memory_option(CLI::App& cmd, std::string& text);
+
+// The one warning when the alpha-beta model ignores link sharing (sim::find_shared_link).
+std::string shared_link_warning(const sim::SharedLink& s);
+
+struct Experiment;
+struct AlgorithmSummary;
+// For `run` and `advise`: one warning naming the first (point, algorithm) whose alpha-beta run
+// shares a link, and how many do; "" when none does.
+std::string shared_link_warning(const Experiment& e, const std::vector<std::vector<AlgorithmSummary>>& points);
 
 // Reads a whole file, or stdin for "-" (common/input_file.hpp: regular files within the size
 // limit). Throws InputError naming the path when it cannot.

@@ -10,6 +10,7 @@
 #include "common/error.hpp"
 #include "common/input_file.hpp"
 #include "experiments/cli_commands.hpp"
+#include "experiments/experiment.hpp"
 #include "experiments/resource_check.hpp"
 
 namespace ssim::exp {
@@ -138,6 +139,29 @@ void add_max_memory_option(CLI::App& cmd, std::string& text) {
             return "";
           },
           "SIZE"));
+}
+
+std::string shared_link_warning(const sim::SharedLink& s) {
+  return "the alphabeta model gives every transfer a link's full bandwidth, but in " + s.describe() +
+         ": the times are optimistic where links are shared; network: {model: flow} shares them";
+}
+
+std::string shared_link_warning(const Experiment& e, const std::vector<std::vector<AlgorithmSummary>>& points) {
+  std::size_t count = 0;
+  std::string first;
+  for (std::size_t p = 0; p < points.size(); ++p) {
+    for (std::size_t a = 0; a < points[p].size() && a < e.algorithms.size(); ++a) {
+      const auto& shared = points[p][a].shared_link;
+      if (!shared) continue;
+      if (count++ == 0) {
+        first = e.algorithms[a].label + (e.axes.empty() ? std::string() : " at " + e.point_label(p)) + ": " +
+                shared_link_warning(*shared);
+      }
+    }
+  }
+  if (count == 0) return "";
+  return std::to_string(count) + " of " + std::to_string(e.run_count()) +
+         " runs share links (alphabeta_shared_link in results); the first, " + first;
 }
 
 CLI::Validator non_negative_number() { return sign_check(true); }

@@ -67,6 +67,14 @@ std::string summary_json(const sim::SimulationConfig& c, const sim::SimulationRe
   j["algbw_GBps"] = r.algbw.value / 1e9;
   j["busbw_GBps"] = r.busbw.value / 1e9;
   j["prediction_accuracy"] = r.prediction_accuracy;
+  // alpha-beta only: true when a round's transfers share a link the model does not share.
+  j["alphabeta_shared_link"] = r.shared_link.has_value();
+  if (r.shared_link) {
+    j["shared_link"] = {{"round", r.shared_link->round},
+                        {"link", r.shared_link->link},
+                        {"name", r.shared_link->link_name},
+                        {"transfers", r.shared_link->transfers}};
+  }
   nlohmann::json links = nlohmann::json::array();
   for (std::size_t l = 0; l < r.link_bytes.size(); ++l) {
     if (r.link_bytes[l] <= 0) continue;
@@ -136,6 +144,7 @@ void run_simulate(const SimulateArgs& a) {
     throw InputError(a.config + ": " + e.what());
   }
   if (!a.trace.empty()) write_output(a.trace, r.trace_json);
+  if (r.shared_link) std::cerr << "stragglesim: warning: " << shared_link_warning(*r.shared_link) << "\n";
   std::cout << (a.json ? summary_json(c, r, a.config) : summary_table(c, r));
 }
 

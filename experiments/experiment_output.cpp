@@ -116,6 +116,7 @@ std::vector<AlgorithmSummary> summarize_point(const Experiment& e,
     s.prediction_accuracy = r.prediction_accuracy;
     s.straggler_aware = r.straggler_aware;
     s.rounds = r.rounds;
+    s.shared_link = r.shared_link;
     out.push_back(s);
   }
   return out;
@@ -126,7 +127,8 @@ std::vector<std::string> experiment_csv_columns(const Experiment& e) {
   for (const char* extra : {"run", "point", "label"}) c.emplace_back(extra);
   for (const SweepAxis& a : e.axes) c.push_back("sweep." + a.key);
   for (const char* extra :
-       {"seed", "last_rank", "predicted_straggler", "speedup", "speedup_after_last_arrival"})
+       {"seed", "last_rank", "predicted_straggler", "speedup", "speedup_after_last_arrival",
+        "alphabeta_shared_link"})
     c.emplace_back(extra);
   return c;
 }
@@ -166,7 +168,7 @@ void write_point_rows(std::ostream& out, const Experiment& e, std::size_t point,
       out << gpu::format_result_row(row) << "," << run << "," << point << ","
           << csv_field(e.algorithms[a].label) << axis_fields << "," << p.config.seed << ","
           << it.last_rank << "," << it.predicted_straggler << "," << csv_number(speedup) << ","
-          << csv_number(speedup_after) << "\n";
+          << csv_number(speedup_after) << "," << (runs[a].shared_link ? 1 : 0) << "\n";
     }
   }
 }
@@ -234,7 +236,9 @@ nlohmann::json experiment_json(const Experiment& e,
                                      {"mean_iteration_speedup", s.mean_iteration_speedup},
                                      {"loss_fraction", s.loss_fraction},
                                      {"prediction_accuracy", s.prediction_accuracy},
-                                     {"rounds", s.rounds}};
+                                     {"rounds", s.rounds},
+                                     {"alphabeta_shared_link", s.shared_link.has_value()}};
+        if (s.shared_link) sj[e.algorithms[a].label]["shared_link"] = s.shared_link->describe();
       }
       pj["summary"] = sj;
     }

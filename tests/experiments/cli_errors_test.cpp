@@ -203,3 +203,40 @@ TEST_F(CliErrors, CalibrateRefusesWhatItCannotFit) {
 
 }  // namespace
 }  // namespace ssim::testing
+
+namespace ssim::testing {
+namespace {
+
+// Issue 15, item 7: on a ring topology the alpha-beta model gives rhd's crossing transfers the
+// full link bandwidth each; the result says so (one warning, a JSON/CSV flag) and names the flow
+// model.
+TEST_F(CliErrors, AlphabetaSaysWhenItIgnoresSharedLinks) {
+  const std::string ring = "topology: {kind: ring, ranks: 8, bandwidth: 100GB/s, latency: 1us}\n";
+  const std::string y = file("r.yaml", ring + "collective: {algorithm: rhd, size: 64MiB}\niterations: 2\n");
+  const CommandResult t = run_cli("simulate " + y);
+  ASSERT_EQ(t.rc, 0) << t.err;
+  EXPECT_EQ(count(t.err, "stragglesim: warning: "), 1u) << t.err;
+  EXPECT_TRUE(contains(t.err, "round 0: link gpu1 -> gpu0 carries 4 transfers")) << t.err;
+  EXPECT_TRUE(contains(t.err, "network: {model: flow}")) << t.err;
+  const auto j = nlohmann::json::parse(run_cli("simulate " + y + " --json").out);
+  EXPECT_TRUE(j["alphabeta_shared_link"].get<bool>());
+  EXPECT_EQ(j["shared_link"]["round"], 0);
+  // Ring on a ring shares nothing; the flow model shares links itself.
+  const std::string clean = file("c.yaml", ring + "collective: {algorithm: ring, size: 64MiB}\niterations: 2\n");
+  const CommandResult c = run_cli("simulate " + clean + " --json");
+  EXPECT_TRUE(c.err.empty()) << c.err;
+  EXPECT_FALSE(nlohmann::json::parse(c.out)["alphabeta_shared_link"].get<bool>());
+  const std::string flow = file("f.yaml", ring + "network: {model: flow}\ncollective: {algorithm: rhd, size: 64MiB}\n");
+  EXPECT_TRUE(run_cli("simulate " + flow).err.empty());
+  // run: one warning for the experiment, and the CSV column.
+  const std::string e = file("e.yaml", ring + "algorithms: [ring, rhd]\nsize: 1MiB\niterations: 2\n");
+  const CommandResult r = run_cli("run " + e + " -o " + dir() + "/out --no-plots -q");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(count(r.err, "stragglesim: warning: 1 of 2 runs share links"), 1u) << r.err;
+  const std::string csv = slurp(dir() + "/out/results.csv");
+  EXPECT_TRUE(contains(csv.substr(0, csv.find('\n')), ",alphabeta_shared_link")) << csv.substr(0, 400);
+  EXPECT_TRUE(contains(csv, ",ring,") && contains(csv, ",0\n") && contains(csv, ",1\n"));
+}
+
+}  // namespace
+}  // namespace ssim::testing
