@@ -5,11 +5,13 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <exception>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <mutex>
+#include <new>
 #include <thread>
 
 #include "common/error.hpp"
@@ -140,7 +142,24 @@ class ProgressReporter {
 struct RunFailed {
   std::size_t run = 0;
   std::string what;
+  std::exception_ptr error;  // to report the failure in its own class (common/error.hpp)
 };
+
+// Throws `message` as an exception of the class of `error`: a run that ran out of memory or hit
+// a broken invariant is not reported as bad input.
+[[noreturn]] void rethrow_as(const std::exception_ptr& error, const std::string& message) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const InputError&) {
+    throw InputError(message);
+  } catch (const ResourceError&) {
+    throw ResourceError(message);
+  } catch (const std::bad_alloc&) {
+    throw ResourceError(message + " (out of memory)");
+  } catch (...) {
+    throw InternalError(message);
+  }
+}
 
 // Runs every (point, algorithm) on `jobs` threads. `deliver(point, results)` is called on the
 // calling thread, in point order, as soon as a point and every point before it are done.
@@ -187,7 +206,7 @@ void run_all(const Experiment& e, int jobs, ProgressReporter& progress,
         finished.push_back({run, since(start), done});
       } catch (const std::exception& ex) {
         const std::lock_guard lock(mutex);
-        if (!failure || run < failure->run) failure = RunFailed{run, ex.what()};
+        if (!failure || run < failure->run) failure = RunFailed{run, ex.what(), std::current_exception()};
       }
       changed.notify_all();
     }
@@ -268,9 +287,8 @@ ExperimentRuns run_experiment_in_memory(const Experiment& e, int jobs) {
               out.runs[p] = std::move(results);
             });
   } catch (const RunFailed& f) {
-    throw InputError("run " + std::to_string(f.run) + " (" +
-                     e.point_label(f.run / e.algorithms.size()) + ", " +
-                     e.algorithms[f.run % e.algorithms.size()].label + ") failed: " + f.what);
+    rethrow_as(f.error, "run " + std::to_string(f.run) + " (" + e.point_label(f.run / e.algorithms.size()) + ", " +
+                            e.algorithms[f.run % e.algorithms.size()].label + ") failed: " + f.what);
   }
   return out;
 }
@@ -323,9 +341,9 @@ ExperimentResult run_experiment(const Experiment& e, const RunnerOptions& option
                      e.algorithms[f.run % nalg].label + ") failed: " + f.what;
     csv.close();
     write_json();
-    throw InputError(status.message + "\nthe " + std::to_string(delivered * nalg) +
-                     " runs of the " + std::to_string(delivered) + " sweep point" +
-                     (delivered == 1 ? "" : "s") + " before it are in " + csv_path + " (partial)");
+    rethrow_as(f.error, status.message + "\nthe " + std::to_string(delivered * nalg) + " runs of the " +
+                            std::to_string(delivered) + " sweep point" + (delivered == 1 ? "" : "s") +
+                            " before it are in " + csv_path + " (partial)");
   }
   csv.close();
   result.seconds = since(start);

@@ -48,7 +48,9 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help, --version
-    std::cerr << "stragglesim: error: " << e.what() << "\nRun 'stragglesim --help' or 'stragglesim SUBCOMMAND --help' for usage.\n";
+    const std::vector<CLI::App*> parsed = app.get_subcommands();
+    std::cerr << "stragglesim: error: " << e.what() << "\nRun 'stragglesim "
+              << (parsed.empty() ? std::string("--help'") : parsed.front()->get_name() + " --help'") << " for usage.\n";
     return ssim::kExitUsage;
   } catch (...) {
     return ssim::report_exception("stragglesim", std::cerr);
