@@ -173,9 +173,10 @@ Schedule read_schedule_json(std::string_view text, std::string_view source_name)
   json doc;
   DuplicateKeys duplicates;
   try {
-    doc = json::parse(text.begin(), text.end(), [&duplicates](int depth, json::parse_event_t event, json& parsed) {
-      return duplicates(depth, event, parsed);
-    });
+    doc = json::parse(text.begin(), text.end(),
+                      [&duplicates](int depth, json::parse_event_t event, json& parsed) {
+                        return duplicates(depth, event, parsed);
+                      });
   } catch (const json::parse_error& e) {
     std::string what = e.what();
     // nlohmann's message starts with "[json.exception.parse_error.101] parse error at line L, column C: ..."
@@ -189,7 +190,8 @@ Schedule read_schedule_json(std::string_view text, std::string_view source_name)
                      (bracket == std::string::npos ? what : what.substr(bracket + 2)));
   }
   Reader in(source_name);
-  if (duplicates.first()) in.fail(*duplicates.first(), "duplicate key (a key may appear once per object)");
+  if (duplicates.first())
+    in.fail(*duplicates.first(), "duplicate key (a key may appear once per object)");
   if (!doc.is_object()) in.fail("(top level)", "expected an object, got " + std::string(doc.type_name()));
   in.only_keys(doc, "(top level)", {"collective", "algorithm", "ranks", "chunks", "straggler", "options", "rounds"});
 

@@ -50,7 +50,8 @@ int chunk_owner(int chunk, int ranks, int chunks) {
 }
 
 double symbolic_state_bytes(int ranks, int chunks) {
-  return static_cast<double>(ranks) * static_cast<double>(chunks) * static_cast<double>((ranks + 63) / 64) * 8.0;
+  return static_cast<double>(ranks) * static_cast<double>(chunks) *
+         static_cast<double>((ranks + 63) / 64) * 8.0;
 }
 
 SymbolicState::SymbolicState(Collective collective, int ranks, int chunks)
@@ -61,7 +62,8 @@ SymbolicState::SymbolicState(Collective collective, int ranks, int chunks)
   if (const double bytes = symbolic_state_bytes(ranks, chunks); bytes > kMaxSymbolicStateBytes) {
     std::ostringstream os;
     os << "verifying " << ranks << " ranks x " << chunks << " chunks needs " << bytes / 0x1p40
-       << " TiB of symbolic state (a bit per rank, chunk and contributor); use fewer ranks or chunks";
+       << " TiB of symbolic state (a bit per rank, chunk and contributor); use fewer ranks or "
+          "chunks";
     throw ResourceError(os.str());
   }
   bits_.assign(static_cast<std::size_t>(ranks) * chunks * words_, 0);

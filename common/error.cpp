@@ -32,7 +32,8 @@ int report_exception(std::string_view program, std::ostream& err) {
     return kExitResource;
   } catch (const std::bad_alloc&) {
     err << prefix
-        << "out of memory. The inputs need more memory than this machine could give; reduce the rank "
+        << "out of memory. The inputs need more memory than this machine could give; reduce the "
+           "rank "
            "count, chunks, iterations or sweep points.\n";
     return kExitResource;
   } catch (const InternalError& e) {
@@ -42,7 +43,8 @@ int report_exception(std::string_view program, std::ostream& err) {
     err << prefix << "internal error: unexpected exception: " << e.what() << kReportRequest << "\n";
     return kExitInternal;
   } catch (...) {
-    err << prefix << "internal error: unexpected exception of unknown type" << kReportRequest << "\n";
+    err << prefix << "internal error: unexpected exception of unknown type" << kReportRequest
+        << "\n";
     return kExitInternal;
   }
 }

@@ -37,7 +37,8 @@ void check_input_file(const std::string& path) {
   }
   if (fs::is_directory(st)) throw InputError(path + ": is a directory, not a file");
   if (!fs::is_regular_file(st)) {
-    throw InputError(path + ": not a regular file (a device, pipe or socket); give a file, or - for stdin");
+    throw InputError(
+        path + ": not a regular file (a device, pipe or socket); give a file, or - for stdin");
   }
   const std::uintmax_t size = fs::file_size(path, ec);
   if (ec) throw InputError(path + ": cannot open file for reading (" + ec.message() + ")");
@@ -45,7 +46,8 @@ void check_input_file(const std::string& path) {
     throw InputError(path + ": " + std::to_string(size) + " bytes, over the " + limit_text() +
                      " limit on an input file");
   }
-  if (!std::ifstream(path, std::ios::binary)) throw InputError(path + ": cannot open file for reading");
+  if (!std::ifstream(path, std::ios::binary))
+    throw InputError(path + ": cannot open file for reading");
 }
 
 std::string read_input_file(const std::string& path) {

@@ -41,14 +41,18 @@ MemoryBudget MemoryBudget::from_flag(const std::string& text) {
     return MemoryBudget(b.value, "--max-memory " + text);
   }
   const std::uint64_t physical = physical_memory_bytes();
-  if (physical == 0) return MemoryBudget(std::uint64_t{8} << 30, "the default of 8GiB (physical memory unknown)");
-  return MemoryBudget(static_cast<std::uint64_t>(static_cast<double>(physical) * kDefaultMemoryFraction),
-                      "the default, half of this machine's " + format_memory(static_cast<double>(physical)));
+  if (physical == 0)
+    return MemoryBudget(std::uint64_t{8} << 30, "the default of 8GiB (physical memory unknown)");
+  return MemoryBudget(
+      static_cast<std::uint64_t>(static_cast<double>(physical) * kDefaultMemoryFraction),
+      "the default, half of this machine's " + format_memory(static_cast<double>(physical)));
 }
 
-void MemoryBudget::require(double estimate, const std::string& what, const std::string& change) const {
+void MemoryBudget::require(double estimate, const std::string& what,
+                           const std::string& change) const {
   if (estimate <= static_cast<double>(bytes_)) return;
-  throw ResourceError(what + " would need about " + format_memory(estimate) + " of memory, more than the budget of " +
+  throw ResourceError(what + " would need about " + format_memory(estimate) +
+                      " of memory, more than the budget of " +
                       format_memory(static_cast<double>(bytes_)) + " (" + source_ + "); " + change +
                       ", or raise the budget with --max-memory SIZE if the machine has the memory");
 }

@@ -22,7 +22,9 @@ class MemoryBudget {
   // From a --max-memory value ("8GiB"; "" for the default: kDefaultMemoryFraction of the
   // physical memory, or 8 GiB when that is unknown). InputError on a bad size.
   static MemoryBudget from_flag(const std::string& text);
-  static MemoryBudget of(std::uint64_t bytes, std::string source) { return MemoryBudget(bytes, std::move(source)); }
+  static MemoryBudget of(std::uint64_t bytes, std::string source) {
+    return MemoryBudget(bytes, std::move(source));
+  }
 
   std::uint64_t bytes() const { return bytes_; }
   // How the budget was set, for messages: "--max-memory 8GiB", "half of the 16GiB of memory".
@@ -33,7 +35,8 @@ class MemoryBudget {
   void require(double estimate, const std::string& what, const std::string& change) const;
 
  private:
-  MemoryBudget(std::uint64_t bytes, std::string source) : bytes_(bytes), source_(std::move(source)) {}
+  MemoryBudget(std::uint64_t bytes, std::string source)
+      : bytes_(bytes), source_(std::move(source)) {}
   std::uint64_t bytes_;
   std::string source_;
 };

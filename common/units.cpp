@@ -116,7 +116,8 @@ Bytes parse_bytes(std::string_view text) {
 Bytes parse_bytes_with_unit(std::string_view text) {
   const Bytes b = parse_bytes(text);
   if (b.value != 0 && split_number(text, "size", kByteUnits).second.empty()) {
-    throw InputError("invalid size '" + std::string(text) + "': a unit is required (" + kByteUnits + ")");
+    throw InputError("invalid size '" + std::string(text) + "': a unit is required (" + kByteUnits +
+                     ")");
   }
   return b;
 }
@@ -148,7 +149,8 @@ std::string format_time(Seconds t) {
   double v = t.value;
   if (v == 0) return "0s";
   if (!std::isfinite(v)) return v != v ? "nan" : (v > 0 ? "inf" : "-inf");
-  if (std::fabs(v) >= 1e6) std::snprintf(buf, sizeof buf, "%.3es", v);  // no 300-digit numbers
+  // From 1e6 s on, exponent form: a fixed-point 1e299 would be 300 digits.
+  if (std::fabs(v) >= 1e6) std::snprintf(buf, sizeof buf, "%.3es", v);
   else if (std::fabs(v) >= 1) std::snprintf(buf, sizeof buf, "%.3fs", v);
   else if (std::fabs(v) >= 1e-3) std::snprintf(buf, sizeof buf, "%.3fms", v * 1e3);
   else if (std::fabs(v) >= 1e-6) std::snprintf(buf, sizeof buf, "%.3fus", v * 1e6);

@@ -13,9 +13,9 @@
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
 #include "experiments/cli_commands.hpp"
-#include "experiments/resource_check.hpp"
 #include "experiments/config.hpp"
 #include "experiments/experiment.hpp"
+#include "experiments/resource_check.hpp"
 
 namespace ssim::exp {
 namespace {

@@ -128,10 +128,11 @@ void print_calibration(std::ostream& os, const gpu::Calibration& c, bool piecewi
             "alpha-beta line here; "
          << (piecewise ? "move the --piecewise boundaries" : "try --piecewise") << "\n";
     } else if (bandwidth_undetermined(f)) {
-      os << "    warning: the bandwidth is not determined: the times barely grow with the size (the "
+      os << "    warning: the bandwidth is not determined: the times barely grow with the size "
+            "(the "
             "bytes term is "
-         << printf_text("%.2g%%", 100 * bytes_share(f)) << " of the time at " << format_bytes(f.max_bytes)
-         << "); measure larger sizes\n";
+         << printf_text("%.2g%%", 100 * bytes_share(f)) << " of the time at "
+         << format_bytes(f.max_bytes) << "); measure larger sizes\n";
     }
     print_residuals(os, f.quality);
   }
@@ -193,8 +194,9 @@ void write_topology(const gpu::Calibration& c, const CalibrateArgs& a) {
     throw InputError("the fit written by -o does not determine a bandwidth (" +
                      printf_text("%.3g GB/s", f.bandwidth().value / 1e9) + ", R^2 " +
                      printf_text("%.2f", f.quality.r_squared) + "): the bytes term is " +
-                     printf_text("%.2g%%", 100 * bytes_share(f)) + " of the time at the largest size, " +
-                     format_bytes(f.max_bytes) + "; measure sizes where the transfer time grows");
+                     printf_text("%.2g%%", 100 * bytes_share(f)) +
+                     " of the time at the largest size, " + format_bytes(f.max_bytes) +
+                     "; measure sizes where the transfer time grows");
   }
   CalibratedTopology t;
   t.kind = a.kind;
@@ -217,12 +219,13 @@ void write_topology(const gpu::Calibration& c, const CalibrateArgs& a) {
     p.machine = c.devices.front();
   }
   if (f.alpha.value < 0 || f.beta.value <= 0) {
-    throw InputError("the fit written by -o is not physical (alpha " +
-                     format_time(Seconds{std::fabs(f.alpha.value)}) +
-                     (f.alpha.value < 0 ? " negative" : "") + ", beta " +
-                     printf_text("%.6g s/B", f.beta.value) +
-                     (a.piecewise.empty() ? std::string("): use --piecewise to fit each regime on its own")
-                                          : std::string("): move the --piecewise boundaries or choose another --piece")));
+    throw InputError(
+        "the fit written by -o is not physical (alpha " +
+        format_time(Seconds{std::fabs(f.alpha.value)}) + (f.alpha.value < 0 ? " negative" : "") +
+        ", beta " + printf_text("%.6g s/B", f.beta.value) +
+        (a.piecewise.empty()
+             ? std::string("): use --piecewise to fit each regime on its own")
+             : std::string("): move the --piecewise boundaries or choose another --piece")));
   }
   t.bandwidth = f.bandwidth();
   t.latency = f.alpha;
@@ -291,9 +294,10 @@ void run_calibrate(const CalibrateArgs& a) {
   std::istringstream in(text);
   const gpu::Calibration c = gpu::calibrate(in, a.input == "-" ? "<stdin>" : a.input, o);
   if (o.link_class && c.input != gpu::CalibrationInput::sweep) {
-    throw InputError("--link-class " + *o.link_class + ": " + c.source +
-                     " holds collective runs, which have no link classes (--link-class selects rows of a "
-                     "point-to-point sweep)");
+    throw InputError(
+        "--link-class " + *o.link_class + ": " + c.source +
+        " holds collective runs, which have no link classes (--link-class selects rows of a "
+        "point-to-point sweep)");
   }
   print_calibration(std::cout, c, !o.piecewise.empty(), !a.gamma.empty());
   if (!a.output.empty()) write_topology(c, a);

@@ -43,7 +43,8 @@ struct Experiment;
 struct AlgorithmSummary;
 // For `run` and `advise`: one warning naming the first (point, algorithm) whose alpha-beta run
 // shares a link, and how many do; "" when none does.
-std::string shared_link_warning(const Experiment& e, const std::vector<std::vector<AlgorithmSummary>>& points);
+std::string shared_link_warning(const Experiment& e,
+                                const std::vector<std::vector<AlgorithmSummary>>& points);
 
 // Reads a whole file, or stdin for "-" (common/input_file.hpp: regular files within the size
 // limit). Throws InputError naming the path when it cannot.

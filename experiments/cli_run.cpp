@@ -8,9 +8,9 @@
 
 #include "common/error.hpp"
 #include "experiments/cli_commands.hpp"
-#include "experiments/resource_check.hpp"
 #include "experiments/config.hpp"
 #include "experiments/experiment.hpp"
+#include "experiments/resource_check.hpp"
 
 namespace ssim::exp {
 namespace {
@@ -100,7 +100,8 @@ void run_run(const RunArgs& a) {
             << " runs -> " << e.output << "\n";
   const ExperimentResult r = run_experiment(e, o);
   std::cout << summary_table(e, r.points);
-  if (const std::string w = shared_link_warning(e, r.points); !w.empty()) std::cerr << "stragglesim: warning: " << w << "\n";
+  if (const std::string w = shared_link_warning(e, r.points); !w.empty())
+    std::cerr << "stragglesim: warning: " << w << "\n";
   char took[32];
   std::snprintf(took, sizeof took, "%.1f", r.seconds);
   std::cout << "wrote";

@@ -75,7 +75,8 @@ void run_schedule(const ScheduleArgs& a) {
     options.set("straggler", std::to_string(a.straggler));
   }
   const MemoryBudget budget = MemoryBudget::from_flag(a.max_memory);
-  if (info.supports_ranks(a.ranks)) check_schedule_memory(budget, info.name, a.ranks, options, /*verify=*/true);
+  if (info.supports_ranks(a.ranks))
+    check_schedule_memory(budget, info.name, a.ranks, options, /*verify=*/true);
   Schedule s = alg::generate(a.algorithm, a.ranks, options);
   const alg::VerifyResult v = alg::verify(s);
   if (!v.ok()) {
@@ -116,7 +117,8 @@ CLI::Validator sign_check(bool zero_ok) {
         char* end = nullptr;
         const double v = std::strtod(text.c_str(), &end);
         if (end == text.c_str() || *end != '\0') return "";  // not a number: the conversion says so
-        if (v < 0 || (!zero_ok && v == 0)) return std::string("must be ") + (zero_ok ? ">= 0" : "> 0") + ", got " + text;
+        if (v < 0 || (!zero_ok && v == 0))
+          return std::string("must be ") + (zero_ok ? ">= 0" : "> 0") + ", got " + text;
         return "";
       },
       zero_ok ? "NUMBER>=0" : "NUMBER>0");
@@ -125,9 +127,10 @@ CLI::Validator sign_check(bool zero_ok) {
 }  // namespace
 
 void add_max_memory_option(CLI::App& cmd, std::string& text) {
-  cmd.add_option("--max-memory", text,
-                 "Refuse work estimated to need more memory than SIZE, e.g. 64GiB (default: half of the "
-                 "physical memory)")
+  cmd.add_option(
+         "--max-memory", text,
+         "Refuse work estimated to need more memory than SIZE, e.g. 64GiB (default: half of the "
+         "physical memory)")
       ->check(CLI::Validator(
           [](std::string& value) -> std::string {
             try {
@@ -142,11 +145,13 @@ void add_max_memory_option(CLI::App& cmd, std::string& text) {
 }
 
 std::string shared_link_warning(const sim::SharedLink& s) {
-  return "the alphabeta model gives every transfer a link's full bandwidth, but in " + s.describe() +
+  return "the alphabeta model gives every transfer a link's full bandwidth, but in " +
+         s.describe() +
          ": the times are optimistic where links are shared; network: {model: flow} shares them";
 }
 
-std::string shared_link_warning(const Experiment& e, const std::vector<std::vector<AlgorithmSummary>>& points) {
+std::string shared_link_warning(const Experiment& e,
+                                const std::vector<std::vector<AlgorithmSummary>>& points) {
   std::size_t count = 0;
   std::string first;
   for (std::size_t p = 0; p < points.size(); ++p) {
@@ -154,7 +159,8 @@ std::string shared_link_warning(const Experiment& e, const std::vector<std::vect
       const auto& shared = points[p][a].shared_link;
       if (!shared) continue;
       if (count++ == 0) {
-        first = e.algorithms[a].label + (e.axes.empty() ? std::string() : " at " + e.point_label(p)) + ": " +
+        first = e.algorithms[a].label +
+                (e.axes.empty() ? std::string() : " at " + e.point_label(p)) + ": " +
                 shared_link_warning(*shared);
       }
     }

@@ -6,9 +6,9 @@
 
 #include "common/error.hpp"
 #include "experiments/cli_commands.hpp"
-#include "experiments/resource_check.hpp"
 #include "experiments/config.hpp"
 #include "experiments/experiment_output.hpp"
+#include "experiments/resource_check.hpp"
 
 namespace ssim::exp {
 namespace {
@@ -26,7 +26,8 @@ struct SimulateArgs {
 
 std::string fixed(double v, int digits) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, std::fabs(v) < 1e12 ? "%.*f" : "%.*e", digits, v);  // no 300-digit numbers
+  std::snprintf(buf, sizeof buf, std::fabs(v) < 1e12 ? "%.*f" : "%.*e", digits,
+                v);  // no 300-digit numbers
   return buf;
 }
 
@@ -103,11 +104,12 @@ std::string summary_table(const sim::SimulationConfig& c, const sim::SimulationR
     const char* format = "%-6s %11s %11s %12s %11s  %s\n";
     const std::string c = format_time(Seconds{comp}), a = format_time(Seconds{after});
     const std::string g = fixed(algbw / 1e9, 2), b = fixed(busbw / 1e9, 2);
-    std::string line(static_cast<std::size_t>(std::snprintf(nullptr, 0, format, label.c_str(), c.c_str(), a.c_str(),
-                                                            g.c_str(), b.c_str(), tail.c_str())),
-                     '\0');
-    std::snprintf(line.data(), line.size() + 1, format, label.c_str(), c.c_str(), a.c_str(), g.c_str(), b.c_str(),
-                  tail.c_str());
+    std::string line(
+        static_cast<std::size_t>(std::snprintf(nullptr, 0, format, label.c_str(), c.c_str(),
+                                               a.c_str(), g.c_str(), b.c_str(), tail.c_str())),
+        '\0');
+    std::snprintf(line.data(), line.size() + 1, format, label.c_str(), c.c_str(), a.c_str(),
+                  g.c_str(), b.c_str(), tail.c_str());
     os << line;
   };
   for (std::size_t i = 0; i < shown; ++i) {
@@ -144,7 +146,8 @@ void run_simulate(const SimulateArgs& a) {
     throw InputError(a.config + ": " + e.what());
   }
   if (!a.trace.empty()) write_output(a.trace, r.trace_json);
-  if (r.shared_link) std::cerr << "stragglesim: warning: " << shared_link_warning(*r.shared_link) << "\n";
+  if (r.shared_link)
+    std::cerr << "stragglesim: warning: " << shared_link_warning(*r.shared_link) << "\n";
   std::cout << (a.json ? summary_json(c, r, a.config) : summary_table(c, r));
 }
 
@@ -162,7 +165,8 @@ void add_simulate_command(CLI::App& app) {
       ->check(non_negative_number());
   cmd->add_option("--iterations", args->iterations, "Override the configured iteration count")
       ->check(CLI::Range(1, 10'000'000));
-  cmd->add_option("--seed", args->seed, "Override the configured seed")->check(non_negative_number());
+  cmd->add_option("--seed", args->seed, "Override the configured seed")
+      ->check(non_negative_number());
   add_max_memory_option(*cmd, args->max_memory);
   cmd->callback([args] { run_simulate(*args); });
 }

@@ -25,20 +25,24 @@ constexpr int kMaxDepth = 256;
 // then see the first). Every map key must be a plain scalar, once per map.
 void ConfigReader::check_keys(const YAML::Node& node, const std::string& path, int depth) const {
   const ConfigNode here(this, node, path);
-  if (depth > kMaxDepth) here.fail("nested more than " + std::to_string(kMaxDepth) + " levels deep");
+  if (depth > kMaxDepth)
+    here.fail("nested more than " + std::to_string(kMaxDepth) + " levels deep");
   if (node.IsSequence()) {
-    for (std::size_t i = 0; i < node.size(); ++i) check_keys(node[i], path + "[" + std::to_string(i) + "]", depth + 1);
+    for (std::size_t i = 0; i < node.size(); ++i)
+      check_keys(node[i], path + "[" + std::to_string(i) + "]", depth + 1);
   } else if (node.IsMap()) {
     std::unordered_map<std::string, YAML::Mark> seen;
     for (auto it = node.begin(); it != node.end(); ++it) {
       if (!it->first.IsScalar()) {
         ConfigNode(this, it->first, path)
-            .fail(std::string("a key must be a plain name, not ") + (it->first.IsNull() ? "empty (null)" : "a list or a map"));
+            .fail(std::string("a key must be a plain name, not ") +
+                  (it->first.IsNull() ? "empty (null)" : "a list or a map"));
       }
       const std::string key = it->first.Scalar();
       if (const auto [first, fresh] = seen.emplace(key, it->first.Mark()); !fresh) {
         ConfigNode(this, it->first, join_path(path, key))
-            .fail("duplicate key '" + key + "' (first at line " + std::to_string(first->second.line + 1) + ")");
+            .fail("duplicate key '" + key + "' (first at line " +
+                  std::to_string(first->second.line + 1) + ")");
       }
       check_keys(it->second, join_path(path, key), depth + 1);
     }
@@ -88,7 +92,8 @@ std::string ConfigNode::text() const {
 void ConfigNode::fail(const std::string& what) const {
   // A message from a nested check that already names a place in this file keeps that (more
   // precise) place, so that no location is printed twice.
-  if (what.compare(0, reader_->file().size() + 1, reader_->file() + ":") == 0) throw InputError(what);
+  if (what.compare(0, reader_->file().size() + 1, reader_->file() + ":") == 0)
+    throw InputError(what);
   std::ostringstream os;
   os << reader_->file();
   const YAML::Mark m = node_.Mark();

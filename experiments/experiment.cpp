@@ -5,8 +5,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <exception>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -206,7 +206,8 @@ void run_all(const Experiment& e, int jobs, ProgressReporter& progress,
         finished.push_back({run, since(start), done});
       } catch (const std::exception& ex) {
         const std::lock_guard lock(mutex);
-        if (!failure || run < failure->run) failure = RunFailed{run, ex.what(), std::current_exception()};
+        if (!failure || run < failure->run)
+          failure = RunFailed{run, ex.what(), std::current_exception()};
       }
       changed.notify_all();
     }
@@ -287,8 +288,9 @@ ExperimentRuns run_experiment_in_memory(const Experiment& e, int jobs) {
               out.runs[p] = std::move(results);
             });
   } catch (const RunFailed& f) {
-    rethrow_as(f.error, "run " + std::to_string(f.run) + " (" + e.point_label(f.run / e.algorithms.size()) + ", " +
-                            e.algorithms[f.run % e.algorithms.size()].label + ") failed: " + f.what);
+    rethrow_as(f.error,
+               "run " + std::to_string(f.run) + " (" + e.point_label(f.run / e.algorithms.size()) +
+                   ", " + e.algorithms[f.run % e.algorithms.size()].label + ") failed: " + f.what);
   }
   return out;
 }
@@ -341,9 +343,10 @@ ExperimentResult run_experiment(const Experiment& e, const RunnerOptions& option
                      e.algorithms[f.run % nalg].label + ") failed: " + f.what;
     csv.close();
     write_json();
-    rethrow_as(f.error, status.message + "\nthe " + std::to_string(delivered * nalg) + " runs of the " +
-                            std::to_string(delivered) + " sweep point" + (delivered == 1 ? "" : "s") +
-                            " before it are in " + csv_path + " (partial)");
+    rethrow_as(f.error, status.message + "\nthe " + std::to_string(delivered * nalg) +
+                            " runs of the " + std::to_string(delivered) + " sweep point" +
+                            (delivered == 1 ? "" : "s") + " before it are in " + csv_path +
+                            " (partial)");
   }
   csv.close();
   result.seconds = since(start);

@@ -126,9 +126,8 @@ std::vector<std::string> experiment_csv_columns(const Experiment& e) {
   std::vector<std::string> c = gpu::result_csv_columns();
   for (const char* extra : {"run", "point", "label"}) c.emplace_back(extra);
   for (const SweepAxis& a : e.axes) c.push_back("sweep." + a.key);
-  for (const char* extra :
-       {"seed", "last_rank", "predicted_straggler", "speedup", "speedup_after_last_arrival",
-        "alphabeta_shared_link"})
+  for (const char* extra : {"seed", "last_rank", "predicted_straggler", "speedup",
+                            "speedup_after_last_arrival", "alphabeta_shared_link"})
     c.emplace_back(extra);
   return c;
 }

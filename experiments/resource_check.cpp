@@ -20,12 +20,14 @@ std::string count_text(double v) {
 
 // What a finished iteration keeps (IterationSummary), and its per-rank times when asked for.
 double results_bytes(const sim::SimulationConfig& c) {
-  const double per_iteration = sizeof(sim::IterationSummary) +
-                               (c.per_rank_times ? 2.0 * sizeof(Seconds) * c.topology.gpu_count() : 0.0);
+  const double per_iteration =
+      sizeof(sim::IterationSummary) +
+      (c.per_rank_times ? 2.0 * sizeof(Seconds) * c.topology.gpu_count() : 0.0);
   return per_iteration * c.iterations;
 }
 
-// The chrome trace of one iteration: a timeline record and about 200 characters of JSON per transfer.
+// The chrome trace of one iteration: a timeline record and about 200 characters of JSON per
+// transfer.
 constexpr double kTraceBytesPerTransfer = 256;
 
 }  // namespace
@@ -42,9 +44,11 @@ std::string fewer(const std::string& algorithm) {
 
 }  // namespace
 
-alg::ScheduleSize schedule_size(const std::string& algorithm, int ranks, const alg::Options& options) {
+alg::ScheduleSize schedule_size(const std::string& algorithm, int ranks,
+                                const alg::Options& options) {
   const alg::AlgorithmInfo& info = alg::find_algorithm(algorithm);
-  if (!info.size) throw InternalError("algorithm " + info.name + " has no size bound in the registry");
+  if (!info.size)
+    throw InternalError("algorithm " + info.name + " has no size bound in the registry");
   return info.size(ranks, options);
 }
 
@@ -55,18 +59,20 @@ void check_schedule_memory(const MemoryBudget& budget, const std::string& algori
   // a string and copied once), then the verifier's symbolic state.
   const double generate = size.transfers * kScheduleBytesPerTransfer;
   const double output = size.transfers * 120;
-  const double state = verify ? alg::symbolic_state_bytes(ranks, static_cast<int>(std::min(size.chunks, 2e9))) : 0.0;
-  budget.require(generate + std::max(output, state),
-                 "the " + algorithm + " schedule for " + std::to_string(ranks) + " ranks (" +
-                     count_text(size.transfers) + " transfers" +
-                     (verify ? ", verified on " + count_text(size.chunks) + " chunks" : std::string()) + ")",
-                 fewer(algorithm));
+  const double state =
+      verify ? alg::symbolic_state_bytes(ranks, static_cast<int>(std::min(size.chunks, 2e9))) : 0.0;
+  budget.require(
+      generate + std::max(output, state),
+      "the " + algorithm + " schedule for " + std::to_string(ranks) + " ranks (" +
+          count_text(size.transfers) + " transfers" +
+          (verify ? ", verified on " + count_text(size.chunks) + " chunks" : std::string()) + ")",
+      fewer(algorithm));
 }
 
 void check_verify_memory(const MemoryBudget& budget, int ranks, int chunks) {
   budget.require(alg::symbolic_state_bytes(ranks, chunks),
-                 "verifying a schedule of " + std::to_string(ranks) + " ranks x " + std::to_string(chunks) +
-                     " chunks (a bit per rank, chunk and contributor)",
+                 "verifying a schedule of " + std::to_string(ranks) + " ranks x " +
+                     std::to_string(chunks) + " chunks (a bit per rank, chunk and contributor)",
                  "verify a schedule with fewer ranks or chunks");
 }
 
@@ -79,11 +85,12 @@ double simulation_bytes(const sim::SimulationConfig& c) {
 
 void check_simulation_memory(const MemoryBudget& budget, const sim::SimulationConfig& c) {
   const alg::ScheduleSize size = schedule_size(c.algorithm, c.topology.gpu_count(), c.options);
-  budget.require(simulation_bytes(c),
-                 "simulating " + c.algorithm + " on " + std::to_string(c.topology.gpu_count()) + " ranks (" +
-                     count_text(size.transfers) + " transfers, " + std::to_string(c.iterations) + " iterations" +
-                     (c.trace_iteration ? ", traced" : "") + ")",
-                 fewer(c.algorithm) + (c.per_rank_times ? ", fewer iterations or no --per-rank" : ""));
+  budget.require(
+      simulation_bytes(c),
+      "simulating " + c.algorithm + " on " + std::to_string(c.topology.gpu_count()) + " ranks (" +
+          count_text(size.transfers) + " transfers, " + std::to_string(c.iterations) +
+          " iterations" + (c.trace_iteration ? ", traced" : "") + ")",
+      fewer(c.algorithm) + (c.per_rank_times ? ", fewer iterations or no --per-rank" : ""));
 }
 
 void check_experiment_memory(const MemoryBudget& budget, const Experiment& e, int jobs) {
@@ -99,19 +106,22 @@ void check_experiment_memory(const MemoryBudget& budget, const Experiment& e, in
       results += results_bytes(c);
       if (bytes > largest) {
         largest = bytes;
-        largest_run = a.label + " on " + std::to_string(c.topology.gpu_count()) + " ranks, " +
-                      count_text(schedule_size(c.algorithm, c.topology.gpu_count(), c.options).transfers) +
-                      " transfers" + (e.axes.empty() ? std::string() : ", sweep point " + e.point_label(p));
+        largest_run =
+            a.label + " on " + std::to_string(c.topology.gpu_count()) + " ranks, " +
+            count_text(schedule_size(c.algorithm, c.topology.gpu_count(), c.options).transfers) +
+            " transfers" + (e.axes.empty() ? std::string() : ", sweep point " + e.point_label(p));
       }
     }
   }
   if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int parallel = std::max(1, static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(jobs), e.run_count())));
-  budget.require(parallel * largest + results,
-                 "simulating " + std::to_string(e.run_count()) + " run" + (e.run_count() == 1 ? "" : "s") + " of " +
-                     std::to_string(e.iterations) + " iterations on " + std::to_string(parallel) + " thread" +
-                     (parallel == 1 ? "" : "s") + " (the largest: " + largest_run + ")",
-                 "use fewer ranks, algorithms with fewer transfers, fewer --jobs or fewer iterations");
+  const int parallel = std::max(
+      1, static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(jobs), e.run_count())));
+  budget.require(
+      parallel * largest + results,
+      "simulating " + std::to_string(e.run_count()) + " run" + (e.run_count() == 1 ? "" : "s") +
+          " of " + std::to_string(e.iterations) + " iterations on " + std::to_string(parallel) +
+          " thread" + (parallel == 1 ? "" : "s") + " (the largest: " + largest_run + ")",
+      "use fewer ranks, algorithms with fewer transfers, fewer --jobs or fewer iterations");
 }
 
 }  // namespace ssim::exp

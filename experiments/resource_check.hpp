@@ -24,7 +24,8 @@ inline constexpr double kScheduleBytesPerTransfer = 40;
 inline constexpr double kExecutorBytesPerTransfer = 32;
 
 // The algorithm's size bounds for `ranks` (InputError for an unknown name or bad option).
-alg::ScheduleSize schedule_size(const std::string& algorithm, int ranks, const alg::Options& options);
+alg::ScheduleSize schedule_size(const std::string& algorithm, int ranks,
+                                const alg::Options& options);
 
 // `schedule`: generating (and verifying) the schedule, and its text or JSON output.
 void check_schedule_memory(const MemoryBudget& budget, const std::string& algorithm, int ranks,

@@ -296,8 +296,10 @@ Calibration calibrate_sweep(const std::vector<Record>& records, std::string_view
   constexpr std::size_t kAbsent = static_cast<std::size_t>(-1);
   const std::size_t class_at = index.count("link_class") ? index.at("link_class") : kAbsent;
   const std::size_t kind_at = index.count("kind") ? index.at("kind") : kAbsent;
-  if (options.link_class && class_at == kAbsent) {  // else every row would be fitted under that name
-    throw InputError(std::string(name) + ": --link-class " + *options.link_class + ": the sweep has no link_class column");
+  // Without the column every row would be fitted under the --link-class name.
+  if (options.link_class && class_at == kAbsent) {
+    throw InputError(std::string(name) + ": --link-class " + *options.link_class +
+                     ": the sweep has no link_class column");
   }
 
   Calibration c;

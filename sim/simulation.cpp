@@ -15,8 +15,8 @@ constexpr int kArrivalBlock = 64;
 }  // namespace
 
 std::string SharedLink::describe() const {
-  return "round " + std::to_string(round) + ": link " + link_name + " carries " + std::to_string(transfers) +
-         " transfers with different senders and receivers";
+  return "round " + std::to_string(round) + ": link " + link_name + " carries " +
+         std::to_string(transfers) + " transfers with different senders and receivers";
 }
 
 std::optional<SharedLink> find_shared_link(const alg::Schedule& schedule, RouteCache& routes) {
@@ -45,14 +45,16 @@ std::optional<SharedLink> find_shared_link(const alg::Schedule& schedule, RouteC
         if (!u.same_src && !u.same_dst && !found) {
           const topo::Link& link = routes.topology().link(l);
           found = SharedLink{round, l,
-                             routes.topology().node(link.from).name + " -> " + routes.topology().node(link.to).name,
+                             routes.topology().node(link.from).name + " -> " +
+                                 routes.topology().node(link.to).name,
                              0};
         }
       }
     }
   }
   if (found) {  // how many of the round's transfers use the link
-    for (const alg::Transfer& t : schedule.rounds[static_cast<std::size_t>(found->round)].transfers) {
+    for (const alg::Transfer& t :
+         schedule.rounds[static_cast<std::size_t>(found->round)].transfers) {
       const auto links = routes.links(routes.route(routes.find(t.src, t.dst)));
       if (std::find(links.begin(), links.end(), found->link) != links.end()) ++found->transfers;
     }
@@ -102,10 +104,12 @@ SimulationResult run_simulation(const SimulationConfig& config) {
       const bool traced = config.trace_iteration == a.iteration;
       options.record_timeline = traced;
       IterationResult r = executor.run(a.arrival, options);
-      if (!std::isfinite(r.completion.value) || !std::isfinite(sum_completion + r.completion.value)) {
-        throw InputError("iteration " + std::to_string(a.iteration) +
-                         ": the simulated time overflows (infinite): a bandwidth, latency, delay or size is "
-                         "outside any physical range (e.g. a bandwidth of 1e-300B/s)");
+      if (!std::isfinite(r.completion.value) ||
+          !std::isfinite(sum_completion + r.completion.value)) {
+        throw InputError(
+            "iteration " + std::to_string(a.iteration) +
+            ": the simulated time overflows (infinite): a bandwidth, latency, delay or size is "
+            "outside any physical range (e.g. a bandwidth of 1e-300B/s)");
       }
       out.iterations.push_back(IterationSummary{a.iteration, r.completion, r.after_last_arrival,
                                                 r.algbw, r.busbw, a.last_rank,

@@ -76,9 +76,9 @@ struct IterationSummary {
 // the flow model shares the link max-min fairly.
 struct SharedLink {
   int round = 0;
-  int link = 0;           // topology link id
-  std::string link_name;  // "from -> to" by vertex names
-  int transfers = 0;      // transfers of that round on the link
+  int link = 0;                  // topology link id
+  std::string link_name;         // "from -> to" by vertex names
+  int transfers = 0;             // transfers of that round on the link
   std::string describe() const;  // "round 3: link gpu0 -> sw0 carries 2 transfers ..."
 };
 

@@ -11,25 +11,29 @@ namespace {
 
 std::string subcommand_list(const CLI::App& app) {
   std::string list;
-  for (const CLI::App* sub : app.get_subcommands({})) list += (list.empty() ? "" : ", ") + sub->get_name();
+  for (const CLI::App* sub : app.get_subcommands({}))
+    list += (list.empty() ? "" : ", ") + sub->get_name();
   return list;
 }
 
 // CLI11 reports both an unknown first word and an unknown top-level option as "A subcommand is
 // required"; name what is wrong instead.
 void check_first_argument(const CLI::App& app, int argc, char** argv) {
-  if (argc < 2) throw ssim::UsageError("a subcommand is required (one of: " + subcommand_list(app) + ")");
+  if (argc < 2)
+    throw ssim::UsageError("a subcommand is required (one of: " + subcommand_list(app) + ")");
   const std::string_view first = argv[1];
   if (first == "-h" || first == "--help" || first == "--help-all" || first == "--version") return;
   if (!first.empty() && first[0] == '-') {
-    throw ssim::UsageError("unknown option '" + std::string(first) +
-                           "' (before the subcommand only --help and --version are accepted; subcommands: " +
-                           subcommand_list(app) + ")");
+    throw ssim::UsageError(
+        "unknown option '" + std::string(first) +
+        "' (before the subcommand only --help and --version are accepted; subcommands: " +
+        subcommand_list(app) + ")");
   }
   for (const CLI::App* sub : app.get_subcommands({})) {
     if (sub->check_name(std::string(first))) return;
   }
-  throw ssim::UsageError("unknown subcommand '" + std::string(first) + "' (one of: " + subcommand_list(app) + ")");
+  throw ssim::UsageError("unknown subcommand '" + std::string(first) +
+                         "' (one of: " + subcommand_list(app) + ")");
 }
 
 }  // namespace
@@ -47,10 +51,12 @@ int main(int argc, char** argv) {
     check_first_argument(app, argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help, --version
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
+      return app.exit(e);  // --help, --version
     const std::vector<CLI::App*> parsed = app.get_subcommands();
     std::cerr << "stragglesim: error: " << e.what() << "\nRun 'stragglesim "
-              << (parsed.empty() ? std::string("--help'") : parsed.front()->get_name() + " --help'") << " for usage.\n";
+              << (parsed.empty() ? std::string("--help'") : parsed.front()->get_name() + " --help'")
+              << " for usage.\n";
     return ssim::kExitUsage;
   } catch (...) {
     return ssim::report_exception("stragglesim", std::cerr);

@@ -22,7 +22,8 @@ void check(const AlgorithmInfo& info, int n, const Options& o) {
 TEST(SizeBound, HoldsForEveryAlgorithmAndRankCount) {
   for (const AlgorithmInfo& info : algorithms()) {
     ASSERT_TRUE(info.size) << info.name << " has no size bound";
-    for (int n : {2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 127, 128, 129, 255, 256, 257}) {
+    for (int n : {2,  3,  4,  5,  6,  7,   8,   9,   12,  15,  16,  17, 31,
+                  32, 33, 63, 64, 65, 100, 127, 128, 129, 255, 256, 257}) {
       if (!info.supports_ranks(n)) continue;
       if (info.name == "tree" || info.name == "dbtree") {
         for (int seg : {2, 4, 16, 64}) check(info, n, Options({{"segments", std::to_string(seg)}}));

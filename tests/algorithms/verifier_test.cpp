@@ -194,12 +194,14 @@ namespace {
 // Issue 15: 2^24 ranks x 2^22 chunks (both within the schedule reader's limits) made
 // ranks * chunks * words wrap to 0 and the first write crash. The product is checked first.
 TEST(Verifier, StateTooLargeToHoldIsAResourceErrorNotAWrap) {
-  EXPECT_DOUBLE_EQ(symbolic_state_bytes(16777216, 4194304), 16777216.0 * 4194304.0 * 262144.0 * 8.0);
+  EXPECT_DOUBLE_EQ(symbolic_state_bytes(16777216, 4194304),
+                   16777216.0 * 4194304.0 * 262144.0 * 8.0);
   try {
     SymbolicState state(Collective::allreduce, 16777216, 4194304);
     FAIL() << "expected a ResourceError";
   } catch (const ResourceError& e) {
-    EXPECT_NE(std::string(e.what()).find("verifying 16777216 ranks x 4194304 chunks needs"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("verifying 16777216 ranks x 4194304 chunks needs"),
+              std::string::npos)
         << e.what();
   }
   const SymbolicState small(Collective::allreduce, 4, 4);

@@ -22,7 +22,8 @@ std::pair<int, std::string> report(const E& error) {
 }
 
 TEST(ErrorPolicy, OneExitCodePerClassAndOnePrefix) {
-  EXPECT_EQ(report(InputError("f.yaml:1:2: key: bad")), std::make_pair(1, std::string("prog: error: f.yaml:1:2: key: bad\n")));
+  EXPECT_EQ(report(InputError("f.yaml:1:2: key: bad")),
+            std::make_pair(1, std::string("prog: error: f.yaml:1:2: key: bad\n")));
   EXPECT_EQ(report(UsageError("unknown subcommand 'x'")).first, kExitUsage);
   EXPECT_EQ(report(ResourceError("would need 1TiB")).first, kExitResource);
   EXPECT_EQ(report(std::bad_alloc()).first, kExitResource);
@@ -47,7 +48,8 @@ TEST(ErrorPolicy, InternalErrorsSayTheyAreBugsAndAskForAReport) {
   EXPECT_NE(err.str().find("please report it"), std::string::npos) << err.str();
   const auto other = report(std::out_of_range("vector::at"));
   EXPECT_EQ(other.first, kExitInternal);
-  EXPECT_NE(other.second.find("prog: error: internal error: unexpected exception: vector::at"), std::string::npos);
+  EXPECT_NE(other.second.find("prog: error: internal error: unexpected exception: vector::at"),
+            std::string::npos);
   EXPECT_NE(other.second.find("please report it"), std::string::npos);
 }
 

@@ -16,7 +16,8 @@ TEST(MemoryBudget, FlagAndDefault) {
   EXPECT_THROW(MemoryBudget::from_flag("0B"), InputError);
   const MemoryBudget d = MemoryBudget::from_flag("");
   if (physical_memory_bytes() > 0) {
-    EXPECT_EQ(d.bytes(), static_cast<std::uint64_t>(static_cast<double>(physical_memory_bytes()) * kDefaultMemoryFraction));
+    EXPECT_EQ(d.bytes(), static_cast<std::uint64_t>(static_cast<double>(physical_memory_bytes()) *
+                                                    kDefaultMemoryFraction));
   }
 }
 
@@ -28,8 +29,10 @@ TEST(MemoryBudget, RefusalNamesTheNeedTheBudgetAndTheChange) {
     FAIL();
   } catch (const ResourceError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "the ring schedule would need about 3TiB of memory, more than the budget of 1GiB (--max-memory 1GiB); "
-              "use fewer ranks, or raise the budget with --max-memory SIZE if the machine has the memory");
+              "the ring schedule would need about 3TiB of memory, more than the budget of 1GiB "
+              "(--max-memory 1GiB); "
+              "use fewer ranks, or raise the budget with --max-memory SIZE if the machine has the "
+              "memory");
   }
   EXPECT_EQ(format_memory(1e40), "9.09e+27TiB");  // no overflow, no 30-digit number
 }
@@ -38,7 +41,8 @@ TEST(Units, ConfigSizesNeedAUnit) {
   EXPECT_EQ(parse_bytes_with_unit("1GiB").value, std::uint64_t{1} << 30);
   EXPECT_EQ(parse_bytes_with_unit("0").value, 0u);
   EXPECT_THROW(parse_bytes_with_unit("1073741824"), InputError);
-  EXPECT_EQ(parse_bytes("1073741824").value, std::uint64_t{1} << 30);  // nccl-tests style flags keep bare numbers
+  EXPECT_EQ(parse_bytes("1073741824").value,
+            std::uint64_t{1} << 30);  // nccl-tests style flags keep bare numbers
 }
 
 TEST(Units, HugeAndInfiniteTimesFormatShort) {

@@ -47,7 +47,8 @@ TEST(SharedLink, DifferentSendersAndReceiversOnOneLinkAreFound) {
   EXPECT_EQ(found->round, 1);
   EXPECT_EQ(found->link_name, "gpu1 -> gpu2");
   EXPECT_EQ(found->transfers, 2);
-  EXPECT_EQ(found->describe(), "round 1: link gpu1 -> gpu2 carries 2 transfers with different senders and receivers");
+  EXPECT_EQ(found->describe(),
+            "round 1: link gpu1 -> gpu2 carries 2 transfers with different senders and receivers");
 }
 
 TEST(SharedLink, RingOnARingIsCleanRhdIsNot) {
@@ -55,8 +56,10 @@ TEST(SharedLink, RingOnARingIsCleanRhdIsNot) {
   EXPECT_FALSE(shared(alg::generate("ring", 8, {}), t));
   EXPECT_TRUE(shared(alg::generate("rhd", 8, {}), t));
   // A switch gives every GPU its own up and down link: only ports are shared.
-  const topo::Topology sw = topo::make_switch({.ranks = 8, .bandwidth = BytesPerSecond{1e11}, .latency = Seconds{1e-6}});
-  for (const alg::AlgorithmInfo& info : alg::algorithms()) EXPECT_FALSE(shared(alg::generate(info.name, 8, {}), sw)) << info.name;
+  const topo::Topology sw =
+      topo::make_switch({.ranks = 8, .bandwidth = BytesPerSecond{1e11}, .latency = Seconds{1e-6}});
+  for (const alg::AlgorithmInfo& info : alg::algorithms())
+    EXPECT_FALSE(shared(alg::generate(info.name, 8, {}), sw)) << info.name;
 }
 
 }  // namespace
