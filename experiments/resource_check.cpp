@@ -89,7 +89,7 @@ void check_simulation_memory(const MemoryBudget& budget, const sim::SimulationCo
       simulation_bytes(c),
       "simulating " + c.algorithm + " on " + std::to_string(c.topology.gpu_count()) + " ranks (" +
           count_text(size.transfers) + " transfers, " + std::to_string(c.iterations) +
-          " iterations" + (c.trace_iteration ? ", traced" : "") + ")",
+          (c.iterations == 1 ? " iteration" : " iterations") + (c.trace_iteration ? ", traced" : "") + ")",
       fewer(c.algorithm) + (c.per_rank_times ? ", fewer iterations or no --per-rank" : ""));
 }
 
@@ -119,7 +119,7 @@ void check_experiment_memory(const MemoryBudget& budget, const Experiment& e, in
   budget.require(
       parallel * largest + results,
       "simulating " + std::to_string(e.run_count()) + " run" + (e.run_count() == 1 ? "" : "s") +
-          " of " + std::to_string(e.iterations) + " iterations on " + std::to_string(parallel) +
+          " of " + std::to_string(e.iterations) + (e.iterations == 1 ? " iteration on " : " iterations on ") + std::to_string(parallel) +
           " thread" + (parallel == 1 ? "" : "s") + " (the largest: " + largest_run + ")",
       "use fewer ranks, algorithms with fewer transfers, fewer --jobs or fewer iterations");
 }
