@@ -157,6 +157,7 @@ void run_advise(const AdviseArgs& a) {
   const ConfigReader reader = ConfigReader::from_string(advise_document(a), "stragglesim advise");
   const Experiment e = load_experiment(reader);
   check_experiment_memory(MemoryBudget::from_flag(a.max_memory), e, a.jobs);
+  if (const std::string note = experiment_time_note(e, a.jobs); !note.empty()) std::cerr << "stragglesim: note: " << note << "\n";
   const ExperimentRuns runs = run_experiment_in_memory(e, a.jobs);
   if (const std::string w = shared_link_warning(e, runs.summaries); !w.empty())
     std::cerr << "stragglesim: warning: " << w << "\n";

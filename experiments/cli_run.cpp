@@ -93,6 +93,7 @@ void run_run(const RunArgs& a) {
     return;
   }
   check_experiment_memory(MemoryBudget::from_flag(a.max_memory), e, a.jobs);
+  if (const std::string note = experiment_time_note(e, a.jobs); !note.empty()) std::cerr << "stragglesim: note: " << note << "\n";
   RunnerOptions o;
   o.jobs = a.jobs;
   o.progress = a.quiet ? Progress::none : Progress::automatic;

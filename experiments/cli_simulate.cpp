@@ -139,6 +139,7 @@ void run_simulate(const SimulateArgs& a) {
     c.trace_iteration = a.trace_iteration;
   }
   check_simulation_memory(MemoryBudget::from_flag(a.max_memory), c);
+  if (const std::string note = simulation_time_note(c); !note.empty()) std::cerr << "stragglesim: note: " << note << "\n";
   sim::SimulationResult r;
   try {
     r = sim::run_simulation(c);

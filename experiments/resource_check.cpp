@@ -93,6 +93,44 @@ void check_simulation_memory(const MemoryBudget& budget, const sim::SimulationCo
       fewer(c.algorithm) + (c.per_rank_times ? ", fewer iterations or no --per-rank" : ""));
 }
 
+namespace {
+
+double simulation_seconds(const sim::SimulationConfig& c) {
+  const double per_transfer =
+      c.network == sim::NetworkKind::flow ? kFlowSecondsPerTransfer : kAlphabetaSecondsPerTransfer;
+  return schedule_size(c.algorithm, c.topology.gpu_count(), c.options).transfers * c.iterations * per_transfer;
+}
+
+std::string time_note(double seconds, const std::string& what) {
+  if (seconds < 60) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, seconds < 3600 ? "%.0f minutes" : "%.1f hours",
+                seconds < 3600 ? seconds / 60 : seconds / 3600);
+  return what + " may take about " + buf + " (an estimate from the transfers and iterations; Ctrl-C stops it)";
+}
+
+}  // namespace
+
+std::string simulation_time_note(const sim::SimulationConfig& c) {
+  return time_note(simulation_seconds(c), "this simulation");
+}
+
+std::string experiment_time_note(const Experiment& e, int jobs) {
+  if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  double total = 0, longest = 0;
+  for (const SweepPoint& p : e.points) {
+    for (const ExperimentAlgorithm& a : e.algorithms) {
+      sim::SimulationConfig c = p.config;
+      c.algorithm = a.name;
+      c.options = a.options;
+      const double s = simulation_seconds(c);
+      total += s;
+      longest = std::max(longest, s);
+    }
+  }
+  return time_note(std::max(longest, total / jobs), "the " + std::to_string(e.run_count()) + " runs");
+}
+
 void check_experiment_memory(const MemoryBudget& budget, const Experiment& e, int jobs) {
   // `jobs` simulations run at once; the largest bounds each. Every run's results are kept.
   double largest = 0, results = 0;
