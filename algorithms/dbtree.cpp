@@ -72,6 +72,13 @@ AlgorithmInfo dbtree_info() {
                 o.get_int("segments", kTreeDefaultSegments, kDbtreeMinSegments, kTreeMaxSegments),
                 p);
           },
+      // Two trees, each moving its `segments` chunks up and back down every tree edge.
+      .size =
+          [](int n, const Options& o) {
+            const double s =
+                o.get_int("segments", kTreeDefaultSegments, kDbtreeMinSegments, kTreeMaxSegments);
+            return ScheduleSize{2 * s, 2 * (2 * s + 2 * size_log2(n) + 2), 4 * s * n};
+          },
   };
 }
 

@@ -62,6 +62,11 @@ AlgorithmInfo direct_info() {
       .generate = make_direct,
       .cost = [](int n, double bytes, const CostParams& p,
                  const Options&) { return direct_cost(n, bytes, p); },
+      .size =
+          [](int n, const Options&) {
+            const double r = n, lg = size_log2(n);
+            return ScheduleSize{r, 2 * r + lg + 2, 2 * r * r + r * (lg + 2)};
+          },
       .straggler_aware = true,
   };
 }

@@ -51,6 +51,11 @@ AlgorithmInfo direct_rs_ag_info() {
       .generate = make_direct_rs_ag,
       .cost = [](int n, double bytes, const CostParams& p,
                  const Options&) { return direct_rs_ag_cost(n, bytes, p); },
+      .size =
+          [](int n, const Options&) {
+            const double r = n;
+            return ScheduleSize{r, 2, 2 * r * (r - 1)};
+          },
   };
 }
 

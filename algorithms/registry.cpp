@@ -1,6 +1,7 @@
 #include "algorithms/registry.hpp"
 
 #include <charconv>
+#include <cmath>
 
 #include "algorithms/generators.hpp"
 #include "common/error.hpp"
@@ -27,6 +28,8 @@ std::string Options::get_string(std::string_view key, std::string fallback) cons
   auto it = values_.find(std::string(key));
   return it == values_.end() ? fallback : it->second;
 }
+
+double size_log2(int n) { return n <= 1 ? 0.0 : std::ceil(std::log2(static_cast<double>(n))); }
 
 const std::vector<AlgorithmInfo>& algorithms() {
   static const std::vector<AlgorithmInfo> registry = {

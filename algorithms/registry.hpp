@@ -43,6 +43,14 @@ struct OptionSpec {
   std::string default_value;  // as text, e.g. "n-1" or "4"
 };
 
+// Upper bounds on the size of a schedule, known before generating it, so that a caller can
+// refuse one that would not fit in memory (doubles: nothing overflows).
+struct ScheduleSize {
+  double chunks = 0;
+  double rounds = 0;
+  double transfers = 0;
+};
+
 struct AlgorithmInfo {
   std::string name;
   std::string description;
@@ -53,6 +61,9 @@ struct AlgorithmInfo {
   // Closed form of the generated schedule's time when every rank arrives at t = 0 and
   // nothing is shared (cost_model.hpp): cost(ranks, bytes, params, options) in seconds.
   std::function<double(int, double, const CostParams&, const Options&)> cost;
+  // size(ranks, options): upper bounds of the schedule generate() would return (within a small
+  // factor; registry_test checks both directions).
+  std::function<ScheduleSize(int, const Options&)> size;
   bool straggler_aware = false;  // takes the `straggler` option
 };
 
@@ -61,5 +72,7 @@ const std::vector<AlgorithmInfo>& algorithms();
 const AlgorithmInfo& find_algorithm(std::string_view name);
 // Validates ranks and option names, generates, and records the options in the metadata.
 Schedule generate(std::string_view name, int ranks, const Options& options);
+// ceil(log2 n) as a double, for the size bounds.
+double size_log2(int n);
 
 }  // namespace ssim::alg

@@ -62,7 +62,13 @@ AlgorithmInfo ring_info() {
       .supports_ranks = [](int n) { return n >= 2; },
       .options = {},
       .generate = make_ring,
-      .cost = [](int n, double bytes, const CostParams& p, const Options&) { return ring_cost(n, bytes, p); },
+      .cost = [](int n, double bytes, const CostParams& p,
+                 const Options&) { return ring_cost(n, bytes, p); },
+      .size =
+          [](int n, const Options&) {
+            const double r = n;
+            return ScheduleSize{r, 2 * (r - 1), 2 * r * (r - 1)};
+          },
   };
 }
 

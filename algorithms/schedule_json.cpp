@@ -1,7 +1,10 @@
 #include "algorithms/schedule_json.hpp"
 
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 #include <sstream>
+#include <vector>
 
 #include "common/error.hpp"
 
@@ -37,6 +40,62 @@ std::string position_of(std::string_view text, std::size_t byte) {
   }
   return "line " + std::to_string(line) + ", column " + std::to_string(column);
 }
+
+// nlohmann keeps the last of two equal keys without a word; a schedule with two "src" in one
+// transfer is an error. Parser callback that records the key path of the first duplicate.
+class DuplicateKeys {
+ public:
+  bool operator()(int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    switch (event) {
+      case E::object_start:
+      case E::array_start:
+        count_element();
+        frames_.push_back(Frame{event == E::object_start, {}, {}, -1});
+        break;
+      case E::object_end:
+      case E::array_end:
+        if (!frames_.empty()) frames_.pop_back();
+        break;
+      case E::key:
+        if (!frames_.empty() && parsed.is_string()) {
+          Frame& f = frames_.back();
+          f.key = parsed.get<std::string>();
+          if (!f.keys.insert(f.key).second && !first_) first_ = path();
+        }
+        break;
+      case E::value:
+        count_element();
+        break;
+    }
+    return true;
+  }
+  const std::optional<std::string>& first() const { return first_; }
+
+ private:
+  struct Frame {
+    bool object;
+    std::set<std::string> keys;
+    std::string key;
+    long long index;
+  };
+  void count_element() {
+    if (!frames_.empty() && !frames_.back().object) ++frames_.back().index;
+  }
+  std::string path() const {
+    std::string p;
+    for (const Frame& f : frames_) {
+      if (f.object) {
+        p += (p.empty() ? "" : ".") + f.key;
+      } else {
+        p += "[" + std::to_string(f.index) + "]";
+      }
+    }
+    return p;
+  }
+  std::vector<Frame> frames_;
+  std::optional<std::string> first_;
+};
 
 class Reader {
  public:
@@ -112,16 +171,27 @@ std::string schedule_to_json(const Schedule& schedule) {
 
 Schedule read_schedule_json(std::string_view text, std::string_view source_name) {
   json doc;
+  DuplicateKeys duplicates;
   try {
-    doc = json::parse(text.begin(), text.end());
+    doc = json::parse(text.begin(), text.end(),
+                      [&duplicates](int depth, json::parse_event_t event, json& parsed) {
+                        return duplicates(depth, event, parsed);
+                      });
   } catch (const json::parse_error& e) {
     std::string what = e.what();
     // nlohmann's message starts with "[json.exception.parse_error.101] parse error at line L, column C: ..."
     const auto colon = what.find(": ");
     throw InputError(std::string(source_name) + ": " + position_of(text, e.byte > 0 ? e.byte - 1 : 0) +
                      ": malformed JSON: " + (colon == std::string::npos ? what : what.substr(colon + 2)));
+  } catch (const json::exception& e) {  // e.g. out_of_range 406: a number beyond double, 1e400
+    const std::string what = e.what();
+    const auto bracket = what.find("] ");
+    throw InputError(std::string(source_name) + ": malformed JSON: " +
+                     (bracket == std::string::npos ? what : what.substr(bracket + 2)));
   }
   Reader in(source_name);
+  if (duplicates.first())
+    in.fail(*duplicates.first(), "duplicate key (a key may appear once per object)");
   if (!doc.is_object()) in.fail("(top level)", "expected an object, got " + std::string(doc.type_name()));
   in.only_keys(doc, "(top level)", {"collective", "algorithm", "ranks", "chunks", "straggler", "options", "rounds"});
 

@@ -801,6 +801,13 @@ AlgorithmInfo stragglar_info() {
       .generate = make_stragglar,
       .cost = [](int n, double bytes, const CostParams& p,
                  const Options&) { return stragglar_worst_cost(n, bytes, p); },
+      // Phase 1: n-2 ring rounds among n-1 ranks; then at most n-2+ceil(log2 n)+1 rounds in
+      // which every rank sends at most once.
+      .size =
+          [](int n, const Options&) {
+            const double r = n, lg = size_log2(n);
+            return ScheduleSize{r, 2 * r + lg, (r - 1) * (r - 2) + r * (r + lg)};
+          },
       .straggler_aware = true,
   };
 }

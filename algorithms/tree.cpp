@@ -87,6 +87,12 @@ AlgorithmInfo tree_info() {
             return tree_cost(n, bytes,
                              o.get_int("segments", kTreeDefaultSegments, 1, kTreeMaxSegments), p);
           },
+      // Every non-root rank sends each segment up once and receives it back once.
+      .size =
+          [](int n, const Options& o) {
+            const double s = o.get_int("segments", kTreeDefaultSegments, 1, kTreeMaxSegments);
+            return ScheduleSize{s, 4 * (s + 2 * size_log2(n) + 2), 2 * s * n};
+          },
   };
 }
 

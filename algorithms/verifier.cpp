@@ -41,17 +41,21 @@ int chunk_owner(int chunk, int ranks, int chunks) {
   return static_cast<int>(static_cast<std::int64_t>(chunk) * ranks / chunks);
 }
 
+double symbolic_state_bytes(int ranks, int chunks) {
+  return static_cast<double>(ranks) * static_cast<double>(chunks) * 8.0;
+}
+
 SymbolicState::SymbolicState(Collective collective, int ranks, int chunks) : ranks_(ranks), chunks_(chunks) {
   SSIM_CHECK(ranks > 0 && chunks > 0, "symbolic state needs ranks and chunks");
-  // ranks * chunks fits in 62 bits; refuse what could never be allocated before trying.
-  const std::uint64_t cells = static_cast<std::uint64_t>(ranks) * static_cast<std::uint64_t>(chunks);
-  constexpr std::uint64_t kMaxCells = std::uint64_t{1} << 37;  // 1 TiB of 8-byte cells
-  if (cells > kMaxCells) {
-    throw InputError("verifying " + std::to_string(ranks) + " ranks x " + std::to_string(chunks) +
-                     " chunks needs " + std::to_string(cells) + " (rank, chunk) states of 8 bytes (" +
-                     std::to_string(cells >> 27) + " GiB): fewer ranks or chunks");
+  // Checked in doubles before anything is allocated: the schedule reader accepts 2^24 ranks and
+  // 2^22 chunks, whose product of cells would not fit a machine.
+  if (const double bytes = symbolic_state_bytes(ranks, chunks); bytes > kMaxSymbolicStateBytes) {
+    std::ostringstream os;
+    os << "verifying " << ranks << " ranks x " << chunks << " chunks needs " << bytes / 0x1p40
+       << " TiB of symbolic state (8 bytes per rank and chunk); use fewer ranks or chunks";
+    throw ResourceError(os.str());
   }
-  cells_.resize(static_cast<std::size_t>(cells));
+  cells_.resize(static_cast<std::size_t>(ranks) * static_cast<std::size_t>(chunks));
   for (int r = 0; r < ranks; ++r) {
     for (int c = 0; c < chunks; ++c) {
       if (collective == Collective::allgather) {
@@ -163,7 +167,9 @@ std::optional<VerifyError> SymbolicState::apply(const Round& round, int round_in
     const Transfer& t = round.transfers[i];
     const int ti = static_cast<int>(i);
     auto fail = [&](const std::string& what) {
-      return VerifyError{round_index, ti, "(" + describe(t) + ") " + what};
+      std::string message = "(";  // appended: GCC 12 warns (-Wrestrict) on "(" + std::string&&
+      message.append(describe(t)).append(") ").append(what);
+      return VerifyError{round_index, ti, message};
     };
     if (t.src < 0 || t.src >= ranks_) return fail("source rank out of range [0, " + std::to_string(ranks_) + ")");
     if (t.dst < 0 || t.dst >= ranks_) return fail("destination rank out of range [0, " + std::to_string(ranks_) + ")");

@@ -52,6 +52,13 @@ struct VerifyResult {
 // The owner of chunk c for reduce_scatter / allgather: c * ranks / chunks.
 int chunk_owner(int chunk, int ranks, int chunks);
 
+// Bytes of the symbolic state for `ranks` and `chunks` (8 bytes per rank and chunk; pooled sets
+// of non-run contributor sets come on top), as a double: large inputs do not wrap.
+// SymbolicState throws ResourceError beyond kMaxSymbolicStateBytes; callers with a memory budget
+// check this first.
+double symbolic_state_bytes(int ranks, int chunks);
+inline constexpr double kMaxSymbolicStateBytes = 0x1p46;  // 64 TiB: no machine verifies more
+
 // The contribution sets of every (rank, chunk), kept compact: a set that is one cyclic run of
 // ranks (k, k+1, ..., k+len-1 mod ranks: what ring, halving-doubling, direct and StragglAR build)
 // is stored in the cell itself; any other set is an immutable sorted list of rank intervals in a

@@ -296,6 +296,11 @@ Calibration calibrate_sweep(const std::vector<Record>& records, std::string_view
   constexpr std::size_t kAbsent = static_cast<std::size_t>(-1);
   const std::size_t class_at = index.count("link_class") ? index.at("link_class") : kAbsent;
   const std::size_t kind_at = index.count("kind") ? index.at("kind") : kAbsent;
+  // Without the column every row would be fitted under the --link-class name.
+  if (options.link_class && class_at == kAbsent) {
+    throw InputError(std::string(name) + ": --link-class " + *options.link_class +
+                     ": the sweep has no link_class column");
+  }
 
   Calibration c;
   c.input = CalibrationInput::sweep;
@@ -316,6 +321,8 @@ Calibration calibrate_sweep(const std::vector<Record>& records, std::string_view
     const auto seconds = to_double(seconds_text);
     if (!seconds || *seconds <= 0)
       bad_value(name, rec.line, "seconds", seconds_text, "a time in seconds > 0");
+    if (*seconds < 1e-12)  // below 1 ps (denormals too) is no measured time, and breaks the fit
+      bad_value(name, rec.line, "seconds", seconds_text, "a time in seconds >= 1e-12 (1 ps)");
     bool is_reduce = false;
     if (kind_at != kAbsent) {
       const std::string kind = trim(rec.fields[kind_at]);

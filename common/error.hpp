@@ -1,15 +1,23 @@
-// Error types shared by every layer.
+// Error types shared by every layer, and the one error policy of the command-line programs.
 //
-//   InputError  - the user gave us something wrong (CLI flag, YAML field, schedule file, unit).
-//                 Thrown anywhere, caught once in main(): one clear message, non-zero exit.
-//   SSIM_CHECK  - an internal invariant; always on (not assert), reports file:line.
+//   InputError    - the user gave us something wrong (YAML field, schedule file, unit, file).
+//   UsageError    - the command line itself is wrong (unknown subcommand, conflicting flags).
+//   ResourceError - the input is valid but would need more memory (or time) than allowed.
+//   SSIM_CHECK    - an internal invariant; always on (not assert), reports file:line;
+//                   throws InternalError (a bug in stragglesim, never the user's fault).
+//
+// Every error is thrown where it is found and caught once in main(), which calls
+// report_exception(): one message "PROGRAM: error: ..." on stderr and the exit code of its class.
 //
 //   if (ranks < 2) throw ssim::InputError("--ranks must be >= 2, got " + std::to_string(ranks));
 //   SSIM_CHECK(queue.empty(), "events left after the run");
+//   try { ... } catch (...) { return ssim::report_exception("stragglesim", std::cerr); }
 #pragma once
 
+#include <ostream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace ssim {
 
@@ -18,10 +26,35 @@ class InputError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class ResourceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class InternalError : public std::logic_error {
  public:
   using std::logic_error::logic_error;
 };
+
+// One exit code per class of error (README, "Errors and exit codes").
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitInput = 1,     // bad input: a file, a config value, a unit
+  kExitUsage = 2,     // bad command line
+  kExitResource = 3,  // over the memory budget, or out of memory
+  kExitInternal = 4,  // a bug: a broken invariant or an exception nobody expected
+};
+
+// Call inside a catch block (or with std::current_exception() set): writes one message
+// "PROGRAM: error: ..." to `err` and returns the exit code of the exception's class.
+// Anything that is not one of the classes above is reported as an internal error that asks
+// for a bug report.
+int report_exception(std::string_view program, std::ostream& err);
 
 [[noreturn]] void check_failed(const char* file, int line, const char* expr, const std::string& what);
 

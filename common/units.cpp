@@ -128,6 +128,15 @@ Bytes parse_bytes(std::string_view text) {
   return Bytes{static_cast<std::uint64_t>(whole)};
 }
 
+Bytes parse_bytes_with_unit(std::string_view text) {
+  const Bytes b = parse_bytes(text);
+  if (b.value != 0 && split_number(text, "size", kByteUnits).second.empty()) {
+    throw InputError("invalid size '" + std::string(text) + "': a unit is required (" + kByteUnits +
+                     ")");
+  }
+  return b;
+}
+
 BytesPerSecond parse_bandwidth(std::string_view text) {
   auto [value, unit] = split_number(text, "bandwidth", kBandwidthUnits);
   if (unit.empty()) {
@@ -158,7 +167,10 @@ std::string format_time(Seconds t) {
   char buf[64];
   double v = t.value;
   if (v == 0) return "0s";
-  if (std::fabs(v) >= 1) std::snprintf(buf, sizeof buf, "%.3fs", v);
+  if (!std::isfinite(v)) return v != v ? "nan" : (v > 0 ? "inf" : "-inf");
+  // From 1e6 s on, exponent form: a fixed-point 1e299 would be 300 digits.
+  if (std::fabs(v) >= 1e6) std::snprintf(buf, sizeof buf, "%.3es", v);
+  else if (std::fabs(v) >= 1) std::snprintf(buf, sizeof buf, "%.3fs", v);
   else if (std::fabs(v) >= 1e-3) std::snprintf(buf, sizeof buf, "%.3fms", v * 1e3);
   else if (std::fabs(v) >= 1e-6) std::snprintf(buf, sizeof buf, "%.3fus", v * 1e6);
   else std::snprintf(buf, sizeof buf, "%.3fns", v * 1e9);

@@ -41,6 +41,8 @@ Seconds parse_time(std::string_view text);
 // "64MiB", "1GiB", "4096", "1.5KB", "256 KiB". B, KB/MB/GB/TB (powers of 10), KiB/MiB/GiB/TiB.
 // Must be a whole number of bytes.
 Bytes parse_bytes(std::string_view text);
+// As parse_bytes, but a unit is required except for 0, as for every value in a config file.
+Bytes parse_bytes_with_unit(std::string_view text);
 // "450GiB/s", "50GB/s", "450GBps", "400Gbps", "400Gb/s", "400Gbit/s", "1e9B/s": bytes (B/s, Bps)
 // or bits (bps, b/s, bit/s) per second, prefixes k/K M G T (x1000) or Ki Mi Gi Ti (x1024).
 // Must be > 0.

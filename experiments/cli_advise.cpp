@@ -15,6 +15,7 @@
 #include "experiments/cli_commands.hpp"
 #include "experiments/config.hpp"
 #include "experiments/experiment.hpp"
+#include "experiments/resource_check.hpp"
 
 namespace ssim::exp {
 namespace {
@@ -34,6 +35,7 @@ struct AdviseArgs {
   int iterations = 200;
   long long seed = 1;
   int jobs = 0;
+  std::string max_memory;
 };
 
 std::string yaml_quoted(const std::string& s) {
@@ -62,7 +64,8 @@ std::string shipped_topology(const std::string& name) {
   for (const char* base : {".", STRAGGLESIM_SOURCE_ROOT}) {
     const std::filesystem::path p =
         std::filesystem::path(base) / "configs" / "topologies" / (name + ".yaml");
-    if (std::filesystem::exists(p)) return std::filesystem::absolute(p).string();
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(p, ec)) return std::filesystem::absolute(p, ec).string();
   }
   return "";
 }
@@ -76,8 +79,9 @@ std::string topology_yaml(const AdviseArgs& a) {
     r.root().require_map();
     return t;
   }
-  if (std::filesystem::is_regular_file(t))
-    return "{file: " + yaml_quoted(std::filesystem::absolute(t).string()) + "}";
+  std::error_code ec;  // a name too long for a path is simply not a file
+  if (std::filesystem::is_regular_file(t, ec))
+    return "{file: " + yaml_quoted(std::filesystem::absolute(t, ec).string()) + "}";
   if (const std::string shipped = shipped_topology(t); !shipped.empty())
     return "{file: " + yaml_quoted(shipped) + "}";
   const auto c1 = t.find(':');
@@ -108,7 +112,7 @@ std::string topology_yaml(const AdviseArgs& a) {
 
 std::string advise_document(const AdviseArgs& a) {
   try {
-    parse_bytes(a.size);
+    parse_bytes_with_unit(a.size);
   } catch (const InputError& e) {
     throw InputError(std::string("--size: ") + e.what());
   }
@@ -152,7 +156,11 @@ std::string pct(double f) {
 void run_advise(const AdviseArgs& a) {
   const ConfigReader reader = ConfigReader::from_string(advise_document(a), "stragglesim advise");
   const Experiment e = load_experiment(reader);
+  check_experiment_memory(MemoryBudget::from_flag(a.max_memory), e, a.jobs);
+  if (const std::string note = experiment_time_note(e, a.jobs); !note.empty()) std::cerr << "stragglesim: note: " << note << "\n";
   const ExperimentRuns runs = run_experiment_in_memory(e, a.jobs);
+  if (const std::string w = shared_link_warning(e, runs.summaries); !w.empty())
+    std::cerr << "stragglesim: warning: " << w << "\n";
   const std::vector<sim::SimulationResult>& r = runs.runs.front();
   const std::vector<AlgorithmSummary>& s = runs.summaries.front();
   const sim::SimulationConfig& c = e.points.front().config;
@@ -235,7 +243,7 @@ void add_advise_command(CLI::App& app) {
       "p90: 18.8ms}'; default: no straggler");
   cmd->add_option("--straggler-rank", a->straggler_rank,
                   "The straggler's home rank (default: the last rank)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   cmd->add_option("--persistence", a->persistence,
                   "Share of iterations the straggler is on its home rank")
       ->check(CLI::Range(0.0, 1.0));
@@ -252,9 +260,10 @@ void add_advise_command(CLI::App& app) {
       ->delimiter(',');
   cmd->add_option("--iterations", a->iterations, "Iterations per algorithm (default 200)")
       ->check(CLI::Range(1, 10'000'000));
-  cmd->add_option("--seed", a->seed, "Seed (default 1)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seed", a->seed, "Seed (default 1)")->check(non_negative_number());
   cmd->add_option("-j,--jobs", a->jobs, "Parallel runs (default: hardware concurrency)")
       ->check(CLI::Range(1, 1024));
+  add_max_memory_option(*cmd, a->max_memory);
   cmd->callback([a] { run_advise(*a); });
 }
 

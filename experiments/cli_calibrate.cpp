@@ -82,6 +82,15 @@ void print_residuals(std::ostream& os, const calib::FitQuality& q) {
 
 std::string gamma_text(SecondsPerByte g) { return printf_text("%.6g ns/B", g.value * 1e9); }
 
+// Share of the fitted time at the largest size that the bytes (beta) term explains. A flat
+// sweep fits beta ~ 0, i.e. a bandwidth of 1e17 GB/s that no measurement supports.
+double bytes_share(const calib::AlphaBetaFit& f) {
+  const double bytes_term = f.beta.value * static_cast<double>(f.max_bytes.value);
+  const double total = f.alpha.value + bytes_term;
+  return total > 0 ? bytes_term / total : 0.0;
+}
+bool bandwidth_undetermined(const calib::AlphaBetaFit& f) { return bytes_share(f) < 1e-3; }
+
 std::string fit_title(const calib::AlphaBetaFit& f, bool piecewise) {
   std::string s;
   if (!f.link_class.empty()) s += "link class " + f.link_class + ", ";
@@ -116,8 +125,14 @@ void print_calibration(std::ostream& os, const calib::Calibration& c, bool piece
     if (f.gamma) os << "    gamma      " << gamma_text(*f.gamma) << "\n";
     if (f.alpha.value < 0 || f.beta.value <= 0) {
       os << "    warning: not physical (alpha < 0 or beta <= 0): the rows do not follow one "
-            "alpha-beta line here;"
-            " try --piecewise\n";
+            "alpha-beta line here; "
+         << (piecewise ? "move the --piecewise boundaries" : "try --piecewise") << "\n";
+    } else if (bandwidth_undetermined(f)) {
+      os << "    warning: the bandwidth is not determined: the times barely grow with the size "
+            "(the "
+            "bytes term is "
+         << printf_text("%.2g%%", 100 * bytes_share(f)) << " of the time at "
+         << format_bytes(f.max_bytes) << "); measure larger sizes\n";
     }
     print_residuals(os, f.quality);
   }
@@ -175,6 +190,14 @@ const calib::AlphaBetaFit& chosen_fit(const calib::Calibration& c, const Calibra
 
 void write_topology(const calib::Calibration& c, const CalibrateArgs& a) {
   const calib::AlphaBetaFit& f = chosen_fit(c, a);
+  if (f.alpha.value >= 0 && f.beta.value > 0 && bandwidth_undetermined(f)) {
+    throw InputError("the fit written by -o does not determine a bandwidth (" +
+                     printf_text("%.3g GB/s", f.bandwidth().value / 1e9) + ", R^2 " +
+                     printf_text("%.2f", f.quality.r_squared) + "): the bytes term is " +
+                     printf_text("%.2g%%", 100 * bytes_share(f)) +
+                     " of the time at the largest size, " + format_bytes(f.max_bytes) +
+                     "; measure sizes where the transfer time grows");
+  }
   CalibratedTopology t;
   t.kind = a.kind;
   t.ranks = a.ranks;
@@ -196,11 +219,13 @@ void write_topology(const calib::Calibration& c, const CalibrateArgs& a) {
     p.machine = c.devices.front();
   }
   if (f.alpha.value < 0 || f.beta.value <= 0) {
-    throw InputError("the fit written by -o is not physical (alpha " +
-                     format_time(Seconds{std::fabs(f.alpha.value)}) +
-                     (f.alpha.value < 0 ? " negative" : "") + ", beta " +
-                     printf_text("%.6g s/B", f.beta.value) +
-                     "): use --piecewise to fit each regime on its own");
+    throw InputError(
+        "the fit written by -o is not physical (alpha " +
+        format_time(Seconds{std::fabs(f.alpha.value)}) + (f.alpha.value < 0 ? " negative" : "") +
+        ", beta " + printf_text("%.6g s/B", f.beta.value) +
+        (a.piecewise.empty()
+             ? std::string("): use --piecewise to fit each regime on its own")
+             : std::string("): move the --piecewise boundaries or choose another --piece")));
   }
   t.bandwidth = f.bandwidth();
   t.latency = f.alpha;
@@ -268,6 +293,12 @@ void run_calibrate(const CalibrateArgs& a) {
   const std::string text = read_input(a.input);
   std::istringstream in(text);
   const calib::Calibration c = calib::calibrate(in, a.input == "-" ? "<stdin>" : a.input, o);
+  if (o.link_class && c.input != calib::CalibrationInput::sweep) {
+    throw InputError(
+        "--link-class " + *o.link_class + ": " + c.source +
+        " holds collective runs, which have no link classes (--link-class selects rows of a "
+        "point-to-point sweep)");
+  }
   print_calibration(std::cout, c, !o.piecewise.empty(), !a.gamma.empty());
   if (!a.output.empty()) write_topology(c, a);
 }
@@ -459,7 +490,7 @@ void add_calibrate_commands(CLI::App& app) {
   cal->add_option("--piecewise", c->piecewise, "Size boundaries B1,B2,...: one fit per size range");
   cal->add_option("--piece", c->piece,
                   "With --piecewise and -o: the fit to write (1-based, as printed)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cal->add_option("--topology-kind", c->kind, "Topology written by -o (default switch)")
       ->check(CLI::IsMember({"switch", "fully_connected", "ring"}));
   cal->add_option("--ranks", c->ranks,

@@ -7,6 +7,9 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
+
+#include "sim/simulation.hpp"
 
 namespace ssim::exp {
 
@@ -28,7 +31,26 @@ void add_merge_command(CLI::App& app);
 // `advise --topology T --size S [--ranks N] [--delay-dist D] ...`: which algorithm to use.
 void add_advise_command(CLI::App& app);
 
-// Reads a whole file, or stdin for "-". Throws InputError naming the path when it cannot.
+// Sign checks for numeric flags, with short messages ("--seed: must be >= 0, got -5"; CLI11's
+// NonNegativeNumber prints DBL_MAX in all its 309 digits).
+CLI::Validator non_negative_number();
+CLI::Validator positive_number();
+
+// --max-memory SIZE on a subcommand (common/memory_budget.hpp; "" when not given: the default).
+void add_max_memory_option(CLI::App& cmd, std::string& text);
+
+// The one warning when the alpha-beta model ignores link sharing (sim::find_shared_link).
+std::string shared_link_warning(const sim::SharedLink& s);
+
+struct Experiment;
+struct AlgorithmSummary;
+// For `run` and `advise`: one warning naming the first (point, algorithm) whose alpha-beta run
+// shares a link, and how many do; "" when none does.
+std::string shared_link_warning(const Experiment& e,
+                                const std::vector<std::vector<AlgorithmSummary>>& points);
+
+// Reads a whole file, or stdin for "-" (common/input_file.hpp: regular files within the size
+// limit). Throws InputError naming the path when it cannot.
 std::string read_input(const std::string& path);
 // Writes to a file, or stdout for "" or "-".
 void write_output(const std::string& path, const std::string& text);

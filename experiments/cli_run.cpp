@@ -13,6 +13,7 @@
 #include "experiments/config.hpp"
 #include "experiments/experiment.hpp"
 #include "experiments/journal.hpp"
+#include "experiments/resource_check.hpp"
 
 namespace ssim::exp {
 namespace {
@@ -29,6 +30,7 @@ struct RunArgs {
   long long seed = -1;  // -1: as configured
   std::string shard;    // "I/N"
   bool resume = false;
+  std::string max_memory;
 };
 
 struct MergeArgs {
@@ -88,7 +90,8 @@ std::string plot_format_error(const std::string& text) {
 void make_plots(const std::string& dir, const std::string& formats) {
   const char* env = std::getenv("STRAGGLESIM_PLOT_SCRIPT");
   const std::string script = env ? std::string(env) : source_file("experiments/plot.py");
-  if (!std::filesystem::exists(script)) {
+  std::error_code ec;
+  if (!std::filesystem::exists(script, ec)) {
     std::cerr << "stragglesim run: plots skipped: " << script << " not found\n";
     return;
   }
@@ -118,6 +121,8 @@ void run_run(const RunArgs& a) {
     std::cout << dry_run_listing(e);
     return;
   }
+  check_experiment_memory(MemoryBudget::from_flag(a.max_memory), e, a.jobs);
+  if (const std::string note = experiment_time_note(e, a.jobs); !note.empty()) std::cerr << "stragglesim: note: " << note << "\n";
   RunnerOptions o;
   o.jobs = a.jobs;
   o.progress = a.quiet ? Progress::none : Progress::automatic;
@@ -134,6 +139,8 @@ void run_run(const RunArgs& a) {
     return;
   }
   std::cout << summary_table(e, r.points);
+  if (const std::string w = shared_link_warning(e, r.points); !w.empty())
+    std::cerr << "stragglesim: warning: " << w << "\n";
   char took[32];
   std::snprintf(took, sizeof took, "%.1f", r.seconds);
   std::cout << "wrote";
@@ -258,13 +265,14 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--iterations", args->iterations, "Override the experiment's iterations")
       ->check(CLI::Range(1, 10'000'000));
   cmd->add_option("--seed", args->seed, "Override the experiment's seed")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   cmd->add_option("--shard", args->shard,
                   "Run only shard I of N (I/N, 1-based); its runs go to DIR/journal.jsonl, combine the "
                   "shards with `stragglesim merge`");
   cmd->add_flag("--resume", args->resume,
                 "Re-use the runs in DIR/journal.jsonl of an interrupted run of the same experiment and "
                 "run only the missing ones");
+  add_max_memory_option(*cmd, args->max_memory);
   cmd->callback([args] { run_run(*args); });
 }
 

@@ -7,7 +7,9 @@
 #include "algorithms/schedule_json.hpp"
 #include "algorithms/verifier.hpp"
 #include "common/error.hpp"
+#include "common/input_file.hpp"
 #include "experiments/cli_commands.hpp"
+#include "experiments/resource_check.hpp"
 
 namespace ssim::exp {
 namespace {
@@ -16,8 +18,10 @@ using alg::Op;
 using alg::Schedule;
 
 std::string chunk_text(const alg::Transfer& t) {
-  if (t.chunk_count() == 1) return "c" + std::to_string(t.chunk_begin);
-  return "c" + std::to_string(t.chunk_begin) + ".." + std::to_string(t.chunk_end - 1);
+  std::string text = "c";  // appended: GCC 12 warns (-Wrestrict) on "c" + std::string&&
+  text += std::to_string(t.chunk_begin);
+  if (t.chunk_count() > 1) text.append("..").append(std::to_string(t.chunk_end - 1));
+  return text;
 }
 
 // One line per round: "R3 reduce-scatter: 0>1 c2+ | 1>2 c3=" ('+' reduce, '=' copy).
@@ -48,6 +52,7 @@ struct ScheduleArgs {
   std::vector<std::string> options;
   std::string format = "text";
   std::string output;
+  std::string max_memory;
 };
 
 void run_schedule(const ScheduleArgs& a) {
@@ -67,6 +72,9 @@ void run_schedule(const ScheduleArgs& a) {
     if (options.has("straggler")) throw InputError("give the straggler either with --straggler or --option, not both");
     options.set("straggler", std::to_string(a.straggler));
   }
+  const MemoryBudget budget = MemoryBudget::from_flag(a.max_memory);
+  if (info.supports_ranks(a.ranks))
+    check_schedule_memory(budget, info.name, a.ranks, options, /*verify=*/true);
   Schedule s = alg::generate(a.algorithm, a.ranks, options);
   const alg::VerifyResult v = alg::verify(s);
   if (!v.ok()) {
@@ -76,9 +84,11 @@ void run_schedule(const ScheduleArgs& a) {
   write_output(a.output, a.format == "json" ? alg::schedule_to_json(s) : format_text(s));
 }
 
-void run_verify(const std::string& path) {
+void run_verify(const std::string& path, const std::string& max_memory) {
+  const MemoryBudget budget = MemoryBudget::from_flag(max_memory);
   const std::string text = read_input(path);
   const Schedule s = alg::read_schedule_json(text, path == "-" ? "<stdin>" : path);
+  check_verify_memory(budget, s.ranks, s.chunks);
   const alg::VerifyResult v = alg::verify(s);
   if (!v.ok()) throw InputError((path == "-" ? std::string("<stdin>") : path) + ": " + v.error->to_string());
   std::cout << "ok: " << (s.algorithm.empty() ? "schedule" : s.algorithm) << " is a correct "
@@ -97,14 +107,7 @@ void run_list() {
 
 }  // namespace
 
-std::string read_input(const std::string& path) {
-  if (path == "-") {
-    return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open file for reading");
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+std::string read_input(const std::string& path) { return read_input_file(path); }
 
 void write_output(const std::string& path, const std::string& text) {
   if (path.empty() || path == "-") {
@@ -123,16 +126,19 @@ void add_schedule_commands(CLI::App& app) {
   sched->add_option("algorithm", args->algorithm, "Algorithm name (see `stragglesim algorithms`)")->required();
   sched->add_option("--ranks,-n", args->ranks, "Number of ranks")->required()->check(CLI::Range(1, 1 << 20));
   sched->add_option("--straggler", args->straggler, "Straggler rank for straggler-aware algorithms")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   sched->add_option("--option", args->options, "Algorithm option key=value (repeatable)");
   sched->add_option("--format", args->format, "Output format")->check(CLI::IsMember({"text", "json"}));
   sched->add_option("-o,--output", args->output, "Write to FILE instead of stdout");
+  add_max_memory_option(*sched, args->max_memory);
   sched->callback([args] { run_schedule(*args); });
 
   auto path = std::make_shared<std::string>();
+  auto verify_memory = std::make_shared<std::string>();
   CLI::App* ver = app.add_subcommand("verify", "Verify a schedule in the JSON form; print its summary or first error");
   ver->add_option("file", *path, "Schedule JSON file, or - for stdin")->required();
-  ver->callback([path] { run_verify(*path); });
+  add_max_memory_option(*ver, *verify_memory);
+  ver->callback([path, verify_memory] { run_verify(*path, *verify_memory); });
 
   CLI::App* list = app.add_subcommand("algorithms", "List the algorithms, the rank counts and options they support");
   list->callback(run_list);

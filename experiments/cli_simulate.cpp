@@ -1,3 +1,4 @@
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -7,6 +8,7 @@
 #include "experiments/cli_commands.hpp"
 #include "experiments/config.hpp"
 #include "experiments/experiment_output.hpp"
+#include "experiments/resource_check.hpp"
 
 namespace ssim::exp {
 namespace {
@@ -19,11 +21,13 @@ struct SimulateArgs {
   int trace_iteration = 0;
   int iterations = 0;  // 0: as configured
   long long seed = -1;  // -1: as configured
+  std::string max_memory;
 };
 
 std::string fixed(double v, int digits) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  std::snprintf(buf, sizeof buf, std::fabs(v) < 1e12 ? "%.*f" : "%.*e", digits,
+                v);  // no 300-digit numbers
   return buf;
 }
 
@@ -64,6 +68,14 @@ std::string summary_json(const sim::SimulationConfig& c, const sim::SimulationRe
   j["algbw_GBps"] = r.algbw.value / 1e9;
   j["busbw_GBps"] = r.busbw.value / 1e9;
   j["prediction_accuracy"] = r.prediction_accuracy;
+  // alpha-beta only: true when a round's transfers share a link the model does not share.
+  j["alphabeta_shared_link"] = r.shared_link.has_value();
+  if (r.shared_link) {
+    j["shared_link"] = {{"round", r.shared_link->round},
+                        {"link", r.shared_link->link},
+                        {"name", r.shared_link->link_name},
+                        {"transfers", r.shared_link->transfers}};
+  }
   nlohmann::json links = nlohmann::json::array();
   for (std::size_t l = 0; l < r.link_bytes.size(); ++l) {
     if (r.link_bytes[l] <= 0) continue;
@@ -89,11 +101,16 @@ std::string summary_table(const sim::SimulationConfig& c, const sim::SimulationR
   const std::size_t shown = std::min<std::size_t>(r.iterations.size(), 20);
   auto row = [&](const std::string& label, double comp, double after, double algbw, double busbw,
                  const std::string& tail) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "%-6s %11s %11s %12s %11s  %s\n", label.c_str(),
-                  format_time(Seconds{comp}).c_str(), format_time(Seconds{after}).c_str(),
-                  fixed(algbw / 1e9, 2).c_str(), fixed(busbw / 1e9, 2).c_str(), tail.c_str());
-    os << buf;
+    const char* format = "%-6s %11s %11s %12s %11s  %s\n";
+    const std::string c = format_time(Seconds{comp}), a = format_time(Seconds{after});
+    const std::string g = fixed(algbw / 1e9, 2), b = fixed(busbw / 1e9, 2);
+    std::string line(
+        static_cast<std::size_t>(std::snprintf(nullptr, 0, format, label.c_str(), c.c_str(),
+                                               a.c_str(), g.c_str(), b.c_str(), tail.c_str())),
+        '\0');
+    std::snprintf(line.data(), line.size() + 1, format, label.c_str(), c.c_str(), a.c_str(),
+                  g.c_str(), b.c_str(), tail.c_str());
+    os << line;
   };
   for (std::size_t i = 0; i < shown; ++i) {
     const sim::IterationSummary& it = r.iterations[i];
@@ -121,6 +138,8 @@ void run_simulate(const SimulateArgs& a) {
     }
     c.trace_iteration = a.trace_iteration;
   }
+  check_simulation_memory(MemoryBudget::from_flag(a.max_memory), c);
+  if (const std::string note = simulation_time_note(c); !note.empty()) std::cerr << "stragglesim: note: " << note << "\n";
   sim::SimulationResult r;
   try {
     r = sim::run_simulation(c);
@@ -128,6 +147,8 @@ void run_simulate(const SimulateArgs& a) {
     throw InputError(a.config + ": " + e.what());
   }
   if (!a.trace.empty()) write_output(a.trace, r.trace_json);
+  if (r.shared_link)
+    std::cerr << "stragglesim: warning: " << shared_link_warning(*r.shared_link) << "\n";
   std::cout << (a.json ? summary_json(c, r, a.config) : summary_table(c, r));
 }
 
@@ -142,10 +163,12 @@ void add_simulate_command(CLI::App& app) {
                 "With --json: every iteration's per-rank arrival and finish times (arrival_s, finish_s)");
   cmd->add_option("--trace", args->trace, "Write a Chrome trace (Perfetto) of one iteration to FILE");
   cmd->add_option("--trace-iteration", args->trace_iteration, "Iteration to trace (default 0)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   cmd->add_option("--iterations", args->iterations, "Override the configured iteration count")
       ->check(CLI::Range(1, 10'000'000));
-  cmd->add_option("--seed", args->seed, "Override the configured seed")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seed", args->seed, "Override the configured seed")
+      ->check(non_negative_number());
+  add_max_memory_option(*cmd, args->max_memory);
   cmd->callback([args] { run_simulate(*args); });
 }
 

@@ -7,10 +7,7 @@ namespace ssim::exp {
 namespace {
 
 std::filesystem::path resolve(const ConfigNode& n, const std::string& base_dir) {
-  std::filesystem::path p = n.as_string();
-  if (p.is_relative()) p = std::filesystem::path(base_dir) / p;
-  if (!std::filesystem::exists(p)) n.fail("file '" + p.string() + "' does not exist");
-  return p;
+  return n.as_input_file(base_dir, "file");
 }
 
 // Library validation errors (e.g. sigma <= 0) are reported at the distribution's node.

@@ -394,10 +394,7 @@ Experiment load_experiment(const ConfigReader& reader) {
   if (topo_entry.is_scalar() || (topo_entry.is_map() && topo_entry.has("file"))) {
     const ConfigNode f = topo_entry.is_scalar() ? topo_entry : topo_entry.child("file");
     if (topo_entry.is_map()) topo_entry.allow_only({"file"});
-    std::filesystem::path path = f.as_string();
-    if (path.is_relative()) path = std::filesystem::path(dir) / path;
-    if (!std::filesystem::exists(path))
-      f.fail("topology file '" + path.string() + "' does not exist");
+    const std::filesystem::path path = f.as_input_file(dir, "topology file");
     topo_file = std::make_unique<ConfigReader>(path.string());
     topo_dir = topo_file->directory();
     topo_source = path.string();
@@ -472,8 +469,13 @@ Experiment load_experiment(const ConfigReader& reader) {
         topo_key.push_back(idx[k]);
         const ConfigNode tnode(&topo_reader, topo_doc, topo_path);
         const ConfigNode value = a.value_nodes[idx[k]];
-        const std::int64_t ranks =
-            value.is_map() ? std::stoll(a.out.labels[idx[k]]) : value.as_int(2, 65536);
+        // A {min, max, factor} range's values are its labels; a value in a list is checked here
+        // (a map in the list, `ranks: [{}]`, is an error at that value).
+        const std::string& label = a.out.labels[idx[k]];
+        std::int64_t ranks = 0;
+        const auto [end, ec] = std::from_chars(label.data(), label.data() + label.size(), ranks);
+        if (!value.is_map() || ec != std::errc() || end != label.data() + label.size())
+          ranks = value.as_int(2, 65536);
         const std::string kind = tnode.get_string("kind");
         if (kind == "switch" || kind == "fully_connected" || kind == "ring" || kind == "fat_tree") {
           patch.set(topo_doc, {"ranks"}, a.values[idx[k]], value);

@@ -5,8 +5,10 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <unordered_map>
 
 #include "common/error.hpp"
+#include "common/input_file.hpp"
 
 namespace ssim::exp {
 namespace {
@@ -15,20 +17,48 @@ std::string join_path(const std::string& base, const std::string& key) {
   return base.empty() ? key : base + "." + key;
 }
 
+constexpr int kMaxDepth = 256;
+
 }  // namespace
 
+// yaml-cpp accepts keys that are null or maps (`? :`) and keeps both of two equal keys (lookups
+// then see the first). Every map key must be a plain scalar, once per map.
+void ConfigReader::check_keys(const YAML::Node& node, const std::string& path, int depth) const {
+  const ConfigNode here(this, node, path);
+  if (depth > kMaxDepth)
+    here.fail("nested more than " + std::to_string(kMaxDepth) + " levels deep");
+  if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i)
+      check_keys(node[i], path + "[" + std::to_string(i) + "]", depth + 1);
+  } else if (node.IsMap()) {
+    std::unordered_map<std::string, YAML::Mark> seen;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      if (!it->first.IsScalar()) {
+        ConfigNode(this, it->first, path)
+            .fail(std::string("a key must be a plain name, not ") +
+                  (it->first.IsNull() ? "empty (null)" : "a list or a map"));
+      }
+      const std::string key = it->first.Scalar();
+      if (const auto [first, fresh] = seen.emplace(key, it->first.Mark()); !fresh) {
+        ConfigNode(this, it->first, join_path(path, key))
+            .fail("duplicate key '" + key + "' (first at line " +
+                  std::to_string(first->second.line + 1) + ")");
+      }
+      check_keys(it->second, join_path(path, key), depth + 1);
+    }
+  }
+}
+
 ConfigReader::ConfigReader(const std::string& path) : file_(path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path + ": cannot open file for reading");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string text = read_input_file(path);
   try {
-    root_ = YAML::Load(ss.str());
+    root_ = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     throw InputError(path + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
                      ": malformed YAML: " + e.msg);
   }
   if (!root_.IsDefined() || root_.IsNull()) throw InputError(path + ": the file is empty");
+  check_keys(root_, "", 0);
 }
 
 ConfigReader ConfigReader::from_string(const std::string& text, const std::string& name) {
@@ -41,6 +71,7 @@ ConfigReader ConfigReader::from_string(const std::string& text, const std::strin
                      ": malformed YAML: " + e.msg);
   }
   if (!r.root_.IsDefined() || r.root_.IsNull()) throw InputError(name + ": the document is empty");
+  r.check_keys(r.root_, "", 0);
   return r;
 }
 
@@ -59,6 +90,10 @@ std::string ConfigNode::text() const {
 }
 
 void ConfigNode::fail(const std::string& what) const {
+  // A message from a nested check that already names a place in this file keeps that (more
+  // precise) place, so that no location is printed twice.
+  if (what.compare(0, reader_->file().size() + 1, reader_->file() + ":") == 0)
+    throw InputError(what);
   std::ostringstream os;
   os << reader_->file();
   const YAML::Mark m = node_.Mark();
@@ -120,9 +155,22 @@ auto with_unit(const ConfigNode& n, F parse) {
 }
 
 Seconds ConfigNode::as_time() const { return with_unit(*this, parse_time); }
-Bytes ConfigNode::as_bytes() const { return with_unit(*this, parse_bytes); }
+Bytes ConfigNode::as_bytes() const { return with_unit(*this, parse_bytes_with_unit); }
 BytesPerSecond ConfigNode::as_bandwidth() const { return with_unit(*this, parse_bandwidth); }
 SecondsPerByte ConfigNode::as_seconds_per_byte() const { return with_unit(*this, parse_seconds_per_byte); }
+
+std::string ConfigNode::as_input_file(const std::string& base_dir, const std::string& what) const {
+  std::filesystem::path p = as_string();
+  if (p.is_relative()) p = std::filesystem::path(base_dir) / p;
+  std::error_code ec;
+  if (!std::filesystem::exists(p, ec)) fail(what + " '" + p.string() + "' does not exist");
+  try {
+    check_input_file(p.string());
+  } catch (const InputError& e) {
+    fail(what + " " + e.what());
+  }
+  return p.string();
+}
 
 std::string ConfigNode::as_choice(std::initializer_list<const char*> choices) const {
   const std::string v = as_string();

@@ -57,6 +57,9 @@ class ConfigNode {
   Bytes as_bytes() const;
   BytesPerSecond as_bandwidth() const;
   SecondsPerByte as_seconds_per_byte() const;
+  // A file named by this scalar, relative to `base_dir` unless absolute; an error at this node
+  // unless it is a readable regular file within the input size limit (common/input_file.hpp).
+  std::string as_input_file(const std::string& base_dir, const std::string& what) const;
   // One of `choices`; the error lists them.
   std::string as_choice(std::initializer_list<const char*> choices) const;
 
@@ -104,6 +107,7 @@ class ConfigReader {
 
  private:
   ConfigReader() = default;
+  void check_keys(const YAML::Node& node, const std::string& path, int depth) const;
   std::string file_;
   YAML::Node root_;
 };

@@ -48,6 +48,8 @@ void load_collective(const ConfigNode& node, int ranks, sim::SimulationConfig& c
 sim::SimulationConfig load_simulation_config(const ConfigReader& reader) {
   const ConfigNode root = reader.root();
   root.allow_only({"topology", "network", "collective", "delays", "prediction", "iterations", "seed", "name"});
+  if (root.has("name"))
+    root.child("name").as_string();  // a label for the reader: a string, not a list
   const std::string dir = reader.directory();
   sim::SimulationConfig c;
   c.topology = load_topology(root.child("topology"), dir);

@@ -160,9 +160,7 @@ topo::Topology load_topology(const ConfigNode& node, const std::string& base_dir
     }
   }
   if (!file_node) return load_inline(node);
-  std::filesystem::path path = file_node->as_string();
-  if (path.is_relative()) path = std::filesystem::path(base_dir) / path;
-  if (!std::filesystem::exists(path)) file_node->fail("topology file '" + path.string() + "' does not exist");
+  const std::filesystem::path path = file_node->as_input_file(base_dir, "topology file");
   const ConfigReader reader(path.string());
   topo::Topology t = load_inline(reader.root());
   if (t.description.empty()) t.description = "from " + path.string();

@@ -8,10 +8,12 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <mutex>
+#include <new>
 #include <thread>
 
 #include "common/error.hpp"
@@ -192,7 +194,24 @@ class ProgressReporter {
 struct RunFailed {
   std::size_t run = 0;
   std::string what;
+  std::exception_ptr error;  // to report the failure in its own class (common/error.hpp)
 };
+
+// Throws `message` as an exception of the class of `error`: a run that ran out of memory or hit
+// a broken invariant is not reported as bad input.
+[[noreturn]] void rethrow_as(const std::exception_ptr& error, const std::string& message) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const InputError&) {
+    throw InputError(message);
+  } catch (const ResourceError&) {
+    throw ResourceError(message);
+  } catch (const std::bad_alloc&) {
+    throw ResourceError(message + " (out of memory)");
+  } catch (...) {
+    throw InternalError(message);
+  }
+}
 
 // Runs the runs listed in `todo` (ascending run indices) on `jobs` threads; `slots` holds a
 // result for every run already done (resumed) and receives the new ones. `on_run(run, result)`
@@ -248,7 +267,8 @@ void run_all(const Experiment& e, int jobs, ProgressReporter& progress,
         finished.push_back({run, since(start), done});
       } catch (const std::exception& ex) {
         const std::lock_guard lock(mutex);
-        if (!failure || run < failure->run) failure = RunFailed{run, ex.what()};
+        if (!failure || run < failure->run)
+          failure = RunFailed{run, ex.what(), std::current_exception()};
       }
       changed.notify_all();
     }
@@ -341,9 +361,9 @@ ExperimentRuns run_experiment_in_memory(const Experiment& e, int jobs) {
               out.runs[p] = std::move(results);
             });
   } catch (const RunFailed& f) {
-    throw InputError("run " + std::to_string(f.run) + " (" +
-                     e.point_label(f.run / e.algorithms.size()) + ", " +
-                     e.algorithms[f.run % e.algorithms.size()].label + ") failed: " + f.what);
+    rethrow_as(f.error,
+               "run " + std::to_string(f.run) + " (" + e.point_label(f.run / e.algorithms.size()) +
+                   ", " + e.algorithms[f.run % e.algorithms.size()].label + ") failed: " + f.what);
   }
   return out;
 }
@@ -466,9 +486,9 @@ ExperimentResult run_experiment(const Experiment& e, const RunnerOptions& option
       run_all(e, jobs, progress, slots, todo, on_run, [](std::size_t, std::vector<sim::SimulationResult>&) {});
     } catch (const RunFailed& f) {
       const std::size_t nalg = e.algorithms.size();
-      throw InputError("run " + std::to_string(f.run) + " (" + e.point_label(f.run / nalg) + ", " +
-                       e.algorithms[f.run % nalg].label + ") failed: " + f.what + "\nthe runs finished before it are in " +
-                       journal_path + "; fix the cause and add --resume");
+      rethrow_as(f.error, "run " + std::to_string(f.run) + " (" + e.point_label(f.run / nalg) + ", " +
+                              e.algorithms[f.run % nalg].label + ") failed: " + f.what +
+                              "\nthe runs finished before it are in " + journal_path + "; fix the cause and add --resume");
     }
     ExperimentResult result;
     result.output = dir;
@@ -486,9 +506,10 @@ ExperimentResult run_experiment(const Experiment& e, const RunnerOptions& option
     const std::string message = "run " + std::to_string(f.run) + " (" + e.point_label(f.run / nalg) + ", " +
                                 e.algorithms[f.run % nalg].label + ") failed: " + f.what;
     files.fail(message);
-    throw InputError(message + "\nthe " + std::to_string(files.delivered() * nalg) + " runs of the " +
-                     std::to_string(files.delivered()) + " sweep point" + (files.delivered() == 1 ? "" : "s") +
-                     " before it are in " + files.csv_path() + " (partial); every finished run is in " + journal_path);
+    rethrow_as(f.error, message + "\nthe " + std::to_string(files.delivered() * nalg) + " runs of the " +
+                            std::to_string(files.delivered()) + " sweep point" + (files.delivered() == 1 ? "" : "s") +
+                            " before it are in " + files.csv_path() + " (partial); every finished run is in " +
+                            journal_path);
   }
   return files.finish();
 }

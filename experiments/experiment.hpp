@@ -101,6 +101,8 @@ struct AlgorithmSummary {
   double prediction_accuracy = 0;     // straggler-aware algorithms: predicted == actual
   bool straggler_aware = false;
   std::size_t rounds = 0;
+  // alpha-beta runs: the first link a round shares that the model does not (sim::SharedLink).
+  std::optional<sim::SharedLink> shared_link;
 };
 
 struct ExperimentResult {

@@ -116,6 +116,7 @@ std::vector<AlgorithmSummary> summarize_point(const Experiment& e,
     s.prediction_accuracy = r.prediction_accuracy;
     s.straggler_aware = r.straggler_aware;
     s.rounds = r.rounds;
+    s.shared_link = r.shared_link;
     out.push_back(s);
   }
   return out;
@@ -125,8 +126,8 @@ std::vector<std::string> experiment_csv_columns(const Experiment& e) {
   std::vector<std::string> c = schema::result_csv_columns();
   for (const char* extra : {"run", "point", "label"}) c.emplace_back(extra);
   for (const SweepAxis& a : e.axes) c.push_back("sweep." + a.key);
-  for (const char* extra :
-       {"seed", "last_rank", "predicted_straggler", "speedup", "speedup_after_last_arrival"})
+  for (const char* extra : {"seed", "last_rank", "predicted_straggler", "speedup",
+                            "speedup_after_last_arrival", "alphabeta_shared_link"})
     c.emplace_back(extra);
   return c;
 }
@@ -139,7 +140,7 @@ void write_point_rows(std::ostream& out, const Experiment& e, std::size_t point,
                              p.config.topology.name;
   std::string axis_fields;
   for (std::size_t k = 0; k < e.axes.size(); ++k)
-    axis_fields += "," + schema::csv_field(e.axes[k].labels[p.value[k]]);
+    axis_fields.append(",").append(schema::csv_field(e.axes[k].labels[p.value[k]]));
   for (std::size_t a = 0; a < runs.size(); ++a) {
     const std::size_t run = point * e.algorithms.size() + a;
     for (std::size_t i = 0; i < runs[a].iterations.size(); ++i) {
@@ -166,7 +167,7 @@ void write_point_rows(std::ostream& out, const Experiment& e, std::size_t point,
       out << schema::format_result_row(row) << "," << run << "," << point << ","
           << schema::csv_field(e.algorithms[a].label) << axis_fields << "," << p.config.seed << ","
           << it.last_rank << "," << it.predicted_straggler << "," << schema::csv_number(speedup) << ","
-          << schema::csv_number(speedup_after) << "\n";
+          << schema::csv_number(speedup_after) << "," << (runs[a].shared_link ? 1 : 0) << "\n";
     }
   }
 }
@@ -234,7 +235,9 @@ nlohmann::json experiment_json(const Experiment& e,
                                      {"mean_iteration_speedup", s.mean_iteration_speedup},
                                      {"loss_fraction", s.loss_fraction},
                                      {"prediction_accuracy", s.prediction_accuracy},
-                                     {"rounds", s.rounds}};
+                                     {"rounds", s.rounds},
+                                     {"alphabeta_shared_link", s.shared_link.has_value()}};
+        if (s.shared_link) sj[e.algorithms[a].label]["shared_link"] = s.shared_link->describe();
       }
       pj["summary"] = sj;
     }

@@ -122,6 +122,11 @@ nlohmann::json run_result_json(const sim::SimulationResult& r) {
           {"algbw", r.algbw.value},
           {"busbw", r.busbw.value},
           {"prediction_accuracy", r.prediction_accuracy},
+          {"shared_link", r.shared_link ? nlohmann::json{{"round", r.shared_link->round},
+                                                         {"link", r.shared_link->link},
+                                                         {"link_name", r.shared_link->link_name},
+                                                         {"transfers", r.shared_link->transfers}}
+                                        : nlohmann::json(nullptr)},
           {"iterations", its}};
 }
 
@@ -138,6 +143,10 @@ sim::SimulationResult run_result_from_json(const nlohmann::json& j) {
   r.algbw = BytesPerSecond{j.at("algbw").get<double>()};
   r.busbw = BytesPerSecond{j.at("busbw").get<double>()};
   r.prediction_accuracy = j.at("prediction_accuracy").get<double>();
+  if (const nlohmann::json& l = j.at("shared_link"); !l.is_null()) {
+    r.shared_link = sim::SharedLink{l.at("round").get<int>(), l.at("link").get<int>(),
+                                    l.at("link_name").get<std::string>(), l.at("transfers").get<int>()};
+  }
   for (const nlohmann::json& it : j.at("iterations")) {
     sim::IterationSummary s;
     s.iteration = it.at(0).get<int>();

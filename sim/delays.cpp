@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "common/error.hpp"
+#include "common/input_file.hpp"
 
 namespace ssim::sim {
 namespace {
@@ -25,6 +26,8 @@ template <class... Ts>
 struct Overloaded : Ts... {
   using Ts::operator()...;
 };
+template <class... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;  // clang < 17 does not deduce aggregates
 
 std::uint64_t splitmix64(std::uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -228,6 +231,7 @@ int parse_index(std::string_view cell, std::string_view what, const std::string&
 }
 
 std::ifstream open_or_throw(const std::filesystem::path& file, std::string_view what) {
+  check_input_file(file.string());
   std::ifstream in(file);
   if (!in) throw InputError("cannot open " + std::string(what) + " '" + file.string() + "'");
   return in;

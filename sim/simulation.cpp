@@ -1,6 +1,7 @@
 #include "sim/simulation.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/error.hpp"
 #include "sim/trace.hpp"
@@ -12,6 +13,54 @@ namespace {
 // `previous` policy draws each iteration once instead of twice.
 constexpr int kArrivalBlock = 64;
 }  // namespace
+
+std::string SharedLink::describe() const {
+  return "round " + std::to_string(round) + ": link " + link_name + " carries " +
+         std::to_string(transfers) + " transfers with different senders and receivers";
+}
+
+std::optional<SharedLink> find_shared_link(const alg::Schedule& schedule, RouteCache& routes) {
+  // Per link, the round it was last used in and its first transfer's ends. The transfers on a
+  // link that the ports already serialize all share the sender or all share the receiver (if
+  // two share the sender and a third differs from it, that third differs from one of the two in
+  // both ends); anything else is sharing the alpha-beta model ignores.
+  struct Use {
+    int round = -1, src = 0, dst = 0, count = 0;
+    bool same_src = true, same_dst = true;
+  };
+  std::vector<Use> use(static_cast<std::size_t>(routes.topology().link_count()));
+  std::optional<SharedLink> found;
+  for (std::size_t r = 0; r < schedule.rounds.size() && !found; ++r) {
+    const int round = static_cast<int>(r);
+    for (const alg::Transfer& t : schedule.rounds[r].transfers) {
+      for (const int l : routes.links(routes.route(routes.find(t.src, t.dst)))) {
+        Use& u = use[static_cast<std::size_t>(l)];
+        if (u.round != round) {
+          u = Use{round, t.src, t.dst, 1, true, true};
+          continue;
+        }
+        ++u.count;
+        u.same_src = u.same_src && t.src == u.src;
+        u.same_dst = u.same_dst && t.dst == u.dst;
+        if (!u.same_src && !u.same_dst && !found) {
+          const topo::Link& link = routes.topology().link(l);
+          found = SharedLink{round, l,
+                             routes.topology().node(link.from).name + " -> " +
+                                 routes.topology().node(link.to).name,
+                             0};
+        }
+      }
+    }
+  }
+  if (found) {  // how many of the round's transfers use the link
+    for (const alg::Transfer& t :
+         schedule.rounds[static_cast<std::size_t>(found->round)].transfers) {
+      const auto links = routes.links(routes.route(routes.find(t.src, t.dst)));
+      if (std::find(links.begin(), links.end(), found->link) != links.end()) ++found->transfers;
+    }
+  }
+  return found;
+}
 
 SimulationResult run_simulation(const SimulationConfig& config) {
   if (config.iterations < 1) {
@@ -38,6 +87,10 @@ SimulationResult run_simulation(const SimulationConfig& config) {
   out.rounds = schedule.rounds.size();
   out.transfers = schedule.transfer_count();
   out.straggler_aware = schedule.straggler.has_value();
+  if (config.network == NetworkKind::alphabeta) {
+    RouteCache routes(config.topology);
+    out.shared_link = find_shared_link(schedule, routes);
+  }
   out.link_bytes.assign(static_cast<std::size_t>(config.topology.link_count()), 0.0);
   out.link_utilization.assign(out.link_bytes.size(), 0.0);
   double sum_completion = 0, sum_after = 0;
@@ -51,6 +104,13 @@ SimulationResult run_simulation(const SimulationConfig& config) {
       const bool traced = config.trace_iteration == a.iteration;
       options.record_timeline = traced;
       IterationResult r = executor.run(a.arrival, options);
+      if (!std::isfinite(r.completion.value) ||
+          !std::isfinite(sum_completion + r.completion.value)) {
+        throw InputError(
+            "iteration " + std::to_string(a.iteration) +
+            ": the simulated time overflows (infinite): a bandwidth, latency, delay or size is "
+            "outside any physical range (e.g. a bandwidth of 1e-300B/s)");
+      }
       out.iterations.push_back(IterationSummary{a.iteration, r.completion, r.after_last_arrival,
                                                 r.algbw, r.busbw, a.last_rank,
                                                 a.predicted_straggler, {}, {}});

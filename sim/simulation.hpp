@@ -70,6 +70,22 @@ struct IterationSummary {
   std::vector<Seconds> finish;
 };
 
+// A link that two transfers of one round share although they have different senders and
+// different receivers. The alpha-beta model serializes transfers only at the send and receive
+// ports, so it gives each of them the link's full bandwidth: its times are optimistic there;
+// the flow model shares the link max-min fairly.
+struct SharedLink {
+  int round = 0;
+  int link = 0;                  // topology link id
+  std::string link_name;         // "from -> to" by vertex names
+  int transfers = 0;             // transfers of that round on the link
+  std::string describe() const;  // "round 3: link gpu0 -> sw0 carries 2 transfers ..."
+};
+
+// The first such link in schedule order, with the schedule's own rank labels (a straggler-
+// aware schedule relabels ranks per iteration; the sharing is checked as generated).
+std::optional<SharedLink> find_shared_link(const alg::Schedule& schedule, RouteCache& routes);
+
 struct SimulationResult {
   std::string algorithm;
   int ranks = 0;
@@ -91,6 +107,8 @@ struct SimulationResult {
   // Chrome trace JSON (sim/trace.hpp).
   std::optional<IterationResult> traced;
   std::string trace_json;
+  // With the alpha-beta model: the first link it does not share (find_shared_link), if any.
+  std::optional<SharedLink> shared_link;
 };
 
 // Throws InputError on bad configuration (unknown algorithm, unsupported rank count, bad

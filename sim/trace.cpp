@@ -198,8 +198,8 @@ void write_chrome_trace(std::ostream& out, const alg::Schedule& schedule,
       for (std::size_t lane = 0; lane < count; ++lane) {
         const int tid = next_tid++;
         tids.push_back(tid);
-        const std::string name = std::string(role == kSend ? "send" : "recv") +
-                                 (lane == 0 ? std::string() : " " + std::to_string(lane + 1));
+        std::string name = role == kSend ? "send" : "recv";
+        if (lane > 0) name.append(" ").append(std::to_string(lane + 1));
         w.meta(pid, tid, "thread_name", "\"name\":\"" + name + "\"");
         w.meta(pid, tid, "thread_sort_index",
                "\"sort_index\":" + std::to_string(role * 1000 + static_cast<int>(lane)));

@@ -1,10 +1,42 @@
-// stragglesim: the command-line entry point. Parses the subcommand, runs it, and turns
-// every InputError into one message on stderr and a non-zero exit.
+// stragglesim: the command-line entry point. Parses the subcommand, runs it, and reports every
+// error once, as "stragglesim: error: ..." with the exit code of its class (common/error.hpp).
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <string_view>
 
 #include "common/error.hpp"
 #include "experiments/cli_commands.hpp"
+
+namespace {
+
+std::string subcommand_list(const CLI::App& app) {
+  std::string list;
+  for (const CLI::App* sub : app.get_subcommands({}))
+    list += (list.empty() ? "" : ", ") + sub->get_name();
+  return list;
+}
+
+// CLI11 reports both an unknown first word and an unknown top-level option as "A subcommand is
+// required"; name what is wrong instead.
+void check_first_argument(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2)
+    throw ssim::UsageError("a subcommand is required (one of: " + subcommand_list(app) + ")");
+  const std::string_view first = argv[1];
+  if (first == "-h" || first == "--help" || first == "--help-all" || first == "--version") return;
+  if (!first.empty() && first[0] == '-') {
+    throw ssim::UsageError(
+        "unknown option '" + std::string(first) +
+        "' (before the subcommand only --help and --version are accepted; subcommands: " +
+        subcommand_list(app) + ")");
+  }
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (sub->check_name(std::string(first))) return;
+  }
+  throw ssim::UsageError("unknown subcommand '" + std::string(first) +
+                         "' (one of: " + subcommand_list(app) + ")");
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"stragglesim: collective communication under stragglers"};
@@ -17,18 +49,18 @@ int main(int argc, char** argv) {
   ssim::exp::add_merge_command(app);
   ssim::exp::add_advise_command(app);
   try {
+    check_first_argument(app, argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  } catch (const ssim::InputError& e) {
-    std::cerr << "stragglesim: error: " << e.what() << "\n";
-    return 1;
-  } catch (const ssim::InternalError& e) {
-    std::cerr << "stragglesim: " << e.what() << "\n";
-    return 3;
-  } catch (const std::exception& e) {
-    std::cerr << "stragglesim: unexpected error: " << e.what() << "\n";
-    return 3;
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
+      return app.exit(e);  // --help, --version
+    const std::vector<CLI::App*> parsed = app.get_subcommands();
+    std::cerr << "stragglesim: error: " << e.what() << "\nRun 'stragglesim "
+              << (parsed.empty() ? std::string("--help'") : parsed.front()->get_name() + " --help'")
+              << " for usage.\n";
+    return ssim::kExitUsage;
+  } catch (...) {
+    return ssim::report_exception("stragglesim", std::cerr);
   }
-  return 0;
+  return ssim::kExitOk;
 }

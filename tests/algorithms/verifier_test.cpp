@@ -7,6 +7,8 @@
 
 #include "algorithms/registry.hpp"
 
+#include "common/error.hpp"
+
 namespace ssim::alg {
 namespace {
 
@@ -333,6 +335,29 @@ TEST(Schedule, RelabelAndChunkBytes) {
   EXPECT_EQ(chunk_bytes(10, 3, 2, 3).offset, 6u);
   EXPECT_EQ(chunk_bytes(10, 3, 2, 3).length, 4u);
   EXPECT_EQ(chunk_bytes(10, 3, 1, 3).length, 7u);
+}
+
+}  // namespace
+}  // namespace ssim::alg
+
+namespace ssim::alg {
+namespace {
+
+// Issue 15: 2^24 ranks x 2^22 chunks (both within the schedule reader's limits) made
+// ranks * chunks * words wrap to 0 and the first write crash. The product is checked first
+// (now 8 bytes per rank and chunk, the compact state's cells).
+TEST(Verifier, StateTooLargeToHoldIsAResourceErrorNotAWrap) {
+  EXPECT_DOUBLE_EQ(symbolic_state_bytes(16777216, 4194304), 16777216.0 * 4194304.0 * 8.0);
+  try {
+    SymbolicState state(Collective::allreduce, 16777216, 4194304);
+    FAIL() << "expected a ResourceError";
+  } catch (const ResourceError& e) {
+    EXPECT_NE(std::string(e.what()).find("verifying 16777216 ranks x 4194304 chunks needs"),
+              std::string::npos)
+        << e.what();
+  }
+  const SymbolicState small(Collective::allreduce, 4, 4);
+  EXPECT_EQ(small.count(0, 0), 1);
 }
 
 }  // namespace

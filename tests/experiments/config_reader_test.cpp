@@ -65,7 +65,8 @@ TEST(ConfigReader, MalformedYamlAndMissingFiles) {
             std::string::npos);
   EXPECT_NE(error_of([] { ConfigReader::from_string("a: [1, 2\nb: 3\n", "bad.yaml"); }).find("malformed YAML"),
             std::string::npos);
-  EXPECT_EQ(error_of([] { ConfigReader r("/nonexistent/x.yaml"); }), "/nonexistent/x.yaml: cannot open file for reading");
+  EXPECT_EQ(error_of([] { ConfigReader r("/nonexistent/x.yaml"); }),
+            "/nonexistent/x.yaml: cannot open file for reading (No such file or directory)");
   EXPECT_EQ(error_of([] { ConfigReader::from_string("", "e.yaml"); }), "e.yaml: the document is empty");
 }
 

@@ -1,0 +1,76 @@
+// Helpers shared by the subcommands: flag checks, the --max-memory option and the warning
+// when the alpha-beta model ignores shared links.
+#include <cstdlib>
+#include <string>
+
+#include "common/error.hpp"
+#include "common/memory_budget.hpp"
+#include "experiments/cli_commands.hpp"
+#include "experiments/experiment.hpp"
+
+namespace ssim::exp {
+namespace {
+
+CLI::Validator sign_check(bool zero_ok) {
+  return CLI::Validator(
+      [zero_ok](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end != '\0') return "";  // not a number: the conversion says so
+        if (v < 0 || (!zero_ok && v == 0))
+          return std::string("must be ") + (zero_ok ? ">= 0" : "> 0") + ", got " + text;
+        return "";
+      },
+      zero_ok ? "NUMBER>=0" : "NUMBER>0");
+}
+
+}  // namespace
+
+void add_max_memory_option(CLI::App& cmd, std::string& text) {
+  cmd.add_option(
+         "--max-memory", text,
+         "Refuse work estimated to need more memory than SIZE, e.g. 64GiB (default: half of the "
+         "physical memory)")
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            try {
+              MemoryBudget::from_flag(value);
+            } catch (const InputError& e) {
+              const std::string what = e.what();
+              return what.substr(what.find(": ") + 2);  // CLI11 adds the option's name
+            }
+            return "";
+          },
+          "SIZE"));
+}
+
+std::string shared_link_warning(const sim::SharedLink& s) {
+  return "the alphabeta model gives every transfer a link's full bandwidth, but in " +
+         s.describe() +
+         ": the times are optimistic where links are shared; network: {model: flow} shares them";
+}
+
+std::string shared_link_warning(const Experiment& e,
+                                const std::vector<std::vector<AlgorithmSummary>>& points) {
+  std::size_t count = 0;
+  std::string first;
+  for (std::size_t p = 0; p < points.size(); ++p) {
+    for (std::size_t a = 0; a < points[p].size() && a < e.algorithms.size(); ++a) {
+      const auto& shared = points[p][a].shared_link;
+      if (!shared) continue;
+      if (count++ == 0) {
+        first = e.algorithms[a].label +
+                (e.axes.empty() ? std::string() : " at " + e.point_label(p)) + ": " +
+                shared_link_warning(*shared);
+      }
+    }
+  }
+  if (count == 0) return "";
+  return std::to_string(count) + " of " + std::to_string(e.run_count()) +
+         " runs share links (alphabeta_shared_link in results); the first, " + first;
+}
+
+CLI::Validator non_negative_number() { return sign_check(true); }
+CLI::Validator positive_number() { return sign_check(false); }
+
+}  // namespace ssim::exp

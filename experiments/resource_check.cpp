@@ -1,0 +1,165 @@
+#include "experiments/resource_check.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <thread>
+
+#include "algorithms/verifier.hpp"
+#include "common/error.hpp"
+#include "experiments/experiment.hpp"
+
+namespace ssim::exp {
+namespace {
+
+std::string count_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, v < 1e6 ? "%.0f" : "%.2g", v);
+  return buf;
+}
+
+// What a finished iteration keeps (IterationSummary), and its per-rank times when asked for.
+double results_bytes(const sim::SimulationConfig& c) {
+  const double per_iteration =
+      sizeof(sim::IterationSummary) +
+      (c.per_rank_times ? 2.0 * sizeof(Seconds) * c.topology.gpu_count() : 0.0);
+  return per_iteration * c.iterations;
+}
+
+// The chrome trace of one iteration: a timeline record and about 200 characters of JSON per
+// transfer.
+constexpr double kTraceBytesPerTransfer = 256;
+
+}  // namespace
+
+namespace {
+
+// "use fewer ranks", "... or segments" for the algorithms that take them.
+std::string fewer(const std::string& algorithm) {
+  for (const alg::OptionSpec& o : alg::find_algorithm(algorithm).options) {
+    if (o.name == "segments") return "use fewer ranks or segments";
+  }
+  return "use fewer ranks";
+}
+
+}  // namespace
+
+alg::ScheduleSize schedule_size(const std::string& algorithm, int ranks,
+                                const alg::Options& options) {
+  const alg::AlgorithmInfo& info = alg::find_algorithm(algorithm);
+  if (!info.size)
+    throw InternalError("algorithm " + info.name + " has no size bound in the registry");
+  return info.size(ranks, options);
+}
+
+void check_schedule_memory(const MemoryBudget& budget, const std::string& algorithm, int ranks,
+                           const alg::Options& options, bool verify) {
+  const alg::ScheduleSize size = schedule_size(algorithm, ranks, options);
+  // Generation, then the printed schedule (up to ~60 characters of JSON per transfer, built in
+  // a string and copied once), then the verifier's symbolic state.
+  const double generate = size.transfers * kScheduleBytesPerTransfer;
+  const double output = size.transfers * 120;
+  const double state =
+      verify ? alg::symbolic_state_bytes(ranks, static_cast<int>(std::min(size.chunks, 2e9))) : 0.0;
+  budget.require(
+      generate + std::max(output, state),
+      "the " + algorithm + " schedule for " + std::to_string(ranks) + " ranks (" +
+          count_text(size.transfers) + " transfers" +
+          (verify ? ", verified on " + count_text(size.chunks) + " chunks" : std::string()) + ")",
+      fewer(algorithm));
+}
+
+void check_verify_memory(const MemoryBudget& budget, int ranks, int chunks) {
+  budget.require(alg::symbolic_state_bytes(ranks, chunks),
+                 "verifying a schedule of " + std::to_string(ranks) + " ranks x " +
+                     std::to_string(chunks) + " chunks (a bit per rank, chunk and contributor)",
+                 "verify a schedule with fewer ranks or chunks");
+}
+
+double simulation_bytes(const sim::SimulationConfig& c) {
+  const alg::ScheduleSize size = schedule_size(c.algorithm, c.topology.gpu_count(), c.options);
+  return size.transfers * (kScheduleBytesPerTransfer + kExecutorBytesPerTransfer +
+                           (c.trace_iteration ? kTraceBytesPerTransfer : 0.0)) +
+         results_bytes(c);
+}
+
+void check_simulation_memory(const MemoryBudget& budget, const sim::SimulationConfig& c) {
+  const alg::ScheduleSize size = schedule_size(c.algorithm, c.topology.gpu_count(), c.options);
+  budget.require(
+      simulation_bytes(c),
+      "simulating " + c.algorithm + " on " + std::to_string(c.topology.gpu_count()) + " ranks (" +
+          count_text(size.transfers) + " transfers, " + std::to_string(c.iterations) +
+          (c.iterations == 1 ? " iteration" : " iterations") + (c.trace_iteration ? ", traced" : "") + ")",
+      fewer(c.algorithm) + (c.per_rank_times ? ", fewer iterations or no --per-rank" : ""));
+}
+
+namespace {
+
+double simulation_seconds(const sim::SimulationConfig& c) {
+  const double per_transfer =
+      c.network == sim::NetworkKind::flow ? kFlowSecondsPerTransfer : kAlphabetaSecondsPerTransfer;
+  return schedule_size(c.algorithm, c.topology.gpu_count(), c.options).transfers * c.iterations * per_transfer;
+}
+
+std::string time_note(double seconds, const std::string& what) {
+  if (seconds < 60) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, seconds < 3600 ? "%.0f minutes" : "%.1f hours",
+                seconds < 3600 ? seconds / 60 : seconds / 3600);
+  return what + " may take about " + buf + " (an estimate from the transfers and iterations; Ctrl-C stops it)";
+}
+
+}  // namespace
+
+std::string simulation_time_note(const sim::SimulationConfig& c) {
+  return time_note(simulation_seconds(c), "this simulation");
+}
+
+std::string experiment_time_note(const Experiment& e, int jobs) {
+  if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  double total = 0, longest = 0;
+  for (const SweepPoint& p : e.points) {
+    for (const ExperimentAlgorithm& a : e.algorithms) {
+      sim::SimulationConfig c = p.config;
+      c.algorithm = a.name;
+      c.options = a.options;
+      const double s = simulation_seconds(c);
+      total += s;
+      longest = std::max(longest, s);
+    }
+  }
+  return time_note(std::max(longest, total / jobs), "the " + std::to_string(e.run_count()) + " runs");
+}
+
+void check_experiment_memory(const MemoryBudget& budget, const Experiment& e, int jobs) {
+  // `jobs` simulations run at once; the largest bounds each. Every run's results are kept.
+  double largest = 0, results = 0;
+  std::string largest_run;
+  for (std::size_t p = 0; p < e.points.size(); ++p) {
+    for (const ExperimentAlgorithm& a : e.algorithms) {
+      sim::SimulationConfig c = e.points[p].config;
+      c.algorithm = a.name;
+      c.options = a.options;
+      const double bytes = simulation_bytes(c) - results_bytes(c);
+      results += results_bytes(c);
+      if (bytes > largest) {
+        largest = bytes;
+        largest_run =
+            a.label + " on " + std::to_string(c.topology.gpu_count()) + " ranks, " +
+            count_text(schedule_size(c.algorithm, c.topology.gpu_count(), c.options).transfers) +
+            " transfers" + (e.axes.empty() ? std::string() : ", sweep point " + e.point_label(p));
+      }
+    }
+  }
+  if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int parallel = std::max(
+      1, static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(jobs), e.run_count())));
+  budget.require(
+      parallel * largest + results,
+      "simulating " + std::to_string(e.run_count()) + " run" + (e.run_count() == 1 ? "" : "s") +
+          " of " + std::to_string(e.iterations) + (e.iterations == 1 ? " iteration on " : " iterations on ") + std::to_string(parallel) +
+          " thread" + (parallel == 1 ? "" : "s") + " (the largest: " + largest_run + ")",
+      "use fewer ranks, algorithms with fewer transfers, fewer --jobs or fewer iterations");
+}
+
+}  // namespace ssim::exp

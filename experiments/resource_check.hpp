@@ -1,0 +1,50 @@
+// Resource honesty for the commands: memory estimates from the inputs, checked against the
+// budget (--max-memory, common/memory_budget.hpp) before anything large is built. A command
+// beyond the budget is refused with what it would need and what to change, instead of running
+// for minutes and dying of std::bad_alloc.
+//
+//   const MemoryBudget budget = MemoryBudget::from_flag(args.max_memory);
+//   check_schedule_memory(budget, "ring", 65536, options, /*verify=*/true);   // ResourceError
+#pragma once
+
+#include <string>
+
+#include "algorithms/registry.hpp"
+#include "common/memory_budget.hpp"
+#include "sim/simulation.hpp"
+
+namespace ssim::exp {
+
+struct Experiment;
+
+// Bytes per transfer: the schedule (alg::Transfer, 20 B, twice for vector growth), and what a
+// simulation keeps per transfer on top (routes, port queues, event state: measured 22 B with the
+// flow model at n = 2048; rounded up).
+inline constexpr double kScheduleBytesPerTransfer = 40;
+inline constexpr double kExecutorBytesPerTransfer = 32;
+
+// The algorithm's size bounds for `ranks` (InputError for an unknown name or bad option).
+alg::ScheduleSize schedule_size(const std::string& algorithm, int ranks,
+                                const alg::Options& options);
+
+// `schedule`: generating (and verifying) the schedule, and its text or JSON output.
+void check_schedule_memory(const MemoryBudget& budget, const std::string& algorithm, int ranks,
+                           const alg::Options& options, bool verify);
+// `verify`: the symbolic state of a schedule read from a file.
+void check_verify_memory(const MemoryBudget& budget, int ranks, int chunks);
+// One simulation (`simulate`): the schedule, the executor and the per-iteration results.
+double simulation_bytes(const sim::SimulationConfig& config);
+void check_simulation_memory(const MemoryBudget& budget, const sim::SimulationConfig& config);
+// `run` and `advise`: `jobs` simulations at a time (0: one per hardware thread), plus every
+// run's results.
+void check_experiment_memory(const MemoryBudget& budget, const Experiment& e, int jobs);
+
+// Time: about kAlphabetaSecondsPerTransfer (kFlowSecondsPerTransfer) per transfer and iteration
+// (measured: ring, 2048 ranks, 2 iterations: 0.6 s and 12 s on one core of the development
+// machine). Beyond a minute, a note for stderr says how long to expect; "" otherwise.
+inline constexpr double kAlphabetaSecondsPerTransfer = 40e-9;
+inline constexpr double kFlowSecondsPerTransfer = 800e-9;
+std::string simulation_time_note(const sim::SimulationConfig& config);
+std::string experiment_time_note(const Experiment& e, int jobs);
+
+}  // namespace ssim::exp

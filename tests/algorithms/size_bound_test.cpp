@@ -1,0 +1,38 @@
+// AlgorithmInfo::size: the bounds the CLI uses to refuse a schedule that would not fit in
+// memory must hold for what generate() returns, and be tight enough to not refuse what fits.
+#include <gtest/gtest.h>
+
+#include "algorithms/registry.hpp"
+
+namespace ssim::alg {
+namespace {
+
+void check(const AlgorithmInfo& info, int n, const Options& o) {
+  const Schedule s = generate(info.name, n, o);
+  const ScheduleSize b = info.size(n, o);
+  const std::string where = info.name + " n=" + std::to_string(n);
+  EXPECT_LE(s.chunks, b.chunks) << where;
+  EXPECT_LE(static_cast<double>(s.rounds.size()), b.rounds) << where;
+  const double transfers = static_cast<double>(s.transfer_count());
+  EXPECT_LE(transfers, b.transfers) << where;
+  // Not wildly pessimistic: the refusal message quotes this figure.
+  EXPECT_LE(b.transfers, 8 * transfers + 64) << where;
+}
+
+TEST(SizeBound, HoldsForEveryAlgorithmAndRankCount) {
+  for (const AlgorithmInfo& info : algorithms()) {
+    ASSERT_TRUE(info.size) << info.name << " has no size bound";
+    for (int n : {2,  3,  4,  5,  6,  7,   8,   9,   12,  15,  16,  17, 31,
+                  32, 33, 63, 64, 65, 100, 127, 128, 129, 255, 256, 257}) {
+      if (!info.supports_ranks(n)) continue;
+      if (info.name == "tree" || info.name == "dbtree") {
+        for (int seg : {2, 4, 16, 64}) check(info, n, Options({{"segments", std::to_string(seg)}}));
+      } else {
+        check(info, n, Options());
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ssim::alg

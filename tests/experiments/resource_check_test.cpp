@@ -1,0 +1,40 @@
+// experiments/resource_check: memory refusals and time notes, from the inputs alone.
+#include "experiments/resource_check.hpp"
+
+#include <gtest/gtest.h>
+
+#include "common/error.hpp"
+#include "topologies/generators.hpp"
+
+namespace ssim::exp {
+namespace {
+
+sim::SimulationConfig ring_on_switch(int n, sim::NetworkKind network, int iterations) {
+  sim::SimulationConfig c;
+  c.topology = topo::make_switch({.ranks = n, .bandwidth = BytesPerSecond{1e11}, .latency = Seconds{1e-6}});
+  c.network = network;
+  c.algorithm = "ring";
+  c.size = Bytes{1 << 20};
+  c.iterations = iterations;
+  return c;
+}
+
+TEST(ResourceCheck, TimeNoteOnlyForLongSimulations) {
+  // ring at 2048 ranks: 2 * 2048 * 2047 = 8.4e6 transfers; 200 flow iterations at 0.8 us each
+  // = 1341 s, about 22 minutes (measured: 12 s for 2 iterations).
+  const std::string note = simulation_time_note(ring_on_switch(2048, sim::NetworkKind::flow, 200));
+  EXPECT_NE(note.find("this simulation may take about 22 minutes"), std::string::npos) << note;
+  EXPECT_EQ(simulation_time_note(ring_on_switch(2048, sim::NetworkKind::alphabeta, 2)), "");
+  EXPECT_EQ(simulation_time_note(ring_on_switch(8, sim::NetworkKind::flow, 1000)), "");
+}
+
+TEST(ResourceCheck, SimulationMemoryGrowsWithTransfersAndIsChecked) {
+  const sim::SimulationConfig c = ring_on_switch(1024, sim::NetworkKind::alphabeta, 10);
+  const double transfers = 2.0 * 1024 * 1023;
+  EXPECT_GE(simulation_bytes(c), transfers * (kScheduleBytesPerTransfer + kExecutorBytesPerTransfer));
+  EXPECT_THROW(check_simulation_memory(MemoryBudget::of(1 << 20, "test"), c), ResourceError);
+  EXPECT_NO_THROW(check_simulation_memory(MemoryBudget::of(std::uint64_t{1} << 30, "test"), c));
+}
+
+}  // namespace
+}  // namespace ssim::exp
