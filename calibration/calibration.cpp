@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "common/error.hpp"
+#include "common/stats.hpp"
 
 namespace ssim::calib {
 namespace {
@@ -551,15 +552,6 @@ std::vector<Bytes> parse_size_list(std::string_view text) {
     start = comma + 1;
   }
   return sizes;
-}
-
-double quantile(std::vector<double> values, double p) {
-  SSIM_CHECK(!values.empty(), "quantile of no values");
-  std::sort(values.begin(), values.end());
-  const double at = p * static_cast<double>(values.size() - 1);
-  const std::size_t lo = static_cast<std::size_t>(std::floor(at));
-  const std::size_t hi = std::min(lo + 1, values.size() - 1);
-  return values[lo] + (at - static_cast<double>(lo)) * (values[hi] - values[lo]);
 }
 
 }  // namespace ssim::calib

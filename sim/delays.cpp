@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "common/error.hpp"
+#include "common/random.hpp"
 
 namespace ssim::sim {
 namespace {
@@ -25,13 +26,6 @@ template <class... Ts>
 struct Overloaded : Ts... {
   using Ts::operator()...;
 };
-
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 std::uint64_t stream_seed(std::uint64_t seed, int iteration, std::uint64_t component) {
   return splitmix64(splitmix64(splitmix64(seed) + static_cast<std::uint64_t>(iteration)) +
