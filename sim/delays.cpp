@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <boost/math/distributions/lognormal.hpp>
+#include <boost/math/distributions/normal.hpp>
 #include <cmath>
 #include <cstdio>
 #include <utility>
@@ -12,9 +14,9 @@
 namespace ssim::sim {
 namespace {
 
-constexpr double kZ90 = 1.2815515655446004;  // Phi^{-1}(0.9)
-constexpr double kSqrt2 = 1.4142135623730951;
-constexpr double kSqrt2Pi = 2.5066282746310002;
+// Phi^{-1}(9/10), correctly rounded. Not quantile(normal, 0.9): the double nearest 0.9 is
+// 0.9 + 2.2e-17, whose quantile is about half an ulp higher.
+constexpr double kZ90 = 1.2815515655446004;
 // The largest u that unit_open() returns: (2^52 - 1 + 0.5) / 2^52.
 constexpr double kMaxU = 1.0 - 0x1p-53;
 
@@ -34,23 +36,12 @@ double unit_open(std::mt19937_64& rng) {
   return (static_cast<double>(rng() >> 12) + 0.5) * 0x1p-52;
 }
 
-double normal_cdf(double x) { return 0.5 * std::erfc(-x / kSqrt2); }
-double normal_pdf(double x) { return std::exp(-0.5 * x * x) / kSqrt2Pi; }
-
-// Phi^{-1}(p) for p in (0, 1): the Abramowitz-Stegun 26.2.23 start (|error| < 4.5e-4), then two
-// Halley steps on Phi(x) = p (cubic convergence, so full double precision). The lower half is
-// solved directly, where erfc keeps relative precision; the upper half by symmetry.
-double normal_quantile(double p) {
-  if (p > 0.5) return -normal_quantile(1.0 - p);
-  const double t = std::sqrt(-2.0 * std::log(p));
-  double x = -(t - (2.515517 + t * (0.802853 + t * 0.010328)) /
-                       (1.0 + t * (1.432788 + t * (0.189269 + t * 0.001308))));
-  for (int step = 0; step < 2; ++step) {
-    const double u = (normal_cdf(x) - p) / normal_pdf(x);
-    x -= u / (1.0 + 0.5 * x * u);
-  }
-  return x;
-}
+// Boost.Math's distributions in plain double arithmetic: the default policy would promote to
+// long double, whose format differs between platforms (80-bit x87, 128-bit, or double), and
+// so would the draws. In double, Boost's normal quantile is within a few ulps.
+using MathPolicy = boost::math::policies::policy<boost::math::policies::promote_double<false>>;
+using NormalDist = boost::math::normal_distribution<double, MathPolicy>;
+using LognormalDist = boost::math::lognormal_distribution<double, MathPolicy>;
 
 std::string fmt(double v) {
   char buf[64];
@@ -206,14 +197,15 @@ Seconds Distribution::quantile(double p) const {
             return Seconds{d.low.value + (d.high.value - d.low.value) * p};
           },
           [q](const dist::Normal& d) {
-            // Standardised truncation point a = -mean/stddev; the draw has upper tail
-            // q * Q(a), Q(a) = P(Z > a), so its z solves Q(z) = q Q(a): z = -Phi^{-1}(q Q(a)).
-            const double a = -d.mean.value / d.stddev.value;
-            const double z = -normal_quantile(q * normal_cdf(-a));
-            return Seconds{std::max(0.0, d.mean.value + d.stddev.value * z)};
+            // Inverse-CDF truncation to [0, inf): the draw X has upper tail
+            // P(X > x) = q P(Y > 0) for the untruncated Y ~ N(mean, stddev), taken from the
+            // complements so that no 1 - p rounds away the tail.
+            const NormalDist y(d.mean.value, d.stddev.value);
+            const double tail = q * boost::math::cdf(boost::math::complement(y, 0.0));
+            return Seconds{std::max(0.0, boost::math::quantile(boost::math::complement(y, tail)))};
           },
           [p](const dist::Lognormal& d) {
-            return Seconds{std::exp(d.mu + d.sigma * normal_quantile(p))};
+            return Seconds{boost::math::quantile(LognormalDist(d.mu, d.sigma), p)};
           },
           [q](const dist::Exponential& d) { return Seconds{-d.mean.value * std::log(q)}; },
           [q](const dist::Pareto& d) {
@@ -239,12 +231,14 @@ std::optional<Seconds> Distribution::mean() const {
             return Seconds{(d.low.value + d.high.value) / 2};
           },
           [](const dist::Normal& d) -> std::optional<Seconds> {
-            // E[X | X > 0] = mean + stddev * phi(a) / Q(a), a = -mean/stddev.
+            // E[X | X > 0] = mean + stddev * phi(a) / Q(a), a = -mean/stddev, Q = 1 - Phi.
+            const NormalDist z;
             const double a = -d.mean.value / d.stddev.value;
-            return Seconds{d.mean.value + d.stddev.value * normal_pdf(a) / normal_cdf(-a)};
+            return Seconds{d.mean.value + d.stddev.value * boost::math::pdf(z, a) /
+                                              boost::math::cdf(boost::math::complement(z, a))};
           },
           [](const dist::Lognormal& d) -> std::optional<Seconds> {
-            return Seconds{std::exp(d.mu + d.sigma * d.sigma / 2)};
+            return Seconds{boost::math::mean(LognormalDist(d.mu, d.sigma))};
           },
           [](const dist::Exponential& d) -> std::optional<Seconds> { return d.mean; },
           [](const dist::Pareto& d) -> std::optional<Seconds> {

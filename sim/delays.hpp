@@ -20,7 +20,8 @@
 // straggler entry leaves the base delays of every iteration unchanged (paired comparisons).
 // Every sample is the distribution's quantile function at one uniform u in (0, 1) built from the
 // top 52 bits of one engine output; no std::*_distribution is used (their algorithms differ
-// between standard libraries), so only libm (exp, log, erfc, pow) can differ between platforms.
+// between standard libraries). The normal and lognormal quantiles are Boost.Math's, evaluated
+// in double, so only libm (exp, log, pow) can differ between platforms.
 //
 // All times are ssim::Seconds. Constructors and factories validate and throw ssim::InputError
 // naming the parameter and what is allowed. Nothing here reads a file: the config loader reads
