@@ -22,7 +22,8 @@ struct CostParams {
   double gamma = 0.0;  // seconds per byte reduced, at the receiver
 };
 
-// Paper formulas (../shared/reference/stragglar.md section 3.2), all ranks present at t = 0.
+// Paper formulas (StragglAR, arXiv 2505.23523 v2: Table 1 and the alpha-beta model of section
+// 4.3, as coded in the paper's reference simulator simulation.py), all ranks present at t = 0.
 double ring_cost(int n, double bytes, const CostParams& p);
 double rhd_cost(int n, double bytes, const CostParams& p);
 // Direct: time after the straggler arrives, with the n-1 AllReduce already done (hidden).

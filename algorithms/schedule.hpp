@@ -1,5 +1,5 @@
 // The schedule IR: the contract between the algorithm layer and every executor
-// (see ../shared/DESIGN.md, "The schedule IR").
+// (see docs/DESIGN.md, "The schedule IR").
 //
 // A Schedule is a collective over `ranks` ranks whose buffers are cut into `chunks` equal
 // chunks (the last absorbs the remainder). It is a list of rounds; a round is a list of

@@ -76,6 +76,7 @@
 
 #include "algorithms/generators.hpp"
 #include "common/error.hpp"
+#include "common/random.hpp"
 
 namespace ssim::alg {
 namespace {
@@ -602,22 +603,17 @@ int make_doubling(int n, std::vector<Round>* out) {
   return -1;
 }
 
-// Deterministic generator for tie-breaks (splitmix64), independent of the standard library.
+// Deterministic generator for tie-breaks (SplitMix64), independent of the standard library.
 class Mixer {
  public:
-  explicit Mixer(std::uint64_t seed) : state_(seed) {}
-  std::uint64_t next() {
-    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
+  explicit Mixer(std::uint64_t seed) : gen_(seed) {}
+  std::uint64_t next() { return gen_.next(); }
   void shuffle(std::vector<int>& v) {
     for (std::size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[next() % i]);
   }
 
  private:
-  std::uint64_t state_;
+  SplitMix64 gen_;
 };
 
 struct GreedyVariant {

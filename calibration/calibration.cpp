@@ -11,78 +11,21 @@
 #include <sstream>
 #include <system_error>
 
+#include "common/csv.hpp"
 #include "common/error.hpp"
+#include "common/stats.hpp"
 
 namespace ssim::calib {
 namespace {
 
 // ---- CSV records with line numbers -------------------------------------------------------
 
-struct Record {
-  int line = 0;  // physical line the record starts on
-  std::vector<std::string> fields;
-};
-
-// Splits `text` into records the way read_result_csv does (RFC 4180 quotes, a quoted field may
-// hold a line break, a trailing '\r' is dropped) and skips blank records, so the records after
-// the header correspond one to one with read_result_csv's rows. With `comments`, lines that
-// start with '#' outside a quoted field are skipped too.
-std::vector<Record> split_records(const std::string& text, std::string_view name, bool comments) {
-  std::vector<Record> records;
-  std::size_t pos = 0;
-  int line = 0;
-  auto next_line = [&](std::string& out) {
-    if (pos >= text.size()) return false;
-    const std::size_t end = text.find('\n', pos);
-    out = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
-    pos = end == std::string::npos ? text.size() : end + 1;
-    if (!out.empty() && out.back() == '\r') out.pop_back();
-    ++line;
-    return true;
-  };
-  std::string physical;
-  while (next_line(physical)) {
-    if (comments && !physical.empty() && physical.front() == '#') continue;
-    Record r;
-    r.line = line;
-    std::string field;
-    bool in_quotes = false;
-    std::size_t i = 0;
-    while (true) {
-      if (i == physical.size()) {
-        if (!in_quotes) break;
-        if (!next_line(physical)) {
-          throw InputError(std::string(name) + ":" + std::to_string(r.line) +
-                           ": quoted field not closed");
-        }
-        field += '\n';
-        i = 0;
-        continue;
-      }
-      const char c = physical[i++];
-      if (in_quotes) {
-        if (c != '"') {
-          field += c;
-        } else if (i < physical.size() && physical[i] == '"') {
-          field += '"';
-          ++i;
-        } else {
-          in_quotes = false;
-        }
-      } else if (c == '"') {
-        in_quotes = true;
-      } else if (c == ',') {
-        r.fields.push_back(std::move(field));
-        field.clear();
-      } else {
-        field += c;
-      }
-    }
-    r.fields.push_back(std::move(field));
-    if (r.fields.size() == 1 && r.fields[0].empty()) continue;
-    records.push_back(std::move(r));
-  }
-  return records;
+// Records of `text` (common/csv.hpp), so that the records after the header correspond one to
+// one with read_result_csv's rows. With `comments`, '#' lines are skipped too.
+std::vector<CsvRecord> split_records(const std::string& text, std::string_view name,
+                                     bool comments) {
+  std::istringstream in(text);
+  return read_csv(in, std::string(name), {.comments = comments});
 }
 
 std::string trim(std::string_view s) {
@@ -281,9 +224,9 @@ constexpr const char* kInputForms =
     "a calibration input is a sweep with columns bytes,seconds[,link_class][,kind] or a result CSV "
     "(schema/result_csv.hpp)";
 
-Calibration calibrate_sweep(const std::vector<Record>& records, std::string_view name,
+Calibration calibrate_sweep(const std::vector<CsvRecord>& records, std::string_view name,
                             const CalibrationOptions& options) {
-  const Record& header = records.front();
+  const CsvRecord& header = records.front();
   std::map<std::string, std::size_t> index;
   for (std::size_t i = 0; i < header.fields.size(); ++i) index.emplace(trim(header.fields[i]), i);
   for (const char* required : {"bytes", "seconds"}) {
@@ -308,7 +251,7 @@ Calibration calibrate_sweep(const std::vector<Record>& records, std::string_view
   std::map<std::string, std::vector<Observation>> p2p;  // by link class, sorted
   std::vector<Observation> reduce;
   for (std::size_t r = 1; r < records.size(); ++r) {
-    const Record& rec = records[r];
+    const CsvRecord& rec = records[r];
     if (rec.fields.size() != header.fields.size()) {
       throw InputError(std::string(name) + ":" + std::to_string(rec.line) + ": " +
                        std::to_string(rec.fields.size()) + " fields, the header has " +
@@ -505,7 +448,7 @@ std::vector<MeasuredRun> read_measured_runs(std::istream& in, std::string_view n
   const std::string text(std::istreambuf_iterator<char>(in), {});
   std::istringstream again(text);
   std::vector<schema::ResultRow> rows = schema::read_result_csv(again, name);
-  const std::vector<Record> records = split_records(text, name, false);
+  const std::vector<CsvRecord> records = split_records(text, name, false);
   SSIM_CHECK(records.size() == rows.size() + 1, "result CSV records and rows disagree");
   std::vector<MeasuredRun> runs;
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -531,7 +474,7 @@ std::vector<MeasuredRun> read_measured_runs(std::istream& in, std::string_view n
 Calibration calibrate(std::istream& in, std::string_view name, const CalibrationOptions& options) {
   check_bounds(options);
   const std::string text(std::istreambuf_iterator<char>(in), {});
-  const std::vector<Record> records = split_records(text, name, true);
+  const std::vector<CsvRecord> records = split_records(text, name, true);
   if (records.empty()) throw InputError(std::string(name) + ": empty file (" + kInputForms + ")");
   const std::vector<std::string>& header = records.front().fields;
   auto has = [&](const char* column) {
@@ -558,15 +501,6 @@ std::vector<Bytes> parse_size_list(std::string_view text) {
     start = comma + 1;
   }
   return sizes;
-}
-
-double quantile(std::vector<double> values, double p) {
-  SSIM_CHECK(!values.empty(), "quantile of no values");
-  std::sort(values.begin(), values.end());
-  const double at = p * static_cast<double>(values.size() - 1);
-  const std::size_t lo = static_cast<std::size_t>(std::floor(at));
-  const std::size_t hi = std::min(lo + 1, values.size() - 1);
-  return values[lo] + (at - static_cast<double>(lo)) * (values[hi] - values[lo]);
 }
 
 }  // namespace ssim::calib

@@ -161,8 +161,4 @@ std::vector<MeasuredRun> read_measured_runs(std::istream& in, std::string_view n
 // "64KiB,1MiB" -> sizes; InputError unless strictly increasing and > 0.
 std::vector<Bytes> parse_size_list(std::string_view text);
 
-// Quantile p in [0, 1] of `values` (linear interpolation between order statistics); values
-// must not be empty.
-double quantile(std::vector<double> values, double p);
-
 }  // namespace ssim::calib

@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "common/error.hpp"
+#include "common/stats.hpp"
 #include "experiments/cli_commands.hpp"
 #include "experiments/config.hpp"
 #include "calibration/calibration.hpp"
@@ -75,7 +76,7 @@ void print_residuals(std::ostream& os, const calib::FitQuality& q) {
                                                                             {"p75", 0.75},
                                                                             {"p90", 0.9},
                                                                             {"max", 1.0}}) {
-    os << " " << label << " " << percent(calib::quantile(errors, p));
+    os << " " << label << " " << percent(quantile(errors, p));
   }
   os << "\n";
 }
@@ -463,7 +464,7 @@ void run_validate(const ValidateArgs& a) {
     if (abs_errors[i] > abs_errors[worst]) worst = i;
   }
   std::cout << "relative error (simulated - measured) / measured: median |.| "
-            << abs_percent(calib::quantile(abs_errors, 0.5)) << ", max |.| "
+            << abs_percent(quantile(abs_errors, 0.5)) << ", max |.| "
             << abs_percent(abs_errors[worst]) << " (line " << error_lines[worst] << ")\n";
   if (!a.output.empty()) {
     std::ostringstream csv;

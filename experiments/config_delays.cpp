@@ -2,6 +2,7 @@
 
 #include "common/error.hpp"
 #include "experiments/config.hpp"
+#include "experiments/delay_files.hpp"
 
 namespace ssim::exp {
 namespace {
@@ -78,7 +79,7 @@ sim::Distribution load_distribution(const ConfigNode& node, const std::string& b
   if (node.has("file")) {
     const ConfigNode f = node.child("file");
     const auto path = resolve(f, base_dir);
-    return sim::load_empirical(path);  // its errors already name the file and line
+    return load_delay_samples(path);  // its errors already name the file, line and column
   }
   std::vector<Seconds> samples;
   for (const ConfigNode& s : node.child("samples").items()) samples.push_back(s.as_time());
@@ -91,7 +92,7 @@ sim::DelayModel load_delay_model(const ConfigNode& node, const std::string& base
   if (auto base = node.maybe("base")) model.base = load_distribution(*base, base_dir);
   if (auto trace = node.maybe("trace")) {
     if (node.has("base")) trace->fail("a trace replaces the base distribution: give one of base and trace");
-    model.trace = sim::Trace::load(resolve(*trace, base_dir));
+    model.trace = load_delay_trace(resolve(*trace, base_dir));
   }
   if (auto list = node.maybe("persistent")) {
     for (const ConfigNode& s : list->items()) {

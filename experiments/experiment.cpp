@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "common/error.hpp"
+#include "common/random.hpp"
 #include "experiments/experiment_output.hpp"
 #include "experiments/journal.hpp"
 #include "schema/result_csv.hpp"
@@ -43,11 +44,7 @@ std::uint64_t point_seed(std::uint64_t seed, const std::vector<SweepAxis>& axes,
   };
   for (std::size_t k = 0; k < axes.size(); ++k)
     feed(axes[k].key + "=" + axes[k].labels[value[k]] + ";");
-  std::uint64_t z = seed ^ h;  // SplitMix64 finalizer
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
+  return splitmix64(seed ^ h);
 }
 
 void set_iterations(Experiment& e, int iterations) {

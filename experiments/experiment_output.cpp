@@ -10,6 +10,7 @@
 
 #include "algorithms/stragglar.hpp"
 #include "common/error.hpp"
+#include "common/stats.hpp"
 #include "schema/result_csv.hpp"
 
 namespace ssim::exp {
@@ -26,16 +27,6 @@ std::string fixed(double v, int digits) {
 
 double metric_time(const Experiment& e, const sim::IterationSummary& it) {
   return e.metric == Metric::completion ? it.completion.value : it.after_last_arrival.value;
-}
-
-// Linear interpolation between order statistics (the usual "type 7" quantile).
-double quantile(std::vector<double> v, double q) {
-  SSIM_CHECK(!v.empty(), "quantile of nothing");
-  std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const std::size_t lo = static_cast<std::size_t>(std::floor(pos));
-  const std::size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
 }
 
 const char* metric_name(Metric m) {

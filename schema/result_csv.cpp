@@ -8,6 +8,7 @@
 #include <ostream>
 #include <system_error>
 
+#include "common/csv.hpp"
 #include "common/error.hpp"
 
 namespace ssim::schema {
@@ -30,57 +31,6 @@ std::string csv_field(const std::string& field) {
 }
 
 namespace {
-
-// Splits one CSV record, which may span several physical lines when a quoted field holds a
-// line break. Returns false at end of input. `line` counts physical lines read.
-bool read_record(std::istream& in, std::vector<std::string>& fields, int& line,
-                 std::string_view name) {
-  fields.clear();
-  std::string text;
-  if (!std::getline(in, text)) return false;
-  ++line;
-  const int first_line = line;
-  std::string field;
-  bool in_quotes = false;
-  std::size_t i = 0;
-  while (true) {
-    if (i == text.size()) {
-      if (!in_quotes) break;
-      std::string more;
-      if (!std::getline(in, more)) {
-        throw InputError(std::string(name) + ":" + std::to_string(first_line) +
-                         ": quoted field not closed");
-      }
-      ++line;
-      field += '\n';
-      text = std::move(more);
-      i = 0;
-      continue;
-    }
-    const char c = text[i++];
-    if (in_quotes) {
-      if (c == '"') {
-        if (i < text.size() && text[i] == '"') {
-          field += '"';
-          ++i;
-        } else {
-          in_quotes = false;
-        }
-      } else {
-        field += c;
-      }
-    } else if (c == '"') {
-      in_quotes = true;
-    } else if (c == ',') {
-      fields.push_back(std::move(field));
-      field.clear();
-    } else if (c != '\r' || i != text.size()) {
-      field += c;
-    }
-  }
-  fields.push_back(std::move(field));
-  return true;
-}
 
 class FieldParser {
  public:
@@ -179,10 +129,11 @@ std::string format_result_row(const ResultRow& row) {
 }
 
 std::vector<ResultRow> read_result_csv(std::istream& in, std::string_view name) {
-  int line = 0;
-  std::vector<std::string> header;
-  if (!read_record(in, header, line, name))
+  CsvReader csv(in, std::string(name));
+  CsvRecord head;
+  if (!csv.next(head))
     throw InputError(std::string(name) + ": empty file (expected a result CSV header)");
+  const std::vector<std::string>& header = head.fields;
   std::map<std::string, std::size_t> index;
   for (std::size_t i = 0; i < header.size(); ++i) index.emplace(header[i], i);
   std::vector<std::size_t> at;
@@ -196,17 +147,14 @@ std::vector<ResultRow> read_result_csv(std::istream& in, std::string_view name) 
   }
 
   std::vector<ResultRow> rows;
-  std::vector<std::string> f;
-  while (true) {
-    const int first_line = line + 1;
-    if (!read_record(in, f, line, name)) break;
-    if (f.size() == 1 && f[0].empty()) continue;  // blank line
+  CsvRecord record;
+  while (csv.next(record)) {
+    const std::vector<std::string>& f = record.fields;
     if (f.size() != header.size()) {
-      throw InputError(std::string(name) + ":" + std::to_string(first_line) + ": " +
-                       std::to_string(f.size()) + " fields, the header has " +
-                       std::to_string(header.size()));
+      csv.fail(record, std::to_string(f.size()) + " fields, the header has " +
+                           std::to_string(header.size()));
     }
-    const FieldParser p(name, first_line);
+    const FieldParser p(name, record.line);
     const auto& columns = result_csv_columns();
     auto get = [&](std::size_t c) -> const std::string& { return f[at[c]]; };
     ResultRow r;

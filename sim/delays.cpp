@@ -2,23 +2,21 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
-#include <charconv>
+#include <boost/math/distributions/lognormal.hpp>
+#include <boost/math/distributions/normal.hpp>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <map>
 #include <utility>
 
 #include "common/error.hpp"
-#include "common/input_file.hpp"
+#include "common/random.hpp"
 
 namespace ssim::sim {
 namespace {
 
-constexpr double kZ90 = 1.2815515655446004;  // Phi^{-1}(0.9)
-constexpr double kSqrt2 = 1.4142135623730951;
-constexpr double kSqrt2Pi = 2.5066282746310002;
+// Phi^{-1}(9/10), correctly rounded. Not quantile(normal, 0.9): the double nearest 0.9 is
+// 0.9 + 2.2e-17, whose quantile is about half an ulp higher.
+constexpr double kZ90 = 1.2815515655446004;
 // The largest u that unit_open() returns: (2^52 - 1 + 0.5) / 2^52.
 constexpr double kMaxU = 1.0 - 0x1p-53;
 
@@ -28,13 +26,6 @@ struct Overloaded : Ts... {
 };
 template <class... Ts>
 Overloaded(Ts...) -> Overloaded<Ts...>;  // clang < 17 does not deduce aggregates
-
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 std::uint64_t stream_seed(std::uint64_t seed, int iteration, std::uint64_t component) {
   return splitmix64(splitmix64(splitmix64(seed) + static_cast<std::uint64_t>(iteration)) +
@@ -47,23 +38,12 @@ double unit_open(std::mt19937_64& rng) {
   return (static_cast<double>(rng() >> 12) + 0.5) * 0x1p-52;
 }
 
-double normal_cdf(double x) { return 0.5 * std::erfc(-x / kSqrt2); }
-double normal_pdf(double x) { return std::exp(-0.5 * x * x) / kSqrt2Pi; }
-
-// Phi^{-1}(p) for p in (0, 1): the Abramowitz-Stegun 26.2.23 start (|error| < 4.5e-4), then two
-// Halley steps on Phi(x) = p (cubic convergence, so full double precision). The lower half is
-// solved directly, where erfc keeps relative precision; the upper half by symmetry.
-double normal_quantile(double p) {
-  if (p > 0.5) return -normal_quantile(1.0 - p);
-  const double t = std::sqrt(-2.0 * std::log(p));
-  double x = -(t - (2.515517 + t * (0.802853 + t * 0.010328)) /
-                       (1.0 + t * (1.432788 + t * (0.189269 + t * 0.001308))));
-  for (int step = 0; step < 2; ++step) {
-    const double u = (normal_cdf(x) - p) / normal_pdf(x);
-    x -= u / (1.0 + 0.5 * x * u);
-  }
-  return x;
-}
+// Boost.Math's distributions in plain double arithmetic: the default policy would promote to
+// long double, whose format differs between platforms (80-bit x87, 128-bit, or double), and
+// so would the draws. In double, Boost's normal quantile is within a few ulps.
+using MathPolicy = boost::math::policies::policy<boost::math::policies::promote_double<false>>;
+using NormalDist = boost::math::normal_distribution<double, MathPolicy>;
+using LognormalDist = boost::math::lognormal_distribution<double, MathPolicy>;
 
 std::string fmt(double v) {
   char buf[64];
@@ -145,98 +125,6 @@ void validate(const dist::Empirical& d) {
   }
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
-std::vector<std::string> split_csv(std::string_view line) {
-  std::vector<std::string> fields;
-  while (true) {
-    const std::size_t comma = line.find(',');
-    fields.emplace_back(trim(line.substr(0, comma)));
-    if (comma == std::string_view::npos) break;
-    line.remove_prefix(comma + 1);
-  }
-  return fields;
-}
-
-// Reads the next line that is neither blank nor a '#' comment; false at the end.
-bool next_data_line(std::istream& in, int& line_no, std::string& line) {
-  while (std::getline(in, line)) {
-    ++line_no;
-    const std::string_view t = trim(line);
-    if (t.empty() || t.front() == '#') continue;
-    line = std::string(t);
-    return true;
-  }
-  return false;
-}
-
-[[noreturn]] void fail_at(const std::string& source, int line, const std::string& message) {
-  throw InputError(source + ":" + std::to_string(line) + ": " + message);
-}
-
-std::optional<double> parse_number(std::string_view s) {
-  double v = 0.0;
-  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || ptr != s.data() + s.size() || !std::isfinite(v)) {
-    return std::nullopt;
-  }
-  return v;
-}
-
-std::optional<int> parse_int(std::string_view s) {
-  int v = 0;
-  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
-struct UnitSuffix {
-  std::string_view base;  // the column name without the suffix
-  double factor;          // seconds per unit
-};
-
-// "arrival_ms" -> {"arrival", 1e-3}; nullopt without a known suffix or without a name before it.
-std::optional<UnitSuffix> split_unit_suffix(std::string_view name) {
-  static constexpr std::array<std::pair<std::string_view, double>, 5> kSuffixes{
-      {{"_s", 1.0}, {"_ms", 1e-3}, {"_us", 1e-6}, {"_ns", 1e-9}, {"_ps", 1e-12}}};
-  for (const auto& [suffix, factor] : kSuffixes) {
-    if (name.size() > suffix.size() && name.ends_with(suffix)) {
-      return UnitSuffix{name.substr(0, name.size() - suffix.size()), factor};
-    }
-  }
-  return std::nullopt;
-}
-
-constexpr const char* kSuffixHelp = "suffix _s, _ms, _us, _ns or _ps";
-
-// A time cell of a CSV whose header gave the unit.
-Seconds parse_cell_time(std::string_view cell, double factor, const std::string& source, int line) {
-  const std::optional<double> v = parse_number(cell);
-  if (!v) fail_at(source, line, "'" + std::string(cell) + "' is not a number");
-  if (*v < 0) fail_at(source, line, "time " + std::string(cell) + " must be >= 0");
-  return Seconds{*v * factor};
-}
-
-int parse_index(std::string_view cell, std::string_view what, const std::string& source, int line) {
-  const std::optional<int> v = parse_int(cell);
-  if (!v || *v < 0) {
-    fail_at(source, line,
-            std::string(what) + " '" + std::string(cell) + "' is not an integer >= 0");
-  }
-  return *v;
-}
-
-std::ifstream open_or_throw(const std::filesystem::path& file, std::string_view what) {
-  check_input_file(file.string());
-  std::ifstream in(file);
-  if (!in) throw InputError("cannot open " + std::string(what) + " '" + file.string() + "'");
-  return in;
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -311,14 +199,15 @@ Seconds Distribution::quantile(double p) const {
             return Seconds{d.low.value + (d.high.value - d.low.value) * p};
           },
           [q](const dist::Normal& d) {
-            // Standardised truncation point a = -mean/stddev; the draw has upper tail
-            // q * Q(a), Q(a) = P(Z > a), so its z solves Q(z) = q Q(a): z = -Phi^{-1}(q Q(a)).
-            const double a = -d.mean.value / d.stddev.value;
-            const double z = -normal_quantile(q * normal_cdf(-a));
-            return Seconds{std::max(0.0, d.mean.value + d.stddev.value * z)};
+            // Inverse-CDF truncation to [0, inf): the draw X has upper tail
+            // P(X > x) = q P(Y > 0) for the untruncated Y ~ N(mean, stddev), taken from the
+            // complements so that no 1 - p rounds away the tail.
+            const NormalDist y(d.mean.value, d.stddev.value);
+            const double tail = q * boost::math::cdf(boost::math::complement(y, 0.0));
+            return Seconds{std::max(0.0, boost::math::quantile(boost::math::complement(y, tail)))};
           },
           [p](const dist::Lognormal& d) {
-            return Seconds{std::exp(d.mu + d.sigma * normal_quantile(p))};
+            return Seconds{boost::math::quantile(LognormalDist(d.mu, d.sigma), p)};
           },
           [q](const dist::Exponential& d) { return Seconds{-d.mean.value * std::log(q)}; },
           [q](const dist::Pareto& d) {
@@ -344,12 +233,14 @@ std::optional<Seconds> Distribution::mean() const {
             return Seconds{(d.low.value + d.high.value) / 2};
           },
           [](const dist::Normal& d) -> std::optional<Seconds> {
-            // E[X | X > 0] = mean + stddev * phi(a) / Q(a), a = -mean/stddev.
+            // E[X | X > 0] = mean + stddev * phi(a) / Q(a), a = -mean/stddev, Q = 1 - Phi.
+            const NormalDist z;
             const double a = -d.mean.value / d.stddev.value;
-            return Seconds{d.mean.value + d.stddev.value * normal_pdf(a) / normal_cdf(-a)};
+            return Seconds{d.mean.value + d.stddev.value * boost::math::pdf(z, a) /
+                                              boost::math::cdf(boost::math::complement(z, a))};
           },
           [](const dist::Lognormal& d) -> std::optional<Seconds> {
-            return Seconds{std::exp(d.mu + d.sigma * d.sigma / 2)};
+            return Seconds{boost::math::mean(LognormalDist(d.mu, d.sigma))};
           },
           [](const dist::Exponential& d) -> std::optional<Seconds> { return d.mean; },
           [](const dist::Pareto& d) -> std::optional<Seconds> {
@@ -400,60 +291,6 @@ std::string Distribution::describe() const {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Empirical samples from a file
-
-Distribution parse_empirical(std::istream& in, const std::string& source) {
-  std::vector<Seconds> samples;
-  std::optional<double> header_factor;  // set by a "delay_ms" header: rows are bare numbers
-  int line_no = 0;
-  std::string line;
-  bool first = true;
-  while (next_data_line(in, line_no, line)) {
-    const std::vector<std::string> fields = split_csv(line);
-    if (first && std::isalpha(static_cast<unsigned char>(fields[0].front()))) {
-      first = false;
-      if (fields.size() == 1) {
-        const std::optional<UnitSuffix> unit = split_unit_suffix(fields[0]);
-        if (!unit) {
-          fail_at(
-              source, line_no,
-              "header '" + fields[0] + "' must name the unit, e.g. delay_ms (" + kSuffixHelp + ")");
-        }
-        header_factor = unit->factor;
-      } else if (fields.size() != 2 || fields[1] != "unit") {
-        fail_at(
-            source, line_no,
-            "expected a header 'name_<unit>' (e.g. delay_ms) or 'name,unit', got '" + line + "'");
-      }
-      continue;
-    }
-    first = false;
-    if (header_factor) {
-      if (fields.size() != 1) {
-        fail_at(source, line_no, "expected one number per line (the header gives the unit)");
-      }
-      samples.push_back(parse_cell_time(fields[0], *header_factor, source, line_no));
-      continue;
-    }
-    if (fields.size() > 2) fail_at(source, line_no, "expected 'value,unit' or 'value unit'");
-    const std::string text = fields.size() == 2 ? fields[0] + fields[1] : fields[0];
-    try {
-      samples.push_back(parse_time(text));
-    } catch (const InputError& e) {
-      fail_at(source, line_no,
-              std::string(e.what()) + " (or give the unit once in a header such as delay_ms)");
-    }
-  }
-  if (samples.empty()) throw InputError(source + ": no delay samples");
-  return Distribution::empirical(std::move(samples), source);
-}
-
-Distribution load_empirical(const std::filesystem::path& file) {
-  std::ifstream in = open_or_throw(file, "delay sample file");
-  return parse_empirical(in, file.string());
-}
-
-// ---------------------------------------------------------------------------------------------
 // Trace
 
 Trace::Trace(std::vector<std::vector<Seconds>> arrivals, std::string source)
@@ -476,110 +313,6 @@ Trace::Trace(std::vector<std::vector<Seconds>> arrivals, std::string source)
       }
     }
   }
-}
-
-Trace Trace::parse(std::istream& in, const std::string& source) {
-  int line_no = 0;
-  std::string line;
-  const std::string expected =
-      "expected a header 'iteration,rank,arrival_<unit>' or "
-      "'iteration,rank0_<unit>,rank1_<unit>,...' (" +
-      std::string(kSuffixHelp) + ")";
-  if (!next_data_line(in, line_no, line)) throw InputError(source + ": empty delay trace");
-  const std::vector<std::string> header = split_csv(line);
-  if (header.size() < 2 || header[0] != "iteration") fail_at(source, line_no, expected);
-  const bool long_form = header[1] == "rank";
-
-  // Wide form: one unit factor per rank column.
-  std::vector<double> factors;
-  if (long_form) {
-    const std::optional<UnitSuffix> unit =
-        header.size() == 3 ? split_unit_suffix(header[2]) : std::nullopt;
-    if (!unit) fail_at(source, line_no, expected);
-    factors.push_back(unit->factor);
-  } else {
-    for (std::size_t k = 1; k < header.size(); ++k) {
-      const std::optional<UnitSuffix> unit = split_unit_suffix(header[k]);
-      const std::string want = "rank" + std::to_string(k - 1);
-      if (!unit || unit->base != want) {
-        fail_at(source, line_no,
-                "column " + std::to_string(k + 1) + " is '" + header[k] + "', expected " + want +
-                    "_<unit>; " + expected);
-      }
-      factors.push_back(unit->factor);
-    }
-  }
-
-  struct Cell {
-    Seconds value;
-    int line;
-  };
-  std::map<int, std::map<int, Cell>> rows;  // iteration -> rank -> arrival
-  while (next_data_line(in, line_no, line)) {
-    const std::vector<std::string> f = split_csv(line);
-    if (f.size() != header.size()) {
-      fail_at(source, line_no,
-              "expected " + std::to_string(header.size()) + " columns, got " +
-                  std::to_string(f.size()));
-    }
-    const int it = parse_index(f[0], "iteration", source, line_no);
-    std::map<int, Cell>& row = rows[it];
-    if (long_form) {
-      const int rank = parse_index(f[1], "rank", source, line_no);
-      const Seconds v = parse_cell_time(f[2], factors[0], source, line_no);
-      const auto [pos, inserted] = row.emplace(rank, Cell{v, line_no});
-      if (!inserted) {
-        fail_at(source, line_no,
-                "iteration " + f[0] + " rank " + f[1] + " already given on line " +
-                    std::to_string(pos->second.line));
-      }
-    } else {
-      if (!row.empty()) {
-        fail_at(source, line_no,
-                "iteration " + f[0] + " already given on line " +
-                    std::to_string(row.begin()->second.line));
-      }
-      for (std::size_t k = 1; k < f.size(); ++k) {
-        row.emplace(static_cast<int>(k - 1),
-                    Cell{parse_cell_time(f[k], factors[k - 1], source, line_no), line_no});
-      }
-    }
-  }
-  if (rows.empty()) throw InputError(source + ": no data rows after the header");
-
-  // Ranks 0..R-1 where R is one more than the largest rank seen anywhere.
-  int ranks = 0;
-  for (const auto& [it, row] : rows) ranks = std::max(ranks, row.rbegin()->first + 1);
-  std::vector<std::vector<Seconds>> arrivals;
-  arrivals.reserve(rows.size());
-  int expect_it = 0;
-  for (const auto& [it, row] : rows) {
-    if (it != expect_it) {
-      throw InputError(source + ": iteration " + std::to_string(expect_it) +
-                       " is missing (iterations must run 0.." + std::to_string(rows.size() - 1) +
-                       " without gaps)");
-    }
-    int expect_rank = 0;
-    for (const auto& [rank, cell] : row) {
-      if (rank != expect_rank) break;
-      ++expect_rank;
-    }
-    if (expect_rank != ranks) {
-      throw InputError(source + ": iteration " + std::to_string(it) + " has no arrival for rank " +
-                       std::to_string(expect_rank) + " (ranks run 0.." + std::to_string(ranks - 1) +
-                       ")");
-    }
-    std::vector<Seconds>& out = arrivals.emplace_back();
-    out.reserve(static_cast<std::size_t>(ranks));
-    for (const auto& [rank, cell] : row) out.push_back(cell.value);
-    ++expect_it;
-  }
-  return Trace(std::move(arrivals), source);
-}
-
-Trace Trace::load(const std::filesystem::path& file) {
-  std::ifstream in = open_or_throw(file, "delay trace");
-  return parse(in, file.string());
 }
 
 const std::vector<Seconds>& Trace::at(int iteration) const {

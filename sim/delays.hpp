@@ -1,7 +1,7 @@
 // Per-rank arrival delays: when each rank reaches the collective, iteration by iteration.
 //
 // Defines Distribution (none, constant, uniform, truncated normal, lognormal, exponential, pareto,
-// empirical), Trace (arrival times replayed from a CSV file), PersistentStraggler, DelayModel,
+// empirical), Trace (measured arrival times replayed), PersistentStraggler, DelayModel,
 // StragglerPolicy and DelayGenerator, which turns a model, a rank count and a seed into
 // IterationArrivals: every rank's arrival offset (>= 0), the rank that actually arrived last and
 // the rank a straggler-aware schedule should be built for.
@@ -20,15 +20,15 @@
 // straggler entry leaves the base delays of every iteration unchanged (paired comparisons).
 // Every sample is the distribution's quantile function at one uniform u in (0, 1) built from the
 // top 52 bits of one engine output; no std::*_distribution is used (their algorithms differ
-// between standard libraries), so only libm (exp, log, erfc, pow) can differ between platforms.
+// between standard libraries). The normal and lognormal quantiles are Boost.Math's, evaluated
+// in double, so only libm (exp, log, pow) can differ between platforms.
 //
 // All times are ssim::Seconds. Constructors and factories validate and throw ssim::InputError
-// naming the parameter and what is allowed; file loaders prefix "file:line: ".
+// naming the parameter and what is allowed. Nothing here reads a file: the config loader reads
+// delay sample and trace files (experiments/delay_files.hpp) and passes the numbers in.
 #pragma once
 
 #include <cstdint>
-#include <filesystem>
-#include <iosfwd>
 #include <optional>
 #include <random>
 #include <string>
@@ -130,32 +130,15 @@ class Distribution {
   Params params_;
 };
 
-// Reads delay samples, one per line; blank lines and lines starting with '#' are skipped.
-// Either a one-column header whose name ends in the unit, then bare numbers:
-//     delay_ms            (suffixes _s, _ms, _us, _ns, _ps)
-//     3.2
-// or values that carry their unit, as "3.2ms", "3.2 ms" or "3.2,ms", with an optional header
-// "<name>,unit". Errors name the file and line; a file without samples is an error.
-Distribution load_empirical(const std::filesystem::path& file);
-// The same from a stream; `source` names it in errors ("source:line: ...").
-Distribution parse_empirical(std::istream& in, const std::string& source);
-
 // Arrival offsets replayed from a measurement: arrivals[iteration][rank], each >= 0, used as
-// offsets as they are (no per-iteration shift). Iterations past the end cycle: iteration i
-// replays row i mod iterations(), so a short trace can drive a long run.
+// offsets as they are (no per-iteration shift); `source` names where they came from (a file,
+// read by experiments/delay_files.hpp) for describe() and errors. Iterations past the end cycle:
+// iteration i replays row i mod iterations(), so a short trace can drive a long run.
 class Trace {
  public:
   // Validates: at least one iteration, every row the same (>= 1) number of ranks, values finite
   // and >= 0.
   Trace(std::vector<std::vector<Seconds>> arrivals, std::string source);
-
-  // CSV, blank lines and '#' lines skipped, in one of two forms (the unit is in the header):
-  //   long:  iteration,rank,arrival_ms        one row per (iteration, rank), any order
-  //   wide:  iteration,rank0_ms,rank1_us,...  one row per iteration, columns rank0, rank1, ...
-  // Iterations must be 0..T-1 without gaps, each with every rank 0..R-1 exactly once.
-  // Errors name the file and line.
-  static Trace load(const std::filesystem::path& file);
-  static Trace parse(std::istream& in, const std::string& source);
 
   int ranks() const { return static_cast<int>(arrivals_.front().size()); }
   int iterations() const { return static_cast<int>(arrivals_.size()); }

@@ -3,7 +3,8 @@ cmake_minimum_required(VERSION 3.22)
 #   common -> (nothing); algorithms, topologies, schema -> common; sim -> algorithms, topologies;
 #   calibration -> schema, algorithms; experiments -> sim, schema, calibration (never
 #   gpu_backend); gpu_backend -> algorithms, topologies, schema.
-# Only the config loader (experiments/config*) may include yaml-cpp.
+# Only the config loader (experiments/config*) may include yaml-cpp, and sim/ includes neither
+# <fstream> nor <filesystem>: the simulator receives numbers, files are read at the edge.
 set(allowed_common "common")
 set(allowed_algorithms "common;algorithms")
 set(allowed_topologies "common;topologies")
@@ -24,6 +25,9 @@ foreach(layer IN LISTS layers)
         if(target IN_LIST layers AND NOT target IN_LIST allowed_${layer})
           string(APPEND errors "${f}: ${layer} may not include ${target}/: ${line}\n")
         endif()
+      endif()
+      if(layer STREQUAL "sim" AND line MATCHES "<(fstream|filesystem)>")
+        string(APPEND errors "${f}: sim/ reads no files (parse them in experiments/): ${line}\n")
       endif()
       if(line MATCHES "yaml-cpp" AND NOT f MATCHES "/experiments/config")
         string(APPEND errors "${f}: only experiments/config* may include yaml-cpp: ${line}\n")

@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "common/error.hpp"
+#include "common/random.hpp"
 
 namespace ssim::topo {
 namespace {
@@ -89,16 +90,10 @@ struct Table {
   }
 };
 
-std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
 // ECMP choice at vertex v among n candidates; the vertex salt decorrelates successive hops.
 std::size_t ecmp_pick(std::uint64_t flow_hash, int v, std::size_t n) {
-  return static_cast<std::size_t>(mix(flow_hash ^ mix(static_cast<std::uint64_t>(v))) % n);
+  return static_cast<std::size_t>(
+      splitmix64(flow_hash ^ splitmix64(static_cast<std::uint64_t>(v))) % n);
 }
 
 std::shared_ptr<const Table> compute_table(const RoutingIndex& ix, int root) {

@@ -373,15 +373,11 @@ TEST(Calibration, MeasuredRunsCarryTheirLines) {
   EXPECT_EQ(runs[2].row.algorithm, "rhd");
 }
 
-TEST(Calibration, SizeListsAndQuantiles) {
+TEST(Calibration, SizeLists) {
   EXPECT_EQ(parse_size_list("64KiB, 1MiB"), (std::vector<Bytes>{Bytes{65536}, Bytes{1 << 20}}));
   EXPECT_THROW(parse_size_list("1MiB,64KiB"), InputError);
   EXPECT_THROW(parse_size_list("0"), InputError);
   EXPECT_THROW(parse_size_list("64KB,x"), InputError);
-  // 1, 2, 3, 4: median between 2 and 3; p = 1/3 is the second order statistic.
-  EXPECT_DOUBLE_EQ(quantile({4, 1, 3, 2}, 0.5), 2.5);
-  EXPECT_DOUBLE_EQ(quantile({4, 1, 3, 2}, 1.0 / 3), 2);
-  EXPECT_DOUBLE_EQ(quantile({4, 1, 3, 2}, 1), 4);
   CalibrationOptions o;
   o.piecewise = {Bytes{10}, Bytes{10}};
   EXPECT_NE(error_of("bytes,seconds\n1,1\n2,2\n", o).find("strictly increasing"),

@@ -117,9 +117,9 @@ TEST(ExperimentRunner, SpeedupColumnsAgainstTheBaselineOfTheSameIteration) {
 }
 
 TEST(ExperimentRunner, ShippedPaperScalingReproducesTheStragglarTable) {
-  // stragglar.md section 3.3 (simulation.py's model): Ring/StragglAR after the straggler
-  // arrives = 1.363 at n = 8 and 1.941 at n = 256. The shipped experiment, reduced to those two
-  // rank counts and the two algorithms.
+  // The paper's reference simulator (arXiv 2505.23523, simulation.py): Ring/StragglAR after the
+  // straggler arrives = 1.363 at n = 8 and 1.941 at n = 256. The shipped experiment, reduced to
+  // those two rank counts and the two algorithms.
   Experiment e = load_experiment(ConfigReader(std::string(STRAGGLESIM_SOURCE_DIR) +
                                               "/configs/experiments/paper_scaling.yaml"));
   std::erase_if(e.points, [&](const SweepPoint& p) {

@@ -139,7 +139,9 @@ TEST(ResultCsv, ReaderErrorsNameFileLineAndColumn) {
   expect_error(header + "measured,ring,4,4096,float32,0,,0,1ms,1,1,1,,d,t\n",
                "column time_s: bad value '1ms'");
   expect_error(header + "measured,ring,4,4096,float32,0,,0,1,1,1,1,,\"open,t\n",
-               "bad.csv:2: quoted field not closed");
+               "bad.csv:2:44: quoted field not closed");
+  expect_error(header + "measured,ring,4,4096,float32,0,,0,1,1,1,1,,H100 \"SXM\",t\n",
+               "bad.csv:2:49: quote inside an unquoted field");
 }
 
 }  // namespace

@@ -8,48 +8,22 @@
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
 #include "tests/algorithms/round_timing.hpp"
+#include "tests/sim/fixtures.hpp"
 #include "topologies/generators.hpp"
 
 namespace ssim::sim {
 namespace {
 
-// A switch with 1 B/s links and a GPU-to-GPU latency of 1 s: a transfer of m bytes costs 1 + m.
-topo::Topology unit_switch(int n) {
-  return topo::make_switch({.ranks = n, .bandwidth = BytesPerSecond{1.0}, .latency = Seconds{1.0}});
-}
-
-std::vector<Seconds> at(std::vector<double> t) {
-  std::vector<Seconds> out;
-  for (double v : t) out.push_back(Seconds{v});
-  return out;
-}
-
-// Any transfer list is executable (the executor does not verify): random rounds.
-alg::Schedule random_schedule(std::mt19937_64& rng, int n, int rounds) {
-  const int chunks = 1 + static_cast<int>(rng() % 5);
-  alg::Schedule s = alg::Schedule::make(alg::Collective::allreduce, "random", n, chunks);
-  for (int k = 0; k < rounds; ++k) {
-    alg::Round& r = s.add_round(k % 2 ? "odd" : "even");
-    const int count = static_cast<int>(rng() % static_cast<unsigned>(2 * n));
-    for (int i = 0; i < count; ++i) {
-      const int src = static_cast<int>(rng() % static_cast<unsigned>(n));
-      const int dst = (src + 1 + static_cast<int>(rng() % static_cast<unsigned>(n - 1))) % n;
-      const int b = static_cast<int>(rng() % static_cast<unsigned>(chunks));
-      const int e = b + static_cast<int>(rng() % static_cast<unsigned>(chunks - b + 1));
-      r.add(src, dst, b, e, rng() % 2 ? alg::Op::reduce : alg::Op::copy);
-    }
-  }
-  s.straggler = static_cast<int>(rng() % static_cast<unsigned>(n));
-  return s;
-}
+using testing::at;
+using testing::into_rank_one;
+using testing::random_arrivals;
+using testing::random_schedule;
+using testing::unit_switch;
 
 TEST(Executor, PortsServeTransfersInScheduleOrder) {
   // Round 0: 0 -> 1 and 2 -> 1, 4 bytes each (one chunk), all arrive at 0. Rank 1's receive
   // port takes 0 -> 1 first: [0, 5]; then 2 -> 1: [5, 10]. Finish: rank 0 at 5, ranks 1, 2 at 10.
-  alg::Schedule s = alg::Schedule::make(alg::Collective::allreduce, "hand", 3, 1);
-  alg::Round& r = s.add_round();
-  r.add(0, 1, 0, 1, alg::Op::copy);
-  r.add(2, 1, 0, 1, alg::Op::copy);
+  const alg::Schedule s = into_rank_one(1, 1, alg::Op::copy);
   const topo::Topology t = unit_switch(3);
   Executor ex(s, t, NetworkConfig{}, Bytes{4});
   for (bool events : {false, true}) {
@@ -77,10 +51,7 @@ TEST(Executor, FlowModelSharesTheReceiversLink) {
   // Same round in the flow model: ports do not serialize. Both flows wait the 1 s latency, then
   // share rank 1's down link (1 B/s) at 0.5 B/s each: 4 bytes take 8 s, both end at 1 + 8 = 9
   // (the alpha-beta model gives 5 and 10, see above).
-  alg::Schedule s = alg::Schedule::make(alg::Collective::allreduce, "hand", 3, 1);
-  alg::Round& r = s.add_round();
-  r.add(0, 1, 0, 1, alg::Op::copy);
-  r.add(2, 1, 0, 1, alg::Op::copy);
+  const alg::Schedule s = into_rank_one(1, 1, alg::Op::copy);
   const topo::Topology t = unit_switch(3);
   Executor ex(s, t, NetworkConfig{NetworkKind::flow, SecondsPerByte{0}}, Bytes{4});
   const IterationResult res = ex.run(at({0, 0, 0}));
@@ -96,10 +67,7 @@ TEST(Executor, FlowModelUnequalFlowsIntoOneLink) {
   // 0 -> 1 is done after 4 / 0.5 = 8 s, at 9; by then 2 -> 1 has sent 4 B and gets the whole
   // link: 4 more bytes at 1 B/s, done at 13. Rank 1 reduces 8 B at gamma = 0.25 s/B after 2 -> 1
   // (2 s, until 15) and 4 B after 0 -> 1 (1 s, until 10).
-  alg::Schedule s = alg::Schedule::make(alg::Collective::allreduce, "hand", 3, 2);
-  alg::Round& r = s.add_round();
-  r.add(0, 1, 0, 1, alg::Op::reduce);
-  r.add(2, 1, 0, 2, alg::Op::reduce);
+  const alg::Schedule s = into_rank_one(2, 2, alg::Op::reduce);
   const topo::Topology t = unit_switch(3);
   Executor ex(s, t, NetworkConfig{NetworkKind::flow, SecondsPerByte{0.25}}, Bytes{8});
   RunOptions o;
@@ -117,9 +85,7 @@ TEST(Executor, ReductionDoesNotHoldTheReceivePort) {
   // 0 -> 1 then 2 -> 1 in one round, reduce, 4 B each, gamma 0.5 s/B (2 s per reduction).
   // Port: [0, 5] and [5, 10]; reductions end at 7 and 12: rank 1 finishes at 12, not 14.
   // Next round 1 -> 0 (copy, 4 B): rank 0 finished round 0 at 5, rank 1 at 12: runs [12, 17].
-  alg::Schedule s = alg::Schedule::make(alg::Collective::allreduce, "hand", 3, 1);
-  s.add_round().add(0, 1, 0, 1, alg::Op::reduce);
-  s.rounds[0].add(2, 1, 0, 1, alg::Op::reduce);
+  alg::Schedule s = into_rank_one(1, 1, alg::Op::reduce);
   s.add_round().add(1, 0, 0, 1, alg::Op::copy);
   const topo::Topology t = unit_switch(3);
   Executor ex(s, t, NetworkConfig{NetworkKind::alphabeta, SecondsPerByte{0.5}}, Bytes{4});
@@ -138,12 +104,10 @@ TEST(Executor, DataflowPassMatchesReferenceEvaluator) {
   std::mt19937_64 rng(7);
   const alg::CostParams p{2e-6, 1.0 / 100e9, 3e-12};
   for (int n : {2, 3, 5, 8}) {
-    const topo::Topology t = topo::make_switch(
-        {.ranks = n, .bandwidth = BytesPerSecond{100e9}, .latency = Seconds{2e-6}});
+    const topo::Topology t = testing::switch_of(n, 100e9, 2e-6);
     for (int trial = 0; trial < 5; ++trial) {
       const alg::Schedule s = random_schedule(rng, n, 6);
-      std::vector<double> arrive(static_cast<std::size_t>(n));
-      for (double& a : arrive) a = static_cast<double>(rng() % 1000) * 1e-7;
+      const std::vector<double> arrive = random_arrivals(rng, n, 1000, 1e-7);
       const double bytes = 1000.0 * s.chunks + static_cast<double>(rng() % 7);
       Executor ex(s, t, NetworkConfig{NetworkKind::alphabeta, SecondsPerByte{p.gamma}},
                   Bytes{static_cast<std::uint64_t>(bytes)});
@@ -174,8 +138,7 @@ TEST(Executor, EventEngineEqualsDataflowPassExactly) {
   for (int trial = 0; trial < 20; ++trial) {
     const alg::Schedule s = random_schedule(rng, 6, 8);
     Executor ex(s, t, NetworkConfig{NetworkKind::alphabeta, SecondsPerByte{1e-11}}, Bytes{1 << 20});
-    std::vector<double> arrive(6);
-    for (double& a : arrive) a = static_cast<double>(rng() % 100) * 1e-6;
+    const std::vector<double> arrive = random_arrivals(rng, 6, 100, 1e-6);
     RunOptions pass, events;
     pass.record_timeline = events.record_timeline = true;
     events.use_event_engine = true;
@@ -217,8 +180,7 @@ TEST(Executor, RankMapEqualsRelabelledSchedule) {
       alg::Schedule moved = s;
       moved.relabel(perm);
       EXPECT_EQ(moved.straggler, predicted);
-      std::vector<double> arrive(8);
-      for (double& a : arrive) a = static_cast<double>(rng() % 50) * 1e-6;
+      const std::vector<double> arrive = random_arrivals(rng, 8, 50, 1e-6);
       Executor ex(s, t, NetworkConfig{kind, SecondsPerByte{0}}, Bytes{1 << 16});
       Executor ex_moved(moved, t, NetworkConfig{kind, SecondsPerByte{0}}, Bytes{1 << 16});
       RunOptions o;
@@ -236,8 +198,7 @@ TEST(Executor, SummaryOfARingOnASwitch) {
   // Everyone arrives at 1 us except rank 2 at 3 us. Rank 2 delays its neighbours' first round;
   // we only check the definitions here: completion from the first arrival, algbw from the last.
   const alg::Schedule s = alg::generate("ring", 4, alg::Options{});
-  const topo::Topology t =
-      topo::make_switch({.ranks = 4, .bandwidth = BytesPerSecond{1e9}, .latency = Seconds{1e-6}});
+  const topo::Topology t = testing::switch_of(4, 1e9, 1e-6);
   Executor ex(s, t, NetworkConfig{}, Bytes{4096});
   const IterationResult r = ex.run(at({1e-6, 1e-6, 3e-6, 1e-6}));
   EXPECT_EQ(r.first_arrival.value, 1e-6);

@@ -8,6 +8,7 @@
 #include "algorithms/registry.hpp"
 #include "algorithms/stragglar.hpp"
 #include "sim/executor.hpp"
+#include "tests/sim/fixtures.hpp"
 #include "topologies/generators.hpp"
 
 namespace ssim::sim {
@@ -16,10 +17,7 @@ namespace {
 constexpr double kAlpha = 3e-6;
 constexpr double kBandwidth = 450e9;
 
-topo::Topology nvswitch(int n) {
-  return topo::make_switch(
-      {.ranks = n, .bandwidth = BytesPerSecond{kBandwidth}, .latency = Seconds{kAlpha}});
-}
+topo::Topology nvswitch(int n) { return testing::switch_of(n, kBandwidth, kAlpha); }
 
 std::vector<int> rank_counts() {
   std::vector<int> ns;
@@ -76,8 +74,8 @@ TEST(Fidelity, FlowEqualsAlphaBetaWhenNoLinkIsShared) {
       }
       if (!one_port_each) continue;
       const topo::Topology t = nvswitch(n);
-      std::vector<Seconds> arrival(static_cast<std::size_t>(n));
-      for (Seconds& a : arrival) a = Seconds{static_cast<double>(rng() % 1000) * 1e-7};
+      const std::vector<Seconds> arrival =
+          testing::at(testing::random_arrivals(rng, n, 1000, 1e-7));
       const Bytes bytes{static_cast<std::uint64_t>(s.chunks) * 4096 + 3};
       Executor ab(s, t, NetworkConfig{NetworkKind::alphabeta, SecondsPerByte{1e-12}}, bytes);
       Executor flow(s, t, NetworkConfig{NetworkKind::flow, SecondsPerByte{1e-12}}, bytes);

@@ -6,71 +6,42 @@
 #include <random>
 #include <vector>
 
+#include "tests/sim/fixtures.hpp"
+
 namespace ssim::sim {
 namespace {
 
 using Links = std::vector<int>;
+using testing::expect_rates;
 
 TEST(MaxMin, EqualSharingOnOneLink) {
   // Three flows on one link of 12: each unfrozen flow grows to 12 / 3 = 4 when the link fills.
-  MaxMinSolver s;
-  const int l = s.add_link(12);
-  const int a = s.add_flow(Links{l}), b = s.add_flow(Links{l}), c = s.add_flow(Links{l});
-  s.solve();
-  EXPECT_DOUBLE_EQ(s.rate(a), 4);
-  EXPECT_DOUBLE_EQ(s.rate(b), 4);
-  EXPECT_DOUBLE_EQ(s.rate(c), 4);
+  expect_rates({12}, {{{0}}, {{0}}, {{0}}}, {4, 4, 4});
 }
 
 TEST(MaxMin, ThreeFlowsOnTwoLinks) {
   // Links A = 10, B = 4. f0 crosses A and B, f1 only A, f2 only B.
   // Fair shares when everyone grows together: A 10/2 = 5, B 4/2 = 2. B fills first at level 2,
   // freezing f0 = f2 = 2. A keeps 10 - 2 = 8 for its one unfrozen flow: f1 = 8.
-  MaxMinSolver s;
-  const int A = s.add_link(10), B = s.add_link(4);
-  const int f0 = s.add_flow(Links{A, B}), f1 = s.add_flow(Links{A}), f2 = s.add_flow(Links{B});
-  s.solve();
-  EXPECT_DOUBLE_EQ(s.rate(f0), 2);
-  EXPECT_DOUBLE_EQ(s.rate(f1), 8);
-  EXPECT_DOUBLE_EQ(s.rate(f2), 2);
+  expect_rates({10, 4}, {{{0, 1}}, {{0}}, {{1}}}, {2, 8, 2});
 }
 
 TEST(MaxMin, ParkingLotWithTwoLevels) {
   // L1 = 1, L2 = 2. f0 crosses both, f1 on L1, f2 and f3 on L2.
   // Shares: L1 1/2, L2 2/3. L1 fills at 1/2: f0 = f1 = 0.5. L2 keeps 2 - 0.5 = 1.5 for f2 and
   // f3: 0.75 each.
-  MaxMinSolver s;
-  const int l1 = s.add_link(1), l2 = s.add_link(2);
-  const int f0 = s.add_flow(Links{l1, l2}), f1 = s.add_flow(Links{l1});
-  const int f2 = s.add_flow(Links{l2}), f3 = s.add_flow(Links{l2});
-  s.solve();
-  EXPECT_DOUBLE_EQ(s.rate(f0), 0.5);
-  EXPECT_DOUBLE_EQ(s.rate(f1), 0.5);
-  EXPECT_DOUBLE_EQ(s.rate(f2), 0.75);
-  EXPECT_DOUBLE_EQ(s.rate(f3), 0.75);
+  expect_rates({1, 2}, {{{0, 1}}, {{0}}, {{1}}, {{1}}}, {0.5, 0.5, 0.75, 0.75});
 }
 
 TEST(MaxMin, CappedFlowLeavesItsShareToOthers) {
   // One link of 10, f0 capped at 2. Level 10/3 = 3.33 exceeds the cap, so f0 freezes at 2 first;
   // the other two share 10 - 2 = 8: 4 each.
-  MaxMinSolver s;
-  const int l = s.add_link(10);
-  const int f0 = s.add_flow(Links{l}, 2), f1 = s.add_flow(Links{l}), f2 = s.add_flow(Links{l});
-  s.solve();
-  EXPECT_DOUBLE_EQ(s.rate(f0), 2);
-  EXPECT_DOUBLE_EQ(s.rate(f1), 4);
-  EXPECT_DOUBLE_EQ(s.rate(f2), 4);
+  expect_rates({10}, {{{0}, 2}, {{0}}, {{0}}}, {2, 4, 4});
 }
 
 TEST(MaxMin, CapAboveTheFairShareDoesNotBind) {
   // One link of 12, three flows, one capped at 5 > 12/3: all get 4.
-  MaxMinSolver s;
-  const int l = s.add_link(12);
-  const int f0 = s.add_flow(Links{l}, 5), f1 = s.add_flow(Links{l}), f2 = s.add_flow(Links{l});
-  s.solve();
-  EXPECT_DOUBLE_EQ(s.rate(f0), 4);
-  EXPECT_DOUBLE_EQ(s.rate(f1), 4);
-  EXPECT_DOUBLE_EQ(s.rate(f2), 4);
+  expect_rates({12}, {{{0}, 5}, {{0}}, {{0}}}, {4, 4, 4});
 }
 
 TEST(MaxMin, SolveAroundTouchesOnlyTheComponent) {

@@ -1,0 +1,37 @@
+// Delay sample and trace files: the text forms of sim::Distribution::empirical and sim::Trace.
+// Read here, at the edge, so the simulator receives numbers and never reads a file. Both are
+// CSV, read with common/csv.hpp: blank lines and lines starting with '#' are skipped, spaces
+// around fields are ignored, errors name the file, line and (for a bad cell) column.
+//
+//   sim::Distribution d = load_delay_samples("measured/delays_ms.txt");
+//   sim::DelayModel m;  m.trace = load_delay_trace("measured/arrivals.csv");
+//
+// Samples, one per line, either
+//   - a one-column header whose name ends in the unit, then bare numbers:
+//         delay_ms            (suffixes _s, _ms, _us, _ns, _ps)
+//         3.2
+//   - or values that carry their unit, "3.2ms", "3.2 ms" or "3.2,ms", with an optional header
+//     "<name>,unit".
+//   A file without samples is an error.
+// Traces, in one of two forms (the unit is in the header):
+//   long:  iteration,rank,arrival_ms        one row per (iteration, rank), any order
+//   wide:  iteration,rank0_ms,rank1_us,...  one row per iteration, columns rank0, rank1, ...
+//   Iterations must be 0..T-1 without gaps, each with every rank 0..R-1 exactly once.
+#pragma once
+
+#include <filesystem>
+#include <iosfwd>
+#include <string>
+
+#include "sim/delays.hpp"
+
+namespace ssim::exp {
+
+sim::Distribution load_delay_samples(const std::filesystem::path& file);
+// The same from a stream; `source` names it in errors ("source:line: ...").
+sim::Distribution read_delay_samples(std::istream& in, const std::string& source);
+
+sim::Trace load_delay_trace(const std::filesystem::path& file);
+sim::Trace read_delay_trace(std::istream& in, const std::string& source);
+
+}  // namespace ssim::exp
