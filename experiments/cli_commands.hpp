@@ -22,6 +22,9 @@ void add_calibrate_commands(CLI::App& app);
 // `run [EXPERIMENT.yaml] [-o DIR] [--jobs N] [--dry-run] [--no-plots]`.
 void add_run_command(CLI::App& app);
 
+// `lower ALGO --ranks N --bytes B [--dtype T] [--align A] [--format text|json]`: the p2p plan.
+void add_lower_command(CLI::App& app);
+
 // `advise --topology T --size S [--ranks N] [--delay-dist D] ...`: which algorithm to use.
 void add_advise_command(CLI::App& app);
 

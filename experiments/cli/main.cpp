@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   ssim::exp::add_calibrate_commands(app);
   ssim::exp::add_run_command(app);
   ssim::exp::add_advise_command(app);
+  ssim::exp::add_lower_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

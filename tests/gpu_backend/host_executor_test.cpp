@@ -81,7 +81,8 @@ TEST(HostExecutor, BrokenScheduleReportsFirstWrongRankAndElement) {
   alg::Schedule s = alg::generate("ring", 3, alg::Options{});
   ASSERT_EQ(s.rounds[0].transfers[0], (alg::Transfer{0, 1, 2, 3, Op::reduce}));
   s.rounds[0].transfers[0].op = Op::copy;
-  const HostRunResult r = run_on_host(s, 6 * 4, DType::float32);
+  // The tight layout (alignment 4 B = one float32): 2 elements per chunk.
+  const HostRunResult r = run_on_host(lower(s, 6 * 4, DType::float32, 4));
   EXPECT_FALSE(r.check.ok());
   EXPECT_EQ(r.check.checked, 18u);
   EXPECT_EQ(r.check.wrong, 6u);
@@ -111,8 +112,9 @@ TEST(HostExecutor, ReduceScatterAndAllGatherEndStates) {
   // Without its last round (member i sends chunk (i - 2) mod 4 to i + 1) every rank lacks one
   // chunk, still 0: 4 ranks x 2 elements wrong. Rank 0 lacks chunk (3 - 2) mod 4 = 1, i.e.
   // elements 2 and 3; expected the owner's input_value(1, 2) = 2 * 3 + 1 = 7.
+  // The tight layout (alignment 4 B = one int32): 2 elements per chunk.
   ag.rounds.pop_back();
-  const HostRunResult r3 = run_on_host(ag, 8 * 4, DType::int32);
+  const HostRunResult r3 = run_on_host(lower(ag, 8 * 4, DType::int32, 4));
   EXPECT_EQ(r3.check.wrong, 8u);
   EXPECT_EQ(r3.check.first_rank, 0);
   EXPECT_EQ(r3.check.first_element, 2u);
