@@ -19,6 +19,10 @@ std::string_view to_string(DType dtype) {
       return "int32";
     case DType::int64:
       return "int64";
+    case DType::float16:
+      return "float16";
+    case DType::bfloat16:
+      return "bfloat16";
   }
   return "?";
 }
@@ -28,8 +32,11 @@ DType parse_dtype(std::string_view name) {
   if (name == "float64" || name == "double") return DType::float64;
   if (name == "int32" || name == "int") return DType::int32;
   if (name == "int64") return DType::int64;
+  if (name == "float16" || name == "half" || name == "fp16") return DType::float16;
+  if (name == "bfloat16" || name == "bf16") return DType::bfloat16;
   throw InputError("unknown data type '" + std::string(name) +
-                   "' (expected float32, float64, int32 or int64)");
+                   "' (expected float32 (float), float64 (double), int32 (int), int64, float16 "
+                   "(half, fp16) or bfloat16 (bf16))");
 }
 
 std::size_t dtype_size(DType dtype) {
@@ -42,6 +49,9 @@ std::size_t dtype_size(DType dtype) {
       return 8;
     case DType::int64:
       return 8;
+    case DType::float16:
+    case DType::bfloat16:
+      return 2;
   }
   return 0;
 }

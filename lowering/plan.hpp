@@ -53,12 +53,14 @@
 
 namespace ssim::lowering {
 
-// Element types of the buffers; the reduction is always a sum.
-enum class DType : std::uint8_t { float32, float64, int32, int64 };
+// Element types of the buffers; the reduction is always a sum. float16 is IEEE binary16
+// (CUDA's half), bfloat16 the upper half of a float32.
+enum class DType : std::uint8_t { float32, float64, int32, int64, float16, bfloat16 };
 
+// "float32", "float64", "int32", "int64", "float16", "bfloat16".
 std::string_view to_string(DType dtype);
-// "float32" (or "float"), "float64" (or "double"), "int32" (or "int"), "int64";
-// anything else is an InputError listing these.
+// Those names, and as nccl-tests and CUDA spell them: "float", "double", "int", "half",
+// "fp16", "bf16"; anything else is an InputError listing them.
 DType parse_dtype(std::string_view name);
 std::size_t dtype_size(DType dtype);
 

@@ -80,7 +80,9 @@ int run(int argc, char** argv, int rank) {
   app.add_option("--straggler", o.straggler,
                  "the late rank, also the rank straggler-aware schedules are built for "
                  "(default n-1)");
-  app.add_option("-d,--dtype", a.dtype, "float32, float64, int32 or int64 (sum)")
+  app.add_option("-d,--dtype", a.dtype,
+                 "float32 (float), float64 (double), int32, int64, float16 (half), bfloat16 "
+                 "(bf16); the reduction is a sum")
       ->capture_default_str();
   app.add_option("-o,--output", o.output, "write one CSV row per iteration here (rank 0)");
 

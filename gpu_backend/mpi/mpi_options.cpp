@@ -2,6 +2,7 @@
 
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
+#include "gpu_backend/host_executor.hpp"
 #include "gpu_backend/run_table.hpp"
 #include "gpu_backend/run_options.hpp"
 
@@ -33,6 +34,7 @@ void validate_mpi_options(const MpiRunOptions& o, int ranks) {
 int straggler_rank(const MpiRunOptions& o, int ranks) { return o.straggler.value_or(ranks - 1); }
 
 MpiCollective prepare_mpi_collective(const MpiRunOptions& o, int ranks, std::uint64_t bytes) {
+  value_modulus(o.dtype, ranks);  // InputError when the check's sums cannot be exact
   MpiCollective out;
   if (o.algorithm == kMpiAlgorithm) {
     if (!o.algorithm_options.empty())

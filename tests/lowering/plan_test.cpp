@@ -19,7 +19,17 @@ TEST(DType, NamesAndSizes) {
   EXPECT_EQ(to_string(DType::float64), "float64");
   EXPECT_EQ(dtype_size(DType::float32), 4u);
   EXPECT_EQ(dtype_size(DType::int64), 8u);
-  EXPECT_THROW(parse_dtype("half"), InputError);
+  EXPECT_EQ(parse_dtype("float16"), DType::float16);
+  EXPECT_EQ(parse_dtype("half"), DType::float16);
+  EXPECT_EQ(parse_dtype("fp16"), DType::float16);
+  EXPECT_EQ(parse_dtype("bfloat16"), DType::bfloat16);
+  EXPECT_EQ(parse_dtype("bf16"), DType::bfloat16);
+  EXPECT_EQ(to_string(DType::float16), "float16");
+  EXPECT_EQ(to_string(DType::bfloat16), "bfloat16");
+  EXPECT_EQ(dtype_size(DType::float16), 2u);
+  EXPECT_EQ(dtype_size(DType::bfloat16), 2u);
+  EXPECT_THROW(parse_dtype("quad"), InputError);
+  EXPECT_THROW(parse_dtype("fp8"), InputError);
 }
 
 // The tight rule (align = element size): pad by less than one element per chunk.
@@ -92,7 +102,8 @@ TEST(Padding, AlignmentMustBeAPowerOfTwoAtLeastTheElementSize) {
 // Every send, receive and apply of every registered algorithm, n = 2..64, several sizes and
 // types, starts on a multiple of the alignment (128 B by default, and 256 B and 4 KiB).
 TEST(Alignment, EveryTransferOfEveryAlgorithmStartsOnTheBoundary) {
-  const DType types[] = {DType::float32, DType::float64, DType::int32, DType::int64};
+  const DType types[] = {DType::float32, DType::float64,  DType::int32,
+                         DType::int64,   DType::float16, DType::bfloat16};
   std::uint64_t plans = 0;
   for (const alg::AlgorithmInfo& info : alg::algorithms()) {
     for (int n = 2; n <= 64; ++n) {

@@ -46,7 +46,7 @@ TEST(GpuCli, BadInputGivesOneClearMessage) {
       {"run --ranks 2 -b 1X", "invalid size '1X'"},
       {"run --ranks 2 -b 1M -e 1K", "is larger than -e"},
       {"run --ranks 2 -c 2", "-c must be 0 or 1, got 2"},
-      {"run --ranks 2 --dtype half", "unknown data type 'half'"},
+      {"run --ranks 2 --dtype fp8", "unknown data type 'fp8'"},
       {"run --ranks 2 --transport mpi", "unknown transport 'mpi'"},
       {"run --ranks 2 --phase1 rs", "unknown phase-1 mode 'rs'"},
       {"run --ranks 2 --delay 5", "invalid time '5': a unit is required"},

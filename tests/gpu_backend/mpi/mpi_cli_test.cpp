@@ -94,16 +94,17 @@ std::vector<schema::ResultRow> read_rows(const std::string& path) {
 }
 
 // Every registered schedule and MPI_Allreduce, at 3 ranks (not a power of two) and 4, on
-// sizes that need padding (1000 B over 3 chunks), each with a different element type.
+// sizes that need padding (1000 B over 3 chunks), each with a different element type
+// (half and bfloat16 included; MPI_Allreduce sums those with a user-defined op).
 TEST(MpiCli, EveryAlgorithmComputesTheExactSum) {
   SSIM_REQUIRE_MPIRUN();
   std::vector<std::string> names;
   for (const alg::AlgorithmInfo& a : alg::algorithms()) names.push_back(a.name);
   names.emplace_back("mpi");
-  const char* dtypes[] = {"float32", "int64", "float64", "int32"};
+  const char* dtypes[] = {"float32", "int64", "half", "float64", "int32", "bf16"};
   for (std::size_t i = 0; i < names.size(); ++i) {
     for (int ranks : {3, 4}) {
-      const std::string args = "--algo " + names[i] + " --dtype " + dtypes[(i + ranks) % 4] +
+      const std::string args = "--algo " + names[i] + " --dtype " + dtypes[(i + ranks) % 6] +
                                " -b 1000 -e 16000 -f 4 -n 2 -w 1";
       const MpiResult r = run_mpi(ranks, args);
       EXPECT_EQ(r.rc, 0) << ranks << " ranks: " << args << "\n" << r.err;
