@@ -211,9 +211,10 @@ NcclTestsLog parse_json(std::string_view text, std::string_view name) {
       const long gpus = cfg.value("ngpus", 1L);
       log.ranks = static_cast<int>(static_cast<long>(cfg["devices"].size()) * threads * gpus);
       const nlohmann::json& d0 = cfg["devices"].front();
-      if (d0.is_object())
-        log.device = d0.value("hostname", std::string()) + ": " +
-                     d0.value("device_info", std::string());
+      if (d0.is_object()) {
+        const std::string host = d0.value("hostname", std::string());
+        log.device = (host.empty() ? "" : host + ": ") + d0.value("device_info", std::string());
+      }
     }
   }
   int index = 0;
@@ -348,6 +349,7 @@ std::vector<MeasuredRun> nccl_tests_runs(const NcclTestsLog& log, std::string_vi
     schema::set_bandwidths(row);
     if (r.wrong) row.wrong = static_cast<std::uint64_t>(*r.wrong);
     row.device = device;
+    row.nccl_version = log.nccl_version;
     runs.push_back(std::move(run));
   }
   return runs;

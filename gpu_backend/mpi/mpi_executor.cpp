@@ -195,15 +195,24 @@ MpiIterationResult MpiCollectiveRun::run(bool check) {
   const double finish = clock_now(world_.clock);
 
   const double origin = world_.clock == MpiClock::barrier_relative ? barrier_exit : 0.0;
-  // One MPI_MAX reduction: {-start, start, finish} gives min start, max start, max finish.
-  const double local[3] = {-(start - origin), start - origin, finish - origin};
-  double global[3] = {};
-  SSIM_MPI(MPI_Allreduce(local, global, 3, MPI_DOUBLE, MPI_MAX, comm_));
-  const double first_start = -global[0];
+  // Every rank's (start, finish) on every rank: the spread, the two measures and the per-rank
+  // times all come from them.
+  const double local[2] = {start - origin, finish - origin};
+  std::vector<double> all(2 * static_cast<std::size_t>(world_.size));
+  SSIM_MPI(MPI_Allgather(local, 2, MPI_DOUBLE, all.data(), 2, MPI_DOUBLE, comm_));
+  double first_start = all[0], last_start = all[0], last_finish = all[1];
+  std::vector<double> own(static_cast<std::size_t>(world_.size));
+  for (std::size_t r = 0; r < own.size(); ++r) {
+    first_start = std::min(first_start, all[2 * r]);
+    last_start = std::max(last_start, all[2 * r]);
+    last_finish = std::max(last_finish, all[2 * r + 1]);
+    own[r] = all[2 * r + 1] - all[2 * r];
+  }
   MpiIterationResult r;
-  r.time = Seconds{global[2] - first_start};
-  r.after_last_arrival = Seconds{global[2] - global[1]};
-  r.delay_measured = Seconds{global[1] - first_start};
+  r.time = Seconds{last_finish - first_start};
+  r.after_last_arrival = Seconds{last_finish - last_start};
+  r.delay_measured = Seconds{last_start - first_start};
+  r.rank_time = Seconds{combine(settings_.average, own)};
   if (check) {
     check_output(collective_.plan, world_.rank, buffers_->data(), r.local);
     const std::uint64_t mine = r.local.wrong;

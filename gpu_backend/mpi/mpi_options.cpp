@@ -22,6 +22,8 @@ void validate_mpi_options(const MpiRunOptions& o, int ranks) {
     throw InputError("-n (iterations) must be >= 1, got " + std::to_string(o.iterations));
   if (o.warmup < 0)
     throw InputError("-w (warm-up iterations) must be >= 0, got " + std::to_string(o.warmup));
+  if (o.check_iterations < 0)
+    throw InputError("-c (checked iterations) must be >= 0, got " + std::to_string(o.check_iterations));
   if (o.algorithm_options.count("straggler"))
     throw InputError("set the straggler with --straggler, not -O straggler=...");
   if (o.straggler && (*o.straggler < 0 || *o.straggler >= ranks)) {
