@@ -537,7 +537,8 @@ Calibration calibrate(std::istream& in, std::string_view name, const Calibration
     const alg::AlgorithmInfo* info = lookup(algorithm);
     if (info == nullptr) {
       std::string names;
-      for (const alg::AlgorithmInfo& a : alg::algorithms()) names += (names.empty() ? "" : ", ") + a.name;
+      for (const alg::AlgorithmInfo& a : alg::algorithms())
+        names += (names.empty() ? "" : ", ") + a.name;
       throw InputError("--algorithm: unknown algorithm '" + algorithm + "' (valid: " + names + ")");
     }
     const NcclTestsLog log = parse_nccl_tests(text, name);

@@ -25,8 +25,9 @@ std::vector<std::string> fields_of(std::string_view line) {
 }
 
 bool all_digits(std::string_view s) {
-  return !s.empty() &&
-         std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c));
+  });
 }
 
 std::optional<double> number(const std::string& s) {
@@ -88,8 +89,7 @@ std::optional<std::string> rank_line_device(std::string_view line) {
   if (f[1] != "0") return std::string();
   const auto on = std::find(f.begin(), f.end(), "on");
   const std::size_t bracket = line.find(']');
-  if (on == f.end() || on + 1 == f.end() || bracket == std::string_view::npos)
-    return std::string();
+  if (on == f.end() || on + 1 == f.end() || bracket == std::string_view::npos) return std::string();
   return *(on + 1) + ": " + trim(line.substr(bracket + 1));
 }
 
@@ -161,7 +161,9 @@ NcclTestsLog parse_text(std::string_view text, std::string_view name) {
            std::to_string(f.size()) + " fields, the header names " + std::to_string(c.needed()) +
                " (size .. out-of-place #wrong)");
     }
-    auto field = [&](int index) -> const std::string& { return f[static_cast<std::size_t>(index)]; };
+    auto field = [&](int index) -> const std::string& {
+      return f[static_cast<std::size_t>(index)];
+    };
     auto num = [&](int index, const char* column) {
       const auto v = number(field(index));
       if (!v || *v < 0) {
@@ -288,9 +290,8 @@ std::string nccl_version_from_code(long code) {
 
 NcclTestsLog parse_nccl_tests(std::string_view text, std::string_view name) {
   const std::size_t first = text.find_first_not_of(" \t\r\n");
-  NcclTestsLog log = first != std::string_view::npos && text[first] == '{'
-                         ? parse_json(text, name)
-                         : parse_text(text, name);
+  NcclTestsLog log = first != std::string_view::npos && text[first] == '{' ? parse_json(text, name)
+                                                                           : parse_text(text, name);
   if (log.rows.empty()) {
     throw InputError(std::string(name) + ": no result rows in this nccl-tests " +
                      (log.json ? "JSON" : "log") + " (did the run finish?)");

@@ -9,10 +9,10 @@
 #include <sstream>
 #include <tuple>
 
+#include "calibration/calibration.hpp"
 #include "common/error.hpp"
 #include "experiments/cli_commands.hpp"
 #include "experiments/config.hpp"
-#include "calibration/calibration.hpp"
 #include "schema/result_csv.hpp"
 
 namespace ssim::exp {

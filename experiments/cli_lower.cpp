@@ -190,8 +190,7 @@ void add_lower_command(CLI::App& app) {
                   "Element type: float32, float64, int32, int64 (aliases float, double, int)")
       ->capture_default_str();
   cmd->add_option("--option", args->options, "Algorithm option key=value (repeatable)");
-  cmd->add_option("--straggler", args->straggler,
-                  "Straggler rank for straggler-aware algorithms")
+  cmd->add_option("--straggler", args->straggler, "Straggler rank for straggler-aware algorithms")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--align", args->align,
                   "Chunk boundaries on multiples of this many bytes (a power of two >= the "

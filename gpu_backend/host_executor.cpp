@@ -25,7 +25,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr std::uint64_t kPeriod = 61;  // input_value repeats every kPeriod elements
+constexpr std::uint64_t kPeriod = 61;     // input_value repeats every kPeriod elements
 constexpr std::uint64_t kModulus = 1031;  // the largest value modulus (a prime)
 
 // Thrown in ranks woken because another rank failed; the first real error is reported.

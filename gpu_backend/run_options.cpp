@@ -124,8 +124,7 @@ void add_nccl_tests_flags(CLI::App& app, NcclTestsFlags& f, std::string_view bas
                  "start-to-finish time")
       ->capture_default_str();
   app.add_option("--algo", f.algorithm,
-                 "algorithm: a registry name (stragglesim algorithms) or " +
-                     std::string(baseline))
+                 "algorithm: a registry name (stragglesim algorithms) or " + std::string(baseline))
       ->capture_default_str();
   app.add_option("-O,--option", f.options, "algorithm option KEY=VALUE (repeatable)");
   app.add_option("--delay", f.delay, "straggler arrival delay: 5ms, 100us, ... (0: none)")
@@ -142,7 +141,8 @@ NcclTestsSettings resolve_nccl_tests_flags(const NcclTestsFlags& f) {
   const std::uint64_t min = parse_size(f.min_bytes);
   const std::uint64_t max = f.max_bytes.empty() ? min : parse_size(f.max_bytes);
   if (!f.step.empty()) {
-    if (f.factor != 0) throw InputError("-f (size factor) and -i (size increment) exclude each other");
+    if (f.factor != 0)
+      throw InputError("-f (size factor) and -i (size increment) exclude each other");
     s.sizes = size_sweep_linear(min, max, parse_size(f.step));
   } else {
     s.sizes = size_sweep(min, max, f.factor == 0 ? 2 : f.factor);

@@ -68,8 +68,8 @@ double combine(RankAverage average, const std::vector<double>& per_rank);
 struct NcclTestsFlags {
   std::string min_bytes = "32M";
   std::string max_bytes;
-  int factor = 0;     // -f; 0: not given
-  std::string step;   // -i; empty: not given
+  int factor = 0;    // -f; 0: not given
+  std::string step;  // -i; empty: not given
   int iterations = 20;
   int warmup = 5;
   int check = 1;

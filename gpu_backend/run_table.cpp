@@ -16,6 +16,17 @@ std::string line(const char* format, auto... args) {
   return buf;
 }
 
+// `v` in at most `width` characters where it can be: two decimals while they fit, then one,
+// then none, then an exponent (nccl-tests' table keeps its columns this way).
+std::string fit(double v, int width) {
+  int digits = 0;
+  for (double p = 1; v >= p && digits < 40; p *= 10) ++digits;
+  if (digits < width - 2) return line("%*.2f", width, v);
+  if (digits < width - 1) return line("%*.1f", width, v);
+  if (digits < width + 1) return line("%*.0f", width, v);
+  return line("%*.1e", width, v);
+}
+
 }  // namespace
 
 double SizeRow::algbw_GBps() const {
@@ -33,16 +44,20 @@ std::string run_table_header() {
 
 std::string format_size_row(const SizeRow& row) {
   const std::string wrong_text = row.check ? std::to_string(row.wrong) : std::string("N/A");
-  return line("%12llu  %12llu  %8s  %6s  %6d  %7.2f  %6.2f  %6.2f  %6s  %10.2f\n",
-              static_cast<unsigned long long>(row.bytes), static_cast<unsigned long long>(row.count),
-              std::string(to_string(row.dtype)).c_str(), "sum", -1, row.time_column_s() * 1e6,
-              row.algbw_GBps(), row.busbw_GBps(), wrong_text.c_str(), row.mean_after_last_s * 1e6);
+  return line("%12llu  %12llu  %8s  %6s  %6d  %s  %s  %s  %6s  %s\n",
+              static_cast<unsigned long long>(row.bytes),
+              static_cast<unsigned long long>(row.count), std::string(to_string(row.dtype)).c_str(),
+              "sum", -1, fit(row.time_column_s() * 1e6, 7).c_str(),
+              fit(row.algbw_GBps(), 6).c_str(), fit(row.busbw_GBps(), 6).c_str(),
+              wrong_text.c_str(), fit(row.mean_after_last_s * 1e6, 10).c_str());
 }
 
 std::string run_table_footer(double average_busbw_GBps, bool check, std::uint64_t total_wrong) {
-  std::string out = line("# Avg bus bandwidth    : %.3f GB/s (after the last arrival)\n", average_busbw_GBps);
+  std::string out =
+      line("# Avg bus bandwidth    : %.3f GB/s (after the last arrival)\n", average_busbw_GBps);
   if (check) {
-    out += "# Out of bounds values : " + std::to_string(total_wrong) + (total_wrong ? " FAILED" : " OK") + "\n";
+    out += "# Out of bounds values : " + std::to_string(total_wrong) +
+           (total_wrong ? " FAILED" : " OK") + "\n";
   }
   return out;
 }
@@ -67,9 +82,8 @@ std::string run_json(const RunJsonHeader& h, const std::vector<SizeRow>& rows) {
   double busbw_sum = 0;
   std::uint64_t wrong = 0;
   for (const SizeRow& r : rows) {
-    json out_of_place = {{"time", r.time_column_s() * 1e6},
-                         {"alg_bw", r.algbw_GBps()},
-                         {"bus_bw", r.busbw_GBps()}};
+    json out_of_place = {
+        {"time", r.time_column_s() * 1e6}, {"alg_bw", r.algbw_GBps()}, {"bus_bw", r.busbw_GBps()}};
     out_of_place["nwrong"] = r.check ? json(static_cast<double>(r.wrong)) : json(nullptr);
     results.push_back({{"size", r.bytes},
                        {"count", r.count},

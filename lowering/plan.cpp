@@ -229,8 +229,9 @@ std::string format_summary(const Plan& plan, const PlanSummary& summary) {
   os << "plan " << (plan.algorithm.empty() ? "(unnamed)" : plan.algorithm) << ": " << plan.ranks
      << " ranks, " << plan.rounds << " rounds, " << l.chunks << " chunks of " << l.chunk_count
      << " " << to_string(l.dtype) << " elements; " << l.bytes << " B per rank padded to "
-     << l.padded_bytes() << " B (chunks aligned to " << l.align << " B); " << summary.total_bytes_sent << " B sent in all, max scratch "
-     << summary.max_scratch_bytes << " B\n";
+     << l.padded_bytes() << " B (chunks aligned to " << l.align << " B); "
+     << summary.total_bytes_sent << " B sent in all, max scratch " << summary.max_scratch_bytes
+     << " B\n";
   for (std::size_t r = 0; r < summary.ranks.size(); ++r) {
     const RankSummary& s = summary.ranks[r];
     os << "  rank " << r << ": " << s.groups << " groups, " << s.sends << " sends (" << s.bytes_sent

@@ -74,9 +74,9 @@ struct BufferLayout {
   DType dtype = DType::float32;
   int chunks = 1;
   std::uint64_t align = kDefaultAlign;  // bytes; chunk boundaries are multiples of it
-  std::uint64_t bytes = 0;        // as asked for
-  std::uint64_t count = 0;        // real elements: bytes / dtype_size
-  std::uint64_t chunk_count = 0;  // elements per chunk: ceil(count / chunks)
+  std::uint64_t bytes = 0;              // as asked for
+  std::uint64_t count = 0;              // real elements: bytes / dtype_size
+  std::uint64_t chunk_count = 0;        // elements per chunk: ceil(count / chunks)
 
   std::uint64_t padded_count() const { return chunk_count * static_cast<std::uint64_t>(chunks); }
   std::uint64_t padded_bytes() const { return padded_count() * dtype_size(dtype); }

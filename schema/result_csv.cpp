@@ -142,10 +142,10 @@ std::string utc_timestamp_now() {
 
 const std::vector<std::string>& result_csv_columns() {
   static const std::vector<std::string> columns = {
-      "source",     "algorithm",  "ranks",     "bytes",  "dtype",
-      "delay_s",    "straggler",  "iteration", "time_s", "after_last_arrival_s",
-      "algbw_GBps", "busbw_GBps", "wrong",     "device", "timestamp",
-      "nccl_version", "nccl_algo", "nccl_proto"};
+      "source",       "algorithm",  "ranks",     "bytes",  "dtype",
+      "delay_s",      "straggler",  "iteration", "time_s", "after_last_arrival_s",
+      "algbw_GBps",   "busbw_GBps", "wrong",     "device", "timestamp",
+      "nccl_version", "nccl_algo",  "nccl_proto"};
   return columns;
 }
 

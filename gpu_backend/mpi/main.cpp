@@ -46,7 +46,8 @@ int run(int argc, char** argv, int rank) {
   ssim::gpu::MpiRunOptions options;
   std::string error;
   try {
-    static_cast<ssim::gpu::NcclTestsSettings&>(options) = ssim::gpu::resolve_nccl_tests_flags(flags);
+    static_cast<ssim::gpu::NcclTestsSettings&>(options) =
+        ssim::gpu::resolve_nccl_tests_flags(flags);
     options.args.assign(argv, argv + argc);
   } catch (const ssim::InputError& e) {
     error = e.what();

@@ -11,8 +11,8 @@
 #include "common/error.hpp"
 #include "gpu_backend/mpi/mpi_executor.hpp"
 #include "gpu_backend/mpi/mpi_support.hpp"
-#include "schema/result_csv.hpp"
 #include "gpu_backend/run_table.hpp"
+#include "schema/result_csv.hpp"
 
 namespace ssim::gpu {
 
@@ -167,8 +167,8 @@ MpiSweepOutcome run_mpi_sweep(const MpiRunOptions& o, MPI_Comm comm, std::ostrea
     }
   }
   if (leader) {
-    out << run_table_footer(busbw_sum / static_cast<double>(o.sizes.size()),
-                            o.check_iterations > 0, outcome.wrong);
+    out << run_table_footer(busbw_sum / static_cast<double>(o.sizes.size()), o.check_iterations > 0,
+                            outcome.wrong);
   }
   error.clear();
   if (csv) {

@@ -35,23 +35,23 @@
 
 #include "common/units.hpp"
 #include "gpu_backend/host_executor.hpp"
-#include "gpu_backend/run_options.hpp"
 #include "gpu_backend/mpi/mpi_options.hpp"
 #include "gpu_backend/mpi/mpi_support.hpp"
+#include "gpu_backend/run_options.hpp"
 
 namespace ssim::gpu {
 
 struct MpiIterationSettings {
-  Seconds delay;       // the straggler's arrival delay; 0: none
-  int straggler = -1;  // the delayed rank; -1: none
+  Seconds delay;                            // the straggler's arrival delay; 0: none
+  int straggler = -1;                       // the delayed rank; -1: none
   RankAverage average = RankAverage::mean;  // how rank_time combines the ranks (-a)
 };
 
 struct MpiIterationResult {
   Seconds time;
   Seconds after_last_arrival;
-  Seconds delay_measured;              // max start - min start: the arrival spread seen
-  Seconds rank_time;  // each rank's finish - start, combined over ranks as settings.average
+  Seconds delay_measured;  // max start - min start: the arrival spread seen
+  Seconds rank_time;       // each rank's finish - start, combined over ranks as settings.average
   std::optional<std::uint64_t> wrong;  // over every rank; empty when not checked
   CheckReport local;                   // this rank's check
 };

@@ -3,8 +3,8 @@
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
 #include "gpu_backend/host_executor.hpp"
-#include "gpu_backend/run_table.hpp"
 #include "gpu_backend/run_options.hpp"
+#include "gpu_backend/run_table.hpp"
 
 namespace ssim::gpu {
 
@@ -23,7 +23,8 @@ void validate_mpi_options(const MpiRunOptions& o, int ranks) {
   if (o.warmup < 0)
     throw InputError("-w (warm-up iterations) must be >= 0, got " + std::to_string(o.warmup));
   if (o.check_iterations < 0)
-    throw InputError("-c (checked iterations) must be >= 0, got " + std::to_string(o.check_iterations));
+    throw InputError("-c (checked iterations) must be >= 0, got " +
+                     std::to_string(o.check_iterations));
   if (o.algorithm_options.count("straggler"))
     throw InputError("set the straggler with --straggler, not -O straggler=...");
   if (o.straggler && (*o.straggler < 0 || *o.straggler >= ranks)) {

@@ -91,8 +91,8 @@ TEST(CliCalibrate, NcclTestsLogTextAndJsonGiveTheSameFit) {
   EXPECT_NEAR(printed(json.out, "bandwidth"), printed(text.out, "bandwidth"), 0.01);
 
   // --algorithm picks the closed form: rhd on 8 ranks has 6 latency terms to ring's 14.
-  const CommandResult rhd = run_cli("calibrate " + data_path("calibration/nccl_tests_ring8.txt") +
-                                    " --algorithm rhd");
+  const CommandResult rhd =
+      run_cli("calibrate " + data_path("calibration/nccl_tests_ring8.txt") + " --algorithm rhd");
   ASSERT_EQ(rhd.rc, 0) << rhd.err;
   EXPECT_NEAR(printed(rhd.out, "alpha"), 14.0, 0.3);
   EXPECT_TRUE(contains(rhd.out, "rhd n=8")) << rhd.out;

@@ -60,7 +60,10 @@ TEST(CliLower, TextFormCountsAlignedTransfers) {
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("sends 24/24 (100.0%)"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("rank 3\n  round 0   send -> 0    offset        32768  bytes        16384\n"), std::string::npos) << r.out;
+  EXPECT_NE(
+      r.out.find("rank 3\n  round 0   send -> 0    offset        32768  bytes        16384\n"),
+      std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("recv <- 2    offset        16384  bytes        16384  reduce (scratch 0)"),
             std::string::npos)
       << r.out;

@@ -14,7 +14,7 @@ TEST(Half, KnownBitPatterns) {
   EXPECT_EQ(float_to_half_bits(1.0f), 0x3c00);
   EXPECT_EQ(float_to_half_bits(-2.0f), 0xc000);
   EXPECT_EQ(float_to_half_bits(3.5f), 0x4300);
-  EXPECT_EQ(float_to_half_bits(65504.0f), 0x7bff);                // largest finite
+  EXPECT_EQ(float_to_half_bits(65504.0f), 0x7bff);               // largest finite
   EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -14)), 0x0400);  // smallest normal
   EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
   EXPECT_EQ(float_to_half_bits(std::numeric_limits<float>::infinity()), 0x7c00);

@@ -80,9 +80,9 @@ TEST(HostExecutor, ValueModulusKeepsEverySumExact) {
         << e.what();
   }
   // The same error from a run.
-  EXPECT_THROW(run_on_host(alg::generate("ring", 130, alg::Options{}), 130 * 2 * 64,
-                           DType::bfloat16),
-               InputError);
+  EXPECT_THROW(
+      run_on_host(alg::generate("ring", 130, alg::Options{}), 130 * 2 * 64, DType::bfloat16),
+      InputError);
 }
 
 // A wrong sum in half is caught: a ring whose first transfer copies instead of reducing.

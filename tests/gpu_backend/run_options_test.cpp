@@ -49,9 +49,10 @@ TEST(NcclTestsFlags, DefaultsAreNcclTests) {
 
 TEST(NcclTestsFlags, EveryFlag) {
   const NcclTestsSettings s =
-      parse({"-b", "1K", "-e", "4K", "-i", "1K", "-n", "7", "-w", "2", "-c", "3", "-o", "sum",
-             "-d", "bf16", "-a", "2", "--algo", "tree", "-O", "segments=4", "--delay", "5ms",
-             "--straggler", "1", "--csv", "r.csv", "-J", "r.json"});
+      parse({"-b",          "1K", "-e",     "4K",    "-i", "1K",         "-n",      "7",
+             "-w",          "2",  "-c",     "3",     "-o", "sum",        "-d",      "bf16",
+             "-a",          "2",  "--algo", "tree",  "-O", "segments=4", "--delay", "5ms",
+             "--straggler", "1",  "--csv",  "r.csv", "-J", "r.json"});
   EXPECT_EQ(s.sizes, (std::vector<std::uint64_t>{1024, 2048, 3072, 4096}));
   EXPECT_EQ(s.iterations, 7);
   EXPECT_EQ(s.warmup, 2);

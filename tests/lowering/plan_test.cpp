@@ -102,7 +102,7 @@ TEST(Padding, AlignmentMustBeAPowerOfTwoAtLeastTheElementSize) {
 // Every send, receive and apply of every registered algorithm, n = 2..64, several sizes and
 // types, starts on a multiple of the alignment (128 B by default, and 256 B and 4 KiB).
 TEST(Alignment, EveryTransferOfEveryAlgorithmStartsOnTheBoundary) {
-  const DType types[] = {DType::float32, DType::float64,  DType::int32,
+  const DType types[] = {DType::float32, DType::float64, DType::int32,
                          DType::int64,   DType::float16, DType::bfloat16};
   std::uint64_t plans = 0;
   for (const alg::AlgorithmInfo& info : alg::algorithms()) {
@@ -115,7 +115,8 @@ TEST(Alignment, EveryTransferOfEveryAlgorithmStartsOnTheBoundary) {
         const std::uint64_t elem = dtype_size(t);
         for (std::uint64_t bytes : {(3 * chunks + 1) * elem, (std::uint64_t{1} << 20) + elem,
                                     (1000003 * chunks / 7 + chunks) * elem}) {
-          for (std::uint64_t align : {std::uint64_t{128}, std::uint64_t{256}, std::uint64_t{4096}}) {
+          for (std::uint64_t align :
+               {std::uint64_t{128}, std::uint64_t{256}, std::uint64_t{4096}}) {
             if (align != 128 && (n + ti) % 4 != 0) continue;  // other alignments: a sample
             const Plan plan = lower(s, bytes, t, align);
             const AlignmentCount c = count_aligned(plan, align);

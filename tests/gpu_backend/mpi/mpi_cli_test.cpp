@@ -123,8 +123,9 @@ TEST(MpiCli, WritesTheResultCsvAndOneTable) {
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(occurrences(r.out, "# stragglesim-mpi: algorithm ring, 2 ranks"), 1) << r.out;
   // nccl-tests' columns (names, then units), then the time after the last arrival.
-  EXPECT_TRUE(contains(r.out, "#       size         count      type   redop    root     time   "
-                              "algbw   busbw  #wrong  after-last\n"))
+  EXPECT_TRUE(contains(r.out,
+                       "#       size         count      type   redop    root     time   "
+                       "algbw   busbw  #wrong  after-last\n"))
       << r.out;
   EXPECT_TRUE(contains(r.out, "        4096          1024   float32     sum      -1  ")) << r.out;
   EXPECT_TRUE(contains(r.out, "# results: " + csv)) << r.out;
@@ -133,7 +134,8 @@ TEST(MpiCli, WritesTheResultCsvAndOneTable) {
   std::string header;
   std::getline(in, header);
   std::string expected;
-  for (const std::string& c : schema::result_csv_columns()) expected += (expected.empty() ? "" : ",") + c;
+  for (const std::string& c : schema::result_csv_columns())
+    expected += (expected.empty() ? "" : ",") + c;
   EXPECT_EQ(header, expected);
 
   const std::vector<schema::ResultRow> rows = read_rows(csv);
