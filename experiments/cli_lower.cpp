@@ -187,7 +187,8 @@ void add_lower_command(CLI::App& app) {
   cmd->add_option("--bytes,-b", args->bytes, "Buffer size per rank: 4096, 64KiB, 1MiB, ...")
       ->required();
   cmd->add_option("--dtype,-d", args->dtype,
-                  "Element type: float32, float64, int32, int64 (aliases float, double, int)")
+                  "Element type: float32 (float), float64 (double), int32 (int), int64, float16 "
+                  "(half, fp16), bfloat16 (bf16)")
       ->capture_default_str();
   cmd->add_option("--option", args->options, "Algorithm option key=value (repeatable)");
   cmd->add_option("--straggler", args->straggler, "Straggler rank for straggler-aware algorithms")
