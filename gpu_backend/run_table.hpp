@@ -40,7 +40,7 @@ struct SizeRow {
   std::uint64_t wrong = 0;
   // Each rank's own start-to-finish time, combined over ranks (-a) and averaged over the
   // iterations; the time column. Empty: the time column shows mean_time_s.
-  std::optional<double> rank_time_s;
+  std::optional<double> rank_time_s = std::nullopt;
 
   // bytes / mean after-last time (0 when that time is 0), and times the AllReduce bus factor.
   double algbw_GBps() const;
