@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "common/csv.hpp"
+#include "calibration/nccl_tests.hpp"
 #include "common/error.hpp"
 #include "common/stats.hpp"
 
@@ -340,10 +341,11 @@ const alg::AlgorithmInfo* lookup(const std::string& name) {
   return nullptr;
 }
 
-Calibration calibrate_runs(const std::string& text, std::string_view name,
+}  // namespace
+
+Calibration calibrate_runs(const std::vector<MeasuredRun>& runs, std::string_view name,
                            const CalibrationOptions& options) {
-  std::istringstream in(text);
-  const std::vector<MeasuredRun> runs = read_measured_runs(in, name);
+  check_bounds(options);
   Calibration c;
   c.input = CalibrationInput::collective_runs;
   c.source = std::string(name);
@@ -412,10 +414,16 @@ Calibration calibrate_runs(const std::string& text, std::string_view name,
   return c;
 }
 
-}  // namespace
-
 std::string_view to_string(CalibrationInput input) {
-  return input == CalibrationInput::sweep ? "point-to-point sweep" : "collective runs";
+  switch (input) {
+    case CalibrationInput::sweep:
+      return "point-to-point sweep";
+    case CalibrationInput::collective_runs:
+      return "collective runs";
+    case CalibrationInput::nccl_tests:
+      return "nccl-tests log";
+  }
+  return "?";
 }
 
 std::string describe(const SizeRange& range) {
@@ -474,13 +482,39 @@ std::vector<MeasuredRun> read_measured_runs(std::istream& in, std::string_view n
 Calibration calibrate(std::istream& in, std::string_view name, const CalibrationOptions& options) {
   check_bounds(options);
   const std::string text(std::istreambuf_iterator<char>(in), {});
+  if (looks_like_nccl_tests(text)) {
+    const std::string algorithm = options.algorithm.value_or("ring");
+    const alg::AlgorithmInfo* info = lookup(algorithm);
+    if (info == nullptr) {
+      std::string names;
+      for (const alg::AlgorithmInfo& a : alg::algorithms())
+        names += (names.empty() ? "" : ", ") + a.name;
+      throw InputError("--algorithm: unknown algorithm '" + algorithm + "' (valid: " + names + ")");
+    }
+    const NcclTestsLog log = parse_nccl_tests(text, name);
+    std::vector<SkippedRows> skipped;
+    const std::vector<MeasuredRun> runs =
+        nccl_tests_runs(log, name, info->name, options.ranks, skipped);
+    Calibration c = calibrate_runs(runs, name, options);
+    c.input = CalibrationInput::nccl_tests;
+    c.skipped.insert(c.skipped.begin(), skipped.begin(), skipped.end());
+    return c;
+  }
+  if (options.algorithm) {
+    throw InputError(std::string(name) +
+                     ": --algorithm is for nccl-tests logs; the rows of this file name their "
+                     "algorithm");
+  }
   const std::vector<CsvRecord> records = split_records(text, name, true);
   if (records.empty()) throw InputError(std::string(name) + ": empty file (" + kInputForms + ")");
   const std::vector<std::string>& header = records.front().fields;
   auto has = [&](const char* column) {
     return std::find(header.begin(), header.end(), column) != header.end();
   };
-  if (has("source") && has("time_s")) return calibrate_runs(text, name, options);
+  if (has("source") && has("time_s")) {
+    std::istringstream again(text);
+    return calibrate_runs(read_measured_runs(again, name), name, options);
+  }
   return calibrate_sweep(records, name, options);
 }
 

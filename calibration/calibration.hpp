@@ -32,6 +32,9 @@
 //                  the registry (nccl, NAME+nccl-rs), rank counts an algorithm does not support,
 //                  straggler-aware algorithms with a delay (their time after the last arrival is
 //                  not the registry's all-arrive-together form).
+//   nccl-tests     all_reduce_perf's text output or its -J JSON (nccl_tests.hpp): each row's
+//   log            out-of-place time is a run of CalibrationOptions::algorithm (default ring)
+//                  on the log's rank count, fitted as collective runs.
 //
 // The fit minimises the sum of squared RELATIVE residuals ((fitted - measured) / measured): a
 // sweep spans microseconds to milliseconds, and plain least squares would let the largest
@@ -54,8 +57,8 @@
 
 namespace ssim::calib {
 
-enum class CalibrationInput : std::uint8_t { sweep, collective_runs };
-// "point-to-point sweep" or "collective runs".
+enum class CalibrationInput : std::uint8_t { sweep, collective_runs, nccl_tests };
+// "point-to-point sweep", "collective runs" or "nccl-tests log".
 std::string_view to_string(CalibrationInput input);
 
 struct CalibrationOptions {
@@ -68,6 +71,11 @@ struct CalibrationOptions {
   // Collective runs: the reduce cost, taken as known, unless fit_gamma.
   SecondsPerByte gamma{0.0};
   bool fit_gamma = false;
+  // nccl-tests logs: the registry algorithm whose closed form models NCCL's AllReduce (default
+  // ring); InputError for other inputs, whose rows name their algorithm.
+  std::optional<std::string> algorithm;
+  // nccl-tests logs that do not list their devices: the rank count.
+  std::optional<int> ranks;
 };
 
 // Sizes [low, high); no high: unbounded.
@@ -157,6 +165,10 @@ struct MeasuredRun {
 // read_result_csv plus the line of every row and range checks: ranks >= 1, bytes > 0, delay_s,
 // time_s and after_last_arrival_s >= 0 (InputError naming the file, line and column).
 std::vector<MeasuredRun> read_measured_runs(std::istream& in, std::string_view name);
+
+// The collective-runs fit on runs already read (a result CSV or an nccl-tests log).
+Calibration calibrate_runs(const std::vector<MeasuredRun>& runs, std::string_view name,
+                           const CalibrationOptions& options);
 
 // "64KiB,1MiB" -> sizes; InputError unless strictly increasing and > 0.
 std::vector<Bytes> parse_size_list(std::string_view text);

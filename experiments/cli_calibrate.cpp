@@ -9,11 +9,11 @@
 #include <sstream>
 #include <tuple>
 
+#include "calibration/calibration.hpp"
 #include "common/error.hpp"
 #include "common/stats.hpp"
 #include "experiments/cli_commands.hpp"
 #include "experiments/config.hpp"
-#include "calibration/calibration.hpp"
 #include "schema/result_csv.hpp"
 
 namespace ssim::exp {
@@ -104,6 +104,10 @@ void print_calibration(std::ostream& os, const calib::Calibration& c, bool piece
                        bool gamma_given) {
   os << "calibrate: " << c.source << " (" << calib::to_string(c.input) << "), " << c.rows_used
      << " rows used\n";
+  if (c.input == calib::CalibrationInput::nccl_tests && !c.devices.empty()) {
+    os << "nccl-tests: out-of-place times, " << c.ranks.front() << " ranks on " << c.devices.front()
+       << "\n";
+  }
   print_skipped(os, c.skipped);
   if (c.input == calib::CalibrationInput::sweep) {
     os << "fit: least squares on relative residuals (rows weighted by 1/measured), seconds = alpha "
@@ -160,6 +164,8 @@ struct CalibrateArgs {
   std::string machine;
   std::string gamma;
   bool fit_gamma = false;
+  std::string algorithm;
+  int log_ranks = 0;
 };
 
 // The fit that -o writes: the only one, or the one --link-class / --piece pick.
@@ -291,6 +297,8 @@ void run_calibrate(const CalibrateArgs& a) {
     o.gamma = parse_seconds_per_byte(a.gamma);
   }
   o.fit_gamma = a.fit_gamma;
+  if (!a.algorithm.empty()) o.algorithm = a.algorithm;
+  if (a.log_ranks > 0) o.ranks = a.log_ranks;
   const std::string text = read_input(a.input);
   std::istringstream in(text);
   const calib::Calibration c = calib::calibrate(in, a.input == "-" ? "<stdin>" : a.input, o);
@@ -483,9 +491,15 @@ void add_calibrate_commands(CLI::App& app) {
       "calibrate",
       "Fit alpha, beta (and gamma) by least squares from a p2p sweep or measured collective runs");
   cal->add_option("measurements", c->input,
-                  "CSV: bytes,seconds[,link_class][,kind] sweep, or a result CSV of measured runs "
-                  "('-': stdin)")
+                  "CSV: bytes,seconds[,link_class][,kind] sweep, a result CSV of measured runs, "
+                  "or nccl-tests' all_reduce_perf output (its text log or -J JSON) ('-': stdin)")
       ->required();
+  cal->add_option("--algorithm", c->algorithm,
+                  "nccl-tests logs: the closed form to fit NCCL's AllReduce with (ring, tree, "
+                  "rhd, ...; default ring)");
+  cal->add_option("--log-ranks", c->log_ranks,
+                  "nccl-tests logs without '#  Rank' device lines: how many ranks ran")
+      ->check(CLI::Range(2, 65536));
   cal->add_option("--link-class", c->link_class,
                   "Fit only this link class (sweeps with a link_class column)");
   cal->add_option("--piecewise", c->piecewise, "Size boundaries B1,B2,...: one fit per size range");

@@ -28,6 +28,9 @@ void add_run_command(CLI::App& app);
 // `merge SHARD_DIR... -o DIR`: the full results of an experiment run as shards.
 void add_merge_command(CLI::App& app);
 
+// `lower ALGO --ranks N --bytes B [--dtype T] [--align A] [--format text|json]`: the p2p plan.
+void add_lower_command(CLI::App& app);
+
 // `advise --topology T --size S [--ranks N] [--delay-dist D] ...`: which algorithm to use.
 void add_advise_command(CLI::App& app);
 

@@ -17,6 +17,7 @@
 
 #include "algorithms/verifier.hpp"
 #include "common/error.hpp"
+#include "gpu_backend/float16.hpp"
 
 namespace ssim::gpu {
 
@@ -24,8 +25,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr std::uint64_t kPeriod = 61;  // input_value repeats every kPeriod elements
-constexpr std::uint64_t kModulus = 1031;
+constexpr std::uint64_t kPeriod = 61;     // input_value repeats every kPeriod elements
+constexpr std::uint64_t kModulus = 1031;  // the largest value modulus (a prime)
 
 // Thrown in ranks woken because another rank failed; the first real error is reported.
 struct Aborted {};
@@ -259,11 +260,12 @@ HostRunResult run_typed(const Plan& plan, const HostRunOptions& options) {
 // The expected values of one rank's elements after the collective, and which are checked.
 class Expectation {
  public:
-  Expectation(const Plan& plan, int rank) : plan_(plan), rank_(rank) {
+  Expectation(const Plan& plan, int rank)
+      : plan_(plan), rank_(rank), modulus_(value_modulus(plan.layout.dtype, plan.ranks)) {
     if (plan.collective != alg::Collective::allgather) {
       sums_.assign(kPeriod, 0.0);
       for (std::uint64_t j = 0; j < kPeriod; ++j) {
-        for (int r = 0; r < plan.ranks; ++r) sums_[j] += input_value(r, j);
+        for (int r = 0; r < plan.ranks; ++r) sums_[j] += input_value(r, j, modulus_);
       }
     }
   }
@@ -275,13 +277,15 @@ class Expectation {
     return plan_.collective != alg::Collective::reduce_scatter || owner(element) == rank_;
   }
   double value(std::uint64_t element) const {
-    if (plan_.collective == alg::Collective::allgather) return input_value(owner(element), element);
+    if (plan_.collective == alg::Collective::allgather)
+      return input_value(owner(element), element, modulus_);
     return sums_[element % kPeriod];
   }
 
  private:
   const Plan& plan_;
   int rank_;
+  std::uint64_t modulus_;
   std::vector<double> sums_;
 };
 
@@ -289,13 +293,14 @@ template <class T>
 void fill_typed(const Plan& plan, int rank, std::span<std::byte> buffer) {
   const BufferLayout& layout = plan.layout;
   SSIM_CHECK(buffer.size() == layout.padded_bytes(), "input buffer must have padded_bytes() bytes");
+  const std::uint64_t modulus = value_modulus(layout.dtype, plan.ranks);
   for (std::uint64_t i = 0; i < layout.padded_count(); ++i) {
     T v{};
     if (i < layout.count) {
       const bool held = plan.collective != alg::Collective::allgather ||
                         alg::chunk_owner(static_cast<int>(i / layout.chunk_count), plan.ranks,
                                          layout.chunks) == rank;
-      if (held) v = static_cast<T>(input_value(rank, i));
+      if (held) v = static_cast<T>(input_value(rank, i, modulus));
     }
     std::memcpy(buffer.data() + i * sizeof(T), &v, sizeof(T));
   }
@@ -337,6 +342,10 @@ decltype(auto) dispatch(DType dtype, F&& f) {
       return f(std::int32_t{});
     case DType::int64:
       return f(std::int64_t{});
+    case DType::float16:
+      return f(Half{});
+    case DType::bfloat16:
+      return f(BFloat16{});
   }
   SSIM_CHECK(false, "unknown dtype");
   return f(float{});
@@ -352,9 +361,42 @@ std::string number(double v) {
 
 }  // namespace
 
-double input_value(int rank, std::uint64_t element) {
+double input_value(int rank, std::uint64_t element, std::uint64_t modulus) {
   const std::uint64_t j = element % kPeriod;
-  return static_cast<double>((static_cast<std::uint64_t>(rank) + 1) * (j + 1) % kModulus + 1);
+  return static_cast<double>((static_cast<std::uint64_t>(rank) + 1) * (j + 1) % modulus + 1);
+}
+
+double input_value(int rank, std::uint64_t element) { return input_value(rank, element, kModulus); }
+
+std::uint64_t exact_integer_limit(DType dtype) {
+  switch (dtype) {
+    case DType::float16:
+      return std::uint64_t{1} << 11;
+    case DType::bfloat16:
+      return std::uint64_t{1} << 8;
+    case DType::float32:
+      return std::uint64_t{1} << 24;
+    case DType::int32:
+      return (std::uint64_t{1} << 31) - 1;
+    case DType::float64:
+      return std::uint64_t{1} << 53;
+    case DType::int64:
+      return (std::uint64_t{1} << 63) - 1;
+  }
+  return 0;
+}
+
+std::uint64_t value_modulus(DType dtype, int ranks) {
+  if (ranks < 1) throw InputError("need at least 1 rank, got " + std::to_string(ranks));
+  const std::uint64_t limit = exact_integer_limit(dtype);
+  const std::uint64_t modulus = std::min(kModulus, limit / static_cast<std::uint64_t>(ranks));
+  if (modulus < 2) {
+    throw InputError(std::string(to_string(dtype)) + " holds every integer only up to " +
+                     std::to_string(limit) + ", so the exact check allows at most " +
+                     std::to_string(limit / 2) + " ranks (inputs 1 and 2), got " +
+                     std::to_string(ranks) + "; use a wider type (-d float32)");
+  }
+  return modulus;
 }
 
 void fill_input(const Plan& plan, int rank, std::span<std::byte> buffer) {

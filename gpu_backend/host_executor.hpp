@@ -15,12 +15,20 @@
 // each of its sends has been taken by the receiver (a transfer needs both ends to have
 // reached the round), then applies. There is no global barrier: ranks progress independently.
 //
-// Values (shared with the CUDA executor's check): rank r's element i starts as
-//   input_value(r, i) = ((r + 1) * (i mod 61 + 1)) mod 1031 + 1,      padding elements 0.
-// Values lie in [1, 1031]. 1031 is prime, so for up to 1030 ranks the ranks' values of one
-// element are all different (a contribution counted twice and another one missing cannot
-// cancel); every partial sum over up to 1024 ranks is an integer below 2^24, so float32 sums
-// are exact in any order and the check is an exact comparison. Expected results:
+// Values (shared with the CUDA and MPI executors' checks): rank r's element i starts as
+//   input_value(r, i, M) = ((r + 1) * (i mod 61 + 1)) mod M + 1,      padding elements 0,
+// an integer in [1, M], with the modulus M = value_modulus(dtype, n) = min(1031, L / n) for n
+// ranks, where L is the largest integer up to which the type holds every integer:
+//   float16 L = 2^11 = 2048 (11-bit significand)   bfloat16 L = 2^8 = 256 (8-bit significand)
+//   float32 L = 2^24          int32 L = 2^31 - 1    float64 L = 2^53    int64 L = 2^63 - 1
+// Every partial sum is then an integer <= n * M <= L, so it is exact in the type in any order
+// (half and bfloat16 add in float and round back, which is exact for these integers) and the
+// check is an exact comparison. float32, float64, int32 and int64 use M = 1031 (a prime: for up
+// to 1030 ranks the ranks' values of one element are all different, so a contribution counted
+// twice and another one missing cannot cancel) at every rank count the drivers allow (1024).
+// float16: M = 2048 / n: 1024 at 2 ranks, 256 at 8, 2 at 1024 (every count the drivers allow).
+// bfloat16: M = 256 / n: 32 at 8 ranks, 4 at 64, 2 at 128; more than 128 ranks (M < 2) is an
+// InputError naming the limit. Expected results:
 //   allreduce       every rank, every element: sum over ranks of input_value(r, i);
 //   reduce_scatter  on the owner of each chunk (alg::chunk_owner) that sum; other ranks unchecked;
 //   allgather       every rank holds the owner's input values of each chunk; before the
@@ -80,7 +88,13 @@ HostRunResult run_on_host(const Plan& plan, const HostRunOptions& options = {});
 HostRunResult run_on_host(const alg::Schedule& schedule, std::uint64_t bytes, DType dtype,
                           const HostRunOptions& options = {});
 
+// The fill value with modulus M (above), and with M = 1031.
+double input_value(int rank, std::uint64_t element, std::uint64_t modulus);
 double input_value(int rank, std::uint64_t element);
+// The largest integer L up to which `dtype` holds every integer (table above).
+std::uint64_t exact_integer_limit(DType dtype);
+// M = min(1031, L / ranks); InputError when that is below 2 (bfloat16 beyond 128 ranks).
+std::uint64_t value_modulus(DType dtype, int ranks);
 // Writes rank's input for plan.collective into buffer (plan.layout.padded_bytes() bytes).
 void fill_input(const Plan& plan, int rank, std::span<std::byte> buffer);
 // Compares rank's buffer after the collective with the expected values of plan.collective

@@ -1,149 +1,34 @@
-// Lowering of a schedule to a point-to-point plan: what each rank issues, round by round,
-// on real buffers of a given size and element type. The host executor (host_executor.hpp)
-// and the CUDA/NCCL executor both run a Plan; neither looks at the schedule again.
-//
-//   const alg::Schedule s = alg::generate("ring", 4, alg::Options{});
-//   const Plan plan = lower(s, 1 << 20, DType::float32);   // throws ssim::InputError on a bad size
-//   for (const Step& step : plan.rank_plans[r].steps) {
-//     // ncclGroupStart();
-//     // for (send : step.sends) ncclSend(data + send.offset, send.count, ..., send.peer, ...);
-//     // for (recv : step.recvs) ncclRecv(scratch + recv.offset, recv.count, ..., recv.peer, ...);
-//     // ncclGroupEnd();  then step.applies in order: data[offset..] (+)= scratch[scratch_offset..]
-//   }
-//   std::cout << format_summary(plan, summarize(plan));
-//
-// One Step per round in which the rank takes part. Sends read the rank's data buffer as it
-// was at the start of the round (nothing is applied before the group ends); receives always
-// land in a per-rank scratch buffer and are applied to the data buffer after the group, in
-// the order of the round's transfers. This is the IR's round semantics (DESIGN.md), and it
-// makes a two-way exchange within one round well defined.
-//
-// Padding rule. A buffer of `bytes` bytes holds count = bytes / dtype_size elements; the
-// schedule cuts it into `chunks` chunks of equal size chunk_count = ceil(count / chunks)
-// elements, so the element count is padded up to chunk_count * chunks. Executors allocate
-// padded_bytes(bytes, chunks, dtype) per rank; the padding elements travel and are reduced
-// like the others but are not checked. Every chunk is the same size, so every message of a
-// given chunk width has the same length (the IR's byte rule instead lets the last chunk
-// absorb the remainder; the two differ by less than one element per chunk plus the padding,
-// at most chunks - 1 elements in all). Rejected with ssim::InputError: a byte size that is
-// not a multiple of the element size, and fewer elements than chunks.
-//
-// Matching: lower() checks (SSIM_CHECK) that within every round each send from a to b has
-// exactly one receive on b from a with the same count, in the same order among the sends
-// from a to b. With NCCL grouped point-to-point this is what makes a plan deadlock-free.
+// The lowering (lowering/plan.hpp, namespace ssim::lowering) under the names the executors
+// use in ssim::gpu: Plan, Step, P2P, Apply, DType, lower(), ... The lowering lives in its own
+// layer so that `stragglesim lower` (experiments/) prints the same plans without including
+// gpu_backend/.
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
-#include <string>
-#include <string_view>
-#include <vector>
-
-#include "algorithms/schedule.hpp"
+#include "lowering/plan.hpp"
 
 namespace ssim::gpu {
 
-// Element types of the buffers; the reduction is always a sum.
-enum class DType : std::uint8_t { float32, float64, int32, int64 };
-
-std::string_view to_string(DType dtype);
-// "float32" (or "float"), "float64" (or "double"), "int32" (or "int"), "int64";
-// anything else is an InputError listing these.
-DType parse_dtype(std::string_view name);
-std::size_t dtype_size(DType dtype);
-
-// The element layout of one rank's buffer under the padding rule above.
-struct BufferLayout {
-  DType dtype = DType::float32;
-  int chunks = 1;
-  std::uint64_t bytes = 0;        // as asked for
-  std::uint64_t count = 0;        // real elements: bytes / dtype_size
-  std::uint64_t chunk_count = 0;  // elements per chunk: ceil(count / chunks)
-
-  std::uint64_t padded_count() const { return chunk_count * static_cast<std::uint64_t>(chunks); }
-  std::uint64_t padded_bytes() const { return padded_count() * dtype_size(dtype); }
-  std::uint64_t chunk_offset_bytes(int chunk) const {
-    return static_cast<std::uint64_t>(chunk) * chunk_count * dtype_size(dtype);
-  }
-};
-
-// Throws InputError when bytes is not a multiple of the element size or holds fewer
-// elements than chunks (or chunks < 1).
-BufferLayout make_layout(std::uint64_t bytes, int chunks, DType dtype);
-// The per-rank buffer size executors allocate: make_layout(bytes, chunks, dtype).padded_bytes().
-std::uint64_t padded_bytes(std::uint64_t bytes, int chunks, DType dtype);
-
-// One ncclSend or ncclRecv: `offset` in bytes into the data buffer (send) or the scratch
-// buffer (receive), `count` in elements.
-struct P2P {
-  int peer = 0;
-  std::uint64_t offset = 0;
-  std::uint64_t count = 0;
-  bool operator==(const P2P&) const = default;
-};
-
-// Applied after the group: reduce data[offset..] += scratch[scratch_offset..], or
-// copy data[offset..] = scratch[scratch_offset..]; offsets in bytes, count in elements.
-struct Apply {
-  alg::Op op = alg::Op::copy;
-  std::uint64_t offset = 0;
-  std::uint64_t scratch_offset = 0;
-  std::uint64_t count = 0;
-  bool operator==(const Apply&) const = default;
-};
-
-// A rank's part of one round: one group of sends and receives, then the applies in order.
-struct Step {
-  int round = 0;  // index of the schedule round
-  std::vector<P2P> sends;
-  std::vector<P2P> recvs;
-  std::vector<Apply> applies;
-  std::uint64_t scratch_bytes = 0;  // scratch this step's receives use
-  bool operator==(const Step&) const = default;
-};
-
-struct RankPlan {
-  std::vector<Step> steps;
-  std::uint64_t scratch_bytes = 0;  // max over the steps
-};
-
-struct Plan {
-  alg::Collective collective = alg::Collective::allreduce;
-  std::string algorithm;
-  int ranks = 0;
-  int rounds = 0;  // rounds of the schedule, including any without transfers
-  BufferLayout layout;
-  std::vector<RankPlan> rank_plans;  // one per rank
-};
-
-// Lowers `schedule` for per-rank buffers of `bytes` bytes of `dtype`. The schedule is not
-// verified (a wrong schedule lowers to a plan that computes the wrong numbers, which is what
-// the executors' checks are for), but its structure is: ranks, chunk ranges and src != dst,
-// else InputError naming the round and transfer.
-Plan lower(const alg::Schedule& schedule, std::uint64_t bytes, DType dtype);
-
-// The matching check described above; lower() runs it. Throws InternalError naming the
-// round and the pair of ranks on the first mismatch.
-void check_matching(const Plan& plan);
-
-struct RankSummary {
-  int groups = 0;  // steps, i.e. ncclGroupStart/End pairs
-  int sends = 0;
-  int recvs = 0;
-  std::uint64_t bytes_sent = 0;
-  std::uint64_t bytes_received = 0;
-  std::uint64_t scratch_bytes = 0;
-};
-
-struct PlanSummary {
-  std::vector<RankSummary> ranks;
-  std::uint64_t total_bytes_sent = 0;
-  std::uint64_t max_scratch_bytes = 0;
-  int max_groups = 0;
-};
-
-PlanSummary summarize(const Plan& plan);
-// A header line (algorithm, ranks, sizes, padding) and one line per rank.
-std::string format_summary(const Plan& plan, const PlanSummary& summary);
+using lowering::AlignmentCount;
+using lowering::Apply;
+using lowering::BufferLayout;
+using lowering::check_align;
+using lowering::check_matching;
+using lowering::count_aligned;
+using lowering::DType;
+using lowering::dtype_size;
+using lowering::format_summary;
+using lowering::kDefaultAlign;
+using lowering::lower;
+using lowering::make_layout;
+using lowering::P2P;
+using lowering::padded_bytes;
+using lowering::parse_dtype;
+using lowering::Plan;
+using lowering::PlanSummary;
+using lowering::RankPlan;
+using lowering::RankSummary;
+using lowering::Step;
+using lowering::summarize;
+using lowering::to_string;
 
 }  // namespace ssim::gpu

@@ -92,9 +92,10 @@ std::string utc_timestamp_now() {
 
 const std::vector<std::string>& result_csv_columns() {
   static const std::vector<std::string> columns = {
-      "source",     "algorithm",  "ranks",     "bytes",  "dtype",
-      "delay_s",    "straggler",  "iteration", "time_s", "after_last_arrival_s",
-      "algbw_GBps", "busbw_GBps", "wrong",     "device", "timestamp"};
+      "source",       "algorithm",  "ranks",     "bytes",  "dtype",
+      "delay_s",      "straggler",  "iteration", "time_s", "after_last_arrival_s",
+      "algbw_GBps",   "busbw_GBps", "wrong",     "device", "timestamp",
+      "nccl_version", "nccl_algo",  "nccl_proto"};
   return columns;
 }
 
@@ -122,7 +123,10 @@ std::string format_result_row(const ResultRow& row) {
       csv_number(row.busbw.value / 1e9),
       row.wrong ? std::to_string(*row.wrong) : std::string(),
       csv_field(row.device),
-      csv_field(row.timestamp)};
+      csv_field(row.timestamp),
+      csv_field(row.nccl_version),
+      csv_field(row.nccl_algo),
+      csv_field(row.nccl_proto)};
   std::string out;
   for (std::size_t i = 0; i < fields.size(); ++i) out += (i ? "," : "") + fields[i];
   return out;
@@ -136,9 +140,16 @@ std::vector<ResultRow> read_result_csv(std::istream& in, std::string_view name) 
   const std::vector<std::string>& header = head.fields;
   std::map<std::string, std::size_t> index;
   for (std::size_t i = 0; i < header.size(); ++i) index.emplace(header[i], i);
+  // The columns added after the first version (from nccl_version on) may be missing.
+  constexpr std::size_t kRequired = 15;
+  constexpr std::size_t kAbsent = static_cast<std::size_t>(-1);
   std::vector<std::size_t> at;
   for (const std::string& column : result_csv_columns()) {
     auto it = index.find(column);
+    if (it == index.end() && at.size() >= kRequired) {
+      at.push_back(kAbsent);
+      continue;
+    }
     if (it == index.end()) {
       throw InputError(std::string(name) + ":1: missing column '" + column +
                        "' (a result CSV has the columns of schema/result_csv.hpp)");
@@ -156,7 +167,10 @@ std::vector<ResultRow> read_result_csv(std::istream& in, std::string_view name) 
     }
     const FieldParser p(name, record.line);
     const auto& columns = result_csv_columns();
-    auto get = [&](std::size_t c) -> const std::string& { return f[at[c]]; };
+    static const std::string kEmpty;
+    auto get = [&](std::size_t c) -> const std::string& {
+      return at[c] == kAbsent ? kEmpty : f[at[c]];
+    };
     ResultRow r;
     if (get(0) == "measured") {
       r.source = ResultSource::measured;
@@ -179,6 +193,9 @@ std::vector<ResultRow> read_result_csv(std::istream& in, std::string_view name) 
     if (!get(12).empty()) r.wrong = p.integer<std::uint64_t>(columns[12], get(12));
     r.device = get(13);
     r.timestamp = get(14);
+    r.nccl_version = get(15);
+    r.nccl_algo = get(16);
+    r.nccl_proto = get(17);
     rows.push_back(std::move(r));
   }
   return rows;

@@ -30,6 +30,12 @@
 //                         checked, always empty for simulated rows
 //   device                what ran it: GPU name and transport, or the simulator's model
 //   timestamp             UTC, ISO 8601 ("2025-06-01T12:34:56Z")
+//   nccl_version          the NCCL library the run used ("2.27.3"); empty when none (MPI,
+//                         simulated rows)
+//   nccl_algo, nccl_proto NCCL_ALGO / NCCL_PROTO in effect for `nccl` rows (what the
+//                         environment asked for; empty: NCCL's own choice)
+// The last three were added later: the reader takes them when present and leaves them empty
+// in files written before them; every other column is required.
 // Bandwidths use after_last_arrival_s because with a straggler time_s mostly measures the
 // delay; without one the two times are equal and this is nccl-tests' definition.
 // Fields holding a comma, a quote or a line break are quoted (RFC 4180).
@@ -66,6 +72,9 @@ struct ResultRow {
   std::optional<std::uint64_t> wrong;
   std::string device;
   std::string timestamp;
+  std::string nccl_version;
+  std::string nccl_algo;
+  std::string nccl_proto;
 
   bool operator==(const ResultRow&) const = default;
 };

@@ -1,8 +1,9 @@
 cmake_minimum_required(VERSION 3.22)
 # Fails when a file includes a header of a layer it may not depend on (docs/DESIGN.md):
 #   common -> (nothing); algorithms, topologies, schema -> common; sim -> algorithms, topologies;
-#   calibration -> schema, algorithms; experiments -> sim, schema, calibration (never
-#   gpu_backend); gpu_backend -> algorithms, topologies, schema.
+#   calibration -> schema, algorithms; lowering -> algorithms; experiments -> sim, schema,
+#   calibration, lowering (never gpu_backend); gpu_backend -> algorithms, topologies, schema,
+#   lowering.
 # Only the config loader (experiments/config*) may include yaml-cpp, and sim/ includes neither
 # <fstream> nor <filesystem>: the simulator receives numbers, files are read at the edge.
 set(allowed_common "common")
@@ -11,9 +12,10 @@ set(allowed_topologies "common;topologies")
 set(allowed_schema "common;schema")
 set(allowed_sim "common;algorithms;topologies;sim")
 set(allowed_calibration "common;algorithms;schema;calibration")
-set(allowed_experiments "common;algorithms;topologies;sim;schema;calibration;experiments")
-set(allowed_gpu_backend "common;algorithms;topologies;schema;gpu_backend")
-set(layers common algorithms topologies schema sim calibration experiments gpu_backend)
+set(allowed_lowering "common;algorithms;lowering")
+set(allowed_experiments "common;algorithms;topologies;sim;schema;calibration;lowering;experiments")
+set(allowed_gpu_backend "common;algorithms;topologies;schema;lowering;gpu_backend")
+set(layers common algorithms topologies schema sim calibration lowering experiments gpu_backend)
 set(errors "")
 foreach(layer IN LISTS layers)
   file(GLOB_RECURSE files ${ROOT}/${layer}/*.hpp ${ROOT}/${layer}/*.cpp ${ROOT}/${layer}/*.cu)

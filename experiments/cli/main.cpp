@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   ssim::exp::add_run_command(app);
   ssim::exp::add_merge_command(app);
   ssim::exp::add_advise_command(app);
+  ssim::exp::add_lower_command(app);
   try {
     check_first_argument(app, argc, argv);
     app.parse(argc, argv);

@@ -1,9 +1,11 @@
 // stragglesim-gpu: the GPU-side driver.
 //   devices  what CUDA and NCCL see on this machine;
 //   run      an nccl-tests-style sweep of one algorithm (a registry schedule or nccl) on GPUs,
-//            timed, checked, with an optional straggler delay; table on stdout, CSV with -o.
+//            timed, checked, with an optional straggler delay; table on stdout, CSV with
+//            --csv. The nccl-tests flags are gpu_backend/run_options.hpp's (shared with
+//            stragglesim-mpi).
 //
-//   stragglesim-gpu run --algo ring -b 1M -e 256M -f 4 -n 20 -w 5 -o ring.csv
+//   stragglesim-gpu run --algo ring -b 1M -e 256M -f 4 -n 20 -w 5 --csv ring.csv
 //   stragglesim-gpu run --algo stragglar --delay 5ms --straggler 7 --phase1 nccl-rs
 //   stragglesim-gpu run --algo tree --transport single-gpu --ranks 8 -b 64K -e 64M
 //   stragglesim-gpu run --algo ring --launch eager --timeline ring_rounds.csv --timeout 10s
@@ -20,17 +22,12 @@
 #include "gpu_backend/cuda/check.hpp"
 #include "gpu_backend/cuda/devices.hpp"
 #include "gpu_backend/cuda/driver.hpp"
+#include "gpu_backend/run_options.hpp"
 
 namespace {
 
+// The flags only this driver has; the nccl-tests ones are gpu_backend/run_options.hpp's.
 struct RunArgs {
-  std::string min_bytes = "32M";
-  std::string max_bytes;
-  int factor = 2;
-  int check = 1;
-  std::vector<std::string> options;
-  std::string delay = "0";
-  std::string dtype = "float32";
   std::string transport = "nccl";
   std::string phase1 = "schedule";
   std::string id_timeout = "60s";
@@ -38,22 +35,28 @@ struct RunArgs {
   std::string timeout = "60s";
 };
 
-ssim::gpu::RunOptions to_options(const RunArgs& a, ssim::gpu::RunOptions o) {
+ssim::gpu::RunOptions to_options(const ssim::gpu::NcclTestsFlags& flags, const RunArgs& a,
+                                 ssim::gpu::RunOptions o) {
   using namespace ssim::gpu;
-  const std::uint64_t min = parse_size(a.min_bytes);
-  const std::uint64_t max = a.max_bytes.empty() ? min : parse_size(a.max_bytes);
-  o.sizes = size_sweep(min, max, a.factor);
-  if (a.check != 0 && a.check != 1)
-    throw ssim::InputError("-c must be 0 or 1, got " + std::to_string(a.check));
-  o.check = a.check == 1;
-  for (const std::string& kv : a.options) {
-    const auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw ssim::InputError("--option expects KEY=VALUE, got '" + kv + "'");
-    o.algorithm_options[kv.substr(0, eq)] = kv.substr(eq + 1);
+  const NcclTestsSettings s = resolve_nccl_tests_flags(flags);
+  // Not wired into the CUDA driver (gpu_backend/cuda/driver.cpp) yet: refused, not ignored.
+  if (!s.json.empty()) throw ssim::InputError("-J: stragglesim-gpu does not write JSON yet");
+  if (s.average != RankAverage::mean)
+    throw ssim::InputError("-a: stragglesim-gpu reports the first-arrival-to-last-finish time");
+  if (s.check_iterations > 1) {
+    throw ssim::InputError("-c must be 0 or 1, got " + std::to_string(s.check_iterations) +
+                           " (stragglesim-gpu checks every iteration or none)");
   }
-  o.delay = ssim::parse_time(a.delay);
-  o.dtype = parse_dtype(a.dtype);
+  o.sizes = s.sizes;
+  o.iterations = s.iterations;
+  o.warmup = s.warmup;
+  o.check = s.check_iterations > 0;
+  o.algorithm = s.algorithm;
+  o.algorithm_options = s.algorithm_options;
+  o.delay = s.delay;
+  o.straggler = s.straggler;
+  o.dtype = s.dtype;
+  o.output = s.csv;
   o.transport = parse_transport(a.transport);
   o.phase1 = parse_phase1(a.phase1);
   o.id_timeout = ssim::parse_time(a.id_timeout);
@@ -104,31 +107,10 @@ int main(int argc, char** argv) {
       "run", "Time and check one AllReduce algorithm over a size sweep (nccl-tests style)");
   RunArgs a;
   ssim::gpu::RunOptions o;
-  run->add_option("-b,--minbytes", a.min_bytes,
-                  "smallest size per rank: 4096, 64K, 1M, 2G (powers of 1024, as nccl-tests), "
-                  "or 64KiB, 1MB, ...")
-      ->capture_default_str();
-  run->add_option("-e,--maxbytes", a.max_bytes, "largest size per rank (default: -b)");
-  run->add_option("-f,--stepfactor", a.factor, "multiply the size by this between runs")
-      ->capture_default_str();
-  run->add_option("-n,--iters", o.iterations, "timed iterations per size")->capture_default_str();
-  run->add_option("-w,--warmup_iters", o.warmup, "untimed iterations per size first")
-      ->capture_default_str();
-  run->add_option("-c,--check", a.check, "check every element of every iteration (0 or 1)")
-      ->capture_default_str();
-  run->add_option("--algo", o.algorithm,
-                  "algorithm: a registry name (stragglesim algorithms) or nccl (ncclAllReduce)")
-      ->capture_default_str();
-  run->add_option("-O,--option", a.options, "algorithm option KEY=VALUE (repeatable)");
+  ssim::gpu::NcclTestsFlags flags;
+  ssim::gpu::add_nccl_tests_flags(*run, flags, "nccl (ncclAllReduce)");
   run->add_option("--ranks", o.ranks,
                   "ranks (default: every GPU for --transport nccl; required for single-gpu)");
-  run->add_option("--delay", a.delay, "straggler arrival delay: 5ms, 100us, ... (0: none)")
-      ->capture_default_str();
-  run->add_option("--straggler", o.straggler,
-                  "the late rank, also the rank straggler-aware schedules are built for "
-                  "(default n-1)");
-  run->add_option("-d,--dtype", a.dtype, "float32, float64, int32 or int64 (sum)")
-      ->capture_default_str();
   run->add_option("--transport", a.transport,
                   "nccl (one rank per GPU) or single-gpu (every rank on GPU 0, copies)")
       ->capture_default_str();
@@ -144,7 +126,6 @@ int main(int argc, char** argv) {
   run->add_option("--id-timeout", a.id_timeout, "how long ranks > 0 wait for the id file")
       ->capture_default_str();
   run->add_option("--device", o.device, "one process per GPU: GPU index (default rank % GPUs)");
-  run->add_option("-o,--output", o.output, "write one CSV row per iteration here");
   run->add_option("--launch", a.launch,
                   "graph: capture each size's iteration once into CUDA graphs and launch them "
                   "(host issue cost outside the timing); eager: issue every call each iteration")
@@ -158,7 +139,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   run->callback([&] {
     const ssim::gpu::SweepOutcome r =
-        ssim::gpu::run_sweep(with_mpi(to_options(a, o), mpi.get()), std::cout);
+        ssim::gpu::run_sweep(with_mpi(to_options(flags, a, o), mpi.get()), std::cout);
     if (r.wrong > 0) {
       std::cerr << "stragglesim-gpu: check FAILED: " << r.wrong << " wrong elements"
                 << (r.first_failure.empty() ? std::string() : "; first: " + r.first_failure)

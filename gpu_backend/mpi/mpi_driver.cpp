@@ -11,8 +11,8 @@
 #include "common/error.hpp"
 #include "gpu_backend/mpi/mpi_executor.hpp"
 #include "gpu_backend/mpi/mpi_support.hpp"
-#include "schema/result_csv.hpp"
 #include "gpu_backend/run_table.hpp"
+#include "schema/result_csv.hpp"
 
 namespace ssim::gpu {
 
@@ -23,8 +23,9 @@ void print_header(std::ostream& out, const MpiRunOptions& o, const MpiWorld& wor
   out << "# stragglesim-mpi: algorithm " << o.algorithm << ", " << world.size
       << " ranks (one MPI process each), " << to_string(o.dtype) << " sum, host buffers, "
       << (o.algorithm == kMpiAlgorithm ? "MPI_Allreduce" : "MPI_Isend/MPI_Irecv per round") << "\n";
-  out << "# " << o.iterations << " iterations after " << o.warmup << " warm-up, check "
-      << (o.check ? "on" : "off") << "\n";
+  out << "# " << o.iterations << " iterations after " << o.warmup << " warm-up; "
+      << o.check_iterations << " checked per size; time = each rank's own time, "
+      << to_string(o.average) << " over ranks (-a)\n";
   if (settings.straggler >= 0) {
     out << "# straggler: rank " << settings.straggler << " arrives " << format_time(settings.delay)
         << " late (sleep after the barrier); time = first arrival to last finish, after-last = "
@@ -62,15 +63,20 @@ MpiSweepOutcome run_mpi_sweep(const MpiRunOptions& o, MPI_Comm comm, std::ostrea
   std::vector<MpiCollective> prepared;
   std::ofstream csv_file;
   std::optional<schema::ResultCsvWriter> csv;
+  std::ofstream json_file;
   std::string error;
   try {
     validate_mpi_options(o, world.size);
     for (std::uint64_t bytes : o.sizes)
       prepared.push_back(prepare_mpi_collective(o, world.size, bytes));
-    if (leader && !o.output.empty()) {
-      csv_file.open(o.output);
-      if (!csv_file) throw InputError("cannot write the result CSV -o " + o.output);
+    if (leader && !o.csv.empty()) {
+      csv_file.open(o.csv);
+      if (!csv_file) throw InputError("cannot write the result CSV --csv " + o.csv);
       csv.emplace(csv_file);
+    }
+    if (leader && !o.json.empty()) {
+      json_file.open(o.json);
+      if (!json_file) throw InputError("cannot write the JSON -J " + o.json);
     }
   } catch (const std::exception& e) {
     error = e.what();
@@ -82,10 +88,13 @@ MpiSweepOutcome run_mpi_sweep(const MpiRunOptions& o, MPI_Comm comm, std::ostrea
     settings.delay = o.delay;
     settings.straggler = straggler_rank(o, world.size);
   }
+  settings.average = o.average;
   if (leader) print_header(out, o, world, settings);
 
   MpiSweepOutcome outcome;
   double busbw_sum = 0;
+  std::vector<SizeRow> table;
+  std::string label = o.algorithm;  // the schedule's name as the rows give it
   for (std::size_t si = 0; si < prepared.size(); ++si) {
     const std::uint64_t bytes = o.sizes[si];
     std::unique_ptr<MpiCollectiveRun> run;
@@ -97,20 +106,26 @@ MpiSweepOutcome run_mpi_sweep(const MpiRunOptions& o, MPI_Comm comm, std::ostrea
     }
     agree_on_errors(comm, error);
     const MpiCollective& c = run->collective();
+    label = c.label;
     for (int w = 0; w < o.warmup; ++w) run->run(false);
 
     double time_sum = 0;
     double after_sum = 0;
+    double rank_time_sum = 0;
     std::uint64_t wrong = 0;
-    for (int it = 0; it < o.iterations; ++it) {
-      const MpiIterationResult r = run->run(o.check);
-      time_sum += r.time.value;
-      after_sum += r.after_last_arrival.value;
+    auto note_failure = [&](const MpiIterationResult& r, const std::string& which) {
       wrong += r.wrong.value_or(0);
       if (r.wrong.value_or(0) > 0 && outcome.first_failure.empty()) {
-        outcome.first_failure = "size " + std::to_string(bytes) + " B, iteration " +
-                                std::to_string(it) + ": " + first_failure(comm, world, r.local);
+        outcome.first_failure = "size " + std::to_string(bytes) + " B, " + which + ": " +
+                                first_failure(comm, world, r.local);
       }
+    };
+    for (int it = 0; it < o.iterations; ++it) {
+      const MpiIterationResult r = run->run(it < o.check_iterations);
+      time_sum += r.time.value;
+      after_sum += r.after_last_arrival.value;
+      rank_time_sum += r.rank_time.value;
+      note_failure(r, "iteration " + std::to_string(it));
       if (csv) {
         schema::ResultRow row;
         row.source = schema::ResultSource::measured;
@@ -130,6 +145,10 @@ MpiSweepOutcome run_mpi_sweep(const MpiRunOptions& o, MPI_Comm comm, std::ostrea
         csv->write(row);
       }
     }
+    // -c beyond -n: the remaining checks on untimed iterations, as nccl-tests checks apart.
+    for (int extra = o.iterations; extra < o.check_iterations; ++extra) {
+      note_failure(run->run(true), "checked iteration " + std::to_string(extra));
+    }
     outcome.wrong += wrong;
     const SizeRow row{.bytes = bytes,
                       .count = c.plan.layout.count,
@@ -137,8 +156,10 @@ MpiSweepOutcome run_mpi_sweep(const MpiRunOptions& o, MPI_Comm comm, std::ostrea
                       .ranks = world.size,
                       .mean_time_s = time_sum / o.iterations,
                       .mean_after_last_s = after_sum / o.iterations,
-                      .check = o.check,
-                      .wrong = wrong};
+                      .check = o.check_iterations > 0,
+                      .wrong = wrong,
+                      .rank_time_s = rank_time_sum / o.iterations};
+    table.push_back(row);
     busbw_sum += row.busbw_GBps();
     if (leader) {
       out << format_size_row(row);
@@ -146,15 +167,34 @@ MpiSweepOutcome run_mpi_sweep(const MpiRunOptions& o, MPI_Comm comm, std::ostrea
     }
   }
   if (leader) {
-    out << run_table_footer(busbw_sum / static_cast<double>(o.sizes.size()), o.check, outcome.wrong);
+    out << run_table_footer(busbw_sum / static_cast<double>(o.sizes.size()), o.check_iterations > 0,
+                            outcome.wrong);
   }
   error.clear();
   if (csv) {
     csv_file.flush();
-    if (!csv_file) error = "writing the result CSV -o " + o.output + " failed";
+    if (!csv_file) error = "writing the result CSV --csv " + o.csv + " failed";
+  }
+  if (json_file.is_open()) {
+    RunJsonHeader h;
+    h.program = "stragglesim-mpi";
+    h.args = o.args;
+    h.device = world.device();
+    h.ranks = world.size;
+    h.iterations = o.iterations;
+    h.warmup = o.warmup;
+    h.check_iterations = o.check_iterations;
+    h.average = std::string(to_string(o.average));
+    h.delay_s = settings.delay.value;
+    if (settings.straggler >= 0) h.straggler = settings.straggler;
+    h.algorithm = label;
+    json_file << run_json(h, table);
+    json_file.flush();
+    if (!json_file && error.empty()) error = "writing the JSON -J " + o.json + " failed";
   }
   agree_on_errors(comm, error);
-  if (csv) out << "# results: " << o.output << "\n";
+  if (csv) out << "# results: " << o.csv << "\n";
+  if (json_file.is_open()) out << "# JSON: " << o.json << "\n";
   return outcome;
 }
 

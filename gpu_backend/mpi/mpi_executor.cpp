@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "gpu_backend/float16.hpp"
 
 namespace ssim::gpu {
 
@@ -29,9 +30,20 @@ MPI_Datatype mpi_type(DType dtype) {
       return MPI_INT32_T;
     case DType::int64:
       return MPI_INT64_T;
+    case DType::float16:
+    case DType::bfloat16:
+      return MPI_UINT16_T;  // the bit pattern; summed by a user-defined op (sum_16bit)
   }
   SSIM_CHECK(false, "unknown dtype");
   return MPI_BYTE;
+}
+
+// MPI has no half or bfloat16: MPI_Allreduce sums them with this op on MPI_UINT16_T.
+template <class T>
+void sum_16bit(void* in, void* inout, int* len, MPI_Datatype*) {
+  const auto* a = static_cast<const T*>(in);
+  auto* b = static_cast<T*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] += a[i];
 }
 
 }  // namespace
@@ -55,7 +67,15 @@ class TypedBuffers final : public MpiCollectiveRun::Buffers {
         data_(plan.layout.padded_count()),
         scratch_(plan.rank_plans[static_cast<std::size_t>(rank)].scratch_bytes / sizeof(T)) {
     fill_input(plan, rank, std::as_writable_bytes(std::span(input_)));
+    if constexpr (kSixteenBitFloat) {
+      SSIM_MPI(MPI_Op_create(&sum_16bit<T>, /*commute=*/1, &sum_));
+    }
   }
+  ~TypedBuffers() override {
+    if (sum_ != MPI_SUM) MPI_Op_free(&sum_);
+  }
+  TypedBuffers(const TypedBuffers&) = delete;
+  TypedBuffers& operator=(const TypedBuffers&) = delete;
 
   void reset() override { std::copy(input_.begin(), input_.end(), data_.begin()); }
 
@@ -90,17 +110,21 @@ class TypedBuffers final : public MpiCollectiveRun::Buffers {
     const MPI_Datatype type = mpi_type(dtype_of());
     for (std::uint64_t first = 0; first < data_.size(); first += piece) {
       const auto count = static_cast<int>(std::min<std::uint64_t>(piece, data_.size() - first));
-      SSIM_MPI(MPI_Allreduce(MPI_IN_PLACE, data_.data() + first, count, type, MPI_SUM, comm));
+      SSIM_MPI(MPI_Allreduce(MPI_IN_PLACE, data_.data() + first, count, type, sum_, comm));
     }
   }
 
   std::span<const std::byte> data() const override { return std::as_bytes(std::span(data_)); }
 
  private:
+  static constexpr bool kSixteenBitFloat = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
   static DType dtype_of() {
     if constexpr (std::is_same_v<T, float>) return DType::float32;
     if constexpr (std::is_same_v<T, double>) return DType::float64;
     if constexpr (std::is_same_v<T, std::int32_t>) return DType::int32;
+    if constexpr (std::is_same_v<T, Half>) return DType::float16;
+    if constexpr (std::is_same_v<T, BFloat16>) return DType::bfloat16;
     return DType::int64;
   }
 
@@ -120,6 +144,7 @@ class TypedBuffers final : public MpiCollectiveRun::Buffers {
   std::vector<T> data_;
   std::vector<T> scratch_;
   std::vector<MPI_Request> requests_;
+  MPI_Op sum_ = MPI_SUM;
 };
 
 std::unique_ptr<MpiCollectiveRun::Buffers> make_buffers(const Plan& plan, int rank) {
@@ -132,6 +157,10 @@ std::unique_ptr<MpiCollectiveRun::Buffers> make_buffers(const Plan& plan, int ra
       return std::make_unique<TypedBuffers<std::int32_t>>(plan, rank);
     case DType::int64:
       return std::make_unique<TypedBuffers<std::int64_t>>(plan, rank);
+    case DType::float16:
+      return std::make_unique<TypedBuffers<Half>>(plan, rank);
+    case DType::bfloat16:
+      return std::make_unique<TypedBuffers<BFloat16>>(plan, rank);
   }
   SSIM_CHECK(false, "unknown dtype");
   return nullptr;
@@ -166,15 +195,24 @@ MpiIterationResult MpiCollectiveRun::run(bool check) {
   const double finish = clock_now(world_.clock);
 
   const double origin = world_.clock == MpiClock::barrier_relative ? barrier_exit : 0.0;
-  // One MPI_MAX reduction: {-start, start, finish} gives min start, max start, max finish.
-  const double local[3] = {-(start - origin), start - origin, finish - origin};
-  double global[3] = {};
-  SSIM_MPI(MPI_Allreduce(local, global, 3, MPI_DOUBLE, MPI_MAX, comm_));
-  const double first_start = -global[0];
+  // Every rank's (start, finish) on every rank: the spread, the two measures and the per-rank
+  // times all come from them.
+  const double local[2] = {start - origin, finish - origin};
+  std::vector<double> all(2 * static_cast<std::size_t>(world_.size));
+  SSIM_MPI(MPI_Allgather(local, 2, MPI_DOUBLE, all.data(), 2, MPI_DOUBLE, comm_));
+  double first_start = all[0], last_start = all[0], last_finish = all[1];
+  std::vector<double> own(static_cast<std::size_t>(world_.size));
+  for (std::size_t r = 0; r < own.size(); ++r) {
+    first_start = std::min(first_start, all[2 * r]);
+    last_start = std::max(last_start, all[2 * r]);
+    last_finish = std::max(last_finish, all[2 * r + 1]);
+    own[r] = all[2 * r + 1] - all[2 * r];
+  }
   MpiIterationResult r;
-  r.time = Seconds{global[2] - first_start};
-  r.after_last_arrival = Seconds{global[2] - global[1]};
-  r.delay_measured = Seconds{global[1] - first_start};
+  r.time = Seconds{last_finish - first_start};
+  r.after_last_arrival = Seconds{last_finish - last_start};
+  r.delay_measured = Seconds{last_start - first_start};
+  r.rank_time = Seconds{combine(settings_.average, own)};
   if (check) {
     check_output(collective_.plan, world_.rank, buffers_->data(), r.local);
     const std::uint64_t mine = r.local.wrong;

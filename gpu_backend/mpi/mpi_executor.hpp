@@ -21,7 +21,9 @@
 // Times (one clock for every rank, see mpi_support.hpp):
 //   time               = max finish - min start   (first arrival to last finish)
 //   after_last_arrival = max finish - max start   (last arrival to last finish)
-// exactly the simulator's two measures. Messages over 1 GiB are split into pieces of at most
+// exactly the simulator's two measures; and nccl-tests' own measure, each rank's finish -
+// start combined over ranks (-a: rank 0, mean, min, max), from one MPI_Allgather of every
+// rank's (start, finish). Messages over 1 GiB are split into pieces of at most
 // 1 GiB (MPI counts are int), identically on both sides.
 #pragma once
 
@@ -35,18 +37,21 @@
 #include "gpu_backend/host_executor.hpp"
 #include "gpu_backend/mpi/mpi_options.hpp"
 #include "gpu_backend/mpi/mpi_support.hpp"
+#include "gpu_backend/run_options.hpp"
 
 namespace ssim::gpu {
 
 struct MpiIterationSettings {
-  Seconds delay;       // the straggler's arrival delay; 0: none
-  int straggler = -1;  // the delayed rank; -1: none
+  Seconds delay;                            // the straggler's arrival delay; 0: none
+  int straggler = -1;                       // the delayed rank; -1: none
+  RankAverage average = RankAverage::mean;  // how rank_time combines the ranks (-a)
 };
 
 struct MpiIterationResult {
   Seconds time;
   Seconds after_last_arrival;
-  Seconds delay_measured;              // max start - min start: the arrival spread seen
+  Seconds delay_measured;  // max start - min start: the arrival spread seen
+  Seconds rank_time;       // each rank's finish - start, combined over ranks as settings.average
   std::optional<std::uint64_t> wrong;  // over every rank; empty when not checked
   CheckReport local;                   // this rank's check
 };

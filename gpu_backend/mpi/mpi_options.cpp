@@ -2,8 +2,9 @@
 
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
-#include "gpu_backend/run_table.hpp"
+#include "gpu_backend/host_executor.hpp"
 #include "gpu_backend/run_options.hpp"
+#include "gpu_backend/run_table.hpp"
 
 namespace ssim::gpu {
 
@@ -21,6 +22,9 @@ void validate_mpi_options(const MpiRunOptions& o, int ranks) {
     throw InputError("-n (iterations) must be >= 1, got " + std::to_string(o.iterations));
   if (o.warmup < 0)
     throw InputError("-w (warm-up iterations) must be >= 0, got " + std::to_string(o.warmup));
+  if (o.check_iterations < 0)
+    throw InputError("-c (checked iterations) must be >= 0, got " +
+                     std::to_string(o.check_iterations));
   if (o.algorithm_options.count("straggler"))
     throw InputError("set the straggler with --straggler, not -O straggler=...");
   if (o.straggler && (*o.straggler < 0 || *o.straggler >= ranks)) {
@@ -33,6 +37,7 @@ void validate_mpi_options(const MpiRunOptions& o, int ranks) {
 int straggler_rank(const MpiRunOptions& o, int ranks) { return o.straggler.value_or(ranks - 1); }
 
 MpiCollective prepare_mpi_collective(const MpiRunOptions& o, int ranks, std::uint64_t bytes) {
+  value_modulus(o.dtype, ranks);  // InputError when the check's sums cannot be exact
   MpiCollective out;
   if (o.algorithm == kMpiAlgorithm) {
     if (!o.algorithm_options.empty())

@@ -20,23 +20,17 @@
 
 #include "common/units.hpp"
 #include "gpu_backend/plan.hpp"
+#include "gpu_backend/run_options.hpp"
 
 namespace ssim::gpu {
 
 // The algorithm name that runs the MPI library's own MPI_Allreduce instead of a schedule.
 inline constexpr std::string_view kMpiAlgorithm = "mpi";
 
-struct MpiRunOptions {
-  std::vector<std::uint64_t> sizes;  // bytes per rank, in run order
-  int iterations = 20;
-  int warmup = 5;
-  bool check = true;
-  std::string algorithm = "ring";                        // a registry name or kMpiAlgorithm
-  std::map<std::string, std::string> algorithm_options;  // -O key=value
-  Seconds delay;                                         // the straggler's arrival delay
-  std::optional<int> straggler;                          // default n-1
-  DType dtype = DType::float32;
-  std::string output;  // result CSV path (written by rank 0); empty: none
+// The flags of gpu_backend/run_options.hpp (shared with stragglesim-gpu), checked and typed;
+// the algorithm is a registry name or kMpiAlgorithm, the CSV and JSON are written by rank 0.
+struct MpiRunOptions : NcclTestsSettings {
+  std::vector<std::string> args;  // the command line, for the JSON
 };
 
 // The collective one size runs. For kMpiAlgorithm the plan is that of a one-chunk schedule

@@ -68,6 +68,58 @@ TEST(CliCalibrate, ManyRowsPrintQuantilesInstead) {
 // tests/data/calibration/ring4_measured.csv: 12 measured ring runs on 4 ranks (1, 16, 256 MiB,
 // 4 iterations each) from 6 alpha + 1.5 s beta with alpha 5us, 100 GB/s and 1% noise, plus one
 // nccl row.
+// tests/data/calibration/nccl_tests_ring8.{txt,json}: all_reduce_perf on 8 GPUs, 1 KiB .. 256
+// MiB, out-of-place times from the ring closed form with alpha 6us, 140 GB/s and 1% noise.
+TEST(CliCalibrate, NcclTestsLogTextAndJsonGiveTheSameFit) {
+  const std::string yaml = tmp("nccl8.yaml");
+  const CommandResult text =
+      run_cli("calibrate " + data_path("calibration/nccl_tests_ring8.txt") + " -o " + yaml);
+  ASSERT_EQ(text.rc, 0) << text.err;
+  EXPECT_TRUE(contains(text.out, "(nccl-tests log), 10 rows used")) << text.out;
+  EXPECT_TRUE(contains(text.out, "8 ranks on dgx-h100-07: NVIDIA H100 80GB HBM3, NCCL 2.27.3"));
+  EXPECT_NEAR(printed(text.out, "alpha"), 6.0, 0.1);
+  EXPECT_NEAR(printed(text.out, "bandwidth"), 140.0, 1.5);
+  EXPECT_TRUE(contains(text.out, "wrote " + yaml + ": switch, 8 ranks")) << text.out;
+  const exp::ConfigReader reader(yaml);
+  EXPECT_EQ(reader.root().child("provenance").get_string("machine"),
+            "dgx-h100-07: NVIDIA H100 80GB HBM3, NCCL 2.27.3");
+  std::remove(yaml.c_str());
+
+  const CommandResult json = run_cli("calibrate " + data_path("calibration/nccl_tests_ring8.json"));
+  ASSERT_EQ(json.rc, 0) << json.err;
+  EXPECT_NEAR(printed(json.out, "alpha"), printed(text.out, "alpha"), 0.001);
+  EXPECT_NEAR(printed(json.out, "bandwidth"), printed(text.out, "bandwidth"), 0.01);
+
+  // --algorithm picks the closed form: rhd on 8 ranks has 6 latency terms to ring's 14.
+  const CommandResult rhd =
+      run_cli("calibrate " + data_path("calibration/nccl_tests_ring8.txt") + " --algorithm rhd");
+  ASSERT_EQ(rhd.rc, 0) << rhd.err;
+  EXPECT_NEAR(printed(rhd.out, "alpha"), 14.0, 0.3);
+  EXPECT_TRUE(contains(rhd.out, "rhd n=8")) << rhd.out;
+}
+
+TEST(CliCalibrate, NcclTestsBadInput) {
+  const std::string dir = data_path("calibration/");
+  struct Case {
+    std::string args, message;
+  };
+  for (const Case& c : {
+           Case{"calibrate " + dir + "nccl_tests_bad_time.txt",
+                "nccl_tests_bad_time.txt:20: column time: bad value 'fast'"},
+           Case{"calibrate " + dir + "nccl_tests_all_gather.txt", "log of all_gather_perf"},
+           Case{"calibrate " + dir + "nccl_tests_ring8.txt --algorithm nccl",
+                "--algorithm: unknown algorithm 'nccl' (valid: ring, "},
+           Case{"calibrate " + dir + "ring4_measured.csv --algorithm ring",
+                "--algorithm is for nccl-tests logs"},
+           Case{"calibrate " + dir + "nccl_tests_ring8.txt --log-ranks 4",
+                "the log ran 8 ranks, --log-ranks says 4"},
+       }) {
+    const CommandResult r = run_cli(c.args);
+    EXPECT_EQ(r.rc, 1) << c.args;
+    EXPECT_TRUE(contains(r.err, c.message)) << c.args << ": " << r.err;
+  }
+}
+
 TEST(CliCalibrate, WrittenTopologyLoadsAndValidateReproducesTheRuns) {
   const std::string yaml = tmp("ring4.yaml"), simulated = tmp("sim.csv");
   const CommandResult cal =

@@ -14,8 +14,8 @@ namespace {
 
 using alg::Op;
 
-constexpr std::array<DType, 4> kTypes = {DType::float32, DType::float64, DType::int32,
-                                         DType::int64};
+constexpr std::array<DType, 6> kTypes = {DType::float32, DType::float64, DType::int32,
+                                         DType::int64,   DType::float16, DType::bfloat16};
 
 // Two elements per chunk plus one: count = 2 * chunks + 1 is never a multiple of chunks
 // (chunks >= 2), so every run also exercises the padding (3 elements per chunk).
@@ -42,6 +42,56 @@ TEST(HostExecutor, EveryAlgorithmIsExactForTwoToThirtyTwoRanks) {
                    info.name + " n=" + std::to_string(n));
     }
   }
+}
+
+// Half and bfloat16 for every algorithm; ring also at 64 and 128 ranks, where bfloat16's
+// sums reach n * M = 256 exactly (M = 4, 2) and half's 2048 (M = 32, 16).
+TEST(HostExecutor, SixteenBitFloatsAreExactForEveryAlgorithm) {
+  for (const alg::AlgorithmInfo& info : alg::algorithms()) {
+    for (int n : {2, 3, 5, 8, 16, 64, 128}) {
+      if (!info.supports_ranks(n) || (n > 16 && info.name != "ring")) continue;
+      const alg::Schedule s = alg::generate(info.name, n, alg::Options{});
+      expect_exact(s, DType::float16, info.name + " n=" + std::to_string(n));
+      expect_exact(s, DType::bfloat16, info.name + " n=" + std::to_string(n));
+    }
+  }
+}
+
+TEST(HostExecutor, ValueModulusKeepsEverySumExact) {
+  EXPECT_EQ(value_modulus(DType::float32, 8), 1031u);
+  EXPECT_EQ(value_modulus(DType::int64, 1024), 1031u);
+  EXPECT_EQ(value_modulus(DType::float16, 2), 1024u);
+  EXPECT_EQ(value_modulus(DType::float16, 8), 256u);
+  EXPECT_EQ(value_modulus(DType::float16, 1024), 2u);
+  EXPECT_EQ(value_modulus(DType::bfloat16, 8), 32u);
+  EXPECT_EQ(value_modulus(DType::bfloat16, 128), 2u);
+  for (DType t : kTypes) {
+    for (int n : {2, 7, 8, 100, 128}) {
+      EXPECT_LE(value_modulus(t, n) * static_cast<std::uint64_t>(n), exact_integer_limit(t));
+    }
+  }
+  try {
+    value_modulus(DType::bfloat16, 129);
+    FAIL() << "bfloat16 sums over 129 ranks cannot all be exact";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("bfloat16 holds every integer only up to 256, so the "
+                                         "exact check allows at most 128 ranks"),
+              std::string::npos)
+        << e.what();
+  }
+  // The same error from a run.
+  EXPECT_THROW(
+      run_on_host(alg::generate("ring", 130, alg::Options{}), 130 * 2 * 64, DType::bfloat16),
+      InputError);
+}
+
+// A wrong sum in half is caught: a ring whose first transfer copies instead of reducing.
+TEST(HostExecutor, BrokenScheduleIsCaughtInHalf) {
+  alg::Schedule s = alg::generate("ring", 8, alg::Options{});
+  s.rounds[0].transfers[0].op = Op::copy;
+  const HostRunResult r = run_on_host(s, 4096, DType::float16);
+  EXPECT_FALSE(r.check.ok());
+  EXPECT_GT(r.check.wrong, 0u);
 }
 
 TEST(HostExecutor, StragglerAwareAlgorithmsAreExactForEveryStragglerPosition) {
@@ -81,7 +131,8 @@ TEST(HostExecutor, BrokenScheduleReportsFirstWrongRankAndElement) {
   alg::Schedule s = alg::generate("ring", 3, alg::Options{});
   ASSERT_EQ(s.rounds[0].transfers[0], (alg::Transfer{0, 1, 2, 3, Op::reduce}));
   s.rounds[0].transfers[0].op = Op::copy;
-  const HostRunResult r = run_on_host(s, 6 * 4, DType::float32);
+  // The tight layout (alignment 4 B = one float32): 2 elements per chunk.
+  const HostRunResult r = run_on_host(lower(s, 6 * 4, DType::float32, 4));
   EXPECT_FALSE(r.check.ok());
   EXPECT_EQ(r.check.checked, 18u);
   EXPECT_EQ(r.check.wrong, 6u);
@@ -111,8 +162,9 @@ TEST(HostExecutor, ReduceScatterAndAllGatherEndStates) {
   // Without its last round (member i sends chunk (i - 2) mod 4 to i + 1) every rank lacks one
   // chunk, still 0: 4 ranks x 2 elements wrong. Rank 0 lacks chunk (3 - 2) mod 4 = 1, i.e.
   // elements 2 and 3; expected the owner's input_value(1, 2) = 2 * 3 + 1 = 7.
+  // The tight layout (alignment 4 B = one int32): 2 elements per chunk.
   ag.rounds.pop_back();
-  const HostRunResult r3 = run_on_host(ag, 8 * 4, DType::int32);
+  const HostRunResult r3 = run_on_host(lower(ag, 8 * 4, DType::int32, 4));
   EXPECT_EQ(r3.check.wrong, 8u);
   EXPECT_EQ(r3.check.first_rank, 0);
   EXPECT_EQ(r3.check.first_element, 2u);

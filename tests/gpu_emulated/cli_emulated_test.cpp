@@ -57,7 +57,7 @@ TEST(EmulatedCli, RunWritesTheTableTheCsvAndTheTimeline) {
     const std::string csv = temp_path(), timeline = temp_path();
     const auto r = run_cli(std::string("run --algo stragglar --ranks 8 -b 64K -e 256K -f 4 -n 3 "
                                        "-w 1 --delay 2ms --launch ") +
-                           launch + " -o " + csv + " --timeline " + timeline);
+                           launch + " --csv " + csv + " --timeline " + timeline);
     ASSERT_EQ(r.rc, 0) << r.err;
     EXPECT_TRUE(contains(r.out, std::string("launch ") + launch)) << r.out;
     EXPECT_TRUE(contains(r.out, "# Out of bounds values : 0 OK")) << r.out;

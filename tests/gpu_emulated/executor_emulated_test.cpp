@@ -232,7 +232,7 @@ TEST_F(Emulated, ABrokenScheduleIsCaughtWithRankAndElement) {
   s.rounds[0].transfers[0].op = alg::Op::copy;
   PreparedCollective c;
   c.label = "broken";
-  c.plan = lower(s, 6 * 4, DType::float32);
+  c.plan = lower(s, 6 * 4, DType::float32, 4);  // tight layout: the 6 elements span the 3 chunks
   c.device = build_device_plans(c.plan);
   DeviceGroup group = DeviceGroup::all_local(3);
   CollectiveRun run(group, std::move(c), IterationSettings{});

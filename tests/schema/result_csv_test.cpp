@@ -61,9 +61,10 @@ TEST(ResultCsv, HeaderAndRowText) {
   csv.write(measured_row());
   EXPECT_EQ(out.str(),
             "source,algorithm,ranks,bytes,dtype,delay_s,straggler,iteration,time_s,"
-            "after_last_arrival_s,algbw_GBps,busbw_GBps,wrong,device,timestamp\n"
+            "after_last_arrival_s,algbw_GBps,busbw_GBps,wrong,device,timestamp,nccl_version,"
+            "nccl_algo,nccl_proto\n"
             "measured,stragglar+nccl-rs,8,1048576,float64,0.005,7,3,0.00525,0.00025,4,7,0,"
-            "\"NVIDIA H100 80GB HBM3, nccl\",2025-06-01T12:34:56Z\n");
+            "\"NVIDIA H100 80GB HBM3, nccl\",2025-06-01T12:34:56Z,,,\n");
 }
 
 TEST(ResultCsv, SimulatedRowLeavesWrongAndStragglerEmpty) {
@@ -75,7 +76,7 @@ TEST(ResultCsv, SimulatedRowLeavesWrongAndStragglerEmpty) {
   r.device = "alphabeta";
   EXPECT_EQ(schema::format_result_row(r),
             "simulated,stragglar+nccl-rs,8,1048576,float64,0,,3,0.00525,0.00025,4,7,,alphabeta,"
-            "2025-06-01T12:34:56Z");
+            "2025-06-01T12:34:56Z,,,");
 }
 
 TEST(ResultCsv, WriteThenReadGivesTheSameRows) {
@@ -86,6 +87,9 @@ TEST(ResultCsv, WriteThenReadGivesTheSameRows) {
   b.straggler.reset();
   b.device = "say \"hi\"\nnext line";
   b.time = Seconds{1.0 / 3.0};  // shortest round-trip text must read back exactly
+  a.nccl_version = "2.27.3";
+  a.nccl_algo = "Ring,Tree";
+  a.nccl_proto = "Simple";
   std::stringstream io;
   {
     schema::ResultCsvWriter csv(io);
@@ -110,6 +114,9 @@ TEST(ResultCsv, ReaderFindsColumnsByNameAndIgnoresExtras) {
   EXPECT_EQ(rows[0].wrong, std::optional<std::uint64_t>(2));
   EXPECT_EQ(rows[0].timestamp, "t");
   EXPECT_DOUBLE_EQ(rows[0].busbw.value, 1.5e9);
+  // Written before the nccl_* columns existed: they read as empty.
+  EXPECT_EQ(rows[0].nccl_version, "");
+  EXPECT_EQ(rows[0].nccl_proto, "");
 }
 
 void expect_error(const std::string& text, const std::string& pattern) {

@@ -110,7 +110,8 @@ CheckReport emulate(const PreparedCollective& c) {
 PreparedCollective prepare(const alg::Schedule& s, std::uint64_t bytes, DType dtype) {
   PreparedCollective c;
   c.label = s.algorithm;
-  c.plan = lower(s, bytes, dtype);
+  // The tight layout (alignment = element size): the tests below count offsets in elements.
+  c.plan = lower(s, bytes, dtype, dtype_size(dtype));
   c.device = build_device_plans(c.plan);
   return c;
 }

@@ -94,16 +94,17 @@ std::vector<schema::ResultRow> read_rows(const std::string& path) {
 }
 
 // Every registered schedule and MPI_Allreduce, at 3 ranks (not a power of two) and 4, on
-// sizes that need padding (1000 B over 3 chunks), each with a different element type.
+// sizes that need padding (1000 B over 3 chunks), each with a different element type
+// (half and bfloat16 included; MPI_Allreduce sums those with a user-defined op).
 TEST(MpiCli, EveryAlgorithmComputesTheExactSum) {
   SSIM_REQUIRE_MPIRUN();
   std::vector<std::string> names;
   for (const alg::AlgorithmInfo& a : alg::algorithms()) names.push_back(a.name);
   names.emplace_back("mpi");
-  const char* dtypes[] = {"float32", "int64", "float64", "int32"};
+  const char* dtypes[] = {"float32", "int64", "half", "float64", "int32", "bf16"};
   for (std::size_t i = 0; i < names.size(); ++i) {
     for (int ranks : {3, 4}) {
-      const std::string args = "--algo " + names[i] + " --dtype " + dtypes[(i + ranks) % 4] +
+      const std::string args = "--algo " + names[i] + " --dtype " + dtypes[(i + ranks) % 6] +
                                " -b 1000 -e 16000 -f 4 -n 2 -w 1";
       const MpiResult r = run_mpi(ranks, args);
       EXPECT_EQ(r.rc, 0) << ranks << " ranks: " << args << "\n" << r.err;
@@ -114,21 +115,27 @@ TEST(MpiCli, EveryAlgorithmComputesTheExactSum) {
   }
 }
 
-// 4K, 8K, 16K x 2 iterations = 6 rows, in that order, every one checked.
+// 4K, 8K, 16K x 2 iterations = 6 rows, in that order, every one checked (-c 2).
 TEST(MpiCli, WritesTheResultCsvAndOneTable) {
   SSIM_REQUIRE_MPIRUN();
   const std::string csv = temp_csv();
-  const MpiResult r = run_mpi(2, "--algo ring -b 4K -e 16K -f 2 -n 2 -w 0 -o " + csv);
+  const MpiResult r = run_mpi(2, "--algo ring -b 4K -e 16K -f 2 -n 2 -c 2 -w 0 --csv " + csv);
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(occurrences(r.out, "# stragglesim-mpi: algorithm ring, 2 ranks"), 1) << r.out;
-  EXPECT_TRUE(contains(r.out, "after-last(us)")) << r.out;
+  // nccl-tests' columns (names, then units), then the time after the last arrival.
+  EXPECT_TRUE(contains(r.out,
+                       "#       size         count      type   redop    root     time   "
+                       "algbw   busbw  #wrong  after-last\n"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "        4096          1024   float32     sum      -1  ")) << r.out;
   EXPECT_TRUE(contains(r.out, "# results: " + csv)) << r.out;
 
   std::ifstream in(csv);
   std::string header;
   std::getline(in, header);
   std::string expected;
-  for (const std::string& c : schema::result_csv_columns()) expected += (expected.empty() ? "" : ",") + c;
+  for (const std::string& c : schema::result_csv_columns())
+    expected += (expected.empty() ? "" : ",") + c;
   EXPECT_EQ(header, expected);
 
   const std::vector<schema::ResultRow> rows = read_rows(csv);
@@ -161,7 +168,7 @@ TEST(MpiCli, StragglerDelayShowsInTimeNotAfterLastArrival) {
   SSIM_REQUIRE_MPIRUN();
   const std::string csv = temp_csv();
   const MpiResult r =
-      run_mpi(3, "--algo stragglar --straggler 0 --delay 50ms -b 4K -n 3 -w 0 -o " + csv);
+      run_mpi(3, "--algo stragglar --straggler 0 --delay 50ms -b 4K -n 3 -c 3 -w 0 --csv " + csv);
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "# straggler: rank 0 arrives 50.000ms late")) << r.out;
   const std::vector<schema::ResultRow> rows = read_rows(csv);
@@ -186,13 +193,18 @@ TEST(MpiCli, BadInputEndsEveryRankWithOneMessage) {
       {2, "-b 1X", "invalid size '1X'"},
       {2, "--algo ring -b 4", "too small for a schedule of 2 chunks"},
       {2, "--straggler 2 --delay 1ms", "--straggler must be a rank in [0, 2), got 2"},
-      {2, "-c 2", "-c must be 0 or 1, got 2"},
+      {2, "-c -1", "-c (checked iterations) must be >= 0, got -1"},
+      {2, "-o max", "-o/--op 'max': the schedules reduce by sum"},
+      {2, "-a 4", "-a must be 0 (rank 0), 1 (mean), 2 (min) or 3 (max), got 4"},
+      {2, "-f 4 -i 1K", "-f (size factor) and -i (size increment) exclude each other"},
       {2, "--delay 5", "invalid time '5'"},
       {2, "--algo stragglar", "n >= 3"},
       {1, "--algo ring", "needs at least 2, got 1 (start it with mpirun -np N)"},
       // Only rank 0 opens the CSV: the other ranks learn of its failure and exit too.
-      {3, "-b 4K -o /nonexistent_ssim_dir/runs.csv",
-       "cannot write the result CSV -o /nonexistent_ssim_dir/runs.csv"},
+      {3, "-b 4K --csv /nonexistent_ssim_dir/runs.csv",
+       "cannot write the result CSV --csv /nonexistent_ssim_dir/runs.csv"},
+      {3, "-b 4K -J /nonexistent_ssim_dir/runs.json",
+       "cannot write the JSON -J /nonexistent_ssim_dir/runs.json"},
   };
   for (const auto& [ranks, args, message] : cases) {
     const MpiResult r = run_mpi(ranks, args);
@@ -203,6 +215,58 @@ TEST(MpiCli, BadInputEndsEveryRankWithOneMessage) {
                                               << r.err;
     EXPECT_FALSE(contains(r.out, "# stragglesim-mpi")) << args << "\n" << r.out;
   }
+}
+
+// nccl-tests' sweep and output flags: -i adds bytes, -c 3 with -n 2 checks the 2 timed
+// iterations and 1 more, -a 3 (max over ranks) is the time column, -J writes the table as
+// nccl-tests' JSON, which `stragglesim calibrate` would read.
+TEST(MpiCli, NcclTestsFlagsStepCheckAverageAndJson) {
+  SSIM_REQUIRE_MPIRUN();
+  const std::string csv = temp_csv(), json = temp_csv() + ".json";
+  const MpiResult r = run_mpi(
+      3, "--algo ring -b 4K -e 12K -i 4K -n 2 -w 1 -c 3 -a 3 -d half --csv " + csv + " -J " + json);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "3 checked per size; time = each rank's own time, max over ranks"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "# JSON: " + json)) << r.out;
+  const std::vector<schema::ResultRow> rows = read_rows(csv);
+  ASSERT_EQ(rows.size(), 6u);  // 4K, 8K, 12K x 2 timed iterations
+  EXPECT_EQ(rows[2].bytes.value, 8192u);
+  EXPECT_EQ(rows[4].bytes.value, 12288u);
+  EXPECT_EQ(rows[0].dtype, "float16");
+  EXPECT_EQ(rows[0].nccl_version, "");
+  for (const schema::ResultRow& row : rows) EXPECT_EQ(row.wrong, 0u);  // -c 3 >= -n 2
+
+  // The default -c 1 checks the first timed iteration of each size, as nccl-tests checks one.
+  const std::string csv1 = temp_csv();
+  ASSERT_EQ(run_mpi(2, "--algo ring -b 4K -n 2 -w 0 --csv " + csv1).rc, 0);
+  const std::vector<schema::ResultRow> one = read_rows(csv1);
+  ASSERT_EQ(one.size(), 2u);
+  EXPECT_EQ(one[0].wrong, 0u);
+  EXPECT_FALSE(one[1].wrong.has_value());
+  std::remove(csv1.c_str());
+
+  std::ifstream in(json);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string j = text.str();
+  EXPECT_TRUE(contains(j, "\"program\": \"stragglesim-mpi\"")) << j;
+  EXPECT_TRUE(contains(j, "\"experiment_name\": \"AllReduce\"")) << j;
+  EXPECT_TRUE(contains(j, "\"out_of_place\"")) << j;
+  EXPECT_TRUE(contains(j, "\"size\": 12288")) << j;
+  EXPECT_TRUE(contains(j, "\"validation\": 3")) << j;
+  std::remove(csv.c_str());
+  std::remove(json.c_str());
+
+  // -c 0: nothing checked, #wrong N/A and the CSV's wrong column empty.
+  const std::string csv0 = temp_csv();
+  const MpiResult none = run_mpi(2, "--algo rhd -b 4K -n 1 -w 0 -c 0 --csv " + csv0);
+  ASSERT_EQ(none.rc, 0) << none.err;
+  EXPECT_TRUE(contains(none.out, "     N/A  ")) << none.out;
+  const std::vector<schema::ResultRow> unchecked = read_rows(csv0);
+  ASSERT_EQ(unchecked.size(), 1u);
+  EXPECT_FALSE(unchecked[0].wrong.has_value());
+  std::remove(csv0.c_str());
 }
 
 TEST(MpiCli, UnknownFlagIsReportedOnce) {

@@ -100,15 +100,17 @@ TEST(MpiOptions, StragglerDefaultsToTheLastRank) {
 }
 
 TEST(MpiOptions, ScheduleLoweredForTheSize) {
-  // Ring over 4 ranks cuts 64 B of float32 (16 elements) into 4 chunks of 4 elements and takes
-  // 2(n-1) = 6 rounds; every rank sends in each of them.
+  // Ring over 4 ranks cuts 64 B of float32 (16 elements) into 4 chunks, each rounded up to
+  // 128 B (32 elements; lowering/plan.hpp), and takes 2(n-1) = 6 rounds; every rank sends in
+  // each of them.
   MpiRunOptions o = valid();
   const MpiCollective c = prepare_mpi_collective(o, 4, 64);
   EXPECT_EQ(c.label, "ring");
   EXPECT_FALSE(c.mpi_allreduce);
   EXPECT_EQ(c.plan.ranks, 4);
   EXPECT_EQ(c.plan.layout.count, 16u);
-  EXPECT_EQ(c.plan.layout.chunk_count, 4u);
+  EXPECT_EQ(c.plan.layout.chunk_count, 32u);
+  EXPECT_EQ(c.plan.layout.padded_bytes(), 512u);
   ASSERT_EQ(c.plan.rank_plans.size(), 4u);
   for (const RankPlan& rp : c.plan.rank_plans) EXPECT_EQ(rp.steps.size(), 6u);
 }

@@ -1,4 +1,4 @@
-#include "gpu_backend/plan.hpp"
+#include "lowering/plan.hpp"
 
 #include <algorithm>
 #include <map>
@@ -7,7 +7,7 @@
 
 #include "common/error.hpp"
 
-namespace ssim::gpu {
+namespace ssim::lowering {
 
 std::string_view to_string(DType dtype) {
   switch (dtype) {
@@ -19,6 +19,10 @@ std::string_view to_string(DType dtype) {
       return "int32";
     case DType::int64:
       return "int64";
+    case DType::float16:
+      return "float16";
+    case DType::bfloat16:
+      return "bfloat16";
   }
   return "?";
 }
@@ -28,8 +32,11 @@ DType parse_dtype(std::string_view name) {
   if (name == "float64" || name == "double") return DType::float64;
   if (name == "int32" || name == "int") return DType::int32;
   if (name == "int64") return DType::int64;
+  if (name == "float16" || name == "half" || name == "fp16") return DType::float16;
+  if (name == "bfloat16" || name == "bf16") return DType::bfloat16;
   throw InputError("unknown data type '" + std::string(name) +
-                   "' (expected float32, float64, int32 or int64)");
+                   "' (expected float32 (float), float64 (double), int32 (int), int64, float16 "
+                   "(half, fp16) or bfloat16 (bf16))");
 }
 
 std::size_t dtype_size(DType dtype) {
@@ -42,13 +49,26 @@ std::size_t dtype_size(DType dtype) {
       return 8;
     case DType::int64:
       return 8;
+    case DType::float16:
+    case DType::bfloat16:
+      return 2;
   }
   return 0;
 }
 
-BufferLayout make_layout(std::uint64_t bytes, int chunks, DType dtype) {
+void check_align(std::uint64_t align, DType dtype) {
+  const std::uint64_t size = dtype_size(dtype);
+  if (align == 0 || (align & (align - 1)) != 0 || align < size) {
+    throw InputError("alignment " + std::to_string(align) +
+                     " B must be a power of two and at least the " + std::string(to_string(dtype)) +
+                     " element size (" + std::to_string(size) + " B)");
+  }
+}
+
+BufferLayout make_layout(std::uint64_t bytes, int chunks, DType dtype, std::uint64_t align) {
   if (chunks < 1)
     throw InputError("a schedule needs at least 1 chunk, got " + std::to_string(chunks));
+  check_align(align, dtype);
   const std::uint64_t size = dtype_size(dtype);
   const std::string type(to_string(dtype));
   if (bytes % size != 0) {
@@ -63,11 +83,17 @@ BufferLayout make_layout(std::uint64_t bytes, int chunks, DType dtype) {
                      " chunks: need at least one element per chunk (" + std::to_string(n * size) +
                      " B)");
   }
-  return BufferLayout{dtype, chunks, bytes, count, (count + n - 1) / n};
+  std::uint64_t chunk_count = count;
+  if (chunks > 1) {
+    const std::uint64_t step = align / size;  // elements per alignment unit, a power of two
+    chunk_count = (count + n - 1) / n;
+    chunk_count = (chunk_count + step - 1) / step * step;
+  }
+  return BufferLayout{dtype, chunks, align, bytes, count, chunk_count};
 }
 
-std::uint64_t padded_bytes(std::uint64_t bytes, int chunks, DType dtype) {
-  return make_layout(bytes, chunks, dtype).padded_bytes();
+std::uint64_t padded_bytes(std::uint64_t bytes, int chunks, DType dtype, std::uint64_t align) {
+  return make_layout(bytes, chunks, dtype, align).padded_bytes();
 }
 
 namespace {
@@ -99,14 +125,14 @@ void check_structure(const alg::Schedule& s) {
 
 }  // namespace
 
-Plan lower(const alg::Schedule& schedule, std::uint64_t bytes, DType dtype) {
+Plan lower(const alg::Schedule& schedule, std::uint64_t bytes, DType dtype, std::uint64_t align) {
   check_structure(schedule);
   Plan plan;
   plan.collective = schedule.collective;
   plan.algorithm = schedule.algorithm;
   plan.ranks = schedule.ranks;
   plan.rounds = static_cast<int>(schedule.rounds.size());
-  plan.layout = make_layout(bytes, schedule.chunks, dtype);
+  plan.layout = make_layout(bytes, schedule.chunks, dtype, align);
   plan.rank_plans.resize(static_cast<std::size_t>(schedule.ranks));
   const BufferLayout& layout = plan.layout;
   const std::uint64_t elem = dtype_size(dtype);
@@ -203,8 +229,9 @@ std::string format_summary(const Plan& plan, const PlanSummary& summary) {
   os << "plan " << (plan.algorithm.empty() ? "(unnamed)" : plan.algorithm) << ": " << plan.ranks
      << " ranks, " << plan.rounds << " rounds, " << l.chunks << " chunks of " << l.chunk_count
      << " " << to_string(l.dtype) << " elements; " << l.bytes << " B per rank padded to "
-     << l.padded_bytes() << " B; " << summary.total_bytes_sent << " B sent in all, max scratch "
-     << summary.max_scratch_bytes << " B\n";
+     << l.padded_bytes() << " B (chunks aligned to " << l.align << " B); "
+     << summary.total_bytes_sent << " B sent in all, max scratch " << summary.max_scratch_bytes
+     << " B\n";
   for (std::size_t r = 0; r < summary.ranks.size(); ++r) {
     const RankSummary& s = summary.ranks[r];
     os << "  rank " << r << ": " << s.groups << " groups, " << s.sends << " sends (" << s.bytes_sent
@@ -214,4 +241,27 @@ std::string format_summary(const Plan& plan, const PlanSummary& summary) {
   return os.str();
 }
 
-}  // namespace ssim::gpu
+AlignmentCount count_aligned(const Plan& plan, std::uint64_t boundary) {
+  SSIM_CHECK(boundary > 0, "alignment boundary must be > 0");
+  AlignmentCount c;
+  auto on = [boundary](std::uint64_t offset) { return offset % boundary == 0 ? 1u : 0u; };
+  for (const RankPlan& rp : plan.rank_plans) {
+    for (const Step& step : rp.steps) {
+      for (const P2P& s : step.sends) {
+        ++c.sends;
+        c.sends_aligned += on(s.offset);
+      }
+      for (const P2P& v : step.recvs) {
+        ++c.recvs;
+        c.recvs_aligned += on(v.offset);
+      }
+      for (const Apply& a : step.applies) {
+        ++c.applies;
+        c.applies_aligned += on(a.offset) & on(a.scratch_offset);
+      }
+    }
+  }
+  return c;
+}
+
+}  // namespace ssim::lowering

@@ -1,11 +1,11 @@
-#include "gpu_backend/plan.hpp"
+#include "lowering/plan.hpp"
 
 #include <gtest/gtest.h>
 
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
 
-namespace ssim::gpu {
+namespace ssim::lowering {
 namespace {
 
 using alg::Op;
@@ -19,23 +19,132 @@ TEST(DType, NamesAndSizes) {
   EXPECT_EQ(to_string(DType::float64), "float64");
   EXPECT_EQ(dtype_size(DType::float32), 4u);
   EXPECT_EQ(dtype_size(DType::int64), 8u);
-  EXPECT_THROW(parse_dtype("half"), InputError);
+  EXPECT_EQ(parse_dtype("float16"), DType::float16);
+  EXPECT_EQ(parse_dtype("half"), DType::float16);
+  EXPECT_EQ(parse_dtype("fp16"), DType::float16);
+  EXPECT_EQ(parse_dtype("bfloat16"), DType::bfloat16);
+  EXPECT_EQ(parse_dtype("bf16"), DType::bfloat16);
+  EXPECT_EQ(to_string(DType::float16), "float16");
+  EXPECT_EQ(to_string(DType::bfloat16), "bfloat16");
+  EXPECT_EQ(dtype_size(DType::float16), 2u);
+  EXPECT_EQ(dtype_size(DType::bfloat16), 2u);
+  EXPECT_THROW(parse_dtype("quad"), InputError);
+  EXPECT_THROW(parse_dtype("fp8"), InputError);
 }
 
-TEST(Padding, ElementCountPaddedToAMultipleOfChunks) {
+// The tight rule (align = element size): pad by less than one element per chunk.
+TEST(Padding, TightRuleElementCountPaddedToAMultipleOfChunks) {
   // 20 B float32 = 5 elements over 3 chunks: chunk = ceil(5/3) = 2 elements, padded to 6 = 24 B.
-  const BufferLayout l = make_layout(20, 3, DType::float32);
+  const BufferLayout l = make_layout(20, 3, DType::float32, 4);
   EXPECT_EQ(l.count, 5u);
   EXPECT_EQ(l.chunk_count, 2u);
   EXPECT_EQ(l.padded_count(), 6u);
   EXPECT_EQ(l.chunk_offset_bytes(2), 16u);
-  EXPECT_EQ(padded_bytes(20, 3, DType::float32), 24u);
+  EXPECT_EQ(padded_bytes(20, 3, DType::float32, 4), 24u);
   // Divisible sizes are not padded: 24 B = 6 elements, 2 per chunk.
-  EXPECT_EQ(padded_bytes(24, 3, DType::float32), 24u);
+  EXPECT_EQ(padded_bytes(24, 3, DType::float32, 4), 24u);
   // 9 float64 over 8 chunks: chunk = 2 elements, 16 elements = 128 B.
-  EXPECT_EQ(padded_bytes(72, 8, DType::float64), 128u);
+  EXPECT_EQ(padded_bytes(72, 8, DType::float64, 8), 128u);
   // Exactly one element per chunk is the smallest size allowed.
-  EXPECT_EQ(padded_bytes(16, 4, DType::int32), 16u);
+  EXPECT_EQ(padded_bytes(16, 4, DType::int32, 4), 16u);
+}
+
+// The default rule: chunks are whole multiples of 128 B.
+TEST(Padding, ChunksAreRoundedToTheAlignment) {
+  // 5 float32 over 3 chunks: ceil(5/3) = 2 elements, rounded up to 32 (128 B); 384 B in all.
+  const BufferLayout l = make_layout(20, 3, DType::float32);
+  EXPECT_EQ(l.align, 128u);
+  EXPECT_EQ(l.count, 5u);
+  EXPECT_EQ(l.chunk_count, 32u);
+  EXPECT_EQ(l.padded_bytes(), 384u);
+  EXPECT_EQ(l.chunk_offset_bytes(2), 256u);
+  // 1 MiB + 4 B of float32 over 8 chunks: ceil(262145 / 8) = 32769 elements -> 32800
+  // (131200 B = 1025 * 128).
+  const BufferLayout m = make_layout((1u << 20) + 4, 8, DType::float32);
+  EXPECT_EQ(m.chunk_count, 32800u);
+  EXPECT_EQ(m.chunk_offset_bytes(1) % 128, 0u);
+  // Sizes that already split into 128 B multiples are not padded.
+  EXPECT_EQ(padded_bytes(1u << 20, 8, DType::float64), 1u << 20);
+  // One chunk has no inner boundary: never padded.
+  EXPECT_EQ(padded_bytes(1000, 1, DType::float64), 1000u);
+  // Another alignment: 4 KiB.
+  const BufferLayout k = make_layout(3 * 4096 + 8, 3, DType::float64, 4096);
+  EXPECT_EQ(k.chunk_count * 8, 2 * 4096u);
+  EXPECT_EQ(k.padded_bytes(), 6 * 4096u);
+  // The padding stays below chunks * (align + element size).
+  for (std::uint64_t bytes : {4u, 400u, 4096u, 65540u, 1000004u}) {
+    for (int chunks : {1, 2, 3, 7, 64}) {
+      if (bytes / 4 < static_cast<std::uint64_t>(chunks)) continue;
+      EXPECT_LT(padded_bytes(bytes, chunks, DType::float32) - bytes,
+                static_cast<std::uint64_t>(chunks) * (128 + 4))
+          << bytes << " B, " << chunks << " chunks";
+    }
+  }
+}
+
+TEST(Padding, AlignmentMustBeAPowerOfTwoAtLeastTheElementSize) {
+  EXPECT_NO_THROW(check_align(4, DType::float32));
+  EXPECT_NO_THROW(check_align(128, DType::float64));
+  for (std::uint64_t bad : {0u, 2u, 96u, 100u}) {
+    EXPECT_THROW(check_align(bad, DType::float32), InputError) << bad;
+  }
+  try {
+    make_layout(64, 2, DType::float64, 4);
+    FAIL() << "4 B alignment is below a float64 element";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("alignment 4 B must be a power of two and at least the "
+                                         "float64 element size (8 B)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// Every send, receive and apply of every registered algorithm, n = 2..64, three sizes, two
+// types per n (all six over the n), starts on a multiple of the alignment (128 B by default;
+// 256 B and 4 KiB for every eighth n).
+TEST(Alignment, EveryTransferOfEveryAlgorithmStartsOnTheBoundary) {
+  const DType types[] = {DType::float32, DType::float64, DType::int32,
+                         DType::int64,   DType::float16, DType::bfloat16};
+  std::uint64_t plans = 0;
+  for (const alg::AlgorithmInfo& info : alg::algorithms()) {
+    for (int n = 2; n <= 64; ++n) {
+      if (!info.supports_ranks(n)) continue;
+      const alg::Schedule s = alg::generate(info.name, n, alg::Options{});
+      const auto chunks = static_cast<std::uint64_t>(s.chunks);
+      // Two types per rank count, cycling, so every type meets every algorithm.
+      for (std::size_t ti : {static_cast<std::size_t>(n) % std::size(types),
+                             static_cast<std::size_t>(n + 3) % std::size(types)}) {
+        const DType t = types[ti];
+        const std::uint64_t elem = dtype_size(t);
+        for (std::uint64_t bytes : {(3 * chunks + 1) * elem, (std::uint64_t{1} << 20) + elem,
+                                    (1000003 * chunks / 7 + chunks) * elem}) {
+          for (std::uint64_t align :
+               {std::uint64_t{128}, std::uint64_t{256}, std::uint64_t{4096}}) {
+            if (align != 128 && n % 8 != 0) continue;  // other alignments: a sample
+            const Plan plan = lower(s, bytes, t, align);
+            const AlignmentCount c = count_aligned(plan, align);
+            ASSERT_GT(c.sends, 0u) << info.name << " n=" << n;
+            EXPECT_EQ(c.sends_aligned, c.sends) << info.name << " n=" << n << " " << bytes << " B";
+            EXPECT_EQ(c.recvs_aligned, c.recvs) << info.name << " n=" << n << " " << bytes << " B";
+            EXPECT_EQ(c.applies_aligned, c.applies) << info.name << " n=" << n;
+            ++plans;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(plans, 1500u);
+}
+
+// The tight rule reproduces the misalignment the issue found: StragglAR at n=8 sends from
+// offsets that are not multiples of 128 B once a chunk is not a multiple of 32 float32.
+TEST(Alignment, TightRuleLeavesStragglarMisaligned) {
+  const alg::Schedule s = alg::generate("stragglar", 8, alg::Options{});
+  const Plan tight = lower(s, (1u << 20) + 4, DType::float32, 4);
+  const AlignmentCount c = count_aligned(tight, 128);
+  EXPECT_LT(c.sends_aligned, c.sends);
+  const AlignmentCount aligned = count_aligned(lower(s, (1u << 20) + 4, DType::float32), 128);
+  EXPECT_EQ(aligned.sends_aligned, aligned.sends);
 }
 
 TEST(Padding, RejectsPartialElementsAndTooSmallSizes) {
@@ -69,7 +178,7 @@ TEST(Lower, HandBuiltThreeRankScheduleStepByStep) {
   r0.add(2, 0, 2, 3, Op::copy);
   s.add_round("fan-out").add(0, 2, 0, 3, Op::copy);
 
-  const Plan plan = lower(s, 20, DType::float32);
+  const Plan plan = lower(s, 20, DType::float32, 4);  // the tight rule: offsets in elements
   EXPECT_EQ(plan.ranks, 3);
   EXPECT_EQ(plan.rounds, 2);
   EXPECT_EQ(plan.layout.padded_bytes(), 24u);
@@ -118,7 +227,7 @@ TEST(Lower, HandBuiltThreeRankScheduleStepByStep) {
 TEST(Lower, RingSummary) {
   // Ring over 4 ranks, 64 B float32 = 16 elements, 4 chunks of 4 elements (16 B). Each rank
   // sends and receives one chunk in each of the 2(n-1) = 6 rounds: 96 B each way, 16 B scratch.
-  const Plan plan = lower(alg::generate("ring", 4, alg::Options{}), 64, DType::float32);
+  const Plan plan = lower(alg::generate("ring", 4, alg::Options{}), 64, DType::float32, 4);
   const PlanSummary sum = summarize(plan);
   ASSERT_EQ(sum.ranks.size(), 4u);
   for (const RankSummary& r : sum.ranks) {
@@ -174,4 +283,4 @@ TEST(CheckMatching, CatchesCountMismatchAndUnmatchedOperations) {
 }
 
 }  // namespace
-}  // namespace ssim::gpu
+}  // namespace ssim::lowering
