@@ -51,7 +51,8 @@ std::string summary_json(const sim::SimulationConfig& c, const sim::SimulationRe
                    {"algbw_GBps", it.algbw.value / 1e9},
                    {"busbw_GBps", it.busbw.value / 1e9},
                    {"last_rank", it.last_rank},
-                   {"predicted_straggler", it.predicted_straggler}});
+                   {"predicted_straggler", it.predicted_straggler},
+                   {"chosen", it.chosen}});
     if (!it.finish.empty()) {
       nlohmann::json arrival = nlohmann::json::array(), finish = nlohmann::json::array();
       for (std::size_t k = 0; k < it.finish.size(); ++k) {
@@ -68,6 +69,7 @@ std::string summary_json(const sim::SimulationConfig& c, const sim::SimulationRe
   j["algbw_GBps"] = r.algbw.value / 1e9;
   j["busbw_GBps"] = r.busbw.value / 1e9;
   j["prediction_accuracy"] = r.prediction_accuracy;
+  j["fallback_fraction"] = r.fallback_fraction;
   // alpha-beta only: true when a round's transfers share a link the model does not share.
   j["alphabeta_shared_link"] = r.shared_link.has_value();
   if (r.shared_link) {
@@ -95,7 +97,8 @@ std::string summary_table(const sim::SimulationConfig& c, const sim::SimulationR
   std::ostringstream os;
   os << r.algorithm << " on " << c.topology.name << ": " << r.ranks << " ranks, " << format_bytes(c.size) << ", "
      << sim::to_string(c.network) << " model, " << r.rounds << " rounds, " << r.transfers << " transfers\n";
-  os << "delays: " << c.delays.describe() << "; prediction " << sim::to_string(c.policy) << "; seed " << c.seed
+  os << "delays: " << c.delays.describe() << "; prediction "
+     << (c.adaptive_fallbacks.empty() ? std::string(sim::to_string(c.policy)) : std::string("adaptive")) << "; seed " << c.seed
      << "\n\n";
   os << "iter   completion  after-last    algbw GB/s  busbw GB/s  last  predicted\n";
   const std::size_t shown = std::min<std::size_t>(r.iterations.size(), 20);
@@ -122,6 +125,10 @@ std::string summary_table(const sim::SimulationConfig& c, const sim::SimulationR
   if (r.iterations.size() > shown) os << "... " << r.iterations.size() - shown << " more iterations\n";
   row("mean", r.mean_completion.value, r.mean_after_last_arrival.value, r.algbw.value, r.busbw.value,
       r.straggler_aware ? "prediction accuracy " + fixed(100 * r.prediction_accuracy, 1) + "%" : "");
+  if (!c.adaptive_fallbacks.empty() && r.straggler_aware) {
+    os << "adaptive: " << r.algorithm << " in " << fixed(100 * (1 - r.fallback_fraction), 1)
+       << "% of the iterations, a fallback in " << fixed(100 * r.fallback_fraction, 1) << "%\n";
+  }
   return os.str();
 }
 

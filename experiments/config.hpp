@@ -56,6 +56,13 @@ sim::DelayModel load_delay_model(const ConfigNode& node, const std::string& base
 // Rank-dependent fields (straggler ranks, options) are checked against the topology's GPUs.
 sim::SimulationConfig load_simulation_config(const ConfigReader& reader);
 
+// The `prediction` map of simulate and experiment configs, for `ranks` ranks:
+//   {policy: oracle | fixed | previous | adaptive, rank: R, fallback: ALGO or [ALGO, ...]}
+// adaptive predicts like previous and sets c.adaptive_fallbacks (default [ring]): registry
+// algorithms that are not straggler-aware and support `ranks`. `fallback` without adaptive is
+// an error, unless the experiment sweeps the policy (then it serves the adaptive points).
+void load_prediction(const ConfigNode& node, int ranks, sim::SimulationConfig& c, bool policy_swept);
+
 }  // namespace ssim::exp
 
 namespace ssim::exp {

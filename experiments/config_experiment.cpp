@@ -335,10 +335,11 @@ sim::SimulationConfig load_point(const ConfigNode& root, topo::Topology topology
     }
   }
   if (auto p = root.maybe("prediction")) {
-    p->allow_only({"policy", "rank"});
-    c.policy = sim::parse_straggler_policy(
-        p->get_choice("policy", {"oracle", "fixed", "previous"}, "oracle"));
-    if (p->has("rank")) c.straggler = static_cast<int>(p->child("rank").as_int(0, n - 1));
+    // With the policy swept, a fallback serves the sweep's adaptive points.
+    const std::optional<ConfigNode> sweep = root.maybe("sweep");
+    const bool policy_swept =
+        sweep && sweep->is_map() && (sweep->has("policy") || sweep->has("prediction.policy"));
+    load_prediction(*p, n, c, policy_swept);
   }
   try {
     const sim::DelayGenerator check(c.delays, n, 0, c.policy, c.straggler.value_or(n - 1));

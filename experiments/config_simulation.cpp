@@ -75,9 +75,7 @@ sim::SimulationConfig load_simulation_config(const ConfigReader& reader) {
   }
 
   if (auto pred = root.maybe("prediction")) {
-    pred->allow_only({"policy", "rank"});
-    c.policy = sim::parse_straggler_policy(pred->get_choice("policy", {"oracle", "fixed", "previous"}));
-    if (pred->has("rank")) c.straggler = static_cast<int>(pred->child("rank").as_int(0, ranks - 1));
+    load_prediction(*pred, ranks, c, /*policy_swept=*/false);
     if (c.policy == sim::StragglerPolicy::fixed && !c.straggler && !c.options.has("straggler")) {
       pred->fail("policy fixed needs a rank (prediction.rank or collective.options.straggler)");
     }
@@ -89,6 +87,36 @@ sim::SimulationConfig load_simulation_config(const ConfigReader& reader) {
   c.iterations = static_cast<int>(root.get_int("iterations", 1, 1, 10'000'000));
   c.seed = static_cast<std::uint64_t>(root.get_int("seed", 1, 0, INT64_MAX));
   return c;
+}
+
+void load_prediction(const ConfigNode& node, int ranks, sim::SimulationConfig& c, bool policy_swept) {
+  node.allow_only({"policy", "rank", "fallback"});
+  const std::string policy = node.get_choice("policy", {"oracle", "fixed", "previous", "adaptive"}, "oracle");
+  c.policy = sim::parse_straggler_policy(policy == "adaptive" ? "previous" : policy);
+  if (node.has("rank")) c.straggler = static_cast<int>(node.child("rank").as_int(0, ranks - 1));
+  c.adaptive_fallbacks.clear();
+  if (policy != "adaptive") {
+    if (node.has("fallback") && !policy_swept) node.child("fallback").fail("fallback is for policy adaptive");
+    return;
+  }
+  if (!node.has("fallback")) {
+    c.adaptive_fallbacks = {"ring"};
+    return;
+  }
+  for (const ConfigNode& item : node.child("fallback").items(/*scalar_ok=*/true)) {
+    const std::string name = item.as_string();
+    const alg::AlgorithmInfo* info = nullptr;
+    try {
+      info = &alg::find_algorithm(name);
+    } catch (const InputError& e) {
+      item.fail(e.what());
+    }
+    if (info->straggler_aware) item.fail("a fallback must be a baseline, not straggler-aware like " + name);
+    if (!info->supports_ranks(ranks)) {
+      item.fail(name + " does not support " + std::to_string(ranks) + " ranks (" + info->supported_ranks + ")");
+    }
+    c.adaptive_fallbacks.push_back(name);
+  }
 }
 
 }  // namespace ssim::exp

@@ -99,6 +99,7 @@ struct AlgorithmSummary {
   double mean_iteration_speedup = 0;  // mean over iterations of the per-iteration speedup
   double loss_fraction = 0;           // iterations where it is slower than the baseline
   double prediction_accuracy = 0;     // straggler-aware algorithms: predicted == actual
+  double fallback_fraction = 0;       // prediction policy adaptive: iterations run by a fallback
   bool straggler_aware = false;
   std::size_t rounds = 0;
   // alpha-beta runs: the first link a round shares that the model does not (sim::SharedLink).

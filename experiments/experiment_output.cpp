@@ -66,8 +66,9 @@ nlohmann::json simulation_config_json(const sim::SimulationConfig& c) {
       {"algorithm", c.algorithm}, {"size_bytes", c.size.value}, {"options", c.options.values()}};
   j["delays"] = c.delays.describe();
   j["prediction"] = {
-      {"policy", std::string(sim::to_string(c.policy))},
+      {"policy", c.adaptive_fallbacks.empty() ? std::string(sim::to_string(c.policy)) : std::string("adaptive")},
       {"rank", c.straggler ? nlohmann::json(*c.straggler) : nlohmann::json(nullptr)}};
+  if (!c.adaptive_fallbacks.empty()) j["prediction"]["fallback"] = c.adaptive_fallbacks;
   j["iterations"] = c.iterations;
   j["seed"] = c.seed;
   return j;
@@ -105,6 +106,7 @@ std::vector<AlgorithmSummary> summarize_point(const Experiment& e,
     s.mean_iteration_speedup = sum_speedup / iters;
     s.loss_fraction = static_cast<double>(losses) / iters;
     s.prediction_accuracy = r.prediction_accuracy;
+    s.fallback_fraction = r.fallback_fraction;
     s.straggler_aware = r.straggler_aware;
     s.rounds = r.rounds;
     s.shared_link = r.shared_link;
@@ -118,7 +120,7 @@ std::vector<std::string> experiment_csv_columns(const Experiment& e) {
   for (const char* extra : {"run", "point", "label"}) c.emplace_back(extra);
   for (const SweepAxis& a : e.axes) c.push_back("sweep." + a.key);
   for (const char* extra : {"seed", "last_rank", "predicted_straggler", "speedup",
-                            "speedup_after_last_arrival", "alphabeta_shared_link"})
+                            "speedup_after_last_arrival", "alphabeta_shared_link", "chosen"})
     c.emplace_back(extra);
   return c;
 }
@@ -158,7 +160,8 @@ void write_point_rows(std::ostream& out, const Experiment& e, std::size_t point,
       out << schema::format_result_row(row) << "," << run << "," << point << ","
           << schema::csv_field(e.algorithms[a].label) << axis_fields << "," << p.config.seed << ","
           << it.last_rank << "," << it.predicted_straggler << "," << schema::csv_number(speedup) << ","
-          << schema::csv_number(speedup_after) << "," << (runs[a].shared_link ? 1 : 0) << "\n";
+          << schema::csv_number(speedup_after) << "," << (runs[a].shared_link ? 1 : 0) << ","
+          << schema::csv_field(it.chosen.empty() ? runs[a].algorithm : it.chosen) << "\n";
     }
   }
 }
@@ -226,6 +229,7 @@ nlohmann::json experiment_json(const Experiment& e,
                                      {"mean_iteration_speedup", s.mean_iteration_speedup},
                                      {"loss_fraction", s.loss_fraction},
                                      {"prediction_accuracy", s.prediction_accuracy},
+                                     {"fallback_fraction", s.fallback_fraction},
                                      {"rounds", s.rounds},
                                      {"alphabeta_shared_link", s.shared_link.has_value()}};
         if (s.shared_link) sj[e.algorithms[a].label]["shared_link"] = s.shared_link->describe();

@@ -109,7 +109,7 @@ nlohmann::json run_result_json(const sim::SimulationResult& r) {
   nlohmann::json its = nlohmann::json::array();
   for (const sim::IterationSummary& it : r.iterations) {
     its.push_back({it.iteration, it.completion.value, it.after_last_arrival.value, it.last_rank,
-                   it.predicted_straggler});
+                   it.predicted_straggler, it.chosen});
   }
   return {{"algorithm", r.algorithm},
           {"ranks", r.ranks},
@@ -122,6 +122,7 @@ nlohmann::json run_result_json(const sim::SimulationResult& r) {
           {"algbw", r.algbw.value},
           {"busbw", r.busbw.value},
           {"prediction_accuracy", r.prediction_accuracy},
+          {"fallback_fraction", r.fallback_fraction},
           {"shared_link", r.shared_link ? nlohmann::json{{"round", r.shared_link->round},
                                                          {"link", r.shared_link->link},
                                                          {"link_name", r.shared_link->link_name},
@@ -143,6 +144,7 @@ sim::SimulationResult run_result_from_json(const nlohmann::json& j) {
   r.algbw = BytesPerSecond{j.at("algbw").get<double>()};
   r.busbw = BytesPerSecond{j.at("busbw").get<double>()};
   r.prediction_accuracy = j.at("prediction_accuracy").get<double>();
+  r.fallback_fraction = j.at("fallback_fraction").get<double>();
   if (const nlohmann::json& l = j.at("shared_link"); !l.is_null()) {
     r.shared_link = sim::SharedLink{l.at("round").get<int>(), l.at("link").get<int>(),
                                     l.at("link_name").get<std::string>(), l.at("transfers").get<int>()};
@@ -154,6 +156,7 @@ sim::SimulationResult run_result_from_json(const nlohmann::json& j) {
     s.after_last_arrival = Seconds{it.at(2).get<double>()};
     s.last_rank = it.at(3).get<int>();
     s.predicted_straggler = it.at(4).get<int>();
+    s.chosen = it.at(5).get<std::string>();
     r.iterations.push_back(s);
   }
   return r;

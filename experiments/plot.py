@@ -401,8 +401,10 @@ def plot_speedup(data, axis_index, formats, out_dir):
                 offset = (j - (len(data.others) - 1) / 2) * dodge
                 xd = [v + offset for v in xs]
                 if any(v is not None for v in lo):
-                    err = [[y - (l if l is not None else y) for y, l in zip(ys, lo)],
-                           [(h if h is not None else y) - y for y, h in zip(ys, hi)]]
+                    # A percentile interval of a ratio of means need not contain the point
+                    # estimate (a skewed bootstrap); the bar then starts at the point.
+                    err = [[max(0.0, y - (l if l is not None else y)) for y, l in zip(ys, lo)],
+                           [max(0.0, (h if h is not None else y) - y) for y, h in zip(ys, hi)]]
                     ax.errorbar(xd, ys, yerr=err, fmt="none", ecolor=color, elinewidth=0.9, capsize=2,
                                 zorder=3)
                 (h,) = ax.plot(xd, ys, linestyle="none", marker=marker, markersize=5, color=color,

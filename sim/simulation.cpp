@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "common/error.hpp"
 #include "sim/trace.hpp"
@@ -80,6 +81,26 @@ SimulationResult run_simulation(const SimulationConfig& config) {
   const DelayGenerator delays(config.delays, n, config.seed, config.policy,
                               config.straggler.value_or(schedule.straggler.value_or(n - 1)));
 
+  // Adaptive: the candidates besides the configured algorithm, each with its executor.
+  struct Candidate {
+    std::string name;
+    alg::Schedule schedule;
+    std::unique_ptr<Executor> executor;
+  };
+  std::vector<Candidate> fallbacks;
+  if (schedule.straggler && !config.adaptive_fallbacks.empty()) {
+    // Reserved: each executor refers to its candidate's schedule, which must not move.
+    fallbacks.reserve(config.adaptive_fallbacks.size());
+    for (const std::string& name : config.adaptive_fallbacks) {
+      if (name == info.name) continue;
+      Candidate& c = fallbacks.emplace_back(Candidate{name, alg::generate(name, n, alg::Options{}), nullptr});
+      c.executor = std::make_unique<Executor>(c.schedule, config.topology,
+                                              NetworkConfig{config.network, config.gamma}, config.size);
+    }
+  }
+  std::vector<Seconds> previous_arrival;  // adaptive: the last iteration's arrivals
+  int fallback_runs = 0;
+
   SimulationResult out;
   out.algorithm = info.name;
   out.ranks = n;
@@ -103,7 +124,36 @@ SimulationResult run_simulation(const SimulationConfig& config) {
         options.rank_map = straggler_rank_map(schedule, a.predicted_straggler);
       const bool traced = config.trace_iteration == a.iteration;
       options.record_timeline = traced;
-      IterationResult r = executor.run(a.arrival, options);
+      // Adaptive: which candidate is fastest on the predicted arrivals (ties keep the algorithm).
+      Executor* run_on = &executor;
+      const alg::Schedule* ran = &schedule;
+      std::string chosen = info.name;
+      if (!fallbacks.empty()) {
+        std::vector<Seconds> predicted(static_cast<std::size_t>(n), Seconds{0});
+        if (!previous_arrival.empty()) {
+          std::vector<double> sorted;
+          for (const Seconds& t : previous_arrival) sorted.push_back(t.value);
+          std::sort(sorted.begin(), sorted.end());
+          predicted[static_cast<std::size_t>(a.predicted_straggler)] =
+              Seconds{sorted[sorted.size() - 1] - sorted[sorted.size() - 2]};
+        }
+        double best = executor.run(predicted, RunOptions{options.rank_map, false, false}).completion.value;
+        for (Candidate& c : fallbacks) {
+          const double t = c.executor->run(predicted, RunOptions{}).completion.value;
+          if (t < best) {
+            best = t;
+            run_on = c.executor.get();
+            ran = &c.schedule;
+            chosen = c.name;
+          }
+        }
+        if (run_on != &executor) {
+          options.rank_map.clear();
+          ++fallback_runs;
+        }
+        previous_arrival = a.arrival;
+      }
+      IterationResult r = run_on->run(a.arrival, options);
       if (!std::isfinite(r.completion.value) ||
           !std::isfinite(sum_completion + r.completion.value)) {
         throw InputError(
@@ -113,7 +163,7 @@ SimulationResult run_simulation(const SimulationConfig& config) {
       }
       out.iterations.push_back(IterationSummary{a.iteration, r.completion, r.after_last_arrival,
                                                 r.algbw, r.busbw, a.last_rank,
-                                                a.predicted_straggler, {}, {}});
+                                                a.predicted_straggler, std::move(chosen), {}, {}});
       if (config.per_rank_times) {
         out.iterations.back().arrival = r.arrival;
         out.iterations.back().finish = r.finish;
@@ -126,7 +176,7 @@ SimulationResult run_simulation(const SimulationConfig& config) {
         out.link_utilization[l] += r.link_utilization[l];
       }
       if (traced) {
-        out.trace_json = chrome_trace(schedule, r,
+        out.trace_json = chrome_trace(*ran, r,
                                       info.name + ", " + std::to_string(n) + " ranks, " +
                                           format_bytes(config.size) + ", iteration " +
                                           std::to_string(a.iteration));
@@ -142,6 +192,7 @@ SimulationResult run_simulation(const SimulationConfig& config) {
       out.mean_after_last_arrival.value > 0 ? bytes / out.mean_after_last_arrival.value : 0.0};
   out.busbw = BytesPerSecond{out.algbw.value * 2.0 * (n - 1) / n};
   out.prediction_accuracy = correct / iters;
+  out.fallback_fraction = fallback_runs / iters;
   for (std::size_t l = 0; l < out.link_bytes.size(); ++l) {
     out.link_bytes[l] /= iters;
     out.link_utilization[l] /= iters;

@@ -48,6 +48,14 @@ struct SimulationConfig {
   // Rank for the `fixed` policy and for the first iteration of `previous`; by default the rank
   // the schedule was built for (else n-1).
   std::optional<int> straggler;
+  // Adaptive choice (the `adaptive` prediction policy): when not empty and the algorithm is
+  // straggler-aware, every iteration runs whichever of the algorithm and these registry
+  // algorithms is fastest on the predicted arrivals: the rank that arrived last in the previous
+  // iteration, late by the lead it had then over the second-to-last (iteration 0: no delay).
+  // The prediction of the rank follows `policy` (previous, for adaptive). Each candidate is
+  // simulated once per iteration on the predicted arrivals, so this costs one extra run per
+  // candidate and iteration; the choice is exact in the configured network model.
+  std::vector<std::string> adaptive_fallbacks;
   int iterations = 1;  // >= 1
   std::uint64_t seed = 0;
   // Record this iteration's per-transfer timeline and render it as a Chrome trace.
@@ -65,6 +73,9 @@ struct IterationSummary {
   BytesPerSecond busbw;
   int last_rank = 0;            // the rank that arrived last
   int predicted_straggler = 0;  // the policy's guess (used only by straggler-aware schedules)
+  // Adaptive runs: the registry algorithm that ran this iteration (the configured one or a
+  // fallback); else the configured algorithm.
+  std::string chosen;
   // Per physical rank, when SimulationConfig::per_rank_times is set (else empty).
   std::vector<Seconds> arrival;
   std::vector<Seconds> finish;
@@ -100,6 +111,8 @@ struct SimulationResult {
   BytesPerSecond busbw;
   // Fraction of iterations whose predicted straggler was the rank that arrived last.
   double prediction_accuracy = 0.0;
+  // Adaptive runs: the fraction of iterations that ran a fallback instead of the algorithm.
+  double fallback_fraction = 0.0;
   // Per topology link id, averaged over iterations.
   std::vector<double> link_bytes;
   std::vector<double> link_utilization;

@@ -276,7 +276,7 @@ TEST_F(CliErrors, AlphabetaSaysWhenItIgnoresSharedLinks) {
   const std::string csv = slurp(dir() + "/out/results.csv");
   EXPECT_TRUE(contains(csv.substr(0, csv.find('\n')), ",alphabeta_shared_link"))
       << csv.substr(0, 400);
-  EXPECT_TRUE(contains(csv, ",ring,") && contains(csv, ",0\n") && contains(csv, ",1\n"));
+  EXPECT_TRUE(contains(csv, ",ring,") && contains(csv, ",0,ring\n") && contains(csv, ",1,rhd\n"));
 }
 
 }  // namespace
