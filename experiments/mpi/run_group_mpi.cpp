@@ -1,15 +1,19 @@
 // The MPI run group (experiments/run_group.hpp), compiled only when CMake finds MPI.
 //
-// Protocol (MPI_COMM_WORLD, rank 0 = leader; every message but ASSIGN is a JSON text):
-//   helper -> 0  HELLO   {"jobs":J, "fingerprint":F}  ready for J runs at a time
-//                        {"jobs":0}                   nothing to do (--dry-run)
-//                        {"jobs":0, "error":E}        could not load the experiment
+// Protocol (MPI_COMM_WORLD, rank 0 = leader; every message but ASSIGN is JSON as MessagePack,
+// which carries journal.hpp's JSON of a run exactly and parses faster than its text):
+//   helper -> 0  HELLO   {"slots":S, "fingerprint":F} ready for S runs at a time
+//                        {"slots":0}                  nothing to do (--dry-run)
+//                        {"slots":0, "error":E}       could not load the experiment
 //   0 -> helper  ASSIGN  one int64 per free slot: a run index, or -1 (the slot closes)
 //   helper -> 0  RESULT  {"run":r, "seconds":s, "result":{...}} or {"run":r, "error":E};
 //                        each one frees its slot, which rank 0 answers with one ASSIGN
 // Rank 0 waits for every HELLO before any run starts (start), checks the fingerprints, then hands
-// out runs (poll). A helper ends once all its J slots are closed, so it never has a run in flight
-// when it leaves; rank 0 ends once every helper has said HELLO and had all its slots closed.
+// out runs (poll). A helper of J threads asks for S = 2J runs at a time: each thread has its next
+// run queued while it runs one, so no thread waits for a round trip to rank 0 between runs, which
+// may take a few milliseconds each. A helper ends once all its S slots are closed, so it never has
+// a run in flight when it leaves; rank 0 ends once every helper has said HELLO and had all its
+// slots closed.
 #include <mpi.h>
 
 #include <algorithm>
@@ -44,21 +48,24 @@ void check_mpi(int rc, const char* what) {
   throw InternalError(std::string(what) + ": " + std::string(text, static_cast<std::size_t>(len)));
 }
 
-void send_text(const std::string& text, int dest, int tag) {
+using Bytes = std::vector<std::uint8_t>;
+
+void send_message(const nlohmann::json& message, int dest, int tag) {
+  const Bytes bytes = nlohmann::json::to_msgpack(message);
   check_mpi(
-      MPI_Send(text.data(), static_cast<int>(text.size()), MPI_CHAR, dest, tag, MPI_COMM_WORLD),
+      MPI_Send(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, dest, tag, MPI_COMM_WORLD),
       "MPI_Send");
 }
 
 // Receives the message `status` announces (from MPI_Probe or MPI_Iprobe).
-std::string recv_text(const MPI_Status& status) {
+nlohmann::json recv_message(const MPI_Status& status) {
   int count = 0;
-  check_mpi(MPI_Get_count(&status, MPI_CHAR, &count), "MPI_Get_count");
-  std::string text(static_cast<std::size_t>(count), '\0');
-  check_mpi(MPI_Recv(text.data(), count, MPI_CHAR, status.MPI_SOURCE, status.MPI_TAG,
+  check_mpi(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
+  Bytes bytes(static_cast<std::size_t>(count));
+  check_mpi(MPI_Recv(bytes.data(), count, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG,
                      MPI_COMM_WORLD, MPI_STATUS_IGNORE),
             "MPI_Recv");
-  return text;
+  return nlohmann::json::from_msgpack(bytes);
 }
 
 void send_assign(std::int64_t run, int dest) {
@@ -87,11 +94,11 @@ class LocalPool {
     more_work_.notify_one();
   }
   // The RESULT messages of the runs finished since the last call; waits up to `wait` for one.
-  std::vector<std::string> finished(std::chrono::milliseconds wait) {
+  std::vector<Bytes> finished(std::chrono::milliseconds wait) {
     std::unique_lock lock(mutex_);
     if (done_.empty()) more_done_.wait_for(lock, wait);
-    std::vector<std::string> out(std::make_move_iterator(done_.begin()),
-                                 std::make_move_iterator(done_.end()));
+    std::vector<Bytes> out(std::make_move_iterator(done_.begin()),
+                           std::make_move_iterator(done_.end()));
     done_.clear();
     return out;
   }
@@ -117,7 +124,7 @@ class LocalPool {
       } catch (const std::exception& ex) {
         message["error"] = ex.what();
       }
-      std::string text = message.dump();
+      Bytes text = nlohmann::json::to_msgpack(message);
       {
         const std::lock_guard lock(mutex_);
         done_.push_back(std::move(text));
@@ -130,7 +137,7 @@ class LocalPool {
   std::mutex mutex_;
   std::condition_variable more_work_, more_done_;
   std::deque<std::size_t> work_;
-  std::vector<std::string> done_;
+  std::vector<Bytes> done_;  // RESULT messages
   bool closed_ = false;
   std::vector<std::thread> threads_;
 };
@@ -168,18 +175,29 @@ class MpiRunGroup final : public RunGroup, public RunPeers {
 
   void decline(const std::string& why) override {
     SSIM_CHECK(rank_ != 0, "rank 0 leads, it does not decline");
-    nlohmann::json hello{{"jobs", 0}};
+    nlohmann::json hello{{"slots", 0}};
     if (!why.empty()) hello["error"] = why;
-    send_text(hello.dump(), 0, kHello);
+    send_message(hello, 0, kHello);
   }
 
   void serve_runs(const Experiment& e, int jobs) {
     if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    send_text(nlohmann::json{{"jobs", jobs}, {"fingerprint", experiment_fingerprint(e)}}.dump(), 0,
-              kHello);
+    int open = 2 * jobs;
+    send_message({{"slots", open}, {"fingerprint", experiment_fingerprint(e)}}, 0, kHello);
     LocalPool pool(e, jobs);
-    int open = jobs;
+    // Results on their way to rank 0: sent without blocking, so that this thread never spins in
+    // MPI_Send (a large message waits for rank 0's receive) while the runs need the cores.
+    std::deque<std::pair<Bytes, MPI_Request>> sending;
+    auto sent = [&] {
+      while (!sending.empty()) {
+        int flag = 0;
+        check_mpi(MPI_Test(&sending.front().second, &flag, MPI_STATUS_IGNORE), "MPI_Test");
+        if (!flag) return;
+        sending.pop_front();
+      }
+    };
     while (open > 0) {
+      sent();
       int flag = 0;
       MPI_Status status;
       check_mpi(MPI_Iprobe(0, kAssign, MPI_COMM_WORLD, &flag, &status), "MPI_Iprobe");
@@ -196,9 +214,16 @@ class MpiRunGroup final : public RunGroup, public RunPeers {
         }
         continue;
       }
-      for (const std::string& message : pool.finished(std::chrono::milliseconds(1)))
-        send_text(message, 0, kResult);
+      for (Bytes& message : pool.finished(std::chrono::milliseconds(1))) {
+        sending.emplace_back(std::move(message), MPI_REQUEST_NULL);
+        Bytes& b = sending.back().first;
+        check_mpi(MPI_Isend(b.data(), static_cast<int>(b.size()), MPI_BYTE, 0, kResult,
+                            MPI_COMM_WORLD, &sending.back().second),
+                  "MPI_Isend");
+      }
     }
+    for (auto& [bytes, request] : sending)
+      check_mpi(MPI_Wait(&request, MPI_STATUS_IGNORE), "MPI_Wait");
   }
 
   void start(const Experiment& e) override {
@@ -207,7 +232,7 @@ class MpiRunGroup final : public RunGroup, public RunPeers {
       MPI_Status status;
       check_mpi(MPI_Probe(MPI_ANY_SOURCE, kHello, MPI_COMM_WORLD, &status), "MPI_Probe");
       const int from = status.MPI_SOURCE;
-      const nlohmann::json message = nlohmann::json::parse(recv_text(status));
+      const nlohmann::json message = recv_message(status);
       hello(from, message);
       const std::string who = "rank " + std::to_string(from) + " of " + std::to_string(size_);
       if (message.contains("error")) {
@@ -233,7 +258,7 @@ class MpiRunGroup final : public RunGroup, public RunPeers {
       check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, kResult, MPI_COMM_WORLD, &flag, &status), "MPI_Iprobe");
       if (!flag) break;
       const int from = status.MPI_SOURCE;
-      const nlohmann::json message = nlohmann::json::parse(recv_text(status));
+      const nlohmann::json message = recv_message(status);
       --helpers_[static_cast<std::size_t>(from)].in_flight;
       const std::size_t run = message["run"].get<std::size_t>();
       if (message.contains("error")) {
@@ -257,7 +282,7 @@ class MpiRunGroup final : public RunGroup, public RunPeers {
   void hello(int from, const nlohmann::json& message) {
     Helper& h = helpers_[static_cast<std::size_t>(from)];
     h.said_hello = true;
-    h.open = message.value("jobs", 0);
+    h.open = message.value("slots", 0);
   }
 
   void assign(int to, std::optional<std::size_t> run) {
@@ -289,9 +314,9 @@ class MpiRunGroup final : public RunGroup, public RunPeers {
       MPI_Status status;
       check_mpi(MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &status), "MPI_Probe");
       const int from = status.MPI_SOURCE;
-      const std::string text = recv_text(status);
+      const nlohmann::json message = recv_message(status);
       if (status.MPI_TAG == kHello) {
-        hello(from, nlohmann::json::parse(text));
+        hello(from, message);
         while (helpers_[static_cast<std::size_t>(from)].open > 0) assign(from, std::nullopt);
       } else {
         --helpers_[static_cast<std::size_t>(from)].in_flight;
