@@ -49,5 +49,8 @@ std::unique_ptr<RunGroup> join_run_group();
 
 // True when an MPI launcher started this process (mpirun, mpiexec, srun with PMI or PMIx).
 bool started_by_mpi_launcher();
+// The number of processes the launcher says it started (Open MPI's or PMI's variable), or 0
+// when it does not say. A build without MPI refuses to run in a world of more than one.
+int launcher_world_size();
 
 }  // namespace ssim::exp

@@ -329,14 +329,6 @@ class MpiRunGroup final : public RunGroup, public RunPeers {
   std::vector<Helper> helpers_;  // by rank; [0] unused
 };
 
-// The world size the launcher announces, or 0 when it does not say.
-int launcher_world_size() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
-    if (const char* v = std::getenv(name)) return std::atoi(v);
-  }
-  return 0;
-}
-
 }  // namespace
 
 std::unique_ptr<RunGroup> join_mpi_run_group() {
