@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <memory>
+#include <optional>
 
 #include "common/error.hpp"
 #include "experiments/cli_commands.hpp"
@@ -14,6 +16,7 @@
 #include "experiments/experiment.hpp"
 #include "experiments/journal.hpp"
 #include "experiments/resource_check.hpp"
+#include "experiments/run_group.hpp"
 
 namespace ssim::exp {
 namespace {
@@ -109,14 +112,39 @@ void make_plots(const std::string& dir, const std::string& formats) {
   if (rc != 0) std::cerr << "stragglesim run: plots not made: plot.py exited with " << rc << "\n";
 }
 
-void run_run(const RunArgs& a) {
-  const std::string path =
-      a.config.empty() ? source_file("configs/experiments/default.yaml") : a.config;
+Experiment load_run_experiment(const RunArgs& a, const std::string& path) {
   const ConfigReader reader(path);
   Experiment e = load_experiment(reader);
   if (a.iterations > 0) set_iterations(e, a.iterations);
   if (a.seed >= 0) set_seed(e, static_cast<std::uint64_t>(a.seed));
   if (!a.output.empty()) e.output = a.output;
+  return e;
+}
+
+// A rank other than 0 of `mpirun stragglesim run`: runs what rank 0 hands out and prints
+// nothing; rank 0 reports every error, its own and this rank's, and exits non-zero.
+void serve_run(RunGroup& group, const RunArgs& a, const std::string& path) {
+  std::optional<Experiment> e;
+  try {
+    e = load_run_experiment(a, path);
+  } catch (const std::exception& ex) {
+    group.decline(ex.what());
+    return;
+  }
+  if (a.dry_run) {
+    group.decline("");
+  } else {
+    group.serve(*e, a.jobs);
+  }
+}
+
+void run_run(const RunArgs& a) {
+  const std::string path =
+      a.config.empty() ? source_file("configs/experiments/default.yaml") : a.config;
+  // Under mpirun: rank 0 leads and the others serve; alone (no launcher, no MPI build): nullptr.
+  std::unique_ptr<RunGroup> group = join_run_group();
+  if (group && group->rank() != 0) return serve_run(*group, a, path);
+  const Experiment e = load_run_experiment(a, path);
   if (a.dry_run) {
     std::cout << dry_run_listing(e);
     return;
@@ -128,9 +156,13 @@ void run_run(const RunArgs& a) {
   o.progress = a.quiet ? Progress::none : Progress::automatic;
   o.resume = a.resume;
   if (!a.shard.empty()) o.shard = parse_shard(a.shard);
+  o.peers = group ? group->peers() : nullptr;
   std::cerr << "stragglesim run: " << e.name << " (" << path << "): " << e.run_count() << " runs"
-            << (o.shard ? ", shard " + a.shard : std::string()) << " -> " << e.output << "\n";
+            << (o.shard ? ", shard " + a.shard : std::string())
+            << (o.peers ? ", " + std::to_string(group->size()) + " MPI processes" : std::string()) << " -> "
+            << e.output << "\n";
   const ExperimentResult r = run_experiment(e, o);
+  group.reset();  // the other ranks are done: they leave MPI while rank 0 writes the summary and plots
   if (o.shard) {
     char took[32];
     std::snprintf(took, sizeof took, "%.1f", r.seconds);

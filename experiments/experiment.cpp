@@ -3,6 +3,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -57,6 +58,14 @@ void set_iterations(Experiment& e, int iterations) {
 void set_seed(Experiment& e, std::uint64_t seed) {
   e.seed = seed;
   for (SweepPoint& p : e.points) p.config.seed = point_seed(seed, e.axes, p.value);
+}
+
+sim::SimulationConfig run_config(const Experiment& e, std::size_t run) {
+  const std::size_t nalg = e.algorithms.size();
+  sim::SimulationConfig c = e.points[run / nalg].config;
+  c.algorithm = e.algorithms[run % nalg].name;
+  c.options = e.algorithms[run % nalg].options;
+  return c;
 }
 
 double estimated_run_cost(const Experiment& e, std::size_t run) {
@@ -142,12 +151,15 @@ class ProgressReporter {
     if (mode_ == Progress::bar) columns_ = terminal_columns();
   }
 
-  void finished(std::size_t run, const std::string& what, double seconds, std::size_t done) {
+  // `where`: the other process that ran it ("rank 2"), or empty.
+  void finished(std::size_t run, const std::string& what, double seconds, std::size_t done,
+                const std::string& where = "") {
     done_cost_ += costs_[run];
     if (mode_ == Progress::lines) {
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.2fs", seconds);
-      *log_ << "[" << done << "/" << total_ << "] run " << run << " " << what << ": " << buf << "\n"
+      *log_ << "[" << done << "/" << total_ << "] run " << run << " " << what << ": " << buf
+            << (where.empty() ? "" : " on " + where) << "\n"
             << std::flush;
     } else if (mode_ == Progress::bar) {
       draw(done);
@@ -197,6 +209,7 @@ struct RunFailed {
 // Throws `message` as an exception of the class of `error`: a run that ran out of memory or hit
 // a broken invariant is not reported as bad input.
 [[noreturn]] void rethrow_as(const std::exception_ptr& error, const std::string& message) {
+  if (!error) throw InputError(message);  // a peer process's failure: its message only
   try {
     std::rethrow_exception(error);
   } catch (const InputError&) {
@@ -210,18 +223,21 @@ struct RunFailed {
   }
 }
 
-// Runs the runs listed in `todo` (ascending run indices) on `jobs` threads; `slots` holds a
+// Runs the runs listed in `todo` on `jobs` threads (and `peers`, when given); `slots` holds a
 // result for every run already done (resumed) and receives the new ones. `on_run(run, result)`
 // is called under the runner's lock as each run finishes (the journal). `deliver(point,
 // results)` is called on the calling thread, in point order, as soon as a point and every
 // point before it are complete. On the first failure no new run starts; the runs in flight
 // finish, the points finished before the failing run's point are delivered, then RunFailed is
-// thrown (the lowest failing run index). Runs are handed out in order, so every run before a
-// failing one has started.
+// thrown (the lowest failing run index). Runs are handed out in `todo` order: when it is
+// ascending, every run before a failing one has started. With peers, the calling thread also
+// polls them every 2 ms; after the last run or a failure it polls until they are all stopped
+// and have handed back every run they had.
 void run_all(const Experiment& e, int jobs, ProgressReporter& progress,
              std::vector<std::optional<sim::SimulationResult>>& slots, const std::vector<std::size_t>& todo,
              const std::function<void(std::size_t, const sim::SimulationResult&)>& on_run,
-             const std::function<void(std::size_t, std::vector<sim::SimulationResult>&)>& deliver) {
+             const std::function<void(std::size_t, std::vector<sim::SimulationResult>&)>& deliver,
+             RunPeers* peers = nullptr) {
   const std::size_t nalg = e.algorithms.size();
   const std::size_t total = todo.size();
   const std::size_t npoints = e.points.size();
@@ -239,36 +255,71 @@ void run_all(const Experiment& e, int jobs, ProgressReporter& progress,
     std::size_t run;
     double seconds;
     std::size_t done;  // runs finished with this one
+    std::string where;  // the peer that ran it; empty: this process
   };
   std::vector<Finished> finished;  // since the last report
 
+  // Under the lock.
+  auto take = [&]() -> std::optional<std::size_t> {
+    if (stop || failure || next >= total) return std::nullopt;
+    return todo[next++];
+  };
+  auto record = [&](std::size_t run, sim::SimulationResult r, double seconds, const std::string& where) {
+    on_run(run, r);
+    slots[run] = std::move(r);
+    --remaining[run / nalg];
+    ++done;
+    finished.push_back({run, seconds, done, where});
+  };
+  // `error` is empty for a failure reported by a peer process (only its message travels).
+  auto record_failure = [&](std::size_t run, const std::string& what, std::exception_ptr error = nullptr) {
+    if (!failure || run < failure->run) failure = RunFailed{run, what, std::move(error)};
+  };
+
   auto worker = [&] {
     while (true) {
-      std::size_t run = 0;
+      std::optional<std::size_t> run;
       {
         const std::lock_guard lock(mutex);
-        if (stop || failure || next >= total) return;
-        run = todo[next++];
+        run = take();
+        if (!run) return;
       }
-      sim::SimulationConfig c = e.points[run / nalg].config;
-      c.algorithm = e.algorithms[run % nalg].name;
-      c.options = e.algorithms[run % nalg].options;
+      const sim::SimulationConfig c = run_config(e, *run);
       const auto start = Clock::now();
       try {
         sim::SimulationResult r = sim::run_simulation(c);
         const std::lock_guard lock(mutex);
-        on_run(run, r);
-        slots[run] = std::move(r);
-        --remaining[run / nalg];
-        ++done;
-        finished.push_back({run, since(start), done});
+        record(*run, std::move(r), since(start), "");
       } catch (const std::exception& ex) {
         const std::lock_guard lock(mutex);
-        if (!failure || run < failure->run)
-          failure = RunFailed{run, ex.what(), std::current_exception()};
+        record_failure(*run, ex.what(), std::current_exception());
       }
       changed.notify_all();
     }
+  };
+  // The peers' hooks run on this thread with the lock released by the caller of poll.
+  const RunPeers::Hooks hooks{
+      .take =
+          [&] {
+            const std::lock_guard lock(mutex);
+            return take();
+          },
+      .done =
+          [&](std::size_t run, sim::SimulationResult r, double seconds, const std::string& peer) {
+            const std::lock_guard lock(mutex);
+            record(run, std::move(r), seconds, peer);
+          },
+      .failed =
+          [&](std::size_t run, const std::string& what) {
+            const std::lock_guard lock(mutex);
+            record_failure(run, what);
+          }};
+  // Polls the peers with the lock released; false once they are all stopped.
+  auto poll_peers = [&](std::unique_lock<std::mutex>& lock) {
+    lock.unlock();
+    const bool busy = peers->poll(hooks);
+    lock.lock();
+    return busy;
   };
   const std::size_t nthreads =
       std::min<std::size_t>(static_cast<std::size_t>(std::max(jobs, 1)), total);
@@ -289,6 +340,12 @@ void run_all(const Experiment& e, int jobs, ProgressReporter& progress,
     }
     ~Joiner() { join(); }
   } joiner{threads, mutex, stop};
+  if (peers) {
+    // Every peer ready first (a peer that cannot take part stops the run before it starts),
+    // and given its first runs, the largest, before this process's threads take theirs.
+    peers->start(e);
+    peers->poll(hooks);
+  }
   for (std::size_t t = 0; t < nthreads; ++t) threads.emplace_back(worker);
 
   std::size_t next_point = 0;
@@ -309,7 +366,7 @@ void run_all(const Experiment& e, int jobs, ProgressReporter& progress,
   auto report = [&] {
     for (const Finished& f : finished) {
       progress.finished(f.run, e.point_label(f.run / nalg) + " " + e.algorithms[f.run % nalg].label,
-                        f.seconds, f.done);
+                        f.seconds, f.done, f.where);
     }
     if (finished.empty()) progress.tick(done);
     finished.clear();
@@ -317,9 +374,19 @@ void run_all(const Experiment& e, int jobs, ProgressReporter& progress,
   std::unique_lock lock(mutex);
   deliver_ready(lock, npoints);
   while (done < total && !failure) {
-    changed.wait_for(lock, std::chrono::milliseconds(250));
+    changed.wait_for(lock, std::chrono::milliseconds(peers ? 2 : 250));
+    if (peers) poll_peers(lock);
     report();
     deliver_ready(lock, npoints);
+  }
+  if (peers) {
+    // Every run is done, or one failed: take() hands out nothing more; collect the runs the
+    // peers still have, so that the failure reported is the lowest failing run of all.
+    stop = true;
+    while (poll_peers(lock)) {
+      changed.wait_for(lock, std::chrono::milliseconds(2));
+      report();
+    }
   }
   lock.unlock();
   joiner.join();
@@ -470,6 +537,12 @@ ExperimentResult run_experiment(const Experiment& e, const RunnerOptions& option
   for (std::size_t run = 0; run < e.run_count(); ++run) {
     if (!slots[run] && (!options.shard || options.shard->owns(run))) todo.push_back(run);
   }
+  if (options.peers) {
+    // Largest estimated cost first (ties in run order), so that the long runs do not start last.
+    std::stable_sort(todo.begin(), todo.end(), [&](std::size_t a, std::size_t b) {
+      return estimated_run_cost(e, a) > estimated_run_cost(e, b);
+    });
+  }
   JournalWriter journal(journal_path, header_for(e, options.shard), append);
 
   const int jobs = resolve_jobs(options.jobs);
@@ -480,7 +553,8 @@ ExperimentResult run_experiment(const Experiment& e, const RunnerOptions& option
     // A shard writes its journal only: its points are incomplete until the shards are merged.
     const auto start = Clock::now();
     try {
-      run_all(e, jobs, progress, slots, todo, on_run, [](std::size_t, std::vector<sim::SimulationResult>&) {});
+      run_all(e, jobs, progress, slots, todo, on_run, [](std::size_t, std::vector<sim::SimulationResult>&) {},
+              options.peers);
     } catch (const RunFailed& f) {
       const std::size_t nalg = e.algorithms.size();
       rethrow_as(f.error, "run " + std::to_string(f.run) + " (" + e.point_label(f.run / nalg) + ", " +
@@ -497,7 +571,8 @@ ExperimentResult run_experiment(const Experiment& e, const RunnerOptions& option
   OutputFiles files(e, dir, jobs);
   try {
     run_all(e, jobs, progress, slots, todo, on_run,
-            [&](std::size_t p, std::vector<sim::SimulationResult>& results) { files.point(p, results); });
+            [&](std::size_t p, std::vector<sim::SimulationResult>& results) { files.point(p, results); },
+            options.peers);
   } catch (const RunFailed& f) {
     const std::size_t nalg = e.algorithms.size();
     const std::string message = "run " + std::to_string(f.run) + " (" + e.point_label(f.run / nalg) + ", " +

@@ -136,6 +136,30 @@ struct Shard {
   bool owns(std::size_t run) const { return static_cast<int>(run % static_cast<std::size_t>(count)) == index - 1; }
 };
 
+// Other processes that do some of the runs (an MPI run group, experiments/run_group.hpp).
+// run_experiment drives them from its calling thread, beside its own threads: start, then every
+// few milliseconds poll, which hands a run to each free slot of a peer and passes back what the
+// peers finished. The results are the same bytes whichever process ran a run.
+class RunPeers {
+ public:
+  virtual ~RunPeers() = default;
+  struct Hooks {
+    // The next run to hand out; nullopt: none (all handed out, or stopping after a failure).
+    std::function<std::optional<std::size_t>()> take;
+    // `peer`: the peer's name in progress lines ("rank 2").
+    std::function<void(std::size_t run, sim::SimulationResult result, double seconds, const std::string& peer)> done;
+    std::function<void(std::size_t run, const std::string& what)> failed;
+  };
+  // Waits until every peer is ready, before any run starts. InputError when a peer cannot take
+  // part (it loaded another experiment, or could not load the YAML).
+  virtual void start(const Experiment& e) = 0;
+  // Never blocks. Returns false once every peer has been told to stop and has nothing in flight.
+  virtual bool poll(const Hooks& hooks) = 0;
+};
+
+// The simulation of run r: point r / A's config with algorithm r % A.
+sim::SimulationConfig run_config(const Experiment& e, std::size_t run);
+
 struct RunnerOptions {
   std::string output;  // overrides Experiment::output when not empty
   int jobs = 0;        // threads; 0: std::thread::hardware_concurrency()
@@ -149,6 +173,10 @@ struct RunnerOptions {
   // else one line per finished run, each flushed.
   Progress progress = Progress::automatic;
   std::ostream* log = nullptr;  // progress and notes; nullptr: std::cerr
+  // Processes that share the runs (rank 0 of `mpirun -np K stragglesim run`); nullptr: this
+  // process alone. With peers the runs are handed out largest estimated cost first (the
+  // output stays in run order).
+  RunPeers* peers = nullptr;
 };
 
 // Runs every (point, algorithm) on `jobs` threads and writes <output>/results.csv (rows of a

@@ -1,0 +1,236 @@
+// `mpirun -np K stragglesim run` as a user runs it (2 and 3 ranks on this host, loopback
+// transports only): the same results.csv bytes and results.json (apart from its status and
+// output fields) as `--jobs 1`, with --shard and --resume too; a failing run ends every rank
+// with the single-process message. Skipped when configure found no mpirun.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "../cli_support.hpp"
+
+namespace ssim::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Bounds every mpirun: a hang fails the test as exit status 124 instead of blocking ctest.
+constexpr int kTimeoutSeconds = 60;
+
+bool have_mpirun() {
+  const std::string exec = STRAGGLESIM_MPIEXEC;
+  return !exec.empty() && access(exec.c_str(), X_OK) == 0;
+}
+
+#define SSIM_REQUIRE_MPIRUN()                                                                      \
+  do {                                                                                             \
+    if (!have_mpirun())                                                                            \
+      GTEST_SKIP() << "no mpirun found at configure time (Debian: openmpi-bin); MPI runs skipped"; \
+  } while (0)
+
+// Open MPI settings through the environment (as tests/gpu_backend/mpi/mpi_cli_test.cpp): run as
+// root, more processes than cores, shared memory and self transports only, no grace period
+// before mpirun kills the ranks of a failed job.
+CommandResult run_mpi(int ranks, const std::string& args) {
+  char dir_template[] = "/tmp/ssim_mpi_run_XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  const std::string out_path = dir + "/out", err_path = dir + "/err";
+  const std::string cmd =
+      "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+      "OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl=self,vader "
+      "OMPI_MCA_odls_base_sigkill_timeout=0 "
+      "timeout -k 5 " +
+      std::to_string(kTimeoutSeconds) + " " + STRAGGLESIM_MPIEXEC + " -np " +
+      std::to_string(ranks) + " " + STRAGGLESIM_BIN + " " + args + " </dev/null >" + out_path +
+      " 2>" + err_path;
+  const int status = std::system(cmd.c_str());
+  CommandResult r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(out_path);
+  r.err = slurp(err_path);
+  fs::remove_all(dir);
+  return r;
+}
+
+bool contains(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
+
+int occurrences(const std::string& text, const std::string& part) {
+  int n = 0;
+  for (auto pos = text.find(part); pos != std::string::npos; pos = text.find(part, pos + 1)) ++n;
+  return n;
+}
+
+// 3 ranks counts x 2 delays x 3 algorithms = 18 runs of unequal cost (ranks^2), random delays.
+std::string experiment_file(const std::string& dir) {
+  fs::create_directories(dir);
+  const std::string path = dir + "/mpi.yaml";
+  std::ofstream(path) << "topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us}\n"
+                         "algorithms: [stragglar, ring, rhd]\n"
+                         "size: 64MiB\n"
+                         "stragglers: {count: 1, delay: {distribution: exponential, mean: 1ms}}\n"
+                         "iterations: 30\nseed: 11\n"
+                         "sweep: {ranks: [4, 8, 16], delays.base.mean: [10us, 100us]}\n"
+                         "delays: {base: {distribution: exponential, mean: 10us}}\n";
+  return path;
+}
+
+std::string temp_dir(const std::string& tag) {
+  const std::string dir = "/tmp/ssim_cli_mpi_" + tag + "_" + std::to_string(::getpid());
+  fs::remove_all(dir);
+  return dir;
+}
+
+// results.json without the fields that differ between equivalent runs by nature.
+nlohmann::json comparable_json(const std::string& dir) {
+  nlohmann::json j = nlohmann::json::parse(slurp(dir + "/results.json"));
+  j.erase("status");
+  j.erase("output");
+  return j;
+}
+
+void expect_same_results(const std::string& a, const std::string& b) {
+  const std::string csv = slurp(a + "/results.csv");
+  ASSERT_FALSE(csv.empty());
+  EXPECT_EQ(csv, slurp(b + "/results.csv")) << a << " vs " << b;
+  EXPECT_EQ(comparable_json(a), comparable_json(b)) << a << " vs " << b;
+}
+
+TEST(CliMpiRun, TwoAndThreeRanksWriteTheSameFilesAsOneThread) {
+  SSIM_REQUIRE_MPIRUN();
+  const std::string dir = temp_dir("ranks");
+  const std::string yaml = experiment_file(dir);
+  const CommandResult one = run_cli("run " + yaml + " -o " + dir + "/one -j 1 -q --no-plots");
+  ASSERT_EQ(one.rc, 0) << one.err;
+  for (int ranks : {2, 3}) {
+    const std::string out = dir + "/np" + std::to_string(ranks);
+    const CommandResult r = run_mpi(ranks, "run " + yaml + " -o " + out + " -j 1 --no-plots");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    expect_same_results(dir + "/one", out);
+    // Only rank 0 prints: one summary, one banner, one progress line per run.
+    EXPECT_EQ(occurrences(r.out, "wrote "), 1) << r.out;
+    EXPECT_TRUE(contains(r.err, "18 runs, " + std::to_string(ranks) + " MPI processes")) << r.err;
+    EXPECT_EQ(occurrences(r.err, "stragglesim run: "), 1) << r.err;
+    EXPECT_EQ(occurrences(r.err, "/18] run "), 18) << r.err;
+    // Every rank is ready before a run starts, and each other rank is handed its first runs
+    // (two per thread), the largest, before rank 0's threads take theirs: ranks=16 is runs
+    // 12..17, so rank 1 runs 12 and 13, rank 2 runs 14 and 15.
+    for (int rank = 1; rank < ranks; ++rank) {
+      const std::string run = "] run " + std::to_string(10 + 2 * rank) + " ranks=16";
+      const std::size_t at = r.err.find(run);
+      ASSERT_NE(at, std::string::npos) << r.err;
+      const std::string line = r.err.substr(at, r.err.find('\n', at) - at);
+      EXPECT_TRUE(line.ends_with(" on rank " + std::to_string(rank))) << line;
+    }
+    // The journal holds every run once.
+    const std::string journal = slurp(out + "/journal.jsonl");
+    EXPECT_EQ(std::count(journal.begin(), journal.end(), '\n'), 19) << journal;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(CliMpiRun, ShardsAndResumeUnderMpi) {
+  SSIM_REQUIRE_MPIRUN();
+  const std::string dir = temp_dir("shards");
+  const std::string yaml = experiment_file(dir);
+  ASSERT_EQ(run_cli("run " + yaml + " -o " + dir + "/one -j 1 -q --no-plots").rc, 0);
+  // Two shards, each over 2 ranks, merged.
+  for (int i = 1; i <= 2; ++i) {
+    const CommandResult r = run_mpi(2, "run " + yaml + " --shard " + std::to_string(i) + "/2 -o " +
+                                           dir + "/shard-" + std::to_string(i) + " -j 1 -q");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(occurrences(r.out, "stragglesim merge"), 1) << r.out;
+  }
+  const CommandResult m =
+      run_cli("merge " + dir + "/shard-1 " + dir + "/shard-2 -o " + dir + "/merged --no-plots");
+  ASSERT_EQ(m.rc, 0) << m.err;
+  expect_same_results(dir + "/one", dir + "/merged");
+
+  // A journal cut after 7 runs (as a kill leaves it), then --resume over 3 ranks: only the
+  // 11 missing runs are run, and the files are the uninterrupted run's.
+  const std::string full = slurp(dir + "/one/journal.jsonl");
+  std::size_t cut = 0;
+  for (int line = 0; line < 8; ++line) cut = full.find('\n', cut) + 1;
+  fs::create_directories(dir + "/resumed");
+  std::ofstream(dir + "/resumed/journal.jsonl") << full.substr(0, cut) << "{\"run\": 9, \"resu";
+  const CommandResult r =
+      run_mpi(3, "run " + yaml + " -o " + dir + "/resumed -j 1 --resume --no-plots");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "resuming: 7 of 18 runs already in")) << r.err;
+  EXPECT_EQ(occurrences(r.err, "/11] run "), 11) << r.err;
+  expect_same_results(dir + "/one", dir + "/resumed");
+  fs::remove_all(dir);
+}
+
+// Point 1 leaves g2 unreachable: its runs fail wherever they run. Every rank ends, rank 0 alone
+// gives the single-process message, and the exit status is not 0.
+TEST(CliMpiRun, AFailingRunEndsEveryRankWithTheMessage) {
+  SSIM_REQUIRE_MPIRUN();
+  const std::string dir = temp_dir("fail");
+  fs::create_directories(dir);
+  const std::string yaml = dir + "/fail.yaml";
+  std::ofstream(yaml)
+      << "topology:\n"
+         "  kind: custom\n"
+         "  nodes: [{name: g0}, {name: g1}, {name: g2}, {name: sw, type: switch}]\n"
+         "  links: []\n"
+         "algorithms: [ring, rhd]\nsize: 1MiB\niterations: 2\n"
+         "sweep:\n"
+         "  topology.links:\n"
+         "    - [{from: g0, to: sw, bandwidth: 1GB/s, latency: 1us}, {from: g1, to: sw, bandwidth: "
+         "1GB/s, latency: 1us},\n"
+         "       {from: g2, to: sw, bandwidth: 1GB/s, latency: 1us}]\n"
+         "    - [{from: g0, to: sw, bandwidth: 1GB/s, latency: 1us}, {from: g1, to: sw, bandwidth: "
+         "1GB/s, latency: 1us}]\n";
+  const CommandResult one = run_cli("run " + yaml + " -o " + dir + "/one -j 1 -q --no-plots");
+  ASSERT_EQ(one.rc, 1);
+  for (int ranks : {2, 3}) {
+    const CommandResult r = run_mpi(ranks, "run " + yaml + " -o " + dir + "/np -j 1 -q --no-plots");
+    EXPECT_NE(r.rc, 0);
+    EXPECT_NE(r.rc, 124) << "mpirun hung";
+    EXPECT_TRUE(contains(r.err, "run 2 (") && contains(r.err, "ring) failed: no route")) << r.err;
+    EXPECT_EQ(occurrences(r.err, "failed: no route"), 1) << r.err;
+    EXPECT_TRUE(contains(r.err, "the 2 runs of the 1 sweep point before it are in " + dir +
+                                    "/np/results.csv (partial)"))
+        << r.err;
+    EXPECT_EQ(slurp(dir + "/np/results.csv"), slurp(dir + "/one/results.csv"));
+  }
+  // A YAML error: one message (rank 0's), not one per rank.
+  std::ofstream(dir + "/bad.yaml")
+      << "algorithms: [ring]\nsize: 1MiB\ntopology: {kind: switch, ranks: 4, "
+         "bandwidth: 1GB/s, latency: 1us}\nsweep: {rnaks: [2, 4]}\n";
+  const CommandResult bad = run_mpi(2, "run " + dir + "/bad.yaml -o " + dir + "/bad -q --no-plots");
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_NE(bad.rc, 124) << "mpirun hung";
+  EXPECT_EQ(occurrences(bad.err, "stragglesim: error:"), 1) << bad.err;
+  EXPECT_TRUE(contains(bad.err, "sweep.rnaks")) << bad.err;
+  // A helper rank started on another experiment (mpirun's A : B form), or on a YAML it cannot
+  // load: refused by rank 0, by name.
+  const std::string other = dir + "/other.yaml";
+  std::ofstream(other) << "algorithms: [ring]\nsize: 1MiB\ntopology: {kind: switch, ranks: 4, "
+                          "bandwidth: 1GB/s, latency: 1us}\n";
+  const std::string good = experiment_file(dir);
+  for (const std::string& helper : {other, dir + "/missing.yaml"}) {
+    const CommandResult r =
+        run_mpi(1, "run " + good + " -o " + dir + "/mixed -q --no-plots : -np 1 " +
+                       STRAGGLESIM_BIN + " run " + helper + " -o " + dir + "/mixed -q");
+    EXPECT_NE(r.rc, 0);
+    EXPECT_NE(r.rc, 124) << "mpirun hung";
+    EXPECT_EQ(occurrences(r.err, "stragglesim: error:"), 1) << r.err;
+    EXPECT_TRUE(contains(r.err, helper == other
+                                    ? "rank 1 of 2 loaded another experiment than rank 0"
+                                    : "rank 1 of 2 could not load the experiment: "))
+        << r.err;
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ssim::testing
