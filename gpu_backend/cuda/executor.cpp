@@ -31,6 +31,10 @@ ncclDataType_t nccl_type(DType dtype) {
       return ncclInt32;
     case DType::int64:
       return ncclInt64;
+    case DType::float16:
+      return ncclFloat16;
+    case DType::bfloat16:
+      return ncclBfloat16;
   }
   SSIM_CHECK(false, "unknown dtype");
   return ncclFloat32;
@@ -459,12 +463,12 @@ struct RankState {
   cudaGraphExec_t exec = nullptr;
 };
 
-// The check's exact AllReduce result per residue (kernels.hpp).
-ExpectedSums expected_sums(int ranks) {
+// The check's exact AllReduce result per residue (kernels.hpp), for inputs of modulus M.
+ExpectedSums expected_sums(int ranks, std::uint64_t modulus) {
   ExpectedSums s{};
   for (std::uint64_t j = 0; j < kInputPeriod; ++j) {
     std::uint64_t sum = 0;
-    for (int r = 0; r < ranks; ++r) sum += input_value_int(r, j);
+    for (int r = 0; r < ranks; ++r) sum += input_value_int(r, j, modulus);
     s.value[j] = static_cast<double>(sum);
   }
   return s;
@@ -478,6 +482,7 @@ struct CollectiveRun::Impl {
   IterationSettings settings;
   std::vector<RankState> states;  // parallel to group.local
   bool device_check = false;      // AllReduce: fill and check on the device
+  std::uint64_t modulus = 0;      // the inputs' value_modulus(dtype, ranks)
   ExpectedSums expected{};
   std::optional<std::chrono::steady_clock::time_point> deadline;
 
@@ -531,7 +536,9 @@ void CollectiveRun::Impl::setup() {
   }
   if (settings.timeout.value <= 0) throw InputError("the watchdog timeout must be > 0");
   device_check = c.plan.collective == alg::Collective::allreduce;
-  expected = expected_sums(c.plan.ranks);
+  // InputError beyond the ranks at which the dtype's sums stay exact (bfloat16: 128).
+  modulus = value_modulus(c.plan.layout.dtype, c.plan.ranks);
+  expected = expected_sums(c.plan.ranks, modulus);
   const std::uint64_t bytes = c.plan.layout.padded_bytes();
   const Split* split = c.phase1 ? &group.split(c.phase1->members) : nullptr;
   states.reserve(group.local.size());
@@ -852,7 +859,7 @@ IterationResult CollectiveRun::Impl::run(bool check) {
     SSIM_CUDA(cudaSetDevice(l.device));
     if (device_check) {
       SSIM_CUDA(launch_fill(kernel_dtype(layout.dtype), s.data.get(), layout.count,
-                            layout.padded_count(), l.rank, max_blocks(i), l.stream));
+                            layout.padded_count(), l.rank, modulus, max_blocks(i), l.stream));
     } else {
       SSIM_CUDA(
           cudaMemcpyAsync(s.data.get(), s.input.data(), bytes, cudaMemcpyHostToDevice, l.stream));

@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "schema/result_csv.hpp"
@@ -105,6 +106,30 @@ TEST(EmulatedCli, SingleGpuTransportAndNcclAllReduce) {
   EXPECT_TRUE(contains(b.out, "# Out of bounds values : 0 OK")) << b.out;
   const auto c = run_cli("run --algo stragglar --ranks 7 --straggler 0 --phase1 nccl-rs -b 64K");
   EXPECT_EQ(c.rc, 0) << c.err;
+}
+
+// The 16-bit types end to end: schedules and ncclAllReduce reduce in half / bfloat16, the
+// device check is exact (#wrong 0) and the rows name the type.
+TEST(EmulatedCli, HalfAndBfloat16RunEndToEnd) {
+  for (const auto& [flag, type] : {std::pair<std::string, std::string>{"half", "float16"},
+                                   std::pair<std::string, std::string>{"bf16", "bfloat16"}}) {
+    for (const char* algo : {"stragglar", "rhd", "nccl"}) {
+      const std::string csv = temp_path();
+      const auto r = run_cli(std::string("run --algo ") + algo + " --ranks 8 -b 4K -e 64K -f 4 -n 2 " +
+                             "--delay 1ms -d " + flag + " --csv " + csv);
+      ASSERT_EQ(r.rc, 0) << algo << " " << flag << ": " << r.err;
+      EXPECT_TRUE(contains(r.out, "# Out of bounds values : 0 OK")) << r.out;
+      EXPECT_TRUE(contains(r.out, " " + type + " ")) << r.out;
+      std::ifstream in(csv);
+      const std::vector<schema::ResultRow> rows = schema::read_result_csv(in, csv);
+      ASSERT_EQ(rows.size(), 6u) << algo << " " << flag;
+      for (const schema::ResultRow& row : rows) {
+        EXPECT_EQ(row.dtype, type);
+        EXPECT_EQ(row.wrong, std::optional<std::uint64_t>(0)) << algo << " " << flag;
+      }
+      std::remove(csv.c_str());
+    }
+  }
 }
 
 TEST(EmulatedCli, MoreRanksThanEmulatedGpus) {
