@@ -42,6 +42,17 @@ ncclDataType_t nccl_type(DType dtype) {
 
 using Clock = std::chrono::steady_clock;
 
+// An iteration's results reduced over the processes (one process per GPU): kMaxima values
+// by max, then kSums by sum, in the group's sync buffer. The maxima: max finish, UINT64_MAX -
+// min arrival, max arrival, the straggler's measured delay, max own time, UINT64_MAX - min own
+// time, rank 0's own time; the sums: wrong, checked, sum of own times (own: finish - start).
+constexpr int kMaxima = 7;
+constexpr int kSums = 3;
+constexpr std::size_t kSumsOffset = 64;
+constexpr std::size_t kSyncBytes = 128;
+static_assert(kMaxima * sizeof(std::uint64_t) <= kSumsOffset &&
+              kSumsOffset + kSums * sizeof(std::uint64_t) <= kSyncBytes);
+
 // Apply-kernel blocks per SM: 8 blocks of 256 threads fill an SM's 2048 thread slots.
 constexpr int kApplyBlocksPerSm = 8;
 
@@ -199,7 +210,7 @@ struct DeviceGroup::Impl {
   std::string name;     // GPU name of the first local rank
   std::vector<LocalRank> local;
   std::vector<Split> splits;
-  DeviceBuffer sync;  // one process per GPU: barrier and result reduction, 64 bytes
+  DeviceBuffer sync;  // one process per GPU: barrier and result reduction, kSyncBytes
 
   Impl() = default;
   Impl(const Impl&) = delete;
@@ -289,21 +300,25 @@ struct DeviceGroup::Impl {
   }
 
   // Max of `maxima` and sum of `sums` over all processes (in place).
-  void combine(std::uint64_t (&maxima)[4], std::uint64_t (&sums)[2], Clock::time_point deadline) {
+  void combine(std::uint64_t (&maxima)[kMaxima], std::uint64_t (&sums)[kSums],
+               Clock::time_point deadline) {
     if (!one_process_per_gpu) return;
     const LocalRank& l = local.front();
     std::byte* d = sync.get();
     SSIM_CUDA(cudaSetDevice(l.device));
     SSIM_CUDA(cudaMemcpyAsync(d, maxima, sizeof maxima, cudaMemcpyHostToDevice, l.stream));
-    SSIM_CUDA(cudaMemcpyAsync(d + 32, sums, sizeof sums, cudaMemcpyHostToDevice, l.stream));
+    SSIM_CUDA(
+        cudaMemcpyAsync(d + kSumsOffset, sums, sizeof sums, cudaMemcpyHostToDevice, l.stream));
     {
       NcclGroup group;
-      SSIM_NCCL(ncclAllReduce(d, d, 4, ncclUint64, ncclMax, l.comm, l.stream));
-      SSIM_NCCL(ncclAllReduce(d + 32, d + 32, 2, ncclUint64, ncclSum, l.comm, l.stream));
+      SSIM_NCCL(ncclAllReduce(d, d, kMaxima, ncclUint64, ncclMax, l.comm, l.stream));
+      SSIM_NCCL(ncclAllReduce(d + kSumsOffset, d + kSumsOffset, kSums, ncclUint64, ncclSum, l.comm,
+                              l.stream));
       group.end();
     }
     SSIM_CUDA(cudaMemcpyAsync(maxima, d, sizeof maxima, cudaMemcpyDeviceToHost, l.stream));
-    SSIM_CUDA(cudaMemcpyAsync(sums, d + 32, sizeof sums, cudaMemcpyDeviceToHost, l.stream));
+    SSIM_CUDA(
+        cudaMemcpyAsync(sums, d + kSumsOffset, sizeof sums, cudaMemcpyDeviceToHost, l.stream));
     wait_cross_process(deadline, "combining the results of the processes");
   }
 
@@ -397,9 +412,9 @@ DeviceGroup DeviceGroup::one_rank(int rank, int ranks, int device, IdExchange& i
   SSIM_NCCL(ncclCommInitRank(&comm, ranks, id, rank));
   ids.finished(rank);
   impl->add_rank(rank, device, comm);
-  impl->sync = DeviceBuffer(device, 64);
+  impl->sync = DeviceBuffer(device, kSyncBytes);
   const LocalRank& l = impl->local.front();
-  SSIM_CUDA(cudaMemsetAsync(impl->sync.get(), 0, 64, l.stream));
+  SSIM_CUDA(cudaMemsetAsync(impl->sync.get(), 0, kSyncBytes, l.stream));
   SSIM_CUDA(cudaStreamSynchronize(l.stream));
   return DeviceGroup(std::move(impl));
 }
@@ -884,9 +899,9 @@ IterationResult CollectiveRun::Impl::run(bool check) {
   wait_for_completion();
 
   IterationResult result;
-  // Over this process's ranks: max finish, max (UINT64_MAX - arrival) (= min arrival), max
-  // arrival, the straggler's measured delay; then over every process.
-  std::uint64_t maxima[4] = {0, 0, 0, 0};
+  // Over this process's ranks (the order of kMaxima above); then over every process.
+  std::uint64_t maxima[kMaxima] = {0, 0, 0, 0, 0, 0, 0};
+  std::uint64_t sums[kSums] = {0, 0, 0};  // wrong, checked, sum of own times
   for (std::size_t i = 0; i < states.size(); ++i) {
     const MappedStamps& st = states[i].stamps;
     RankStamps rs;
@@ -903,10 +918,14 @@ IterationResult CollectiveRun::Impl::run(bool check) {
     maxima[2] = std::max(maxima[2], rs.arrival);
     if (settings.delay.value > 0 && rs.rank == settings.straggler)
       maxima[3] = rs.arrival - rs.start;
+    const std::uint64_t own = rs.finish - rs.start;
+    maxima[4] = std::max(maxima[4], own);
+    maxima[5] = std::max(maxima[5], UINT64_MAX - own);
+    if (rs.rank == 0) maxima[6] = own;
+    sums[2] += own;
     result.stamps.push_back(std::move(rs));
   }
 
-  std::uint64_t sums[2] = {0, 0};  // wrong, checked
   if (check) {
     std::vector<unsigned long long> wrong(states.size(), 0);
     for (std::size_t i = 0; i < states.size(); ++i) {
@@ -948,6 +967,22 @@ IterationResult CollectiveRun::Impl::run(bool check) {
   result.time = Seconds{static_cast<double>(maxima[0] - min_arrival) * 1e-9};
   result.after_last_arrival = Seconds{static_cast<double>(maxima[0] - maxima[2]) * 1e-9};
   result.delay = Seconds{static_cast<double>(maxima[3]) * 1e-9};
+  double rank_time_ns = 0;
+  switch (settings.average) {
+    case RankAverage::rank0:
+      rank_time_ns = static_cast<double>(maxima[6]);
+      break;
+    case RankAverage::mean:
+      rank_time_ns = static_cast<double>(sums[2]) / static_cast<double>(c.plan.ranks);
+      break;
+    case RankAverage::min:
+      rank_time_ns = static_cast<double>(UINT64_MAX - maxima[5]);
+      break;
+    case RankAverage::max:
+      rank_time_ns = static_cast<double>(maxima[4]);
+      break;
+  }
+  result.rank_time = Seconds{rank_time_ns * 1e-9};
   if (check) result.wrong = sums[0];
   result.checked = sums[1];
   return result;

@@ -57,7 +57,7 @@ TEST(EmulatedCli, RunWritesTheTableTheCsvAndTheTimeline) {
   for (const char* launch : {"graph", "eager"}) {
     const std::string csv = temp_path(), timeline = temp_path();
     const auto r = run_cli(std::string("run --algo stragglar --ranks 8 -b 64K -e 256K -f 4 -n 3 "
-                                       "-w 1 --delay 2ms --launch ") +
+                                       "-c 3 -w 1 --delay 2ms --launch ") +
                            launch + " --csv " + csv + " --timeline " + timeline);
     ASSERT_EQ(r.rc, 0) << r.err;
     EXPECT_TRUE(contains(r.out, std::string("launch ") + launch)) << r.out;
@@ -115,7 +115,7 @@ TEST(EmulatedCli, HalfAndBfloat16RunEndToEnd) {
                                    std::pair<std::string, std::string>{"bf16", "bfloat16"}}) {
     for (const char* algo : {"stragglar", "rhd", "nccl"}) {
       const std::string csv = temp_path();
-      const auto r = run_cli(std::string("run --algo ") + algo + " --ranks 8 -b 4K -e 64K -f 4 -n 2 " +
+      const auto r = run_cli(std::string("run --algo ") + algo + " --ranks 8 -b 4K -e 64K -f 4 -n 2 -c 2 " +
                              "--delay 1ms -d " + flag + " --csv " + csv);
       ASSERT_EQ(r.rc, 0) << algo << " " << flag << ": " << r.err;
       EXPECT_TRUE(contains(r.out, "# Out of bounds values : 0 OK")) << r.out;
@@ -130,6 +130,90 @@ TEST(EmulatedCli, HalfAndBfloat16RunEndToEnd) {
       std::remove(csv.c_str());
     }
   }
+}
+
+// The table's time column (us) of each size row: the lines not starting with '#'.
+std::vector<double> time_column(const std::string& out) {
+  std::vector<double> times;
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream cells(line);
+    std::vector<std::string> c;
+    std::string cell;
+    while (cells >> cell) c.push_back(cell);
+    if (c.size() >= 6) times.push_back(std::stod(c[5]));
+  }
+  return times;
+}
+
+// -a: each rank's own start-to-finish time combined over ranks; min <= rank 0, mean <= max.
+TEST(EmulatedCli, RankAverageCombinesEachRanksOwnTime) {
+  std::vector<std::vector<double>> by_mode;
+  for (int a = 0; a <= 3; ++a) {
+    const auto r = run_cli("run --algo ring --ranks 4 -b 64K -e 256K -f 4 -n 2 -w 0 --delay 1ms "
+                           "--straggler 3 -a " + std::to_string(a));
+    ASSERT_EQ(r.rc, 0) << r.err;
+    const char* names[] = {"rank 0", "mean", "min", "max"};
+    EXPECT_TRUE(contains(r.out, std::string(names[a]) + " over ranks (-a)")) << r.out;
+    by_mode.push_back(time_column(r.out));
+    ASSERT_EQ(by_mode.back().size(), 2u) << r.out;
+  }
+  for (std::size_t i = 0; i < 2; ++i) {
+    const double rank0 = by_mode[0][i], mean = by_mode[1][i], min = by_mode[2][i],
+                 max = by_mode[3][i];
+    EXPECT_GE(min, 1000.0);  // every rank waits for the 1 ms straggler
+    EXPECT_LE(min, rank0 + 50);  // separate runs: a margin for the stand-in's own timing
+    EXPECT_LE(rank0, max + 50);
+    EXPECT_LE(min, mean + 50);
+    EXPECT_LE(mean, max + 50);
+  }
+}
+
+// -c N: the first N timed iterations are checked (the CSV's wrong column is empty on the
+// others), N beyond -n adds untimed checked iterations; -J writes nccl-tests' JSON; rows
+// carry the NCCL version and, for nccl, NCCL_ALGO / NCCL_PROTO from the environment.
+TEST(EmulatedCli, CheckCountJsonAndNcclColumns) {
+  const std::string csv = temp_path(), json = temp_path();
+  setenv("NCCL_ALGO", "Ring", 1);
+  setenv("NCCL_PROTO", "Simple", 1);
+  const auto r = run_cli("run --algo nccl --ranks 4 -b 4K -e 16K -f 4 -n 3 -c 2 --csv " + csv +
+                         " -J " + json);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "check 2 per size (device)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "# JSON: " + json)) << r.out;
+  {
+    std::ifstream in(csv);
+    const std::vector<schema::ResultRow> rows = schema::read_result_csv(in, csv);
+    ASSERT_EQ(rows.size(), 6u);
+    for (const schema::ResultRow& row : rows) {
+      EXPECT_EQ(row.wrong.has_value(), row.iteration < 2) << row.iteration;
+      EXPECT_FALSE(row.nccl_version.empty());
+      EXPECT_EQ(row.nccl_algo, "Ring");
+      EXPECT_EQ(row.nccl_proto, "Simple");
+    }
+  }
+  std::ifstream in(json);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_TRUE(contains(text.str(), "\"stragglesim-gpu\"")) << text.str();
+  EXPECT_TRUE(contains(text.str(), "\"out_of_place\"")) << text.str();
+  EXPECT_TRUE(contains(text.str(), "\"nwrong\"")) << text.str();
+  // Schedules record the NCCL version but no NCCL_ALGO / NCCL_PROTO (NCCL only moves bytes).
+  const auto s = run_cli("run --algo ring --ranks 4 -b 4K -n 2 -c 5 --csv " + csv);
+  unsetenv("NCCL_ALGO");
+  unsetenv("NCCL_PROTO");
+  ASSERT_EQ(s.rc, 0) << s.err;
+  EXPECT_TRUE(contains(s.out, "# Out of bounds values : 0 OK")) << s.out;
+  std::ifstream in2(csv);
+  for (const schema::ResultRow& row : schema::read_result_csv(in2, csv)) {
+    EXPECT_EQ(row.wrong, std::optional<std::uint64_t>(0));
+    EXPECT_FALSE(row.nccl_version.empty());
+    EXPECT_EQ(row.nccl_algo, "");
+  }
+  std::remove(csv.c_str());
+  std::remove(json.c_str());
 }
 
 TEST(EmulatedCli, MoreRanksThanEmulatedGpus) {
