@@ -13,8 +13,8 @@
 #include "gpu_backend/cuda/check.hpp"
 #include "gpu_backend/cuda/devices.hpp"
 #include "gpu_backend/cuda/executor.hpp"
-#include "schema/result_csv.hpp"
 #include "gpu_backend/run_table.hpp"
+#include "schema/result_csv.hpp"
 
 namespace ssim::gpu {
 
@@ -26,9 +26,8 @@ void print_header(std::ostream& out, const RunOptions& o, int ranks, const Devic
       << to_string(o.dtype) << " sum, transport " << to_string(o.transport) << ", phase 1 "
       << to_string(o.phase1) << "\n";
   out << "# " << o.iterations << " iterations after " << o.warmup << " warm-up, check "
-      << (o.check_iterations > 0
-              ? std::to_string(o.check_iterations) + " per size (device)"
-              : std::string("off"))
+      << (o.check_iterations > 0 ? std::to_string(o.check_iterations) + " per size (device)"
+                                 : std::string("off"))
       << ", launch " << to_string(o.launch) << ", watchdog " << format_time(o.timeout)
       << " per size\n";
   out << "# clock: %globaltimer stamps; time = each rank's finish - start, " << to_string(o.average)
@@ -218,8 +217,8 @@ SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
     }
   }
   if (leader) {
-    out << run_table_footer(busbw_sum / static_cast<double>(o.sizes.size()),
-                            o.check_iterations > 0, outcome.wrong);
+    out << run_table_footer(busbw_sum / static_cast<double>(o.sizes.size()), o.check_iterations > 0,
+                            outcome.wrong);
     if (csv) {
       csv_file.flush();
       if (!csv_file) throw InputError("writing the result CSV --csv " + o.output + " failed");

@@ -104,9 +104,9 @@ struct RankStamps {
 };
 
 struct IterationResult {
-  Seconds time;                        // max finish - min arrival, every rank of every process
-  Seconds delay;                       // measured on the straggler; 0 without a delay
-  Seconds after_last_arrival;          // max finish - max arrival
+  Seconds time;                // max finish - min arrival, every rank of every process
+  Seconds delay;               // measured on the straggler; 0 without a delay
+  Seconds after_last_arrival;  // max finish - max arrival
   // Each rank's own finish - start (start: before its delay), combined over every rank of
   // every process as settings.average says (nccl-tests' -a: rank 0, mean, min, max).
   Seconds rank_time;

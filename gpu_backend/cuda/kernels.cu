@@ -189,8 +189,8 @@ namespace {
 template <class T>
 cudaError_t fill_typed(void* data, std::uint64_t count, std::uint64_t padded, int rank,
                        std::uint64_t modulus, int max_blocks, cudaStream_t stream) {
-  fill_kernel<T><<<grid_for(padded, max_blocks), kApplyThreads, 0, stream>>>(static_cast<T*>(data),
-                                                                             count, padded, rank, modulus);
+  fill_kernel<T><<<grid_for(padded, max_blocks), kApplyThreads, 0, stream>>>(
+      static_cast<T*>(data), count, padded, rank, modulus);
   return cudaGetLastError();
 }
 template <class T>
@@ -217,7 +217,8 @@ cudaError_t launch_fill(int dtype, void* data, std::uint64_t count, std::uint64_
     case kDtypeFloat16:
       return fill_typed<__half>(data, count, padded_count, rank, modulus, max_blocks, stream);
     case kDtypeBfloat16:
-      return fill_typed<__nv_bfloat16>(data, count, padded_count, rank, modulus, max_blocks, stream);
+      return fill_typed<__nv_bfloat16>(data, count, padded_count, rank, modulus, max_blocks,
+                                       stream);
   }
   return cudaErrorInvalidValue;
 }

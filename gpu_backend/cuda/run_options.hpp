@@ -51,9 +51,9 @@ struct RunOptions {
   std::optional<int> nranks;
   std::string id_file;
   Seconds id_timeout{60.0};
-  std::optional<int> device;  // this process's GPU; default rank (mpi: local rank) % GPUs
-  std::string output;         // result CSV path; empty: none
-  std::string json;           // -J: the table as nccl-tests JSON; empty: none
+  std::optional<int> device;      // this process's GPU; default rank (mpi: local rank) % GPUs
+  std::string output;             // result CSV path; empty: none
+  std::string json;               // -J: the table as nccl-tests JSON; empty: none
   std::vector<std::string> args;  // the command line, for the JSON
   Launch launch = Launch::graph;
   Seconds timeout{60.0};  // the watchdog's budget per size

@@ -86,7 +86,7 @@ TEST(GpuCli, HelpListsTheRunOptions) {
        {"-b,--minbytes", "-e,--maxbytes", "-f,--stepfactor", "-n,--iters", "-w,--warmup_iters",
         "-c,--check",    "--algo",        "--ranks",         "--delay",    "--straggler",
         "--dtype",       "--transport",   "--phase1",        "--rank",     "--nranks",
-        "--id-file",     "--csv",   "--launch",        "--timeout",  "--timeline"}) {
+        "--id-file",     "--csv",         "--launch",        "--timeout",  "--timeline"}) {
     EXPECT_TRUE(contains(r.out, flag)) << flag;
   }
 }
