@@ -50,6 +50,7 @@ TEST(GpuCli, BadInputGivesOneClearMessage) {
       {"run --ranks 2 -c -1", "-c (checked iterations) must be >= 0, got -1"},
       {"run --ranks 2 -a 4", "-a must be 0 (rank 0), 1 (mean), 2 (min) or 3 (max), got 4"},
       {"run --ranks 2 --dtype fp8", "unknown data type 'fp8'"},
+      {"run --ranks 129 -d bf16", "so the exact check allows at most 128 ranks"},
       {"run --ranks 2 --transport mpi", "unknown transport 'mpi'"},
       {"run --ranks 2 --phase1 rs", "unknown phase-1 mode 'rs'"},
       {"run --ranks 2 --launch lazy", "unknown launch mode 'lazy' (expected graph or eager)"},
