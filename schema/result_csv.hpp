@@ -16,7 +16,7 @@
 //   algorithm             registry name, "nccl" (ncclAllReduce), or "NAME+nccl-rs" (phase 1
 //                         run as ncclReduceScatter)
 //   ranks, bytes          collective size: per-rank buffer in bytes
-//   dtype                 float32 | float64 | int32 | int64
+//   dtype                 float32 | float64 | int32 | int64 | float16 | bfloat16
 //   delay_s               arrival delay of the straggler, seconds (0: none)
 //   straggler             the rank that arrives late; empty when delay_s is 0
 //   iteration             0-based index of the run within its (algorithm, size) series

@@ -39,18 +39,12 @@ ssim::gpu::RunOptions to_options(const ssim::gpu::NcclTestsFlags& flags, const R
                                  ssim::gpu::RunOptions o) {
   using namespace ssim::gpu;
   const NcclTestsSettings s = resolve_nccl_tests_flags(flags);
-  // Not wired into the CUDA driver (gpu_backend/cuda/driver.cpp) yet: refused, not ignored.
-  if (!s.json.empty()) throw ssim::InputError("-J: stragglesim-gpu does not write JSON yet");
-  if (s.average != RankAverage::mean)
-    throw ssim::InputError("-a: stragglesim-gpu reports the first-arrival-to-last-finish time");
-  if (s.check_iterations > 1) {
-    throw ssim::InputError("-c must be 0 or 1, got " + std::to_string(s.check_iterations) +
-                           " (stragglesim-gpu checks every iteration or none)");
-  }
   o.sizes = s.sizes;
   o.iterations = s.iterations;
   o.warmup = s.warmup;
-  o.check = s.check_iterations > 0;
+  o.check_iterations = s.check_iterations;
+  o.average = s.average;
+  o.json = s.json;
   o.algorithm = s.algorithm;
   o.algorithm_options = s.algorithm_options;
   o.delay = s.delay;
@@ -138,6 +132,7 @@ int main(int argc, char** argv) {
                   "write every rank's arrival, per-round end and finish (%globaltimer) as CSV");
   int exit_code = 0;
   run->callback([&] {
+    o.args.assign(argv, argv + argc);
     const ssim::gpu::SweepOutcome r =
         ssim::gpu::run_sweep(with_mpi(to_options(flags, a, o), mpi.get()), std::cout);
     if (r.wrong > 0) {

@@ -6,6 +6,8 @@
 
 #include "algorithms/generators.hpp"
 #include "common/error.hpp"
+#include "gpu_backend/cuda/kernels.hpp"
+#include "gpu_backend/host_executor.hpp"
 
 namespace ssim::gpu {
 
@@ -39,17 +41,19 @@ Launch parse_launch(std::string_view name) {
 }
 
 int kernel_dtype(DType dtype) {
-  // The codes of kernels.hpp: kDtypeFloat32 = 0, kDtypeFloat64 = 1, kDtypeInt32 = 2,
-  // kDtypeInt64 = 3.
   switch (dtype) {
     case DType::float32:
-      return 0;
+      return kDtypeFloat32;
     case DType::float64:
-      return 1;
+      return kDtypeFloat64;
     case DType::int32:
-      return 2;
+      return kDtypeInt32;
     case DType::int64:
-      return 3;
+      return kDtypeInt64;
+    case DType::float16:
+      return kDtypeFloat16;
+    case DType::bfloat16:
+      return kDtypeBfloat16;
   }
   SSIM_CHECK(false, "unknown dtype");
   return 0;
@@ -244,6 +248,9 @@ RingReduceScatter find_phase1_ring_reduce_scatter(const alg::Schedule& s) {
 
 PreparedCollective prepare_collective(const CollectiveSpec& spec) {
   PreparedCollective out;
+  // The check's sums are exact in the dtype only up to a rank count (bfloat16: 128); beyond,
+  // value_modulus is an InputError naming the limit, before any plan or device work.
+  const auto check_rank_limit = [&] { static_cast<void>(value_modulus(spec.dtype, spec.ranks)); };
   if (spec.algorithm == kNcclAlgorithm) {
     if (!spec.options.values().empty())
       throw InputError("algorithm nccl (ncclAllReduce) takes no options");
@@ -252,6 +259,7 @@ PreparedCollective prepare_collective(const CollectiveSpec& spec) {
     if (spec.ranks < 1) throw InputError("--ranks must be >= 1, got " + std::to_string(spec.ranks));
     out.label = std::string(kNcclAlgorithm);
     out.nccl_allreduce = true;
+    check_rank_limit();
     const alg::Schedule none =
         alg::Schedule::make(alg::Collective::allreduce, out.label, spec.ranks, 1);
     out.plan = lower(none, spec.bytes, spec.dtype);
@@ -270,6 +278,7 @@ PreparedCollective prepare_collective(const CollectiveSpec& spec) {
                      std::string(kNcclAlgorithm) + ")");
   }
   const alg::Schedule schedule = alg::generate(spec.algorithm, spec.ranks, spec.options);
+  check_rank_limit();
   out.label = schedule.algorithm;
   if (spec.phase1 == Phase1::nccl_rs) {
     out.phase1 = find_phase1_ring_reduce_scatter(schedule);

@@ -39,14 +39,21 @@ std::string format_device_report(const DeviceReport& r) {
      << (r.driver_version ? std::to_string(r.driver_version / 1000) + "." +
                                 std::to_string((r.driver_version % 1000) / 10)
                           : std::string("none"))
-     << ", NCCL " << r.nccl_version / 10000 << "." << (r.nccl_version % 10000) / 100 << "."
-     << r.nccl_version % 100 << "\n";
+     << ", NCCL " << format_nccl_version(r.nccl_version) << "\n";
   if (r.devices.empty()) os << "no GPU: " << r.no_device_reason << "\n";
   for (const DeviceInfo& d : r.devices) {
     os << "GPU " << d.index << ": " << d.name << ", " << d.memory_gib << " GiB, " << d.sm_count
        << " SMs, sm_" << d.compute_major << d.compute_minor << "\n";
   }
   return os.str();
+}
+
+std::string format_nccl_version(int code) {
+  if (code <= 0) return "";
+  const bool old = code < 20900;  // NCCL_VERSION_CODE before 2.9: X * 1000 + Y * 100 + Z
+  const int major = old ? code / 1000 : code / 10000;
+  const int minor = old ? (code % 1000) / 100 : (code % 10000) / 100;
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(code % 100);
 }
 
 }  // namespace ssim::gpu

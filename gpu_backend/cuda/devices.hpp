@@ -28,5 +28,8 @@ struct DeviceReport {
 
 DeviceReport query_devices();
 std::string format_device_report(const DeviceReport& r);
+// ncclGetVersion's code as "major.minor.patch" (22803 -> "2.28.3"; codes before NCCL 2.9 are
+// major * 1000 + minor * 100 + patch); "" for 0.
+std::string format_nccl_version(int code);
 
 }  // namespace ssim::gpu

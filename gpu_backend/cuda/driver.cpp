@@ -13,8 +13,8 @@
 #include "gpu_backend/cuda/check.hpp"
 #include "gpu_backend/cuda/devices.hpp"
 #include "gpu_backend/cuda/executor.hpp"
-#include "schema/result_csv.hpp"
 #include "gpu_backend/run_table.hpp"
+#include "schema/result_csv.hpp"
 
 namespace ssim::gpu {
 
@@ -26,10 +26,12 @@ void print_header(std::ostream& out, const RunOptions& o, int ranks, const Devic
       << to_string(o.dtype) << " sum, transport " << to_string(o.transport) << ", phase 1 "
       << to_string(o.phase1) << "\n";
   out << "# " << o.iterations << " iterations after " << o.warmup << " warm-up, check "
-      << (o.check ? "on (device)" : "off") << ", launch " << to_string(o.launch) << ", watchdog "
-      << format_time(o.timeout) << " per size\n";
-  out << "# clock: %globaltimer stamps; time = max finish - min arrival, after-last = max finish "
-         "- max arrival\n";
+      << (o.check_iterations > 0 ? std::to_string(o.check_iterations) + " per size (device)"
+                                 : std::string("off"))
+      << ", launch " << to_string(o.launch) << ", watchdog " << format_time(o.timeout)
+      << " per size\n";
+  out << "# clock: %globaltimer stamps; time = each rank's finish - start, " << to_string(o.average)
+      << " over ranks (-a); after-last = max finish - max arrival\n";
   if (settings.delay.value > 0) {
     out << "# straggler: rank " << settings.straggler << " arrives " << format_time(settings.delay)
         << " late (spin on %globaltimer; the CSV's delay_s is the measured spin)\n";
@@ -99,9 +101,19 @@ SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
   std::optional<schema::ResultCsvWriter> csv;
   if (leader && !o.output.empty()) {
     csv_file.open(o.output);
-    if (!csv_file) throw InputError("cannot write the result CSV -o " + o.output);
+    if (!csv_file) throw InputError("cannot write the result CSV --csv " + o.output);
     csv.emplace(csv_file);
   }
+  std::ofstream json_file;
+  if (leader && !o.json.empty()) {
+    json_file.open(o.json);
+    if (!json_file) throw InputError("cannot write the JSON -J " + o.json);
+  }
+  const std::string nccl_version = format_nccl_version(report.nccl_version);
+  // What NCCL was asked for, recorded on ncclAllReduce's rows (empty: NCCL's own choice).
+  const bool nccl_rows = o.algorithm == kNcclAlgorithm;
+  const std::string nccl_algo = nccl_rows ? nccl_env("NCCL_ALGO") : std::string();
+  const std::string nccl_proto = nccl_rows ? nccl_env("NCCL_PROTO") : std::string();
   std::ofstream timeline;
   if (!o.timeline.empty()) {
     const std::string path = leader ? o.timeline : o.timeline + ".rank" + std::to_string(*o.rank);
@@ -130,29 +142,38 @@ SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
   settings.straggler = o.delay.value > 0 ? straggler_rank(o, ranks) : -1;
   settings.launch = o.launch;
   settings.timeout = o.timeout;
+  settings.average = o.average;
   if (leader) print_header(out, o, ranks, *group, settings);
 
   SweepOutcome outcome;
   double busbw_sum = 0;
+  std::vector<SizeRow> table;
+  std::string label = o.algorithm;  // the collective's name as the rows give it
   for (std::size_t si = 0; si < prepared.size(); ++si) {
     const std::uint64_t bytes = o.sizes[si];
     CollectiveRun run(*group, std::move(prepared[si]), settings);
     const PreparedCollective& c = run.collective();
+    label = c.label;
     for (int w = 0; w < o.warmup; ++w) run.run(false);
 
     double time_sum = 0;
     double after_sum = 0;
+    double rank_time_sum = 0;
     std::uint64_t wrong = 0;
+    auto note_failure = [&](const IterationResult& r, const std::string& which) {
+      wrong += r.wrong.value_or(0);
+      if (!r.local.ok() && outcome.first_failure.empty()) {
+        outcome.first_failure =
+            "size " + std::to_string(bytes) + " B, " + which + ": " + r.local.to_string();
+      }
+    };
     for (int it = 0; it < o.iterations; ++it) {
-      const IterationResult r = run.run(o.check);
+      const IterationResult r = run.run(it < o.check_iterations);
       if (timeline.is_open()) write_timeline(timeline, c.label, ranks, bytes, it, r);
       time_sum += r.time.value;
       after_sum += r.after_last_arrival.value;
-      wrong += r.wrong.value_or(0);
-      if (!r.local.ok() && outcome.first_failure.empty()) {
-        outcome.first_failure = "size " + std::to_string(bytes) + " B, iteration " +
-                                std::to_string(it) + ": " + r.local.to_string();
-      }
+      rank_time_sum += r.rank_time.value;
+      note_failure(r, "iteration " + std::to_string(it));
       if (csv) {
         schema::ResultRow row;
         row.source = schema::ResultSource::measured;
@@ -169,9 +190,15 @@ SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
         row.wrong = r.wrong;
         row.device = group->description();
         row.timestamp = schema::utc_timestamp_now();
+        row.nccl_version = nccl_version;
+        row.nccl_algo = nccl_algo;
+        row.nccl_proto = nccl_proto;
         csv->write(row);
       }
     }
+    // -c beyond -n: the remaining checks on untimed iterations, as nccl-tests checks apart.
+    for (int extra = o.iterations; extra < o.check_iterations; ++extra)
+      note_failure(run.run(true), "checked iteration " + std::to_string(extra));
     outcome.wrong += wrong;
     const SizeRow row{.bytes = bytes,
                       .count = c.plan.layout.count,
@@ -179,8 +206,10 @@ SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
                       .ranks = ranks,
                       .mean_time_s = time_sum / o.iterations,
                       .mean_after_last_s = after_sum / o.iterations,
-                      .check = o.check,
-                      .wrong = wrong};
+                      .check = o.check_iterations > 0,
+                      .wrong = wrong,
+                      .rank_time_s = rank_time_sum / o.iterations};
+    table.push_back(row);
     busbw_sum += row.busbw_GBps();
     if (leader) {
       out << format_size_row(row);
@@ -188,9 +217,32 @@ SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
     }
   }
   if (leader) {
-    out << run_table_footer(busbw_sum / static_cast<double>(o.sizes.size()), o.check,
+    out << run_table_footer(busbw_sum / static_cast<double>(o.sizes.size()), o.check_iterations > 0,
                             outcome.wrong);
-    if (csv) out << "# results: " << o.output << "\n";
+    if (csv) {
+      csv_file.flush();
+      if (!csv_file) throw InputError("writing the result CSV --csv " + o.output + " failed");
+      out << "# results: " << o.output << "\n";
+    }
+    if (json_file.is_open()) {
+      RunJsonHeader h;
+      h.program = "stragglesim-gpu";
+      h.args = o.args;
+      h.device = group->description();
+      h.ranks = ranks;
+      h.iterations = o.iterations;
+      h.warmup = o.warmup;
+      h.check_iterations = o.check_iterations;
+      h.average = std::string(to_string(o.average));
+      h.delay_s = settings.delay.value;
+      if (settings.straggler >= 0) h.straggler = settings.straggler;
+      h.algorithm = label;
+      h.nccl_version = nccl_version;
+      json_file << run_json(h, table);
+      json_file.flush();
+      if (!json_file) throw InputError("writing the JSON -J " + o.json + " failed");
+      out << "# JSON: " << o.json << "\n";
+    }
     if (timeline.is_open()) out << "# timeline: " << o.timeline << "\n";
   }
   return outcome;

@@ -31,12 +31,27 @@ ncclDataType_t nccl_type(DType dtype) {
       return ncclInt32;
     case DType::int64:
       return ncclInt64;
+    case DType::float16:
+      return ncclFloat16;
+    case DType::bfloat16:
+      return ncclBfloat16;
   }
   SSIM_CHECK(false, "unknown dtype");
   return ncclFloat32;
 }
 
 using Clock = std::chrono::steady_clock;
+
+// An iteration's results reduced over the processes (one process per GPU): kMaxima values
+// by max, then kSums by sum, in the group's sync buffer. The maxima: max finish, UINT64_MAX -
+// min arrival, max arrival, the straggler's measured delay, max own time, UINT64_MAX - min own
+// time, rank 0's own time; the sums: wrong, checked, sum of own times (own: finish - start).
+constexpr int kMaxima = 7;
+constexpr int kSums = 3;
+constexpr std::size_t kSumsOffset = 64;
+constexpr std::size_t kSyncBytes = 128;
+static_assert(kMaxima * sizeof(std::uint64_t) <= kSumsOffset &&
+              kSumsOffset + kSums * sizeof(std::uint64_t) <= kSyncBytes);
 
 // Apply-kernel blocks per SM: 8 blocks of 256 threads fill an SM's 2048 thread slots.
 constexpr int kApplyBlocksPerSm = 8;
@@ -195,7 +210,7 @@ struct DeviceGroup::Impl {
   std::string name;     // GPU name of the first local rank
   std::vector<LocalRank> local;
   std::vector<Split> splits;
-  DeviceBuffer sync;  // one process per GPU: barrier and result reduction, 64 bytes
+  DeviceBuffer sync;  // one process per GPU: barrier and result reduction, kSyncBytes
 
   Impl() = default;
   Impl(const Impl&) = delete;
@@ -285,21 +300,25 @@ struct DeviceGroup::Impl {
   }
 
   // Max of `maxima` and sum of `sums` over all processes (in place).
-  void combine(std::uint64_t (&maxima)[4], std::uint64_t (&sums)[2], Clock::time_point deadline) {
+  void combine(std::uint64_t (&maxima)[kMaxima], std::uint64_t (&sums)[kSums],
+               Clock::time_point deadline) {
     if (!one_process_per_gpu) return;
     const LocalRank& l = local.front();
     std::byte* d = sync.get();
     SSIM_CUDA(cudaSetDevice(l.device));
     SSIM_CUDA(cudaMemcpyAsync(d, maxima, sizeof maxima, cudaMemcpyHostToDevice, l.stream));
-    SSIM_CUDA(cudaMemcpyAsync(d + 32, sums, sizeof sums, cudaMemcpyHostToDevice, l.stream));
+    SSIM_CUDA(
+        cudaMemcpyAsync(d + kSumsOffset, sums, sizeof sums, cudaMemcpyHostToDevice, l.stream));
     {
       NcclGroup group;
-      SSIM_NCCL(ncclAllReduce(d, d, 4, ncclUint64, ncclMax, l.comm, l.stream));
-      SSIM_NCCL(ncclAllReduce(d + 32, d + 32, 2, ncclUint64, ncclSum, l.comm, l.stream));
+      SSIM_NCCL(ncclAllReduce(d, d, kMaxima, ncclUint64, ncclMax, l.comm, l.stream));
+      SSIM_NCCL(ncclAllReduce(d + kSumsOffset, d + kSumsOffset, kSums, ncclUint64, ncclSum, l.comm,
+                              l.stream));
       group.end();
     }
     SSIM_CUDA(cudaMemcpyAsync(maxima, d, sizeof maxima, cudaMemcpyDeviceToHost, l.stream));
-    SSIM_CUDA(cudaMemcpyAsync(sums, d + 32, sizeof sums, cudaMemcpyDeviceToHost, l.stream));
+    SSIM_CUDA(
+        cudaMemcpyAsync(sums, d + kSumsOffset, sizeof sums, cudaMemcpyDeviceToHost, l.stream));
     wait_cross_process(deadline, "combining the results of the processes");
   }
 
@@ -393,9 +412,9 @@ DeviceGroup DeviceGroup::one_rank(int rank, int ranks, int device, IdExchange& i
   SSIM_NCCL(ncclCommInitRank(&comm, ranks, id, rank));
   ids.finished(rank);
   impl->add_rank(rank, device, comm);
-  impl->sync = DeviceBuffer(device, 64);
+  impl->sync = DeviceBuffer(device, kSyncBytes);
   const LocalRank& l = impl->local.front();
-  SSIM_CUDA(cudaMemsetAsync(impl->sync.get(), 0, 64, l.stream));
+  SSIM_CUDA(cudaMemsetAsync(impl->sync.get(), 0, kSyncBytes, l.stream));
   SSIM_CUDA(cudaStreamSynchronize(l.stream));
   return DeviceGroup(std::move(impl));
 }
@@ -459,12 +478,12 @@ struct RankState {
   cudaGraphExec_t exec = nullptr;
 };
 
-// The check's exact AllReduce result per residue (kernels.hpp).
-ExpectedSums expected_sums(int ranks) {
+// The check's exact AllReduce result per residue (kernels.hpp), for inputs of modulus M.
+ExpectedSums expected_sums(int ranks, std::uint64_t modulus) {
   ExpectedSums s{};
   for (std::uint64_t j = 0; j < kInputPeriod; ++j) {
     std::uint64_t sum = 0;
-    for (int r = 0; r < ranks; ++r) sum += input_value_int(r, j);
+    for (int r = 0; r < ranks; ++r) sum += input_value_int(r, j, modulus);
     s.value[j] = static_cast<double>(sum);
   }
   return s;
@@ -478,6 +497,7 @@ struct CollectiveRun::Impl {
   IterationSettings settings;
   std::vector<RankState> states;  // parallel to group.local
   bool device_check = false;      // AllReduce: fill and check on the device
+  std::uint64_t modulus = 0;      // the inputs' value_modulus(dtype, ranks)
   ExpectedSums expected{};
   std::optional<std::chrono::steady_clock::time_point> deadline;
 
@@ -531,7 +551,9 @@ void CollectiveRun::Impl::setup() {
   }
   if (settings.timeout.value <= 0) throw InputError("the watchdog timeout must be > 0");
   device_check = c.plan.collective == alg::Collective::allreduce;
-  expected = expected_sums(c.plan.ranks);
+  // InputError beyond the ranks at which the dtype's sums stay exact (bfloat16: 128).
+  modulus = value_modulus(c.plan.layout.dtype, c.plan.ranks);
+  expected = expected_sums(c.plan.ranks, modulus);
   const std::uint64_t bytes = c.plan.layout.padded_bytes();
   const Split* split = c.phase1 ? &group.split(c.phase1->members) : nullptr;
   states.reserve(group.local.size());
@@ -852,7 +874,7 @@ IterationResult CollectiveRun::Impl::run(bool check) {
     SSIM_CUDA(cudaSetDevice(l.device));
     if (device_check) {
       SSIM_CUDA(launch_fill(kernel_dtype(layout.dtype), s.data.get(), layout.count,
-                            layout.padded_count(), l.rank, max_blocks(i), l.stream));
+                            layout.padded_count(), l.rank, modulus, max_blocks(i), l.stream));
     } else {
       SSIM_CUDA(
           cudaMemcpyAsync(s.data.get(), s.input.data(), bytes, cudaMemcpyHostToDevice, l.stream));
@@ -877,9 +899,9 @@ IterationResult CollectiveRun::Impl::run(bool check) {
   wait_for_completion();
 
   IterationResult result;
-  // Over this process's ranks: max finish, max (UINT64_MAX - arrival) (= min arrival), max
-  // arrival, the straggler's measured delay; then over every process.
-  std::uint64_t maxima[4] = {0, 0, 0, 0};
+  // Over this process's ranks (the order of kMaxima above); then over every process.
+  std::uint64_t maxima[kMaxima] = {0, 0, 0, 0, 0, 0, 0};
+  std::uint64_t sums[kSums] = {0, 0, 0};  // wrong, checked, sum of own times
   for (std::size_t i = 0; i < states.size(); ++i) {
     const MappedStamps& st = states[i].stamps;
     RankStamps rs;
@@ -896,10 +918,14 @@ IterationResult CollectiveRun::Impl::run(bool check) {
     maxima[2] = std::max(maxima[2], rs.arrival);
     if (settings.delay.value > 0 && rs.rank == settings.straggler)
       maxima[3] = rs.arrival - rs.start;
+    const std::uint64_t own = rs.finish - rs.start;
+    maxima[4] = std::max(maxima[4], own);
+    maxima[5] = std::max(maxima[5], UINT64_MAX - own);
+    if (rs.rank == 0) maxima[6] = own;
+    sums[2] += own;
     result.stamps.push_back(std::move(rs));
   }
 
-  std::uint64_t sums[2] = {0, 0};  // wrong, checked
   if (check) {
     std::vector<unsigned long long> wrong(states.size(), 0);
     for (std::size_t i = 0; i < states.size(); ++i) {
@@ -941,6 +967,22 @@ IterationResult CollectiveRun::Impl::run(bool check) {
   result.time = Seconds{static_cast<double>(maxima[0] - min_arrival) * 1e-9};
   result.after_last_arrival = Seconds{static_cast<double>(maxima[0] - maxima[2]) * 1e-9};
   result.delay = Seconds{static_cast<double>(maxima[3]) * 1e-9};
+  double rank_time_ns = 0;
+  switch (settings.average) {
+    case RankAverage::rank0:
+      rank_time_ns = static_cast<double>(maxima[6]);
+      break;
+    case RankAverage::mean:
+      rank_time_ns = static_cast<double>(sums[2]) / static_cast<double>(c.plan.ranks);
+      break;
+    case RankAverage::min:
+      rank_time_ns = static_cast<double>(UINT64_MAX - maxima[5]);
+      break;
+    case RankAverage::max:
+      rank_time_ns = static_cast<double>(maxima[4]);
+      break;
+  }
+  result.rank_time = Seconds{rank_time_ns * 1e-9};
   if (check) result.wrong = sums[0];
   result.checked = sums[1];
   return result;

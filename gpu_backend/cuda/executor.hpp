@@ -56,6 +56,7 @@
 #include "gpu_backend/cuda/bootstrap.hpp"
 #include "gpu_backend/cuda/device_plan.hpp"
 #include "gpu_backend/host_executor.hpp"
+#include "gpu_backend/run_options.hpp"
 
 namespace ssim::gpu {
 
@@ -90,6 +91,7 @@ struct IterationSettings {
   int straggler = -1;  // the delayed rank
   Launch launch = Launch::graph;
   Seconds timeout{60.0};  // the watchdog's budget for every run() of one CollectiveRun
+  RankAverage average = RankAverage::mean;  // how rank_time combines the ranks' own times
 };
 
 // One rank's stamps of one iteration, nanoseconds of its GPU's %globaltimer.
@@ -102,9 +104,12 @@ struct RankStamps {
 };
 
 struct IterationResult {
-  Seconds time;                        // max finish - min arrival, every rank of every process
-  Seconds delay;                       // measured on the straggler; 0 without a delay
-  Seconds after_last_arrival;          // max finish - max arrival
+  Seconds time;                // max finish - min arrival, every rank of every process
+  Seconds delay;               // measured on the straggler; 0 without a delay
+  Seconds after_last_arrival;  // max finish - max arrival
+  // Each rank's own finish - start (start: before its delay), combined over every rank of
+  // every process as settings.average says (nccl-tests' -a: rank 0, mean, min, max).
+  Seconds rank_time;
   std::optional<std::uint64_t> wrong;  // every rank of every process; empty without check
   std::uint64_t checked = 0;
   CheckReport local;               // this process's ranks only: where the first wrong element is

@@ -113,11 +113,11 @@ __global__ void stamp_kernel(std::uint64_t* slot) {
 
 template <class T>
 __global__ void fill_kernel(T* __restrict__ data, std::uint64_t count, std::uint64_t padded,
-                            int rank) {
+                            int rank, std::uint64_t modulus) {
   const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
   for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
        i < padded; i += stride) {
-    data[i] = i < count ? from_u64<T>(input_value_int(rank, i)) : from_float<T>(0.0f);
+    data[i] = i < count ? from_u64<T>(input_value_int(rank, i, modulus)) : from_float<T>(0.0f);
   }
 }
 
@@ -188,9 +188,9 @@ cudaError_t launch_stamp(std::uint64_t* slot, cudaStream_t stream) {
 namespace {
 template <class T>
 cudaError_t fill_typed(void* data, std::uint64_t count, std::uint64_t padded, int rank,
-                       int max_blocks, cudaStream_t stream) {
-  fill_kernel<T><<<grid_for(padded, max_blocks), kApplyThreads, 0, stream>>>(static_cast<T*>(data),
-                                                                             count, padded, rank);
+                       std::uint64_t modulus, int max_blocks, cudaStream_t stream) {
+  fill_kernel<T><<<grid_for(padded, max_blocks), kApplyThreads, 0, stream>>>(
+      static_cast<T*>(data), count, padded, rank, modulus);
   return cudaGetLastError();
 }
 template <class T>
@@ -203,21 +203,22 @@ cudaError_t count_typed(const void* data, std::uint64_t count, const ExpectedSum
 }  // namespace
 
 cudaError_t launch_fill(int dtype, void* data, std::uint64_t count, std::uint64_t padded_count,
-                        int rank, int max_blocks, cudaStream_t stream) {
-  if (max_blocks < 1 || count > padded_count) return cudaErrorInvalidValue;
+                        int rank, std::uint64_t modulus, int max_blocks, cudaStream_t stream) {
+  if (max_blocks < 1 || modulus < 1 || count > padded_count) return cudaErrorInvalidValue;
   switch (dtype) {
     case kDtypeFloat32:
-      return fill_typed<float>(data, count, padded_count, rank, max_blocks, stream);
+      return fill_typed<float>(data, count, padded_count, rank, modulus, max_blocks, stream);
     case kDtypeFloat64:
-      return fill_typed<double>(data, count, padded_count, rank, max_blocks, stream);
+      return fill_typed<double>(data, count, padded_count, rank, modulus, max_blocks, stream);
     case kDtypeInt32:
-      return fill_typed<int>(data, count, padded_count, rank, max_blocks, stream);
+      return fill_typed<int>(data, count, padded_count, rank, modulus, max_blocks, stream);
     case kDtypeInt64:
-      return fill_typed<long long>(data, count, padded_count, rank, max_blocks, stream);
+      return fill_typed<long long>(data, count, padded_count, rank, modulus, max_blocks, stream);
     case kDtypeFloat16:
-      return fill_typed<__half>(data, count, padded_count, rank, max_blocks, stream);
+      return fill_typed<__half>(data, count, padded_count, rank, modulus, max_blocks, stream);
     case kDtypeBfloat16:
-      return fill_typed<__nv_bfloat16>(data, count, padded_count, rank, max_blocks, stream);
+      return fill_typed<__nv_bfloat16>(data, count, padded_count, rank, modulus, max_blocks,
+                                       stream);
   }
   return cudaErrorInvalidValue;
 }

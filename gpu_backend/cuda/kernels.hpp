@@ -5,7 +5,7 @@
 //   SSIM_CUDA(launch_spin(5'000'000, stream));                      // 5 ms on %globaltimer
 //   SSIM_CUDA(launch_apply(kDtypeFloat32, data, scratch, d_items, n_items, max_count,
 //                          max_blocks, stream));
-//   SSIM_CUDA(launch_fill(kDtypeFloat32, data, count, padded, rank, max_blocks, stream));
+//   SSIM_CUDA(launch_fill(kDtypeFloat32, data, count, padded, rank, modulus, max_blocks, stream));
 //   SSIM_CUDA(launch_count_wrong(kDtypeFloat32, data, count, sums, d_wrong, max_blocks, stream));
 //
 // apply: one launch applies all items of a step (grid.y = item); items of one launch must
@@ -14,7 +14,8 @@
 // a slot (mapped host memory, so the host can read it while the GPU still runs). spin: one
 // thread busy-waits until %globaltimer has advanced `ns` past its start: the injected
 // straggler delay, on the same clock as the stamps. fill: the check's input
-// (input_value_int below) for elements [0, count), 0 for the padding up to padded_count.
+// (input_value_int below, with the modulus value_modulus(dtype, ranks) of host_executor.hpp)
+// for elements [0, count), 0 for the padding up to padded_count.
 // count_wrong: adds to *wrong the elements of [0, count) that differ from the AllReduce's
 // exact result, sums.value[i % kInputPeriod].
 //
@@ -31,8 +32,9 @@ namespace ssim::gpu {
 
 // Element type codes for the kernels; the same order as ssim::gpu::DType (plan.hpp), which
 // this header does not include so that nvcc never sees the C++20 host headers. The 16-bit
-// types reduce in their own precision; fill writes input_value_int, which is exact in them
-// only while every partial sum stays within their integers (2048 for half, 256 for bfloat16).
+// types reduce in their own precision; fill writes input_value_int with the caller's modulus
+// M = value_modulus(dtype, ranks) (host_executor.hpp), so every partial sum is an integer
+// within the type's exact integers (2048 for half, 256 for bfloat16) and the check is exact.
 inline constexpr int kDtypeFloat32 = 0;
 inline constexpr int kDtypeFloat64 = 1;
 inline constexpr int kDtypeInt32 = 2;
@@ -44,11 +46,12 @@ inline constexpr int kDtypeBfloat16 = 5;  // __nv_bfloat16
 inline constexpr int kApplyThreads = 256;
 
 // The check's input values, the host executor's input_value (host_executor.hpp) as integers:
-// rank r's element i is ((r + 1) * (i mod 61 + 1)) mod 1031 + 1.
+// rank r's element i is ((r + 1) * (i mod 61 + 1)) mod M + 1, M the modulus (1031 for the
+// 32- and 64-bit types, smaller for the 16-bit ones at many ranks).
 inline constexpr std::uint64_t kInputPeriod = 61;
-inline constexpr std::uint64_t kInputModulus = 1031;
-SSIM_HOST_DEVICE inline std::uint64_t input_value_int(int rank, std::uint64_t element) {
-  return (static_cast<std::uint64_t>(rank) + 1) * (element % kInputPeriod + 1) % kInputModulus + 1;
+SSIM_HOST_DEVICE inline std::uint64_t input_value_int(int rank, std::uint64_t element,
+                                                      std::uint64_t modulus) {
+  return (static_cast<std::uint64_t>(rank) + 1) * (element % kInputPeriod + 1) % modulus + 1;
 }
 
 // The AllReduce's exact result per residue i mod kInputPeriod.
@@ -64,7 +67,7 @@ cudaError_t launch_apply(int dtype, void* data, const void* scratch, const Apply
 cudaError_t launch_spin(std::uint64_t ns, cudaStream_t stream);
 cudaError_t launch_stamp(std::uint64_t* slot, cudaStream_t stream);
 cudaError_t launch_fill(int dtype, void* data, std::uint64_t count, std::uint64_t padded_count,
-                        int rank, int max_blocks, cudaStream_t stream);
+                        int rank, std::uint64_t modulus, int max_blocks, cudaStream_t stream);
 cudaError_t launch_count_wrong(int dtype, const void* data, std::uint64_t count,
                                const ExpectedSums& sums, unsigned long long* wrong, int max_blocks,
                                cudaStream_t stream);

@@ -25,6 +25,10 @@ void validate_without_device(const RunOptions& o) {
     throw InputError("-n (iterations) must be >= 1, got " + std::to_string(o.iterations));
   if (o.warmup < 0)
     throw InputError("-w (warm-up iterations) must be >= 0, got " + std::to_string(o.warmup));
+  if (o.check_iterations < 0) {
+    throw InputError("-c (checked iterations) must be >= 0, got " +
+                     std::to_string(o.check_iterations));
+  }
   if (o.timeout.value <= 0) throw InputError("--timeout must be > 0");
   if (o.algorithm_options.count("straggler"))
     throw InputError("set the straggler with --straggler, not --option straggler=...");

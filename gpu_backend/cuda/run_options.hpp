@@ -31,7 +31,10 @@ struct RunOptions {
   std::vector<std::uint64_t> sizes;  // bytes per rank, in run order
   int iterations = 20;
   int warmup = 5;
-  bool check = true;
+  // -c: check the first N timed iterations of each size, and N - iterations more untimed
+  // ones after them when N > iterations (nccl-tests); 0: none.
+  int check_iterations = 1;
+  RankAverage average = RankAverage::mean;  // -a: the time column over ranks
   std::string algorithm = "ring";
   std::map<std::string, std::string> algorithm_options;  // --option key=value
   std::optional<int> ranks;                              // default: all GPUs (nccl transport)
@@ -48,8 +51,10 @@ struct RunOptions {
   std::optional<int> nranks;
   std::string id_file;
   Seconds id_timeout{60.0};
-  std::optional<int> device;  // this process's GPU; default rank (mpi: local rank) % GPUs
-  std::string output;         // result CSV path; empty: none
+  std::optional<int> device;      // this process's GPU; default rank (mpi: local rank) % GPUs
+  std::string output;             // result CSV path; empty: none
+  std::string json;               // -J: the table as nccl-tests JSON; empty: none
+  std::vector<std::string> args;  // the command line, for the JSON
   Launch launch = Launch::graph;
   Seconds timeout{60.0};  // the watchdog's budget per size
   std::string timeline;   // per-rank, per-round stamps CSV path; empty: none

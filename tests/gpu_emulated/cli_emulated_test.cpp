@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "schema/result_csv.hpp"
@@ -56,7 +58,7 @@ TEST(EmulatedCli, RunWritesTheTableTheCsvAndTheTimeline) {
   for (const char* launch : {"graph", "eager"}) {
     const std::string csv = temp_path(), timeline = temp_path();
     const auto r = run_cli(std::string("run --algo stragglar --ranks 8 -b 64K -e 256K -f 4 -n 3 "
-                                       "-w 1 --delay 2ms --launch ") +
+                                       "-c 3 -w 1 --delay 2ms --launch ") +
                            launch + " --csv " + csv + " --timeline " + timeline);
     ASSERT_EQ(r.rc, 0) << r.err;
     EXPECT_TRUE(contains(r.out, std::string("launch ") + launch)) << r.out;
@@ -105,6 +107,127 @@ TEST(EmulatedCli, SingleGpuTransportAndNcclAllReduce) {
   EXPECT_TRUE(contains(b.out, "# Out of bounds values : 0 OK")) << b.out;
   const auto c = run_cli("run --algo stragglar --ranks 7 --straggler 0 --phase1 nccl-rs -b 64K");
   EXPECT_EQ(c.rc, 0) << c.err;
+}
+
+// The 16-bit types end to end: schedules and ncclAllReduce reduce in half / bfloat16, the
+// device check is exact (#wrong 0) and the rows name the type.
+TEST(EmulatedCli, HalfAndBfloat16RunEndToEnd) {
+  for (const auto& [flag, type] : {std::pair<std::string, std::string>{"half", "float16"},
+                                   std::pair<std::string, std::string>{"bf16", "bfloat16"}}) {
+    for (const char* algo : {"stragglar", "rhd", "nccl"}) {
+      const std::string csv = temp_path();
+      const auto r =
+          run_cli(std::string("run --algo ") + algo + " --ranks 8 -b 4K -e 64K -f 4 -n 2 -c 2 " +
+                  "--delay 1ms -d " + flag + " --csv " + csv);
+      ASSERT_EQ(r.rc, 0) << algo << " " << flag << ": " << r.err;
+      EXPECT_TRUE(contains(r.out, "# Out of bounds values : 0 OK")) << r.out;
+      EXPECT_TRUE(contains(r.out, " " + type + " ")) << r.out;
+      std::ifstream in(csv);
+      const std::vector<schema::ResultRow> rows = schema::read_result_csv(in, csv);
+      ASSERT_EQ(rows.size(), 6u) << algo << " " << flag;
+      for (const schema::ResultRow& row : rows) {
+        EXPECT_EQ(row.dtype, type);
+        EXPECT_EQ(row.wrong, std::optional<std::uint64_t>(0)) << algo << " " << flag;
+      }
+      std::remove(csv.c_str());
+    }
+  }
+}
+
+// The table's time column (us) of each size row: the lines not starting with '#'.
+std::vector<double> time_column(const std::string& out) {
+  std::vector<double> times;
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream cells(line);
+    std::vector<std::string> c;
+    std::string cell;
+    while (cells >> cell) c.push_back(cell);
+    if (c.size() >= 6) times.push_back(std::stod(c[5]));
+  }
+  return times;
+}
+
+// -a: each rank's own start-to-finish time (finish stamp - start stamp, before its delay)
+// combined over ranks. The stand-in's clock is virtual, so each run's stamps are the same and
+// the table's time column is checked against the own times from the --timeline file
+// (own = finish_s - arrival_s + delay_s). rhd at 5 ranks: the ranks finish at different times.
+TEST(EmulatedCli, RankAverageCombinesEachRanksOwnTime) {
+  const char* names[] = {"rank 0", "mean", "min", "max"};
+  for (int a = 0; a <= 3; ++a) {
+    const std::string timeline = temp_path();
+    const auto r =
+        run_cli("run --algo rhd --ranks 5 -b 64K -n 1 -w 0 --delay 1ms --straggler 4 --timeline " +
+                timeline + " -a " + std::to_string(a));
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_TRUE(contains(r.out, std::string(names[a]) + " over ranks (-a)")) << r.out;
+    const std::vector<double> times = time_column(r.out);
+    ASSERT_EQ(times.size(), 1u) << r.out;
+    std::map<int, double> own_us;  // rank -> finish - start
+    const auto cells = read_csv_cells(timeline);
+    for (std::size_t i = 1; i < cells.size(); ++i) {
+      own_us[std::stoi(cells[i][4])] =
+          (std::stod(cells[i][6]) - std::stod(cells[i][5]) + std::stod(cells[i][7])) * 1e6;
+    }
+    ASSERT_EQ(own_us.size(), 5u);
+    double sum = 0, min = own_us[0], max = own_us[0];
+    for (const auto& [rank, t] : own_us) {
+      sum += t;
+      min = std::min(min, t);
+      max = std::max(max, t);
+    }
+    EXPECT_GT(max - min, 1.0);  // the modes differ in this run
+    const double expected[] = {own_us[0], sum / 5, min, max};
+    EXPECT_NEAR(times[0], expected[a], 0.011) << names[a] << "\n" << r.out;
+    std::remove(timeline.c_str());
+  }
+}
+
+// -c N: the first N timed iterations are checked (the CSV's wrong column is empty on the
+// others), N beyond -n adds untimed checked iterations; -J writes nccl-tests' JSON; rows
+// carry the NCCL version and, for nccl, NCCL_ALGO / NCCL_PROTO from the environment.
+TEST(EmulatedCli, CheckCountJsonAndNcclColumns) {
+  const std::string csv = temp_path(), json = temp_path();
+  setenv("NCCL_ALGO", "Ring", 1);
+  setenv("NCCL_PROTO", "Simple", 1);
+  const auto r =
+      run_cli("run --algo nccl --ranks 4 -b 4K -e 16K -f 4 -n 3 -c 2 --csv " + csv + " -J " + json);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "check 2 per size (device)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "# JSON: " + json)) << r.out;
+  {
+    std::ifstream in(csv);
+    const std::vector<schema::ResultRow> rows = schema::read_result_csv(in, csv);
+    ASSERT_EQ(rows.size(), 6u);
+    for (const schema::ResultRow& row : rows) {
+      EXPECT_EQ(row.wrong.has_value(), row.iteration < 2) << row.iteration;
+      EXPECT_FALSE(row.nccl_version.empty());
+      EXPECT_EQ(row.nccl_algo, "Ring");
+      EXPECT_EQ(row.nccl_proto, "Simple");
+    }
+  }
+  std::ifstream in(json);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_TRUE(contains(text.str(), "\"stragglesim-gpu\"")) << text.str();
+  EXPECT_TRUE(contains(text.str(), "\"out_of_place\"")) << text.str();
+  EXPECT_TRUE(contains(text.str(), "\"nwrong\"")) << text.str();
+  // Schedules record the NCCL version but no NCCL_ALGO / NCCL_PROTO (NCCL only moves bytes).
+  const auto s = run_cli("run --algo ring --ranks 4 -b 4K -n 2 -c 5 --csv " + csv);
+  unsetenv("NCCL_ALGO");
+  unsetenv("NCCL_PROTO");
+  ASSERT_EQ(s.rc, 0) << s.err;
+  EXPECT_TRUE(contains(s.out, "# Out of bounds values : 0 OK")) << s.out;
+  std::ifstream in2(csv);
+  for (const schema::ResultRow& row : schema::read_result_csv(in2, csv)) {
+    EXPECT_EQ(row.wrong, std::optional<std::uint64_t>(0));
+    EXPECT_FALSE(row.nccl_version.empty());
+    EXPECT_EQ(row.nccl_algo, "");
+  }
+  std::remove(csv.c_str());
+  std::remove(json.c_str());
 }
 
 TEST(EmulatedCli, MoreRanksThanEmulatedGpus) {

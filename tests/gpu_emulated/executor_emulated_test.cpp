@@ -98,7 +98,8 @@ TEST_F(Emulated, EveryAlgorithmEveryStragglerOverNccl) {
 TEST_F(Emulated, EveryDtypeEveryAlgorithm) {
   for (int n : kRanks) {
     DeviceGroup group = DeviceGroup::all_local(n);
-    for (DType dtype : {DType::float32, DType::float64, DType::int32, DType::int64}) {
+    for (DType dtype : {DType::float32, DType::float64, DType::int32, DType::int64, DType::float16,
+                        DType::bfloat16}) {
       for (const alg::AlgorithmInfo& info : alg::algorithms()) {
         if (!info.supports_ranks(n)) continue;
         expect_exact(
@@ -353,12 +354,37 @@ TEST_F(Emulated, WatchdogCoversTheBarrierAcrossProcesses) {
             "--timeout: another process is gone or stuck");
 }
 
-// The device-side input and expected values are the host executor's.
+// The device-side input and expected values are the host executor's, for every dtype and
+// rank count (the modulus M = value_modulus(dtype, ranks)).
 TEST(DeviceCheckValues, MatchTheHostExecutor) {
-  for (int r : {0, 1, 7, 1029}) {
-    for (std::uint64_t i = 0; i < 200; ++i)
-      ASSERT_EQ(static_cast<double>(input_value_int(r, i)), input_value(r, i)) << r << " " << i;
+  for (DType dtype : {DType::float32, DType::float64, DType::int32, DType::int64, DType::float16,
+                      DType::bfloat16}) {
+    for (int ranks : {2, 8, 128, 1024}) {
+      if (dtype == DType::bfloat16 && ranks > 128) continue;
+      const std::uint64_t m = value_modulus(dtype, ranks);
+      for (int r : {0, 1, 7, ranks - 1}) {
+        for (std::uint64_t i = 0; i < 200; ++i) {
+          ASSERT_EQ(static_cast<double>(input_value_int(r, i, m)), input_value(r, i, m))
+              << r << " " << i;
+        }
+      }
+    }
   }
+}
+
+// bfloat16 sums stay exact up to 128 ranks; beyond, preparing the collective is an InputError
+// naming the limit (before any device work).
+TEST(DeviceCheckValues, Bfloat16BeyondItsRankLimitIsAnInputError) {
+  EXPECT_NO_THROW(prepared("ring", 128, 1 << 12, DType::bfloat16));
+  for (const char* algorithm : {"ring", "nccl"}) {
+    try {
+      prepared(algorithm, 129, 1 << 12, DType::bfloat16);
+      ADD_FAILURE() << algorithm << ": expected an InputError";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("at most 128 ranks"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(prepared("nccl", 1024, 1 << 12, DType::float16));
 }
 
 }  // namespace

@@ -163,9 +163,11 @@ void dispatch(int dtype, F&& f) {
 }  // namespace
 
 cudaError_t launch_fill(int dtype, void* data, std::uint64_t count, std::uint64_t padded_count,
-                        int rank, int max_blocks, cudaStream_t stream) {
+                        int rank, std::uint64_t modulus, int max_blocks, cudaStream_t stream) {
   const std::size_t elem = kernel_type_size(dtype);
-  if (elem == 0 || max_blocks < 1 || count > padded_count) return cudaErrorInvalidValue;
+  if (elem == 0 || max_blocks < 1 || modulus < 1 || count > padded_count) {
+    return cudaErrorInvalidValue;
+  }
   return emu::launch(
       stream, "fill", {{data, padded_count * elem}},
       [=](emu::KernelContext& k) {
@@ -174,7 +176,7 @@ cudaError_t launch_fill(int dtype, void* data, std::uint64_t count, std::uint64_
           using T = decltype(t);
           auto* d = static_cast<std::byte*>(data);
           for (std::uint64_t i = 0; i < padded_count; ++i) {
-            const T v = narrow<T>(i < count ? input_value_int(rank, i) : std::uint64_t{0});
+            const T v = narrow<T>(i < count ? input_value_int(rank, i, modulus) : std::uint64_t{0});
             std::memcpy(d + i * sizeof(T), &v, sizeof(T));
           }
         });

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gpu_backend/cuda/kernels.hpp"
+#include "gpu_backend/host_executor.hpp"
 #include "tests/gpu_emulated/emulator.hpp"
 #include "tests/gpu_emulated/half.hpp"
 
@@ -29,23 +30,26 @@ TEST(EmulatedHalf, ConversionsRoundToNearestEven) {
   EXPECT_EQ(emu::to_float(emu::to_bfloat16(259.0f)), 260.0f);
 }
 
-ExpectedSums sums_for(int ranks) {
+ExpectedSums sums_for(int ranks, std::uint64_t modulus) {
   ExpectedSums s{};
   for (std::uint64_t j = 0; j < kInputPeriod; ++j) {
-    for (int r = 0; r < ranks; ++r) s.value[j] += static_cast<double>(input_value_int(r, j));
+    for (int r = 0; r < ranks; ++r)
+      s.value[j] += static_cast<double>(input_value_int(r, j, modulus));
   }
   return s;
 }
 
-// `ranks` buffers filled as ranks 0..n-1, reduced into rank 0's by apply kernels, checked.
-std::uint64_t reduce_and_count(int dtype, std::size_t elem, int ranks, std::uint64_t count) {
+// `ranks` buffers filled as ranks 0..n-1 with inputs of modulus M, reduced into rank 0's by
+// apply kernels, checked.
+std::uint64_t reduce_and_count(int dtype, std::size_t elem, int ranks, std::uint64_t count,
+                               std::uint64_t modulus) {
   emu::reset(emu::Config{1, 4});
   cudaStream_t s;
   cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
   std::vector<void*> bufs(static_cast<std::size_t>(ranks));
   for (int r = 0; r < ranks; ++r) {
     cudaMalloc(&bufs[static_cast<std::size_t>(r)], count * elem);
-    EXPECT_EQ(launch_fill(dtype, bufs[static_cast<std::size_t>(r)], count, count, r, 8, s),
+    EXPECT_EQ(launch_fill(dtype, bufs[static_cast<std::size_t>(r)], count, count, r, modulus, 8, s),
               cudaSuccess);
   }
   const ApplyItem item{0, 0, count, kApplyReduce, 0};
@@ -60,7 +64,7 @@ std::uint64_t reduce_and_count(int dtype, std::size_t elem, int ranks, std::uint
   void* wrong = nullptr;
   cudaMalloc(&wrong, 8);
   cudaMemsetAsync(wrong, 0, 8, s);
-  EXPECT_EQ(launch_count_wrong(dtype, bufs[0], count, sums_for(ranks),
+  EXPECT_EQ(launch_count_wrong(dtype, bufs[0], count, sums_for(ranks, modulus),
                                static_cast<unsigned long long*>(wrong), 8, s),
             cudaSuccess);
   unsigned long long out = 0;
@@ -72,17 +76,32 @@ std::uint64_t reduce_and_count(int dtype, std::size_t elem, int ranks, std::uint
 }
 
 TEST(EmulatedKernels, FillReduceAndCheckEveryType) {
-  EXPECT_EQ(reduce_and_count(kDtypeFloat32, 4, 16, 1000), 0u);
-  EXPECT_EQ(reduce_and_count(kDtypeFloat64, 8, 16, 1000), 0u);
-  EXPECT_EQ(reduce_and_count(kDtypeInt32, 4, 16, 1000), 0u);
-  EXPECT_EQ(reduce_and_count(kDtypeInt64, 8, 16, 1000), 0u);
-  // The first 61 elements of 4 ranks sum to at most 614: exact in half.
-  EXPECT_EQ(reduce_and_count(kDtypeFloat16, 2, 4, 61), 0u);
-  // ... and of 2 ranks to at most 185: exact in bfloat16.
-  EXPECT_EQ(reduce_and_count(kDtypeBfloat16, 2, 2, 61), 0u);
-  // Beyond that the 16-bit sums round, and the check sees it.
-  EXPECT_GT(reduce_and_count(kDtypeFloat16, 2, 16, 1000), 0u);
-  EXPECT_GT(reduce_and_count(kDtypeBfloat16, 2, 4, 61), 0u);
+  EXPECT_EQ(reduce_and_count(kDtypeFloat32, 4, 16, 1000, 1031), 0u);
+  EXPECT_EQ(reduce_and_count(kDtypeFloat64, 8, 16, 1000, 1031), 0u);
+  EXPECT_EQ(reduce_and_count(kDtypeInt32, 4, 16, 1000, 1031), 0u);
+  EXPECT_EQ(reduce_and_count(kDtypeInt64, 8, 16, 1000, 1031), 0u);
+  // With the modulus of value_modulus every 16-bit sum is exact, up to the rank limit.
+  for (int n : {2, 4, 16, 128, 1024}) {
+    EXPECT_EQ(reduce_and_count(kDtypeFloat16, 2, n, 200, value_modulus(DType::float16, n)), 0u)
+        << n;
+  }
+  for (int n : {2, 4, 16, 128}) {
+    EXPECT_EQ(reduce_and_count(kDtypeBfloat16, 2, n, 200, value_modulus(DType::bfloat16, n)), 0u)
+        << n;
+  }
+  // With the 32-bit types' modulus 1031 the 16-bit sums round, and the check sees it.
+  EXPECT_GT(reduce_and_count(kDtypeFloat16, 2, 16, 1000, 1031), 0u);
+  EXPECT_GT(reduce_and_count(kDtypeBfloat16, 2, 4, 61, 1031), 0u);
+}
+
+TEST(EmulatedKernels, FillRejectsAZeroModulus) {
+  emu::reset(emu::Config{1, 4});
+  cudaStream_t s;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  void* buf = nullptr;
+  cudaMalloc(&buf, 64);
+  EXPECT_EQ(launch_fill(kDtypeFloat16, buf, 32, 32, 0, 0, 8, s), cudaErrorInvalidValue);
+  emu::reset();
 }
 
 // The stand-in's ncclAllReduce in half precision: 1000.5 + 1000.5 = 2001 is exact, + 0.5 is

@@ -47,8 +47,10 @@ TEST(GpuCli, BadInputGivesOneClearMessage) {
       {"run --algo ring --ranks 4 -b 8", "too small for a schedule of 4 chunks"},
       {"run --ranks 2 -b 1X", "invalid size '1X'"},
       {"run --ranks 2 -b 1M -e 1K", "is larger than -e"},
-      {"run --ranks 2 -c 2", "-c must be 0 or 1, got 2"},
+      {"run --ranks 2 -c -1", "-c (checked iterations) must be >= 0, got -1"},
+      {"run --ranks 2 -a 4", "-a must be 0 (rank 0), 1 (mean), 2 (min) or 3 (max), got 4"},
       {"run --ranks 2 --dtype fp8", "unknown data type 'fp8'"},
+      {"run --ranks 129 -d bf16", "so the exact check allows at most 128 ranks"},
       {"run --ranks 2 --transport mpi", "unknown transport 'mpi'"},
       {"run --ranks 2 --phase1 rs", "unknown phase-1 mode 'rs'"},
       {"run --ranks 2 --launch lazy", "unknown launch mode 'lazy' (expected graph or eager)"},
@@ -85,7 +87,7 @@ TEST(GpuCli, HelpListsTheRunOptions) {
        {"-b,--minbytes", "-e,--maxbytes", "-f,--stepfactor", "-n,--iters", "-w,--warmup_iters",
         "-c,--check",    "--algo",        "--ranks",         "--delay",    "--straggler",
         "--dtype",       "--transport",   "--phase1",        "--rank",     "--nranks",
-        "--id-file",     "--csv",   "--launch",        "--timeout",  "--timeline"}) {
+        "--id-file",     "--csv",         "--launch",        "--timeout",  "--timeline"}) {
     EXPECT_TRUE(contains(r.out, flag)) << flag;
   }
 }
@@ -118,7 +120,7 @@ TEST(GpuCli, SingleGpuRunPrintsTheTableAndWritesTheCsv) {
   const std::string csv = temp_csv();
   const auto r = run_cli(
       "run --algo ring --transport single-gpu --ranks 4 -b 64K -e 256K -f 2 "
-      "-n 2 -w 1 --delay 1ms --csv " +
+      "-n 2 -c 2 -w 1 --delay 1ms --csv " +
       csv);
   EXPECT_EQ(r.rc, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "after-last")) << r.out;
@@ -174,7 +176,7 @@ TEST(GpuCli, OneProcessPerGpu) {
   const std::string id = csv + ".id";
   const std::string bin = STRAGGLESIM_BIN;
   const std::string args =
-      " run --algo direct --delay 1ms -b 1M -n 3 -w 1 --nranks 2 --id-file " + id;
+      " run --algo direct --delay 1ms -b 1M -n 3 -c 3 -w 1 --nranks 2 --id-file " + id;
   const std::string cmd = "(" + bin + args + " --rank 1 >/dev/null 2>&1 & " + bin + args +
                           " --rank 0 --csv " + csv + " >/dev/null 2>&1; rc0=$?; wait $!; " +
                           "exit $((rc0 | $?)))";

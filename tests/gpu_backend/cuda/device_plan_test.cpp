@@ -10,6 +10,7 @@
 #include "algorithms/generators.hpp"
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
+#include "gpu_backend/float16.hpp"
 #include "gpu_backend/host_executor.hpp"
 
 namespace ssim::gpu {
@@ -81,7 +82,11 @@ CheckReport emulate(const PreparedCollective& c) {
           for (std::uint64_t e = 0; e < it.count; ++e) {
             T& dst = data[r][it.dst + e];
             const T src = scratch[r][it.src + e];
-            dst = it.op == kApplyReduce ? dst + src : src;
+            if (it.op == kApplyReduce) {
+              dst += src;  // in T's own precision (Half, BFloat16: add in float, round back)
+            } else {
+              dst = src;
+            }
           }
         }
       }
@@ -103,6 +108,10 @@ CheckReport emulate(const PreparedCollective& c) {
       return emulate<std::int32_t>(c);
     case DType::int64:
       return emulate<std::int64_t>(c);
+    case DType::float16:
+      return emulate<Half>(c);
+    case DType::bfloat16:
+      return emulate<BFloat16>(c);
   }
   return {};
 }
@@ -116,8 +125,8 @@ PreparedCollective prepare(const alg::Schedule& s, std::uint64_t bytes, DType dt
   return c;
 }
 
-constexpr std::array<DType, 4> kTypes = {DType::float32, DType::float64, DType::int32,
-                                         DType::int64};
+constexpr std::array<DType, 6> kTypes = {DType::float32, DType::float64, DType::int32,
+                                         DType::int64,   DType::float16, DType::bfloat16};
 
 // Every registered algorithm, n = 2..12, 2 * chunks + 1 elements (padding in every run;
 // chunk offsets of 3 elements are not 16-byte aligned), each type in turn: the device plan
