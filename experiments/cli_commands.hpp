@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/registry.hpp"
 #include "sim/simulation.hpp"
 
 namespace ssim::exp {
@@ -51,6 +52,12 @@ struct AlgorithmSummary;
 // shares a link, and how many do; "" when none does.
 std::string shared_link_warning(const Experiment& e,
                                 const std::vector<std::vector<AlgorithmSummary>>& points);
+
+// The generator options of `schedule` and `lower`: `--option key=value` items plus `--straggler R`
+// (-1: not given), checked against `info` (InputError for a malformed item, a straggler for an
+// algorithm that is not straggler-aware, or the straggler given twice).
+alg::Options algorithm_options(const alg::AlgorithmInfo& info, const std::vector<std::string>& items,
+                               int straggler);
 
 // Reads a whole file, or stdin for "-" (common/input_file.hpp: regular files within the size
 // limit). Throws InputError naming the path when it cannot.

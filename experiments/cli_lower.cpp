@@ -139,23 +139,7 @@ std::string plan_text(const lowering::Plan& plan) {
 
 void run_lower(const LowerArgs& a) {
   const alg::AlgorithmInfo& info = alg::find_algorithm(a.algorithm);
-  alg::Options options;
-  for (const std::string& kv : a.options) {
-    const auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      throw InputError("--option '" + kv + "': expected key=value");
-    }
-    options.set(kv.substr(0, eq), kv.substr(eq + 1));
-  }
-  if (a.straggler >= 0) {
-    if (!info.straggler_aware) {
-      throw InputError("--straggler: algorithm " + info.name +
-                       " is not straggler-aware (it has no straggler option)");
-    }
-    if (options.has("straggler"))
-      throw InputError("give the straggler either with --straggler or --option, not both");
-    options.set("straggler", std::to_string(a.straggler));
-  }
+  const alg::Options options = algorithm_options(info, a.options, a.straggler);
   Bytes bytes;
   try {
     bytes = parse_bytes(a.bytes);

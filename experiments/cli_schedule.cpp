@@ -57,21 +57,7 @@ struct ScheduleArgs {
 
 void run_schedule(const ScheduleArgs& a) {
   const alg::AlgorithmInfo& info = alg::find_algorithm(a.algorithm);
-  alg::Options options;
-  for (const std::string& kv : a.options) {
-    const auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      throw InputError("--option '" + kv + "': expected key=value");
-    }
-    options.set(kv.substr(0, eq), kv.substr(eq + 1));
-  }
-  if (a.straggler >= 0) {
-    if (!info.straggler_aware) {
-      throw InputError("--straggler: algorithm " + info.name + " is not straggler-aware (it has no straggler option)");
-    }
-    if (options.has("straggler")) throw InputError("give the straggler either with --straggler or --option, not both");
-    options.set("straggler", std::to_string(a.straggler));
-  }
+  const alg::Options options = algorithm_options(info, a.options, a.straggler);
   const MemoryBudget budget = MemoryBudget::from_flag(a.max_memory);
   if (info.supports_ranks(a.ranks))
     check_schedule_memory(budget, info.name, a.ranks, options, /*verify=*/true);
@@ -142,6 +128,26 @@ void add_schedule_commands(CLI::App& app) {
 
   CLI::App* list = app.add_subcommand("algorithms", "List the algorithms, the rank counts and options they support");
   list->callback(run_list);
+}
+
+alg::Options algorithm_options(const alg::AlgorithmInfo& info, const std::vector<std::string>& items,
+                               int straggler) {
+  alg::Options options;
+  for (const std::string& kv : items) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw InputError("--option '" + kv + "': expected key=value");
+    }
+    options.set(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  if (straggler >= 0) {
+    if (!info.straggler_aware) {
+      throw InputError("--straggler: algorithm " + info.name + " is not straggler-aware (it has no straggler option)");
+    }
+    if (options.has("straggler")) throw InputError("give the straggler either with --straggler or --option, not both");
+    options.set("straggler", std::to_string(straggler));
+  }
+  return options;
 }
 
 }  // namespace ssim::exp

@@ -14,48 +14,16 @@
 #include <string>
 
 #include "../cli_support.hpp"
+#include "tests/mpi_support.hpp"
 
 namespace ssim::testing {
 namespace {
 
 namespace fs = std::filesystem;
 
-// Bounds every mpirun: a hang fails the test as exit status 124 instead of blocking ctest.
-constexpr int kTimeoutSeconds = 60;
-
-bool have_mpirun() {
-  const std::string exec = STRAGGLESIM_MPIEXEC;
-  return !exec.empty() && access(exec.c_str(), X_OK) == 0;
-}
-
-#define SSIM_REQUIRE_MPIRUN()                                                                      \
-  do {                                                                                             \
-    if (!have_mpirun())                                                                            \
-      GTEST_SKIP() << "no mpirun found at configure time (Debian: openmpi-bin); MPI runs skipped"; \
-  } while (0)
-
-// Open MPI settings through the environment (as tests/gpu_backend/mpi/mpi_cli_test.cpp): run as
-// root, more processes than cores, shared memory and self transports only, no grace period
-// before mpirun kills the ranks of a failed job.
 CommandResult run_mpi(int ranks, const std::string& args) {
-  char dir_template[] = "/tmp/ssim_mpi_run_XXXXXX";
-  const std::string dir = mkdtemp(dir_template);
-  const std::string out_path = dir + "/out", err_path = dir + "/err";
-  const std::string cmd =
-      "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
-      "OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl=self,vader "
-      "OMPI_MCA_odls_base_sigkill_timeout=0 "
-      "timeout -k 5 " +
-      std::to_string(kTimeoutSeconds) + " " + STRAGGLESIM_MPIEXEC + " -np " +
-      std::to_string(ranks) + " " + STRAGGLESIM_BIN + " " + args + " </dev/null >" + out_path +
-      " 2>" + err_path;
-  const int status = std::system(cmd.c_str());
-  CommandResult r;
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out_path);
-  r.err = slurp(err_path);
-  fs::remove_all(dir);
-  return r;
+  const MpiRunResult m = run_under_mpirun(STRAGGLESIM_MPIEXEC, ranks, STRAGGLESIM_BIN, args);
+  return CommandResult{m.rc, m.out, m.err};
 }
 
 bool contains(const std::string& s, const std::string& what) {

@@ -14,18 +14,10 @@
 
 #include "algorithms/registry.hpp"
 #include "schema/result_csv.hpp"
+#include "tests/mpi_support.hpp"
 
 namespace ssim::gpu {
 namespace {
-
-// Bounds every mpirun: a hang fails the test as exit status 124 instead of blocking ctest.
-constexpr int kTimeoutSeconds = 30;
-
-struct MpiResult {
-  int rc = -1;
-  std::string out;
-  std::string err;
-};
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
@@ -34,41 +26,11 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-bool have_mpirun() {
-  const std::string exec = STRAGGLESIM_MPIEXEC;
-  return !exec.empty() && access(exec.c_str(), X_OK) == 0;
-}
+using testing::MpiRunResult;
+using MpiResult = MpiRunResult;
 
-#define SSIM_REQUIRE_MPIRUN()                                                                      \
-  do {                                                                                             \
-    if (!have_mpirun())                                                                            \
-      GTEST_SKIP() << "no mpirun found at configure time (Debian: openmpi-bin); MPI runs skipped"; \
-  } while (0)
-
-// Open MPI settings through the environment (MPI implementations that do not know them ignore
-// them): run as root, more processes than cores, shared memory and self transports only, and
-// no 1 s grace period before mpirun kills the (already exiting) ranks of a failed job.
 MpiResult run_mpi(int ranks, const std::string& args) {
-  char dir_template[] = "/tmp/ssim_mpi_cli_XXXXXX";
-  const std::string dir = mkdtemp(dir_template);
-  const std::string out_path = dir + "/out", err_path = dir + "/err";
-  const std::string cmd =
-      "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
-      "OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl=self,vader "
-      "OMPI_MCA_odls_base_sigkill_timeout=0 "
-      "timeout -k 5 " +
-      std::to_string(kTimeoutSeconds) + " " + STRAGGLESIM_MPIEXEC + " -np " +
-      std::to_string(ranks) + " " + STRAGGLESIM_MPI_BIN + " " + args + " </dev/null >" + out_path +
-      " 2>" + err_path;
-  const int status = std::system(cmd.c_str());
-  MpiResult r;
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out_path);
-  r.err = slurp(err_path);
-  std::remove(out_path.c_str());
-  std::remove(err_path.c_str());
-  rmdir(dir.c_str());
-  return r;
+  return testing::run_under_mpirun(STRAGGLESIM_MPIEXEC, ranks, STRAGGLESIM_MPI_BIN, args);
 }
 
 int occurrences(const std::string& text, const std::string& part) {
