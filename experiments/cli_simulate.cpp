@@ -86,7 +86,7 @@ std::string summary_json(const sim::SimulationConfig& c, const sim::SimulationRe
                      {"from", c.topology.node(link.from).name},
                      {"to", c.topology.node(link.to).name},
                      {"class", link.link_class},
-                     {"bytes", r.link_bytes[l]},
+                     {"bytes", std::llround(r.link_bytes[l])},
                      {"utilization", r.link_utilization[l]}});
   }
   j["links"] = std::move(links);
@@ -133,6 +133,8 @@ std::string summary_table(const sim::SimulationConfig& c, const sim::SimulationR
 }
 
 void run_simulate(const SimulateArgs& a) {
+  if (a.per_rank && !a.json)
+    throw UsageError("--per-rank needs --json (the per-rank times are only in the JSON output)");
   const ConfigReader reader(a.config);
   sim::SimulationConfig c = load_simulation_config(reader);
   if (a.iterations > 0) c.iterations = a.iterations;
@@ -166,8 +168,9 @@ void add_simulate_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("simulate", "Simulate one AllReduce configuration (YAML) over many iterations");
   cmd->add_option("config", args->config, "Simulation YAML (see README, \"Simulate\")")->required();
   cmd->add_flag("--json", args->json, "Print the results as JSON instead of a table");
-  cmd->add_flag("--per-rank", args->per_rank,
-                "With --json: every iteration's per-rank arrival and finish times (arrival_s, finish_s)");
+  cmd->add_flag(
+      "--per-rank", args->per_rank,
+      "Needs --json: every iteration's per-rank arrival and finish times (arrival_s, finish_s)");
   cmd->add_option("--trace", args->trace, "Write a Chrome trace (Perfetto) of one iteration to FILE");
   cmd->add_option("--trace-iteration", args->trace_iteration, "Iteration to trace (default 0)")
       ->check(non_negative_number());

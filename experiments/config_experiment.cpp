@@ -349,10 +349,6 @@ sim::SimulationConfig load_point(const ConfigNode& root, topo::Topology topology
   return c;
 }
 
-std::string setting_text(const ConfigNode& root, const char* key, const std::string& fallback) {
-  return root.has(key) ? root.child(key).text() : fallback;
-}
-
 }  // namespace
 
 Experiment load_experiment(const ConfigReader& reader) {
@@ -391,26 +387,18 @@ Experiment load_experiment(const ConfigReader& reader) {
   const ConfigNode topo_entry = root.child("topology");
   std::unique_ptr<ConfigReader> topo_file;
   std::string topo_dir = dir;
-  std::string topo_source = topo_entry.text();
   if (topo_entry.is_scalar() || (topo_entry.is_map() && topo_entry.has("file"))) {
     const ConfigNode f = topo_entry.is_scalar() ? topo_entry : topo_entry.child("file");
     if (topo_entry.is_map()) topo_entry.allow_only({"file"});
     const std::filesystem::path path = f.as_input_file(dir, "topology file");
     topo_file = std::make_unique<ConfigReader>(path.string());
     topo_dir = topo_file->directory();
-    topo_source = path.string();
+    e.topology_file = path.string();
   }
   const ConfigReader& topo_reader = topo_file ? *topo_file : reader;
   YAML::Node doc = root.yaml();
   YAML::Node topo_doc = topo_file ? topo_file->root().yaml() : YAML::Node(root.yaml()["topology"]);
   const std::string topo_path = topo_file ? "" : "topology";
-
-  e.settings = {{"topology", topo_source},
-                {"network", setting_text(root, "network", "{model: alphabeta, gamma: 0}")},
-                {"size", setting_text(root, "size", "(swept)")},
-                {"delays", setting_text(root, "delays", "{}")},
-                {"stragglers", setting_text(root, "stragglers", "none")},
-                {"prediction", setting_text(root, "prediction", "{policy: oracle}")}};
 
   std::vector<Axis> axes;
   if (auto sweep = root.maybe("sweep")) {

@@ -70,9 +70,8 @@ struct Experiment {
   int iterations = 20;
   std::uint64_t seed = 1;
   std::string output;  // folder for results.csv, results.json and plots
-  // Human-readable echo of the settings that are the same for every point (topology source,
-  // network, delays, stragglers, prediction), for results.json.
-  std::vector<std::pair<std::string, std::string>> settings;
+  // The topology file, as the YAML names it resolved against its folder; empty when inline.
+  std::string topology_file;
 
   std::size_t run_count() const { return points.size() * algorithms.size(); }
   // "ranks=8 size=1GiB", or "-" without axes.

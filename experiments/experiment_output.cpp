@@ -7,6 +7,7 @@
 #include <map>
 #include <ostream>
 #include <sstream>
+#include <variant>
 
 #include "algorithms/stragglar.hpp"
 #include "common/error.hpp"
@@ -52,7 +53,93 @@ std::optional<alg::CostParams> uniform_params(const sim::SimulationConfig& c) {
       .alpha = r.latency.value, .beta = 1.0 / r.bandwidth.value, .gamma = c.gamma.value};
 }
 
+nlohmann::json seconds_or_null(std::optional<Seconds> t) {
+  return t ? nlohmann::json(t->value) : nlohmann::json(nullptr);
+}
+
+struct DistributionJson {
+  nlohmann::json& j;
+  void operator()(const sim::dist::None&) const {}
+  void operator()(const sim::dist::Constant& d) const { j["value_s"] = d.value.value; }
+  void operator()(const sim::dist::Uniform& d) const {
+    j["low_s"] = d.low.value;
+    j["high_s"] = d.high.value;
+  }
+  void operator()(const sim::dist::Normal& d) const {
+    j["mean_s"] = d.mean.value;
+    j["stddev_s"] = d.stddev.value;
+  }
+  void operator()(const sim::dist::Lognormal& d) const {
+    j["mu"] = d.mu;
+    j["sigma"] = d.sigma;
+  }
+  void operator()(const sim::dist::Exponential& d) const { j["mean_s"] = d.mean.value; }
+  void operator()(const sim::dist::Pareto& d) const {
+    j["scale_s"] = d.scale.value;
+    j["shape"] = d.shape;
+  }
+  void operator()(const sim::dist::Empirical& d) const {
+    j["samples"] = d.samples.size();
+    j["source"] = d.source;
+  }
+};
+
+// Sets every value of `mine` that `other` does not share to null, recursing into objects
+// (an array or a number either matches as a whole or becomes null).
+void keep_common(nlohmann::json& mine, const nlohmann::json& other) {
+  if (mine.is_object() && other.is_object()) {
+    for (auto it = mine.begin(); it != mine.end(); ++it) {
+      if (other.contains(it.key())) {
+        keep_common(*it, other.at(it.key()));
+      } else {
+        *it = nullptr;
+      }
+    }
+  } else if (mine != other) {
+    mine = nullptr;
+  }
+}
+
 }  // namespace
+
+Seconds arrival_lateness(const std::vector<Seconds>& arrival) {
+  if (arrival.size() < 2) return Seconds{0};
+  double last = std::max(arrival[0].value, arrival[1].value);
+  double second = std::min(arrival[0].value, arrival[1].value);
+  for (std::size_t k = 2; k < arrival.size(); ++k) {
+    const double t = arrival[k].value;
+    if (t > last) {
+      second = last;
+      last = t;
+    } else if (t > second) {
+      second = t;
+    }
+  }
+  return Seconds{last - second};
+}
+
+nlohmann::json distribution_json(const sim::Distribution& d) {
+  nlohmann::json j = {{"distribution", std::string(d.kind_name())}};
+  std::visit(DistributionJson{j}, d.params());
+  j["expected_s"] = seconds_or_null(d.mean());
+  return j;
+}
+
+nlohmann::json delay_model_json(const sim::DelayModel& m) {
+  nlohmann::json j;
+  j["base"] = distribution_json(m.base);
+  nlohmann::json stragglers = nlohmann::json::array();
+  for (const sim::PersistentStraggler& s : m.stragglers) {
+    stragglers.push_back(
+        {{"rank", s.rank}, {"extra", distribution_json(s.extra)}, {"persistence", s.persistence}});
+  }
+  j["stragglers"] = std::move(stragglers);
+  j["trace"] = m.trace ? nlohmann::json{{"source", m.trace->source()},
+                                        {"iterations", m.trace->iterations()},
+                                        {"ranks", m.trace->ranks()}}
+                       : nlohmann::json(nullptr);
+  return j;
+}
 
 nlohmann::json simulation_config_json(const sim::SimulationConfig& c) {
   nlohmann::json j;
@@ -64,13 +151,13 @@ nlohmann::json simulation_config_json(const sim::SimulationConfig& c) {
                   {"gamma_s_per_byte", c.gamma.value}};
   j["collective"] = {
       {"algorithm", c.algorithm}, {"size_bytes", c.size.value}, {"options", c.options.values()}};
-  j["delays"] = c.delays.describe();
+  j["delays"] = delay_model_json(c.delays);
   j["prediction"] = {
       {"policy", c.adaptive_fallbacks.empty() ? std::string(sim::to_string(c.policy)) : std::string("adaptive")},
       {"rank", c.straggler ? nlohmann::json(*c.straggler) : nlohmann::json(nullptr)}};
   if (!c.adaptive_fallbacks.empty()) j["prediction"]["fallback"] = c.adaptive_fallbacks;
   j["iterations"] = c.iterations;
-  j["seed"] = c.seed;
+  j["seed"] = std::to_string(c.seed);  // a string: JSON readers keep 53 bits of a number
   return j;
 }
 
@@ -131,6 +218,14 @@ void write_point_rows(std::ostream& out, const Experiment& e, std::size_t point,
   const sim::SimulationResult& base = runs[e.baseline];
   const std::string device = "simulated " + std::string(sim::to_string(p.config.network)) + " on " +
                              p.config.topology.name;
+  // How late the last rank came after every other rank, per iteration: the arrivals are a
+  // function of the point's delay model and seed (the same for every algorithm), so they are
+  // drawn again here rather than carried through the journal.
+  const int ranks = p.config.topology.gpu_count();
+  const sim::DelayGenerator arrivals(p.config.delays, ranks, p.config.seed);
+  std::vector<Seconds> lateness;
+  for (const sim::IterationSummary& it : base.iterations)
+    lateness.push_back(arrival_lateness(arrivals.iteration(it.iteration).arrival));
   std::string axis_fields;
   for (std::size_t k = 0; k < e.axes.size(); ++k)
     axis_fields.append(",").append(schema::csv_field(e.axes[k].labels[p.value[k]]));
@@ -144,8 +239,9 @@ void write_point_rows(std::ostream& out, const Experiment& e, std::size_t point,
       row.algorithm = e.algorithms[a].name;
       row.ranks = runs[a].ranks;
       row.bytes = p.config.size;
-      // The spread of arrivals: last arrival - first arrival.
-      row.delay = Seconds{it.completion.value - it.after_last_arrival.value};
+      // How late the last rank arrived after all the others (the measured rows' injected
+      // delay); the whole spread, last - first arrival, is the arrival_spread_s column.
+      row.delay = lateness[i];
       if (row.delay.value > 0) row.straggler = it.last_rank;
       row.iteration = it.iteration;
       row.time = it.completion;
@@ -177,8 +273,24 @@ nlohmann::json experiment_json(const Experiment& e,
                  {"started_utc", status.started},
                  {"seconds", status.seconds},
                  {"jobs", status.jobs}};
+  // The resolved settings every point shares; null where the points differ (swept), at the
+  // deepest object level where they do.
   nlohmann::json settings = nlohmann::json::object();
-  for (const auto& [k, v] : e.settings) settings[k] = v;
+  for (std::size_t p = 0; p < e.points.size(); ++p) {
+    nlohmann::json c = simulation_config_json(e.points[p].config);
+    nlohmann::json shared = {{"topology", c["topology"]},
+                             {"network", c["network"]},
+                             {"size_bytes", c["collective"]["size_bytes"]},
+                             {"delays", c["delays"]},
+                             {"prediction", c["prediction"]}};
+    if (p == 0) {
+      settings = std::move(shared);
+      continue;
+    }
+    keep_common(settings, shared);
+  }
+  settings["topology_file"] =
+      e.topology_file.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.topology_file);
   j["settings"] = settings;
   nlohmann::json algs = nlohmann::json::array();
   for (const ExperimentAlgorithm& a : e.algorithms) {
@@ -191,7 +303,7 @@ nlohmann::json experiment_json(const Experiment& e,
       "baseline time / time, same point and iteration; column speedup on completion_s (time_s), "
       "speedup_after_last_arrival on after_last_arrival_s";
   j["iterations"] = e.iterations;
-  j["seed"] = e.seed;
+  j["seed"] = std::to_string(e.seed);
   j["output"] = e.output;
   nlohmann::json axes = nlohmann::json::array();
   for (const SweepAxis& a : e.axes) {
@@ -213,7 +325,7 @@ nlohmann::json experiment_json(const Experiment& e,
       values[e.axes[k].key] = e.axes[k].labels[e.points[p].value[k]];
     nlohmann::json pj = {{"point", p},
                          {"values", values},
-                         {"seed", e.points[p].config.seed},
+                         {"seed", std::to_string(e.points[p].config.seed)},
                          {"config", simulation_config_json(e.points[p].config)}};
     pj["config"].erase("collective");
     pj["config"]["size_bytes"] = e.points[p].config.size.value;

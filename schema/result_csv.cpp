@@ -6,6 +6,7 @@
 #include <istream>
 #include <map>
 #include <ostream>
+#include <set>
 #include <system_error>
 
 #include "common/csv.hpp"
@@ -92,10 +93,10 @@ std::string utc_timestamp_now() {
 
 const std::vector<std::string>& result_csv_columns() {
   static const std::vector<std::string> columns = {
-      "source",       "algorithm",  "ranks",     "bytes",  "dtype",
-      "delay_s",      "straggler",  "iteration", "time_s", "after_last_arrival_s",
-      "algbw_GBps",   "busbw_GBps", "wrong",     "device", "timestamp",
-      "nccl_version", "nccl_algo",  "nccl_proto"};
+      "source",       "algorithm",  "ranks",      "bytes",           "dtype",
+      "delay_s",      "straggler",  "iteration",  "time_s",          "after_last_arrival_s",
+      "algbw_GBps",   "busbw_GBps", "wrong",      "device",          "timestamp",
+      "nccl_version", "nccl_algo",  "nccl_proto", "arrival_spread_s"};
   return columns;
 }
 
@@ -126,7 +127,8 @@ std::string format_result_row(const ResultRow& row) {
       csv_field(row.timestamp),
       csv_field(row.nccl_version),
       csv_field(row.nccl_algo),
-      csv_field(row.nccl_proto)};
+      csv_field(row.nccl_proto),
+      csv_number(row.time.value - row.after_last_arrival.value)};
   std::string out;
   for (std::size_t i = 0; i < fields.size(); ++i) out += (i ? "," : "") + fields[i];
   return out;
@@ -140,13 +142,15 @@ std::vector<ResultRow> read_result_csv(std::istream& in, std::string_view name) 
   const std::vector<std::string>& header = head.fields;
   std::map<std::string, std::size_t> index;
   for (std::size_t i = 0; i < header.size(); ++i) index.emplace(header[i], i);
-  // The columns added after the first version (from nccl_version on) may be missing.
-  constexpr std::size_t kRequired = 15;
+  // The columns added after the first version (from nccl_version on) may be missing;
+  // arrival_spread_s is time_s - after_last_arrival_s and is not read back.
+  const std::set<std::string> optional = {"nccl_version", "nccl_algo", "nccl_proto",
+                                          "arrival_spread_s"};
   constexpr std::size_t kAbsent = static_cast<std::size_t>(-1);
   std::vector<std::size_t> at;
   for (const std::string& column : result_csv_columns()) {
     auto it = index.find(column);
-    if (it == index.end() && at.size() >= kRequired) {
+    if (it == index.end() && optional.count(column)) {
       at.push_back(kAbsent);
       continue;
     }

@@ -11,33 +11,48 @@
 //   csv.write(row);
 //   std::vector<ResultRow> rows = read_result_csv(in, "runs.csv");
 //
-// Columns, in this order (result_csv_columns()):
-//   source                measured | simulated
-//   algorithm             registry name, "nccl" (ncclAllReduce), or "NAME+nccl-rs" (phase 1
-//                         run as ncclReduceScatter)
-//   ranks, bytes          collective size: per-rank buffer in bytes
-//   dtype                 float32 | float64 | int32 | int64 | float16 | bfloat16
-//   delay_s               arrival delay of the straggler, seconds (0: none)
-//   straggler             the rank that arrives late; empty when delay_s is 0
-//   iteration             0-based index of the run within its (algorithm, size) series
-//   time_s                first arrival to last finish, seconds
-//   after_last_arrival_s  last arrival to last finish (the StragglAR paper's "time minus delay")
-//   algbw_GBps            bytes / after_last_arrival_s, in 1e9 B/s
-//   busbw_GBps            algbw * 2(n-1)/n: nccl-tests' AllReduce bus factor. A ring AllReduce
-//                         moves 2(n-1)/n * bytes through every rank's link, so busbw compares
-//                         to the link bandwidth independently of n.
-//   wrong                 elements that failed the check (nccl-tests' #wrong); empty when not
-//                         checked, always empty for simulated rows
-//   device                what ran it: GPU name and transport, or the simulator's model
-//   timestamp             UTC, ISO 8601 ("2025-06-01T12:34:56Z")
-//   nccl_version          the NCCL library the run used ("2.27.3"); empty when none (MPI,
-//                         simulated rows)
-//   nccl_algo, nccl_proto NCCL_ALGO / NCCL_PROTO in effect for `nccl` rows (what the
+// Columns, in this order (result_csv_columns()), each with one type; a cell is empty only
+// where said here (readers: straggler and wrong are nullable integers, e.g. pandas "Int64"):
+//   source                string: measured | simulated
+//   algorithm             string: registry name, "nccl" (ncclAllReduce), or "NAME+nccl-rs"
+//                         (phase 1 run as ncclReduceScatter)
+//   ranks                 integer
+//   bytes                 integer: collective size, the per-rank buffer in bytes
+//   dtype                 string: float32 | float64 | int32 | int64 | float16 | bfloat16
+//   delay_s               number, seconds: how late the straggler arrived after every other
+//                         rank (0: no straggler). Measured rows: the delay injected on the
+//                         straggler (stragglesim-gpu: its spin, timed on the device; MPI: the one
+//                         asked for); simulated rows: last arrival - second-to-last arrival.
+//   straggler             integer: the rank delayed by delay_s (simulated: the rank that
+//                         arrived last); empty exactly when delay_s is 0
+//   iteration             integer: 0-based index of the run within its (algorithm, size) series
+//   time_s                number: first arrival to last finish, seconds
+//   after_last_arrival_s  number: last arrival to last finish (the StragglAR paper's "time
+//                         minus delay")
+//   algbw_GBps            number: bytes / after_last_arrival_s, in 1e9 B/s
+//   busbw_GBps            number: algbw * 2(n-1)/n: nccl-tests' AllReduce bus factor. A ring
+//                         AllReduce moves 2(n-1)/n * bytes through every rank's link, so busbw
+//                         compares to the link bandwidth independently of n.
+//   wrong                 integer: elements that failed the check (nccl-tests' #wrong); empty
+//                         when not checked: always in simulated rows, and in measured rows of
+//                         iterations run without a check
+//   device                string: what ran it: GPU name and transport, or the simulator's model
+//   timestamp             string: UTC, ISO 8601 ("2025-06-01T12:34:56Z"), when a measured row
+//                         was written; empty in simulated rows and in rows converted from
+//                         nccl-tests output (which has no time of day)
+//   nccl_version          string: the NCCL library the run used ("2.27.3"); empty when none
+//                         (MPI, simulated rows)
+//   nccl_algo, nccl_proto string: NCCL_ALGO / NCCL_PROTO in effect for `nccl` rows (what the
 //                         environment asked for; empty: NCCL's own choice)
-// The last three were added later: the reader takes them when present and leaves them empty
-// in files written before them; every other column is required.
+//   arrival_spread_s      number: last arrival - first arrival, seconds (= time_s -
+//                         after_last_arrival_s; delay_s or more). Written from the rows' times;
+//                         the reader does not read it back.
+// nccl_version, nccl_algo and nccl_proto were added later and arrival_spread_s after them: the
+// reader takes them when present and leaves them empty in files written before them; every
+// other column is required.
 // Bandwidths use after_last_arrival_s because with a straggler time_s mostly measures the
 // delay; without one the two times are equal and this is nccl-tests' definition.
+// Numbers are written as the shortest text that reads back to the same double.
 // Fields holding a comma, a quote or a line break are quoted (RFC 4180).
 #pragma once
 

@@ -134,7 +134,7 @@ MpiSweepOutcome run_mpi_sweep(const MpiRunOptions& o, MPI_Comm comm, std::ostrea
         row.bytes = Bytes{bytes};
         row.dtype = std::string(to_string(o.dtype));
         row.delay = settings.delay;
-        if (settings.straggler >= 0) row.straggler = settings.straggler;
+        if (settings.delay.value > 0 && settings.straggler >= 0) row.straggler = settings.straggler;
         row.iteration = it;
         row.time = r.time;
         row.after_last_arrival = r.after_last_arrival;

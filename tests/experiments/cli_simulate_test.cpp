@@ -62,7 +62,9 @@ TEST(CliSimulate, IssueExampleRunsAndPrintsJson) {
   EXPECT_NEAR(j["iterations"][0]["after_last_arrival_s"].get<double>(), 14 * step, 1e-12);
   EXPECT_NEAR(j["iterations"][0]["completion_s"].get<double>(), 10e-3 + 14 * step, 1e-12);
   EXPECT_NEAR(j["mean_after_last_arrival_s"].get<double>(), 14 * step, 1e-12);
-  EXPECT_EQ(j["config"]["seed"], 1);
+  EXPECT_EQ(j["config"]["seed"], "1");  // 64-bit seeds as strings
+  ASSERT_FALSE(j["links"].empty());
+  for (const auto& link : j["links"]) EXPECT_TRUE(link["bytes"].is_number_integer()) << link;
 }
 
 TEST(CliSimulate, PerRankTimes) {
@@ -80,6 +82,12 @@ TEST(CliSimulate, PerRankTimes) {
   EXPECT_FALSE(nlohmann::json::parse(simulate(kTopology + "collective: {algorithm: ring, size: 1GiB}\n", "--json").out)
                    ["iterations"][0]
                        .contains("finish_s"));
+  // Without --json there is nowhere to print them: a usage error naming the flag.
+  const CommandResult table =
+      simulate(kTopology + "collective: {algorithm: ring, size: 1GiB}\n", "--per-rank");
+  EXPECT_EQ(table.rc, 2);
+  EXPECT_TRUE(contains(table.err, "stragglesim: error: --per-rank needs --json")) << table.err;
+  EXPECT_TRUE(table.out.empty()) << table.out;
 }
 
 TEST(CliSimulate, TableAndTrace) {

@@ -107,12 +107,86 @@ TEST(ExperimentRunner, SpeedupColumnsAgainstTheBaselineOfTheSameIteration) {
     EXPECT_NEAR(std::stod(row.at("speedup_after_last_arrival")), rhd ? t_ring / t_rhd : 1.0, 1e-12);
     EXPECT_EQ(row.at("straggler"), "7");
     EXPECT_NEAR(std::stod(row.at("delay_s")), 10e-3, 1e-15);
+    EXPECT_NEAR(std::stod(row.at("arrival_spread_s")), 10e-3, 1e-15);
   }
   EXPECT_NEAR(r.points[0][0].speedup, (10e-3 + t_ring) / (10e-3 + t_rhd), 1e-12);
   EXPECT_EQ(r.points[0][0].loss_fraction, 0.0);
   const auto j = nlohmann::json::parse(slurp(dir + "/results.json"));
   EXPECT_EQ(j["status"]["state"], "complete");
-  EXPECT_EQ(j["points"][0]["seed"], e.points[0].config.seed);
+  EXPECT_EQ(j["points"][0]["seed"], std::to_string(e.points[0].config.seed));
+  EXPECT_EQ(j["seed"], std::to_string(e.seed));
+  std::filesystem::remove_all(dir);
+}
+
+// delay_s is how late the straggler came after every other rank (as in measured rows), the
+// whole spread of arrivals is arrival_spread_s; results.json carries resolved values as JSON.
+TEST(ExperimentRunner, DelayIsTheStragglersLatenessAndSettingsAreObjects) {
+  // Base delays uniform in [0, 2ms] on every rank, 10 ms more on one: it is late by 10 ms plus
+  // its base delay minus the largest other base delay, the spread is larger.
+  const Experiment e = load(
+      "topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us}\n"
+      "algorithms: [ring, rhd]\nsize: 1MiB\n"
+      "delays: {base: {distribution: uniform, low: 0ms, high: 2ms}}\n"
+      "stragglers: {count: 1, delay: 10ms}\n"
+      "iterations: 5\nseed: 9007199254740993\nsweep: {ranks: [8, 16]}\n");
+  const std::string dir = temp_dir("lateness");
+  run_experiment(e, quiet(dir, 1));
+  const auto rows = read_csv(dir + "/results.csv");
+  ASSERT_EQ(rows.size(), 20u);
+  std::map<std::string, std::string>
+      delay_of;  // "ranks/iteration" -> delay_s, same for every algorithm
+  for (const auto& row : rows) {
+    const double delay = std::stod(row.at("delay_s")),
+                 spread = std::stod(row.at("arrival_spread_s"));
+    EXPECT_GT(delay, 8e-3);
+    EXPECT_LT(delay, 12e-3);
+    EXPECT_LT(delay, spread);
+    EXPECT_LE(spread, 12e-3);
+    EXPECT_NEAR(spread, std::stod(row.at("time_s")) - std::stod(row.at("after_last_arrival_s")),
+                1e-15);
+    EXPECT_EQ(row.at("straggler"), row.at("last_rank"));
+    EXPECT_EQ(row.at("timestamp"), "");
+    EXPECT_EQ(row.at("wrong"), "");
+    const std::string key = row.at("ranks") + "/" + row.at("iteration");
+    if (delay_of.count(key)) {
+      EXPECT_EQ(delay_of[key], row.at("delay_s"));
+    }
+    delay_of[key] = row.at("delay_s");
+  }
+  const auto j = nlohmann::json::parse(slurp(dir + "/results.json"));
+  EXPECT_EQ(j["seed"], "9007199254740993");  // 2^53 + 1: not a double
+  const auto& settings = j["settings"];
+  ASSERT_TRUE(settings.is_object()) << settings;
+  // Swept ranks: the topology's size and the straggler's rank (the last) differ by point.
+  EXPECT_TRUE(settings["topology"]["ranks"].is_null()) << settings;
+  EXPECT_EQ(settings["topology"]["ecmp"], false) << settings;
+  EXPECT_TRUE(settings["delays"]["stragglers"].is_null()) << settings;
+  EXPECT_TRUE(settings["topology_file"].is_null()) << settings;
+  EXPECT_EQ(settings["size_bytes"], 1 << 20);
+  EXPECT_EQ(settings["network"]["model"], "alphabeta");
+  const auto& base = settings["delays"]["base"];
+  EXPECT_EQ(base["distribution"], "uniform");
+  EXPECT_DOUBLE_EQ(base["high_s"].get<double>(), 2e-3);
+  EXPECT_DOUBLE_EQ(base["expected_s"].get<double>(), 1e-3);
+  const auto& stragglers = j["points"][1]["config"]["delays"]["stragglers"];
+  ASSERT_EQ(stragglers.size(), 1u);
+  EXPECT_EQ(stragglers[0]["rank"], 15);
+  EXPECT_EQ(stragglers[0]["extra"]["distribution"], "constant");
+  EXPECT_DOUBLE_EQ(stragglers[0]["extra"]["value_s"].get<double>(), 10e-3);
+  EXPECT_TRUE(j["points"][1]["config"]["delays"].is_object());
+  EXPECT_TRUE(j["points"][1]["seed"].is_string());
+  std::filesystem::remove_all(dir);
+
+  // Two equal stragglers and nothing else: a tie, so no straggler and no delay, but a spread.
+  const Experiment tie = load(
+      "topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us}\n"
+      "algorithms: [ring]\nsize: 1MiB\nstragglers: {count: 2, delay: 10ms}\niterations: 1\n");
+  run_experiment(tie, quiet(dir, 1));
+  const auto tied = read_csv(dir + "/results.csv");
+  ASSERT_EQ(tied.size(), 1u);
+  EXPECT_EQ(tied[0].at("delay_s"), "0");
+  EXPECT_EQ(tied[0].at("straggler"), "");
+  EXPECT_NEAR(std::stod(tied[0].at("arrival_spread_s")), 10e-3, 1e-15);
   std::filesystem::remove_all(dir);
 }
 

@@ -62,9 +62,9 @@ TEST(ResultCsv, HeaderAndRowText) {
   EXPECT_EQ(out.str(),
             "source,algorithm,ranks,bytes,dtype,delay_s,straggler,iteration,time_s,"
             "after_last_arrival_s,algbw_GBps,busbw_GBps,wrong,device,timestamp,nccl_version,"
-            "nccl_algo,nccl_proto\n"
+            "nccl_algo,nccl_proto,arrival_spread_s\n"
             "measured,stragglar+nccl-rs,8,1048576,float64,0.005,7,3,0.00525,0.00025,4,7,0,"
-            "\"NVIDIA H100 80GB HBM3, nccl\",2025-06-01T12:34:56Z,,,\n");
+            "\"NVIDIA H100 80GB HBM3, nccl\",2025-06-01T12:34:56Z,,,,0.005\n");
 }
 
 TEST(ResultCsv, SimulatedRowLeavesWrongAndStragglerEmpty) {
@@ -74,9 +74,11 @@ TEST(ResultCsv, SimulatedRowLeavesWrongAndStragglerEmpty) {
   r.straggler.reset();
   r.delay = Seconds{0};
   r.device = "alphabeta";
+  r.timestamp.clear();
+  r.time = r.after_last_arrival;
   EXPECT_EQ(schema::format_result_row(r),
-            "simulated,stragglar+nccl-rs,8,1048576,float64,0,,3,0.00525,0.00025,4,7,,alphabeta,"
-            "2025-06-01T12:34:56Z,,,");
+            "simulated,stragglar+nccl-rs,8,1048576,float64,0,,3,0.00025,0.00025,4,7,,alphabeta,"
+            ",,,,0");
 }
 
 TEST(ResultCsv, WriteThenReadGivesTheSameRows) {
