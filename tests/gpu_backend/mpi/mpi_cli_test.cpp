@@ -19,13 +19,6 @@
 namespace ssim::gpu {
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 using testing::MpiRunResult;
 using MpiResult = MpiRunResult;
 
