@@ -51,7 +51,9 @@ run_one() {
   local execs findings
   execs=$(grep -E "^stat::number_of_executed_units" "$dir/log" | awk '{print $2}')
   findings=$(ls "$dir" | grep -cE '^(crash|timeout|oom|leak|slow-unit)-' || true)
-  echo "fuzz $h: ${execs:-?} executions in ${seconds}s, $findings findings, corpus $(ls "$dir/corpus" | wc -l) inputs (log: $dir/log)"
+  local span="in ${seconds}s"
+  [[ $findings -eq 0 ]] || span="before it stopped at the finding"
+  echo "fuzz $h: ${execs:-?} executions $span, $findings findings, corpus $(ls "$dir/corpus" | wc -l) inputs (log: $dir/log)"
   [[ $findings -eq 0 ]] || grep -E "ERROR|SUMMARY|terminate|what\(\)" "$dir/log" | head -5 | sed 's/^/  /'
 }
 running=0
