@@ -147,6 +147,9 @@ TEST(NcclTests, HugeSizesAndCountsAreInputErrors) {
       error_of("{\"config\": {\"devices\": [{}], \"nthreads\": \"x\"}, \"results\": []}", "t.json")
           .find("t.json: config.nthreads: not an integer in [1, 1048576]"),
       std::string::npos);
+  EXPECT_NE(error_of("{\"results\": [], \"x\": 1e400}", "o.json")
+                .find("o.json: not valid JSON: [json.exception.out_of_range.406] number overflow"),
+            std::string::npos);
 }
 
 TEST(NcclTests, VersionCodes) {
