@@ -11,8 +11,8 @@
 #include <sstream>
 #include <system_error>
 
-#include "common/csv.hpp"
 #include "calibration/nccl_tests.hpp"
+#include "common/csv.hpp"
 #include "common/error.hpp"
 #include "common/stats.hpp"
 
@@ -315,7 +315,13 @@ Calibration calibrate_sweep(const std::vector<CsvRecord>& records, std::string_v
                        "distinct sizes");
     }
     const auto params = relative_least_squares(reduce, 2);
-    SSIM_CHECK(params.has_value(), "two distinct sizes must determine intercept and slope");
+    // Distinct sizes can still be numerically one (268435456 and 268435457 B): bad input.
+    if (!params) {
+      throw InputError(std::string(name) + ": kind=reduce rows: " + std::to_string(reduce.size()) +
+                       " rows at " + std::to_string(sizes) +
+                       " distinct sizes too close together to separate gamma from the intercept; "
+                       "measure sizes that differ by a factor of 2 or more");
+    }
     ReduceFit g;
     g.intercept = Seconds{(*params)[0]};
     g.gamma = SecondsPerByte{(*params)[1]};

@@ -138,7 +138,8 @@ NcclTestsLog parse_text(std::string_view text, std::string_view name) {
       for (const std::string& field : f) {
         if (field.rfind("nccl-library=", 0) == 0) {
           const auto code = number(field.substr(13));
-          if (code) log.nccl_version = nccl_version_from_code(static_cast<long>(*code));
+          if (code && *code < 1e9)
+            log.nccl_version = nccl_version_from_code(static_cast<long>(*code));
         }
       }
       continue;
@@ -175,8 +176,19 @@ NcclTestsLog parse_text(std::string_view text, std::string_view name) {
     };
     NcclTestsRow row;
     row.line = line_no;
-    row.bytes = std::stoull(f[0]);
-    if (c.count >= 0) row.count = static_cast<std::uint64_t>(num(c.count, "count"));
+    // Counts are integers below 2^64: a larger value is an input error, not a wrapped cast.
+    auto whole = [&](int index, const char* column) {
+      const double v = num(index, column);
+      if (!(v < 0x1p64)) {
+        fail(name, line_no,
+             std::string("column ") + column + ": value '" + field(index) + "' is too large");
+      }
+      return static_cast<std::uint64_t>(v);
+    };
+    const auto [end, ec] = std::from_chars(f[0].data(), f[0].data() + f[0].size(), row.bytes);
+    if (ec != std::errc() || end != f[0].data() + f[0].size())
+      fail(name, line_no, "column size: value '" + f[0] + "' is too large");
+    if (c.count >= 0) row.count = whole(c.count, "count");
     if (c.type >= 0) row.type = field(c.type);
     if (c.redop >= 0) row.redop = field(c.redop);
     row.time_us = num(c.time, "time");
@@ -194,7 +206,8 @@ NcclTestsLog parse_json(std::string_view text, std::string_view name) {
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error, and out_of_range for a number beyond a double (1e400).
     throw InputError(std::string(name) + ": not valid JSON: " + e.what());
   }
   auto bad = [&](const std::string& where, const std::string& what) {
@@ -209,8 +222,17 @@ NcclTestsLog parse_json(std::string_view text, std::string_view name) {
   if (doc.contains("config") && doc["config"].is_object()) {
     const nlohmann::json& cfg = doc["config"];
     if (cfg.contains("devices") && cfg["devices"].is_array() && !cfg["devices"].empty()) {
-      const long threads = cfg.value("nthreads", 1L);
-      const long gpus = cfg.value("ngpus", 1L);
+      // Threads and GPUs per process: integers in [1, 2^20] (their product with the device
+      // count stays far from overflow).
+      auto per_process = [&](const char* key) -> long {
+        if (!cfg.contains(key)) return 1;
+        const nlohmann::json& v = cfg[key];
+        if (!v.is_number_integer() || v.get<long>() < 1 || v.get<long>() > (1L << 20))
+          bad(std::string("config.") + key, "not an integer in [1, 1048576]");
+        return v.get<long>();
+      };
+      const long threads = per_process("nthreads");
+      const long gpus = per_process("ngpus");
       log.ranks = static_cast<int>(static_cast<long>(cfg["devices"].size()) * threads * gpus);
       const nlohmann::json& d0 = cfg["devices"].front();
       if (d0.is_object()) {
@@ -240,8 +262,13 @@ NcclTestsLog parse_json(std::string_view text, std::string_view name) {
     };
     NcclTestsRow row;
     row.line = index;
-    row.bytes = static_cast<std::uint64_t>(number_at(r, "size", where));
-    if (r.contains("count")) row.count = static_cast<std::uint64_t>(number_at(r, "count", where));
+    auto whole_at = [&](const nlohmann::json& obj, const char* key, const std::string& path) {
+      const double v = number_at(obj, key, path);
+      if (!(v < 0x1p64)) bad(path, std::string("\"") + key + "\" is too large");
+      return static_cast<std::uint64_t>(v);
+    };
+    row.bytes = whole_at(r, "size", where);
+    if (r.contains("count")) row.count = whole_at(r, "count", where);
     row.type = r.value("type", std::string());
     row.redop = r.value("redop", std::string());
     if (!r.contains("out_of_place") || !r["out_of_place"].is_object())

@@ -3,6 +3,7 @@
 # exactly what is missing (otherwise). CUDA and NCCL are not Debian packages: the GPU backend
 # is built when they are found (see README, "GPU backend").
 set -euo pipefail
+# `setup.sh --fuzz` (scripts/fuzz.sh): also clang and its libFuzzer runtime, needed only for fuzzing.
 
 packages=(
   cmake ninja-build g++ pkg-config
@@ -11,6 +12,9 @@ packages=(
   libopenmpi-dev openmpi-bin
   python3 python3-matplotlib
 )
+if [[ ${1:-} == --fuzz ]]; then
+  packages+=(clang-14 libclang-rt-14-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <random>
 #include <sstream>
 
@@ -371,6 +372,23 @@ TEST(Calibration, MeasuredRunsCarryTheirLines) {
   EXPECT_EQ(runs[1].row.device, "a\nb");
   EXPECT_EQ(runs[2].line, 6);
   EXPECT_EQ(runs[2].row.algorithm, "rhd");
+}
+
+// Found by fuzz/calibration_csv_fuzz.cpp: kind=reduce rows at two distinct but numerically
+// inseparable sizes failed an internal check (exit 4) instead of an input error.
+TEST(Calibration, ReduceRowsAtInseparableSizesAreAnInputError) {
+  std::ifstream in(std::string(STRAGGLESIM_SOURCE_DIR) +
+                   "/fuzz/corpus/calibration_csv/issue15_fuzz_reduce_sizes_too_close.csv");
+  ASSERT_TRUE(in.good());
+  try {
+    calibrate(in, "f.csv", {});
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "f.csv: kind=reduce rows: 2 rows at 2 distinct sizes too close together"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Calibration, SizeLists) {

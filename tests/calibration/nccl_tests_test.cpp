@@ -127,6 +127,31 @@ TEST(NcclTests, BadLogsNameTheLineAndColumn) {
   EXPECT_FALSE(looks_like_nccl_tests("bytes,seconds\n1024,1e-6\n"));
 }
 
+// Found by fuzz/calibration_csv_fuzz.cpp: a count beyond 2^64 was cast to an integer (undefined
+// behaviour) and a size beyond it escaped std::stoull as std::out_of_range.
+TEST(NcclTests, HugeSizesAndCountsAreInputErrors) {
+  const std::string header =
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong\n";
+  EXPECT_EQ(error_of(header + "  4096  1" + std::string(108, '0') +
+                         "  float  sum  -1  84.3  0.05  0.08  0\n",
+                     "count.txt"),
+            "count.txt:2: column count: value '1" + std::string(108, '0') + "' is too large");
+  EXPECT_EQ(
+      error_of(
+          header + "  123456789012345678901234567890  256  float  sum  -1  84.3  0.05  0.08  0\n",
+          "size.txt"),
+      "size.txt:2: column size: value '123456789012345678901234567890' is too large");
+  EXPECT_NE(error_of("{\"results\": [{\"size\": 1e30}]}", "j.json").find("\"size\" is too large"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of("{\"config\": {\"devices\": [{}], \"nthreads\": \"x\"}, \"results\": []}", "t.json")
+          .find("t.json: config.nthreads: not an integer in [1, 1048576]"),
+      std::string::npos);
+  EXPECT_NE(error_of("{\"results\": [], \"x\": 1e400}", "o.json")
+                .find("o.json: not valid JSON: [json.exception.out_of_range.406] number overflow"),
+            std::string::npos);
+}
+
 TEST(NcclTests, VersionCodes) {
   EXPECT_EQ(nccl_version_from_code(22703), "2.27.3");
   EXPECT_EQ(nccl_version_from_code(21805), "2.18.5");

@@ -1,0 +1,19 @@
+// libFuzzer harness: the `stragglesim run` experiment loader (sweeps included) on arbitrary YAML
+// text, then the memory check the CLI makes before running (fuzz/fuzz_support.hpp).
+#include <cstddef>
+#include <cstdint>
+
+#include "experiments/config.hpp"
+#include "experiments/experiment.hpp"
+#include "experiments/resource_check.hpp"
+#include "fuzz/fuzz_support.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  return ssim::fuzz::expect_clean_errors([&] {
+    const auto reader =
+        ssim::exp::ConfigReader::from_string(ssim::fuzz::text(data, size), "fuzz.yaml");
+    const ssim::exp::Experiment e = ssim::exp::load_experiment(reader);
+    ssim::exp::check_experiment_memory(ssim::fuzz::budget(), e, 1);
+    (void)ssim::exp::experiment_time_note(e, 1);
+  });
+}

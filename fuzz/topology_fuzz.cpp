@@ -1,0 +1,17 @@
+// libFuzzer harness: the topology loader (configs/topologies/*.yaml, `calibrate --topology`) on
+// arbitrary YAML text (fuzz/fuzz_support.hpp).
+#include <cstddef>
+#include <cstdint>
+
+#include "experiments/config.hpp"
+#include "fuzz/fuzz_support.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  return ssim::fuzz::expect_clean_errors([&] {
+    const auto reader =
+        ssim::exp::ConfigReader::from_string(ssim::fuzz::text(data, size), "fuzz.yaml");
+    const ssim::topo::Topology t = ssim::exp::load_topology(reader.root(), reader.directory());
+    (void)ssim::exp::load_calibrated_gamma(reader.root());
+    (void)t.gpu_count();
+  });
+}
