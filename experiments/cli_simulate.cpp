@@ -52,7 +52,7 @@ std::string summary_json(const sim::SimulationConfig& c, const sim::SimulationRe
                    {"busbw_GBps", it.busbw.value / 1e9},
                    {"last_rank", it.last_rank},
                    {"predicted_straggler", it.predicted_straggler},
-                   {"chosen", it.chosen}});
+                   {"chosen", it.chosen.empty() ? r.algorithm : it.chosen}});
     if (!it.finish.empty()) {
       nlohmann::json arrival = nlohmann::json::array(), finish = nlohmann::json::array();
       for (std::size_t k = 0; k < it.finish.size(); ++k) {

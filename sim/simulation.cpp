@@ -127,8 +127,9 @@ SimulationResult run_simulation(const SimulationConfig& config) {
       // Adaptive: which candidate is fastest on the predicted arrivals (ties keep the algorithm).
       Executor* run_on = &executor;
       const alg::Schedule* ran = &schedule;
-      std::string chosen = info.name;
+      std::string chosen;  // adaptive only: what ran
       if (!fallbacks.empty()) {
+        chosen = info.name;
         std::vector<Seconds> predicted(static_cast<std::size_t>(n), Seconds{0});
         if (!previous_arrival.empty()) {
           std::vector<double> sorted;

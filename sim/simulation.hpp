@@ -74,7 +74,7 @@ struct IterationSummary {
   int last_rank = 0;            // the rank that arrived last
   int predicted_straggler = 0;  // the policy's guess (used only by straggler-aware schedules)
   // Adaptive runs: the registry algorithm that ran this iteration (the configured one or a
-  // fallback); else the configured algorithm.
+  // fallback); empty otherwise (the configured algorithm ran).
   std::string chosen;
   // Per physical rank, when SimulationConfig::per_rank_times is set (else empty).
   std::vector<Seconds> arrival;

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "../cli_support.hpp"
+#include "../results_compare.hpp"
 #include "tests/mpi_support.hpp"
 
 namespace ssim::testing {
@@ -54,21 +55,6 @@ std::string temp_dir(const std::string& tag) {
   const std::string dir = "/tmp/ssim_cli_mpi_" + tag + "_" + std::to_string(::getpid());
   fs::remove_all(dir);
   return dir;
-}
-
-// results.json without the fields that differ between equivalent runs by nature.
-nlohmann::json comparable_json(const std::string& dir) {
-  nlohmann::json j = nlohmann::json::parse(slurp(dir + "/results.json"));
-  j.erase("status");
-  j.erase("output");
-  return j;
-}
-
-void expect_same_results(const std::string& a, const std::string& b) {
-  const std::string csv = slurp(a + "/results.csv");
-  ASSERT_FALSE(csv.empty());
-  EXPECT_EQ(csv, slurp(b + "/results.csv")) << a << " vs " << b;
-  EXPECT_EQ(comparable_json(a), comparable_json(b)) << a << " vs " << b;
 }
 
 TEST(CliMpiRun, TwoAndThreeRanksWriteTheSameFilesAsOneThread) {
