@@ -35,6 +35,8 @@ void append_ring_allgather(Schedule& s, std::span<const int> members, int first_
 // to rank p+k); both add nothing when n is a power of two.
 void append_fold(Schedule& s, int n, int chunks);
 void append_unfold(Schedule& s, int n, int chunks);
+// The size bound of both (registry.hpp's ScheduleSize): p chunks, 2 ceil(log2 n) rounds.
+ScheduleSize halving_doubling_size(int n);
 
 // Ranks 0..n-1 in order, for the common case of a ring over everyone.
 std::vector<int> iota_ranks(int n);

@@ -77,11 +77,7 @@ AlgorithmInfo halving_doubling_info() {
       .generate = make_halving_doubling,
       .cost = [](int n, double bytes, const CostParams& p,
                  const Options&) { return rhd_cost(n, bytes, p); },
-      .size =
-          [](int n, const Options&) {
-            const double r = n, lg = size_log2(n);
-            return ScheduleSize{r, 2 * lg + 2, 2 * r * lg + 2 * r};
-          },
+      .size = [](int n, const Options&) { return halving_doubling_size(n); },
   };
 }
 

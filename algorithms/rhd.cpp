@@ -51,6 +51,11 @@ Schedule make_rhd(int n, const Options&) {
 
 }  // namespace
 
+ScheduleSize halving_doubling_size(int n) {
+  const double r = n, lg = size_log2(n);
+  return ScheduleSize{r, 2 * lg + 2, 2 * r * lg + 2 * r};
+}
+
 void append_fold(Schedule& s, int n, int chunks) {
   const int p = std::bit_floor(static_cast<unsigned>(n));
   if (n == p) return;
@@ -77,11 +82,7 @@ AlgorithmInfo rhd_info() {
       .generate = make_rhd,
       .cost = [](int n, double bytes, const CostParams& p,
                  const Options&) { return rhd_cost(n, bytes, p); },
-      .size =
-          [](int n, const Options&) {
-            const double r = n, lg = size_log2(n);
-            return ScheduleSize{r, 2 * lg + 2, 2 * r * lg + 2 * r};
-          },
+      .size = [](int n, const Options&) { return halving_doubling_size(n); },
   };
 }
 
