@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "algorithms/schedule.hpp"
 
 namespace ssim::alg {
 
@@ -118,6 +122,34 @@ double dbtree_cost(int n, double bytes, int segments, const CostParams& p) {
   if (n == 2) return segments * (c + g) + segments * c;
   const int rounds = 2 * (segments + floor_log2(n) - 1);
   return rounds * (c + g) - (is_pow2(n) ? g : 0.0) + rounds * c;
+}
+
+// Per round, each rank's ports start free when it reached the round; transfers in order.
+double schedule_cost(const Schedule& s, double bytes, const CostParams& p,
+                     std::span<const double> arrival) {
+  const std::size_t n = static_cast<std::size_t>(s.ranks);
+  std::vector<double> ready(n, 0.0), send_free(n), recv_free(n), done(n);
+  if (!arrival.empty()) ready.assign(arrival.begin(), arrival.end());
+  const double first = ready.empty() ? 0.0 : *std::min_element(ready.begin(), ready.end());
+  for (const Round& round : s.rounds) {
+    send_free = ready;
+    recv_free = ready;
+    done = ready;
+    for (const Transfer& t : round.transfers) {
+      const ByteRange br =
+          chunk_bytes(static_cast<std::uint64_t>(bytes), s.chunks, t.chunk_begin, t.chunk_end);
+      const double m = static_cast<double>(br.length);
+      const std::size_t src = static_cast<std::size_t>(t.src),
+                        dst = static_cast<std::size_t>(t.dst);
+      const double start = std::max(send_free[src], recv_free[dst]);
+      const double end = start + p.alpha + m * p.beta;
+      send_free[src] = recv_free[dst] = end;
+      done[src] = std::max(done[src], end);
+      done[dst] = std::max(done[dst], end + (t.op == Op::reduce ? p.gamma * m : 0.0));
+    }
+    ready = done;
+  }
+  return ready.empty() ? 0.0 : *std::max_element(ready.begin(), ready.end()) - first;
 }
 
 }  // namespace ssim::alg

@@ -14,7 +14,11 @@
 // the remainder; the closed forms are exact when `bytes` divides evenly.
 #pragma once
 
+#include <span>
+
 namespace ssim::alg {
+
+struct Schedule;
 
 struct CostParams {
   double alpha = 0.0;  // seconds per message
@@ -54,5 +58,12 @@ double tree_cost(int n, double bytes, int segments, const CostParams& p);
 double dbtree_cost(int n, double bytes, int segments, const CostParams& p);
 // direct_rs_ag (all-to-all reduce-scatter + allgather): 2 (n-1) (alpha + s/n beta) + s/n gamma.
 double direct_rs_ag_cost(int n, double bytes, const CostParams& p);
+
+// The exact cost of any schedule under these semantics, evaluated round by round (what the
+// simulator's alpha-beta dataflow pass computes on a non-blocking network): the last finish
+// minus the first arrival. `arrival` per rank (empty: all at 0). For schedules without a
+// closed form, e.g. stragglar with several late ranks.
+double schedule_cost(const Schedule& s, double bytes, const CostParams& p,
+                     std::span<const double> arrival = {});
 
 }  // namespace ssim::alg

@@ -65,6 +65,9 @@ struct AlgorithmInfo {
   // factor; registry_test checks both directions).
   std::function<ScheduleSize(int, const Options&)> size;
   bool straggler_aware = false;  // takes the `straggler` option
+  // Optional: validates option values for `ranks` without generating (InputError naming the
+  // option), so that configs can report them at their keys; generate() checks them too.
+  std::function<void(int, const Options&)> check_options = nullptr;
 };
 
 const std::vector<AlgorithmInfo>& algorithms();

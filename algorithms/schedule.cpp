@@ -68,6 +68,7 @@ void Schedule::relabel(const std::vector<int>& perm) {
     }
   }
   if (straggler) straggler = perm[*straggler];
+  for (int& r : late) r = perm[r];
 }
 
 ByteRange chunk_bytes(std::uint64_t total_bytes, int chunks, int chunk_begin, int chunk_end) {

@@ -59,6 +59,9 @@ struct Schedule {
   int ranks = 0;
   int chunks = 0;
   std::optional<int> straggler;                // the rank the schedule was built for, if any
+  // Schedules built for several late ranks (stragglar stragglers=k, k >= 2): those ranks in
+  // the arrival order the schedule expects, the last one == straggler; empty otherwise.
+  std::vector<int> late;
   std::map<std::string, std::string> options;  // generator options, as given (metadata)
   std::vector<Round> rounds;
 
@@ -68,7 +71,7 @@ struct Schedule {
   std::size_t transfer_count() const;
   // Appends `other`'s rounds (same ranks and chunks required).
   void append(const Schedule& other);
-  // Renames ranks: rank r becomes perm[r] everywhere (transfers and straggler).
+  // Renames ranks: rank r becomes perm[r] everywhere (transfers, straggler and late ranks).
   // perm must be a permutation of 0..ranks-1.
   void relabel(const std::vector<int>& perm);
 

@@ -1,5 +1,6 @@
 #include "algorithms/schedule_json.hpp"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -154,9 +155,12 @@ void write_schedule_json(std::ostream& os, const Schedule& s) {
   header["chunks"] = s.chunks;
   header["straggler"] = s.straggler ? json(*s.straggler) : json(nullptr);
   header["options"] = s.options;
-  os << "{\"collective\": " << header["collective"].dump() << ", \"algorithm\": " << header["algorithm"].dump()
-     << ", \"ranks\": " << s.ranks << ", \"chunks\": " << s.chunks << ", \"straggler\": " << header["straggler"].dump()
-     << ", \"options\": " << header["options"].dump() << ",\n \"rounds\": [";
+  os << "{\"collective\": " << header["collective"].dump()
+     << ", \"algorithm\": " << header["algorithm"].dump() << ", \"ranks\": " << s.ranks
+     << ", \"chunks\": " << s.chunks << ", \"straggler\": " << header["straggler"].dump()
+     << ", \"options\": " << header["options"].dump();
+  if (!s.late.empty()) os << ", \"late\": " << json(s.late).dump();
+  os << ",\n \"rounds\": [";
   for (std::size_t i = 0; i < s.rounds.size(); ++i) {
     os << (i ? ",\n  " : "\n  ") << round_to_json(s.rounds[i]).dump();
   }
@@ -193,7 +197,9 @@ Schedule read_schedule_json(std::string_view text, std::string_view source_name)
   if (duplicates.first())
     in.fail(*duplicates.first(), "duplicate key (a key may appear once per object)");
   if (!doc.is_object()) in.fail("(top level)", "expected an object, got " + std::string(doc.type_name()));
-  in.only_keys(doc, "(top level)", {"collective", "algorithm", "ranks", "chunks", "straggler", "options", "rounds"});
+  in.only_keys(
+      doc, "(top level)",
+      {"collective", "algorithm", "ranks", "chunks", "straggler", "late", "options", "rounds"});
 
   Schedule s;
   if (auto it = doc.find("collective"); it != doc.end()) {
@@ -208,6 +214,19 @@ Schedule read_schedule_json(std::string_view text, std::string_view source_name)
   s.chunks = in.integer(in.member(doc, "(top level)", "chunks"), "chunks", 1, kMaxChunks);
   if (auto it = doc.find("straggler"); it != doc.end() && !it->is_null()) {
     s.straggler = in.integer(*it, "straggler", 0, s.ranks - 1);
+  }
+  if (auto it = doc.find("late"); it != doc.end() && !it->is_null()) {
+    if (!it->is_array())
+      in.fail("late", "expected an array of ranks, got " + std::string(it->type_name()));
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      const std::string path = "late[" + std::to_string(i) + "]";
+      const int r = in.integer((*it)[i], path, 0, s.ranks - 1);
+      if (std::find(s.late.begin(), s.late.end(), r) != s.late.end())
+        in.fail(path, "rank listed twice");
+      s.late.push_back(r);
+    }
+    if (!s.late.empty() && s.straggler != s.late.back())
+      in.fail("late", "the last late rank must be the straggler");
   }
   if (auto it = doc.find("options"); it != doc.end() && !it->is_null()) {
     if (!it->is_object()) in.fail("options", "expected an object of strings");

@@ -89,17 +89,19 @@ int ceil_log2(int x) {
 
 bool is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
-// Which non-straggler holds which fully reduced chunk (an m x m bit matrix), per-chunk
-// holder counts, and per-rank counts of held active chunks.
+// Which non-straggler holds which fully reduced chunk (a ranks x chunks bit matrix: the m
+// chunk owners and, with several late ranks, the passive ones), per-chunk holder counts, and
+// per-rank counts of held active chunks.
 class Holdings {
  public:
-  explicit Holdings(int m)
-      : m_(m),
-        words_((m + 63) / 64),
-        bits_(static_cast<std::size_t>(m) * words_, 0),
-        by_chunk_(static_cast<std::size_t>(m) * words_, 0),
-        count_(m, 0),
-        active_(m, 0) {}
+  Holdings(int ranks, int chunks)
+      : m_(ranks),
+        chunks_(chunks),
+        words_((std::max(ranks, chunks) + 63) / 64),
+        bits_(static_cast<std::size_t>(ranks) * words_, 0),
+        by_chunk_(static_cast<std::size_t>(chunks) * words_, 0),
+        count_(chunks, 0),
+        active_(ranks, 0) {}
 
   bool has(int rank, int chunk) const { return (row(rank)[chunk / 64] >> (chunk % 64)) & 1u; }
   int count(int chunk) const { return count_[chunk]; }
@@ -135,7 +137,8 @@ class Holdings {
   }
   std::uint64_t* row(int rank) { return bits_.data() + static_cast<std::size_t>(rank) * words_; }
 
-  int m_;
+  int m_;  // ranks
+  int chunks_;
   int words_;
   std::vector<std::uint64_t> bits_;      // rank-major
   std::vector<std::uint64_t> by_chunk_;  // chunk-major copy, to list the ranks lacking a chunk
@@ -172,11 +175,13 @@ struct RoundPlan {
 // Shared round loop: the policy fills the copies of round t; this applies them, records
 // the round (exchange first) when `out` is given, and stops when every chunk is complete.
 // Returns the round count, or -1 when the policy gives up (returns false).
+// With `passive` > 0 (several late ranks): m = n-1-passive chunk owners 0..m-1, passive late
+// ranks m..n-2 (they hold nothing and need every chunk) and the straggler n-1.
 template <typename Policy>
-int run_phase2(int n, Policy&& policy, std::vector<Round>* out) {
-  const int m = n - 1;
-  const int straggler = m;
-  Holdings hold(m);
+int run_phase2(int n, int passive, Policy&& policy, std::vector<Round>* out) {
+  const int m = n - 1 - passive;
+  const int straggler = n - 1;
+  Holdings hold(n - 1, m);
   RoundPlan plan(n);
   const int limit = 4 * n + 64;
   int t = 0;
@@ -594,7 +599,7 @@ int make_doubling(int n, std::vector<Round>* out) {
     if (!ramp) continue;
     DoublingPolicy policy(n, layout, std::move(*ramp));
     const int rounds = run_phase2(
-        n,
+        n, 0,
         [&](int t, const Holdings& hold, RoundPlan& plan) { return policy.round(t, hold, plan); },
         out);
     if (rounds > 0) return rounds;
@@ -625,12 +630,13 @@ struct GreedyVariant {
 // active chunks they hold (random order within a count); each chunk then takes its senders
 // from the front of that order and its receivers from the ranks lacking it, shuffled
 // within their preference class.
-int make_greedy(int n, const GreedyVariant& variant, std::vector<Round>* out) {
-  const int m = n - 1;
-  const int straggler = m;
+int make_greedy(int n, int passive, const GreedyVariant& variant, std::vector<Round>* out) {
+  const int h = n - 1;            // ranks that can hold chunks: owners and passive late ranks
+  const int m = n - 1 - passive;  // chunks (= owners)
+  const int straggler = n - 1;
   const int L = ceil_log2(n);
   Mixer mix(variant.seed + 0x5eed);
-  std::vector<int> shuffled = iota_ranks(m), by_load(m), skip(m + 1);
+  std::vector<int> shuffled = iota_ranks(h), by_load(h), skip(h + 1);
   std::vector<std::vector<int>> load_bucket;
   std::array<std::vector<int>, 4> receiver_bucket;
   std::vector<int> senders, receivers;
@@ -651,18 +657,18 @@ int make_greedy(int n, const GreedyVariant& variant, std::vector<Round>* out) {
     }
     by_load.clear();
     for (const auto& b : load_bucket) by_load.insert(by_load.end(), b.begin(), b.end());
-    for (int i = 0; i <= m; ++i) skip[i] = i < m && plan.sending[by_load[i]] ? i + 1 : i;
+    for (int i = 0; i <= h; ++i) skip[i] = i < h && plan.sending[by_load[i]] ? i + 1 : i;
     for (int c = std::min(t, m) - 1; c >= 0; --c) {
       if (hold.complete(c)) continue;
       for (auto& b : receiver_bucket) b.clear();
       hold.for_each_missing(c, [&](int r) {
         if (plan.receiving[r]) return;
-        const bool window = t < m && r > t && r < t + L;
+        const bool window = t < m && r < m && r > t && r < t + L;
         if (window && c + L > r) return;
         int key = 2;
         if (window) {
           key = r - L == c ? 0 : 1;
-        } else if (r < t) {
+        } else if (r < t || r >= m) {  // past its exchange, or passive (never meets S)
           key = variant.past_before_future ? 2 : 3;
         } else {
           key = variant.past_before_future ? 3 : 2;
@@ -676,7 +682,7 @@ int make_greedy(int n, const GreedyVariant& variant, std::vector<Round>* out) {
       }
       if (receivers.empty()) continue;
       senders.clear();
-      for (int i = next_free(0); i < m && senders.size() < receivers.size(); i = next_free(i + 1)) {
+      for (int i = next_free(0); i < h && senders.size() < receivers.size(); i = next_free(i + 1)) {
         const int r = by_load[i];
         if (!hold.has(r, c)) continue;
         senders.push_back(r);
@@ -688,7 +694,7 @@ int make_greedy(int n, const GreedyVariant& variant, std::vector<Round>* out) {
     }
     return true;
   };
-  return run_phase2(n, policy, out);
+  return run_phase2(n, passive, policy, out);
 }
 
 // The greedy variants tried where the doubling construction gives up: several for small
@@ -704,22 +710,25 @@ std::vector<GreedyVariant> greedy_variants(int n) {
   return v;
 }
 
-// Builds phase 2 for n, the doubling construction or else the best greedy variant
+// Builds phase 2 for n ranks of which `passive` are late ranks folded in before (0: plain
+// StragglAR), the doubling construction (passive = 0 only) or else the best greedy variant
 // (records the rounds into `out` when given), and returns its round count.
-int build_phase2(int n, std::vector<Round>* out) {
-  if (const int rounds = make_doubling(n, out); rounds > 0) return rounds;
+int build_phase2(int n, int passive, std::vector<Round>* out) {
+  if (passive == 0) {
+    if (const int rounds = make_doubling(n, out); rounds > 0) return rounds;
+  }
   const std::vector<GreedyVariant> variants = greedy_variants(n);
-  if (variants.size() == 1) return make_greedy(n, variants.front(), out);
+  if (variants.size() == 1) return make_greedy(n, passive, variants.front(), out);
   std::size_t best = 0;
   int best_rounds = 0;
   for (std::size_t i = 0; i < variants.size(); ++i) {
-    const int r = make_greedy(n, variants[i], nullptr);
+    const int r = make_greedy(n, passive, variants[i], nullptr);
     if (i == 0 || r < best_rounds) {
       best = i;
       best_rounds = r;
     }
   }
-  if (out) make_greedy(n, variants[best], out);
+  if (out) make_greedy(n, passive, variants[best], out);
   return best_rounds;
 }
 
@@ -727,84 +736,187 @@ void check_ranks(int n) {
   if (n < 3) throw InputError("stragglar needs n >= 3 ranks, got " + std::to_string(n));
 }
 
-Schedule make_stragglar(int n, const Options& options) {
+// The late-rank count of option `stragglers` (1 .. n-2: phase 1 needs two early ranks).
+int late_count(int n, const Options& options) {
+  if (!options.has("stragglers")) return 1;
+  const int k = options.get_int("stragglers", 1, 1, 1 << 30);
+  if (k > n - 2) {
+    throw InputError("stragglar option stragglers=" + std::to_string(k) +
+                     ": at most n-2 = " + std::to_string(n - 2) + " late ranks with " +
+                     std::to_string(n) + " ranks (phase 1 needs two early ranks)");
+  }
+  return k;
+}
+
+// Option `late`: k distinct ranks "a,b,c" in expected arrival order (default n-k..n-1).
+std::vector<int> late_ranks(int n, int k, const Options& options) {
+  std::vector<int> late;
+  if (!options.has("late")) {
+    for (int i = n - k; i < n; ++i) late.push_back(i);
+    return late;
+  }
+  const std::string text = options.get_string("late", "");
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', pos), text.size());
+    Options one;
+    one.set("late", text.substr(pos, comma - pos));
+    const int r = one.get_int("late", 0, 0, n - 1);
+    if (std::find(late.begin(), late.end(), r) != late.end())
+      throw InputError("stragglar option late=" + text + ": rank " + std::to_string(r) +
+                       " listed twice");
+    late.push_back(r);
+    pos = comma + 1;
+  }
+  if (static_cast<int>(late.size()) != k) {
+    throw InputError("stragglar option late=" + text + ": lists " + std::to_string(late.size()) +
+                     " ranks but stragglers=" + std::to_string(k));
+  }
+  return late;
+}
+
+// Rounds "fold-in" of the k-straggler schedule (logical ranks: early 0..m-1, late m..n-1 in
+// arrival order): late rank m+j-1 (j = 1..k-1) reduces its chunk g into rank g in fold round
+// g+j-1, so a late rank's pass runs as soon as it arrives and every early rank receives from
+// one late rank per round, in arrival order.
+void append_fold_in(Schedule& s, int m, int k) {
+  for (int round = 0; round < m + k - 2; ++round) {
+    Round& r = s.add_round("fold-in");
+    for (int j = 1; j <= k - 1; ++j) {
+      const int g = round - (j - 1);
+      if (g >= 0 && g < m) r.add(m + j - 1, g, g, g + 1, Op::reduce);
+    }
+  }
+}
+
+// The options' late ranks in arrival order (one for k = 1), after checking every option.
+std::vector<int> checked_late(int n, const Options& options) {
   check_ranks(n);
+  const int k = late_count(n, options);
+  if (k > 1 && options.has("straggler")) {
+    throw InputError("stragglar option straggler is for one late rank; with stragglers=" +
+                     std::to_string(k) + " name the late ranks with late=a,b,... (arrival order)");
+  }
   const int straggler = options.get_int("straggler", n - 1, 0, n - 1);
+  std::vector<int> late = late_ranks(n, k, options);
+  if (k == 1 && !options.has("late")) late = {straggler};
+  if (k == 1 && options.has("late") && options.has("straggler") && straggler != late.front())
+    throw InputError("stragglar options straggler and late name different ranks");
   const std::string phase1 = options.get_string("phase1", "ring");
   if (phase1 != "ring") {
     throw InputError(
         "stragglar option phase1=" + phase1 +
         ": unknown phase-1 variant (valid: ring; phase 2 alone is stragglar_phase2())");
   }
-  const int m = n - 1;
+  return late;
+}
+
+Schedule make_stragglar(int n, const Options& options) {
+  const std::vector<int> late = checked_late(n, options);
+  const int k = static_cast<int>(late.size());
+  const int m = n - k;
   Schedule s = Schedule::make(Collective::allreduce, "stragglar", n, m);
   std::vector<Round> phase2;
   phase2.reserve(static_cast<std::size_t>(m + ceil_log2(n)));
-  build_phase2(n, &phase2);
-  s.rounds.reserve(static_cast<std::size_t>(m - 1) + phase2.size());
+  build_phase2(n, k - 1, &phase2);
+  s.rounds.reserve(static_cast<std::size_t>(m - 1 + (k > 1 ? m + k - 2 : 0)) + phase2.size());
   const std::vector<int> members = iota_ranks(m);
   append_ring_reduce_scatter(s, members, 0, "reduce-scatter");
+  if (k > 1) append_fold_in(s, m, k);
   for (Round& r : phase2) s.rounds.push_back(std::move(r));
-  s.straggler = m;
-  if (straggler != m) {
-    // Logical non-straggler i becomes the i-th rank other than the straggler.
-    std::vector<int> perm(static_cast<std::size_t>(n));
-    for (int i = 0; i < m; ++i) perm[i] = i < straggler ? i : i + 1;
-    perm[m] = straggler;
-    s.relabel(perm);
+  s.straggler = n - 1;
+  if (k > 1) {
+    for (int i = m; i < n; ++i) s.late.push_back(i);
   }
+  // Logical late rank m+i becomes late[i]; the early ranks take the others in order.
+  std::vector<int> perm(static_cast<std::size_t>(n));
+  std::vector<char> taken(static_cast<std::size_t>(n), 0);
+  for (int i = 0; i < k; ++i) {
+    perm[static_cast<std::size_t>(m + i)] = late[static_cast<std::size_t>(i)];
+    taken[static_cast<std::size_t>(late[static_cast<std::size_t>(i)])] = 1;
+  }
+  for (int i = 0, next = 0; i < m; ++i, ++next) {
+    while (taken[static_cast<std::size_t>(next)]) ++next;
+    perm[static_cast<std::size_t>(i)] = next;
+  }
+  s.relabel(perm);
   return s;
 }
 
 }  // namespace
 
-Schedule stragglar_phase2(int n) {
+Schedule stragglar_phase2(int n, int late) {
   check_ranks(n);
-  Schedule s = Schedule::make(Collective::allreduce, "stragglar", n, n - 1);
+  if (late < 1 || late > n - 2) {
+    throw InputError("stragglar: " + std::to_string(late) + " late ranks with " +
+                     std::to_string(n) + " ranks (valid: 1.." + std::to_string(n - 2) + ")");
+  }
+  Schedule s = Schedule::make(Collective::allreduce, "stragglar", n, n - late);
   s.straggler = n - 1;
-  build_phase2(n, &s.rounds);
+  build_phase2(n, late - 1, &s.rounds);
   return s;
 }
 
-int stragglar_round_lower_bound(int n) { return n - 2 + ceil_log2(n); }
+int stragglar_round_lower_bound(int n) { return stragglar_round_lower_bound(n, 1); }
 
-int stragglar_rounds(int n) {
+int stragglar_rounds(int n) { return stragglar_rounds(n, 1); }
+
+int stragglar_rounds(int n, int late) {
   check_ranks(n);
-  if (is_pow2(n)) return stragglar_round_lower_bound(n);
+  if (late < 1 || late > n - 2) {
+    throw InputError("stragglar: " + std::to_string(late) + " late ranks with " +
+                     std::to_string(n) + " ranks (valid: 1.." + std::to_string(n - 2) + ")");
+  }
+  if (late == 1 && is_pow2(n)) return stragglar_round_lower_bound(n);
   static std::mutex mutex;
-  static std::map<int, int> cache;
+  static std::map<std::pair<int, int>, int> cache;
   {
     std::lock_guard<std::mutex> lock(mutex);
-    if (auto it = cache.find(n); it != cache.end()) return it->second;
+    if (auto it = cache.find({n, late}); it != cache.end()) return it->second;
   }
-  const int rounds = build_phase2(n, nullptr);
+  const int rounds = build_phase2(n, late - 1, nullptr);
   std::lock_guard<std::mutex> lock(mutex);
-  cache[n] = rounds;
+  cache[{n, late}] = rounds;
   return rounds;
 }
+
+int stragglar_round_lower_bound(int n, int late) { return n - late - 1 + ceil_log2(n); }
 
 AlgorithmInfo stragglar_info() {
   return AlgorithmInfo{
       .name = "stragglar",
       .description =
-          "StragglAR: ring reduce-scatter among the n-1 non-stragglers while the straggler is "
-          "late, "
-          "then straggler exchanges and broadcast; n-1 chunks",
+          "StragglAR: ring reduce-scatter among the n-k early ranks while the k late ones are "
+          "late, the first k-1 late ranks folded in as they arrive, then exchanges with the "
+          "last and broadcast; n-k chunks (default k = 1)",
       .supported_ranks = "n >= 3",
       .supports_ranks = [](int n) { return n >= 3; },
-      .options = {{"straggler", "rank that arrives last", "n-1"},
-                  {"phase1", "phase-1 variant (ring)", "ring"}},
+      .options = {{"straggler", "rank that arrives last (one late rank)", "n-1"},
+                  {"phase1", "phase-1 variant (ring)", "ring"},
+                  {"stragglers", "number k of late ranks, 1..n-2", "1"},
+                  {"late",
+                   "the k late ranks in expected arrival order, e.g. 5,7 (the last arrives last)",
+                   "n-k..n-1"}},
       .generate = make_stragglar,
-      .cost = [](int n, double bytes, const CostParams& p,
-                 const Options&) { return stragglar_worst_cost(n, bytes, p); },
-      // Phase 1: n-2 ring rounds among n-1 ranks; then at most n-2+ceil(log2 n)+1 rounds in
+      // One late rank: the closed form. Several: no closed form; the generated schedule's
+      // exact cost under the same semantics (schedule_cost).
+      .cost =
+          [](int n, double bytes, const CostParams& p, const Options& o) {
+            if (late_count(n, o) == 1) return stragglar_worst_cost(n, bytes, p);
+            return schedule_cost(make_stragglar(n, o), bytes, p);
+          },
+      // Phase 1: at most n-2 ring rounds among the early ranks; the fold-in at most n-2 more
+      // rounds with fewer than n transfers each; then at most n-2+ceil(log2 n)+1 rounds in
       // which every rank sends at most once.
       .size =
-          [](int n, const Options&) {
+          [](int n, const Options& o) {
             const double r = n, lg = size_log2(n);
-            return ScheduleSize{r, 2 * r + lg, (r - 1) * (r - 2) + r * (r + lg)};
+            if (late_count(n, o) == 1)
+              return ScheduleSize{r, 2 * r + lg, (r - 1) * (r - 2) + r * (r + lg)};
+            return ScheduleSize{r, 3 * r + lg, (r - 1) * (r - 2) + r * r + r * (r + lg)};
           },
       .straggler_aware = true,
+      .check_options = [](int n, const Options& o) { checked_late(n, o); },
   };
 }
 

@@ -24,12 +24,20 @@ namespace ssim::alg {
 // arrived, assuming phase 1 has left non-straggler g with chunk g summed over ranks
 // 0..n-2. Not an AllReduce by itself (the verifier starts from raw data), hence no
 // registry option for it.
-Schedule stragglar_phase2(int n);
+//
+// With late > 1 (the k-straggler generalization, `stragglers=k`): n-k chunk owners 0..n-k-1,
+// passive late ranks n-k..n-2 (already folded in, they need every chunk) and the straggler
+// n-1; n-k chunks.
+Schedule stragglar_phase2(int n, int late = 1);
 
 // Phase-2 round count of the generator (equal to stragglar_phase2(n).rounds.size()): the
 // lower bound below for every n in 3..4096 except 33, 1025 and 2049 (README.md has the
 // table). n-2+log2(n) for powers of two, otherwise computed once per n and cached.
 int stragglar_rounds(int n);
+// The same for k = `late` late ranks (the rounds after the last one arrives, when the others
+// are folded in): n-k-1+ceil(log2 n) is the lower bound (README.md: proof sketch and table).
+int stragglar_rounds(int n, int late);
+int stragglar_round_lower_bound(int n, int late);
 // n-2+ceil(log2 n): the straggler releases one chunk per round (last one in round n-2) and
 // the holders of the last chunk at most double per round afterwards.
 int stragglar_round_lower_bound(int n);

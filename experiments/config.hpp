@@ -62,6 +62,15 @@ sim::SimulationConfig load_simulation_config(const ConfigReader& reader);
 // algorithms that are not straggler-aware and support `ranks`. `fallback` without adaptive is
 // an error, unless the experiment sweeps the policy (then it serves the adaptive points).
 void load_prediction(const ConfigNode& node, int ranks, sim::SimulationConfig& c, bool policy_swept);
+// Checks an algorithm's option values for `ranks` (e.g. stragglar's stragglers and late) at
+// their YAML keys under `node` (the options map).
+void check_algorithm_options(const alg::AlgorithmInfo& info, int ranks, const alg::Options& options,
+                             const ConfigNode& node);
+// prediction.k (c.late_count) applied to a straggler-aware algorithm's options: sets
+// stragglers=k when they do not say, fails at `k_node` when they say otherwise or the
+// algorithm takes one late rank only.
+void apply_late_count(const sim::SimulationConfig& c, const alg::AlgorithmInfo& info,
+                      alg::Options& options, const ConfigNode& k_node);
 
 }  // namespace ssim::exp
 

@@ -500,6 +500,20 @@ Experiment load_experiment(const ConfigReader& reader) {
           const ConfigNode s = where.child("options").child("straggler");
           s.as_int(0, n - 1);
         }
+        if (where.is_map() && where.has("options"))
+          check_algorithm_options(info, n, e.algorithms[i].options, where.child("options"));
+        if (point.config.late_count) {
+          const ConfigNode k = ConfigNode(&reader, doc, "").child("prediction").child("k");
+          alg::Options options = e.algorithms[i].options;
+          apply_late_count(point.config, info, options, k);
+          if (info.check_options && info.straggler_aware) {
+            try {
+              info.check_options(n, options);
+            } catch (const InputError& err) {
+              k.fail(err.what());
+            }
+          }
+        }
       }
     } catch (const InputError& err) {
       if (axes.empty()) throw;

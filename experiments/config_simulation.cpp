@@ -40,10 +40,50 @@ void load_collective(const ConfigNode& node, int ranks, sim::SimulationConfig& c
       if (key == "straggler") v.as_int(0, ranks - 1);
       c.options.set(key, v.as_string());
     }
+    check_algorithm_options(*info, ranks, c.options, *opts);
   }
 }
 
 }  // namespace
+
+void check_algorithm_options(const alg::AlgorithmInfo& info, int ranks, const alg::Options& options,
+                             const ConfigNode& node) {
+  if (options.has("stragglers")) node.child("stragglers").as_int(1, std::max(1, ranks - 2));
+  if (!info.check_options) return;
+  try {
+    info.check_options(ranks, options);
+  } catch (const InputError& e) {
+    // The message names the option; point at the first option given that it names.
+    const std::string what = e.what();
+    for (const std::string& key : node.keys()) {
+      if (what.find("option " + key) != std::string::npos) node.child(key).fail(what);
+    }
+    node.fail(what);
+  }
+}
+
+void apply_late_count(const sim::SimulationConfig& c, const alg::AlgorithmInfo& info,
+                      alg::Options& options, const ConfigNode& k_node) {
+  if (!c.late_count || !info.straggler_aware) return;
+  const int k = *c.late_count;
+  const bool takes = std::any_of(info.options.begin(), info.options.end(),
+                                 [](const alg::OptionSpec& s) { return s.name == "stragglers"; });
+  if (!takes) {
+    if (k > 1)
+      k_node.fail(info.name + " is built for one late rank; k: " + std::to_string(k) +
+                  " needs stragglar");
+    return;
+  }
+  if (options.has("stragglers")) {
+    const int own = options.get_int("stragglers", 1, 1, 1 << 30);
+    if (own != k) {
+      k_node.fail("k: " + std::to_string(k) + " but " + info.name + "'s option stragglers is " +
+                  std::to_string(own) + " (give one of them, or the same count)");
+    }
+    return;
+  }
+  if (k > 1) options.set("stragglers", std::to_string(k));
+}
 
 sim::SimulationConfig load_simulation_config(const ConfigReader& reader) {
   const ConfigNode root = reader.root();
@@ -76,6 +116,19 @@ sim::SimulationConfig load_simulation_config(const ConfigReader& reader) {
 
   if (auto pred = root.maybe("prediction")) {
     load_prediction(*pred, ranks, c, /*policy_swept=*/false);
+    if (c.late_count) {
+      const alg::AlgorithmInfo& info = alg::find_algorithm(c.algorithm);
+      if (!info.straggler_aware)
+        pred->child("k").fail("k is for straggler-aware algorithms, not " + info.name);
+      apply_late_count(c, info, c.options, pred->child("k"));
+      if (info.check_options) {
+        try {
+          info.check_options(ranks, c.options);
+        } catch (const InputError& e) {
+          pred->child("k").fail(e.what());
+        }
+      }
+    }
     if (c.policy == sim::StragglerPolicy::fixed && !c.straggler && !c.options.has("straggler")) {
       pred->fail("policy fixed needs a rank (prediction.rank or collective.options.straggler)");
     }
@@ -90,10 +143,21 @@ sim::SimulationConfig load_simulation_config(const ConfigReader& reader) {
 }
 
 void load_prediction(const ConfigNode& node, int ranks, sim::SimulationConfig& c, bool policy_swept) {
-  node.allow_only({"policy", "rank", "fallback"});
+  node.allow_only({"policy", "rank", "fallback", "k"});
   const std::string policy = node.get_choice("policy", {"oracle", "fixed", "previous", "adaptive"}, "oracle");
   c.policy = sim::parse_straggler_policy(policy == "adaptive" ? "previous" : policy);
   if (node.has("rank")) c.straggler = static_cast<int>(node.child("rank").as_int(0, ranks - 1));
+  c.late_count.reset();
+  if (node.has("k")) {
+    const ConfigNode k = node.child("k");
+    if (ranks < 3)
+      k.fail("k: late ranks need at least 3 ranks, the topology has " + std::to_string(ranks));
+    c.late_count = static_cast<int>(k.as_int(1, ranks - 2));
+    if (*c.late_count > 1 && node.has("rank")) {
+      node.child("rank").fail(
+          "rank names one late rank; with k > 1 name them in the algorithm's late option");
+    }
+  }
   c.adaptive_fallbacks.clear();
   if (policy != "adaptive") {
     if (node.has("fallback") && !policy_swept) node.child("fallback").fail("fallback is for policy adaptive");

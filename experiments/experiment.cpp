@@ -65,6 +65,12 @@ sim::SimulationConfig run_config(const Experiment& e, std::size_t run) {
   sim::SimulationConfig c = e.points[run / nalg].config;
   c.algorithm = e.algorithms[run % nalg].name;
   c.options = e.algorithms[run % nalg].options;
+  // prediction.k builds a straggler-aware algorithm for k late ranks (checked at load).
+  const alg::AlgorithmInfo& info = alg::find_algorithm(c.algorithm);
+  const bool takes_k = std::any_of(info.options.begin(), info.options.end(),
+                                   [](const alg::OptionSpec& s) { return s.name == "stragglers"; });
+  if (c.late_count && *c.late_count > 1 && takes_k && !c.options.has("stragglers"))
+    c.options.set("stragglers", std::to_string(*c.late_count));
   return c;
 }
 

@@ -463,6 +463,20 @@ IterationArrivals DelayGenerator::draw(int i) const {
   return out;
 }
 
+std::vector<int> latest_ranks(std::span<const Seconds> arrival, int k) {
+  SSIM_CHECK(k >= 1 && static_cast<std::size_t>(k) <= arrival.size(),
+             "latest_ranks: k out of range");
+  std::vector<int> order(arrival.size());
+  for (std::size_t r = 0; r < order.size(); ++r) order[r] = static_cast<int>(r);
+  // Ascending arrival; among equal arrivals the higher rank first, so the lowest is later.
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    const double ta = arrival[static_cast<std::size_t>(a)].value,
+                 tb = arrival[static_cast<std::size_t>(b)].value;
+    return ta < tb || (ta == tb && a > b);
+  });
+  return std::vector<int>(order.end() - k, order.end());
+}
+
 int DelayGenerator::first_prediction() const { return fixed_rank_ ? *fixed_rank_ : ranks_ - 1; }
 
 IterationArrivals DelayGenerator::iteration(int i) const {

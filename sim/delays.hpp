@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -190,6 +191,10 @@ struct IterationArrivals {
   int predicted_straggler = 0;       // under the generator's policy
   std::vector<int> straggler_ranks;  // where each PersistentStraggler entry sat, in model order
 };
+
+// The k ranks that arrive last, in arrival order: the last element is the rank that arrives
+// last (IterationArrivals::last_rank; on ties the lower rank counts as later). 1 <= k <= ranks.
+std::vector<int> latest_ranks(std::span<const Seconds> arrival, int k);
 
 // Deterministic, stateless after construction: iteration() is const and thread-safe.
 class DelayGenerator {

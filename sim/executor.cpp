@@ -98,6 +98,35 @@ std::vector<int> straggler_rank_map(const alg::Schedule& schedule, int predicted
   return perm;
 }
 
+std::vector<int> late_rank_map(const alg::Schedule& schedule, std::span<const int> predicted) {
+  const std::size_t n = static_cast<std::size_t>(schedule.ranks);
+  SSIM_CHECK(predicted.size() == schedule.late.size(), "one prediction per late rank");
+  std::vector<int> perm(n, -1);
+  std::vector<char> used(n, 0), is_late(n, 0);
+  for (std::size_t i = 0; i < predicted.size(); ++i) {
+    const int p = predicted[i];
+    SSIM_CHECK(p >= 0 && p < schedule.ranks && !used[static_cast<std::size_t>(p)],
+               "predicted late ranks must be distinct and in range");
+    perm[static_cast<std::size_t>(schedule.late[i])] = p;
+    used[static_cast<std::size_t>(p)] = 1;
+    is_late[static_cast<std::size_t>(schedule.late[i])] = 1;
+  }
+  for (std::size_t r = 0; r < n; ++r) {  // ranks of neither list stay
+    if (!is_late[r] && !used[r]) {
+      perm[r] = static_cast<int>(r);
+      used[r] = 1;
+    }
+  }
+  std::size_t next = 0;  // the rest take the freed ranks in order
+  for (std::size_t r = 0; r < n; ++r) {
+    if (perm[r] >= 0) continue;
+    while (used[next]) ++next;
+    perm[r] = static_cast<int>(next);
+    used[next] = 1;
+  }
+  return perm;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The dataflow pass. Per round, each touched rank's ports start free at the time it reached the
 // round; transfers are taken in schedule order, so a port's FIFO order is the schedule's.

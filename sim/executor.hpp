@@ -94,6 +94,12 @@ struct RunOptions {
 // schedule.straggler and `predicted` (identity when the schedule has no straggler or they are
 // equal). A wrong prediction then costs what it costs.
 std::vector<int> straggler_rank_map(const alg::Schedule& schedule, int predicted);
+// For a schedule built for several late ranks (schedule.late, in expected arrival order): the
+// permutation that lets predicted[i] play schedule.late[i] (predicted: distinct ranks, as many
+// as schedule.late). Ranks in neither list keep their place; schedule ranks that are predicted
+// late but not late in the schedule take the freed ranks in increasing order. With one late
+// rank it is straggler_rank_map.
+std::vector<int> late_rank_map(const alg::Schedule& schedule, std::span<const int> predicted);
 
 // Rounds one at a time, for the dataflow pass without a materialized schedule.
 class RoundSource {

@@ -76,6 +76,13 @@ SimulationResult run_simulation(const SimulationConfig& config) {
   const int n = config.topology.gpu_count();
   const alg::AlgorithmInfo& info = alg::find_algorithm(config.algorithm);
   const alg::Schedule schedule = alg::generate(config.algorithm, n, config.options);
+  if (config.late_count && schedule.straggler &&
+      *config.late_count != std::max<int>(1, static_cast<int>(schedule.late.size()))) {
+    throw InputError("prediction k=" + std::to_string(*config.late_count) + " but " + info.name +
+                     " was built for " +
+                     std::to_string(std::max<std::size_t>(1, schedule.late.size())) +
+                     " late rank(s) (its option stragglers)");
+  }
   Executor executor(schedule, config.topology, NetworkConfig{config.network, config.gamma},
                     config.size);
   const DelayGenerator delays(config.delays, n, config.seed, config.policy,
@@ -98,8 +105,13 @@ SimulationResult run_simulation(const SimulationConfig& config) {
                                               NetworkConfig{config.network, config.gamma}, config.size);
     }
   }
-  std::vector<Seconds> previous_arrival;  // adaptive: the last iteration's arrivals
+  std::vector<Seconds>
+      previous_arrival;  // adaptive / several late ranks: the last iteration's arrivals
   int fallback_runs = 0;
+  // A schedule built for k >= 2 late ranks: the policy predicts the k latest ranks (oracle:
+  // this iteration's, previous: the previous iteration's; fixed and iteration 0 of previous:
+  // the ranks the schedule was built for).
+  const int late_k = static_cast<int>(schedule.late.size());
 
   SimulationResult out;
   out.algorithm = info.name;
@@ -120,8 +132,21 @@ SimulationResult run_simulation(const SimulationConfig& config) {
     const int count = std::min(kArrivalBlock, config.iterations - first);
     for (const IterationArrivals& a : delays.iterations(first, count)) {
       RunOptions options;
-      if (schedule.straggler)
+      int predicted_straggler = a.predicted_straggler;
+      std::vector<int> predicted_late;
+      if (late_k > 1) {
+        if (config.policy == StragglerPolicy::oracle) {
+          predicted_late = latest_ranks(a.arrival, late_k);
+        } else if (config.policy == StragglerPolicy::previous && !previous_arrival.empty()) {
+          predicted_late = latest_ranks(previous_arrival, late_k);
+        } else {
+          predicted_late = schedule.late;
+        }
+        predicted_straggler = predicted_late.back();
+        options.rank_map = late_rank_map(schedule, predicted_late);
+      } else if (schedule.straggler) {
         options.rank_map = straggler_rank_map(schedule, a.predicted_straggler);
+      }
       const bool traced = config.trace_iteration == a.iteration;
       options.record_timeline = traced;
       // Adaptive: which candidate is fastest on the predicted arrivals (ties keep the algorithm).
@@ -132,11 +157,17 @@ SimulationResult run_simulation(const SimulationConfig& config) {
         chosen = info.name;
         std::vector<Seconds> predicted(static_cast<std::size_t>(n), Seconds{0});
         if (!previous_arrival.empty()) {
+          // Each predicted late rank late by its lead then over the last early rank.
           std::vector<double> sorted;
           for (const Seconds& t : previous_arrival) sorted.push_back(t.value);
           std::sort(sorted.begin(), sorted.end());
-          predicted[static_cast<std::size_t>(a.predicted_straggler)] =
-              Seconds{sorted[sorted.size() - 1] - sorted[sorted.size() - 2]};
+          const std::size_t k = static_cast<std::size_t>(std::max(late_k, 1));
+          const double early = sorted[sorted.size() - k - 1];
+          for (std::size_t i = 0; i < k; ++i) {
+            const int rank = late_k > 1 ? predicted_late[i] : a.predicted_straggler;
+            predicted[static_cast<std::size_t>(rank)] =
+                Seconds{sorted[sorted.size() - k + i] - early};
+          }
         }
         double best = executor.run(predicted, RunOptions{options.rank_map, false, false}).completion.value;
         for (Candidate& c : fallbacks) {
@@ -152,8 +183,8 @@ SimulationResult run_simulation(const SimulationConfig& config) {
           options.rank_map.clear();
           ++fallback_runs;
         }
-        previous_arrival = a.arrival;
       }
+      if (!fallbacks.empty() || late_k > 1) previous_arrival = a.arrival;
       IterationResult r = run_on->run(a.arrival, options);
       if (!std::isfinite(r.completion.value) ||
           !std::isfinite(sum_completion + r.completion.value)) {
@@ -162,16 +193,23 @@ SimulationResult run_simulation(const SimulationConfig& config) {
             ": the simulated time overflows (infinite): a bandwidth, latency, delay or size is "
             "outside any physical range (e.g. a bandwidth of 1e-300B/s)");
       }
-      out.iterations.push_back(IterationSummary{a.iteration, r.completion, r.after_last_arrival,
-                                                r.algbw, r.busbw, a.last_rank,
-                                                a.predicted_straggler, std::move(chosen), {}, {}});
+      out.iterations.push_back(IterationSummary{a.iteration,
+                                                r.completion,
+                                                r.after_last_arrival,
+                                                r.algbw,
+                                                r.busbw,
+                                                a.last_rank,
+                                                predicted_straggler,
+                                                std::move(chosen),
+                                                {},
+                                                {}});
       if (config.per_rank_times) {
         out.iterations.back().arrival = r.arrival;
         out.iterations.back().finish = r.finish;
       }
       sum_completion += r.completion.value;
       sum_after += r.after_last_arrival.value;
-      correct += a.predicted_straggler == a.last_rank ? 1 : 0;
+      correct += predicted_straggler == a.last_rank ? 1 : 0;
       for (std::size_t l = 0; l < out.link_bytes.size(); ++l) {
         out.link_bytes[l] += static_cast<double>(r.link_bytes[l]);
         out.link_utilization[l] += r.link_utilization[l];

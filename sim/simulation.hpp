@@ -56,6 +56,11 @@ struct SimulationConfig {
   // simulated once per iteration on the predicted arrivals, so this costs one extra run per
   // candidate and iteration; the choice is exact in the configured network model.
   std::vector<std::string> adaptive_fallbacks;
+  // prediction.k: how many late ranks the policy predicts (the k latest). Set, a straggler-
+  // aware algorithm without its own `stragglers` option is built for k late ranks (the config
+  // layer does that) and one built for another count is an InputError; unset, each schedule's
+  // own count (1 unless `stragglers` says otherwise).
+  std::optional<int> late_count;
   int iterations = 1;  // >= 1
   std::uint64_t seed = 0;
   // Record this iteration's per-transfer timeline and render it as a Chrome trace.
