@@ -152,14 +152,15 @@ void run_simulate(const SimulateArgs& a) {
   } else if (a.trace_links >= 0) {
     throw UsageError("--trace-links needs --trace FILE");
   }
-  check_simulation_memory(MemoryBudget::from_flag(a.max_memory), c);
-  if (const std::string note = simulation_time_note(c); !note.empty()) std::cerr << "stragglesim: note: " << note << "\n";
-  // The trace is written while the traced iteration runs (and removed if the run fails).
+  // The trace is written while the traced iteration runs (and removed if the run fails), so
+  // it costs no memory per transfer (check_simulation_memory knows).
   std::optional<StreamedOutput> trace;
   if (!a.trace.empty()) {
     trace.emplace(a.trace);
     c.trace_out = &trace->stream();
   }
+  check_simulation_memory(MemoryBudget::from_flag(a.max_memory), c);
+  if (const std::string note = simulation_time_note(c); !note.empty()) std::cerr << "stragglesim: note: " << note << "\n";
   sim::SimulationResult r;
   try {
     r = sim::run_simulation(c);
@@ -182,9 +183,11 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_flag(
       "--per-rank", args->per_rank,
       "Needs --json: every iteration's per-rank arrival and finish times (arrival_s, finish_s)");
-  cmd->add_option("--trace", args->trace, "Write a Chrome trace (Perfetto) of one iteration to FILE");
+  CLI::Option* trace =
+      cmd->add_option("--trace", args->trace, "Write a Chrome trace (Perfetto) of one iteration to FILE");
   cmd->add_option("--trace-iteration", args->trace_iteration, "Iteration to trace (default 0)")
-      ->check(non_negative_number());
+      ->check(non_negative_number())
+      ->needs(trace);
   add_trace_links_option(*cmd, args->trace_links);
   cmd->add_option("-n,--iterations", args->iterations, "Override the configured iteration count")
       ->check(CLI::Range(1, 10'000'000));

@@ -93,6 +93,9 @@ TEST_F(CliTrace, SimulateTraceLinksErrors) {
   const CommandResult alone = run_cli("simulate " + cfg + " --trace-links 2");
   EXPECT_EQ(alone.rc, 2);
   EXPECT_TRUE(contains(alone.err, "--trace-links needs --trace FILE")) << alone.err;
+  const CommandResult iteration = run_cli("simulate " + cfg + " --trace-iteration 0");
+  EXPECT_EQ(iteration.rc, 2);
+  EXPECT_TRUE(contains(iteration.err, "--trace-iteration requires --trace")) << iteration.err;
   const CommandResult negative = run_cli("simulate " + cfg + " --trace " + trace + " --trace-links -1");
   EXPECT_EQ(negative.rc, 2) << negative.err;
 }
@@ -141,6 +144,26 @@ TEST_F(CliTrace, RunTracePointByKeysAndByIndex) {
   const CommandResult by_column = run_cli("run " + exp + " --trace sweep.size=1MiB,algorithm=rhd --trace-links 1");
   ASSERT_EQ(by_column.rc, 0) << by_column.err;
   EXPECT_EQ(link_tracks(check_trace_strict(slurp(file("out/trace-run1-iteration0.json")))), 1u);
+}
+
+// A shipped flow-model experiment on a multi-hop fabric (NVSwitch, NICs, rails, spines, ECMP):
+// the strict checker passes and links of every tier get a counter.
+TEST_F(CliTrace, ShippedMultiNodeRunTrace) {
+  const std::string out = file("mn");
+  const CommandResult r =
+      run_cli("run " + std::string(STRAGGLESIM_SOURCE_DIR) + "/configs/experiments/multi_node.yaml -o " + out +
+              " --trace 'label=stragglar,topology.ecmp=true,size=64MiB,delay=20ms'");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "run 39 (stragglar at topology.ecmp=true size=64MiB delay=20ms)")) << r.out;
+  const TraceCounts c = check_trace_strict(slurp(out + "/trace-run39-iteration0.json"));
+  EXPECT_GT(c.flows, 0u);
+  bool nvlink = false, spine = false;
+  for (const auto& [name, values] : c.counter_tracks) {
+    nvlink |= contains(name, "nvswitch");
+    spine |= contains(name, "spine");
+  }
+  EXPECT_TRUE(nvlink);
+  EXPECT_TRUE(spine);
 }
 
 TEST_F(CliTrace, RunTracePointErrors) {
