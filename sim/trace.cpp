@@ -95,6 +95,7 @@ struct ChromeTraceWriter::State {
   // Per rank and side (index 2 * rank + side): lane end times and their tids.
   std::vector<std::vector<Nanos>> lane_end;
   std::vector<std::vector<int>> lane_tid;
+  std::vector<Nanos> last_from;  // the latest interval start placed (the order TimelineSink promises)
   // Per rank and side: the sides posted since the queue counter was last brought up to date
   // ([ready, end] in ns) and the latest end among them.
   std::vector<std::vector<std::pair<Nanos, Nanos>>> queued;
@@ -111,7 +112,7 @@ struct ChromeTraceWriter::State {
 
   State(std::ostream& o, const alg::Schedule& s, const topo::Topology* t, int n, double first_arrival)
       : out(o), schedule(s), topology(t), ranks(n), t0(first_arrival),
-        lane_end(static_cast<std::size_t>(2 * n)), lane_tid(lane_end.size()),
+        lane_end(static_cast<std::size_t>(2 * n)), lane_tid(lane_end.size()), last_from(lane_end.size(), 0),
         queued(lane_end.size()), queued_until(lane_end.size(), 0), queue_counter(lane_end.size()) {}
 
   Nanos at(double t) const { return to_nanos(t - t0); }
@@ -199,6 +200,8 @@ struct ChromeTraceWriter::State {
   // last interval ended by `from` is free for good.
   int place(int rank, int side, Nanos from, Nanos to) {
     const std::size_t k = static_cast<std::size_t>(2 * rank + side);
+    SSIM_CHECK(from >= last_from[k], "trace: a transfer side came before an earlier one of its rank");
+    last_from[k] = from;
     std::vector<Nanos>& e = lane_end[k];
     for (std::size_t i = 0; i < e.size(); ++i) {
       if (e[i] <= from) {
