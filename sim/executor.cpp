@@ -156,9 +156,19 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
       done[s] = std::max(done[s], end);
       done[d] = std::max(done[d], reduced);
       if (options.record_timeline || options.trace) {
-        const TransferRecord rec{
-            static_cast<std::int32_t>(k - 1), index, s, d, t.chunk_begin, t.chunk_end, t.op, m,
-            Seconds{ready[s]}, Seconds{ready[d]}, Seconds{start}, Seconds{end}, Seconds{reduced}};
+        const TransferRecord rec{static_cast<std::int32_t>(k - 1),
+                                 index,
+                                 s,
+                                 d,
+                                 t.chunk_begin,
+                                 t.chunk_end,
+                                 t.op,
+                                 m,
+                                 Seconds{ready[s]},
+                                 Seconds{ready[d]},
+                                 Seconds{start},
+                                 Seconds{end},
+                                 Seconds{reduced}};
         if (options.trace) {
           options.trace->transfer_side(rec, TimelineSink::Side::send);
           options.trace->transfer_side(rec, TimelineSink::Side::recv);
@@ -265,7 +275,8 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
     if (options.record_timeline) {
       result.timeline.resize(total);
       timeline_ = result.timeline.data();
-      for (std::size_t t = 0; t < total; ++t) describe(static_cast<std::uint32_t>(t), result.timeline[t]);
+      for (std::size_t t = 0; t < total; ++t)
+        describe(static_cast<std::uint32_t>(t), result.timeline[t]);
     }
     for (int r = 0; r < n; ++r)
       engine_.schedule(arrival[physical(r)], *this, static_cast<std::uint64_t>(r));

@@ -95,7 +95,8 @@ struct ChromeTraceWriter::State {
   // Per rank and side (index 2 * rank + side): lane end times and their tids.
   std::vector<std::vector<Nanos>> lane_end;
   std::vector<std::vector<int>> lane_tid;
-  std::vector<Nanos> last_from;  // the latest interval start placed (the order TimelineSink promises)
+  std::vector<Nanos>
+      last_from;  // the latest interval start placed (the order TimelineSink promises)
   // Per rank and side: the sides posted since the queue counter was last brought up to date
   // ([ready, end] in ns) and the latest end among them.
   std::vector<std::vector<std::pair<Nanos, Nanos>>> queued;
@@ -110,10 +111,19 @@ struct ChromeTraceWriter::State {
   std::vector<std::uint64_t> round_offset;  // transfers before each round: flow arrow ids
   std::string title;
 
-  State(std::ostream& o, const alg::Schedule& s, const topo::Topology* t, int n, double first_arrival)
-      : out(o), schedule(s), topology(t), ranks(n), t0(first_arrival),
-        lane_end(static_cast<std::size_t>(2 * n)), lane_tid(lane_end.size()), last_from(lane_end.size(), 0),
-        queued(lane_end.size()), queued_until(lane_end.size(), 0), queue_counter(lane_end.size()) {}
+  State(std::ostream& o, const alg::Schedule& s, const topo::Topology* t, int n,
+        double first_arrival)
+      : out(o),
+        schedule(s),
+        topology(t),
+        ranks(n),
+        t0(first_arrival),
+        lane_end(static_cast<std::size_t>(2 * n)),
+        lane_tid(lane_end.size()),
+        last_from(lane_end.size(), 0),
+        queued(lane_end.size()),
+        queued_until(lane_end.size(), 0),
+        queue_counter(lane_end.size()) {}
 
   Nanos at(double t) const { return to_nanos(t - t0); }
 
@@ -137,8 +147,9 @@ struct ChromeTraceWriter::State {
   }
   // An instant event on one track ("s":"t": drawn on that thread only).
   void instant(int pid, int tid, const std::string& name, Nanos ts, const std::string& args) {
-    item("{\"name\":" + json_string(name) + ",\"cat\":\"arrival\",\"ph\":\"i\",\"s\":\"t\",\"pid\":" +
-         std::to_string(pid) + ",\"tid\":" + std::to_string(tid) + ",\"ts\":" + micros_of(ts) +
+    item("{\"name\":" + json_string(name) +
+         ",\"cat\":\"arrival\",\"ph\":\"i\",\"s\":\"t\",\"pid\":" + std::to_string(pid) +
+         ",\"tid\":" + std::to_string(tid) + ",\"ts\":" + micros_of(ts) +
          (args.empty() ? std::string() : ",\"args\":{" + args + "}") + "}");
   }
   // One end of a flow arrow (ph "s" at the sender, "f" at the receiver), bound to the slice
@@ -200,7 +211,8 @@ struct ChromeTraceWriter::State {
   // last interval ended by `from` is free for good.
   int place(int rank, int side, Nanos from, Nanos to) {
     const std::size_t k = static_cast<std::size_t>(2 * rank + side);
-    SSIM_CHECK(from >= last_from[k], "trace: a transfer side came before an earlier one of its rank");
+    SSIM_CHECK(from >= last_from[k],
+               "trace: a transfer side came before an earlier one of its rank");
     last_from[k] = from;
     std::vector<Nanos>& e = lane_end[k];
     for (std::size_t i = 0; i < e.size(); ++i) {
@@ -221,7 +233,8 @@ struct ChromeTraceWriter::State {
     std::string name = side == 0 ? "send" : "recv";
     if (lane > 0) name.append(" ").append(std::to_string(lane + 1));
     meta(rank + 1, tid, "thread_name", "\"name\":\"" + name + "\"");
-    meta(rank + 1, tid, "thread_sort_index", "\"sort_index\":" + std::to_string(side * 1000 + lane));
+    meta(rank + 1, tid, "thread_sort_index",
+         "\"sort_index\":" + std::to_string(side * 1000 + lane));
     return tid;
   }
 
@@ -304,8 +317,8 @@ void ChromeTraceWriter::transfer_side(const TransferRecord& t, Side side) {
   // slices and away from their edges, where a neighbouring slice could claim it. Its id is
   // the transfer's number in schedule order, from 1.
   const Nanos mid = (start + end) / 2;
-  const std::uint64_t id = s.round_offset[static_cast<std::size_t>(t.round)] +
-                           static_cast<std::uint64_t>(t.index) + 1;
+  const std::uint64_t id =
+      s.round_offset[static_cast<std::size_t>(t.round)] + static_cast<std::uint64_t>(t.index) + 1;
   if (side == Side::send) {
     const int tid = s.place(t.src, 0, src_ready, end);
     s.waits(t.src + 1, tid, src_ready, dst_ready, start, t.dst);
@@ -353,7 +366,8 @@ void ChromeTraceWriter::finish(const IterationResult& result) {
   State& s = *state_;
   for (std::size_t k = 0; k < s.queued.size(); ++k) {
     if (!s.queued[k].empty()) s.update_queue(k);
-    s.write(s.queue_counter[k], static_cast<int>(k / 2) + 1, State::queue_name(static_cast<int>(k % 2)), "depth");
+    s.write(s.queue_counter[k], static_cast<int>(k / 2) + 1,
+            State::queue_name(static_cast<int>(k % 2)), "depth");
   }
   for (std::size_t l = 0; l < s.link_counter.size(); ++l) {
     if (s.link_counter[l].ts >= 0)
@@ -367,8 +381,9 @@ void ChromeTraceWriter::finish(const IterationResult& result) {
 
 void write_chrome_trace(std::ostream& out, const alg::Schedule& schedule,
                         const IterationResult& result, std::string_view title) {
-  SSIM_CHECK(result.ranks == schedule.ranks && static_cast<int>(result.arrival.size()) == schedule.ranks,
-             "trace of another schedule");
+  SSIM_CHECK(
+      result.ranks == schedule.ranks && static_cast<int>(result.arrival.size()) == schedule.ranks,
+      "trace of another schedule");
   SSIM_CHECK(result.timeline.size() == schedule.transfer_count(),
              "trace needs a run with record_timeline");
   ChromeTraceWriter w(out, schedule, nullptr, result.arrival, TraceOptions{std::string(title), {}});
