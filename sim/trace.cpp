@@ -91,12 +91,11 @@ struct ChromeTraceWriter::State {
   double t0;
   bool first = true;
   int next_tid = 1;
-  std::uint64_t next_flow = 1;
   // Per rank and side (index 2 * rank + side): lane end times and their tids.
   std::vector<std::vector<Nanos>> lane_end;
   std::vector<std::vector<int>> lane_tid;
-  std::vector<Nanos>
-      last_from;  // the latest interval start placed (the order TimelineSink promises)
+  // The latest interval start placed, which only grows (the order TimelineSink promises).
+  std::vector<Nanos> last_from;
   // Per rank and side: the sides posted since the queue counter was last brought up to date
   // ([ready, end] in ns) and the latest end among them.
   std::vector<std::vector<std::pair<Nanos, Nanos>>> queued;
