@@ -436,7 +436,8 @@ void add_run_command(CLI::App& app) {
       "--trace", args->trace,
       "Write the Chrome trace (Perfetto) of one run's iteration to DIR/trace-runR-iterationI.json "
       "instead of running the experiment. POINT: a run index (results.csv's run column) or "
-      "key=value selectors: run, point, label, algorithm, iteration (default 0), sweep axes");
+      "key=value selectors: run, point, label, algorithm, iteration (default 0), sweep axes")
+      ->type_name("POINT");
   add_trace_links_option(*cmd, args->trace_links);
   cmd->get_option("--trace-links")->needs(trace);
   for (const char* other : {"--dry-run", "--shard", "--resume", "--plot-format"}) trace->excludes(cmd->get_option(other));
