@@ -90,7 +90,10 @@ struct ChromeTraceWriter::State {
   int ranks;
   double t0;
   bool first = true;
-  int next_tid = 1;
+  // Track ids start above every pid: Perfetto files an event without a tid (a counter, a
+  // process name) under thread tid = pid, and a slice track with that tid in another process
+  // would share its name lookups.
+  int next_tid;
   // Per rank and side (index 2 * rank + side): lane end times and their tids.
   std::vector<std::vector<Nanos>> lane_end;
   std::vector<std::vector<int>> lane_tid;
@@ -117,6 +120,7 @@ struct ChromeTraceWriter::State {
         topology(t),
         ranks(n),
         t0(first_arrival),
+        next_tid(n + 2),
         lane_end(static_cast<std::size_t>(2 * n)),
         lane_tid(lane_end.size()),
         last_from(lane_end.size(), 0),

@@ -13,7 +13,9 @@
 //
 // Layout: one process per rank ("rank r", pid r + 1, sorted by rank) holding its tracks: "send"
 // and "recv", plus "send 2", "recv 2", ... when a rank's transfers overlap in time (the flow
-// model lets them; trace viewers need the slices of one track to nest). Slices ("ph": "X"):
+// model lets them; trace viewers need the slices of one track to nest). Track ids (tid) are
+// unique in the trace and above every pid (ranks + 2 on): Perfetto puts an event without a tid
+// on thread tid = pid. Slices ("ph": "X"):
 //   send c3 -> 5   / recv c3 <- 4     a transfer, from its start to its last byte (for the
 //                                     receiver: to the end of its reduction); args: round,
 //                                     phase, op, chunks, bytes

@@ -6,7 +6,7 @@
 // flow id started once and finished once, and both ends bound to a slice on their track; every
 // time a whole nanosecond; counters ("C") with numeric args, at most one value per nanosecond
 // on a track, queue depths whole and >= 0, link utilizations in [0, 1], and every counter back
-// at 0 at its last value (queues drained, links idle).
+// at 0 at its last value (queues drained, links idle); no tid equal to a pid.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -87,6 +88,14 @@ inline TraceCounts check_trace_strict(const std::string& text) {
       ADD_FAILURE() << "unexpected event phase " << ph << ": " << e.dump();
     }
   }
+  // Perfetto files an event without a tid under tid = pid; a track whose tid is some pid would
+  // share that thread's name lookups.
+  std::set<int> pids, tids;
+  for (const nlohmann::json& e : j.at("traceEvents")) {
+    pids.insert(e.at("pid").get<int>());
+    if (e.contains("tid")) tids.insert(e.at("tid").get<int>());
+  }
+  for (int tid : tids) EXPECT_FALSE(pids.count(tid)) << "tid " << tid << " is also a pid";
   for (auto& [track, spans] : tracks) {
     // Sorted by start, longest first on ties: a parent precedes its children.
     std::sort(spans.begin(), spans.end(), [](const auto& a, const auto& b) {
