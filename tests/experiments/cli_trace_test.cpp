@@ -93,6 +93,10 @@ TEST_F(CliTrace, SimulateTraceLinksErrors) {
   const CommandResult alone = run_cli("simulate " + cfg + " --trace-links 2");
   EXPECT_EQ(alone.rc, 2);
   EXPECT_TRUE(contains(alone.err, "--trace-links needs --trace FILE")) << alone.err;
+  const CommandResult unwritable = run_cli("simulate " + cfg + " --trace /nonexistent/dir/t.json");
+  EXPECT_EQ(unwritable.rc, 1);
+  EXPECT_TRUE(contains(unwritable.err, "stragglesim: error: /nonexistent/dir/t.json: cannot open file for writing"))
+      << unwritable.err;
   const CommandResult iteration = run_cli("simulate " + cfg + " --trace-iteration 0");
   EXPECT_EQ(iteration.rc, 2);
   EXPECT_TRUE(contains(iteration.err, "--trace-iteration requires --trace")) << iteration.err;
