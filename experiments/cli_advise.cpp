@@ -36,6 +36,9 @@ struct AdviseArgs {
   long long seed = 1;
   int jobs = 0;
   std::string max_memory;
+  std::string trace;  // FILE: the recommended algorithm's trace
+  int trace_iteration = 0;
+  int trace_links = -1;
 };
 
 std::string yaml_quoted(const std::string& s) {
@@ -221,6 +224,17 @@ void run_advise(const AdviseArgs& a) {
               << " of iterations";
   }
   std::cout << "\n";
+  // The trace of the recommendation, on the arrivals the advisor simulated for that iteration.
+  if (!a.trace.empty()) {
+    if (a.trace_iteration >= e.iterations) {
+      throw InputError("--trace-iteration " + std::to_string(a.trace_iteration) + " is past the last iteration (" +
+                       std::to_string(e.iterations - 1) + ")");
+    }
+    const sim::SimulationResult t =
+        write_trace(run_config(e, best), a.trace_iteration, a.trace_links, a.trace, a.max_memory, "stragglesim advise");
+    std::cout << "trace of " << e.algorithms[best].label << ", iteration " << a.trace_iteration << " ("
+              << format_time(t.iterations.back().completion) << "): " << a.trace << "\n";
+  }
 }
 
 }  // namespace
@@ -234,7 +248,7 @@ void add_advise_command(CLI::App& app) {
                   "Topology: YAML file, shipped name (dgx_h100), '{kind: switch, ...}' or "
                   "switch:450GiB/s:3us")
       ->required();
-  cmd->add_option("--ranks", a->ranks, "Rank count (sets the topology's; default: the topology's)")
+  cmd->add_option("-r,--ranks", a->ranks, "Rank count (sets the topology's; default: the topology's)")
       ->check(CLI::Range(2, 65536));
   cmd->add_option("--size", a->size, "AllReduce size per rank, e.g. 1GiB")->required();
   cmd->add_option(
@@ -258,11 +272,20 @@ void add_advise_command(CLI::App& app) {
   cmd->add_option("--algorithms", a->algorithms,
                   "Candidates, comma-separated (default: every algorithm)")
       ->delimiter(',');
-  cmd->add_option("--iterations", a->iterations, "Iterations per algorithm (default 200)")
+  cmd->add_option("-n,--iterations", a->iterations, "Iterations per algorithm (default 200)")
       ->check(CLI::Range(1, 10'000'000));
   cmd->add_option("--seed", a->seed, "Seed (default 1)")->check(non_negative_number());
   cmd->add_option("-j,--jobs", a->jobs, "Parallel runs (default: hardware concurrency)")
       ->check(CLI::Range(1, 1024));
+  CLI::Option* trace = cmd->add_option(
+      "--trace", a->trace,
+      "Write the Chrome trace (Perfetto) of the recommended algorithm's iteration to FILE (pick "
+      "another with --algorithms NAME)");
+  cmd->add_option("--trace-iteration", a->trace_iteration, "Iteration to trace (default 0)")
+      ->check(non_negative_number())
+      ->needs(trace);
+  add_trace_links_option(*cmd, a->trace_links);
+  cmd->get_option("--trace-links")->needs(trace);
   add_max_memory_option(*cmd, a->max_memory);
   cmd->callback([a] { run_advise(*a); });
 }

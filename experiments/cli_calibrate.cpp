@@ -508,7 +508,7 @@ void add_calibrate_commands(CLI::App& app) {
       ->check(positive_number());
   cal->add_option("--topology-kind", c->kind, "Topology written by -o (default switch)")
       ->check(CLI::IsMember({"switch", "fully_connected", "ring"}));
-  cal->add_option("--ranks", c->ranks,
+  cal->add_option("-r,--ranks", c->ranks,
                   "GPU count of the written topology (default: the runs' rank count)")
       ->check(CLI::Range(2, 65536));
   cal->add_option("-o,--output", c->output, "Write the calibrated topology YAML here");

@@ -6,6 +6,9 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <fstream>
+#include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -64,5 +67,38 @@ alg::Options algorithm_options(const alg::AlgorithmInfo& info, const std::vector
 std::string read_input(const std::string& path);
 // Writes to a file, or stdout for "" or "-".
 void write_output(const std::string& path, const std::string& text);
+
+// A file written while work runs (a streamed trace): stdout for "-". Unless commit() was
+// called, the destructor removes the file, so a failed run leaves no half-written trace.
+// `-n` on a command without iterations (schedule, lower), where it used to mean the rank
+// count: a usage error that names -r/--ranks. Across stragglesim -n is the iteration count.
+void add_retired_rank_flag(CLI::App& cmd);
+
+// --trace-links K (simulate, run, advise): link counters for the K busiest links; -1 when not
+// given (every link that carries traffic).
+void add_trace_links_option(CLI::App& cmd, int& k);
+
+// Runs `config` again up to iteration `iteration` (results are causal: iteration i depends on
+// iterations <= i only) and streams that iteration's Chrome trace to `path`; returns the
+// result of that shortened run. `trace_links` as add_trace_links_option. InputError from the
+// simulation is prefixed with `where`.
+sim::SimulationResult write_trace(sim::SimulationConfig config, int iteration, int trace_links,
+                                  const std::string& path, const std::string& max_memory,
+                                  const std::string& where);
+
+class StreamedOutput {
+ public:
+  explicit StreamedOutput(std::string path);  // InputError when it cannot be opened
+  ~StreamedOutput();
+  StreamedOutput(const StreamedOutput&) = delete;
+  StreamedOutput& operator=(const StreamedOutput&) = delete;
+  std::ostream& stream();
+  void commit();  // flushes and closes; InputError when a write failed
+
+ private:
+  std::string path_;
+  std::unique_ptr<std::ofstream> file_;
+  bool committed_ = false;
+};
 
 }  // namespace ssim::exp

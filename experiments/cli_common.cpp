@@ -1,12 +1,16 @@
 // Helpers shared by the subcommands: flag checks, the --max-memory option and the warning
 // when the alpha-beta model ignores shared links.
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
 #include <string>
 
 #include "common/error.hpp"
 #include "common/memory_budget.hpp"
 #include "experiments/cli_commands.hpp"
 #include "experiments/experiment.hpp"
+#include "experiments/resource_check.hpp"
 
 namespace ssim::exp {
 namespace {
@@ -68,6 +72,65 @@ std::string shared_link_warning(const Experiment& e,
   if (count == 0) return "";
   return std::to_string(count) + " of " + std::to_string(e.run_count()) +
          " runs share links (alphabeta_shared_link in results); the first, " + first;
+}
+
+StreamedOutput::StreamedOutput(std::string path) : path_(std::move(path)) {
+  if (path_ == "-") return;
+  file_ = std::make_unique<std::ofstream>(path_, std::ios::binary);
+  if (!*file_) throw InputError(path_ + ": cannot open file for writing");
+}
+
+StreamedOutput::~StreamedOutput() {
+  if (committed_ || !file_) return;
+  file_.reset();
+  std::error_code ignored;
+  std::filesystem::remove(path_, ignored);
+}
+
+std::ostream& StreamedOutput::stream() { return file_ ? *file_ : std::cout; }
+
+void StreamedOutput::commit() {
+  std::ostream& out = stream();
+  out.flush();
+  if (file_) file_->close();
+  if (!out) throw InputError((file_ ? path_ : std::string("<stdout>")) + ": write failed");
+  committed_ = true;
+}
+
+void add_retired_rank_flag(CLI::App& cmd) {
+  cmd.add_option("-n")
+      ->group("")  // hidden from --help
+      ->each([](const std::string&) {
+        throw UsageError(
+            "-n is the iteration count in stragglesim (simulate, run, advise; as in nccl-tests); "
+            "give the rank count with -r or --ranks");
+      });
+}
+
+void add_trace_links_option(CLI::App& cmd, int& k) {
+  cmd.add_option("--trace-links", k,
+                 "Flow model: utilization counters in the trace for the K links that carry the "
+                 "most bytes (default: every link that carries traffic; 0: none)")
+      ->check(CLI::NonNegativeNumber);
+}
+
+sim::SimulationResult write_trace(sim::SimulationConfig config, int iteration, int trace_links,
+                                  const std::string& path, const std::string& max_memory,
+                                  const std::string& where) {
+  config.iterations = iteration + 1;
+  config.trace_iteration = iteration;
+  if (trace_links >= 0) config.trace_links = trace_links;
+  StreamedOutput out(path);
+  config.trace_out = &out.stream();
+  check_simulation_memory(MemoryBudget::from_flag(max_memory), config);
+  sim::SimulationResult r;
+  try {
+    r = sim::run_simulation(config);
+  } catch (const InputError& e) {
+    throw InputError(where + ": " + e.what());
+  }
+  out.commit();
+  return r;
 }
 
 CLI::Validator non_negative_number() { return sign_check(true); }

@@ -165,7 +165,8 @@ void add_lower_command(CLI::App& app) {
       "lower", "Print the per-rank point-to-point plan the executors run for a schedule");
   cmd->add_option("algorithm", args->algorithm, "Algorithm name (see `stragglesim algorithms`)")
       ->required();
-  cmd->add_option("--ranks,-n", args->ranks, "Number of ranks")
+  add_retired_rank_flag(*cmd);
+  cmd->add_option("-r,--ranks", args->ranks, "Number of ranks")
       ->required()
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--bytes,-b", args->bytes, "Buffer size per rank: 4096, 64KiB, 1MiB, ...")

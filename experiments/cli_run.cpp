@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -34,6 +35,8 @@ struct RunArgs {
   std::string shard;    // "I/N"
   bool resume = false;
   std::string max_memory;
+  std::string trace;     // POINT: trace one run instead of running the experiment
+  int trace_links = -1;  // -1: every link that carries traffic
 };
 
 struct MergeArgs {
@@ -138,13 +141,138 @@ void serve_run(RunGroup& group, const RunArgs& a, const std::string& path) {
   }
 }
 
+// --trace POINT: which run and iteration. POINT is a run index (results.csv's `run` column) or
+// comma-separated key=value selectors over results.csv's columns: run, point, label, algorithm
+// (registry name), iteration (default 0) and each sweep axis (`size=1GiB` or `sweep.size=1GiB`,
+// the value as the YAML writes it). Malformed text is a usage error; a key the experiment does
+// not have, a value out of range, or selectors that match no run or several are input errors.
+struct TracePoint {
+  std::size_t run = 0;
+  int iteration = 0;
+};
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && s.size() <= 9 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& i : items) out += (out.empty() ? "" : ", ") + i;
+  return out;
+}
+
+TracePoint select_trace_point(const Experiment& e, const std::string& text) {
+  const std::string flag = "--trace '" + text + "'";
+  const std::string example = " (e.g. --trace 3, or --trace label=ring,iteration=2" +
+                              (e.axes.empty() ? std::string() : "," + e.axes[0].key + "=" + e.axes[0].labels[0]) + ")";
+  std::vector<std::pair<std::string, std::string>> selectors;
+  if (all_digits(text)) {
+    selectors.emplace_back("run", text);
+  } else {
+    std::size_t start = 0;
+    while (start <= text.size()) {
+      const std::size_t comma = std::min(text.find(',', start), text.size());
+      const std::string item = text.substr(start, comma - start);
+      const std::size_t eq = item.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == item.size()) {
+        throw UsageError(flag + ": '" + item + "' is not key=value; POINT is a run index or key=value selectors" + example);
+      }
+      for (const auto& [k, v] : selectors) {
+        if (k == item.substr(0, eq)) throw UsageError(flag + ": key '" + k + "' given twice");
+      }
+      selectors.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+      start = comma + 1;
+    }
+  }
+  const std::size_t nalg = e.algorithms.size();
+  std::vector<std::size_t> runs(e.run_count());
+  for (std::size_t r = 0; r < runs.size(); ++r) runs[r] = r;
+  auto keep = [&](auto&& pred) { runs.erase(std::remove_if(runs.begin(), runs.end(), [&](std::size_t r) { return !pred(r); }), runs.end()); };
+  auto index = [&](const std::string& key, const std::string& value, std::size_t count) {
+    if (!all_digits(value) || std::stoul(value) >= count) {
+      throw InputError(flag + ": " + key + "=" + value + " is not one of 0.." + std::to_string(count - 1) + " (" + e.file + ")");
+    }
+    return static_cast<std::size_t>(std::stoul(value));
+  };
+  TracePoint tp;
+  for (const auto& [key, value] : selectors) {
+    if (key == "iteration") {
+      tp.iteration = static_cast<int>(index(key, value, static_cast<std::size_t>(e.iterations)));
+    } else if (key == "run") {
+      const std::size_t run = index(key, value, e.run_count());
+      keep([&](std::size_t r) { return r == run; });
+    } else if (key == "point") {
+      const std::size_t point = index(key, value, e.points.size());
+      keep([&](std::size_t r) { return r / nalg == point; });
+    } else if (key == "label" || key == "algorithm") {
+      std::vector<std::string> known;
+      for (const ExperimentAlgorithm& a : e.algorithms) {
+        const std::string& v = key == "label" ? a.label : a.name;
+        if (std::find(known.begin(), known.end(), v) == known.end()) known.push_back(v);
+      }
+      if (std::find(known.begin(), known.end(), value) == known.end())
+        throw InputError(flag + ": " + key + "=" + value + " is not in the experiment (" + key + "s: " + joined(known) + ")");
+      keep([&](std::size_t r) { return (key == "label" ? e.algorithms[r % nalg].label : e.algorithms[r % nalg].name) == value; });
+    } else {
+      const std::string axis_key = key.rfind("sweep.", 0) == 0 ? key.substr(6) : key;
+      const auto axis = std::find_if(e.axes.begin(), e.axes.end(), [&](const SweepAxis& x) { return x.key == axis_key; });
+      if (axis == e.axes.end()) {
+        std::vector<std::string> keys = {"run", "point", "label", "algorithm", "iteration"};
+        for (const SweepAxis& x : e.axes) keys.push_back(x.key);
+        throw InputError(flag + ": unknown key '" + key + "' (keys: " + joined(keys) + ")");
+      }
+      const auto label = std::find(axis->labels.begin(), axis->labels.end(), value);
+      if (label == axis->labels.end())
+        throw InputError(flag + ": " + axis_key + "=" + value + " is not a value of the sweep (values: " + joined(axis->labels) + ")");
+      const std::size_t k = static_cast<std::size_t>(axis - e.axes.begin());
+      const std::size_t v = static_cast<std::size_t>(label - axis->labels.begin());
+      keep([&](std::size_t r) { return e.points[r / nalg].value[k] == v; });
+    }
+  }
+  auto describe = [&](std::size_t r) {
+    return "run " + std::to_string(r) + " (" + e.algorithms[r % nalg].label +
+           (e.axes.empty() ? std::string() : " at " + e.point_label(r / nalg)) + ")";
+  };
+  if (runs.empty()) throw InputError(flag + " matches no run of " + e.file);
+  if (runs.size() > 1) {
+    std::string list;
+    for (std::size_t i = 0; i < runs.size() && i < 4; ++i) list += (i ? "; " : "") + describe(runs[i]);
+    if (runs.size() > 4) list += "; ...";
+    throw InputError(flag + " matches " + std::to_string(runs.size()) + " runs of " + e.file + ": " + list +
+                     "; add selectors or give the run index" + example);
+  }
+  tp.run = runs.front();
+  return tp;
+}
+
+// `run --trace POINT`: that run alone, up to the traced iteration, its trace in the output folder.
+void run_trace(const RunArgs& a, const Experiment& e) {
+  const TracePoint tp = select_trace_point(e, a.trace);
+  std::error_code ec;
+  std::filesystem::create_directories(e.output, ec);
+  if (ec) throw InputError(e.output + ": cannot create the output folder: " + ec.message());
+  const std::string path = (std::filesystem::path(e.output) / ("trace-run" + std::to_string(tp.run) + "-iteration" +
+                                                                std::to_string(tp.iteration) + ".json"))
+                               .string();
+  const std::size_t nalg = e.algorithms.size();
+  const sim::SimulationResult r =
+      write_trace(run_config(e, tp.run), tp.iteration, a.trace_links, path, a.max_memory, e.file);
+  std::cout << "run " << tp.run << " (" << e.algorithms[tp.run % nalg].label
+            << (e.axes.empty() ? std::string() : " at " + e.point_label(tp.run / nalg)) << "), iteration "
+            << tp.iteration << ": completion " << format_time(r.iterations.back().completion) << "; wrote " << path
+            << "\n";
+}
+
 void run_run(const RunArgs& a) {
   const std::string path =
       a.config.empty() ? source_file("configs/experiments/default.yaml") : a.config;
   // Under mpirun: rank 0 leads and the others serve; alone (no launcher, no MPI build): nullptr.
   std::unique_ptr<RunGroup> group = join_run_group();
+  if (group && !a.trace.empty())
+    throw UsageError("--trace simulates one run in one process: start it without mpirun");
   if (group && group->rank() != 0) return serve_run(*group, a, path);
   const Experiment e = load_run_experiment(a, path);
+  if (!a.trace.empty()) return run_trace(a, e);
   if (a.dry_run) {
     std::cout << dry_run_listing(e);
     return;
@@ -294,7 +422,7 @@ void add_run_command(CLI::App& app) {
       ->check(CLI::Validator(plot_format_error, "png,svg,pdf", "plot format"))
       ->excludes(no_plots);
   cmd->add_flag("-q,--quiet", args->quiet, "No progress on stderr");
-  cmd->add_option("--iterations", args->iterations, "Override the experiment's iterations")
+  cmd->add_option("-n,--iterations", args->iterations, "Override the experiment's iterations")
       ->check(CLI::Range(1, 10'000'000));
   cmd->add_option("--seed", args->seed, "Override the experiment's seed")
       ->check(non_negative_number());
@@ -304,6 +432,15 @@ void add_run_command(CLI::App& app) {
   cmd->add_flag("--resume", args->resume,
                 "Re-use the runs in DIR/journal.jsonl of an interrupted run of the same experiment and "
                 "run only the missing ones");
+  CLI::Option* trace = cmd->add_option(
+      "--trace", args->trace,
+      "Write the Chrome trace (Perfetto) of one run's iteration to DIR/trace-runR-iterationI.json "
+      "instead of running the experiment. POINT: a run index (results.csv's run column) or "
+      "key=value selectors: run, point, label, algorithm, iteration (default 0), sweep axes")
+      ->type_name("POINT");
+  add_trace_links_option(*cmd, args->trace_links);
+  cmd->get_option("--trace-links")->needs(trace);
+  for (const char* other : {"--dry-run", "--shard", "--resume", "--plot-format"}) trace->excludes(cmd->get_option(other));
   add_max_memory_option(*cmd, args->max_memory);
   cmd->callback([args] { run_run(*args); });
 }

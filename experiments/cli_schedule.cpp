@@ -192,7 +192,8 @@ void add_schedule_commands(CLI::App& app) {
   auto args = std::make_shared<ScheduleArgs>();
   CLI::App* sched = app.add_subcommand("schedule", "Generate, verify and print an AllReduce schedule");
   sched->add_option("algorithm", args->algorithm, "Algorithm name (see `stragglesim algorithms`)")->required();
-  sched->add_option("--ranks,-n", args->ranks, "Number of ranks")->required()->check(CLI::Range(1, 1 << 20));
+  add_retired_rank_flag(*sched);
+  sched->add_option("-r,--ranks", args->ranks, "Number of ranks")->required()->check(CLI::Range(1, 1 << 20));
   sched->add_option("--straggler", args->straggler, "Straggler rank for straggler-aware algorithms")
       ->check(non_negative_number());
   sched->add_option("--option", args->options, "Algorithm option key=value (repeatable)");

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "common/error.hpp"
@@ -19,6 +20,7 @@ struct SimulateArgs {
   bool per_rank = false;
   std::string trace;
   int trace_iteration = 0;
+  int trace_links = -1;  // -1: every link that carries traffic
   int iterations = 0;  // 0: as configured
   long long seed = -1;  // -1: as configured
   std::string max_memory;
@@ -146,6 +148,16 @@ void run_simulate(const SimulateArgs& a) {
                        std::to_string(c.iterations - 1) + ")");
     }
     c.trace_iteration = a.trace_iteration;
+    if (a.trace_links >= 0) c.trace_links = a.trace_links;
+  } else if (a.trace_links >= 0) {
+    throw UsageError("--trace-links needs --trace FILE");
+  }
+  // The trace is written while the traced iteration runs (and removed if the run fails), so
+  // it costs no memory per transfer (check_simulation_memory knows).
+  std::optional<StreamedOutput> trace;
+  if (!a.trace.empty()) {
+    trace.emplace(a.trace);
+    c.trace_out = &trace->stream();
   }
   check_simulation_memory(MemoryBudget::from_flag(a.max_memory), c);
   if (const std::string note = simulation_time_note(c); !note.empty()) std::cerr << "stragglesim: note: " << note << "\n";
@@ -155,7 +167,7 @@ void run_simulate(const SimulateArgs& a) {
   } catch (const InputError& e) {
     throw InputError(a.config + ": " + e.what());
   }
-  if (!a.trace.empty()) write_output(a.trace, r.trace_json);
+  if (trace) trace->commit();
   if (r.shared_link)
     std::cerr << "stragglesim: warning: " << shared_link_warning(*r.shared_link) << "\n";
   std::cout << (a.json ? summary_json(c, r, a.config) : summary_table(c, r));
@@ -171,10 +183,13 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_flag(
       "--per-rank", args->per_rank,
       "Needs --json: every iteration's per-rank arrival and finish times (arrival_s, finish_s)");
-  cmd->add_option("--trace", args->trace, "Write a Chrome trace (Perfetto) of one iteration to FILE");
+  CLI::Option* trace =
+      cmd->add_option("--trace", args->trace, "Write a Chrome trace (Perfetto) of one iteration to FILE");
   cmd->add_option("--trace-iteration", args->trace_iteration, "Iteration to trace (default 0)")
-      ->check(non_negative_number());
-  cmd->add_option("--iterations", args->iterations, "Override the configured iteration count")
+      ->check(non_negative_number())
+      ->needs(trace);
+  add_trace_links_option(*cmd, args->trace_links);
+  cmd->add_option("-n,--iterations", args->iterations, "Override the configured iteration count")
       ->check(CLI::Range(1, 10'000'000));
   cmd->add_option("--seed", args->seed, "Override the configured seed")
       ->check(non_negative_number());

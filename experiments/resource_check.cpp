@@ -26,8 +26,9 @@ double results_bytes(const sim::SimulationConfig& c) {
   return per_iteration * c.iterations;
 }
 
-// The chrome trace of one iteration: a timeline record and about 200 characters of JSON per
-// transfer.
+// The chrome trace of one iteration kept in memory (SimulationConfig::trace_out unset): a
+// timeline record and about 200 characters of JSON per transfer. Streamed to a file, a trace
+// holds only what is in flight.
 constexpr double kTraceBytesPerTransfer = 256;
 
 }  // namespace
@@ -79,7 +80,7 @@ void check_verify_memory(const MemoryBudget& budget, int ranks, int chunks) {
 double simulation_bytes(const sim::SimulationConfig& c) {
   const alg::ScheduleSize size = schedule_size(c.algorithm, c.topology.gpu_count(), c.options);
   return size.transfers * (kScheduleBytesPerTransfer + kExecutorBytesPerTransfer +
-                           (c.trace_iteration ? kTraceBytesPerTransfer : 0.0)) +
+                           (c.trace_iteration && !c.trace_out ? kTraceBytesPerTransfer : 0.0)) +
          results_bytes(c);
 }
 

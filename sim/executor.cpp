@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <unordered_map>
 
 #include "common/error.hpp"
 
@@ -183,10 +184,25 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
       recv_free[d] = end;
       done[s] = std::max(done[s], end);
       done[d] = std::max(done[d], reduced);
-      if (options.record_timeline) {
-        result.timeline.push_back(TransferRecord{
-            static_cast<std::int32_t>(k - 1), index, s, d, t.chunk_begin, t.chunk_end, t.op, m,
-            Seconds{ready[s]}, Seconds{ready[d]}, Seconds{start}, Seconds{end}, Seconds{reduced}});
+      if (options.record_timeline || options.trace) {
+        const TransferRecord rec{static_cast<std::int32_t>(k - 1),
+                                 index,
+                                 s,
+                                 d,
+                                 t.chunk_begin,
+                                 t.chunk_end,
+                                 t.op,
+                                 m,
+                                 Seconds{ready[s]},
+                                 Seconds{ready[d]},
+                                 Seconds{start},
+                                 Seconds{end},
+                                 Seconds{reduced}};
+        if (options.trace) {
+          options.trace->transfer_side(rec, TimelineSink::Side::send);
+          options.trace->transfer_side(rec, TimelineSink::Side::recv);
+        }
+        if (options.record_timeline) result.timeline.push_back(rec);
       }
       ++index;
     }
@@ -278,6 +294,9 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
     finish_.assign(static_cast<std::size_t>(n), 0.0);
     route_bytes_.assign(routes_.size(), 0);
     timeline_ = nullptr;
+    sink_ = options.trace;
+    open_.clear();
+    network_model_->observe(sink_);
 
     IterationResult result;
     result.ranks = n;
@@ -285,22 +304,14 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
     if (options.record_timeline) {
       result.timeline.resize(total);
       timeline_ = result.timeline.data();
-      for (std::size_t t = 0; t < total; ++t) {
-        const alg::Transfer& tr = transfer(static_cast<std::uint32_t>(t));
-        TransferRecord& rec = result.timeline[t];
-        rec.round = round_of_[t];
-        rec.index = static_cast<std::int32_t>(t - round_offset_[rec.round]);
-        rec.src = physical(tr.src);
-        rec.dst = physical(tr.dst);
-        rec.chunk_begin = tr.chunk_begin;
-        rec.chunk_end = tr.chunk_end;
-        rec.op = tr.op;
-        rec.bytes = sizes_.of(tr);
-      }
+      for (std::size_t t = 0; t < total; ++t)
+        describe(static_cast<std::uint32_t>(t), result.timeline[t]);
     }
     for (int r = 0; r < n; ++r)
       engine_.schedule(arrival[physical(r)], *this, static_cast<std::uint64_t>(r));
     engine_.run();
+    network_model_->observe(nullptr);
+    sink_ = nullptr;
 
     std::vector<double> finish(static_cast<std::size_t>(n));
     for (int r = 0; r < n; ++r) {
@@ -317,7 +328,10 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
   void on_event(Engine& engine, std::uint64_t tag) override {
     if (tag & kReduce) {
       const std::uint32_t t = static_cast<std::uint32_t>(tag & ~kReduce);
-      if (timeline_) timeline_[t].done = engine.now();
+      if (TransferRecord* rec = record(t)) {
+        rec->done = engine.now();
+        close_recv(t, *rec);
+      }
       part_done(static_cast<std::uint32_t>(transfer(t).dst));
     } else {
       enter(static_cast<std::uint32_t>(tag));  // arrival
@@ -332,9 +346,14 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
     }
     const alg::Transfer& tr = transfer(t);
     const std::uint64_t m = sizes_.of(tr);
-    if (timeline_) timeline_[t].end = timeline_[t].done = now;
+    const bool reduces = tr.op == alg::Op::reduce && network_.gamma.value > 0 && m > 0;
+    if (TransferRecord* rec = record(t)) {
+      rec->end = rec->done = now;
+      if (sink_) sink_->transfer_side(*rec, TimelineSink::Side::send);
+      if (!reduces) close_recv(t, *rec);
+    }
     part_done(static_cast<std::uint32_t>(tr.src));
-    if (tr.op == alg::Op::reduce && network_.gamma.value > 0 && m > 0) {
+    if (reduces) {
       engine_.schedule(Seconds{now.value + network_.gamma.value * static_cast<double>(m)}, *this,
                        kReduce | t);
     } else {
@@ -351,6 +370,33 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
   }
   int physical(int r) const { return map_ ? map_[r] : r; }
 
+  // The static fields of transfer t's record.
+  void describe(std::uint32_t t, TransferRecord& rec) const {
+    const alg::Transfer& tr = transfer(t);
+    rec.round = round_of_[t];
+    rec.index = static_cast<std::int32_t>(t - round_offset_[static_cast<std::size_t>(rec.round)]);
+    rec.src = physical(tr.src);
+    rec.dst = physical(tr.dst);
+    rec.chunk_begin = tr.chunk_begin;
+    rec.chunk_end = tr.chunk_end;
+    rec.op = tr.op;
+    rec.bytes = sizes_.of(tr);
+  }
+  // Where transfer t's times go: the kept timeline, or (streaming to a sink) a record that
+  // lives from the first end reaching the round until the receive side is reported.
+  TransferRecord* record(std::uint32_t t) {
+    if (timeline_) return &timeline_[t];
+    if (!sink_) return nullptr;
+    auto [it, inserted] = open_.try_emplace(t);
+    if (inserted) describe(t, it->second);
+    return &it->second;
+  }
+  void close_recv(std::uint32_t t, const TransferRecord& rec) {
+    if (!sink_) return;
+    sink_->transfer_side(rec, TimelineSink::Side::recv);
+    if (!timeline_) open_.erase(t);
+  }
+
   // Rank r (schedule label) has finished everything before its next group of transfers: it
   // reaches that group's round now.
   void enter(std::uint32_t r) {
@@ -366,9 +412,9 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
     remaining_[r] = q - p;
     for (std::uint32_t i = p; i < q; ++i) {
       const std::uint32_t t = rank_items_[i];
-      if (timeline_) {
-        (static_cast<std::uint32_t>(transfer(t).src) == r ? timeline_[t].src_ready
-                                                          : timeline_[t].dst_ready) = engine_.now();
+      if (TransferRecord* rec = record(t)) {
+        (static_cast<std::uint32_t>(transfer(t).src) == r ? rec->src_ready : rec->dst_ready) =
+            engine_.now();
       }
       if (--wait_[t] == 0) launch(t);
     }
@@ -387,7 +433,7 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
     const std::uint32_t ri = routes_.find(physical(tr.src), physical(tr.dst));
     if (ri >= route_bytes_.size()) route_bytes_.resize(ri + 1, 0);
     route_bytes_[ri] += m;
-    if (timeline_) timeline_[t].start = engine_.now();
+    if (TransferRecord* rec = record(t)) rec->start = engine_.now();
     network_model_->start(t, ri, m);
   }
 
@@ -415,6 +461,8 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
   std::vector<double> finish_;
   std::vector<std::uint64_t> route_bytes_;
   TransferRecord* timeline_ = nullptr;
+  TimelineSink* sink_ = nullptr;
+  std::unordered_map<std::uint32_t, TransferRecord> open_;  // streaming: transfers in flight
 };
 
 // ---------------------------------------------------------------------------------------------

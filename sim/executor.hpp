@@ -82,12 +82,32 @@ struct IterationResult {
   std::uint64_t events = 0;  // engine events processed (0 for the dataflow pass)
 };
 
+// Streams a run's timeline instead of keeping it (RunOptions::trace): told of each side of each
+// transfer once that side is complete. The send side (src_ready, dst_ready, start, end set) when
+// the last byte has arrived; the receive side (also done) when the reduction has finished. For
+// one rank and one side (send or receive), calls come in nondecreasing order of that side's
+// ready time (the rank's rounds are sequential), which is what lets a writer place slices on
+// tracks and count queues without holding the whole run. Rate changes of the flow model come
+// through RateObserver, in time order.
+class TimelineSink : public RateObserver {
+ public:
+  enum class Side : std::uint8_t { send, recv };
+  virtual void transfer_side(const TransferRecord& record, Side side) = 0;
+  void flow_rate(std::span<const int>, double, double, Seconds) override {}
+
+ protected:
+  ~TimelineSink() = default;
+};
+
 struct RunOptions {
   // Schedule rank r runs on physical rank rank_map[r]; empty means the identity.
   std::vector<int> rank_map;
   bool record_timeline = false;
   // alphabeta only: evaluate with the event engine instead of the dataflow pass (same result).
   bool use_event_engine = false;
+  // When set, every transfer side and (flow model) rate change is reported here as the run
+  // produces it; memory stays O(transfers in flight). Works with or without record_timeline.
+  TimelineSink* trace = nullptr;
 };
 
 // The permutation that lets `predicted` play the straggler the schedule was built for: swaps

@@ -113,6 +113,7 @@ class FlowNetwork final : public NetworkModel, EventHandler {
     flows_.clear();
     free_.clear();
   }
+  void observe(RateObserver* observer) override { observer_ = observer; }
 
   void on_event(Engine& engine, std::uint64_t tag) override {
     const double now = engine.now().value;
@@ -124,6 +125,7 @@ class FlowNetwork final : public NetworkModel, EventHandler {
     }
     if (((tag >> 32) & kVersionMask) != f.version) return;  // superseded by a rate change
     const std::span<const int> links = routes_.links(routes_.route(f.route));
+    if (observer_) observer_->flow_rate(links, f.rate, 0.0, engine.now());
     solver_.remove_flow(f.solver_id);
     f.solver_id = -1;
     resolve(links, now);
@@ -171,6 +173,10 @@ class FlowNetwork final : public NetworkModel, EventHandler {
       Flow& g = flows_[slot_of_[id]];
       g.remaining = std::max(0.0, g.remaining - g.rate * (now - g.updated));
       g.updated = now;
+      if (observer_) {
+        observer_->flow_rate(routes_.links(routes_.route(g.route)), g.rate, solver_.rate(id),
+                             Seconds{now});
+      }
       g.rate = solver_.rate(id);
       bump(g);
       const std::uint64_t tag = kCompletion | (std::uint64_t{g.version} << 32) | slot_of_[id];
@@ -193,6 +199,7 @@ class FlowNetwork final : public NetworkModel, EventHandler {
   std::vector<std::uint32_t> free_;
   std::vector<std::uint32_t> slot_of_;  // solver flow id -> slot
   std::vector<int> changed_;
+  RateObserver* observer_ = nullptr;
 };
 
 }  // namespace

@@ -101,6 +101,18 @@ class TransferSink {
   ~TransferSink() = default;
 };
 
+// Told of every change of a flow's rate (flow model only), for link counters in traces: the
+// flow on `links` moved from `old_rate` to `new_rate` bytes per second at `now` (0 when it
+// starts moving or ends).
+class RateObserver {
+ public:
+  virtual void flow_rate(std::span<const int> links, double old_rate, double new_rate,
+                         Seconds now) = 0;
+
+ protected:
+  ~RateObserver() = default;
+};
+
 class NetworkModel {
  public:
   virtual ~NetworkModel() = default;
@@ -113,6 +125,9 @@ class NetworkModel {
   virtual void start(std::uint32_t transfer, std::uint32_t route, std::uint64_t bytes) = 0;
   // Forgets everything in flight (call after the engine was reset).
   virtual void reset() = 0;
+  // Reports rate changes to `observer` from now on (nullptr: none). Models without rates (alpha-
+  // beta) report nothing.
+  virtual void observe(RateObserver* observer) { (void)observer; }
 };
 
 std::unique_ptr<NetworkModel> make_network(NetworkKind kind, Engine& engine, TransferSink& sink,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <sstream>
 
 #include "common/error.hpp"
 #include "sim/trace.hpp"
@@ -63,6 +64,22 @@ std::optional<SharedLink> find_shared_link(const alg::Schedule& schedule, RouteC
   return found;
 }
 
+namespace {
+
+// The ids of the k links that carry the most bytes (ties: lower id first), among those that
+// carry any.
+std::vector<int> busiest_links(const std::vector<std::uint64_t>& bytes, int k) {
+  std::vector<int> ids;
+  for (std::size_t l = 0; l < bytes.size(); ++l) {
+    if (bytes[l] > 0) ids.push_back(static_cast<int>(l));
+  }
+  std::stable_sort(ids.begin(), ids.end(), [&](int a, int b) { return bytes[a] > bytes[b]; });
+  if (ids.size() > static_cast<std::size_t>(k)) ids.resize(static_cast<std::size_t>(k));
+  return ids;
+}
+
+}  // namespace
+
 SimulationResult run_simulation(const SimulationConfig& config) {
   if (config.iterations < 1) {
     throw InputError("iterations must be >= 1, got " + std::to_string(config.iterations));
@@ -72,6 +89,13 @@ SimulationResult run_simulation(const SimulationConfig& config) {
       (*config.trace_iteration < 0 || *config.trace_iteration >= config.iterations)) {
     throw InputError("trace iteration " + std::to_string(*config.trace_iteration) +
                      " is outside 0.." + std::to_string(config.iterations - 1));
+  }
+  if (config.trace_links && config.network != NetworkKind::flow) {
+    throw InputError("trace links: link utilization counters need the flow model (network: "
+                     "{model: flow}); the alphabeta model has no link rates");
+  }
+  if (config.trace_links && *config.trace_links < 0) {
+    throw InputError("trace links must be >= 0, got " + std::to_string(*config.trace_links));
   }
   const int n = config.topology.gpu_count();
   const alg::AlgorithmInfo& info = alg::find_algorithm(config.algorithm);
@@ -185,7 +209,25 @@ SimulationResult run_simulation(const SimulationConfig& config) {
         }
       }
       if (!fallbacks.empty() || late_k > 1) previous_arrival = a.arrival;
+      // The traced iteration streams into a writer (to config.trace_out, or kept as text).
+      std::ostringstream trace_text;
+      std::unique_ptr<ChromeTraceWriter> writer;
+      if (traced) {
+        TraceOptions to;
+        to.title = info.name + ", " + std::to_string(n) + " ranks, " + format_bytes(config.size) +
+                   ", iteration " + std::to_string(a.iteration);
+        if (config.trace_links) {
+          const IterationResult probe = run_on->run(a.arrival, RunOptions{options.rank_map, false, false});
+          to.links = busiest_links(probe.link_bytes, *config.trace_links);
+        }
+        writer = std::make_unique<ChromeTraceWriter>(
+            config.trace_out ? *config.trace_out : trace_text, *ran, &config.topology, a.arrival,
+            std::move(to));
+        options.trace = writer.get();
+        options.record_timeline = config.trace_out == nullptr;
+      }
       IterationResult r = run_on->run(a.arrival, options);
+      if (writer) writer->finish(r);
       if (!std::isfinite(r.completion.value) ||
           !std::isfinite(sum_completion + r.completion.value)) {
         throw InputError(
@@ -214,11 +256,8 @@ SimulationResult run_simulation(const SimulationConfig& config) {
         out.link_bytes[l] += static_cast<double>(r.link_bytes[l]);
         out.link_utilization[l] += r.link_utilization[l];
       }
-      if (traced) {
-        out.trace_json = chrome_trace(*ran, r,
-                                      info.name + ", " + std::to_string(n) + " ranks, " +
-                                          format_bytes(config.size) + ", iteration " +
-                                          std::to_string(a.iteration));
+      if (traced && !config.trace_out) {
+        out.trace_json = trace_text.str();
         out.traced = std::move(r);
       }
     }

@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,13 @@ struct SimulationConfig {
   std::uint64_t seed = 0;
   // Record this iteration's per-transfer timeline and render it as a Chrome trace.
   std::optional<int> trace_iteration;
+  // With trace_iteration: stream the trace here while the iteration runs (the timeline is not
+  // kept; `traced` and `trace_json` stay empty). nullptr: keep both in the result.
+  std::ostream* trace_out = nullptr;
+  // Link utilization counters in the trace (flow model only; InputError with alphabeta):
+  // nullopt: every link that carries traffic; K: the K links that carry the most bytes in the
+  // traced iteration (found by running it once more before it is traced), 0: none.
+  std::optional<int> trace_links;
   // Keep every iteration's per-rank arrival and finish times in the summaries (memory grows
   // with iterations x ranks, so off by default).
   bool per_rank_times = false;

@@ -66,42 +66,82 @@ std::string chunk_label(const TransferRecord& r) {
   return "c" + std::to_string(r.chunk_begin) + "-" + std::to_string(r.chunk_end - 1);
 }
 
-enum Role { kSend = 0, kRecv = 1 };
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
 
-// Track assignment: per rank and role, intervals go to the first lane that is free by their start.
-struct Lanes {
-  std::vector<std::vector<Nanos>> end;  // [rank * 2 + role][lane] = end of its last interval
-  std::vector<std::vector<int>> tid;     // same shape, assigned after placement
-
-  explicit Lanes(int ranks) : end(static_cast<std::size_t>(2 * ranks)), tid(end.size()) {}
-  int place(int rank, Role role, Nanos from, Nanos to) {
-    std::vector<Nanos>& e = end[2 * rank + role];
-    for (std::size_t i = 0; i < e.size(); ++i) {
-      if (e[i] <= from) {
-        e[i] = to;
-        return static_cast<int>(i);
-      }
-    }
-    e.push_back(to);
-    return static_cast<int>(e.size()) - 1;
-  }
+// One counter track: its value is written when a later time comes (or at the end), so a track
+// gets one value per nanosecond, and a value equal to the last written one is left out.
+struct Counter {
+  Nanos ts = -1;  // pending value's time, -1: none pending
+  double value = 0;
+  bool written = false;
+  double last = 0;
 };
 
-class Writer {
- public:
-  Writer(std::ostream& out, double t0) : out_(out), t0_(t0) {}
+}  // namespace
 
+struct ChromeTraceWriter::State {
+  std::ostream& out;
+  const alg::Schedule& schedule;
+  const topo::Topology* topology;
+  int ranks;
+  double t0;
+  bool first = true;
+  // Track ids start above every pid: Perfetto files an event without a tid (a counter, a
+  // process name) under thread tid = pid, and a slice track with that tid in another process
+  // would share its name lookups.
+  int next_tid;
+  // Per rank and side (index 2 * rank + side): lane end times and their tids.
+  std::vector<std::vector<Nanos>> lane_end;
+  std::vector<std::vector<int>> lane_tid;
+  // The latest interval start placed, which only grows (the order TimelineSink promises).
+  std::vector<Nanos> last_from;
+  // Per rank and side: the sides posted since the queue counter was last brought up to date
+  // ([ready, end] in ns) and the latest end among them.
+  std::vector<std::vector<std::pair<Nanos, Nanos>>> queued;
+  std::vector<Nanos> queued_until;
+  std::vector<Counter> queue_counter;
+  // Links: selected for a counter, flows on it and their rate sum, the counter.
+  std::vector<char> link_selected;
+  std::vector<int> link_flows;
+  std::vector<double> link_rate;
+  std::vector<Counter> link_counter;
+  bool links_named = false;
+  std::vector<std::uint64_t> round_offset;  // transfers before each round: flow arrow ids
+  std::string title;
+
+  State(std::ostream& o, const alg::Schedule& s, const topo::Topology* t, int n,
+        double first_arrival)
+      : out(o),
+        schedule(s),
+        topology(t),
+        ranks(n),
+        t0(first_arrival),
+        next_tid(n + 2),
+        lane_end(static_cast<std::size_t>(2 * n)),
+        lane_tid(lane_end.size()),
+        last_from(lane_end.size(), 0),
+        queued(lane_end.size()),
+        queued_until(lane_end.size(), 0),
+        queue_counter(lane_end.size()) {}
+
+  Nanos at(double t) const { return to_nanos(t - t0); }
+
+  void item(const std::string& s) {
+    out << (first ? "\n" : ",\n") << s;
+    first = false;
+  }
   void meta(int pid, int tid, const char* what, const std::string& args) {
     item("{\"name\":\"" + std::string(what) + "\",\"ph\":\"M\",\"pid\":" + std::to_string(pid) +
          (tid >= 0 ? ",\"tid\":" + std::to_string(tid) : std::string()) + ",\"args\":{" + args +
          "}}");
   }
-  // Times are seconds of simulated time; they are written relative to the first arrival.
-  Nanos at(double t) const { return to_nanos(t - t0_); }
-
-  void slice(int pid, int tid, const std::string& name, const char* cat, double from, double to,
+  void slice(int pid, int tid, const std::string& name, const char* cat, Nanos a, Nanos b,
              const std::string& args) {
-    const Nanos a = at(from), b = std::max(a, at(to));
+    b = std::max(a, b);
     if (b == a && std::string_view(cat) == "wait") return;
     item("{\"name\":" + json_string(name) + ",\"cat\":\"" + cat +
          "\",\"ph\":\"X\",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid) +
@@ -109,9 +149,10 @@ class Writer {
          (args.empty() ? std::string() : ",\"args\":{" + args + "}") + "}");
   }
   // An instant event on one track ("s":"t": drawn on that thread only).
-  void instant(int pid, int tid, const std::string& name, double t, const std::string& args) {
-    item("{\"name\":" + json_string(name) + ",\"cat\":\"arrival\",\"ph\":\"i\",\"s\":\"t\",\"pid\":" +
-         std::to_string(pid) + ",\"tid\":" + std::to_string(tid) + ",\"ts\":" + micros_of(at(t)) +
+  void instant(int pid, int tid, const std::string& name, Nanos ts, const std::string& args) {
+    item("{\"name\":" + json_string(name) +
+         ",\"cat\":\"arrival\",\"ph\":\"i\",\"s\":\"t\",\"pid\":" + std::to_string(pid) +
+         ",\"tid\":" + std::to_string(tid) + ",\"ts\":" + micros_of(ts) +
          (args.empty() ? std::string() : ",\"args\":{" + args + "}") + "}");
   }
   // One end of a flow arrow (ph "s" at the sender, "f" at the receiver), bound to the slice
@@ -123,120 +164,238 @@ class Writer {
          ",\"ts\":" + micros_of(ns) + "}");
   }
 
- private:
-  void item(const std::string& s) {
-    out_ << (first_ ? "\n" : ",\n") << s;
-    first_ = false;
+  // Counter tracks (pid, name, arg) get `value` from `ts` on.
+  void set(Counter& c, int pid, const std::string& name, const char* arg, Nanos ts, double value) {
+    if (c.ts >= 0 && c.ts != ts) write(c, pid, name, arg);
+    c.ts = ts;
+    c.value = value;
+  }
+  void write(Counter& c, int pid, const std::string& name, const char* arg) {
+    if (c.ts < 0) return;
+    if (!c.written || c.value != c.last) {
+      item("{\"name\":" + json_string(name) + ",\"ph\":\"C\",\"pid\":" + std::to_string(pid) +
+           ",\"ts\":" + micros_of(c.ts) + ",\"args\":{\"" + arg + "\":" + number(c.value) + "}}");
+      c.written = true;
+      c.last = c.value;
+    }
+    c.ts = -1;
+  }
+  static const char* queue_name(int side) { return side == 0 ? "send queue" : "recv queue"; }
+
+  // The queue depth of (rank, side) over the sides posted since the last update: before them
+  // the queue was empty (every earlier side had ended when these were posted).
+  void update_queue(std::size_t k) {
+    std::vector<std::pair<Nanos, int>> steps;
+    steps.reserve(2 * queued[k].size());
+    for (const auto& [from, to] : queued[k]) {
+      steps.emplace_back(from, 1);
+      steps.emplace_back(to, -1);
+    }
+    std::sort(steps.begin(), steps.end());
+    const int pid = static_cast<int>(k / 2) + 1;
+    const int side = static_cast<int>(k % 2);
+    int depth = 0;
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      depth += steps[i].second;
+      if (i + 1 == steps.size() || steps[i + 1].first != steps[i].first)
+        set(queue_counter[k], pid, queue_name(side), "depth", steps[i].first, depth);
+    }
+    queued[k].clear();
+  }
+  void post(int rank, int side, Nanos from, Nanos to) {
+    const std::size_t k = static_cast<std::size_t>(2 * rank + side);
+    if (!queued[k].empty() && from >= queued_until[k]) update_queue(k);
+    queued[k].emplace_back(from, to);
+    queued_until[k] = queued[k].size() == 1 ? to : std::max(queued_until[k], to);
   }
 
-  std::ostream& out_;
-  double t0_;
-  bool first_ = true;
+  // The track for an interval of (rank, side): the first lane free by `from`, a new one if none
+  // is. Calls for one (rank, side) come in nondecreasing `from` (TimelineSink), so a lane whose
+  // last interval ended by `from` is free for good.
+  int place(int rank, int side, Nanos from, Nanos to) {
+    const std::size_t k = static_cast<std::size_t>(2 * rank + side);
+    SSIM_CHECK(from >= last_from[k],
+               "trace: a transfer side came before an earlier one of its rank");
+    last_from[k] = from;
+    std::vector<Nanos>& e = lane_end[k];
+    for (std::size_t i = 0; i < e.size(); ++i) {
+      if (e[i] <= from) {
+        e[i] = to;
+        return lane_tid[k][i];
+      }
+    }
+    return new_lane(rank, side, to);
+  }
+  // A new track for (rank, side), busy until `end`.
+  int new_lane(int rank, int side, Nanos end) {
+    const std::size_t k = static_cast<std::size_t>(2 * rank + side);
+    const int lane = static_cast<int>(lane_tid[k].size());
+    const int tid = next_tid++;
+    lane_tid[k].push_back(tid);
+    lane_end[k].push_back(end);
+    std::string name = side == 0 ? "send" : "recv";
+    if (lane > 0) name.append(" ").append(std::to_string(lane + 1));
+    meta(rank + 1, tid, "thread_name", "\"name\":\"" + name + "\"");
+    meta(rank + 1, tid, "thread_sort_index",
+         "\"sort_index\":" + std::to_string(side * 1000 + lane));
+    return tid;
+  }
+
+  // Slices of the time a side spent between reaching the round and the transfer's start: first
+  // waiting for the peer to reach the round, then for a port.
+  void waits(int pid, int tid, Nanos own_ready, Nanos peer_ready, Nanos start, int peer) {
+    const Nanos peer_until = std::max(own_ready, std::min(peer_ready, start));
+    slice(pid, tid, "wait for peer " + std::to_string(peer), "wait", own_ready, peer_until, "");
+    slice(pid, tid, "wait for port", "wait", peer_until, start, "");
+  }
+
+  std::string link_name(int l) const {
+    const topo::Link& link = topology->link(l);
+    return "link " + std::to_string(l) + ": " + topology->node(link.from).name + " -> " +
+           topology->node(link.to).name;
+  }
 };
 
-// Slices of the time a side spent between reaching the round and the transfer's start: first
-// waiting for the peer to reach the round, then for a port.
-void waits(Writer& w, int pid, int tid, double own_ready, double peer_ready, double start,
-           int peer) {
-  const double peer_until = std::max(own_ready, std::min(peer_ready, start));
-  w.slice(pid, tid, "wait for peer " + std::to_string(peer), "wait", own_ready, peer_until, "");
-  w.slice(pid, tid, "wait for port", "wait", peer_until, start, "");
+ChromeTraceWriter::ChromeTraceWriter(std::ostream& out, const alg::Schedule& schedule,
+                                     const topo::Topology* topology,
+                                     std::span<const Seconds> arrival, TraceOptions options) {
+  const int n = schedule.ranks;
+  SSIM_CHECK(static_cast<int>(arrival.size()) == n && n > 0, "trace: one arrival per rank needed");
+  double t0 = arrival[0].value;
+  for (const Seconds& a : arrival) t0 = std::min(t0, a.value);
+  state_ = std::make_unique<State>(out, schedule, topology, n, t0);
+  State& s = *state_;
+  s.round_offset.reserve(schedule.rounds.size());
+  std::uint64_t before = 0;
+  for (const alg::Round& round : schedule.rounds) {
+    s.round_offset.push_back(before);
+    before += round.transfers.size();
+  }
+  if (topology) {
+    const std::size_t links = static_cast<std::size_t>(topology->link_count());
+    s.link_selected.assign(links, options.links ? 0 : 1);
+    if (options.links) {
+      for (int l : *options.links) {
+        SSIM_CHECK(l >= 0 && static_cast<std::size_t>(l) < links, "trace: link id out of range");
+        s.link_selected[static_cast<std::size_t>(l)] = 1;
+      }
+    }
+    s.link_flows.assign(links, 0);
+    s.link_rate.assign(links, 0.0);
+    s.link_counter.resize(links);
+  }
+  out << "{\"displayTimeUnit\":\"ns\",\n\"traceEvents\":[";
+  for (int r = 0; r < n; ++r) {
+    const int pid = r + 1;
+    s.meta(pid, -1, "process_name", "\"name\":\"rank " + std::to_string(r) + "\"");
+    s.meta(pid, -1, "process_sort_index", "\"sort_index\":" + std::to_string(r));
+    for (int side : {0, 1}) s.new_lane(r, side, 0);
+  }
+  for (int r = 0; r < n; ++r) {
+    const Nanos a = s.at(arrival[r].value);
+    const int tid = s.lane_tid[2 * static_cast<std::size_t>(r)][0];
+    if (a > 0) s.place(r, 0, 0, a);
+    s.slice(r + 1, tid, "arrival", "wait", 0, a, "\"delay_us\":" + micros_of(a));
+    s.instant(r + 1, tid, "arrived", a, "\"rank\":" + std::to_string(r));
+  }
+  s.title = std::move(options.title);
 }
 
-}  // namespace
+ChromeTraceWriter::~ChromeTraceWriter() = default;
+
+void ChromeTraceWriter::transfer_side(const TransferRecord& t, Side side) {
+  State& s = *state_;
+  SSIM_CHECK(t.src >= 0 && t.src < s.ranks && t.dst >= 0 && t.dst < s.ranks &&
+                 static_cast<std::size_t>(t.round) < s.schedule.rounds.size(),
+             "trace: transfer of another schedule");
+  const std::string chunks = chunk_label(t);
+  const Nanos src_ready = s.at(t.src_ready.value), dst_ready = s.at(t.dst_ready.value);
+  const Nanos start = s.at(t.start.value), end = s.at(t.end.value), done = s.at(t.done.value);
+  std::string args = "\"round\":" + std::to_string(t.round) +
+                     ",\"phase\":" + json_string(s.schedule.rounds[t.round].phase) + ",\"op\":\"" +
+                     std::string(alg::to_string(t.op)) + "\",\"chunks\":[" +
+                     std::to_string(t.chunk_begin) + "," + std::to_string(t.chunk_end) +
+                     "],\"bytes\":" + std::to_string(t.bytes);
+  // The arrow from the send to its receive sits in the middle of the transfer, inside both
+  // slices and away from their edges, where a neighbouring slice could claim it. Its id is
+  // the transfer's number in schedule order, from 1.
+  const Nanos mid = (start + end) / 2;
+  const std::uint64_t id =
+      s.round_offset[static_cast<std::size_t>(t.round)] + static_cast<std::uint64_t>(t.index) + 1;
+  if (side == Side::send) {
+    const int tid = s.place(t.src, 0, src_ready, end);
+    s.waits(t.src + 1, tid, src_ready, dst_ready, start, t.dst);
+    s.slice(t.src + 1, tid, "send " + chunks + " -> " + std::to_string(t.dst), "transfer", start,
+            end, args);
+    s.flow('s', id, t.src + 1, tid, mid);
+    s.post(t.src, 0, src_ready, end);
+  } else {
+    const int tid = s.place(t.dst, 1, dst_ready, done);
+    if (done > end) args += ",\"reduce_us\":" + micros_of(done - end);
+    s.waits(t.dst + 1, tid, dst_ready, src_ready, start, t.src);
+    s.slice(t.dst + 1, tid, "recv " + chunks + " <- " + std::to_string(t.src), "transfer", start,
+            done, args);
+    s.flow('f', id, t.dst + 1, tid, mid);
+    s.post(t.dst, 1, dst_ready, end);
+  }
+}
+
+void ChromeTraceWriter::flow_rate(std::span<const int> links, double old_rate, double new_rate,
+                                  Seconds now) {
+  State& s = *state_;
+  if (!s.topology) return;
+  const Nanos ts = s.at(now.value);
+  for (int l : links) {
+    const std::size_t i = static_cast<std::size_t>(l);
+    if (!s.link_selected[i]) continue;
+    if (!s.links_named) {
+      s.meta(s.ranks + 1, -1, "process_name", "\"name\":\"links\"");
+      s.meta(s.ranks + 1, -1, "process_sort_index", "\"sort_index\":" + std::to_string(s.ranks));
+      s.links_named = true;
+    }
+    s.link_flows[i] += (old_rate == 0 && new_rate > 0) - (old_rate > 0 && new_rate == 0);
+    s.link_rate[i] = s.link_flows[i] == 0 ? 0.0 : s.link_rate[i] + (new_rate - old_rate);
+    const double capacity = s.topology->link(l).bandwidth.value;
+    // Max-min rates never exceed a link's bandwidth; only summation rounding is snapped back
+    // (anything larger stays visible, and the trace checker rejects it).
+    double utilization = s.link_rate[i] / capacity;
+    if (utilization > 1.0 && utilization < 1.0 + 1e-9) utilization = 1.0;
+    if (utilization < 0.0 && utilization > -1e-9) utilization = 0.0;
+    s.set(s.link_counter[i], s.ranks + 1, s.link_name(l), "utilization", ts, utilization);
+  }
+}
+
+void ChromeTraceWriter::finish(const IterationResult& result) {
+  State& s = *state_;
+  for (std::size_t k = 0; k < s.queued.size(); ++k) {
+    if (!s.queued[k].empty()) s.update_queue(k);
+    s.write(s.queue_counter[k], static_cast<int>(k / 2) + 1,
+            State::queue_name(static_cast<int>(k % 2)), "depth");
+  }
+  for (std::size_t l = 0; l < s.link_counter.size(); ++l) {
+    if (s.link_counter[l].ts >= 0)
+      s.write(s.link_counter[l], s.ranks + 1, s.link_name(static_cast<int>(l)), "utilization");
+  }
+  s.out << "\n],\n\"otherData\":{\"title\":" << json_string(s.title)
+        << ",\"algorithm\":" << json_string(s.schedule.algorithm) << ",\"ranks\":" << s.ranks
+        << ",\"bytes\":" << result.bytes << ",\"completion_us\":" << micros(result.completion.value)
+        << ",\"after_last_arrival_us\":" << micros(result.after_last_arrival.value) << "}}\n";
+}
 
 void write_chrome_trace(std::ostream& out, const alg::Schedule& schedule,
                         const IterationResult& result, std::string_view title) {
-  const int n = result.ranks;
-  SSIM_CHECK(n == schedule.ranks && static_cast<int>(result.arrival.size()) == n,
-             "trace of another schedule");
+  SSIM_CHECK(
+      result.ranks == schedule.ranks && static_cast<int>(result.arrival.size()) == schedule.ranks,
+      "trace of another schedule");
   SSIM_CHECK(result.timeline.size() == schedule.transfer_count(),
              "trace needs a run with record_timeline");
-  const double t0 = result.first_arrival.value;
-
-  // Place every slice group (waits + transfer) of each side in start order.
-  Lanes lanes(n);
-  for (int r = 0; r < n; ++r) {
-    const Nanos a = to_nanos(result.arrival[r].value - t0);
-    if (a > 0) lanes.place(r, kSend, 0, a);
+  ChromeTraceWriter w(out, schedule, nullptr, result.arrival, TraceOptions{std::string(title), {}});
+  // Schedule order: per rank and side, nondecreasing ready times (a rank's rounds are sequential).
+  for (const TransferRecord& t : result.timeline) {
+    w.transfer_side(t, TimelineSink::Side::send);
+    w.transfer_side(t, TimelineSink::Side::recv);
   }
-  struct Side {
-    Nanos from, to;
-    std::size_t record;
-    Role role;
-  };
-  std::vector<Side> sides;
-  sides.reserve(2 * result.timeline.size());
-  for (std::size_t i = 0; i < result.timeline.size(); ++i) {
-    const TransferRecord& t = result.timeline[i];
-    sides.push_back({to_nanos(t.src_ready.value - t0), to_nanos(t.end.value - t0), i, kSend});
-    sides.push_back({to_nanos(t.dst_ready.value - t0), to_nanos(t.done.value - t0), i, kRecv});
-  }
-  std::stable_sort(sides.begin(), sides.end(),
-                   [](const Side& a, const Side& b) { return a.from < b.from; });
-  std::vector<int> lane_of(2 * result.timeline.size());
-  for (const Side& s : sides) {
-    const TransferRecord& t = result.timeline[s.record];
-    lane_of[2 * s.record + s.role] =
-        lanes.place(s.role == kSend ? t.src : t.dst, s.role, s.from, s.to);
-  }
-
-  out << "{\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"title\":" << json_string(title)
-      << ",\"algorithm\":" << json_string(schedule.algorithm) << ",\"ranks\":" << n
-      << ",\"bytes\":" << result.bytes << ",\"completion_us\":" << micros(result.completion.value)
-      << ",\"after_last_arrival_us\":" << micros(result.after_last_arrival.value)
-      << "},\n\"traceEvents\":[";
-  Writer w(out, t0);
-  int next_tid = 1;
-  for (int r = 0; r < n; ++r) {
-    const int pid = r + 1;
-    w.meta(pid, -1, "process_name", "\"name\":\"rank " + std::to_string(r) + "\"");
-    w.meta(pid, -1, "process_sort_index", "\"sort_index\":" + std::to_string(r));
-    for (Role role : {kSend, kRecv}) {
-      const std::size_t count = std::max<std::size_t>(1, lanes.end[2 * r + role].size());
-      std::vector<int>& tids = lanes.tid[2 * r + role];
-      for (std::size_t lane = 0; lane < count; ++lane) {
-        const int tid = next_tid++;
-        tids.push_back(tid);
-        std::string name = role == kSend ? "send" : "recv";
-        if (lane > 0) name.append(" ").append(std::to_string(lane + 1));
-        w.meta(pid, tid, "thread_name", "\"name\":\"" + name + "\"");
-        w.meta(pid, tid, "thread_sort_index",
-               "\"sort_index\":" + std::to_string(role * 1000 + static_cast<int>(lane)));
-      }
-    }
-  }
-  for (int r = 0; r < n; ++r) {
-    const double a = result.arrival[r].value;
-    w.slice(r + 1, lanes.tid[2 * r][0], "arrival", "wait", t0, a, "\"delay_us\":" + micros(a - t0));
-    w.instant(r + 1, lanes.tid[2 * r][0], "arrived", a, "\"rank\":" + std::to_string(r));
-  }
-  for (std::size_t i = 0; i < result.timeline.size(); ++i) {
-    const TransferRecord& t = result.timeline[i];
-    const std::string chunks = chunk_label(t);
-    const std::string args = "\"round\":" + std::to_string(t.round) +
-                             ",\"phase\":" + json_string(schedule.rounds[t.round].phase) +
-                             ",\"op\":\"" + std::string(alg::to_string(t.op)) + "\",\"chunks\":[" +
-                             std::to_string(t.chunk_begin) + "," + std::to_string(t.chunk_end) +
-                             "],\"bytes\":" + std::to_string(t.bytes);
-    const int send_tid = lanes.tid[2 * t.src][lane_of[2 * i]];
-    const int recv_tid = lanes.tid[2 * t.dst + 1][lane_of[2 * i + 1]];
-    waits(w, t.src + 1, send_tid, t.src_ready.value, t.dst_ready.value, t.start.value, t.dst);
-    w.slice(t.src + 1, send_tid, "send " + chunks + " -> " + std::to_string(t.dst), "transfer",
-            t.start.value, t.end.value, args);
-    waits(w, t.dst + 1, recv_tid, t.dst_ready.value, t.src_ready.value, t.start.value, t.src);
-    w.slice(
-        t.dst + 1, recv_tid, "recv " + chunks + " <- " + std::to_string(t.src), "transfer",
-        t.start.value, t.done.value,
-        args + (t.done.value > t.end.value ? ",\"reduce_us\":" + micros(t.done.value - t.end.value)
-                                           : std::string()));
-    // The arrow from the send to its receive sits in the middle of the transfer, inside both
-    // slices and away from their edges, where a neighbouring slice could claim it.
-    const Nanos mid = (w.at(t.start.value) + w.at(t.end.value)) / 2;
-    w.flow('s', i + 1, t.src + 1, send_tid, mid);
-    w.flow('f', i + 1, t.dst + 1, recv_tid, mid);
-  }
-  out << "\n]}\n";
+  w.finish(result);
 }
 
 std::string chrome_trace(const alg::Schedule& schedule, const IterationResult& result,

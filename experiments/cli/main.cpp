@@ -39,7 +39,8 @@ void check_first_argument(const CLI::App& app, int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"stragglesim: collective communication under stragglers"};
+  // Named here, not from argv[0]: usage lines say "stragglesim", not the path it was run by.
+  CLI::App app{"stragglesim: collective communication under stragglers", "stragglesim"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("stragglesim ") + STRAGGLESIM_VERSION);
   ssim::exp::add_schedule_commands(app);

@@ -88,7 +88,8 @@ int main(int argc, char** argv) {
     std::cerr << "stragglesim-gpu: error: " << e.what() << "\n";
     return 1;
   }
-  CLI::App app{"stragglesim-gpu: run schedules on GPUs with NCCL"};
+  // Named here, not from argv[0]: usage lines say "stragglesim-gpu", not the path it ran by.
+  CLI::App app{"stragglesim-gpu: run schedules on GPUs with NCCL", "stragglesim-gpu"};
   app.require_subcommand(1);
   CLI::App* devices =
       app.add_subcommand("devices", "List the CUDA devices and the CUDA/NCCL versions");

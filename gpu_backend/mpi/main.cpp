@@ -29,7 +29,8 @@ namespace {
 int run(int argc, char** argv, int rank) {
   CLI::App app{
       "stragglesim-mpi: run an AllReduce schedule with one MPI process per rank "
-      "(start with mpirun -np N)"};
+      "(start with mpirun -np N)",
+      "stragglesim-mpi"};  // not argv[0]: usage lines name the program, not its path
   ssim::gpu::NcclTestsFlags flags;
   ssim::gpu::add_nccl_tests_flags(app, flags, "mpi (MPI_Allreduce)");
 

@@ -17,7 +17,7 @@ TEST(CliSchedule, JsonPipesIntoVerify) {
 }
 
 TEST(CliSchedule, TextFormatHasOneLinePerRound) {
-  const CommandResult r = run_cli("schedule ring -n 4");
+  const CommandResult r = run_cli("schedule ring -r 4");
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "R0 reduce-scatter: 0>1 c3+ | 1>2 c0+ | 2>3 c1+ | 3>0 c2+")) << r.out;
   EXPECT_TRUE(contains(r.out, "R5 allgather:")) << r.out;
@@ -26,7 +26,7 @@ TEST(CliSchedule, TextFormatHasOneLinePerRound) {
 
 TEST(CliSchedule, WritesToAFile) {
   const std::string path = "/tmp/ssim_cli_ring4.json";
-  ASSERT_EQ(run_cli("schedule ring -n 4 --format json -o " + path).rc, 0);
+  ASSERT_EQ(run_cli("schedule ring -r 4 --format json -o " + path).rc, 0);
   const CommandResult ver = run_cli("verify " + path);
   EXPECT_EQ(ver.rc, 0) << ver.err;
   std::remove(path.c_str());

@@ -47,6 +47,14 @@ std::vector<std::vector<std::string>> read_csv_cells(const std::string& path) {
   return rows;
 }
 
+// Usage names the program, not the path it was started by (issue 13).
+TEST(EmulatedCli, UsageShowsTheProgramName) {
+  const auto r = run_cli("--help");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "Usage: stragglesim-gpu [OPTIONS]")) << r.out;
+  EXPECT_FALSE(contains(r.out, STRAGGLESIM_BIN)) << r.out;
+}
+
 TEST(EmulatedCli, DevicesListsTheEmulatedGpus) {
   const auto r = run_cli("devices");
   EXPECT_EQ(r.rc, 0) << r.err;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "algorithms/cost_model.hpp"
 #include "common/error.hpp"
 #include "topologies/generators.hpp"
@@ -90,6 +92,33 @@ TEST(Simulation, TracesTheRequestedIteration) {
   EXPECT_EQ(r.traced->timeline.size(), r.transfers);
   EXPECT_NE(r.trace_json.find("\"traceEvents\""), std::string::npos);
   EXPECT_NE(r.trace_json.find("iteration 1"), std::string::npos);
+}
+
+// Streamed to trace_out, the trace is the same text as the one kept in trace_json, and the
+// result keeps neither it nor the timeline.
+TEST(Simulation, StreamsTheTraceWithoutKeepingIt) {
+  for (NetworkKind kind : {NetworkKind::alphabeta, NetworkKind::flow}) {
+    SimulationConfig c = base_config(6);
+    c.network = kind;
+    c.iterations = 3;
+    c.trace_iteration = 2;
+    const SimulationResult kept = run_simulation(c);
+    std::ostringstream out;
+    c.trace_out = &out;
+    const SimulationResult streamed = run_simulation(c);
+    EXPECT_FALSE(streamed.traced.has_value());
+    EXPECT_TRUE(streamed.trace_json.empty());
+    EXPECT_EQ(out.str(), kept.trace_json) << to_string(kind);
+    EXPECT_NE(out.str().find("\"send queue\""), std::string::npos);
+    EXPECT_EQ(out.str().find("\"link ") != std::string::npos, kind == NetworkKind::flow);
+  }
+  SimulationConfig c = base_config(4);
+  c.trace_iteration = 0;
+  c.trace_links = 2;
+  EXPECT_THROW(run_simulation(c), InputError);  // alphabeta: no link rates
+  c.network = NetworkKind::flow;
+  c.trace_links = -1;
+  EXPECT_THROW(run_simulation(c), InputError);
 }
 
 TEST(Simulation, RejectsBadConfigurations) {

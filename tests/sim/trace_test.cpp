@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -123,6 +124,140 @@ TEST(ChromeTrace, OverlappingFlowsGetSeparateTracks) {
   }
   EXPECT_EQ(recv_tracks.size(), 3u);
   EXPECT_NE(text.find("\"recv 3\""), std::string::npos);
+}
+
+// Fan-in on a 1 GB/s switch: ranks 1..3 each send 3000 B to rank 0 at once. The flow model
+// shares the switch -> gpu0 link three ways: each sender's uplink runs at 1/3, the shared link
+// at 1 (one value when all three start moving at 1 us, 0 when they all end); rank 0's receive
+// queue holds 3 transfers from its arrival until the last byte, each sender's send queue 1.
+TEST(ChromeTrace, FlowModelHasLinkUtilizationAndQueueCounters) {
+  alg::Schedule s = alg::Schedule::make(alg::Collective::allreduce, "fan-in", 4, 1);
+  alg::Round& round = s.add_round("gather");
+  for (int r = 1; r < 4; ++r) round.add(r, 0, 0, 1, alg::Op::reduce);
+  const topo::Topology t =
+      topo::make_switch({.ranks = 4, .bandwidth = BytesPerSecond{1e9}, .latency = Seconds{1e-6}});
+  Executor ex(s, t, NetworkConfig{NetworkKind::flow, SecondsPerByte{0}}, Bytes{3000});
+  const std::vector<Seconds> arrivals(4, Seconds{0});
+  std::ostringstream out;
+  ChromeTraceWriter w(out, s, &t, arrivals, {.title = "fan-in", .links = std::nullopt});
+  RunOptions o;
+  o.trace = &w;
+  const IterationResult r = ex.run(arrivals, o);
+  w.finish(r);
+  const testing::TraceCounts c = testing::check_trace_strict(out.str());
+  EXPECT_EQ(c.flows, 3u);
+  // The route's latency, then 9 us at 1/3 GB/s each; all end together.
+  const long long end = std::llround(r.completion.value * 1e9);
+  EXPECT_EQ(end, std::llround((t.route(1, 0).latency.value + 9e-6) * 1e9));
+  EXPECT_EQ(c.counter_tracks.at("1/recv queue"), (std::map<long long, double>{{0, 3}, {end, 0}}));
+  EXPECT_EQ(c.counter_tracks.at("2/send queue"), (std::map<long long, double>{{0, 1}, {end, 0}}));
+  int links = 0;
+  for (const auto& [name, values] : c.counter_tracks) {
+    if (name.rfind("5/link ", 0) != 0) continue;
+    ++links;
+    const double busy = name.find("switch -> gpu0") != std::string::npos ? 1.0 : 1.0 / 3;
+    ASSERT_EQ(values.size(), 2u) << name;
+    EXPECT_EQ(values.rbegin()->first, end) << name;
+    EXPECT_NEAR(values.begin()->second, busy, 1e-9) << name;  // written with 9 digits
+  }
+  EXPECT_EQ(links, 4);  // three uplinks and the shared downlink; idle links get no counter
+  // Only the selected link when a selection is given.
+  std::ostringstream one;
+  ChromeTraceWriter w1(one, s, &t, arrivals, {.title = "", .links = std::vector<int>{1}});
+  o.trace = &w1;
+  w1.finish(ex.run(arrivals, o));
+  std::size_t selected = 0;
+  for (const auto& [name, values] : testing::check_trace_strict(one.str()).counter_tracks)
+    selected += name.rfind("5/link ", 0) == 0;
+  EXPECT_EQ(selected, 1u);
+}
+
+// In the alpha-beta model a rank's queue is its port FIFO: in ring4, rank 1's send port holds
+// its round-0 send to late rank 2 from 0 until that transfer ends.
+TEST(ChromeTrace, AlphaBetaQueueIsThePortFifo) {
+  const alg::Schedule s = alg::generate("ring", 4, alg::Options{});
+  const testing::TraceCounts c = testing::check_trace_strict(chrome_trace(s, ring4(s)));
+  const auto& send1 = c.counter_tracks.at("2/send queue");
+  EXPECT_EQ(send1.begin()->first, 0);
+  EXPECT_EQ(send1.begin()->second, 1);
+  // Transfer 0 -> 1 ... rank 2 arrives at 3 us, so 1 -> 2 ends at 3 + 2.024 us; the queue stays
+  // at 1 while rank 1 works through its rounds, and drains at its end.
+  EXPECT_EQ(std::next(send1.begin())->second, 0);
+  EXPECT_EQ(c.counter_tracks.size(), 8u);  // send and recv queue of each rank, no links
+}
+
+// Streaming: the slices written while the run goes equal those of a trace replayed from the
+// kept timeline, for the dataflow pass, the event engine and the flow model (whose events come
+// in completion order).
+TEST(ChromeTrace, StreamedTraceHasTheSlicesOfTheReplayedOne) {
+  const int n = 16;
+  const alg::Schedule s = alg::generate("ring", n, alg::Options{});
+  const topo::Topology t = topo::make_switch(
+      {.ranks = n, .bandwidth = BytesPerSecond{450.0 * (1ull << 30)}, .latency = Seconds{3e-6}});
+  std::vector<Seconds> arrivals(n, Seconds{0});
+  arrivals[5] = Seconds{2e-5};
+  for (NetworkKind kind : {NetworkKind::alphabeta, NetworkKind::flow}) {
+    for (bool engine : {false, true}) {
+      Executor ex(s, t, NetworkConfig{kind, SecondsPerByte{5e-11}}, Bytes{1 << 20});
+      std::ostringstream out;
+      ChromeTraceWriter w(out, s, &t, arrivals);
+      RunOptions o;
+      o.record_timeline = true;
+      o.use_event_engine = engine;
+      o.trace = &w;
+      const IterationResult r = ex.run(arrivals, o);
+      w.finish(r);
+      auto slices = [](const std::string& text) {
+        std::multiset<std::string> set;
+        for (const nlohmann::json& e : testing::check_trace_strict(text).slice_events) {
+          nlohmann::json x = e;
+          x.erase("tid");  // lanes may be numbered in another order
+          set.insert(x.dump());
+        }
+        return set;
+      };
+      const auto streamed = slices(out.str());
+      EXPECT_EQ(streamed, slices(chrome_trace(s, r))) << to_string(kind) << " engine " << engine;
+      EXPECT_GE(streamed.size(), 2 * s.transfer_count());
+    }
+  }
+}
+
+// Every algorithm, both models and both alpha-beta evaluations, random arrivals on a ring
+// topology (links shared, so flows overlap): the streamed trace passes the strict check and
+// has the replayed trace's slices. The streamed writer relies on the TimelineSink order (per
+// rank and side, nondecreasing ready times); a break of it shows here as an overlap or a
+// missing slice.
+TEST(ChromeTrace, EveryAlgorithmStreamsAValidTrace) {
+  for (int n : {6, 8}) {
+    const topo::Topology t = topo::make_ring(
+        {.ranks = n, .bandwidth = BytesPerSecond{50e9}, .latency = Seconds{2e-6}});
+    std::vector<Seconds> arrivals;
+    for (int r = 0; r < n; ++r) arrivals.push_back(Seconds{1e-6 * ((r * 37) % 11)});
+    for (const alg::AlgorithmInfo& info : alg::algorithms()) {
+      if (!info.supports_ranks(n)) continue;
+      const alg::Schedule s = alg::generate(info.name, n, alg::Options{});
+      for (NetworkKind kind : {NetworkKind::alphabeta, NetworkKind::flow}) {
+        for (bool engine : {false, true}) {
+          if (kind == NetworkKind::flow && !engine) continue;
+          Executor ex(s, t, NetworkConfig{kind, SecondsPerByte{2e-11}}, Bytes{3 << 20});
+          std::ostringstream out;
+          ChromeTraceWriter w(out, s, &t, arrivals);
+          RunOptions o;
+          o.record_timeline = true;
+          o.use_event_engine = engine;
+          o.trace = &w;
+          const IterationResult r = ex.run(arrivals, o);
+          w.finish(r);
+          SCOPED_TRACE(info.name + " n=" + std::to_string(n) + " " + std::string(to_string(kind)) +
+                       (engine ? " engine" : " dataflow"));
+          const testing::TraceCounts c = testing::check_trace_strict(out.str());
+          EXPECT_EQ(c.flows, s.transfer_count());
+          EXPECT_EQ(c.slices, testing::check_trace_strict(chrome_trace(s, r)).slices);
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
