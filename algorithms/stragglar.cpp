@@ -13,7 +13,7 @@
 // anything to send, which leaves e = 2^L - n receive slots to waste in the whole phase.
 // So from round L on nearly every free rank sends one chunk and receives one per round.
 //
-// The doubling construction (make_doubling) builds such schedules. Chunk c is unfinished
+// The doubling construction (doubling_rounds) builds such schedules. Chunk c is unfinished
 // from round c until round c+L, in which it reaches the last ranks; at the start of round t
 // the oldest unfinished chunk is o = t-L, the next-oldest p = t-L+1. Every rank that is not
 // busy sends one unfinished chunk, its group; a double also holds a second one that it
@@ -55,7 +55,7 @@
 // n in 3..4096 but 33, 1025 and 2049: n = 2^(L-1)+1, where nearly every rank is a double
 // (5, 17, 65, 129, 257 and 513 work with the ramp with one copy fewer).
 //
-// The greedy (make_greedy; n = 3 and where the construction gives up): per round, chunks
+// The greedy (greedy_rounds; n = 3 and where the construction gives up): per round, chunks
 // from the newest to the oldest, each sent by its idle holders with the fewest active
 // chunks to the idle ranks that lack it, ranks in the critical window only getting chunks
 // they may hold when meeting S (c + L <= r) and preferring c = r-L; in the tail S helps. A
@@ -169,17 +169,20 @@ struct RoundPlan {
   std::vector<Copy> copies;
 };
 
-// Shared round loop: the policy fills the copies of round t; this applies them, records
-// the round (exchange first) when `out` is given, and stops when every chunk is complete.
-// Returns the round count, or -1 when the policy gives up (returns false).
+// Shared round loop: the policy fills the copies of round t; this applies them, yields the
+// round (exchange first), and stops when every chunk is complete. `status` becomes the round
+// count, or -1 when the policy gives up (returns false; the rounds yielded so far are void).
+// `policy` must outlive the stream.
 template <typename Policy>
-int run_phase2(int n, Policy&& policy, std::vector<Round>* out) {
+RoundStream phase2_rounds(int n, Policy& policy, int& status) {
   const int m = n - 1;
   const int straggler = m;
   Holdings hold(m);
   RoundPlan plan(n);
+  Round round;
   const int limit = 4 * n + 64;
   int t = 0;
+  status = 0;
   for (; t < m || hold.completed() < m; ++t) {
     SSIM_CHECK(t < limit, "stragglar: phase 2 did not finish");
     plan.reset();
@@ -187,24 +190,25 @@ int run_phase2(int n, Policy&& policy, std::vector<Round>* out) {
       plan.sending[t] = plan.receiving[t] = 1;
       plan.sending[straggler] = plan.receiving[straggler] = 1;
     }
-    if (!policy(t, hold, plan)) return -1;
-    if (out) {
-      Round& round = out->emplace_back();
-      round.phase = t < m ? "straggler-exchange" : "broadcast";
-      round.transfers.reserve(plan.copies.size() + 2);
-      if (t < m) {
-        round.add(t, straggler, t, t + 1, Op::reduce);
-        round.add(straggler, t, t, t + 1, Op::reduce);
-      }
-      for (const RoundPlan::Copy& c : plan.copies)
-        round.add(c.src, c.dst, c.chunk, c.chunk + 1, Op::copy);
+    if (!policy(t, hold, plan)) {
+      status = -1;
+      co_return;
     }
+    round.phase = t < m ? "straggler-exchange" : "broadcast";
+    round.transfers.clear();
+    if (t < m) {
+      round.add(t, straggler, t, t + 1, Op::reduce);
+      round.add(straggler, t, t, t + 1, Op::reduce);
+    }
+    for (const RoundPlan::Copy& c : plan.copies)
+      round.add(c.src, c.dst, c.chunk, c.chunk + 1, Op::copy);
+    co_yield round;
     if (t < m) hold.add(t, t);
     for (const RoundPlan::Copy& c : plan.copies) {
       if (c.dst != straggler) hold.add(c.dst, c.chunk);
     }
   }
-  return t;
+  status = t;
 }
 
 // Roles in the doubling construction (file comment). Every rank that is not busy sends
@@ -356,7 +360,7 @@ std::optional<std::vector<RampCopy>> plan_ramp(int n, const DoublingLayout& layo
   return copies;
 }
 
-// The doubling construction (file comment) as a run_phase2 policy; round() returns false
+// The doubling construction (file comment) as a phase2_rounds policy; round() returns false
 // when the construction gets stuck.
 class DoublingPolicy {
  public:
@@ -585,22 +589,20 @@ class DoublingPolicy {
   std::vector<std::size_t> next_sender_;
 };
 
-// Phase-2 round count of the doubling construction for n, or -1 when no layout works
-// (the caller then uses the greedy). Records the rounds into `out` when given.
-int make_doubling(int n, std::vector<Round>* out) {
-  const std::size_t recorded = out ? out->size() : 0;
-  for (const DoublingLayout& layout : kDoublingLayouts) {
-    std::optional<std::vector<RampCopy>> ramp = plan_ramp(n, layout);
-    if (!ramp) continue;
-    DoublingPolicy policy(n, layout, std::move(*ramp));
-    const int rounds = run_phase2(
-        n,
-        [&](int t, const Holdings& hold, RoundPlan& plan) { return policy.round(t, hold, plan); },
-        out);
-    if (rounds > 0) return rounds;
-    if (out) out->resize(recorded);
+// The doubling construction for n with layout kDoublingLayouts[layout]; `status` as in
+// phase2_rounds (-1 also when the layout does not fit n).
+RoundStream doubling_rounds(int n, int layout, int& status) {
+  std::optional<std::vector<RampCopy>> ramp = plan_ramp(n, kDoublingLayouts[layout]);
+  if (!ramp) {
+    status = -1;
+    co_return;
   }
-  return -1;
+  DoublingPolicy policy(n, kDoublingLayouts[layout], std::move(*ramp));
+  auto round = [&](int t, const Holdings& hold, RoundPlan& plan) {
+    return policy.round(t, hold, plan);
+  };
+  RoundStream inner = phase2_rounds(n, round, status);
+  while (const Round* r = inner.next()) co_yield *r;
 }
 
 // Deterministic generator for tie-breaks (SplitMix64), independent of the standard library.
@@ -625,7 +627,7 @@ struct GreedyVariant {
 // active chunks they hold (random order within a count); each chunk then takes its senders
 // from the front of that order and its receivers from the ranks lacking it, shuffled
 // within their preference class.
-int make_greedy(int n, const GreedyVariant& variant, std::vector<Round>* out) {
+RoundStream greedy_rounds(int n, GreedyVariant variant, int& status) {
   const int m = n - 1;
   const int straggler = m;
   const int L = ceil_log2(n);
@@ -688,7 +690,8 @@ int make_greedy(int n, const GreedyVariant& variant, std::vector<Round>* out) {
     }
     return true;
   };
-  return run_phase2(n, policy, out);
+  RoundStream inner = phase2_rounds(n, policy, status);
+  while (const Round* r = inner.next()) co_yield *r;
 }
 
 // The greedy variants tried where the doubling construction gives up: several for small
@@ -704,30 +707,78 @@ std::vector<GreedyVariant> greedy_variants(int n) {
   return v;
 }
 
-// Builds phase 2 for n, the doubling construction or else the best greedy variant
-// (records the rounds into `out` when given), and returns its round count.
-int build_phase2(int n, std::vector<Round>* out) {
-  if (const int rounds = make_doubling(n, out); rounds > 0) return rounds;
-  const std::vector<GreedyVariant> variants = greedy_variants(n);
-  if (variants.size() == 1) return make_greedy(n, variants.front(), out);
-  std::size_t best = 0;
-  int best_rounds = 0;
-  for (std::size_t i = 0; i < variants.size(); ++i) {
-    const int r = make_greedy(n, variants[i], nullptr);
-    if (i == 0 || r < best_rounds) {
-      best = i;
-      best_rounds = r;
+// Which construction phase 2 uses for n: the first doubling layout that works, else the
+// greedy variant with the fewest rounds (the first of those); and its round count.
+struct Phase2Choice {
+  bool doubling = true;
+  int index = 0;  // into kDoublingLayouts or greedy_variants(n)
+  int rounds = 0;
+};
+
+RoundStream chosen_rounds(int n, const Phase2Choice& c, int& status) {
+  return c.doubling ? doubling_rounds(n, c.index, status)
+                    : greedy_rounds(n, greedy_variants(n)[static_cast<std::size_t>(c.index)], status);
+}
+
+// Drains a stream, returning its status (the round count or -1).
+int trial(int n, const Phase2Choice& c) {
+  int status = 0;
+  RoundStream rounds = chosen_rounds(n, c, status);
+  while (rounds.next()) {
+    if (status < 0) break;
+  }
+  return status;
+}
+
+// Found by trial runs (phase 2 is generated once more when streamed) and cached per n.
+Phase2Choice choose_phase2(int n) {
+  static std::mutex mutex;
+  static std::map<int, Phase2Choice> cache;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = cache.find(n); it != cache.end()) return it->second;
+  }
+  Phase2Choice best;
+  bool found = false;
+  for (int i = 0; i < static_cast<int>(std::size(kDoublingLayouts)) && !found; ++i) {
+    const Phase2Choice c{true, i, 0};
+    if (const int rounds = trial(n, c); rounds > 0) {
+      best = Phase2Choice{true, i, rounds};
+      found = true;
     }
   }
-  if (out) make_greedy(n, variants[best], out);
-  return best_rounds;
+  const std::size_t variants = greedy_variants(n).size();
+  for (std::size_t i = 0; i < variants && !found; ++i) {
+    const int rounds = trial(n, Phase2Choice{false, static_cast<int>(i), 0});
+    if (i == 0 || rounds < best.rounds) best = Phase2Choice{false, static_cast<int>(i), rounds};
+  }
+  SSIM_CHECK(best.rounds > 0, "stragglar: no phase-2 construction finished");
+  std::lock_guard<std::mutex> lock(mutex);
+  cache[n] = best;
+  return best;
+}
+
+// Phase 2 for straggler n-1 (the chosen construction), round by round.
+RoundStream phase2_stream(int n) {
+  const Phase2Choice choice = choose_phase2(n);
+  int status = 0;
+  RoundStream inner = chosen_rounds(n, choice, status);
+  while (const Round* r = inner.next()) co_yield *r;
+  SSIM_CHECK(status == choice.rounds, "stragglar: phase 2 differs from its trial run");
+}
+
+RoundStream stragglar_stream(int n) {
+  RoundStream rs = ring_reduce_scatter_rounds(iota_ranks(n - 1), 0, "reduce-scatter");
+  while (const Round* r = rs.next()) co_yield *r;
+  RoundStream p2 = phase2_stream(n);
+  while (const Round* r = p2.next()) co_yield *r;
 }
 
 void check_ranks(int n) {
   if (n < 3) throw InputError("stragglar needs n >= 3 ranks, got " + std::to_string(n));
 }
 
-Schedule make_stragglar(int n, const Options& options) {
+GeneratedRounds make_stragglar(int n, const Options& options) {
   check_ranks(n);
   const int straggler = options.get_int("straggler", n - 1, 0, n - 1);
   const std::string phase1 = options.get_string("phase1", "ring");
@@ -737,23 +788,16 @@ Schedule make_stragglar(int n, const Options& options) {
         ": unknown phase-1 variant (valid: ring; phase 2 alone is stragglar_phase2())");
   }
   const int m = n - 1;
-  Schedule s = Schedule::make(Collective::allreduce, "stragglar", n, m);
-  std::vector<Round> phase2;
-  phase2.reserve(static_cast<std::size_t>(m + ceil_log2(n)));
-  build_phase2(n, &phase2);
-  s.rounds.reserve(static_cast<std::size_t>(m - 1) + phase2.size());
-  const std::vector<int> members = iota_ranks(m);
-  append_ring_reduce_scatter(s, members, 0, "reduce-scatter");
-  for (Round& r : phase2) s.rounds.push_back(std::move(r));
-  s.straggler = m;
+  GeneratedRounds g{Schedule::make(Collective::allreduce, "stragglar", n, m), stragglar_stream(n)};
+  g.header.straggler = straggler;
   if (straggler != m) {
     // Logical non-straggler i becomes the i-th rank other than the straggler.
     std::vector<int> perm(static_cast<std::size_t>(n));
     for (int i = 0; i < m; ++i) perm[i] = i < straggler ? i : i + 1;
     perm[m] = straggler;
-    s.relabel(perm);
+    g.stream = relabeled(std::move(g.stream), std::move(perm));
   }
-  return s;
+  return g;
 }
 
 }  // namespace
@@ -762,7 +806,7 @@ Schedule stragglar_phase2(int n) {
   check_ranks(n);
   Schedule s = Schedule::make(Collective::allreduce, "stragglar", n, n - 1);
   s.straggler = n - 1;
-  build_phase2(n, &s.rounds);
+  append_rounds(s, phase2_stream(n));
   return s;
 }
 
@@ -771,16 +815,7 @@ int stragglar_round_lower_bound(int n) { return n - 2 + ceil_log2(n); }
 int stragglar_rounds(int n) {
   check_ranks(n);
   if (is_pow2(n)) return stragglar_round_lower_bound(n);
-  static std::mutex mutex;
-  static std::map<int, int> cache;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (auto it = cache.find(n); it != cache.end()) return it->second;
-  }
-  const int rounds = build_phase2(n, nullptr);
-  std::lock_guard<std::mutex> lock(mutex);
-  cache[n] = rounds;
-  return rounds;
+  return choose_phase2(n).rounds;
 }
 
 AlgorithmInfo stragglar_info() {
@@ -794,7 +829,7 @@ AlgorithmInfo stragglar_info() {
       .supports_ranks = [](int n) { return n >= 3; },
       .options = {{"straggler", "rank that arrives last", "n-1"},
                   {"phase1", "phase-1 variant (ring)", "ring"}},
-      .generate = make_stragglar,
+      .rounds = make_stragglar,
       .cost = [](int n, double bytes, const CostParams& p,
                  const Options&) { return stragglar_worst_cost(n, bytes, p); },
       // Phase 1: n-2 ring rounds among n-1 ranks; then at most n-2+ceil(log2 n)+1 rounds in
