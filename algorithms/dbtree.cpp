@@ -45,7 +45,7 @@ GeneratedRounds make_dbtree(int n, const Options& options) {
   }
   std::vector<PipelinedTree> trees{std::move(a), std::move(b)};
   return {Schedule::make(Collective::allreduce, "dbtree", n, 2 * segments),
-          tree_allreduce_rounds(n, 2 * segments, std::move(trees), segments)};
+          tree_allreduce_rounds(n, 2 * segments, std::move(trees), segments), std::nullopt};
 }
 
 }  // namespace
@@ -76,7 +76,7 @@ AlgorithmInfo dbtree_info() {
           [](int n, const Options& o) {
             const double s =
                 o.get_int("segments", kTreeDefaultSegments, kDbtreeMinSegments, kTreeMaxSegments);
-            return ScheduleSize{2 * s, 2 * (2 * s + 2 * size_log2(n) + 2), 4 * s * n};
+            return ScheduleSize{2 * s, 2 * (2 * s + 2 * size_log2(n) + 2), 4 * s * n, 2.0 * n, 4.0 * n};
           },
   };
 }

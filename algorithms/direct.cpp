@@ -41,7 +41,8 @@ RoundStream direct_rounds(int n) {
 GeneratedRounds make_direct(int n, const Options& options) {
   const int straggler = options.get_int("straggler", n - 1, 0, n - 1);
   const int last = n - 1;
-  GeneratedRounds g{Schedule::make(Collective::allreduce, "direct", n, n - 1), direct_rounds(n)};
+  GeneratedRounds g{Schedule::make(Collective::allreduce, "direct", n, n - 1), direct_rounds(n),
+                    std::nullopt};
   g.header.straggler = straggler;
   if (straggler != last) {
     std::vector<int> perm(static_cast<std::size_t>(n));
@@ -69,7 +70,7 @@ AlgorithmInfo direct_info() {
       .size =
           [](int n, const Options&) {
             const double r = n, lg = size_log2(n);
-            return ScheduleSize{r, 2 * r + lg + 2, 2 * r * r + r * (lg + 2)};
+            return ScheduleSize{r, 2 * r + lg + 2, 2 * r * r + r * (lg + 2), r, 3 * r};
           },
       .straggler_aware = true,
   };

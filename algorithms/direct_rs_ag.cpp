@@ -36,7 +36,8 @@ RoundStream direct_rs_ag_rounds(int n) {
 }
 
 GeneratedRounds make_direct_rs_ag(int n, const Options&) {
-  return {Schedule::make(Collective::allreduce, "direct_rs_ag", n, n), direct_rs_ag_rounds(n)};
+  return {Schedule::make(Collective::allreduce, "direct_rs_ag", n, n), direct_rs_ag_rounds(n),
+          std::nullopt};
 }
 
 }  // namespace
@@ -60,7 +61,7 @@ AlgorithmInfo direct_rs_ag_info() {
       .size =
           [](int n, const Options&) {
             const double r = n;
-            return ScheduleSize{r, 2, 2 * r * (r - 1)};
+            return ScheduleSize{r, 2, 2 * r * (r - 1), r * (r - 1), r * (r - 1)};
           },
   };
 }

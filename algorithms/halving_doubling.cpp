@@ -68,7 +68,7 @@ RoundStream halving_doubling_rounds(int n) {
 GeneratedRounds make_halving_doubling(int n, const Options&) {
   const int p = std::bit_floor(static_cast<unsigned>(n));
   return {Schedule::make(Collective::allreduce, "halving_doubling", n, p),
-          halving_doubling_rounds(n)};
+          halving_doubling_rounds(n), std::nullopt};
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,13 +53,18 @@ struct ScheduleSize {
   double chunks = 0;
   double rounds = 0;
   double transfers = 0;
+  double largest_round = 0;  // transfers in one round (what a streamed schedule holds)
+  double pairs = 0;          // distinct (src, dst) pairs (the routes a simulation caches)
 };
 
 // A schedule produced on demand: `header` is the Schedule without its rounds (collective,
 // algorithm, ranks, chunks, straggler, options); `stream` yields the rounds (round_stream.hpp).
+// `round_count`: how many rounds the stream will yield, when the generator knows it without
+// generating them (StragglAR, whose construction is chosen by a trial run); else empty.
 struct GeneratedRounds {
   Schedule header;
   RoundStream stream;
+  std::optional<std::size_t> round_count;
 };
 
 struct AlgorithmInfo {

@@ -53,14 +53,14 @@ RoundStream rhd_rounds(int n) {
 
 GeneratedRounds make_rhd(int n, const Options&) {
   const int p = std::bit_floor(static_cast<unsigned>(n));
-  return {Schedule::make(Collective::allreduce, "rhd", n, p), rhd_rounds(n)};
+  return {Schedule::make(Collective::allreduce, "rhd", n, p), rhd_rounds(n), std::nullopt};
 }
 
 }  // namespace
 
 ScheduleSize halving_doubling_size(int n) {
   const double r = n, lg = size_log2(n);
-  return ScheduleSize{r, 2 * lg + 2, 2 * r * lg + 2 * r};
+  return ScheduleSize{r, 2 * lg + 2, 2 * r * lg + 2 * r, r, r * lg + 2 * r};
 }
 
 bool fold_round(Round& round, int n, int chunks) {

@@ -18,12 +18,14 @@ RoundStream ring_reduce_scatter_rounds(std::vector<int> members, int first_chunk
                                        std::string phase) {
   const int m = static_cast<int>(members.size());
   Round round{std::move(phase), {}};
-  round.transfers.reserve(static_cast<std::size_t>(m));
+  round.transfers.resize(static_cast<std::size_t>(m));
   for (int k = 0; k + 1 < m; ++k) {
-    round.transfers.clear();
+    int c = ((-k - 1) % m + m) % m;  // member 0's chunk, minus first_chunk
     for (int i = 0; i < m; ++i) {
-      const int c = first_chunk + ((i - k - 1) % m + m) % m;
-      round.add(members[i], members[(i + 1) % m], c, c + 1, Op::reduce);
+      const int next = i + 1 == m ? 0 : i + 1;
+      round.transfers[i] = Transfer{members[i], members[next], first_chunk + c, first_chunk + c + 1,
+                                    Op::reduce};
+      c = c + 1 == m ? 0 : c + 1;
     }
     co_yield round;
   }
@@ -33,12 +35,14 @@ RoundStream ring_reduce_scatter_rounds(std::vector<int> members, int first_chunk
 RoundStream ring_allgather_rounds(std::vector<int> members, int first_chunk, std::string phase) {
   const int m = static_cast<int>(members.size());
   Round round{std::move(phase), {}};
-  round.transfers.reserve(static_cast<std::size_t>(m));
+  round.transfers.resize(static_cast<std::size_t>(m));
   for (int k = 0; k + 1 < m; ++k) {
-    round.transfers.clear();
+    int c = ((-k) % m + m) % m;  // member 0's chunk, minus first_chunk
     for (int i = 0; i < m; ++i) {
-      const int c = first_chunk + ((i - k) % m + m) % m;
-      round.add(members[i], members[(i + 1) % m], c, c + 1, Op::copy);
+      const int next = i + 1 == m ? 0 : i + 1;
+      round.transfers[i] =
+          Transfer{members[i], members[next], first_chunk + c, first_chunk + c + 1, Op::copy};
+      c = c + 1 == m ? 0 : c + 1;
     }
     co_yield round;
   }
@@ -66,7 +70,7 @@ RoundStream ring_rounds(int n) {
 }
 
 GeneratedRounds make_ring(int n, const Options&) {
-  return {Schedule::make(Collective::allreduce, "ring", n, n), ring_rounds(n)};
+  return {Schedule::make(Collective::allreduce, "ring", n, n), ring_rounds(n), std::nullopt};
 }
 
 }  // namespace
@@ -84,7 +88,7 @@ AlgorithmInfo ring_info() {
       .size =
           [](int n, const Options&) {
             const double r = n;
-            return ScheduleSize{r, 2 * (r - 1), 2 * r * (r - 1)};
+            return ScheduleSize{r, 2 * (r - 1), 2 * r * (r - 1), r, r};
           },
   };
 }

@@ -788,7 +788,8 @@ GeneratedRounds make_stragglar(int n, const Options& options) {
         ": unknown phase-1 variant (valid: ring; phase 2 alone is stragglar_phase2())");
   }
   const int m = n - 1;
-  GeneratedRounds g{Schedule::make(Collective::allreduce, "stragglar", n, m), stragglar_stream(n)};
+  GeneratedRounds g{Schedule::make(Collective::allreduce, "stragglar", n, m), stragglar_stream(n),
+                    static_cast<std::size_t>(m - 1 + choose_phase2(n).rounds)};
   g.header.straggler = straggler;
   if (straggler != m) {
     // Logical non-straggler i becomes the i-th rank other than the straggler.
@@ -837,7 +838,7 @@ AlgorithmInfo stragglar_info() {
       .size =
           [](int n, const Options&) {
             const double r = n, lg = size_log2(n);
-            return ScheduleSize{r, 2 * r + lg, (r - 1) * (r - 2) + r * (r + lg)};
+            return ScheduleSize{r, 2 * r + lg, (r - 1) * (r - 2) + r * (r + lg), r, r * r};
           },
       .straggler_aware = true,
   };

@@ -24,7 +24,7 @@ GeneratedRounds make_tree(int n, const Options& options) {
   for (int q = 0; q < n; ++q) tree.side[static_cast<std::size_t>(q)] = q % 2 == 1 ? 0 : 1;
   std::vector<PipelinedTree> trees{std::move(tree)};
   return {Schedule::make(Collective::allreduce, "tree", n, segments),
-          tree_allreduce_rounds(n, segments, std::move(trees), segments)};
+          tree_allreduce_rounds(n, segments, std::move(trees), segments), std::nullopt};
 }
 
 }  // namespace
@@ -90,7 +90,7 @@ AlgorithmInfo tree_info() {
       .size =
           [](int n, const Options& o) {
             const double s = o.get_int("segments", kTreeDefaultSegments, 1, kTreeMaxSegments);
-            return ScheduleSize{s, 4 * (s + 2 * size_log2(n) + 2), 2 * s * n};
+            return ScheduleSize{s, 4 * (s + 2 * size_log2(n) + 2), 2 * s * n, 1.0 * n, 2.0 * n};
           },
   };
 }

@@ -111,6 +111,9 @@ TEST(RoundStream, StreamEqualsMaterializedAndPreStreamingGenerators) {
       Schedule header = s;
       header.rounds.clear();
       ASSERT_EQ(a.header, header) << where;
+      if (a.round_count) {
+        EXPECT_EQ(*a.round_count, s.rounds.size()) << where;
+      }
       std::size_t k = 0;
       for (;; ++k) {
         const Round* ra = a.stream.next();
