@@ -7,7 +7,8 @@ namespace ssim::alg {
 RoundStream relabeled(RoundStream inner, std::vector<int> perm) {
   std::vector<char> seen(perm.size(), 0);
   for (int p : perm) {
-    SSIM_CHECK(p >= 0 && p < static_cast<int>(perm.size()) && !seen[p], "relabel needs a permutation");
+    SSIM_CHECK(p >= 0 && p < static_cast<int>(perm.size()) && !seen[p],
+               "relabel needs a permutation");
     seen[p] = 1;
   }
   Round out;

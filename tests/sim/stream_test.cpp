@@ -40,10 +40,11 @@ TEST(StreamedRounds, EqualMaterializedForEveryAlgorithm) {
       if (!info.supports_ranks(n)) continue;
       for (const bool ring : {false, true}) {
         SimulationConfig c;
-        c.topology = ring ? topo::make_ring({.ranks = n, .bandwidth = BytesPerSecond{50e9},
-                                             .latency = Seconds{1e-6}})
-                          : topo::make_switch({.ranks = n, .bandwidth = BytesPerSecond{100e9},
-                                               .latency = Seconds{2e-6}});
+        c.topology =
+            ring ? topo::make_ring(
+                       {.ranks = n, .bandwidth = BytesPerSecond{50e9}, .latency = Seconds{1e-6}})
+                 : topo::make_switch(
+                       {.ranks = n, .bandwidth = BytesPerSecond{100e9}, .latency = Seconds{2e-6}});
         c.algorithm = info.name;
         c.size = Bytes{(std::uint64_t{1} << 20) + 3};  // a remainder in the last chunk
         c.gamma = SecondsPerByte{1e-12};
@@ -67,8 +68,8 @@ TEST(StreamedRounds, EqualMaterializedForEveryAlgorithm) {
 
 TEST(StreamedRounds, OnlyWhereTheModelAllows) {
   SimulationConfig c;
-  c.topology = topo::make_switch({.ranks = 8, .bandwidth = BytesPerSecond{100e9},
-                                  .latency = Seconds{2e-6}});
+  c.topology =
+      topo::make_switch({.ranks = 8, .bandwidth = BytesPerSecond{100e9}, .latency = Seconds{2e-6}});
   c.size = Bytes{1 << 20};
   c.rounds = RoundFeed::streamed;
   EXPECT_TRUE(streams_rounds(c));
@@ -84,8 +85,8 @@ TEST(StreamedRounds, OnlyWhereTheModelAllows) {
   c.adaptive_fallbacks.clear();
   c.rounds = RoundFeed::automatic;  // small: materialized once and reused
   EXPECT_FALSE(streams_rounds(c));
-  c.topology = topo::make_switch({.ranks = 2048, .bandwidth = BytesPerSecond{100e9},
-                                  .latency = Seconds{2e-6}});
+  c.topology = topo::make_switch(
+      {.ranks = 2048, .bandwidth = BytesPerSecond{100e9}, .latency = Seconds{2e-6}});
   EXPECT_TRUE(streams_rounds(c));
 }
 
