@@ -23,11 +23,10 @@ namespace {
 // form); the unpipelined case is `tree` with segments=1.
 constexpr int kDbtreeMinSegments = 2;
 
-Schedule make_dbtree(int n, const Options& options) {
+GeneratedRounds make_dbtree(int n, const Options& options) {
   const int segments =
       options.get_int("segments", kTreeDefaultSegments, kDbtreeMinSegments, kTreeMaxSegments);
   const int h = n / 2;
-  Schedule s = Schedule::make(Collective::allreduce, "dbtree", n, 2 * segments);
   const auto un = static_cast<std::size_t>(n);
   PipelinedTree a{iota_ranks(n), std::vector<int>(un), 0};
   PipelinedTree b{std::vector<int>(un), std::vector<int>(un), segments};
@@ -44,9 +43,9 @@ Schedule make_dbtree(int n, const Options& options) {
     b.side[static_cast<std::size_t>(rank0_position)] =
         1 - b.side[static_cast<std::size_t>(sibling)];
   }
-  const PipelinedTree trees[] = {a, b};
-  append_tree_allreduce(s, trees, segments);
-  return s;
+  std::vector<PipelinedTree> trees{std::move(a), std::move(b)};
+  return {Schedule::make(Collective::allreduce, "dbtree", n, 2 * segments),
+          tree_allreduce_rounds(n, 2 * segments, std::move(trees), segments), std::nullopt};
 }
 
 }  // namespace
@@ -64,7 +63,7 @@ AlgorithmInfo dbtree_info() {
             "segments per tree (each tree pipelines half the buffer; 2 * segments chunks), " +
                 std::to_string(kDbtreeMinSegments) + ".." + std::to_string(kTreeMaxSegments),
             std::to_string(kTreeDefaultSegments)}},
-      .generate = make_dbtree,
+      .rounds = make_dbtree,
       .cost =
           [](int n, double bytes, const CostParams& p, const Options& o) {
             return dbtree_cost(
@@ -77,7 +76,7 @@ AlgorithmInfo dbtree_info() {
           [](int n, const Options& o) {
             const double s =
                 o.get_int("segments", kTreeDefaultSegments, kDbtreeMinSegments, kTreeMaxSegments);
-            return ScheduleSize{2 * s, 2 * (2 * s + 2 * size_log2(n) + 2), 4 * s * n};
+            return ScheduleSize{2 * s, 2 * (2 * s + 2 * size_log2(n) + 2), 4 * s * n, 2.0 * n, 4.0 * n};
           },
   };
 }

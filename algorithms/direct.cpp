@@ -8,44 +8,49 @@
 #include <numeric>
 
 #include "algorithms/generators.hpp"
-#include "common/error.hpp"
 
 namespace ssim::alg {
 namespace {
 
-Schedule make_direct(int n, const Options& options) {
-  const int straggler = options.get_int("straggler", n - 1, 0, n - 1);
+RoundStream direct_rounds(int n) {
   const int last = n - 1;
-  Schedule s = Schedule::make(Collective::allreduce, "direct", n, n - 1);
-  s.straggler = last;
+  RoundStream rs = ring_reduce_scatter_rounds(iota_ranks(n - 1), 0, "reduce-scatter");
+  while (const Round* r = rs.next()) co_yield *r;
+  RoundStream ag = ring_allgather_rounds(iota_ranks(n - 1), 0, "allgather");
+  while (const Round* r = ag.next()) co_yield *r;
 
-  const std::vector<int> others = iota_ranks(n - 1);
-  append_ring_reduce_scatter(s, others, 0, "reduce-scatter");
-  append_ring_allgather(s, others, 0, "allgather");
+  Round round{"straggler-exchange", {}};
+  round.add(0, last, 0, n - 1, Op::reduce);
+  round.add(last, 0, 0, n - 1, Op::reduce);
+  co_yield round;
 
-  Round& exchange = s.add_round("straggler-exchange");
-  exchange.add(0, last, 0, n - 1, Op::reduce);
-  exchange.add(last, 0, 0, n - 1, Op::reduce);
-
+  round.phase = "broadcast";
   std::vector<int> holders = {0, last};
   int next = 1;  // ranks 1 .. n-2 still lack the result, in this order
   while (next < last) {
-    Round& round = s.add_round("broadcast");
+    round.transfers.clear();
     const std::size_t senders = holders.size();
     for (std::size_t h = 0; h < senders && next < last; ++h, ++next) {
       round.add(holders[h], next, 0, n - 1, Op::copy);
       holders.push_back(next);
     }
+    co_yield round;
   }
+}
 
+GeneratedRounds make_direct(int n, const Options& options) {
+  const int straggler = options.get_int("straggler", n - 1, 0, n - 1);
+  const int last = n - 1;
+  GeneratedRounds g{Schedule::make(Collective::allreduce, "direct", n, n - 1), direct_rounds(n),
+                    std::nullopt};
+  g.header.straggler = straggler;
   if (straggler != last) {
     std::vector<int> perm(static_cast<std::size_t>(n));
     std::iota(perm.begin(), perm.end(), 0);
     std::swap(perm[static_cast<std::size_t>(straggler)], perm[static_cast<std::size_t>(last)]);
-    s.relabel(perm);
+    g.stream = relabeled(std::move(g.stream), std::move(perm));
   }
-  SSIM_CHECK(s.straggler == straggler, "direct: relabel must move the straggler");
-  return s;
+  return g;
 }
 
 }  // namespace
@@ -59,13 +64,13 @@ AlgorithmInfo direct_info() {
       .supported_ranks = "n >= 2",
       .supports_ranks = [](int n) { return n >= 2; },
       .options = {{"straggler", "rank the schedule treats as the straggler, 0..n-1", "n-1"}},
-      .generate = make_direct,
+      .rounds = make_direct,
       .cost = [](int n, double bytes, const CostParams& p,
                  const Options&) { return direct_cost(n, bytes, p); },
       .size =
           [](int n, const Options&) {
             const double r = n, lg = size_log2(n);
-            return ScheduleSize{r, 2 * r + lg + 2, 2 * r * r + r * (lg + 2)};
+            return ScheduleSize{r, 2 * r + lg + 2, 2 * r * r + r * (lg + 2), r, 3 * r};
           },
       .straggler_aware = true,
   };

@@ -17,20 +17,27 @@
 namespace ssim::alg {
 namespace {
 
-Schedule make_direct_rs_ag(int n, const Options&) {
-  Schedule s = Schedule::make(Collective::allreduce, "direct_rs_ag", n, n);
-  Round& rs = s.add_round("reduce-scatter");
+RoundStream direct_rs_ag_rounds(int n) {
+  Round round{"reduce-scatter", {}};
+  round.transfers.reserve(static_cast<std::size_t>(n) * static_cast<std::size_t>(n - 1));
   for (int i = 1; i < n; ++i) {
     for (int r = 0; r < n; ++r) {
       const int to = (r + i) % n;
-      rs.add(r, to, to, to + 1, Op::reduce);
+      round.add(r, to, to, to + 1, Op::reduce);
     }
   }
-  Round& ag = s.add_round("allgather");
+  co_yield round;
+  round.phase = "allgather";
+  round.transfers.clear();
   for (int i = 1; i < n; ++i) {
-    for (int r = 0; r < n; ++r) ag.add(r, (r + i) % n, r, r + 1, Op::copy);
+    for (int r = 0; r < n; ++r) round.add(r, (r + i) % n, r, r + 1, Op::copy);
   }
-  return s;
+  co_yield round;
+}
+
+GeneratedRounds make_direct_rs_ag(int n, const Options&) {
+  return {Schedule::make(Collective::allreduce, "direct_rs_ag", n, n), direct_rs_ag_rounds(n),
+          std::nullopt};
 }
 
 }  // namespace
@@ -48,13 +55,13 @@ AlgorithmInfo direct_rs_ag_info() {
       .supported_ranks = "n >= 2",
       .supports_ranks = [](int n) { return n >= 2; },
       .options = {},
-      .generate = make_direct_rs_ag,
+      .rounds = make_direct_rs_ag,
       .cost = [](int n, double bytes, const CostParams& p,
                  const Options&) { return direct_rs_ag_cost(n, bytes, p); },
       .size =
           [](int n, const Options&) {
             const double r = n;
-            return ScheduleSize{r, 2, 2 * r * (r - 1)};
+            return ScheduleSize{r, 2, 2 * r * (r - 1), r * (r - 1), r * (r - 1)};
           },
   };
 }

@@ -3,9 +3,12 @@
 #pragma once
 
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "algorithms/registry.hpp"
+#include "algorithms/round_stream.hpp"
 #include "algorithms/schedule.hpp"
 
 namespace ssim::alg {
@@ -18,6 +21,11 @@ AlgorithmInfo dbtree_info();     // dbtree.cpp
 AlgorithmInfo stragglar_info();  // stragglar.cpp
 AlgorithmInfo halving_doubling_info();  // halving_doubling.cpp
 AlgorithmInfo direct_rs_ag_info();      // direct_rs_ag.cpp
+
+// The same two as round generators (round_stream.hpp).
+RoundStream ring_reduce_scatter_rounds(std::vector<int> members, int first_chunk,
+                                       std::string phase);
+RoundStream ring_allgather_rounds(std::vector<int> members, int first_chunk, std::string phase);
 
 // Ring ReduceScatter among `members` (any subset of ranks, in ring order) over chunks
 // [first_chunk, first_chunk + members.size()): appends members.size() - 1 rounds labelled
@@ -33,8 +41,12 @@ void append_ring_allgather(Schedule& s, std::span<const int> members, int first_
 // e = n - p extra ranks, append_fold adds round "fold" (rank p+k reduces its whole buffer of
 // `chunks` chunks into rank k) and append_unfold round "unfold" (rank k copies the result back
 // to rank p+k); both add nothing when n is a power of two.
+// fold_round/unfold_round fill `round` with that round and return false (round untouched) for
+// powers of two.
 void append_fold(Schedule& s, int n, int chunks);
 void append_unfold(Schedule& s, int n, int chunks);
+bool fold_round(Round& round, int n, int chunks);
+bool unfold_round(Round& round, int n, int chunks);
 // The size bound of both (registry.hpp's ScheduleSize): p chunks, 2 ceil(log2 n) rounds.
 ScheduleSize halving_doubling_size(int n);
 
@@ -57,7 +69,8 @@ struct PipelinedTree {
 // Pipelined reduce to the root then broadcast from it, all `trees` at once (tree.cpp): in
 // step t a position at depth d sends segment t - (D - d) up (D = depth of the deepest
 // position), then in the broadcast receives segment t - (d - 1) from its parent, each in
-// the round of its side. Empty rounds are left out.
-void append_tree_allreduce(Schedule& s, std::span<const PipelinedTree> trees, int segments);
+// the round of its side. Empty rounds are left out. `chunks`: the schedule's chunk count.
+RoundStream tree_allreduce_rounds(int n, int chunks, std::vector<PipelinedTree> trees,
+                                  int segments);
 
 }  // namespace ssim::alg

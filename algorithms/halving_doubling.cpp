@@ -21,20 +21,20 @@
 namespace ssim::alg {
 namespace {
 
-Schedule make_halving_doubling(int n, const Options&) {
+RoundStream halving_doubling_rounds(int n) {
   const int p = std::bit_floor(static_cast<unsigned>(n));
   const int steps = std::countr_zero(static_cast<unsigned>(p));
-  Schedule s = Schedule::make(Collective::allreduce, "halving_doubling", n, p);
-
-  append_fold(s, n, p);
+  Round round;
+  if (fold_round(round, n, p)) co_yield round;
   // block[r] = [lo, hi): the chunks rank r is responsible for before the next step.
   std::vector<int> lo(static_cast<std::size_t>(p), 0), hi(static_cast<std::size_t>(p), p);
   std::vector<std::vector<int>> lo_at(static_cast<std::size_t>(steps)), hi_at(lo_at.size());
+  round.phase = "reduce-scatter";
   for (int k = 0; k < steps; ++k) {
     lo_at[k] = lo;
     hi_at[k] = hi;
     const int bit = 1 << k;
-    Round& round = s.add_round("reduce-scatter");
+    round.transfers.clear();
     std::vector<int> next_lo = lo, next_hi = hi;
     for (int r = 0; r < p; ++r) {
       const int mid = (lo[r] + hi[r]) / 2;
@@ -50,17 +50,25 @@ Schedule make_halving_doubling(int n, const Options&) {
     }
     lo.swap(next_lo);
     hi.swap(next_hi);
+    co_yield round;
   }
+  round.phase = "allgather";
   for (int k = steps - 1; k >= 0; --k) {
     const int bit = 1 << k;
-    Round& round = s.add_round("allgather");
+    round.transfers.clear();
     // Each rank sends the block it has complete (the half it kept at step k) to its partner.
     for (int r = 0; r < p; ++r) round.add(r, r ^ bit, lo[r], hi[r], Op::copy);
     lo = lo_at[k];
     hi = hi_at[k];
+    co_yield round;
   }
-  append_unfold(s, n, p);
-  return s;
+  if (unfold_round(round, n, p)) co_yield round;
+}
+
+GeneratedRounds make_halving_doubling(int n, const Options&) {
+  const int p = std::bit_floor(static_cast<unsigned>(n));
+  return {Schedule::make(Collective::allreduce, "halving_doubling", n, p),
+          halving_doubling_rounds(n), std::nullopt};
 }
 
 }  // namespace
@@ -74,7 +82,7 @@ AlgorithmInfo halving_doubling_info() {
       .supported_ranks = "n >= 2",
       .supports_ranks = [](int n) { return n >= 2; },
       .options = {},
-      .generate = make_halving_doubling,
+      .rounds = make_halving_doubling,
       .cost = [](int n, double bytes, const CostParams& p,
                  const Options&) { return rhd_cost(n, bytes, p); },
       .size = [](int n, const Options&) { return halving_doubling_size(n); },

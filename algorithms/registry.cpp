@@ -54,7 +54,7 @@ const AlgorithmInfo& find_algorithm(std::string_view name) {
   throw InputError("unknown algorithm '" + std::string(name) + "' (valid: " + names + ")");
 }
 
-Schedule generate(std::string_view name, int ranks, const Options& options) {
+GeneratedRounds generate_rounds(std::string_view name, int ranks, const Options& options) {
   const AlgorithmInfo& info = find_algorithm(name);
   if (!info.supports_ranks(ranks)) {
     throw InputError("algorithm " + info.name + " does not support " + std::to_string(ranks) +
@@ -72,9 +72,16 @@ Schedule generate(std::string_view name, int ranks, const Options& options) {
                        (list.empty() ? std::string("it takes no options") : "options: " + list) + ")");
     }
   }
-  Schedule s = info.generate(ranks, options);
-  s.algorithm = info.name;
-  for (const auto& [key, value] : options.values()) s.options[key] = value;
+  GeneratedRounds g = info.rounds(ranks, options);
+  g.header.algorithm = info.name;
+  for (const auto& [key, value] : options.values()) g.header.options[key] = value;
+  return g;
+}
+
+Schedule generate(std::string_view name, int ranks, const Options& options) {
+  GeneratedRounds g = generate_rounds(name, ranks, options);
+  Schedule s = std::move(g.header);
+  append_rounds(s, std::move(g.stream));
   return s;
 }
 

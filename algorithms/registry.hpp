@@ -1,7 +1,9 @@
-// The algorithm registry: name -> generator(ranks, options) -> Schedule.
+// The algorithm registry: name -> generator(ranks, options) -> rounds on demand, or a Schedule.
 //
 //   Options opts;  opts.set("straggler", "3");
 //   Schedule s = generate("stragglar", 8, opts);     // throws ssim::InputError on bad input
+//   GeneratedRounds g = generate_rounds("ring", 65536, Options{});   // one round at a time
+//   while (const Round* r = g.stream.next()) ...
 //   for (const AlgorithmInfo& a : algorithms()) std::cout << a.name << "\n";
 //
 // Every algorithm is written once for every rank count, in its own file, and declares the
@@ -11,11 +13,13 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "algorithms/cost_model.hpp"
+#include "algorithms/round_stream.hpp"
 #include "algorithms/schedule.hpp"
 
 namespace ssim::alg {
@@ -49,6 +53,18 @@ struct ScheduleSize {
   double chunks = 0;
   double rounds = 0;
   double transfers = 0;
+  double largest_round = 0;  // transfers in one round (what a streamed schedule holds)
+  double pairs = 0;          // distinct (src, dst) pairs (the routes a simulation caches)
+};
+
+// A schedule produced on demand: `header` is the Schedule without its rounds (collective,
+// algorithm, ranks, chunks, straggler, options); `stream` yields the rounds (round_stream.hpp).
+// `round_count`: how many rounds the stream will yield, when the generator knows it without
+// generating them (StragglAR, whose construction is chosen by a trial run); else empty.
+struct GeneratedRounds {
+  Schedule header;
+  RoundStream stream;
+  std::optional<std::size_t> round_count;
 };
 
 struct AlgorithmInfo {
@@ -57,7 +73,9 @@ struct AlgorithmInfo {
   std::string supported_ranks;              // human-readable, e.g. "n >= 2"
   std::function<bool(int)> supports_ranks;  // the exact rule
   std::vector<OptionSpec> options;
-  std::function<Schedule(int, const Options&)> generate;
+  // rounds(ranks, options): validates the options (InputError) and returns the header and the
+  // round generator. The only definition of the algorithm: generate() drains it.
+  std::function<GeneratedRounds(int, const Options&)> rounds;
   // Closed form of the generated schedule's time when every rank arrives at t = 0 and
   // nothing is shared (cost_model.hpp): cost(ranks, bytes, params, options) in seconds.
   std::function<double(int, double, const CostParams&, const Options&)> cost;
@@ -73,7 +91,10 @@ struct AlgorithmInfo {
 const std::vector<AlgorithmInfo>& algorithms();
 // Throws InputError listing the valid names.
 const AlgorithmInfo& find_algorithm(std::string_view name);
-// Validates ranks and option names, generates, and records the options in the metadata.
+// Validates ranks and option names and records the options in the header's metadata; the
+// rounds come on demand from the returned stream.
+GeneratedRounds generate_rounds(std::string_view name, int ranks, const Options& options);
+// The same, materialized: every round of generate_rounds' stream.
 Schedule generate(std::string_view name, int ranks, const Options& options);
 // ceil(log2 n) as a double, for the size bounds.
 double size_log2(int n);

@@ -19,55 +19,76 @@
 namespace ssim::alg {
 namespace {
 
-Schedule make_rhd(int n, const Options&) {
+RoundStream rhd_rounds(int n) {
   const int p = std::bit_floor(static_cast<unsigned>(n));
   const int steps = std::countr_zero(static_cast<unsigned>(p));
-  Schedule s = Schedule::make(Collective::allreduce, "rhd", n, p);
-
-  append_fold(s, n, p);
+  Round round;
+  if (fold_round(round, n, p)) co_yield round;
   // After reduce-scatter step k (and before allgather step k) rank r holds the block of
   // mask = p >> (k+1) chunks that contains chunk r.
   auto block_begin = [](int r, int mask) { return r / mask * mask; };
+  round.phase = "reduce-scatter";
   for (int k = 0; k < steps; ++k) {
     const int mask = p >> (k + 1);
-    Round& round = s.add_round("reduce-scatter");
+    round.transfers.clear();
     for (int r = 0; r < p; ++r) {
       const int partner = r ^ mask;
       const int send_begin = block_begin(partner, mask);
       round.add(r, partner, send_begin, send_begin + mask, Op::reduce);
     }
+    co_yield round;
   }
+  round.phase = "allgather";
   for (int k = steps - 1; k >= 0; --k) {
     const int mask = p >> (k + 1);
-    Round& round = s.add_round("allgather");
+    round.transfers.clear();
     for (int r = 0; r < p; ++r) {
       const int own_begin = block_begin(r, mask);
       round.add(r, r ^ mask, own_begin, own_begin + mask, Op::copy);
     }
+    co_yield round;
   }
-  append_unfold(s, n, p);
-  return s;
+  if (unfold_round(round, n, p)) co_yield round;
+}
+
+GeneratedRounds make_rhd(int n, const Options&) {
+  const int p = std::bit_floor(static_cast<unsigned>(n));
+  return {Schedule::make(Collective::allreduce, "rhd", n, p), rhd_rounds(n), std::nullopt};
 }
 
 }  // namespace
 
 ScheduleSize halving_doubling_size(int n) {
   const double r = n, lg = size_log2(n);
-  return ScheduleSize{r, 2 * lg + 2, 2 * r * lg + 2 * r};
+  return ScheduleSize{r, 2 * lg + 2, 2 * r * lg + 2 * r, r, r * lg + 2 * r};
+}
+
+bool fold_round(Round& round, int n, int chunks) {
+  const int p = std::bit_floor(static_cast<unsigned>(n));
+  if (n == p) return false;
+  round.phase = "fold";
+  round.transfers.clear();
+  for (int k = 0; k < n - p; ++k) round.add(p + k, k, 0, chunks, Op::reduce);
+  return true;
+}
+
+bool unfold_round(Round& round, int n, int chunks) {
+  const int p = std::bit_floor(static_cast<unsigned>(n));
+  if (n == p) return false;
+  round.phase = "unfold";
+  round.transfers.clear();
+  for (int k = 0; k < n - p; ++k) round.add(k, p + k, 0, chunks, Op::copy);
+  return true;
 }
 
 void append_fold(Schedule& s, int n, int chunks) {
-  const int p = std::bit_floor(static_cast<unsigned>(n));
-  if (n == p) return;
-  Round& fold = s.add_round("fold");
-  for (int k = 0; k < n - p; ++k) fold.add(p + k, k, 0, chunks, Op::reduce);
+  Round round;
+  if (fold_round(round, n, chunks)) s.rounds.push_back(std::move(round));
 }
 
 void append_unfold(Schedule& s, int n, int chunks) {
-  const int p = std::bit_floor(static_cast<unsigned>(n));
-  if (n == p) return;
-  Round& unfold = s.add_round("unfold");
-  for (int k = 0; k < n - p; ++k) unfold.add(k, p + k, 0, chunks, Op::copy);
+  Round round;
+  if (unfold_round(round, n, chunks)) s.rounds.push_back(std::move(round));
 }
 
 AlgorithmInfo rhd_info() {
@@ -79,7 +100,7 @@ AlgorithmInfo rhd_info() {
       .supported_ranks = "n >= 2",
       .supports_ranks = [](int n) { return n >= 2; },
       .options = {},
-      .generate = make_rhd,
+      .rounds = make_rhd,
       .cost = [](int n, double bytes, const CostParams& p,
                  const Options&) { return rhd_cost(n, bytes, p); },
       .size = [](int n, const Options&) { return halving_doubling_size(n); },

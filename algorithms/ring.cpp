@@ -14,42 +14,63 @@ std::vector<int> iota_ranks(int n) {
 
 // In step k member i sends the chunk it will own k+1 steps "later" around the ring:
 // chunk (i - k - 1) mod m. Chunk c starts at member c+1 and reaches member c after m-1 steps.
-void append_ring_reduce_scatter(Schedule& s, std::span<const int> members, int first_chunk,
-                                std::string_view phase) {
+RoundStream ring_reduce_scatter_rounds(std::vector<int> members, int first_chunk,
+                                       std::string phase) {
   const int m = static_cast<int>(members.size());
+  Round round{std::move(phase), {}};
+  round.transfers.resize(static_cast<std::size_t>(m));
   for (int k = 0; k + 1 < m; ++k) {
-    Round& round = s.add_round(std::string(phase));
-    round.transfers.reserve(static_cast<std::size_t>(m));
+    int c = ((-k - 1) % m + m) % m;  // member 0's chunk, minus first_chunk
     for (int i = 0; i < m; ++i) {
-      const int c = first_chunk + ((i - k - 1) % m + m) % m;
-      round.add(members[i], members[(i + 1) % m], c, c + 1, Op::reduce);
+      const int next = i + 1 == m ? 0 : i + 1;
+      round.transfers[i] = Transfer{members[i], members[next], first_chunk + c, first_chunk + c + 1,
+                                    Op::reduce};
+      c = c + 1 == m ? 0 : c + 1;
     }
+    co_yield round;
   }
 }
 
 // In step k member i forwards chunk (i - k) mod m, which it completed (k = 0) or received.
+RoundStream ring_allgather_rounds(std::vector<int> members, int first_chunk, std::string phase) {
+  const int m = static_cast<int>(members.size());
+  Round round{std::move(phase), {}};
+  round.transfers.resize(static_cast<std::size_t>(m));
+  for (int k = 0; k + 1 < m; ++k) {
+    int c = ((-k) % m + m) % m;  // member 0's chunk, minus first_chunk
+    for (int i = 0; i < m; ++i) {
+      const int next = i + 1 == m ? 0 : i + 1;
+      round.transfers[i] =
+          Transfer{members[i], members[next], first_chunk + c, first_chunk + c + 1, Op::copy};
+      c = c + 1 == m ? 0 : c + 1;
+    }
+    co_yield round;
+  }
+}
+
+void append_ring_reduce_scatter(Schedule& s, std::span<const int> members, int first_chunk,
+                                std::string_view phase) {
+  append_rounds(s, ring_reduce_scatter_rounds(std::vector<int>(members.begin(), members.end()),
+                                              first_chunk, std::string(phase)));
+}
+
 void append_ring_allgather(Schedule& s, std::span<const int> members, int first_chunk,
                            std::string_view phase) {
-  const int m = static_cast<int>(members.size());
-  for (int k = 0; k + 1 < m; ++k) {
-    Round& round = s.add_round(std::string(phase));
-    round.transfers.reserve(static_cast<std::size_t>(m));
-    for (int i = 0; i < m; ++i) {
-      const int c = first_chunk + ((i - k) % m + m) % m;
-      round.add(members[i], members[(i + 1) % m], c, c + 1, Op::copy);
-    }
-  }
+  append_rounds(s, ring_allgather_rounds(std::vector<int>(members.begin(), members.end()),
+                                         first_chunk, std::string(phase)));
 }
 
 namespace {
 
-Schedule make_ring(int n, const Options&) {
-  Schedule s = Schedule::make(Collective::allreduce, "ring", n, n);
-  s.rounds.reserve(static_cast<std::size_t>(2 * (n - 1)));
-  const std::vector<int> all = iota_ranks(n);
-  append_ring_reduce_scatter(s, all, 0, "reduce-scatter");
-  append_ring_allgather(s, all, 0, "allgather");
-  return s;
+RoundStream ring_rounds(int n) {
+  RoundStream rs = ring_reduce_scatter_rounds(iota_ranks(n), 0, "reduce-scatter");
+  while (const Round* r = rs.next()) co_yield *r;
+  RoundStream ag = ring_allgather_rounds(iota_ranks(n), 0, "allgather");
+  while (const Round* r = ag.next()) co_yield *r;
+}
+
+GeneratedRounds make_ring(int n, const Options&) {
+  return {Schedule::make(Collective::allreduce, "ring", n, n), ring_rounds(n), std::nullopt};
 }
 
 }  // namespace
@@ -61,13 +82,13 @@ AlgorithmInfo ring_info() {
       .supported_ranks = "n >= 2",
       .supports_ranks = [](int n) { return n >= 2; },
       .options = {},
-      .generate = make_ring,
+      .rounds = make_ring,
       .cost = [](int n, double bytes, const CostParams& p,
                  const Options&) { return ring_cost(n, bytes, p); },
       .size =
           [](int n, const Options&) {
             const double r = n;
-            return ScheduleSize{r, 2 * (r - 1), 2 * r * (r - 1)};
+            return ScheduleSize{r, 2 * (r - 1), 2 * r * (r - 1), r, r};
           },
   };
 }

@@ -147,7 +147,7 @@ constexpr long long kMaxChunks = 1 << 30;
 
 }  // namespace
 
-void write_schedule_json(std::ostream& os, const Schedule& s) {
+ScheduleJsonWriter::ScheduleJsonWriter(std::ostream& os, const Schedule& s) : os_(os) {
   json header = json::object();
   header["collective"] = std::string(to_string(s.collective));
   header["algorithm"] = s.algorithm;
@@ -155,16 +155,23 @@ void write_schedule_json(std::ostream& os, const Schedule& s) {
   header["chunks"] = s.chunks;
   header["straggler"] = s.straggler ? json(*s.straggler) : json(nullptr);
   header["options"] = s.options;
-  os << "{\"collective\": " << header["collective"].dump()
-     << ", \"algorithm\": " << header["algorithm"].dump() << ", \"ranks\": " << s.ranks
-     << ", \"chunks\": " << s.chunks << ", \"straggler\": " << header["straggler"].dump()
+  os << "{\"collective\": " << header["collective"].dump() << ", \"algorithm\": " << header["algorithm"].dump()
+     << ", \"ranks\": " << s.ranks << ", \"chunks\": " << s.chunks << ", \"straggler\": " << header["straggler"].dump()
      << ", \"options\": " << header["options"].dump();
   if (!s.late.empty()) os << ", \"late\": " << json(s.late).dump();
   os << ",\n \"rounds\": [";
-  for (std::size_t i = 0; i < s.rounds.size(); ++i) {
-    os << (i ? ",\n  " : "\n  ") << round_to_json(s.rounds[i]).dump();
-  }
-  os << (s.rounds.empty() ? "]}\n" : "\n ]}\n");
+}
+
+void ScheduleJsonWriter::round(const Round& round) {
+  os_ << (rounds_++ ? ",\n  " : "\n  ") << round_to_json(round).dump();
+}
+
+void ScheduleJsonWriter::finish() { os_ << (rounds_ == 0 ? "]}\n" : "\n ]}\n"); }
+
+void write_schedule_json(std::ostream& os, const Schedule& s) {
+  ScheduleJsonWriter writer(os, s);
+  for (const Round& r : s.rounds) writer.round(r);
+  writer.finish();
 }
 
 std::string schedule_to_json(const Schedule& schedule) {

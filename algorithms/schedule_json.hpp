@@ -22,6 +22,18 @@ namespace ssim::alg {
 
 // One round per line, so large schedules stay greppable and diffable.
 void write_schedule_json(std::ostream& os, const Schedule& schedule);
+// The same output written round by round (for streamed schedules): the header from a Schedule
+// whose rounds are ignored, then each round, then finish().
+class ScheduleJsonWriter {
+ public:
+  ScheduleJsonWriter(std::ostream& os, const Schedule& header);
+  void round(const Round& round);
+  void finish();
+
+ private:
+  std::ostream& os_;
+  std::size_t rounds_ = 0;
+};
 std::string schedule_to_json(const Schedule& schedule);
 
 Schedule read_schedule_json(std::string_view text, std::string_view source_name);

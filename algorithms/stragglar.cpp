@@ -13,7 +13,7 @@
 // anything to send, which leaves e = 2^L - n receive slots to waste in the whole phase.
 // So from round L on nearly every free rank sends one chunk and receives one per round.
 //
-// The doubling construction (make_doubling) builds such schedules. Chunk c is unfinished
+// The doubling construction (doubling_rounds) builds such schedules. Chunk c is unfinished
 // from round c until round c+L, in which it reaches the last ranks; at the start of round t
 // the oldest unfinished chunk is o = t-L, the next-oldest p = t-L+1. Every rank that is not
 // busy sends one unfinished chunk, its group; a double also holds a second one that it
@@ -55,7 +55,7 @@
 // n in 3..4096 but 33, 1025 and 2049: n = 2^(L-1)+1, where nearly every rank is a double
 // (5, 17, 65, 129, 257 and 513 work with the ramp with one copy fewer).
 //
-// The greedy (make_greedy; n = 3 and where the construction gives up): per round, chunks
+// The greedy (greedy_rounds; n = 3 and where the construction gives up): per round, chunks
 // from the newest to the oldest, each sent by its idle holders with the fewest active
 // chunks to the idle ranks that lack it, ranks in the critical window only getting chunks
 // they may hold when meeting S (c + L <= r) and preferring c = r-L; in the tail S helps. A
@@ -172,19 +172,22 @@ struct RoundPlan {
   std::vector<Copy> copies;
 };
 
-// Shared round loop: the policy fills the copies of round t; this applies them, records
-// the round (exchange first) when `out` is given, and stops when every chunk is complete.
-// Returns the round count, or -1 when the policy gives up (returns false).
+// Shared round loop: the policy fills the copies of round t; this applies them, yields the
+// round (exchange first), and stops when every chunk is complete. `status` becomes the round
+// count, or -1 when the policy gives up (returns false; the rounds yielded so far are void).
+// `policy` must outlive the stream.
 // With `passive` > 0 (several late ranks): m = n-1-passive chunk owners 0..m-1, passive late
 // ranks m..n-2 (they hold nothing and need every chunk) and the straggler n-1.
 template <typename Policy>
-int run_phase2(int n, int passive, Policy&& policy, std::vector<Round>* out) {
+RoundStream phase2_rounds(int n, int passive, Policy& policy, int& status) {
   const int m = n - 1 - passive;
   const int straggler = n - 1;
   Holdings hold(n - 1, m);
   RoundPlan plan(n);
+  Round round;
   const int limit = 4 * n + 64;
   int t = 0;
+  status = 0;
   for (; t < m || hold.completed() < m; ++t) {
     SSIM_CHECK(t < limit, "stragglar: phase 2 did not finish");
     plan.reset();
@@ -192,24 +195,25 @@ int run_phase2(int n, int passive, Policy&& policy, std::vector<Round>* out) {
       plan.sending[t] = plan.receiving[t] = 1;
       plan.sending[straggler] = plan.receiving[straggler] = 1;
     }
-    if (!policy(t, hold, plan)) return -1;
-    if (out) {
-      Round& round = out->emplace_back();
-      round.phase = t < m ? "straggler-exchange" : "broadcast";
-      round.transfers.reserve(plan.copies.size() + 2);
-      if (t < m) {
-        round.add(t, straggler, t, t + 1, Op::reduce);
-        round.add(straggler, t, t, t + 1, Op::reduce);
-      }
-      for (const RoundPlan::Copy& c : plan.copies)
-        round.add(c.src, c.dst, c.chunk, c.chunk + 1, Op::copy);
+    if (!policy(t, hold, plan)) {
+      status = -1;
+      co_return;
     }
+    round.phase = t < m ? "straggler-exchange" : "broadcast";
+    round.transfers.clear();
+    if (t < m) {
+      round.add(t, straggler, t, t + 1, Op::reduce);
+      round.add(straggler, t, t, t + 1, Op::reduce);
+    }
+    for (const RoundPlan::Copy& c : plan.copies)
+      round.add(c.src, c.dst, c.chunk, c.chunk + 1, Op::copy);
+    co_yield round;
     if (t < m) hold.add(t, t);
     for (const RoundPlan::Copy& c : plan.copies) {
       if (c.dst != straggler) hold.add(c.dst, c.chunk);
     }
   }
-  return t;
+  status = t;
 }
 
 // Roles in the doubling construction (file comment). Every rank that is not busy sends
@@ -361,7 +365,7 @@ std::optional<std::vector<RampCopy>> plan_ramp(int n, const DoublingLayout& layo
   return copies;
 }
 
-// The doubling construction (file comment) as a run_phase2 policy; round() returns false
+// The doubling construction (file comment) as a phase2_rounds policy; round() returns false
 // when the construction gets stuck.
 class DoublingPolicy {
  public:
@@ -590,22 +594,20 @@ class DoublingPolicy {
   std::vector<std::size_t> next_sender_;
 };
 
-// Phase-2 round count of the doubling construction for n, or -1 when no layout works
-// (the caller then uses the greedy). Records the rounds into `out` when given.
-int make_doubling(int n, std::vector<Round>* out) {
-  const std::size_t recorded = out ? out->size() : 0;
-  for (const DoublingLayout& layout : kDoublingLayouts) {
-    std::optional<std::vector<RampCopy>> ramp = plan_ramp(n, layout);
-    if (!ramp) continue;
-    DoublingPolicy policy(n, layout, std::move(*ramp));
-    const int rounds = run_phase2(
-        n, 0,
-        [&](int t, const Holdings& hold, RoundPlan& plan) { return policy.round(t, hold, plan); },
-        out);
-    if (rounds > 0) return rounds;
-    if (out) out->resize(recorded);
+// The doubling construction for n with layout kDoublingLayouts[layout]; `status` as in
+// phase2_rounds (-1 also when the layout does not fit n).
+RoundStream doubling_rounds(int n, int layout, int& status) {
+  std::optional<std::vector<RampCopy>> ramp = plan_ramp(n, kDoublingLayouts[layout]);
+  if (!ramp) {
+    status = -1;
+    co_return;
   }
-  return -1;
+  DoublingPolicy policy(n, kDoublingLayouts[layout], std::move(*ramp));
+  auto round = [&](int t, const Holdings& hold, RoundPlan& plan) {
+    return policy.round(t, hold, plan);
+  };
+  RoundStream inner = phase2_rounds(n, 0, round, status);
+  while (const Round* r = inner.next()) co_yield *r;
 }
 
 // Deterministic generator for tie-breaks (SplitMix64), independent of the standard library.
@@ -630,7 +632,7 @@ struct GreedyVariant {
 // active chunks they hold (random order within a count); each chunk then takes its senders
 // from the front of that order and its receivers from the ranks lacking it, shuffled
 // within their preference class.
-int make_greedy(int n, int passive, const GreedyVariant& variant, std::vector<Round>* out) {
+RoundStream greedy_rounds(int n, int passive, GreedyVariant variant, int& status) {
   const int h = n - 1;            // ranks that can hold chunks: owners and passive late ranks
   const int m = n - 1 - passive;  // chunks (= owners)
   const int straggler = n - 1;
@@ -694,7 +696,8 @@ int make_greedy(int n, int passive, const GreedyVariant& variant, std::vector<Ro
     }
     return true;
   };
-  return run_phase2(n, passive, policy, out);
+  RoundStream inner = phase2_rounds(n, passive, policy, status);
+  while (const Round* r = inner.next()) co_yield *r;
 }
 
 // The greedy variants tried where the doubling construction gives up: several for small
@@ -710,26 +713,96 @@ std::vector<GreedyVariant> greedy_variants(int n) {
   return v;
 }
 
-// Builds phase 2 for n ranks of which `passive` are late ranks folded in before (0: plain
-// StragglAR), the doubling construction (passive = 0 only) or else the best greedy variant
-// (records the rounds into `out` when given), and returns its round count.
-int build_phase2(int n, int passive, std::vector<Round>* out) {
-  if (passive == 0) {
-    if (const int rounds = make_doubling(n, out); rounds > 0) return rounds;
+// Which construction phase 2 uses for n ranks of which `passive` are late ranks folded in
+// before (0: plain StragglAR): the first doubling layout that works (passive = 0 only), else
+// the greedy variant with the fewest rounds (the first of those); and its round count.
+struct Phase2Choice {
+  bool doubling = true;
+  int index = 0;  // into kDoublingLayouts or greedy_variants(n)
+  int rounds = 0;
+};
+
+RoundStream chosen_rounds(int n, int passive, const Phase2Choice& c, int& status) {
+  return c.doubling ? doubling_rounds(n, c.index, status)
+                    : greedy_rounds(n, passive,
+                                    greedy_variants(n)[static_cast<std::size_t>(c.index)], status);
+}
+
+// Drains a stream, returning its status (the round count or -1).
+int trial(int n, int passive, const Phase2Choice& c) {
+  int status = 0;
+  RoundStream rounds = chosen_rounds(n, passive, c, status);
+  while (rounds.next()) {
+    if (status < 0) break;
   }
-  const std::vector<GreedyVariant> variants = greedy_variants(n);
-  if (variants.size() == 1) return make_greedy(n, passive, variants.front(), out);
-  std::size_t best = 0;
-  int best_rounds = 0;
-  for (std::size_t i = 0; i < variants.size(); ++i) {
-    const int r = make_greedy(n, passive, variants[i], nullptr);
-    if (i == 0 || r < best_rounds) {
-      best = i;
-      best_rounds = r;
+  return status;
+}
+
+// Found by trial runs (phase 2 is generated once more when streamed) and cached per (n, passive).
+Phase2Choice choose_phase2(int n, int passive) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, int>, Phase2Choice> cache;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = cache.find({n, passive}); it != cache.end()) return it->second;
+  }
+  Phase2Choice best;
+  bool found = false;
+  for (int i = 0; passive == 0 && i < static_cast<int>(std::size(kDoublingLayouts)) && !found; ++i) {
+    const Phase2Choice c{true, i, 0};
+    if (const int rounds = trial(n, 0, c); rounds > 0) {
+      best = Phase2Choice{true, i, rounds};
+      found = true;
     }
   }
-  if (out) make_greedy(n, passive, variants[best], out);
-  return best_rounds;
+  const std::size_t variants = greedy_variants(n).size();
+  for (std::size_t i = 0; i < variants && !found; ++i) {
+    const int rounds = trial(n, passive, Phase2Choice{false, static_cast<int>(i), 0});
+    if (i == 0 || rounds < best.rounds) best = Phase2Choice{false, static_cast<int>(i), rounds};
+  }
+  SSIM_CHECK(best.rounds > 0, "stragglar: no phase-2 construction finished");
+  std::lock_guard<std::mutex> lock(mutex);
+  cache[{n, passive}] = best;
+  return best;
+}
+
+// Phase 2 for straggler n-1 (the chosen construction), round by round.
+RoundStream phase2_stream(int n, int passive) {
+  const Phase2Choice choice = choose_phase2(n, passive);
+  int status = 0;
+  RoundStream inner = chosen_rounds(n, passive, choice, status);
+  while (const Round* r = inner.next()) co_yield *r;
+  SSIM_CHECK(status == choice.rounds, "stragglar: phase 2 differs from its trial run");
+}
+
+// Rounds "fold-in" of the k-straggler schedule (logical ranks: early 0..m-1, late m..n-1 in
+// arrival order): late rank m+j-1 (j = 1..k-1) reduces its chunk g into rank g in fold round
+// g+j-1, so a late rank's pass runs as soon as it arrives and every early rank receives from
+// one late rank per round, in arrival order.
+RoundStream fold_in_rounds(int m, int k) {
+  Round r;
+  for (int round = 0; round < m + k - 2; ++round) {
+    r.phase = "fold-in";
+    r.transfers.clear();
+    for (int j = 1; j <= k - 1; ++j) {
+      const int g = round - (j - 1);
+      if (g >= 0 && g < m) r.add(m + j - 1, g, g, g + 1, Op::reduce);
+    }
+    co_yield r;
+  }
+}
+
+// Logical ranks: early 0..m-1 (m = n-k), late m..n-1 in arrival order.
+RoundStream stragglar_stream(int n, int k) {
+  const int m = n - k;
+  RoundStream rs = ring_reduce_scatter_rounds(iota_ranks(m), 0, "reduce-scatter");
+  while (const Round* r = rs.next()) co_yield *r;
+  if (k > 1) {
+    RoundStream fold = fold_in_rounds(m, k);
+    while (const Round* r = fold.next()) co_yield *r;
+  }
+  RoundStream p2 = phase2_stream(n, k - 1);
+  while (const Round* r = p2.next()) co_yield *r;
 }
 
 void check_ranks(int n) {
@@ -775,20 +848,6 @@ std::vector<int> late_ranks(int n, int k, const Options& options) {
   return late;
 }
 
-// Rounds "fold-in" of the k-straggler schedule (logical ranks: early 0..m-1, late m..n-1 in
-// arrival order): late rank m+j-1 (j = 1..k-1) reduces its chunk g into rank g in fold round
-// g+j-1, so a late rank's pass runs as soon as it arrives and every early rank receives from
-// one late rank per round, in arrival order.
-void append_fold_in(Schedule& s, int m, int k) {
-  for (int round = 0; round < m + k - 2; ++round) {
-    Round& r = s.add_round("fold-in");
-    for (int j = 1; j <= k - 1; ++j) {
-      const int g = round - (j - 1);
-      if (g >= 0 && g < m) r.add(m + j - 1, g, g, g + 1, Op::reduce);
-    }
-  }
-}
-
 // The options' late ranks in arrival order (one for k = 1), after checking every option.
 std::vector<int> checked_late(int n, const Options& options) {
   check_ranks(n);
@@ -811,26 +870,21 @@ std::vector<int> checked_late(int n, const Options& options) {
   return late;
 }
 
-Schedule make_stragglar(int n, const Options& options) {
+GeneratedRounds make_stragglar(int n, const Options& options) {
   const std::vector<int> late = checked_late(n, options);
   const int k = static_cast<int>(late.size());
   const int m = n - k;
-  Schedule s = Schedule::make(Collective::allreduce, "stragglar", n, m);
-  std::vector<Round> phase2;
-  phase2.reserve(static_cast<std::size_t>(m + ceil_log2(n)));
-  build_phase2(n, k - 1, &phase2);
-  s.rounds.reserve(static_cast<std::size_t>(m - 1 + (k > 1 ? m + k - 2 : 0)) + phase2.size());
-  const std::vector<int> members = iota_ranks(m);
-  append_ring_reduce_scatter(s, members, 0, "reduce-scatter");
-  if (k > 1) append_fold_in(s, m, k);
-  for (Round& r : phase2) s.rounds.push_back(std::move(r));
-  s.straggler = n - 1;
-  if (k > 1) {
-    for (int i = m; i < n; ++i) s.late.push_back(i);
-  }
+  GeneratedRounds g{Schedule::make(Collective::allreduce, "stragglar", n, m),
+                    stragglar_stream(n, k),
+                    static_cast<std::size_t>(m - 1 + (k > 1 ? m + k - 2 : 0) +
+                                             choose_phase2(n, k - 1).rounds)};
+  // The header carries the final labels; the stream is relabeled below.
+  g.header.straggler = late.back();
+  if (k > 1) g.header.late = late;
   // Logical late rank m+i becomes late[i]; the early ranks take the others in order.
   std::vector<int> perm(static_cast<std::size_t>(n));
   std::vector<char> taken(static_cast<std::size_t>(n), 0);
+  bool identity = true;
   for (int i = 0; i < k; ++i) {
     perm[static_cast<std::size_t>(m + i)] = late[static_cast<std::size_t>(i)];
     taken[static_cast<std::size_t>(late[static_cast<std::size_t>(i)])] = 1;
@@ -839,8 +893,9 @@ Schedule make_stragglar(int n, const Options& options) {
     while (taken[static_cast<std::size_t>(next)]) ++next;
     perm[static_cast<std::size_t>(i)] = next;
   }
-  s.relabel(perm);
-  return s;
+  for (int i = 0; i < n; ++i) identity = identity && perm[static_cast<std::size_t>(i)] == i;
+  if (!identity) g.stream = relabeled(std::move(g.stream), std::move(perm));
+  return g;
 }
 
 }  // namespace
@@ -853,7 +908,7 @@ Schedule stragglar_phase2(int n, int late) {
   }
   Schedule s = Schedule::make(Collective::allreduce, "stragglar", n, n - late);
   s.straggler = n - 1;
-  build_phase2(n, late - 1, &s.rounds);
+  append_rounds(s, phase2_stream(n, late - 1));
   return s;
 }
 
@@ -868,16 +923,7 @@ int stragglar_rounds(int n, int late) {
                      std::to_string(n) + " ranks (valid: 1.." + std::to_string(n - 2) + ")");
   }
   if (late == 1 && is_pow2(n)) return stragglar_round_lower_bound(n);
-  static std::mutex mutex;
-  static std::map<std::pair<int, int>, int> cache;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (auto it = cache.find({n, late}); it != cache.end()) return it->second;
-  }
-  const int rounds = build_phase2(n, late - 1, nullptr);
-  std::lock_guard<std::mutex> lock(mutex);
-  cache[{n, late}] = rounds;
-  return rounds;
+  return choose_phase2(n, late - 1).rounds;
 }
 
 int stragglar_round_lower_bound(int n, int late) { return n - late - 1 + ceil_log2(n); }
@@ -897,13 +943,13 @@ AlgorithmInfo stragglar_info() {
                   {"late",
                    "the k late ranks in expected arrival order, e.g. 5,7 (the last arrives last)",
                    "n-k..n-1"}},
-      .generate = make_stragglar,
+      .rounds = make_stragglar,
       // One late rank: the closed form. Several: no closed form; the generated schedule's
       // exact cost under the same semantics (schedule_cost).
       .cost =
           [](int n, double bytes, const CostParams& p, const Options& o) {
             if (late_count(n, o) == 1) return stragglar_worst_cost(n, bytes, p);
-            return schedule_cost(make_stragglar(n, o), bytes, p);
+            return schedule_cost(generate("stragglar", n, o), bytes, p);
           },
       // Phase 1: at most n-2 ring rounds among the early ranks; the fold-in at most n-2 more
       // rounds with fewer than n transfers each; then at most n-2+ceil(log2 n)+1 rounds in
@@ -912,8 +958,8 @@ AlgorithmInfo stragglar_info() {
           [](int n, const Options& o) {
             const double r = n, lg = size_log2(n);
             if (late_count(n, o) == 1)
-              return ScheduleSize{r, 2 * r + lg, (r - 1) * (r - 2) + r * (r + lg)};
-            return ScheduleSize{r, 3 * r + lg, (r - 1) * (r - 2) + r * r + r * (r + lg)};
+              return ScheduleSize{r, 2 * r + lg, (r - 1) * (r - 2) + r * (r + lg), r, r * r};
+            return ScheduleSize{r, 3 * r + lg, (r - 1) * (r - 2) + r * r + r * (r + lg), r, r * r};
           },
       .straggler_aware = true,
       .check_options = [](int n, const Options& o) { checked_late(n, o); },

@@ -18,56 +18,55 @@ namespace {
 
 int depth_of(int position) { return std::bit_width(static_cast<unsigned>(position) + 1) - 1; }
 
-Schedule make_tree(int n, const Options& options) {
+GeneratedRounds make_tree(int n, const Options& options) {
   const int segments = options.get_int("segments", kTreeDefaultSegments, 1, kTreeMaxSegments);
-  Schedule s = Schedule::make(Collective::allreduce, "tree", n, segments);
   PipelinedTree tree{iota_ranks(n), std::vector<int>(static_cast<std::size_t>(n)), 0};
   for (int q = 0; q < n; ++q) tree.side[static_cast<std::size_t>(q)] = q % 2 == 1 ? 0 : 1;
-  append_tree_allreduce(s, std::span<const PipelinedTree>(&tree, 1), segments);
-  return s;
+  std::vector<PipelinedTree> trees{std::move(tree)};
+  return {Schedule::make(Collective::allreduce, "tree", n, segments),
+          tree_allreduce_rounds(n, segments, std::move(trees), segments), std::nullopt};
 }
 
 }  // namespace
 
-void append_tree_allreduce(Schedule& s, std::span<const PipelinedTree> trees, int segments) {
-  const int n = s.ranks;
+RoundStream tree_allreduce_rounds(int n, int chunks, std::vector<PipelinedTree> trees,
+                                  int segments) {
   for (const PipelinedTree& t : trees) {
     SSIM_CHECK(static_cast<int>(t.rank_at.size()) == n && static_cast<int>(t.side.size()) == n,
                "pipelined tree must place every rank");
-    SSIM_CHECK(t.first_chunk >= 0 && t.first_chunk + segments <= s.chunks,
+    SSIM_CHECK(t.first_chunk >= 0 && t.first_chunk + segments <= chunks,
                "tree segments outside the chunks");
   }
   const int deepest = depth_of(n - 1);
   const int steps = segments + deepest - 1;
-  // One phase: `segment_at(depth, step)` is the segment a position at that depth moves in
-  // that step (out of range: idle); `add` emits the transfer between it and its parent.
-  auto append_phase = [&](const char* phase, auto segment_at, auto add) {
+  // Two phases: in the reduce, a position at depth d moves segment step - (deepest - d) up to
+  // its parent; in the broadcast it receives segment step - (d - 1) from it (out of range: idle).
+  Round round;
+  for (const bool reduce : {true, false}) {
+    round.phase = reduce ? "reduce" : "broadcast";
     for (int step = 0; step < steps; ++step) {
       for (int side = 0; side < 2; ++side) {
-        Round round{phase, {}};
+        round.transfers.clear();
         for (const PipelinedTree& t : trees) {
           for (int q = 1; q < n; ++q) {
             if (t.side[static_cast<std::size_t>(q)] != side) continue;
-            const int j = segment_at(depth_of(q), step);
+            const int depth = depth_of(q);
+            const int j = reduce ? step - (deepest - depth) : step - (depth - 1);
             if (j < 0 || j >= segments) continue;
-            add(round, t.rank_at[static_cast<std::size_t>(q)],
-                t.rank_at[static_cast<std::size_t>((q - 1) / 2)], t.first_chunk + j);
+            const int child = t.rank_at[static_cast<std::size_t>(q)];
+            const int parent = t.rank_at[static_cast<std::size_t>((q - 1) / 2)];
+            const int chunk = t.first_chunk + j;
+            if (reduce) {
+              round.add(child, parent, chunk, chunk + 1, Op::reduce);
+            } else {
+              round.add(parent, child, chunk, chunk + 1, Op::copy);
+            }
           }
         }
-        if (!round.transfers.empty()) s.rounds.push_back(std::move(round));
+        if (!round.transfers.empty()) co_yield round;
       }
     }
-  };
-  append_phase(
-      "reduce", [deepest](int depth, int step) { return step - (deepest - depth); },
-      [](Round& r, int child, int parent, int chunk) {
-        r.add(child, parent, chunk, chunk + 1, Op::reduce);
-      });
-  append_phase(
-      "broadcast", [](int depth, int step) { return step - (depth - 1); },
-      [](Round& r, int child, int parent, int chunk) {
-        r.add(parent, child, chunk, chunk + 1, Op::copy);
-      });
+  }
 }
 
 AlgorithmInfo tree_info() {
@@ -81,7 +80,7 @@ AlgorithmInfo tree_info() {
                        std::to_string(kTreeMaxSegments) +
                        " (time is lowest near sqrt((floor(log2 n) - 1) s beta / alpha))",
                    std::to_string(kTreeDefaultSegments)}},
-      .generate = make_tree,
+      .rounds = make_tree,
       .cost =
           [](int n, double bytes, const CostParams& p, const Options& o) {
             return tree_cost(n, bytes,
@@ -91,7 +90,7 @@ AlgorithmInfo tree_info() {
       .size =
           [](int n, const Options& o) {
             const double s = o.get_int("segments", kTreeDefaultSegments, 1, kTreeMaxSegments);
-            return ScheduleSize{s, 4 * (s + 2 * size_log2(n) + 2), 2 * s * n};
+            return ScheduleSize{s, 4 * (s + 2 * size_log2(n) + 2), 2 * s * n, 1.0 * n, 2.0 * n};
           },
   };
 }

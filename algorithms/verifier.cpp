@@ -275,62 +275,78 @@ std::optional<VerifyError> SymbolicState::apply(const Round& round, int round_in
   return std::nullopt;
 }
 
-VerifyResult verify(const Schedule& schedule) {
-  VerifyResult result;
-  ScheduleSummary& sum = result.summary;
+RoundVerifier::RoundVerifier(const Schedule& schedule) : collective_(schedule.collective) {
+  ScheduleSummary& sum = result_.summary;
   sum.ranks = schedule.ranks;
   sum.chunks = schedule.chunks;
-  sum.rounds = static_cast<int>(schedule.rounds.size());
-  sum.transfers = schedule.transfer_count();
   if (schedule.ranks < 1) {
-    result.error = VerifyError{-1, -1, "ranks must be >= 1, got " + std::to_string(schedule.ranks)};
-    return result;
+    result_.error = VerifyError{-1, -1, "ranks must be >= 1, got " + std::to_string(schedule.ranks)};
+    return;
   }
   if (schedule.chunks < 1) {
-    result.error = VerifyError{-1, -1, "chunks must be >= 1, got " + std::to_string(schedule.chunks)};
-    return result;
+    result_.error = VerifyError{-1, -1, "chunks must be >= 1, got " + std::to_string(schedule.chunks)};
+    return;
   }
   if (schedule.straggler && (*schedule.straggler < 0 || *schedule.straggler >= schedule.ranks)) {
-    result.error = VerifyError{-1, -1, "straggler " + std::to_string(*schedule.straggler) +
-                                           " out of range [0, " + std::to_string(schedule.ranks) + ")"};
-    return result;
+    result_.error = VerifyError{-1, -1, "straggler " + std::to_string(*schedule.straggler) +
+                                            " out of range [0, " + std::to_string(schedule.ranks) + ")"};
+    return;
   }
   sum.chunks_sent.assign(schedule.ranks, 0);
   sum.chunks_received.assign(schedule.ranks, 0);
+  state_.emplace(schedule.collective, schedule.ranks, schedule.chunks);
+  sends_.assign(schedule.ranks, 0);
+  receives_.assign(schedule.ranks, 0);
+}
 
-  SymbolicState state(schedule.collective, schedule.ranks, schedule.chunks);
-  std::vector<int> sends(schedule.ranks, 0);
-  std::vector<int> receives(schedule.ranks, 0);
-  for (std::size_t ri = 0; ri < schedule.rounds.size(); ++ri) {
-    const Round& round = schedule.rounds[ri];
-    if (auto err = state.apply(round, static_cast<int>(ri))) {
-      result.error = std::move(err);
-      return result;
-    }
-    if (sum.phases.empty() || sum.phases.back().first != round.phase) sum.phases.emplace_back(round.phase, 0);
-    ++sum.phases.back().second;
-    for (const Transfer& t : round.transfers) {
-      sum.max_sends_per_rank_round = std::max(sum.max_sends_per_rank_round, ++sends[t.src]);
-      sum.max_receives_per_rank_round = std::max(sum.max_receives_per_rank_round, ++receives[t.dst]);
-      sum.chunks_sent[t.src] += t.chunk_count();
-      sum.chunks_received[t.dst] += t.chunk_count();
-    }
-    for (const Transfer& t : round.transfers) sends[t.src] = receives[t.dst] = 0;
+bool RoundVerifier::add(const Round& round) {
+  ScheduleSummary& sum = result_.summary;
+  const int ri = sum.rounds++;
+  sum.transfers += round.transfers.size();
+  if (result_.error) return false;
+  if (auto err = state_->apply(round, ri)) {
+    result_.error = std::move(err);
+    return false;
   }
+  if (sum.phases.empty() || sum.phases.back().first != round.phase) sum.phases.emplace_back(round.phase, 0);
+  ++sum.phases.back().second;
+  for (const Transfer& t : round.transfers) {
+    sum.max_sends_per_rank_round = std::max(sum.max_sends_per_rank_round, ++sends_[t.src]);
+    sum.max_receives_per_rank_round = std::max(sum.max_receives_per_rank_round, ++receives_[t.dst]);
+    sum.chunks_sent[t.src] += t.chunk_count();
+    sum.chunks_received[t.dst] += t.chunk_count();
+  }
+  for (const Transfer& t : round.transfers) sends_[t.src] = receives_[t.dst] = 0;
+  return true;
+}
 
-  for (int c = 0; c < schedule.chunks; ++c) {
-    for (int r = 0; r < schedule.ranks; ++r) {
-      if (schedule.collective == Collective::reduce_scatter && chunk_owner(c, schedule.ranks, schedule.chunks) != r) {
-        continue;
-      }
+VerifyResult RoundVerifier::finish() {
+  if (result_.error) return std::move(result_);
+  const SymbolicState& state = *state_;
+  const int ranks = state.ranks(), chunks = state.chunks();
+  for (int c = 0; c < chunks; ++c) {
+    for (int r = 0; r < ranks; ++r) {
+      if (collective_ == Collective::reduce_scatter && chunk_owner(c, ranks, chunks) != r) continue;
       if (!state.complete(r, c)) {
-        result.error = VerifyError{-1, -1, "at the end rank " + std::to_string(r) + " holds chunk " +
-                                               std::to_string(c) + " without the contributions of ranks " +
-                                               list_ranks(state.missing(r, c))};
-        return result;
+        result_.error = VerifyError{-1, -1, "at the end rank " + std::to_string(r) + " holds chunk " +
+                                                std::to_string(c) + " without the contributions of ranks " +
+                                                list_ranks(state.missing(r, c))};
+        return std::move(result_);
       }
     }
   }
+  return std::move(result_);
+}
+
+VerifyResult verify(const Schedule& schedule) {
+  RoundVerifier v(schedule);
+  for (const Round& round : schedule.rounds) {
+    if (!v.add(round)) break;
+  }
+  VerifyResult result = v.finish();
+  // The summary counts the whole schedule, also when an error stopped the check early.
+  result.summary.rounds = static_cast<int>(schedule.rounds.size());
+  result.summary.transfers = schedule.transfer_count();
   return result;
 }
 

@@ -135,6 +135,25 @@ class SymbolicState {
 // Structural and semantic check of a whole schedule, plus its summary.
 VerifyResult verify(const Schedule& schedule);
 
+// The same check fed one round at a time (a streamed schedule: registry.hpp's generate_rounds),
+// holding the symbolic state and the per-rank counts but no rounds:
+//   RoundVerifier v(header);                         // a Schedule whose rounds are ignored
+//   while (const Round* r = stream.next()) if (!v.add(*r)) break;
+//   VerifyResult result = v.finish();                // the first error, or the end-state check
+class RoundVerifier {
+ public:
+  explicit RoundVerifier(const Schedule& header);
+  // False once an error was found (the rounds after it are ignored).
+  bool add(const Round& round);
+  VerifyResult finish();
+
+ private:
+  Collective collective_;
+  VerifyResult result_;
+  std::optional<SymbolicState> state_;
+  std::vector<int> sends_, receives_;
+};
+
 // Multi-line human-readable summary.
 std::string format_summary(const ScheduleSummary& s);
 

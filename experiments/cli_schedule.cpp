@@ -1,7 +1,10 @@
 #include <algorithm>
+#include <charconv>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <optional>
 #include <sstream>
 
 #include "algorithms/registry.hpp"
@@ -19,18 +22,12 @@ namespace {
 using alg::Op;
 using alg::Schedule;
 
-std::string chunk_text(const alg::Transfer& t) {
-  std::string text = "c";  // appended: GCC 12 warns (-Wrestrict) on "c" + std::string&&
-  text += std::to_string(t.chunk_begin);
-  if (t.chunk_count() > 1) text.append("..").append(std::to_string(t.chunk_end - 1));
-  return text;
-}
-
-// One line per round: "R3 reduce-scatter: 0>1 c2+ | 1>2 c3=" ('+' reduce, '=' copy).
-std::string format_text(const Schedule& s) {
+// One line per round: "R3 reduce-scatter: 0>1 c2+ | 1>2 c3=" ('+' reduce, '=' copy), after a
+// header that needs the round count.
+std::string text_header(const Schedule& s, std::size_t rounds) {
   std::ostringstream os;
   os << "# " << s.algorithm << " " << alg::to_string(s.collective) << ", " << s.ranks << " ranks, " << s.chunks
-     << " chunks, " << s.rounds.size() << " rounds";
+     << " chunks, " << rounds << " rounds";
   if (s.straggler) os << ", straggler " << *s.straggler;
   if (!s.late.empty()) {
     os << ", late ranks";
@@ -38,19 +35,73 @@ std::string format_text(const Schedule& s) {
     os << " (arrival order)";
   }
   os << "\n# a>b cK+ : a sends chunk K to b, b reduces; '=' : b copies; cK..M : chunks K to M\n";
-  for (std::size_t i = 0; i < s.rounds.size(); ++i) {
-    const alg::Round& r = s.rounds[i];
-    os << "R" << i;
-    if (!r.phase.empty()) os << " " << r.phase;
-    os << ":";
-    for (std::size_t k = 0; k < r.transfers.size(); ++k) {
-      const alg::Transfer& t = r.transfers[k];
-      os << (k ? " | " : " ") << t.src << ">" << t.dst << " " << chunk_text(t) << (t.op == Op::reduce ? "+" : "=");
-    }
-    os << "\n";
-  }
   return os.str();
 }
+
+void append_number(std::string& out, long long v) {
+  char buf[24];
+  const auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+  out.append(buf, end);
+}
+
+void append_text_round(std::string& out, const alg::Round& r, std::size_t index) {
+  out += 'R';
+  append_number(out, static_cast<long long>(index));
+  if (!r.phase.empty()) {
+    out += ' ';
+    out += r.phase;
+  }
+  out += ':';
+  for (std::size_t k = 0; k < r.transfers.size(); ++k) {
+    const alg::Transfer& t = r.transfers[k];
+    out.append(k ? " | " : " ");
+    append_number(out, t.src);
+    out += '>';
+    append_number(out, t.dst);
+    out.append(" c");
+    append_number(out, t.chunk_begin);
+    if (t.chunk_count() > 1) {
+      out.append("..");
+      append_number(out, t.chunk_end - 1);
+    }
+    out += t.op == Op::reduce ? '+' : '=';
+  }
+  out += '\n';
+}
+
+// Where `schedule` writes: stdout, or FILE through FILE.tmp renamed at the end, so that a failure
+// half-way leaves no partial file behind.
+class OutputFile {
+ public:
+  explicit OutputFile(const std::string& path) : path_(path) {
+    if (to_stdout()) return;
+    file_.open(path_ + ".tmp", std::ios::binary);
+    if (!file_) throw InputError(path_ + ": cannot open file for writing");
+  }
+  ~OutputFile() {
+    if (!to_stdout() && !committed_) {
+      file_.close();
+      std::remove((path_ + ".tmp").c_str());
+    }
+  }
+  std::ostream& stream() { return to_stdout() ? std::cout : file_; }
+  void commit() {
+    if (to_stdout()) {
+      std::cout.flush();
+      return;
+    }
+    file_.close();
+    if (!file_ || std::rename((path_ + ".tmp").c_str(), path_.c_str()) != 0)
+      throw InputError(path_ + ": write failed");
+    committed_ = true;
+  }
+
+ private:
+  bool to_stdout() const { return path_.empty() || path_ == "-"; }
+  std::string path_;
+  std::ofstream file_;
+  bool committed_ = false;
+};
 
 struct ScheduleArgs {
   std::string algorithm;
@@ -68,13 +119,52 @@ void run_schedule(const ScheduleArgs& a) {
   const MemoryBudget budget = MemoryBudget::from_flag(a.max_memory);
   if (info.supports_ranks(a.ranks))
     check_schedule_memory(budget, info.name, a.ranks, options, /*verify=*/true);
-  Schedule s = alg::generate(a.algorithm, a.ranks, options);
-  const alg::VerifyResult v = alg::verify(s);
-  if (!v.ok()) {
-    throw InternalError("generated " + info.name + " schedule for " + std::to_string(a.ranks) +
-                        " ranks fails verification: " + v.error->to_string());
+  // Streamed: each round is generated, verified and written, then dropped.
+  alg::GeneratedRounds g = alg::generate_rounds(a.algorithm, a.ranks, options);
+  const bool text = a.format != "json";
+  std::size_t rounds = 0;
+  if (text) {  // the header states the round count: from the generator, else a counting pass
+    if (g.round_count) {
+      rounds = *g.round_count;
+    } else {
+      alg::GeneratedRounds count = alg::generate_rounds(a.algorithm, a.ranks, options);
+      while (count.stream.next()) ++rounds;
+    }
   }
-  write_output(a.output, a.format == "json" ? alg::schedule_to_json(s) : format_text(s));
+  OutputFile out(a.output);
+  std::ostream& os = out.stream();
+  alg::RoundVerifier verifier(g.header);
+  std::optional<alg::ScheduleJsonWriter> json;
+  std::string buffer;
+  if (text) {
+    buffer = text_header(g.header, rounds);
+  } else {
+    json.emplace(os, g.header);
+  }
+  std::size_t index = 0;
+  while (const alg::Round* r = g.stream.next()) {
+    verifier.add(*r);
+    if (json) {
+      json->round(*r);
+    } else {
+      append_text_round(buffer, *r, index);
+      if (buffer.size() > (1u << 20)) {
+        os.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+        buffer.clear();
+      }
+    }
+    ++index;
+  }
+  if (json) json->finish();
+  os.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+  const alg::VerifyResult v = verifier.finish();
+  if (!v.ok() || (text && index != rounds)) {
+    throw InternalError("generated " + info.name + " schedule for " + std::to_string(a.ranks) +
+                        " ranks fails verification: " +
+                        (v.ok() ? "the round count changed between passes" : v.error->to_string()));
+  }
+  if (!os) throw InputError((a.output.empty() ? std::string("<stdout>") : a.output) + ": write failed");
+  out.commit();
 }
 
 void run_verify(const std::string& path, const std::string& max_memory) {

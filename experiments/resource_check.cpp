@@ -8,6 +8,7 @@
 #include "algorithms/verifier.hpp"
 #include "common/error.hpp"
 #include "experiments/experiment.hpp"
+#include "sim/network.hpp"
 
 namespace ssim::exp {
 namespace {
@@ -56,14 +57,15 @@ alg::ScheduleSize schedule_size(const std::string& algorithm, int ranks,
 void check_schedule_memory(const MemoryBudget& budget, const std::string& algorithm, int ranks,
                            const alg::Options& options, bool verify) {
   const alg::ScheduleSize size = schedule_size(algorithm, ranks, options);
-  // Generation, then the printed schedule (up to ~60 characters of JSON per transfer, built in
-  // a string and copied once), then the verifier's symbolic state.
-  const double generate = size.transfers * kScheduleBytesPerTransfer;
-  const double output = size.transfers * 120;
+  // Streamed round by round: the round in flight (the generator's and a relabelled copy), its
+  // JSON form (a DOM of up to ~200 bytes per transfer) and the verifier's symbolic state.
+  const double round = std::min(size.largest_round, size.transfers);
+  const double generate = round * 2 * sizeof(alg::Transfer);
+  const double output = round * 200 + (1 << 20);
   const double state =
       verify ? alg::symbolic_state_bytes(ranks, static_cast<int>(std::min(size.chunks, 2e9))) : 0.0;
   budget.require(
-      generate + std::max(output, state),
+      generate + output + state,
       "the " + algorithm + " schedule for " + std::to_string(ranks) + " ranks (" +
           count_text(size.transfers) + " transfers" +
           (verify ? ", verified on " + count_text(size.chunks) + " chunks" : std::string()) + ")",
@@ -77,8 +79,39 @@ void check_verify_memory(const MemoryBudget& budget, int ranks, int chunks) {
                  "verify a schedule with fewer ranks or chunks");
 }
 
+namespace {
+
+// The most links of a few sampled routes (0 -> n/2, n/4 -> 3n/4, ...): what a cached route
+// holds besides its fixed part.
+double sampled_route_links(const topo::Topology& t) {
+  const int n = t.gpu_count();
+  sim::RouteCache routes(t);
+  std::size_t most = 1;
+  const int pairs[][2] = {{0, n / 2}, {n / 4, 3 * n / 4}, {0, n / 4}, {0, n - 1}, {0, 1}};
+  for (const auto& p : pairs) {
+    if (p[0] == p[1] || p[1] >= n) continue;
+    try {
+      most = std::max(most, routes.links(routes.route(routes.find(p[0], p[1]))).size());
+    } catch (const InputError&) {
+      // unreachable pair: the simulation reports it
+    }
+  }
+  return static_cast<double>(most);
+}
+
+}  // namespace
+
 double simulation_bytes(const sim::SimulationConfig& c) {
   const alg::ScheduleSize size = schedule_size(c.algorithm, c.topology.gpu_count(), c.options);
+  if (sim::streams_rounds(c)) {
+    // Streamed (sim::RoundFeed): per-rank state, the round in flight (the generator's, a
+    // relabelled copy), and one cached route per distinct (src, dst) pair.
+    const double n = c.topology.gpu_count();
+    const double round = 2 * sizeof(alg::Transfer) * std::min(size.largest_round, size.transfers);
+    const double routes = std::min(size.pairs, size.transfers) *
+                          (kRouteBytes + sizeof(int) * sampled_route_links(c.topology));
+    return n * kStreamBytesPerRank + round + routes + results_bytes(c);
+  }
   return size.transfers * (kScheduleBytesPerTransfer + kExecutorBytesPerTransfer +
                            (c.trace_iteration && !c.trace_out ? kTraceBytesPerTransfer : 0.0)) +
          results_bytes(c);

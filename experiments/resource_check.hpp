@@ -22,6 +22,11 @@ struct Experiment;
 // flow model at n = 2048; rounded up).
 inline constexpr double kScheduleBytesPerTransfer = 40;
 inline constexpr double kExecutorBytesPerTransfer = 32;
+// A streamed simulation (sim::streams_rounds) keeps per rank its dataflow state, a block of 64
+// iterations' arrivals and the result's times (~1.2 KB), and per cached route its index entry,
+// bounds and byte count (~96 B) plus its links.
+inline constexpr double kStreamBytesPerRank = 1280;
+inline constexpr double kRouteBytes = 96;
 
 // The algorithm's size bounds for `ranks` (InputError for an unknown name or bad option).
 alg::ScheduleSize schedule_size(const std::string& algorithm, int ranks,
@@ -32,7 +37,8 @@ void check_schedule_memory(const MemoryBudget& budget, const std::string& algori
                            const alg::Options& options, bool verify);
 // `verify`: the symbolic state of a schedule read from a file.
 void check_verify_memory(const MemoryBudget& budget, int ranks, int chunks);
-// One simulation (`simulate`): the schedule, the executor and the per-iteration results.
+// One simulation (`simulate`): the schedule, the executor and the per-iteration results; for a
+// streamed schedule the per-rank state, one round and the routes instead of every transfer.
 double simulation_bytes(const sim::SimulationConfig& config);
 void check_simulation_memory(const MemoryBudget& budget, const sim::SimulationConfig& config);
 // `run` and `advise`: `jobs` simulations at a time (0: one per hardware thread), plus every

@@ -496,4 +496,13 @@ IterationResult Executor::run(std::span<const Seconds> arrival, const RunOptions
   return events_->run(arrival, options);
 }
 
+IterationResult Executor::run(RoundSource& rounds, std::span<const Seconds> arrival,
+                              const RunOptions& options) {
+  SSIM_CHECK(network_.kind == NetworkKind::alphabeta && !options.use_event_engine,
+             "streamed rounds need the alpha-beta dataflow pass");
+  SSIM_CHECK(rounds.ranks() == schedule_.ranks && rounds.chunks() == schedule_.chunks,
+             "streamed rounds of another schedule");
+  return run_alphabeta(rounds, routes_, network_.gamma, bytes_, arrival, options);
+}
+
 }  // namespace ssim::sim

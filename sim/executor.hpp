@@ -39,6 +39,7 @@
 #include <span>
 #include <vector>
 
+#include "algorithms/round_stream.hpp"
 #include "algorithms/schedule.hpp"
 #include "common/units.hpp"
 #include "sim/network.hpp"
@@ -146,6 +147,33 @@ class ScheduleRounds final : public RoundSource {
   std::size_t next_ = 0;
 };
 
+// A RoundSource over a round generator (alg::generate_rounds): the schedule is never
+// materialized. Counts the rounds and transfers that went through.
+class StreamRounds final : public RoundSource {
+ public:
+  StreamRounds(const alg::Schedule& header, alg::RoundStream stream)
+      : ranks_(header.ranks), chunks_(header.chunks), stream_(std::move(stream)) {}
+  int ranks() const override { return ranks_; }
+  int chunks() const override { return chunks_; }
+  const alg::Round* next() override {
+    const alg::Round* r = stream_.next();
+    if (r) {
+      ++rounds_;
+      transfers_ += r->transfers.size();
+    }
+    return r;
+  }
+  std::size_t rounds_seen() const { return rounds_; }
+  std::size_t transfers_seen() const { return transfers_; }
+
+ private:
+  int ranks_ = 0;
+  int chunks_ = 0;
+  alg::RoundStream stream_;
+  std::size_t rounds_ = 0;
+  std::size_t transfers_ = 0;
+};
+
 // The alpha-beta dataflow pass over `rounds`; routes come from (and are added to) `routes`.
 IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPerByte gamma,
                               Bytes bytes, std::span<const Seconds> arrival,
@@ -168,9 +196,16 @@ class Executor {
 
   // One iteration; arrival[r] is when physical rank r reaches the collective.
   IterationResult run(std::span<const Seconds> arrival, const RunOptions& options = {});
+  // The same with the rounds fed one at a time (alpha-beta dataflow pass only): `rounds`
+  // yields this executor's schedule, which may then be a header without rounds (ranks,
+  // chunks, straggler). Memory O(ranks + one round + routes).
+  IterationResult run(RoundSource& rounds, std::span<const Seconds> arrival,
+                      const RunOptions& options = {});
 
   const alg::Schedule& schedule() const { return schedule_; }
   const NetworkConfig& network() const { return network_; }
+  // The routes cached so far (shared by every iteration; a scan of the schedule can reuse them).
+  RouteCache& routes() { return routes_; }
   Bytes bytes() const { return bytes_; }
 
  private:

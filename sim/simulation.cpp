@@ -21,22 +21,25 @@ std::string SharedLink::describe() const {
          std::to_string(transfers) + " transfers with different senders and receivers";
 }
 
-std::optional<SharedLink> find_shared_link(const alg::Schedule& schedule, RouteCache& routes) {
-  // Per link, the round it was last used in and its first transfer's ends. The transfers on a
-  // link that the ports already serialize all share the sender or all share the receiver (if
-  // two share the sender and a third differs from it, that third differs from one of the two in
-  // both ends); anything else is sharing the alpha-beta model ignores.
-  struct Use {
-    int round = -1, src = 0, dst = 0, count = 0;
-    bool same_src = true, same_dst = true;
-  };
-  std::vector<Use> use(static_cast<std::size_t>(routes.topology().link_count()));
-  std::optional<SharedLink> found;
-  for (std::size_t r = 0; r < schedule.rounds.size() && !found; ++r) {
-    const int round = static_cast<int>(r);
-    for (const alg::Transfer& t : schedule.rounds[r].transfers) {
-      for (const int l : routes.links(routes.route(routes.find(t.src, t.dst)))) {
-        Use& u = use[static_cast<std::size_t>(l)];
+namespace {
+
+// find_shared_link one round at a time. Per link, the round it was last used in and its first
+// transfer's ends. The transfers on a link that the ports already serialize all share the
+// sender or all share the receiver (if two share the sender and a third differs from it, that
+// third differs from one of the two in both ends); anything else is sharing the alpha-beta model
+// ignores.
+class SharedLinkFinder {
+ public:
+  explicit SharedLinkFinder(RouteCache& routes)
+      : routes_(routes), use_(static_cast<std::size_t>(routes.topology().link_count())) {}
+
+  // Rounds in schedule order; nothing more is looked at once a link is found.
+  void add(const alg::Round& r) {
+    const int round = rounds_++;
+    if (found_) return;
+    for (const alg::Transfer& t : r.transfers) {
+      for (const int l : routes_.links(routes_.route(routes_.find(t.src, t.dst)))) {
+        Use& u = use_[static_cast<std::size_t>(l)];
         if (u.round != round) {
           u = Use{round, t.src, t.dst, 1, true, true};
           continue;
@@ -44,24 +47,95 @@ std::optional<SharedLink> find_shared_link(const alg::Schedule& schedule, RouteC
         ++u.count;
         u.same_src = u.same_src && t.src == u.src;
         u.same_dst = u.same_dst && t.dst == u.dst;
-        if (!u.same_src && !u.same_dst && !found) {
-          const topo::Link& link = routes.topology().link(l);
-          found = SharedLink{round, l,
-                             routes.topology().node(link.from).name + " -> " +
-                                 routes.topology().node(link.to).name,
-                             0};
+        if (!u.same_src && !u.same_dst && !found_) {
+          const topo::Link& link = routes_.topology().link(l);
+          found_ = SharedLink{round, l,
+                              routes_.topology().node(link.from).name + " -> " +
+                                  routes_.topology().node(link.to).name,
+                              0};
         }
       }
     }
-  }
-  if (found) {  // how many of the round's transfers use the link
-    for (const alg::Transfer& t :
-         schedule.rounds[static_cast<std::size_t>(found->round)].transfers) {
-      const auto links = routes.links(routes.route(routes.find(t.src, t.dst)));
-      if (std::find(links.begin(), links.end(), found->link) != links.end()) ++found->transfers;
+    if (found_) {  // how many of the round's transfers use the link
+      for (const alg::Transfer& t : r.transfers) {
+        const auto links = routes_.links(routes_.route(routes_.find(t.src, t.dst)));
+        if (std::find(links.begin(), links.end(), found_->link) != links.end())
+          ++found_->transfers;
+      }
     }
   }
-  return found;
+  bool done() const { return found_.has_value(); }
+  const std::optional<SharedLink>& found() const { return found_; }
+
+ private:
+  struct Use {
+    int round = -1, src = 0, dst = 0, count = 0;
+    bool same_src = true, same_dst = true;
+  };
+  RouteCache& routes_;
+  std::vector<Use> use_;
+  int rounds_ = 0;
+  std::optional<SharedLink> found_;
+};
+
+// Passes rounds through to the simulation and shows each to a SharedLinkFinder on the way, so
+// a streamed schedule is generated once for both.
+class SharedLinkScan final : public RoundSource {
+ public:
+  SharedLinkScan(RoundSource& inner, SharedLinkFinder& finder) : inner_(inner), finder_(finder) {}
+  int ranks() const override { return inner_.ranks(); }
+  int chunks() const override { return inner_.chunks(); }
+  const alg::Round* next() override {
+    const alg::Round* r = inner_.next();
+    if (r) finder_.add(*r);
+    return r;
+  }
+
+ private:
+  RoundSource& inner_;
+  SharedLinkFinder& finder_;
+};
+
+}  // namespace
+
+namespace {
+
+// True when every link joins a GPU to its only neighbour vertex (a switch, or a star of
+// point-to-point links): a route then never passes through a GPU (it would enter and leave by
+// the same neighbour), so a link out of GPU g carries only g's sends and a link into g only its
+// receives, and no link can be shared the way find_shared_link looks for. Saves the scan.
+bool links_are_ports(const topo::Topology& t) {
+  std::vector<int> neighbour(static_cast<std::size_t>(t.node_count()), -1);
+  for (int l = 0; l < t.link_count(); ++l) {
+    const topo::Link& link = t.link(l);
+    const bool from_gpu = t.node(link.from).kind == topo::NodeKind::gpu;
+    const bool to_gpu = t.node(link.to).kind == topo::NodeKind::gpu;
+    if (from_gpu == to_gpu) return false;
+    const int gpu = from_gpu ? link.from : link.to;
+    const int other = from_gpu ? link.to : link.from;
+    int& n = neighbour[static_cast<std::size_t>(gpu)];
+    if (n >= 0 && n != other) return false;
+    n = other;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<SharedLink> find_shared_link(const alg::Schedule& schedule, RouteCache& routes) {
+  SharedLinkFinder finder(routes);
+  for (std::size_t r = 0; r < schedule.rounds.size() && !finder.done(); ++r)
+    finder.add(schedule.rounds[r]);
+  return finder.found();
+}
+
+bool streams_rounds(const SimulationConfig& c) {
+  if (c.network != NetworkKind::alphabeta || c.trace_iteration || c.rounds == RoundFeed::materialized)
+    return false;
+  if (!c.adaptive_fallbacks.empty() && alg::find_algorithm(c.algorithm).straggler_aware) return false;
+  if (c.rounds == RoundFeed::streamed) return true;
+  const alg::AlgorithmInfo& info = alg::find_algorithm(c.algorithm);
+  return info.size && info.size(c.topology.gpu_count(), c.options).transfers > kStreamMinTransfers;
 }
 
 namespace {
@@ -99,7 +173,12 @@ SimulationResult run_simulation(const SimulationConfig& config) {
   }
   const int n = config.topology.gpu_count();
   const alg::AlgorithmInfo& info = alg::find_algorithm(config.algorithm);
-  const alg::Schedule schedule = alg::generate(config.algorithm, n, config.options);
+  // Streamed: `schedule` is the header only and each iteration generates the rounds again as
+  // the dataflow pass consumes them; otherwise they are materialized once.
+  const bool stream = streams_rounds(config);
+  alg::GeneratedRounds generated = alg::generate_rounds(config.algorithm, n, config.options);
+  alg::Schedule schedule = std::move(generated.header);
+  if (!stream) alg::append_rounds(schedule, std::move(generated.stream));
   if (config.late_count && schedule.straggler &&
       *config.late_count != std::max<int>(1, static_cast<int>(schedule.late.size()))) {
     throw InputError("prediction k=" + std::to_string(*config.late_count) + " but " + info.name +
@@ -144,10 +223,13 @@ SimulationResult run_simulation(const SimulationConfig& config) {
   out.rounds = schedule.rounds.size();
   out.transfers = schedule.transfer_count();
   out.straggler_aware = schedule.straggler.has_value();
-  if (config.network == NetworkKind::alphabeta) {
-    RouteCache routes(config.topology);
-    out.shared_link = find_shared_link(schedule, routes);
+  RouteCache scan_routes(config.topology);
+  SharedLinkFinder shared(stream ? executor.routes() : scan_routes);
+  const bool scan = config.network == NetworkKind::alphabeta && !links_are_ports(config.topology);
+  if (scan && !stream) {
+    out.shared_link = find_shared_link(schedule, scan_routes);
   }
+  bool first_run = true;
   out.link_bytes.assign(static_cast<std::size_t>(config.topology.link_count()), 0.0);
   out.link_utilization.assign(out.link_bytes.size(), 0.0);
   double sum_completion = 0, sum_after = 0;
@@ -226,7 +308,31 @@ SimulationResult run_simulation(const SimulationConfig& config) {
         options.trace = writer.get();
         options.record_timeline = config.trace_out == nullptr;
       }
-      IterationResult r = run_on->run(a.arrival, options);
+      IterationResult r;
+      if (stream) {
+        // The first iteration takes the stream generated above (and finds the shared link on
+        // the way); later ones generate the rounds again.
+        StreamRounds rounds(schedule, first_run ? std::move(generated.stream)
+                                                : alg::generate_rounds(config.algorithm, n,
+                                                                       config.options)
+                                                      .stream);
+        if (first_run && scan) {
+          SharedLinkScan scanned(rounds, shared);
+          r = executor.run(scanned, a.arrival, options);
+          out.rounds = rounds.rounds_seen();
+          out.transfers = rounds.transfers_seen();
+          out.shared_link = shared.found();
+        } else if (first_run) {
+          r = executor.run(rounds, a.arrival, options);
+          out.rounds = rounds.rounds_seen();
+          out.transfers = rounds.transfers_seen();
+        } else {
+          r = executor.run(rounds, a.arrival, options);
+        }
+      } else {
+        r = run_on->run(a.arrival, options);
+      }
+      first_run = false;
       if (writer) writer->finish(r);
       if (!std::isfinite(r.completion.value) ||
           !std::isfinite(sum_completion + r.completion.value)) {

@@ -13,7 +13,8 @@
 //   c.seed = 42;
 //   SimulationResult r = run_simulation(c);   // r.mean_after_last_arrival, r.busbw, ...
 //
-// The schedule is generated once (alg::generate with c.options) and reused by every iteration.
+// The schedule is generated once (alg::generate with c.options) and reused by every iteration,
+// or, for large schedules under the alpha-beta model, streamed (RoundFeed below).
 // Iteration i draws its arrivals from DelayGenerator(c.delays, ranks, c.seed, c.policy)
 // (sim/delays.hpp). For a straggler-aware schedule (schedule.straggler set) the rank predicted
 // by the policy plays the schedule's straggler (straggler_rank_map): when the prediction is
@@ -36,6 +37,19 @@
 #include "topologies/topology.hpp"
 
 namespace ssim::sim {
+
+// How run_simulation feeds the schedule to the executor: materialized once and reused by every
+// iteration, or streamed (alg::generate_rounds: generated again per iteration, one round at a
+// time, so memory is O(ranks + one round + routes) whatever the transfer count). Results are
+// identical; streaming needs the alpha-beta dataflow pass and no trace and no adaptive choice.
+enum class RoundFeed : std::uint8_t {
+  automatic,     // streamed when allowed and the schedule has more than kStreamMinTransfers
+  materialized,  // always materialized
+  streamed,      // streamed whenever allowed
+};
+// Below this many transfers (by the registry's size bound) a materialized schedule (at most
+// ~40 MiB) is cheaper than generating the rounds again every iteration.
+inline constexpr double kStreamMinTransfers = 1 << 20;
 
 struct SimulationConfig {
   topo::Topology topology;  // its GPU count is the rank count
@@ -76,7 +90,11 @@ struct SimulationConfig {
   // Keep every iteration's per-rank arrival and finish times in the summaries (memory grows
   // with iterations x ranks, so off by default).
   bool per_rank_times = false;
+  RoundFeed rounds = RoundFeed::automatic;
 };
+
+// Whether run_simulation streams the rounds for `config` (see RoundFeed).
+bool streams_rounds(const SimulationConfig& config);
 
 struct IterationSummary {
   int iteration = 0;

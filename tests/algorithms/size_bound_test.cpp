@@ -2,6 +2,10 @@
 // memory must hold for what generate() returns, and be tight enough to not refuse what fits.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
+#include <utility>
+
 #include "algorithms/registry.hpp"
 
 namespace ssim::alg {
@@ -15,6 +19,14 @@ void check(const AlgorithmInfo& info, int n, const Options& o) {
   EXPECT_LE(static_cast<double>(s.rounds.size()), b.rounds) << where;
   const double transfers = static_cast<double>(s.transfer_count());
   EXPECT_LE(transfers, b.transfers) << where;
+  std::size_t largest = 0;
+  std::set<std::pair<int, int>> pairs;
+  for (const Round& r : s.rounds) {
+    largest = std::max(largest, r.transfers.size());
+    for (const Transfer& t : r.transfers) pairs.insert({t.src, t.dst});
+  }
+  EXPECT_LE(static_cast<double>(largest), b.largest_round) << where;
+  EXPECT_LE(static_cast<double>(pairs.size()), b.pairs) << where;
   // Not wildly pessimistic: the refusal message quotes this figure.
   EXPECT_LE(b.transfers, 8 * transfers + 64) << where;
 }

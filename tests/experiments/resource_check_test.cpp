@@ -29,11 +29,29 @@ TEST(ResourceCheck, TimeNoteOnlyForLongSimulations) {
 }
 
 TEST(ResourceCheck, SimulationMemoryGrowsWithTransfersAndIsChecked) {
-  const sim::SimulationConfig c = ring_on_switch(1024, sim::NetworkKind::alphabeta, 10);
+  // The flow model materializes the schedule: memory per transfer.
+  const sim::SimulationConfig c = ring_on_switch(1024, sim::NetworkKind::flow, 10);
+  ASSERT_FALSE(sim::streams_rounds(c));
   const double transfers = 2.0 * 1024 * 1023;
   EXPECT_GE(simulation_bytes(c), transfers * (kScheduleBytesPerTransfer + kExecutorBytesPerTransfer));
   EXPECT_THROW(check_simulation_memory(MemoryBudget::of(1 << 20, "test"), c), ResourceError);
   EXPECT_NO_THROW(check_simulation_memory(MemoryBudget::of(std::uint64_t{1} << 30, "test"), c));
+}
+
+TEST(ResourceCheck, StreamedSimulationsNeedMemoryForRanksNotTransfers) {
+  // ring at 65536 ranks: 8.6e9 transfers, which materialized would need ~600 GiB; streamed, the
+  // per-rank state, one round and 65536 routes.
+  const sim::SimulationConfig c = ring_on_switch(65536, sim::NetworkKind::alphabeta, 1);
+  ASSERT_TRUE(sim::streams_rounds(c));
+  EXPECT_GE(simulation_bytes(c), 65536.0 * kStreamBytesPerRank);
+  EXPECT_LE(simulation_bytes(c), 256.0 * (1 << 20));
+  EXPECT_NO_THROW(check_simulation_memory(MemoryBudget::of(std::uint64_t{1} << 30, "test"), c));
+  EXPECT_THROW(check_simulation_memory(MemoryBudget::of(std::uint64_t{1} << 24, "test"), c),
+               ResourceError);
+  // The same run traced materializes every transfer.
+  sim::SimulationConfig traced = c;
+  traced.trace_iteration = 0;
+  EXPECT_GE(simulation_bytes(traced), 8.6e9 * kScheduleBytesPerTransfer);
 }
 
 }  // namespace
