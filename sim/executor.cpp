@@ -190,9 +190,14 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
     }
     round_offset_.push_back(total);
     round_of_.resize(total);
-    send_next_.assign(total, -1);
-    recv_next_.assign(total, -1);
-    port_preds_.assign(total, 0);
+    // Port order matters only to a model that serializes ports (alphabeta); the flow model
+    // shares bandwidth instead, and these arrays would cost 9 bytes per transfer.
+    serial_ = network.kind == NetworkKind::alphabeta;
+    if (serial_) {
+      send_next_.assign(total, -1);
+      recv_next_.assign(total, -1);
+      port_preds_.assign(total, 0);
+    }
     rank_begin_.assign(static_cast<std::size_t>(n) + 1, 0);
 
     std::vector<std::int32_t> last_send(static_cast<std::size_t>(n)),
@@ -210,26 +215,40 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
           }
           ++rank_begin_[static_cast<std::size_t>(r) + 1];
         }
-        std::int32_t& ps = last_send[t.src];
-        std::int32_t& pr = last_recv[t.dst];
-        if (ps >= 0) send_next_[ps] = static_cast<std::int32_t>(id), ++port_preds_[id];
-        if (pr >= 0) recv_next_[pr] = static_cast<std::int32_t>(id), ++port_preds_[id];
-        ps = pr = static_cast<std::int32_t>(id);
+        if (serial_) {
+          std::int32_t& ps = last_send[t.src];
+          std::int32_t& pr = last_recv[t.dst];
+          if (ps >= 0) send_next_[ps] = static_cast<std::int32_t>(id), ++port_preds_[id];
+          if (pr >= 0) recv_next_[pr] = static_cast<std::int32_t>(id), ++port_preds_[id];
+          ps = pr = static_cast<std::int32_t>(id);
+        }
         ++id;
       }
     }
     for (int r = 0; r < n; ++r) rank_begin_[static_cast<std::size_t>(r) + 1] += rank_begin_[r];
+    SSIM_CHECK(total < kGroupEnd, "schedule too large for the event engine (2^31 transfers)");
+    // rank_items_ marks the last transfer of each (rank, round) group, so entering a round
+    // needs no look-up of the rounds of the rank's next transfers.
     rank_items_.resize(rank_begin_.back());
     std::vector<std::uint32_t> fill(rank_begin_.begin(), rank_begin_.end() - 1);
+    std::fill(stamp.begin(), stamp.end(), 0);  // now: 1 + the round of the rank's last item
     id = 0;
-    for (const alg::Round& round : s.rounds) {
-      for (const alg::Transfer& t : round.transfers) {
-        rank_items_[fill[t.src]++] = id;
-        rank_items_[fill[t.dst]++] = id;
+    for (std::size_t k = 0; k < s.rounds.size(); ++k) {
+      for (const alg::Transfer& t : s.rounds[k].transfers) {
+        for (int r : {t.src, t.dst}) {
+          std::uint32_t& at = fill[r];
+          if (stamp[r] != 0 && stamp[r] != k + 1) rank_items_[at - 1] |= kGroupEnd;
+          stamp[r] = static_cast<std::uint32_t>(k + 1);
+          rank_items_[at++] = id;
+        }
         ++id;
       }
     }
-    network_model_ = make_network(network.kind, engine_, *this, routes_);
+    for (int r = 0; r < n; ++r) {
+      if (rank_begin_[r + 1] > rank_begin_[r]) rank_items_[rank_begin_[r + 1] - 1] |= kGroupEnd;
+    }
+    network_model_ = make_network(network.kind, engine_, *this, routes_, network.reference_flow);
+    SSIM_CHECK(network_model_->serializes_ports() == serial_, "port model mismatch");
   }
 
   IterationResult run(std::span<const Seconds> arrival, const RunOptions& options) {
@@ -239,10 +258,9 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
     map_ = options.rank_map.empty() ? nullptr : options.rank_map.data();
     engine_.reset();
     network_model_->reset();
-    const bool serial = network_model_->serializes_ports();
     wait_.resize(total);
     for (std::size_t t = 0; t < total; ++t)
-      wait_[t] = static_cast<std::uint8_t>(2 + (serial ? port_preds_[t] : 0));
+      wait_[t] = static_cast<std::uint8_t>(2 + (serial_ ? port_preds_[t] : 0));
     cursor_.assign(rank_begin_.begin(), rank_begin_.end() - 1);
     group_end_.assign(static_cast<std::size_t>(n), 0);
     remaining_.assign(static_cast<std::size_t>(n), 0);
@@ -296,7 +314,7 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
   }
 
   void transfer_done(std::uint32_t t, Seconds now) override {
-    if (network_model_->serializes_ports()) {
+    if (serial_) {
       for (std::int32_t next : {send_next_[t], recv_next_[t]}) {
         if (next >= 0 && --wait_[next] == 0) launch(static_cast<std::uint32_t>(next));
       }
@@ -315,6 +333,7 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
 
  private:
   static constexpr std::uint64_t kReduce = std::uint64_t{1} << 63;
+  static constexpr std::uint32_t kGroupEnd = std::uint32_t{1} << 31;  // in rank_items_
 
   const alg::Transfer& transfer(std::uint32_t t) const {
     const std::size_t k = static_cast<std::size_t>(round_of_[t]);
@@ -330,13 +349,13 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
       finish_[r] = engine_.now().value;
       return;
     }
-    const std::int32_t k = round_of_[rank_items_[p]];
-    std::uint32_t q = p + 1;
-    while (q < end && round_of_[rank_items_[q]] == k) ++q;
+    std::uint32_t q = p;
+    while ((rank_items_[q] & kGroupEnd) == 0) ++q;
+    ++q;
     group_end_[r] = q;
     remaining_[r] = q - p;
     for (std::uint32_t i = p; i < q; ++i) {
-      const std::uint32_t t = rank_items_[i];
+      const std::uint32_t t = rank_items_[i] & ~kGroupEnd;
       if (timeline_) {
         (static_cast<std::uint32_t>(transfer(t).src) == r ? timeline_[t].src_ready
                                                           : timeline_[t].dst_ready) = engine_.now();
@@ -373,11 +392,12 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
   // Structure of the schedule; transfers are numbered in schedule order.
   std::vector<std::uint32_t> round_offset_;  // first transfer id of each round, then the total
   std::vector<std::int32_t> round_of_;
+  bool serial_ = false;                    // the model serializes ports: the next three are set
   std::vector<std::int32_t> send_next_;    // the next transfer at the same send port this round
   std::vector<std::int32_t> recv_next_;    // ... at the same receive port
   std::vector<std::uint8_t> port_preds_;   // how many of those point here (0..2)
   std::vector<std::uint32_t> rank_begin_;  // CSR: rank r's transfers (as sender or receiver)
-  std::vector<std::uint32_t> rank_items_;
+  std::vector<std::uint32_t> rank_items_;  // transfer ids, kGroupEnd on a round's last one
 
   // Per run.
   const int* map_ = nullptr;
