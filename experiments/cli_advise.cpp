@@ -36,6 +36,7 @@ struct AdviseArgs {
   long long seed = 1;
   int jobs = 0;
   std::string max_memory;
+  int threads = 0;  // 0: every core (used only with --jobs 1)
 };
 
 std::string yaml_quoted(const std::string& s) {
@@ -158,7 +159,7 @@ void run_advise(const AdviseArgs& a) {
   const Experiment e = load_experiment(reader);
   check_experiment_memory(MemoryBudget::from_flag(a.max_memory), e, a.jobs);
   if (const std::string note = experiment_time_note(e, a.jobs); !note.empty()) std::cerr << "stragglesim: note: " << note << "\n";
-  const ExperimentRuns runs = run_experiment_in_memory(e, a.jobs);
+  const ExperimentRuns runs = run_experiment_in_memory(e, a.jobs, a.threads);
   if (const std::string w = shared_link_warning(e, runs.summaries); !w.empty())
     std::cerr << "stragglesim: warning: " << w << "\n";
   const std::vector<sim::SimulationResult>& r = runs.runs.front();
@@ -264,6 +265,7 @@ void add_advise_command(CLI::App& app) {
   cmd->add_option("-j,--jobs", a->jobs, "Parallel runs (default: hardware concurrency)")
       ->check(CLI::Range(1, 1024));
   add_max_memory_option(*cmd, a->max_memory);
+  add_threads_option(*cmd, a->threads, "; used only with --jobs 1, else each run gets one");
   cmd->callback([a] { run_advise(*a); });
 }
 

@@ -1,5 +1,6 @@
 // Helpers shared by the subcommands: flag checks, the --max-memory option and the warning
 // when the alpha-beta model ignores shared links.
+#include <cerrno>
 #include <cstdlib>
 #include <string>
 
@@ -68,6 +69,23 @@ std::string shared_link_warning(const Experiment& e,
   if (count == 0) return "";
   return std::to_string(count) + " of " + std::to_string(e.run_count()) +
          " runs share links (alphabeta_shared_link in results); the first, " + first;
+}
+
+void add_threads_option(CLI::App& cmd, int& threads, const std::string& extra) {
+  cmd.add_option("--threads", threads,
+                 "Threads of the alpha-beta dataflow pass within a simulation (default: every "
+                 "core; results are identical for any count)" +
+                     extra)
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            char* end = nullptr;
+            errno = 0;
+            const long v = std::strtol(text.c_str(), &end, 10);
+            if (end == text.c_str() || *end != '\0' || errno != 0 || v < 1 || v > 1024)
+              return "must be a whole number from 1 to 1024, got '" + text + "'";
+            return "";
+          },
+          "INT in [1, 1024]"));
 }
 
 CLI::Validator non_negative_number() { return sign_check(true); }

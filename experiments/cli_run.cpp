@@ -34,6 +34,7 @@ struct RunArgs {
   std::string shard;    // "I/N"
   bool resume = false;
   std::string max_memory;
+  int threads = 0;  // 0: every core (used only with --jobs 1)
 };
 
 struct MergeArgs {
@@ -153,6 +154,7 @@ void run_run(const RunArgs& a) {
   if (const std::string note = experiment_time_note(e, a.jobs); !note.empty()) std::cerr << "stragglesim: note: " << note << "\n";
   RunnerOptions o;
   o.jobs = a.jobs;
+  o.threads = a.threads;
   o.progress = a.quiet ? Progress::none : Progress::automatic;
   o.resume = a.resume;
   if (!a.shard.empty()) o.shard = parse_shard(a.shard);
@@ -305,6 +307,7 @@ void add_run_command(CLI::App& app) {
                 "Re-use the runs in DIR/journal.jsonl of an interrupted run of the same experiment and "
                 "run only the missing ones");
   add_max_memory_option(*cmd, args->max_memory);
+  add_threads_option(*cmd, args->threads, "; used only with --jobs 1, else each run gets one");
   cmd->callback([args] { run_run(*args); });
 }
 

@@ -88,6 +88,13 @@ struct RunOptions {
   bool record_timeline = false;
   // alphabeta only: evaluate with the event engine instead of the dataflow pass (same result).
   bool use_event_engine = false;
+  // Threads of the dataflow pass (>= 1): rounds of at least `parallel_round` transfers in
+  // which no port serves two transfers are split over them; the result is the same bit for bit
+  // for any count. Not used by the event engine or with record_timeline. Below about 4096
+  // transfers a round's two fork-join steps cost more than they save (bench/sim_bench.cpp,
+  // BM_AlphabetaThreads); tests lower the threshold to exercise the parallel path.
+  int threads = 1;
+  std::size_t parallel_round = 4096;
 };
 
 // The permutation that lets `predicted` play the straggler the schedule was built for: swaps

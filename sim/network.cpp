@@ -49,6 +49,15 @@ std::uint32_t RouteCache::find_slow(int src, int dst) {
   return it->second;
 }
 
+std::uint32_t RouteCache::find_cached(int src, int dst) const {
+  const std::size_t s = static_cast<std::size_t>(src);
+  if (last_dst_[s] == dst) return last_index_[s];
+  const std::uint64_t n = static_cast<std::uint64_t>(topology_->gpu_count());
+  const auto it =
+      index_.find(static_cast<std::uint64_t>(src) * n + static_cast<std::uint64_t>(dst));
+  return it == index_.end() ? missing : it->second;
+}
+
 namespace {
 
 // Every transfer finishes latency + bytes / bandwidth after it starts; nothing is shared.

@@ -78,6 +78,10 @@ class RouteCache {
     if (last_dst_[s] == dst) return last_index_[s];
     return find_slow(src, dst);
   }
+  // The route src -> dst if it is already cached, else `missing`. Changes nothing, so several
+  // threads may call it at once (while no thread calls find).
+  static constexpr std::uint32_t missing = ~std::uint32_t{0};
+  std::uint32_t find_cached(int src, int dst) const;
   const CachedRoute& route(std::uint32_t index) const { return routes_[index]; }
   std::span<const int> links(const CachedRoute& r) const {
     return {links_.data() + r.first_link, r.link_count};

@@ -120,6 +120,7 @@ SimulationResult run_simulation(const SimulationConfig& config) {
     const int count = std::min(kArrivalBlock, config.iterations - first);
     for (const IterationArrivals& a : delays.iterations(first, count)) {
       RunOptions options;
+      options.threads = config.threads;
       if (schedule.straggler)
         options.rank_map = straggler_rank_map(schedule, a.predicted_straggler);
       const bool traced = config.trace_iteration == a.iteration;

@@ -63,6 +63,9 @@ struct SimulationConfig {
   // Keep every iteration's per-rank arrival and finish times in the summaries (memory grows
   // with iterations x ranks, so off by default).
   bool per_rank_times = false;
+  // Threads of the alpha-beta dataflow pass (RunOptions::threads; >= 1). An execution setting:
+  // the results are the same for any value.
+  int threads = 1;
 };
 
 struct IterationSummary {
