@@ -90,11 +90,12 @@ struct RunOptions {
   bool use_event_engine = false;
   // Threads of the dataflow pass (>= 1): rounds of at least `parallel_round` transfers in
   // which no port serves two transfers are split over them; the result is the same bit for bit
-  // for any count. Not used by the event engine or with record_timeline. Below about 4096
-  // transfers a round's two fork-join steps cost more than they save (bench/sim_bench.cpp,
-  // BM_AlphabetaThreads); tests lower the threshold to exercise the parallel path.
+  // for any count. Not used by the event engine or with record_timeline. A parallel round costs
+  // two fork-join steps (microseconds idle, far more on a loaded machine where a woken worker
+  // waits for a core); on the 2-core machine of bench/flow_bench.cpp they paid at 16384
+  // transfers per round and lost at 4096 (README "Flow model and threads"). Tests lower it.
   int threads = 1;
-  std::size_t parallel_round = 4096;
+  std::size_t parallel_round = 16384;
 };
 
 // The permutation that lets `predicted` play the straggler the schedule was built for: swaps

@@ -27,20 +27,21 @@ TEST(CliThreads, BadValuesAreUsageErrors) {
   }
 }
 
-// rhd on 4096 ranks: 24 rounds of 4096 transfers, each at the default threshold of the parallel
-// pass, with stragglers and a gamma; the JSON (per-rank times included) is the same text.
+// rhd on 16384 ranks: 28 rounds of 16384 transfers, each at the default threshold of the
+// parallel pass, with stragglers and a gamma; the JSON (per-rank times included) is the same text.
 TEST(CliThreads, SimulateOutputIdenticalForAnyThreadCount) {
   const std::string path = (std::filesystem::temp_directory_path() /
                             ("ssim_threads_" + std::to_string(::getpid()) + ".yaml"))
                                .string();
-  std::ofstream(path) << "topology: {kind: switch, ranks: 4096, bandwidth: 450GB/s, latency: 3us}\n"
-                         "network: {model: alphabeta, gamma: 0.01ns/B}\n"
-                         "collective: {algorithm: rhd, size: 64MiB}\n"
-                         "delays:\n"
-                         "  base: {distribution: exponential, mean: 20us}\n"
-                         "  persistent: [{rank: 17, delay: 1ms}]\n"
-                         "iterations: 2\n"
-                         "seed: 4\n";
+  std::ofstream(path)
+      << "topology: {kind: switch, ranks: 16384, bandwidth: 450GB/s, latency: 3us}\n"
+         "network: {model: alphabeta, gamma: 0.01ns/B}\n"
+         "collective: {algorithm: rhd, size: 64MiB}\n"
+         "delays:\n"
+         "  base: {distribution: exponential, mean: 20us}\n"
+         "  persistent: [{rank: 17, delay: 1ms}]\n"
+         "iterations: 1\n"
+         "seed: 4\n";
   const CommandResult one = run_cli("simulate " + path + " --json --per-rank --threads 1");
   ASSERT_EQ(one.rc, 0) << one.err;
   for (const char* threads : {"2", "3", "8"}) {

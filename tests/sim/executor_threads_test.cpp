@@ -67,8 +67,8 @@ TEST(ExecutorThreads, ResultsIdenticalForAnyThreadCount) {
   EXPECT_GE(parallel_cases, 100);
 }
 
-// A streamed source and a round size at the default threshold: ring on 4096 ranks would be
-// 33 M transfers, so a round of 4096 independent transfers repeated stands in for it.
+// A streamed source and a round size at the default threshold (16384 transfers): a round of
+// independent transfers, repeated.
 class RepeatedRound final : public RoundSource {
  public:
   RepeatedRound(int n, int rounds) : n_(n), left_(rounds) {  // n a power of two
@@ -86,7 +86,7 @@ class RepeatedRound final : public RoundSource {
 };
 
 TEST(ExecutorThreads, DefaultThresholdOnALargeRound) {
-  const int n = 4096;
+  const int n = 16384;
   const topo::Topology t = testing::switch_of(n, 450e9, 3e-6);
   std::mt19937_64 rng(5);
   const std::vector<Seconds> arrival = testing::at(testing::random_arrivals(rng, n, 100, 1e-6));
