@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Simulator speed acceptance cases: one process per case under /usr/bin/time -v, printing the
 # simulation time (Google Benchmark, one iteration), transfers per second, the whole process's
-# wall time (schedule generation and setup included) and its peak RSS.
+# wall and CPU time (schedule generation and setup included) and its peak RSS.
 #
 #   bench/sim_speed.sh                 # configures and builds build-bench/ (Release, benchmarks on)
 #   bench/sim_speed.sh build-sim       # or an existing build dir configured with benchmarks on
@@ -11,7 +11,7 @@ build=${1:-$root/build-bench}
 case $build in /*) ;; *) build=$root/$build ;; esac
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRAGGLESIM_GPU=OFF \
   -DSTRAGGLESIM_BUILD_BENCHMARKS=ON >/dev/null
-ninja -C "$build" sim_bench >/dev/null
+ninja -C "$build" sim_bench flow_bench >/dev/null
 bench=$build/bench/sim_bench
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -23,8 +23,18 @@ cases=(
   "BM_AlphabetaRingStream/16384|60|0"
   "BM_Flow/direct/1024|5|0"
 )
-printf '%-30s %12s %14s %12s %10s  %s\n' case sim_s transfers/s process_s rss_MiB targets
-for c in "${cases[@]}"; do
+# flow_bench (flow model on a ring topology, threaded dataflow pass); targets from issue 11.
+flow_cases=(
+  "BM_FlowRingTopology/rhd/1024|1.2|0"
+  "BM_FlowRingTopology/ring/4096|3|0"
+  "BM_AlphabetaThreads/rhd/16384/1/real_time|60|0"
+  "BM_AlphabetaThreads/rhd/16384/2/real_time|60|0"
+  "BM_AlphabetaThreads/ring/4096/1/real_time|60|0"
+  "BM_AlphabetaThreads/ring/4096/2/real_time|60|0"
+)
+printf '%-42s %12s %14s %12s %12s %10s  %s\n' case sim_s transfers/s process_s cpu_s rss_MiB targets
+measure() {
+  local bench=$1 c=$2
   IFS='|' read -r name t_max rss_max <<<"$c"
   /usr/bin/time -v -o "$tmp/time" "$bench" --benchmark_filter="^${name}\$" --benchmark_min_time=0 \
     --benchmark_format=json >"$tmp/out.json" 2>/dev/null
@@ -43,6 +53,10 @@ for part in wall.split(":"):
     secs = secs * 60 + float(part)
 target = f"sim <= {t_max:g} s" + (f", rss <= {rss_max:g} MiB" if rss_max else "")
 ok = sim_s <= t_max and (not rss_max or rss <= rss_max)
-print(f"{name:<30} {sim_s:12.3f} {rate/1e6:12.1f} M {secs:12.2f} {rss:10.0f}  {target}: {'ok' if ok else 'MISSED'}")
+cpu = float(re.search(r"User time \(seconds\): ([\d.]+)", text).group(1)) + \
+      float(re.search(r"System time \(seconds\): ([\d.]+)", text).group(1))
+print(f"{name:<42} {sim_s:12.3f} {rate/1e6:12.1f} M {secs:12.2f} {cpu:12.2f} {rss:10.0f}  {target}: {'ok' if ok else 'MISSED'}")
 EOF
-done
+}
+for c in "${cases[@]}"; do measure "$bench" "$c"; done
+for c in "${flow_cases[@]}"; do measure "$build/bench/flow_bench" "$c"; done

@@ -39,6 +39,7 @@ struct AdviseArgs {
   std::string trace;  // FILE: the recommended algorithm's trace
   int trace_iteration = 0;
   int trace_links = -1;
+  int threads = 0;  // 0: every core (used only with --jobs 1)
 };
 
 std::string yaml_quoted(const std::string& s) {
@@ -161,7 +162,7 @@ void run_advise(const AdviseArgs& a) {
   const Experiment e = load_experiment(reader);
   check_experiment_memory(MemoryBudget::from_flag(a.max_memory), e, a.jobs);
   if (const std::string note = experiment_time_note(e, a.jobs); !note.empty()) std::cerr << "stragglesim: note: " << note << "\n";
-  const ExperimentRuns runs = run_experiment_in_memory(e, a.jobs);
+  const ExperimentRuns runs = run_experiment_in_memory(e, a.jobs, a.threads);
   if (const std::string w = shared_link_warning(e, runs.summaries); !w.empty())
     std::cerr << "stragglesim: warning: " << w << "\n";
   const std::vector<sim::SimulationResult>& r = runs.runs.front();
@@ -287,6 +288,7 @@ void add_advise_command(CLI::App& app) {
   add_trace_links_option(*cmd, a->trace_links);
   cmd->get_option("--trace-links")->needs(trace);
   add_max_memory_option(*cmd, a->max_memory);
+  add_threads_option(*cmd, a->threads, "; used only with --jobs 1, else each run gets one");
   cmd->callback([a] { run_advise(*a); });
 }
 

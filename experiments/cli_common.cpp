@@ -1,5 +1,6 @@
 // Helpers shared by the subcommands: flag checks, the --max-memory option and the warning
 // when the alpha-beta model ignores shared links.
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -131,6 +132,23 @@ sim::SimulationResult write_trace(sim::SimulationConfig config, int iteration, i
   }
   out.commit();
   return r;
+}
+
+void add_threads_option(CLI::App& cmd, int& threads, const std::string& extra) {
+  cmd.add_option("--threads", threads,
+                 "Threads of the alpha-beta dataflow pass within a simulation (default: every "
+                 "core; results are identical for any count)" +
+                     extra)
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            char* end = nullptr;
+            errno = 0;
+            const long v = std::strtol(text.c_str(), &end, 10);
+            if (end == text.c_str() || *end != '\0' || errno != 0 || v < 1 || v > 1024)
+              return "must be a whole number from 1 to 1024, got '" + text + "'";
+            return "";
+          },
+          "INT in [1, 1024]"));
 }
 
 CLI::Validator non_negative_number() { return sign_check(true); }

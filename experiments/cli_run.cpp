@@ -37,6 +37,7 @@ struct RunArgs {
   std::string max_memory;
   std::string trace;     // POINT: trace one run instead of running the experiment
   int trace_links = -1;  // -1: every link that carries traffic
+  int threads = 0;  // 0: every core (used only with --jobs 1)
 };
 
 struct MergeArgs {
@@ -281,6 +282,7 @@ void run_run(const RunArgs& a) {
   if (const std::string note = experiment_time_note(e, a.jobs); !note.empty()) std::cerr << "stragglesim: note: " << note << "\n";
   RunnerOptions o;
   o.jobs = a.jobs;
+  o.threads = a.threads;
   o.progress = a.quiet ? Progress::none : Progress::automatic;
   o.resume = a.resume;
   if (!a.shard.empty()) o.shard = parse_shard(a.shard);
@@ -442,6 +444,7 @@ void add_run_command(CLI::App& app) {
   cmd->get_option("--trace-links")->needs(trace);
   for (const char* other : {"--dry-run", "--shard", "--resume", "--plot-format"}) trace->excludes(cmd->get_option(other));
   add_max_memory_option(*cmd, args->max_memory);
+  add_threads_option(*cmd, args->threads, "; used only with --jobs 1, else each run gets one");
   cmd->callback([args] { run_run(*args); });
 }
 

@@ -8,6 +8,7 @@
 #include "common/error.hpp"
 #include "experiments/cli_commands.hpp"
 #include "experiments/config.hpp"
+#include "experiments/experiment.hpp"
 #include "experiments/experiment_output.hpp"
 #include "experiments/resource_check.hpp"
 
@@ -24,6 +25,7 @@ struct SimulateArgs {
   int iterations = 0;  // 0: as configured
   long long seed = -1;  // -1: as configured
   std::string max_memory;
+  int threads = 0;  // 0: every core
 };
 
 std::string fixed(double v, int digits) {
@@ -142,6 +144,7 @@ void run_simulate(const SimulateArgs& a) {
   if (a.iterations > 0) c.iterations = a.iterations;
   c.per_rank_times = a.per_rank;
   if (a.seed >= 0) c.seed = static_cast<std::uint64_t>(a.seed);
+  c.threads = threads_per_run(1, a.threads);
   if (!a.trace.empty()) {
     if (a.trace_iteration >= c.iterations) {
       throw InputError("--trace-iteration " + std::to_string(a.trace_iteration) + " is past the last iteration (" +
@@ -194,6 +197,7 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--seed", args->seed, "Override the configured seed")
       ->check(non_negative_number());
   add_max_memory_option(*cmd, args->max_memory);
+  add_threads_option(*cmd, args->threads);
   cmd->callback([args] { run_simulate(*args); });
 }
 

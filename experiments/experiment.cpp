@@ -243,7 +243,7 @@ void run_all(const Experiment& e, int jobs, ProgressReporter& progress,
              std::vector<std::optional<sim::SimulationResult>>& slots, const std::vector<std::size_t>& todo,
              const std::function<void(std::size_t, const sim::SimulationResult&)>& on_run,
              const std::function<void(std::size_t, std::vector<sim::SimulationResult>&)>& deliver,
-             RunPeers* peers = nullptr) {
+             RunPeers* peers = nullptr, int run_threads = 1) {
   const std::size_t nalg = e.algorithms.size();
   const std::size_t total = todo.size();
   const std::size_t npoints = e.points.size();
@@ -290,7 +290,8 @@ void run_all(const Experiment& e, int jobs, ProgressReporter& progress,
         run = take();
         if (!run) return;
       }
-      const sim::SimulationConfig c = run_config(e, *run);
+      sim::SimulationConfig c = run_config(e, *run);
+      c.threads = run_threads;
       const auto start = Clock::now();
       try {
         sim::SimulationResult r = sim::run_simulation(c);
@@ -416,7 +417,11 @@ int resolve_jobs(int jobs) {
 
 }  // namespace
 
-ExperimentRuns run_experiment_in_memory(const Experiment& e, int jobs) {
+int threads_per_run(int jobs, int threads) {
+  return resolve_jobs(jobs) == 1 ? resolve_jobs(threads) : 1;
+}
+
+ExperimentRuns run_experiment_in_memory(const Experiment& e, int jobs, int threads) {
   std::vector<std::size_t> todo(e.run_count());
   for (std::size_t r = 0; r < todo.size(); ++r) todo[r] = r;
   ProgressReporter quiet(nullptr, Progress::none, e, todo);
@@ -429,7 +434,8 @@ ExperimentRuns run_experiment_in_memory(const Experiment& e, int jobs) {
             [&](std::size_t p, std::vector<sim::SimulationResult>& results) {
               out.summaries[p] = summarize_point(e, results);
               out.runs[p] = std::move(results);
-            });
+            },
+            nullptr, threads_per_run(jobs, threads));
   } catch (const RunFailed& f) {
     rethrow_as(f.error,
                "run " + std::to_string(f.run) + " (" + e.point_label(f.run / e.algorithms.size()) +
@@ -560,7 +566,7 @@ ExperimentResult run_experiment(const Experiment& e, const RunnerOptions& option
     const auto start = Clock::now();
     try {
       run_all(e, jobs, progress, slots, todo, on_run, [](std::size_t, std::vector<sim::SimulationResult>&) {},
-              options.peers);
+              options.peers, threads_per_run(jobs, options.threads));
     } catch (const RunFailed& f) {
       const std::size_t nalg = e.algorithms.size();
       rethrow_as(f.error, "run " + std::to_string(f.run) + " (" + e.point_label(f.run / nalg) + ", " +
@@ -578,7 +584,7 @@ ExperimentResult run_experiment(const Experiment& e, const RunnerOptions& option
   try {
     run_all(e, jobs, progress, slots, todo, on_run,
             [&](std::size_t p, std::vector<sim::SimulationResult>& results) { files.point(p, results); },
-            options.peers);
+            options.peers, threads_per_run(jobs, options.threads));
   } catch (const RunFailed& f) {
     const std::size_t nalg = e.algorithms.size();
     const std::string message = "run " + std::to_string(f.run) + " (" + e.point_label(f.run / nalg) + ", " +

@@ -162,6 +162,10 @@ sim::SimulationConfig run_config(const Experiment& e, std::size_t run);
 struct RunnerOptions {
   std::string output;  // overrides Experiment::output when not empty
   int jobs = 0;        // threads; 0: std::thread::hardware_concurrency()
+  // Threads inside each run (the alpha-beta dataflow pass, sim::RunOptions::threads), used only
+  // when the runs go one at a time (jobs resolves to 1): otherwise the runs already occupy the
+  // cores. 0: std::thread::hardware_concurrency().
+  int threads = 0;
   // Re-use the runs recorded in <output>/journal.jsonl (written by an interrupted run of the same
   // experiment) and run only the missing ones.
   bool resume = false;
@@ -197,7 +201,11 @@ struct ExperimentRuns {
   std::vector<std::vector<sim::SimulationResult>> runs;
   std::vector<std::vector<AlgorithmSummary>> summaries;
 };
-ExperimentRuns run_experiment_in_memory(const Experiment& e, int jobs);
+ExperimentRuns run_experiment_in_memory(const Experiment& e, int jobs, int threads = 1);
+
+// The threads each run gets (RunnerOptions::threads): `threads` (0: every core) when `jobs`
+// (0: every core) resolves to 1 run at a time, else 1.
+int threads_per_run(int jobs, int threads);
 
 // The runs `run` would do, one line each, with the resolved settings of each point.
 std::string dry_run_listing(const Experiment& e);

@@ -1,11 +1,13 @@
 #include "sim/executor.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <string>
 #include <unordered_map>
 
 #include "common/error.hpp"
+#include "sim/fork_join.hpp"
 
 namespace ssim::sim {
 
@@ -131,6 +133,42 @@ std::vector<int> late_rank_map(const alg::Schedule& schedule, std::span<const in
 // ---------------------------------------------------------------------------------------------
 // The dataflow pass. Per round, each touched rank's ports start free at the time it reached the
 // round; transfers are taken in schedule order, so a port's FIFO order is the schedule's.
+//
+// With threads, a round in which every rank sends at most once and receives at most once (ring,
+// rhd, trees, StragglAR, ...) is computed in parallel: there no port serves two transfers, so a
+// transfer starts at max(ready[src], ready[dst]) whatever the others do, and a rank's new ready
+// time is the max of its old one and its transfers' ends, which does not depend on the order
+// the maxima are taken in. The results are those of the sequential pass, bit for bit. Rounds
+// where a port serves several transfers, and rounds below RunOptions::parallel_round
+// transfers, run sequentially.
+
+namespace {
+
+// Per-round state of the parallel path: which transfer each rank sends and receives in the
+// current round, tagged with the round number so nothing is cleared between rounds.
+struct ParallelPass {
+  explicit ParallelPass(int threads, std::size_t ranks)
+      : team(threads), send_tag(ranks), recv_tag(ranks) {}
+  static std::uint64_t tag(std::uint32_t k, std::size_t j) {
+    return (std::uint64_t{k} << 32) | static_cast<std::uint64_t>(j);
+  }
+  static bool in_round(std::uint64_t tag, std::uint32_t k) { return (tag >> 32) == k; }
+
+  ForkJoin team;
+  std::vector<std::atomic<std::uint64_t>> send_tag, recv_tag;
+  std::vector<std::uint32_t> route_of;  // per transfer of the round: route, or missing
+  std::vector<double> end_of, reduced_of;
+  std::atomic<bool> shared_port{false};
+  std::atomic<bool> missing_route{false};
+};
+
+// The part of [0, size) that part `p` of `parts` takes: contiguous blocks.
+std::pair<std::size_t, std::size_t> block(std::size_t size, int p, int parts) {
+  const std::size_t P = static_cast<std::size_t>(parts), q = static_cast<std::size_t>(p);
+  return {size * q / P, size * (q + 1) / P};
+}
+
+}  // namespace
 
 IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPerByte gamma,
                               Bytes bytes, std::span<const Seconds> arrival,
@@ -139,10 +177,13 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
   const int chunks = rounds.chunks();
   SSIM_CHECK(n == routes.topology().gpu_count(), "schedule and topology rank counts differ");
   SSIM_CHECK(chunks > 0, "schedule without chunks");
+  SSIM_CHECK(options.threads >= 1, "threads must be >= 1");
   check_inputs(n, arrival, options);
   const int* map = options.rank_map.empty() ? nullptr : options.rank_map.data();
   const ChunkSizes sizes(bytes.value, chunks);
   const double g = gamma.value;
+  // A recorded timeline is for small traced runs: always sequential.
+  const int threads = options.record_timeline ? 1 : options.threads;
 
   const std::size_t un = static_cast<std::size_t>(n);
   std::vector<double> ready(un), send_free(un), recv_free(un), done(un);
@@ -151,17 +192,16 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
   touched.reserve(un);
   for (std::size_t r = 0; r < un; ++r) ready[r] = arrival[r].value;
   std::vector<std::uint64_t> route_bytes(routes.size(), 0);
+  std::unique_ptr<ParallelPass> par;  // built at the first round large enough
 
   IterationResult result;
   result.ranks = n;
   result.bytes = bytes.value;
-  std::uint64_t transfers = 0;
-  std::uint32_t k = 0;
-  while (const alg::Round* round = rounds.next()) {
-    ++k;
+
+  auto sequential_round = [&](const alg::Round& round, std::uint32_t k) {
     touched.clear();
     std::int32_t index = 0;
-    for (const alg::Transfer& t : round->transfers) {
+    for (const alg::Transfer& t : round.transfers) {
       check_transfer(t, n, chunks);
       const int s = map ? map[t.src] : t.src;
       const int d = map ? map[t.dst] : t.dst;
@@ -206,8 +246,94 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
       }
       ++index;
     }
-    transfers += round->transfers.size();
     for (int r : touched) ready[r] = done[r];
+  };
+
+  // One transfer's end and reduced time when its ports serve nothing else this round.
+  auto alone = [&](const alg::Transfer& t, int s, int d, std::uint32_t ri, double& end,
+                   double& reduced) {
+    const double md = static_cast<double>(sizes.of(t));
+    end = std::max(ready[s], ready[d]) + alphabeta_time(routes.route(ri), md);
+    reduced = t.op == alg::Op::reduce ? end + g * md : end;
+  };
+
+  // True when the round ran in parallel; false when a port serves several transfers (nothing
+  // was changed then, the caller runs the round sequentially).
+  auto run_parallel = [&](const alg::Round& round, std::uint32_t k) {
+    ParallelPass& p = *par;
+    const std::size_t size = round.transfers.size();
+    p.route_of.resize(size);
+    p.end_of.resize(size);
+    p.reduced_of.resize(size);
+    p.shared_port.store(false, std::memory_order_relaxed);
+    p.missing_route.store(false, std::memory_order_relaxed);
+    p.team.run([&](int part, int parts) {
+      const auto [b, e] = block(size, part, parts);
+      bool shared = false, missing = false;
+      for (std::size_t j = b; j < e; ++j) {
+        const alg::Transfer& t = round.transfers[j];
+        check_transfer(t, n, chunks);
+        const int s = map ? map[t.src] : t.src;
+        const int d = map ? map[t.dst] : t.dst;
+        const std::uint64_t tag = ParallelPass::tag(k, j);
+        shared |= ParallelPass::in_round(p.send_tag[s].exchange(tag, std::memory_order_relaxed), k);
+        shared |= ParallelPass::in_round(p.recv_tag[d].exchange(tag, std::memory_order_relaxed), k);
+        const std::uint32_t ri = routes.find_cached(s, d);
+        p.route_of[j] = ri;
+        if (ri == RouteCache::missing) {
+          missing = true;
+          continue;
+        }
+        alone(t, s, d, ri, p.end_of[j], p.reduced_of[j]);
+      }
+      if (shared) p.shared_port.store(true, std::memory_order_relaxed);
+      if (missing) p.missing_route.store(true, std::memory_order_relaxed);
+    });
+    if (p.shared_port.load(std::memory_order_relaxed)) return false;
+    if (p.missing_route.load(std::memory_order_relaxed)) {  // new pairs: routed here, once each
+      for (std::size_t j = 0; j < size; ++j) {
+        if (p.route_of[j] != RouteCache::missing) continue;
+        const alg::Transfer& t = round.transfers[j];
+        const int s = map ? map[t.src] : t.src;
+        const int d = map ? map[t.dst] : t.dst;
+        p.route_of[j] = routes.find(s, d);
+        alone(t, s, d, p.route_of[j], p.end_of[j], p.reduced_of[j]);
+      }
+    }
+    if (route_bytes.size() < routes.size()) route_bytes.resize(routes.size(), 0);
+    // Each rank's new ready time is written by one transfer: the one it sends, else the one
+    // it receives. A route appears once per round (its sender sends once).
+    p.team.run([&](int part, int parts) {
+      const auto [b, e] = block(size, part, parts);
+      for (std::size_t j = b; j < e; ++j) {
+        const alg::Transfer& t = round.transfers[j];
+        const int s = map ? map[t.src] : t.src;
+        const int d = map ? map[t.dst] : t.dst;
+        route_bytes[p.route_of[j]] += sizes.of(t);
+        double v = std::max(ready[s], p.end_of[j]);
+        const std::uint64_t received = p.recv_tag[s].load(std::memory_order_relaxed);
+        if (ParallelPass::in_round(received, k))
+          v = std::max(v, p.reduced_of[received & 0xffffffffu]);
+        ready[s] = v;
+        if (!ParallelPass::in_round(p.send_tag[d].load(std::memory_order_relaxed), k))
+          ready[d] = std::max(ready[d], p.reduced_of[j]);
+      }
+    });
+    return true;
+  };
+
+  std::uint64_t transfers = 0;
+  std::uint32_t k = 0;
+  while (const alg::Round* round = rounds.next()) {
+    ++k;
+    const std::size_t size = round->transfers.size();
+    bool done_in_parallel = false;
+    if (threads > 1 && size >= options.parallel_round && size <= 0xffffffffu) {
+      if (!par) par = std::make_unique<ParallelPass>(threads, un);
+      done_in_parallel = run_parallel(*round, k);
+    }
+    if (!done_in_parallel) sequential_round(*round, k);
+    transfers += size;
   }
   result.transfers = transfers;
   finalize(result, arrival, std::move(ready), route_bytes, routes);
@@ -235,9 +361,14 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
     }
     round_offset_.push_back(total);
     round_of_.resize(total);
-    send_next_.assign(total, -1);
-    recv_next_.assign(total, -1);
-    port_preds_.assign(total, 0);
+    // Port order matters only to a model that serializes ports (alphabeta); the flow model
+    // shares bandwidth instead, and these arrays would cost 9 bytes per transfer.
+    serial_ = network.kind == NetworkKind::alphabeta;
+    if (serial_) {
+      send_next_.assign(total, -1);
+      recv_next_.assign(total, -1);
+      port_preds_.assign(total, 0);
+    }
     rank_begin_.assign(static_cast<std::size_t>(n) + 1, 0);
 
     std::vector<std::int32_t> last_send(static_cast<std::size_t>(n)),
@@ -255,26 +386,40 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
           }
           ++rank_begin_[static_cast<std::size_t>(r) + 1];
         }
-        std::int32_t& ps = last_send[t.src];
-        std::int32_t& pr = last_recv[t.dst];
-        if (ps >= 0) send_next_[ps] = static_cast<std::int32_t>(id), ++port_preds_[id];
-        if (pr >= 0) recv_next_[pr] = static_cast<std::int32_t>(id), ++port_preds_[id];
-        ps = pr = static_cast<std::int32_t>(id);
+        if (serial_) {
+          std::int32_t& ps = last_send[t.src];
+          std::int32_t& pr = last_recv[t.dst];
+          if (ps >= 0) send_next_[ps] = static_cast<std::int32_t>(id), ++port_preds_[id];
+          if (pr >= 0) recv_next_[pr] = static_cast<std::int32_t>(id), ++port_preds_[id];
+          ps = pr = static_cast<std::int32_t>(id);
+        }
         ++id;
       }
     }
     for (int r = 0; r < n; ++r) rank_begin_[static_cast<std::size_t>(r) + 1] += rank_begin_[r];
+    SSIM_CHECK(total < kGroupEnd, "schedule too large for the event engine (2^31 transfers)");
+    // rank_items_ marks the last transfer of each (rank, round) group, so entering a round
+    // needs no look-up of the rounds of the rank's next transfers.
     rank_items_.resize(rank_begin_.back());
     std::vector<std::uint32_t> fill(rank_begin_.begin(), rank_begin_.end() - 1);
+    std::fill(stamp.begin(), stamp.end(), 0);  // now: 1 + the round of the rank's last item
     id = 0;
-    for (const alg::Round& round : s.rounds) {
-      for (const alg::Transfer& t : round.transfers) {
-        rank_items_[fill[t.src]++] = id;
-        rank_items_[fill[t.dst]++] = id;
+    for (std::size_t k = 0; k < s.rounds.size(); ++k) {
+      for (const alg::Transfer& t : s.rounds[k].transfers) {
+        for (int r : {t.src, t.dst}) {
+          std::uint32_t& at = fill[r];
+          if (stamp[r] != 0 && stamp[r] != k + 1) rank_items_[at - 1] |= kGroupEnd;
+          stamp[r] = static_cast<std::uint32_t>(k + 1);
+          rank_items_[at++] = id;
+        }
         ++id;
       }
     }
-    network_model_ = make_network(network.kind, engine_, *this, routes_);
+    for (int r = 0; r < n; ++r) {
+      if (rank_begin_[r + 1] > rank_begin_[r]) rank_items_[rank_begin_[r + 1] - 1] |= kGroupEnd;
+    }
+    network_model_ = make_network(network.kind, engine_, *this, routes_, network.reference_flow);
+    SSIM_CHECK(network_model_->serializes_ports() == serial_, "port model mismatch");
   }
 
   IterationResult run(std::span<const Seconds> arrival, const RunOptions& options) {
@@ -284,10 +429,9 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
     map_ = options.rank_map.empty() ? nullptr : options.rank_map.data();
     engine_.reset();
     network_model_->reset();
-    const bool serial = network_model_->serializes_ports();
     wait_.resize(total);
     for (std::size_t t = 0; t < total; ++t)
-      wait_[t] = static_cast<std::uint8_t>(2 + (serial ? port_preds_[t] : 0));
+      wait_[t] = static_cast<std::uint8_t>(2 + (serial_ ? port_preds_[t] : 0));
     cursor_.assign(rank_begin_.begin(), rank_begin_.end() - 1);
     group_end_.assign(static_cast<std::size_t>(n), 0);
     remaining_.assign(static_cast<std::size_t>(n), 0);
@@ -339,7 +483,7 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
   }
 
   void transfer_done(std::uint32_t t, Seconds now) override {
-    if (network_model_->serializes_ports()) {
+    if (serial_) {
       for (std::int32_t next : {send_next_[t], recv_next_[t]}) {
         if (next >= 0 && --wait_[next] == 0) launch(static_cast<std::uint32_t>(next));
       }
@@ -363,6 +507,7 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
 
  private:
   static constexpr std::uint64_t kReduce = std::uint64_t{1} << 63;
+  static constexpr std::uint32_t kGroupEnd = std::uint32_t{1} << 31;  // in rank_items_
 
   const alg::Transfer& transfer(std::uint32_t t) const {
     const std::size_t k = static_cast<std::size_t>(round_of_[t]);
@@ -405,13 +550,13 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
       finish_[r] = engine_.now().value;
       return;
     }
-    const std::int32_t k = round_of_[rank_items_[p]];
-    std::uint32_t q = p + 1;
-    while (q < end && round_of_[rank_items_[q]] == k) ++q;
+    std::uint32_t q = p;
+    while ((rank_items_[q] & kGroupEnd) == 0) ++q;
+    ++q;
     group_end_[r] = q;
     remaining_[r] = q - p;
     for (std::uint32_t i = p; i < q; ++i) {
-      const std::uint32_t t = rank_items_[i];
+      const std::uint32_t t = rank_items_[i] & ~kGroupEnd;
       if (TransferRecord* rec = record(t)) {
         (static_cast<std::uint32_t>(transfer(t).src) == r ? rec->src_ready : rec->dst_ready) =
             engine_.now();
@@ -448,11 +593,12 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
   // Structure of the schedule; transfers are numbered in schedule order.
   std::vector<std::uint32_t> round_offset_;  // first transfer id of each round, then the total
   std::vector<std::int32_t> round_of_;
+  bool serial_ = false;                    // the model serializes ports: the next three are set
   std::vector<std::int32_t> send_next_;    // the next transfer at the same send port this round
   std::vector<std::int32_t> recv_next_;    // ... at the same receive port
   std::vector<std::uint8_t> port_preds_;   // how many of those point here (0..2)
   std::vector<std::uint32_t> rank_begin_;  // CSR: rank r's transfers (as sender or receiver)
-  std::vector<std::uint32_t> rank_items_;
+  std::vector<std::uint32_t> rank_items_;  // transfer ids, kGroupEnd on a round's last one
 
   // Per run.
   const int* map_ = nullptr;

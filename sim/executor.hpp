@@ -109,6 +109,14 @@ struct RunOptions {
   // When set, every transfer side and (flow model) rate change is reported here as the run
   // produces it; memory stays O(transfers in flight). Works with or without record_timeline.
   TimelineSink* trace = nullptr;
+  // Threads of the dataflow pass (>= 1): rounds of at least `parallel_round` transfers in
+  // which no port serves two transfers are split over them; the result is the same bit for bit
+  // for any count. Not used by the event engine or with record_timeline. A parallel round costs
+  // two fork-join steps (microseconds idle, far more on a loaded machine where a woken worker
+  // waits for a core); on the 2-core machine of bench/flow_bench.cpp they paid at 16384
+  // transfers per round and lost at 4096 (README "Flow model and threads"). Tests lower it.
+  int threads = 1;
+  std::size_t parallel_round = 16384;
 };
 
 // The permutation that lets `predicted` play the straggler the schedule was built for: swaps

@@ -75,6 +75,11 @@ bool MaxMinSolver::active(int flow) const {
 }
 
 void MaxMinSolver::solve() {
+  std::vector<int> ignored;
+  solve(ignored);
+}
+
+void MaxMinSolver::solve(std::vector<int>& changed) {
   ++stamp_;
   comp_links_.clear();
   comp_flows_.clear();
@@ -82,15 +87,20 @@ void MaxMinSolver::solve() {
   for (int f = 0; f < static_cast<int>(flows_.size()); ++f) {
     if (flows_[f].active) comp_flows_.push_back(f);
   }
-  fill_component(nullptr);
+  fill_component(changed);
 }
 
 void MaxMinSolver::solve_around(std::span<const int> seeds, std::vector<int>& changed) {
+  // One component at a time: a fill costs (levels x size) of what it covers, so filling the
+  // union of many small components at once would cost (their levels x the union's size).
   ++stamp_;
-  comp_links_.clear();
-  comp_flows_.clear();
-  for (int l : seeds) collect_component(l);
-  fill_component(&changed);
+  for (int l : seeds) {
+    if (links_[l].mark == stamp_) continue;
+    comp_links_.clear();
+    comp_flows_.clear();
+    collect_component(l);
+    if (!comp_flows_.empty()) fill_component(changed);
+  }
 }
 
 // Breadth-first over the bipartite link-flow graph, appending to comp_links_/comp_flows_.
@@ -128,7 +138,19 @@ void MaxMinSolver::freeze(int flow, double rate) {
   }
 }
 
-void MaxMinSolver::fill_component(std::vector<int>* changed) {
+void MaxMinSolver::fill_component(std::vector<int>& changed) {
+  if (comp_flows_.size() == 1) {
+    // A flow alone on its links (most flows of a ring or any schedule without sharing): the
+    // filling below would reach min(cap, smallest capacity) in one step, in the same
+    // arithmetic; the scratch state it would leave is reset before its next use.
+    FlowState& f = flows_[comp_flows_[0]];
+    double level = unlimited;
+    for (int l : f.links) level = std::min(level, links_[l].capacity);
+    const double rate = f.cap <= level ? f.cap : level;
+    if (rate != f.rate) changed.push_back(comp_flows_[0]);
+    f.rate = rate;
+    return;
+  }
   for (int l : comp_links_) {
     LinkState& link = links_[l];
     link.remaining = link.capacity;
@@ -179,10 +201,8 @@ void MaxMinSolver::fill_component(std::vector<int>* changed) {
       }
     }
   }
-  if (changed != nullptr) {
-    for (std::size_t i = 0; i < comp_flows_.size(); ++i) {
-      if (flows_[comp_flows_[i]].rate != old_rate_[i]) changed->push_back(comp_flows_[i]);
-    }
+  for (std::size_t i = 0; i < comp_flows_.size(); ++i) {
+    if (flows_[comp_flows_[i]].rate != old_rate_[i]) changed.push_back(comp_flows_[i]);
   }
 }
 

@@ -42,10 +42,13 @@ class MaxMinSolver {
   // Active flows crossing `link`, in no particular (but deterministic) order.
   std::span<const int> flows_on(int link) const { return links_[link].flows; }
 
-  // Recomputes the rate of every active flow.
+  // Recomputes the rate of every active flow (all components in one progressive filling);
+  // the second form appends the flows whose rate changed to `changed`.
   void solve();
+  void solve(std::vector<int>& changed);
   // Recomputes the rates of the flows in the connected components that contain any of `seeds`
-  // (link ids) and appends those whose rate changed to `changed` (in component order).
+  // (link ids; repeats are fine), each component on its own, and appends those whose rate
+  // changed to `changed` (components in seed order, each in breadth-first order).
   void solve_around(std::span<const int> seeds, std::vector<int>& changed);
 
  private:
@@ -68,7 +71,7 @@ class MaxMinSolver {
   };
 
   void collect_component(int seed_link);
-  void fill_component(std::vector<int>* changed);
+  void fill_component(std::vector<int>& changed);
   void freeze(int flow, double rate);
 
   std::vector<LinkState> links_;

@@ -1,6 +1,7 @@
 #include "sim/network.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <string>
 
 #include "common/error.hpp"
@@ -48,6 +49,15 @@ std::uint32_t RouteCache::find_slow(int src, int dst) {
   return it->second;
 }
 
+std::uint32_t RouteCache::find_cached(int src, int dst) const {
+  const std::size_t s = static_cast<std::size_t>(src);
+  if (last_dst_[s] == dst) return last_index_[s];
+  const std::uint64_t n = static_cast<std::uint64_t>(topology_->gpu_count());
+  const auto it =
+      index_.find(static_cast<std::uint64_t>(src) * n + static_cast<std::uint64_t>(dst));
+  return it == index_.end() ? missing : it->second;
+}
+
 namespace {
 
 // Every transfer finishes latency + bytes / bandwidth after it starts; nothing is shared.
@@ -74,20 +84,29 @@ class AlphaBetaNetwork final : public NetworkModel, EventHandler {
   RouteCache& routes_;
 };
 
-// Flows sharing links max-min fairly. A flow lives in a slot; its completion event carries the
-// slot's version, and every rate change bumps the version, so outdated completions are ignored.
-class FlowNetwork final : public NetworkModel, EventHandler {
- public:
-  FlowNetwork(Engine& engine, TransferSink& sink, RouteCache& routes)
-      : engine_(engine), sink_(sink), routes_(routes) {
+// State shared by both flow models: the flows in flight, each in a reusable slot. A flow's
+// completion is scheduled with the slot's version; every rate change bumps the version, so an
+// outdated completion is recognized and ignored.
+class FlowTable {
+ protected:
+  static constexpr std::uint32_t kVersionMask = (std::uint32_t{1} << 31) - 1;
+
+  struct Flow {
+    std::uint32_t transfer = 0;
+    std::uint32_t route = 0;
+    std::uint32_t version = 0;
+    int solver_id = -1;
+    double remaining = 0;  // bytes still to send at time `updated`
+    double rate = 0;       // bytes per second
+    double updated = 0;
+  };
+
+  FlowTable(TransferSink& sink, RouteCache& routes) : sink_(sink), routes_(routes) {
     const topo::Topology& t = routes.topology();
     for (int l = 0; l < t.link_count(); ++l) solver_.add_link(t.link(l).bandwidth.value);
   }
 
-  NetworkKind kind() const override { return NetworkKind::flow; }
-  bool serializes_ports() const override { return false; }
-
-  void start(std::uint32_t transfer, std::uint32_t route, std::uint64_t bytes) override {
+  std::uint32_t new_flow(std::uint32_t transfer, std::uint32_t route, std::uint64_t bytes) {
     std::uint32_t slot;
     if (!free_.empty()) {
       slot = free_.back();
@@ -102,85 +121,42 @@ class FlowNetwork final : public NetworkModel, EventHandler {
     f.remaining = static_cast<double>(bytes);
     f.rate = 0;
     f.solver_id = -1;
-    const double t = engine_.now().value + routes_.route(route).latency;
-    engine_.schedule(Seconds{t}, *this, slot);  // activation: the first byte arrives
+    return slot;
   }
 
-  void reset() override {
-    for (std::uint32_t s = 0; s < flows_.size(); ++s) {
-      if (flows_[s].solver_id >= 0) solver_.remove_flow(flows_[s].solver_id);
-    }
-    flows_.clear();
-    free_.clear();
+  std::span<const int> links_of(const Flow& f) const {
+    return routes_.links(routes_.route(f.route));
   }
-  void observe(RateObserver* observer) override { observer_ = observer; }
 
-  void on_event(Engine& engine, std::uint64_t tag) override {
-    const double now = engine.now().value;
-    const std::uint32_t slot = static_cast<std::uint32_t>(tag & 0xffffffffu);
+  // The flow's first byte has arrived: it joins the solver (not yet solved).
+  void add_to_solver(std::uint32_t slot, double now) {
     Flow& f = flows_[slot];
-    if ((tag & kCompletion) == 0) {
-      activate(slot, now);
-      return;
-    }
-    if (((tag >> 32) & kVersionMask) != f.version) return;  // superseded by a rate change
-    const std::span<const int> links = routes_.links(routes_.route(f.route));
-    if (observer_) observer_->flow_rate(links, f.rate, 0.0, engine.now());
-    solver_.remove_flow(f.solver_id);
-    f.solver_id = -1;
-    resolve(links, now);
-    finish(slot, now);
-  }
-
- private:
-  static constexpr std::uint64_t kCompletion = std::uint64_t{1} << 63;
-  static constexpr std::uint64_t kVersionMask = (std::uint64_t{1} << 31) - 1;
-
-  struct Flow {
-    std::uint32_t transfer = 0;
-    std::uint32_t route = 0;
-    std::uint32_t version = 0;
-    int solver_id = -1;
-    double remaining = 0;  // bytes still to send at time `updated`
-    double rate = 0;       // bytes per second
-    double updated = 0;
-  };
-
-  static void bump(Flow& f) {
-    f.version = (f.version + 1) & static_cast<std::uint32_t>(kVersionMask);
-  }
-
-  void activate(std::uint32_t slot, double now) {
-    Flow& f = flows_[slot];
-    if (f.remaining <= 0) {
-      finish(slot, now);
-      return;
-    }
-    const std::span<const int> links = routes_.links(routes_.route(f.route));
-    f.solver_id = solver_.add_flow(links);
+    f.solver_id = solver_.add_flow(links_of(f));
     const std::size_t id = static_cast<std::size_t>(f.solver_id);
     if (slot_of_.size() <= id) slot_of_.resize(id + 1);
     slot_of_[id] = slot;
     f.updated = now;
-    resolve(links, now);
   }
 
-  // New max-min rates for the flows connected to `links`; reschedules those whose rate changed.
-  void resolve(std::span<const int> links, double now) {
-    changed_.clear();
-    solver_.solve_around(links, changed_);
+  void remove_from_solver(Flow& f, double now) {
+    if (observer_) observer_->flow_rate(links_of(f), f.rate, 0.0, Seconds{now});
+    solver_.remove_flow(f.solver_id);
+    f.solver_id = -1;
+  }
+
+  // Takes over the solver's new rate for each flow in changed_; `schedule(slot, time)` is
+  // called with each such flow's new completion time (its version already bumped).
+  template <typename Schedule>
+  void apply_rates(double now, Schedule&& schedule) {
     for (int id : changed_) {
-      Flow& g = flows_[slot_of_[id]];
+      const std::uint32_t slot = slot_of_[id];
+      Flow& g = flows_[slot];
       g.remaining = std::max(0.0, g.remaining - g.rate * (now - g.updated));
       g.updated = now;
-      if (observer_) {
-        observer_->flow_rate(routes_.links(routes_.route(g.route)), g.rate, solver_.rate(id),
-                             Seconds{now});
-      }
+      if (observer_) observer_->flow_rate(links_of(g), g.rate, solver_.rate(id), Seconds{now});
       g.rate = solver_.rate(id);
       bump(g);
-      const std::uint64_t tag = kCompletion | (std::uint64_t{g.version} << 32) | slot_of_[id];
-      engine_.schedule(Seconds{now + g.remaining / g.rate}, *this, tag);
+      schedule(slot, now + g.remaining / g.rate);
     }
   }
 
@@ -191,7 +167,16 @@ class FlowNetwork final : public NetworkModel, EventHandler {
     sink_.transfer_done(transfer, Seconds{now});
   }
 
-  Engine& engine_;
+  void clear_flows() {
+    for (const Flow& f : flows_) {
+      if (f.solver_id >= 0) solver_.remove_flow(f.solver_id);
+    }
+    flows_.clear();
+    free_.clear();
+  }
+
+  static void bump(Flow& f) { f.version = (f.version + 1) & kVersionMask; }
+
   TransferSink& sink_;
   RouteCache& routes_;
   MaxMinSolver solver_;
@@ -199,15 +184,177 @@ class FlowNetwork final : public NetworkModel, EventHandler {
   std::vector<std::uint32_t> free_;
   std::vector<std::uint32_t> slot_of_;  // solver flow id -> slot
   std::vector<int> changed_;
-  RateObserver* observer_ = nullptr;
+  RateObserver* observer_ = nullptr;  // told of every rate change (trace link counters)
+};
+
+// The flow model. Every start (first byte arrived) and end at one time is one batch: the
+// batch's flows join or leave the solver, then the components they touch are re-solved once
+// (MaxMinSolver::solve_around), and only flows whose rate changed get a new completion time.
+// Completions and activations sit in per-time batches, one engine event per distinct time, so
+// the thousands of flows of a symmetric round that start and end together cost one event each
+// way instead of one event (and one heap operation) per flow.
+class FlowNetwork final : public NetworkModel, EventHandler, FlowTable {
+ public:
+  FlowNetwork(Engine& engine, TransferSink& sink, RouteCache& routes)
+      : FlowTable(sink, routes), engine_(engine) {}
+
+  NetworkKind kind() const override { return NetworkKind::flow; }
+  bool serializes_ports() const override { return false; }
+  void observe(RateObserver* observer) override { observer_ = observer; }
+
+  void start(std::uint32_t transfer, std::uint32_t route, std::uint64_t bytes) override {
+    const std::uint32_t slot = new_flow(transfer, route, bytes);
+    at(engine_.now().value + routes_.route(route).latency, Entry{slot, kActivation});
+  }
+
+  void reset() override {
+    clear_flows();
+    for (Batch& b : batches_) b.entries.clear();
+    free_batches_.clear();
+    for (std::uint32_t b = 0; b < batches_.size(); ++b) free_batches_.push_back(b);
+    batch_at_.clear();
+    last_batch_ = kNoBatch;
+  }
+
+  void on_event(Engine& engine, std::uint64_t tag) override {
+    const double now = engine.now().value;
+    const std::uint32_t b = static_cast<std::uint32_t>(tag);
+    std::size_t i = 0;
+    for (;;) {
+      // Entries may be appended while we go (a zero-latency start, a completion that rounds to
+      // now), so index rather than iterate.
+      while (i < batches_[b].entries.size()) {
+        const Entry e = batches_[b].entries[i++];
+        Flow& f = flows_[e.slot];
+        if (e.version == kActivation) {
+          if (f.remaining <= 0) {
+            finish(e.slot, now);
+            continue;
+          }
+          add_to_solver(e.slot, now);
+        } else {
+          if (e.version != f.version) continue;  // superseded by a rate change
+          remove_from_solver(f, now);
+        }
+        const std::span<const int> links = links_of(f);
+        seeds_.insert(seeds_.end(), links.begin(), links.end());
+        if (e.version != kActivation) finish(e.slot, now);
+      }
+      if (seeds_.empty()) break;
+      changed_.clear();
+      solver_.solve_around(seeds_, changed_);
+      seeds_.clear();
+      apply_rates(now, [&](std::uint32_t slot, double t) {
+        at(t, Entry{slot, flows_[slot].version});
+      });
+    }
+    batch_at_.erase(key(batches_[b].time));
+    batches_[b].entries.clear();
+    free_batches_.push_back(b);
+    if (last_batch_ == b) last_batch_ = kNoBatch;
+  }
+
+ private:
+  // A pending activation (version kActivation, never a flow version) or completion.
+  static constexpr std::uint32_t kActivation = ~std::uint32_t{0};
+  static constexpr std::uint32_t kNoBatch = ~std::uint32_t{0};
+  struct Entry {
+    std::uint32_t slot;
+    std::uint32_t version;
+  };
+  struct Batch {
+    double time = 0;
+    std::vector<Entry> entries;  // in the order they were scheduled
+  };
+
+  static std::uint64_t key(double time) { return std::bit_cast<std::uint64_t>(time + 0.0); }
+
+  void at(double time, Entry e) {
+    if (last_batch_ == kNoBatch || batches_[last_batch_].time != time) {
+      auto [it, inserted] = batch_at_.try_emplace(key(time), 0);
+      if (inserted) {
+        if (free_batches_.empty()) {
+          free_batches_.push_back(static_cast<std::uint32_t>(batches_.size()));
+          batches_.emplace_back();
+        }
+        it->second = free_batches_.back();
+        free_batches_.pop_back();
+        batches_[it->second].time = time;
+        engine_.schedule(Seconds{time}, *this, it->second);
+      }
+      last_batch_ = it->second;
+    }
+    batches_[last_batch_].entries.push_back(e);
+  }
+
+  Engine& engine_;
+  std::vector<Batch> batches_;
+  std::vector<std::uint32_t> free_batches_;
+  std::unordered_map<std::uint64_t, std::uint32_t> batch_at_;  // time -> its pending batch
+  std::uint32_t last_batch_ = kNoBatch;                        // the batch `at` used last
+  std::vector<int> seeds_;
+};
+
+// The reference flow model (NetworkConfig::reference_flow): the same sharing in its plainest
+// form, each start and each end its own engine event followed by a re-solve of every flow in
+// the network. Slow; the differential tests check FlowNetwork against it.
+class ReferenceFlowNetwork final : public NetworkModel, EventHandler, FlowTable {
+ public:
+  ReferenceFlowNetwork(Engine& engine, TransferSink& sink, RouteCache& routes)
+      : FlowTable(sink, routes), engine_(engine) {}
+
+  NetworkKind kind() const override { return NetworkKind::flow; }
+  bool serializes_ports() const override { return false; }
+  void observe(RateObserver* observer) override { observer_ = observer; }
+
+  void start(std::uint32_t transfer, std::uint32_t route, std::uint64_t bytes) override {
+    const std::uint32_t slot = new_flow(transfer, route, bytes);
+    engine_.schedule(Seconds{engine_.now().value + routes_.route(route).latency}, *this, slot);
+  }
+
+  void reset() override { clear_flows(); }
+
+  void on_event(Engine& engine, std::uint64_t tag) override {
+    const double now = engine.now().value;
+    const std::uint32_t slot = static_cast<std::uint32_t>(tag & 0xffffffffu);
+    Flow& f = flows_[slot];
+    if ((tag & kCompletion) == 0) {
+      if (f.remaining <= 0) {
+        finish(slot, now);
+        return;
+      }
+      add_to_solver(slot, now);
+      resolve(now);
+      return;
+    }
+    if (((tag >> 32) & kVersionMask) != f.version) return;
+    remove_from_solver(f, now);
+    resolve(now);
+    finish(slot, now);
+  }
+
+ private:
+  static constexpr std::uint64_t kCompletion = std::uint64_t{1} << 63;
+
+  void resolve(double now) {
+    changed_.clear();
+    solver_.solve(changed_);
+    apply_rates(now, [&](std::uint32_t slot, double t) {
+      const std::uint64_t tag = kCompletion | (std::uint64_t{flows_[slot].version} << 32) | slot;
+      engine_.schedule(Seconds{t}, *this, tag);
+    });
+  }
+
+  Engine& engine_;
 };
 
 }  // namespace
 
 std::unique_ptr<NetworkModel> make_network(NetworkKind kind, Engine& engine, TransferSink& sink,
-                                           RouteCache& routes) {
+                                           RouteCache& routes, bool reference_flow) {
   if (kind == NetworkKind::alphabeta)
     return std::make_unique<AlphaBetaNetwork>(engine, sink, routes);
+  if (reference_flow) return std::make_unique<ReferenceFlowNetwork>(engine, sink, routes);
   return std::make_unique<FlowNetwork>(engine, sink, routes);
 }
 

@@ -8,9 +8,10 @@
 //              latency (the first byte's delay, counted once per transfer), then moves its bytes
 //              at a rate that is the max-min fair share of every link it crosses (maxmin.hpp);
 //              rates are recomputed whenever a flow starts or ends, for the flows connected to
-//              it through shared links. Ports do NOT serialize: a rank's concurrent transfers
-//              share its NIC/link capacity through the solver instead. With no shared link the
-//              two models agree exactly.
+//              it through shared links. All starts and ends at one time form one batch with
+//              one re-solve. Ports do NOT serialize: a rank's concurrent transfers share its
+//              NIC/link capacity through the solver instead. With no shared link the two
+//              models agree exactly.
 // The reduce cost gamma (seconds per byte) is not the network's: the executor adds it at the
 // receiver after the data has arrived.
 //
@@ -43,6 +44,9 @@ NetworkKind parse_network_kind(std::string_view text);
 struct NetworkConfig {
   NetworkKind kind = NetworkKind::alphabeta;
   SecondsPerByte gamma{0.0};  // reduce cost at the receiver, per byte reduced
+  // flow only, for differential tests: the reference flow model, which handles every start and
+  // end on its own and re-solves all flows of the network each time (same sharing, slow).
+  bool reference_flow = false;
 };
 
 // A route between two ranks as the models use it.
@@ -74,6 +78,10 @@ class RouteCache {
     if (last_dst_[s] == dst) return last_index_[s];
     return find_slow(src, dst);
   }
+  // The route src -> dst if it is already cached, else `missing`. Changes nothing, so several
+  // threads may call it at once (while no thread calls find).
+  static constexpr std::uint32_t missing = ~std::uint32_t{0};
+  std::uint32_t find_cached(int src, int dst) const;
   const CachedRoute& route(std::uint32_t index) const { return routes_[index]; }
   std::span<const int> links(const CachedRoute& r) const {
     return {links_.data() + r.first_link, r.link_count};
@@ -130,7 +138,8 @@ class NetworkModel {
   virtual void observe(RateObserver* observer) { (void)observer; }
 };
 
+// `reference_flow`: see NetworkConfig::reference_flow.
 std::unique_ptr<NetworkModel> make_network(NetworkKind kind, Engine& engine, TransferSink& sink,
-                                           RouteCache& routes);
+                                           RouteCache& routes, bool reference_flow = false);
 
 }  // namespace ssim::sim

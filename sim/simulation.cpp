@@ -238,6 +238,7 @@ SimulationResult run_simulation(const SimulationConfig& config) {
     const int count = std::min(kArrivalBlock, config.iterations - first);
     for (const IterationArrivals& a : delays.iterations(first, count)) {
       RunOptions options;
+      options.threads = config.threads;
       int predicted_straggler = a.predicted_straggler;
       std::vector<int> predicted_late;
       if (late_k > 1) {

@@ -91,6 +91,9 @@ struct SimulationConfig {
   // with iterations x ranks, so off by default).
   bool per_rank_times = false;
   RoundFeed rounds = RoundFeed::automatic;
+  // Threads of the alpha-beta dataflow pass (RunOptions::threads; >= 1). An execution setting:
+  // the results are the same for any value.
+  int threads = 1;
 };
 
 // Whether run_simulation streams the rounds for `config` (see RoundFeed).
