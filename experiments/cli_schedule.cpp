@@ -4,6 +4,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "algorithms/msccl_xml.hpp"
 #include "algorithms/registry.hpp"
 #include "algorithms/schedule_json.hpp"
 #include "algorithms/stragglar.hpp"
@@ -73,6 +74,10 @@ void run_schedule(const ScheduleArgs& a) {
   if (!v.ok()) {
     throw InternalError("generated " + info.name + " schedule for " + std::to_string(a.ranks) +
                         " ranks fails verification: " + v.error->to_string());
+  }
+  if (a.format == "msccl-xml" || a.format == "msccl") {
+    write_output(a.output, alg::schedule_to_msccl_xml(s));
+    return;
   }
   write_output(a.output, a.format == "json" ? alg::schedule_to_json(s) : format_text(s));
 }
@@ -196,7 +201,8 @@ void add_schedule_commands(CLI::App& app) {
   sched->add_option("--straggler", args->straggler, "Straggler rank for straggler-aware algorithms")
       ->check(non_negative_number());
   sched->add_option("--option", args->options, "Algorithm option key=value (repeatable)");
-  sched->add_option("--format", args->format, "Output format")->check(CLI::IsMember({"text", "json"}));
+  sched->add_option("--format", args->format, "Output format: text, json, msccl-xml (alias msccl)")
+      ->check(CLI::IsMember({"text", "json", "msccl-xml", "msccl"}));
   sched->add_option("-o,--output", args->output, "Write to FILE instead of stdout");
   add_max_memory_option(*sched, args->max_memory);
   sched->callback([args] { run_schedule(*args); });
