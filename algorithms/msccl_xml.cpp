@@ -43,6 +43,14 @@ std::string limit_error(const Schedule& s, const std::string& what) {
 
 }  // namespace
 
+double msccl_transmission_count(const Schedule& s, const MscclLimits& limits) {
+  double count = 0;
+  for (const Round& r : s.rounds)
+    for (const Transfer& t : r.transfers)
+      count += 2.0 * ((t.chunk_count() + limits.max_count - 1) / limits.max_count);
+  return count;
+}
+
 std::string schedule_to_msccl_xml(const Schedule& s, const MscclLimits& limits) {
   if (s.collective != Collective::allreduce)
     throw InputError("msccl-xml: only AllReduce schedules are exported, got " +
@@ -108,13 +116,35 @@ std::string schedule_to_msccl_xml(const Schedule& s, const MscclLimits& limits) 
     }
   }
 
-  // Steps in round order; per chunk of each rank, the last write and the reads since.
-  std::vector<StepOp> ops;
-  std::vector<int> last_write(n * chunks, -1);
-  std::vector<std::vector<int>> reads(n * chunks);
-  auto cell = [&](int rank, int chunk) {
-    return static_cast<std::size_t>(rank) * chunks + static_cast<std::size_t>(chunk);
+  // Transmissions per thread block, before anything per step is built (nops only add to them).
+  auto pieces = [&](const Transfer& t) {
+    return (t.chunk_count() + limits.max_count - 1) / limits.max_count;
   };
+  {
+    std::vector<std::vector<int>> count(n);
+    for (std::size_t a = 0; a < n; ++a) count[a].assign(tbs[a].size(), 0);
+    for (const Round& r : s.rounds) {
+      for (const Transfer& t : r.transfers) {
+        for (const auto& [rank, peer] : {std::pair{t.src, t.dst}, std::pair{t.dst, t.src}}) {
+          const auto a = static_cast<std::size_t>(rank);
+          int& c = count[a][static_cast<std::size_t>(peers[a].at(peer))];
+          c += pieces(t);
+          if (c > limits.max_steps_per_threadblock) {
+            throw InputError(limit_error(s, "rank " + std::to_string(rank) +
+                                                "'s thread block for peer " + std::to_string(peer) +
+                                                " needs over " +
+                                                std::to_string(limits.max_steps_per_threadblock) +
+                                                " steps; MSCCL runs at most " +
+                                                std::to_string(limits.max_steps_per_threadblock) +
+                                                " per thread block (MSCCL_MAX_NUM_STEPS)"));
+          }
+        }
+      }
+    }
+  }
+
+  // Steps in round order: a round's sends, then its receives.
+  std::vector<StepOp> ops;
   auto add_op = [&](StepOp op) {
     ThreadBlock& tb =
         tbs[static_cast<std::size_t>(op.rank)]
@@ -122,19 +152,7 @@ std::string schedule_to_msccl_xml(const Schedule& s, const MscclLimits& limits) 
     op.tb = peers[static_cast<std::size_t>(op.rank)].at(op.peer);
     op.pos = static_cast<int>(tb.ops.size());
     (op.send ? tb.sends : tb.receives) = true;
-    const int id = static_cast<int>(ops.size());
-    for (int c = op.chunk; c < op.chunk + op.count; ++c) {
-      const std::size_t k = cell(op.rank, c);
-      if (last_write[k] >= 0) op.after.push_back(last_write[k]);
-      if (op.send) {
-        reads[k].push_back(id);
-      } else {
-        op.after.insert(op.after.end(), reads[k].begin(), reads[k].end());
-        reads[k].clear();
-        last_write[k] = id;
-      }
-    }
-    tb.ops.push_back(id);
+    tb.ops.push_back(static_cast<int>(ops.size()));
     ops.push_back(std::move(op));
   };
   for (const Round& r : s.rounds) {
@@ -149,6 +167,34 @@ std::string schedule_to_msccl_xml(const Schedule& s, const MscclLimits& limits) 
           op.chunk = c;
           op.count = std::min(limits.max_count, t.chunk_end - c);
           add_op(std::move(op));
+        }
+      }
+    }
+  }
+
+  // Per rank, chunk by chunk in step order: a send (read) follows the chunk's last write; a
+  // receive (write) follows the last write and every read since.
+  {
+    std::vector<std::vector<int>> by_rank(n);
+    for (std::size_t id = 0; id < ops.size(); ++id)
+      by_rank[static_cast<std::size_t>(ops[id].rank)].push_back(static_cast<int>(id));
+    std::vector<int> last_write(chunks);
+    std::vector<std::vector<int>> reads(chunks);
+    for (std::size_t a = 0; a < n; ++a) {
+      std::fill(last_write.begin(), last_write.end(), -1);
+      for (auto& r : reads) r.clear();
+      for (int id : by_rank[a]) {
+        StepOp& op = ops[static_cast<std::size_t>(id)];
+        for (int c = op.chunk; c < op.chunk + op.count; ++c) {
+          const auto k = static_cast<std::size_t>(c);
+          if (last_write[k] >= 0) op.after.push_back(last_write[k]);
+          if (op.send) {
+            reads[k].push_back(id);
+          } else {
+            op.after.insert(op.after.end(), reads[k].begin(), reads[k].end());
+            reads[k].clear();
+            last_write[k] = id;
+          }
         }
       }
     }

@@ -49,4 +49,8 @@ struct MscclLimits {
 // The schedule must be an AllReduce that verifies (verify()); `limits` defaults to the runtime's.
 std::string schedule_to_msccl_xml(const Schedule& schedule, const MscclLimits& limits = {});
 
+// The transmissions (s, r, rrc steps; nops not counted) the file will have: two per transfer and
+// piece of at most limits.max_count chunks. For memory estimates before exporting.
+double msccl_transmission_count(const Schedule& schedule, const MscclLimits& limits = {});
+
 }  // namespace ssim::alg

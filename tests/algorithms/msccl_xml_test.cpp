@@ -67,11 +67,26 @@ TEST(MscclXml, TransfersBeyondTheCountLimitAreSplit) {
 TEST(MscclXml, SchedulesBeyondTheRuntimeLimitsAreInputErrors) {
   try {
     schedule_to_msccl_xml(generate("ring", 130, Options{}));
-    FAIL() << "ring at 130 ranks needs 258 steps in a thread block";
+    FAIL() << "ring at 130 ranks needs 258 steps in a thread block (over 256)";
   } catch (const InputError& e) {
     EXPECT_NE(
-        std::string(e.what()).find("needs 258 steps; MSCCL runs at most 256 per thread block"),
+        std::string(e.what()).find("needs over 256 steps; MSCCL runs at most 256 per thread block"),
         std::string::npos)
+        << e.what();
+  }
+  // With nops counted: rhd at 16 ranks has thread blocks of at most 4 transmissions, but 6
+  // steps with the nops of its extra dependencies.
+  const Schedule st = generate("rhd", 16, Options{});
+  MscclLimits tight;
+  tight.max_steps_per_threadblock = 6;
+  EXPECT_EQ(check_allreduce(schedule_to_msccl_xml(st, tight)), "");
+  tight.max_steps_per_threadblock = 5;
+  try {
+    schedule_to_msccl_xml(st, tight);
+    FAIL() << "rhd at 16 ranks has a thread block of 6 steps";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("needs 6 steps; MSCCL runs at most 5 per thread block"),
+              std::string::npos)
         << e.what();
   }
   MscclLimits few;

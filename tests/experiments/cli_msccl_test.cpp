@@ -52,7 +52,15 @@ TEST(CliMscclXml, BeyondTheRuntimeLimitsIsAnInputErrorAndWritesNothing) {
   const CommandResult r = run_cli("schedule ring --ranks 130 --format msccl");
   EXPECT_EQ(r.rc, 1);
   EXPECT_TRUE(contains(
-      r.err, "msccl-xml: ring with 130 ranks: rank 0's thread block for peer 1 needs 258 steps"))
+      r.err, "msccl-xml: ring with 130 ranks: rank 0's thread block for peer 1 needs over 256 steps"))
+      << r.err;
+  EXPECT_TRUE(r.out.empty());
+}
+
+TEST(CliMscclXml, BeyondTheMemoryBudgetIsAResourceError) {
+  const CommandResult r = run_cli("schedule rhd --ranks 512 --format msccl --max-memory 4MiB");
+  EXPECT_EQ(r.rc, 3);
+  EXPECT_TRUE(contains(r.err, "the MSCCL XML of rhd for 512 ranks (26624 steps) would need about"))
       << r.err;
   EXPECT_TRUE(r.out.empty());
 }
