@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <limits>
 #include <map>
-#include <set>
 #include <sstream>
 #include <vector>
 
