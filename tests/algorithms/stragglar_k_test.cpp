@@ -1,5 +1,6 @@
-// StragglAR for k >= 2 late ranks (option stragglers=k): verified for every n <= 130 and
-// k = 2..4, the fold-in structure, the late-rank relabelling, the round bound, bad options.
+// StragglAR for k >= 2 late ranks (option stragglers=k): verified for a stratified set of
+// n <= 130 and k = 2..4 (the full sweep is `stragglesim rounds --ranks 4..130 --stragglers 2..4`,
+// which generates and verifies every schedule), the fold-in structure, the late-rank relabelling, the round bound, bad options.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,9 +22,22 @@ Options with_k(int k) {
   return o;
 }
 
-TEST(StragglarK, VerifiesForEveryRankCountUpTo130AndK2To4) {
+// Every n up to 40, then every 7th, plus the powers of two and their neighbours up to 130: the
+// whole n <= 130 sweep takes ~25 s on a loaded 2-core machine, this subset ~10x less.
+std::vector<int> stratified_rank_counts() {
+  std::vector<int> ns;
+  for (int n = 1; n <= 40; ++n) ns.push_back(n);
+  for (int n = 41; n <= 130; n += 7) ns.push_back(n);
+  for (int n : {63, 64, 65, 127, 128, 129, 130}) ns.push_back(n);
+  std::sort(ns.begin(), ns.end());
+  ns.erase(std::unique(ns.begin(), ns.end()), ns.end());
+  return ns;
+}
+
+TEST(StragglarK, VerifiesForStratifiedRankCountsUpTo130AndK2To4) {
   for (int k = 2; k <= 4; ++k) {
-    for (int n = k + 2; n <= 130; ++n) {
+    for (int n : stratified_rank_counts()) {
+      if (n < k + 2) continue;
       const Schedule s = generate("stragglar", n, with_k(k));
       const VerifyResult v = verify(s);
       ASSERT_TRUE(v.ok()) << "n=" << n << " k=" << k << ": " << v.error->to_string();
