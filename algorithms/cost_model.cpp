@@ -56,6 +56,17 @@ double rhd_cost(int n, double bytes, const CostParams& p) {
   return t;
 }
 
+// The fold round swaps halves inside the pairs (s/2 each way, reduced); every first-step
+// transfer that touches a pair starts after it, and after log2 p butterfly steps every rank
+// has waited for a pair, so the fold delays all ranks equally; the unfold swaps halves back.
+double rhd_rabenseifner_cost(int n, double bytes, const CostParams& p) {
+  const int pow2 = 1 << floor_log2(n);
+  if (n == pow2) return rhd_cost(n, bytes, p);
+  const double moved = bytes * (pow2 - 1) / pow2;
+  return 2.0 * (floor_log2(n) + 1) * p.alpha + (bytes + 2.0 * moved) * p.beta +
+         (bytes / 2 + moved) * p.gamma;
+}
+
 double rhd_paper_cost(int n, double bytes, const CostParams& p) {
   if (is_pow2(n)) return 2.0 * floor_log2(n) * p.alpha + 2.0 * (n - 1) / n * bytes * p.beta;
   return 2.0 * ceil_log2(n) * p.alpha + 2.0 * bytes * p.beta * (1.5 - 1.0 / (1 << floor_log2(n)));
@@ -95,16 +106,45 @@ double direct_cost(int n, double bytes, const CostParams& p) {
 //    leading 1, 0 = first child) is reached after (bit_width(m) - 1) + (popcount(m) - 1)
 //    c, maximised over m <= n.
 //  - n = 2: the root has a single child, one non-empty round per step: S + S rounds.
-double tree_cost(int n, double bytes, int segments, const CostParams& p) {
+namespace {
+
+// The two phases of tree_cost, each measured from its start.
+double tree_reduce_time(int n, double bytes, int segments, const CostParams& p) {
+  if (n < 2) return 0.0;
   const double seg = bytes / segments;
   const double c = p.alpha + seg * p.beta;
   const double g = seg * p.gamma;
+  if (n == 2) return segments * (c + g);
+  const int steps = segments + floor_log2(n) - 1;
+  return (2 * steps - (is_pow2(n) ? 1 : 0)) * (c + g);
+}
+
+double tree_broadcast_time(int n, double bytes, int segments, const CostParams& p) {
+  if (n < 2) return 0.0;
+  const double c = p.alpha + bytes / segments * p.beta;
+  if (n == 2) return segments * c;
   const int steps = segments + floor_log2(n) - 1;
   const int pow2 = is_pow2(n) ? 1 : 0;
-  if (n == 2) return segments * (c + g) + segments * c;
-  const int reduce_rounds = 2 * steps - pow2;
-  const int broadcast_rounds = segments == 1 ? most_width_plus_ones(n) - 2 : 2 * steps - 2 * pow2;
-  return reduce_rounds * (c + g) + broadcast_rounds * c;
+  return (segments == 1 ? most_width_plus_ones(n) - 2 : 2 * steps - 2 * pow2) * c;
+}
+
+}  // namespace
+
+double tree_cost(int n, double bytes, int segments, const CostParams& p) {
+  return tree_reduce_time(n, bytes, segments, p) + tree_broadcast_time(n, bytes, segments, p);
+}
+
+// The reduce among the n-1 others ends at their root, which is then the only rank the
+// exchange waits for (the straggler, arriving with everyone, is idle until then); the
+// broadcast among the n-1 starts from the root alone, as in tree_cost.
+double straggler_tree_cost(int n, double bytes, int segments, const CostParams& p) {
+  return tree_reduce_time(n - 1, bytes, segments, p) +
+         straggler_tree_ideal_cost(n, bytes, segments, p);
+}
+
+double straggler_tree_ideal_cost(int n, double bytes, int segments, const CostParams& p) {
+  return p.alpha + bytes * p.beta + bytes * p.gamma +
+         tree_broadcast_time(n - 1, bytes, segments, p);
 }
 
 // Double tree, S segments per tree of s / (2S) bytes. Both trees move one segment per step,

@@ -49,11 +49,24 @@ double ring_reduce_scatter_cost(int m, double bytes, const CostParams& p);
 // other n): powers of two 2 log2 n alpha + 2(n-1)/n s beta; otherwise
 // 2 ceil(log2 n) alpha + 2 s beta (1.5 - 1/2^floor(log2 n)). No gamma term (p.gamma ignored).
 double rhd_paper_cost(int n, double bytes, const CostParams& p);
+// rhd with nonpow2=rabenseifner (Rabenseifner-Traff pairwise elimination, rhd.cpp): powers of
+// two as rhd_cost; otherwise, with p = 2^floor(log2 n),
+// 2 ceil(log2 n) alpha + s beta (3 - 2/p) + s gamma (3/2 - 1/p), i.e. rhd_paper_cost plus the
+// reductions (the pairs' fold reduces s/2, the halving steps s (1 - 1/p)).
+double rhd_rabenseifner_cost(int n, double bytes, const CostParams& p);
 // The whole direct schedule: ring AllReduce among n-1 over n-1 chunks, then
 // direct_ideal_cost.
 double direct_cost(int n, double bytes, const CostParams& p);
 // The pipelined binary tree (tree.cpp) with `segments` chunks.
 double tree_cost(int n, double bytes, int segments, const CostParams& p);
+// straggler_tree (straggler_tree.cpp) with `segments` chunks: the pipelined tree's reduce among
+// the n-1 others, the root's full-buffer exchange with the straggler (alpha + s beta + s gamma),
+// the tree's broadcast among the n-1. The reduce and broadcast terms are tree_cost's two phases
+// at n-1 ranks (none at n-1 = 1).
+double straggler_tree_cost(int n, double bytes, int segments, const CostParams& p);
+// Its time after the straggler arrives, when the reduce among the others is already done: the
+// exchange plus the broadcast among the n-1.
+double straggler_tree_ideal_cost(int n, double bytes, int segments, const CostParams& p);
 // The double binary tree (dbtree.cpp) with `segments` chunks per tree (2 * segments in all).
 double dbtree_cost(int n, double bytes, int segments, const CostParams& p);
 // direct_rs_ag (all-to-all reduce-scatter + allgather): 2 (n-1) (alpha + s/n beta) + s/n gamma.

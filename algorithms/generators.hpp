@@ -21,6 +21,7 @@ AlgorithmInfo dbtree_info();     // dbtree.cpp
 AlgorithmInfo stragglar_info();  // stragglar.cpp
 AlgorithmInfo halving_doubling_info();  // halving_doubling.cpp
 AlgorithmInfo direct_rs_ag_info();      // direct_rs_ag.cpp
+AlgorithmInfo straggler_tree_info();    // straggler_tree.cpp
 
 // The same two as round generators (round_stream.hpp).
 RoundStream ring_reduce_scatter_rounds(std::vector<int> members, int first_chunk,
@@ -72,5 +73,11 @@ struct PipelinedTree {
 // the round of its side. Empty rounds are left out. `chunks`: the schedule's chunk count.
 RoundStream tree_allreduce_rounds(int n, int chunks, std::vector<PipelinedTree> trees,
                                   int segments);
+// One phase of the above: the reduce (`reduce` true) or the broadcast rounds alone.
+RoundStream tree_phase_rounds(int n, int chunks, std::vector<PipelinedTree> trees, int segments,
+                              bool reduce);
+// A heap-layout binary tree over `ranks` (position q holds ranks[q]; odd positions in the
+// first round of a step), as tree uses it.
+PipelinedTree heap_tree(std::vector<int> ranks);
 
 }  // namespace ssim::alg

@@ -41,6 +41,7 @@ const std::vector<AlgorithmInfo>& algorithms() {
       stragglar_info(),
       halving_doubling_info(),
       direct_rs_ag_info(),
+      straggler_tree_info(),
   };
   return registry;
 }

@@ -20,17 +20,22 @@ int depth_of(int position) { return std::bit_width(static_cast<unsigned>(positio
 
 GeneratedRounds make_tree(int n, const Options& options) {
   const int segments = options.get_int("segments", kTreeDefaultSegments, 1, kTreeMaxSegments);
-  PipelinedTree tree{iota_ranks(n), std::vector<int>(static_cast<std::size_t>(n)), 0};
-  for (int q = 0; q < n; ++q) tree.side[static_cast<std::size_t>(q)] = q % 2 == 1 ? 0 : 1;
-  std::vector<PipelinedTree> trees{std::move(tree)};
+  std::vector<PipelinedTree> trees{heap_tree(iota_ranks(n))};
   return {Schedule::make(Collective::allreduce, "tree", n, segments),
           tree_allreduce_rounds(n, segments, std::move(trees), segments), std::nullopt};
 }
 
 }  // namespace
 
-RoundStream tree_allreduce_rounds(int n, int chunks, std::vector<PipelinedTree> trees,
-                                  int segments) {
+PipelinedTree heap_tree(std::vector<int> ranks) {
+  const std::size_t n = ranks.size();
+  PipelinedTree tree{std::move(ranks), std::vector<int>(n), 0};
+  for (std::size_t q = 0; q < n; ++q) tree.side[q] = q % 2 == 1 ? 0 : 1;
+  return tree;
+}
+
+RoundStream tree_phase_rounds(int n, int chunks, std::vector<PipelinedTree> trees, int segments,
+                              bool reduce) {
   for (const PipelinedTree& t : trees) {
     SSIM_CHECK(static_cast<int>(t.rank_at.size()) == n && static_cast<int>(t.side.size()) == n,
                "pipelined tree must place every rank");
@@ -39,34 +44,40 @@ RoundStream tree_allreduce_rounds(int n, int chunks, std::vector<PipelinedTree> 
   }
   const int deepest = depth_of(n - 1);
   const int steps = segments + deepest - 1;
-  // Two phases: in the reduce, a position at depth d moves segment step - (deepest - d) up to
-  // its parent; in the broadcast it receives segment step - (d - 1) from it (out of range: idle).
+  // In the reduce, a position at depth d moves segment step - (deepest - d) up to its parent;
+  // in the broadcast it receives segment step - (d - 1) from it (out of range: idle).
   Round round;
-  for (const bool reduce : {true, false}) {
-    round.phase = reduce ? "reduce" : "broadcast";
-    for (int step = 0; step < steps; ++step) {
-      for (int side = 0; side < 2; ++side) {
-        round.transfers.clear();
-        for (const PipelinedTree& t : trees) {
-          for (int q = 1; q < n; ++q) {
-            if (t.side[static_cast<std::size_t>(q)] != side) continue;
-            const int depth = depth_of(q);
-            const int j = reduce ? step - (deepest - depth) : step - (depth - 1);
-            if (j < 0 || j >= segments) continue;
-            const int child = t.rank_at[static_cast<std::size_t>(q)];
-            const int parent = t.rank_at[static_cast<std::size_t>((q - 1) / 2)];
-            const int chunk = t.first_chunk + j;
-            if (reduce) {
-              round.add(child, parent, chunk, chunk + 1, Op::reduce);
-            } else {
-              round.add(parent, child, chunk, chunk + 1, Op::copy);
-            }
+  round.phase = reduce ? "reduce" : "broadcast";
+  for (int step = 0; step < steps; ++step) {
+    for (int side = 0; side < 2; ++side) {
+      round.transfers.clear();
+      for (const PipelinedTree& t : trees) {
+        for (int q = 1; q < n; ++q) {
+          if (t.side[static_cast<std::size_t>(q)] != side) continue;
+          const int depth = depth_of(q);
+          const int j = reduce ? step - (deepest - depth) : step - (depth - 1);
+          if (j < 0 || j >= segments) continue;
+          const int child = t.rank_at[static_cast<std::size_t>(q)];
+          const int parent = t.rank_at[static_cast<std::size_t>((q - 1) / 2)];
+          const int chunk = t.first_chunk + j;
+          if (reduce) {
+            round.add(child, parent, chunk, chunk + 1, Op::reduce);
+          } else {
+            round.add(parent, child, chunk, chunk + 1, Op::copy);
           }
         }
-        if (!round.transfers.empty()) co_yield round;
       }
+      if (!round.transfers.empty()) co_yield round;
     }
   }
+}
+
+RoundStream tree_allreduce_rounds(int n, int chunks, std::vector<PipelinedTree> trees,
+                                  int segments) {
+  RoundStream up = tree_phase_rounds(n, chunks, trees, segments, true);
+  while (const Round* r = up.next()) co_yield *r;
+  RoundStream down = tree_phase_rounds(n, chunks, std::move(trees), segments, false);
+  while (const Round* r = down.next()) co_yield *r;
 }
 
 AlgorithmInfo tree_info() {

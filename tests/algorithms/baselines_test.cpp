@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/cost_model.hpp"
 #include "algorithms/registry.hpp"
 #include "algorithms/verifier.hpp"
 #include "common/error.hpp"
@@ -141,6 +142,63 @@ TEST(Rhd, FourRanksByHand) {
   EXPECT_EQ(s.rounds[3].transfers[0], (Transfer{0, 2, 0, 2, Op::copy}));
 }
 
+// nonpow2=rabenseifner (Rabenseifner-Traff pairwise elimination) for every n in 2..300: it
+// verifies, keeps 2 ceil(log2 n) rounds, equals the default for powers of two, and its closed
+// form is the schedule's exact time (schedule_cost) and the paper's RHD row when gamma = 0.
+TEST(Rhd, RabenseifnerEveryRankCount) {
+  const Options rt = with("nonpow2", "rabenseifner");
+  const CostParams params[] = {{3e-6, 1.0 / (450.0 * (1 << 30)), 0.0},
+                               {3e-6, 1.0 / (450.0 * (1 << 30)), 1.0 / (450.0 * (1 << 30))},
+                               {1e-6, 1e-12, 3e-13}};
+  const CostParams& paper = params[0];
+  for (int n = 2; n <= 300; ++n) {
+    const std::string what = "rhd nonpow2=rabenseifner n=" + std::to_string(n);
+    const Schedule s = generate("rhd", n, rt);
+    expect_valid(s, what);
+    const int p = std::bit_floor(static_cast<unsigned>(n));
+    ASSERT_EQ(s.chunks, p) << what;
+    EXPECT_EQ(s.rounds.size(), static_cast<std::size_t>(2 * ceil_log2(n))) << what;
+    if (n == p) {
+      EXPECT_EQ(s.rounds, generate("rhd", n, Options{}).rounds) << what;
+    } else {
+      EXPECT_EQ(phases(s).front(), (std::pair<std::string, int>{"fold", 1})) << what;
+      EXPECT_EQ(phases(s).back(), (std::pair<std::string, int>{"unfold", 1})) << what;
+      // Every transfer moves at most half the buffer.
+      for (const Round& r : s.rounds)
+        for (const Transfer& t : r.transfers) EXPECT_LE(t.chunk_count(), p / 2) << what;
+    }
+    const AlgorithmInfo& info = find_algorithm("rhd");
+    for (const CostParams& cp : params) {
+      const double bytes = 1024.0 * p;
+      const double expect = info.cost(n, bytes, cp, rt);
+      EXPECT_NEAR(schedule_cost(s, bytes, cp), expect, 1e-9 * expect) << what;
+    }
+    const double gib = 1024.0 * 1024 * 1024;
+    EXPECT_NEAR(rhd_rabenseifner_cost(n, gib, paper), rhd_paper_cost(n, gib, paper), 1e-12) << n;
+    if (n != p) {
+      EXPECT_NEAR(rhd_cost(n, gib, paper) - rhd_rabenseifner_cost(n, gib, paper),
+                  gib * paper.beta, 1e-12)
+          << n;
+    }
+  }
+}
+
+// n = 3 by hand: pair (0, 1) swaps halves, virtual rank 1 is rank 2. Halving: 1 sends the
+// pair's upper half to 2, 2 sends its lower half to 0 (transfers listed by virtual sender). Doubling: 0 sends the lower half to 2,
+// 2 the upper half back to 1 (the member that sent it); then the pair swaps halves again.
+TEST(Rhd, RabenseifnerThreeRanksByHand) {
+  const Schedule s = generate("rhd", 3, with("nonpow2", "rabenseifner"));
+  ASSERT_EQ(s.rounds.size(), 4u);
+  EXPECT_EQ(s.rounds[0].transfers,
+            (std::vector<Transfer>{{0, 1, 1, 2, Op::reduce}, {1, 0, 0, 1, Op::reduce}}));
+  EXPECT_EQ(s.rounds[1].transfers,
+            (std::vector<Transfer>{{1, 2, 1, 2, Op::reduce}, {2, 0, 0, 1, Op::reduce}}));
+  EXPECT_EQ(s.rounds[2].transfers,
+            (std::vector<Transfer>{{0, 2, 0, 1, Op::copy}, {2, 1, 1, 2, Op::copy}}));
+  EXPECT_EQ(s.rounds[3].transfers,
+            (std::vector<Transfer>{{0, 1, 0, 1, Op::copy}, {1, 0, 1, 2, Op::copy}}));
+}
+
 // Ring among n-1 (n-2 + n-2 rounds), one exchange, ceil(log2 n) - 1 doubling rounds.
 TEST(Direct, PhasesAndRounds) {
   for (int n : {2, 3, 4, 5, 8, 9, 17, 64}) {
@@ -180,6 +238,87 @@ TEST(Direct, EveryStragglerPosition) {
       }
     }
   }
+}
+
+// straggler_tree for every n in 2..300, several segment counts and straggler positions: it
+// verifies, the straggler talks only in the exchange (with the tree's root, full buffer), and
+// the closed forms are exact: all arriving together (straggler_tree_cost) and, with the
+// straggler later than the reduce among the others, its time after it arrives
+// (straggler_tree_ideal_cost).
+TEST(StragglerTree, EveryRankCountSegmentsAndStraggler) {
+  const CostParams params[] = {{3e-6, 1.0 / (450.0 * (1 << 30)), 0.0},
+                               {3e-6, 1.0 / (450.0 * (1 << 30)), 1.0 / (450.0 * (1 << 30))},
+                               {1e-6, 1e-12, 3e-13}};
+  const AlgorithmInfo& info = find_algorithm("straggler_tree");
+  for (int n = 2; n <= 300; ++n) {
+    for (int segments : {1, 2, 3, 16}) {
+      if (n > 40 && segments != 16 && n % 7 != 0) continue;  // keep the test fast
+      for (int straggler : {n - 1, 0, n / 2}) {
+        Options o = with("segments", std::to_string(segments));
+        o.set("straggler", std::to_string(straggler));
+        const std::string what = "straggler_tree n=" + std::to_string(n) +
+                                 " segments=" + std::to_string(segments) +
+                                 " straggler=" + std::to_string(straggler);
+        const Schedule s = generate("straggler_tree", n, o);
+        expect_valid(s, what);
+        ASSERT_EQ(s.straggler, straggler) << what;
+        const int root = straggler == 0 ? n - 1 : 0;
+        std::size_t exchange = 0;
+        for (std::size_t r = 0; r < s.rounds.size(); ++r) {
+          if (s.rounds[r].phase == "straggler-exchange") {
+            exchange = r;
+            ASSERT_EQ(s.rounds[r].transfers,
+                      (std::vector<Transfer>{{root, straggler, 0, segments, Op::reduce},
+                                             {straggler, root, 0, segments, Op::reduce}}))
+                << what;
+            continue;
+          }
+          EXPECT_EQ(s.rounds[r].phase, exchange == 0 ? "reduce" : "broadcast") << what;
+          for (const Transfer& t : s.rounds[r].transfers) {
+            EXPECT_NE(t.src, straggler) << what;
+            EXPECT_NE(t.dst, straggler) << what;
+          }
+        }
+        if (straggler != n - 1 && straggler != 0) continue;  // the costs do not depend on it
+        const double bytes = 1024.0 * segments;
+        for (const CostParams& p : params) {
+          const double expect = info.cost(n, bytes, p, o);
+          EXPECT_NEAR(schedule_cost(s, bytes, p), expect, 1e-9 * expect) << what;
+          std::vector<double> arrival(static_cast<std::size_t>(n), 0.0);
+          const double delay = 2 * expect + 1e-3;
+          arrival[static_cast<std::size_t>(straggler)] = delay;
+          const double ideal = straggler_tree_ideal_cost(n, bytes, segments, p);
+          EXPECT_NEAR(schedule_cost(s, bytes, p, arrival) - delay, ideal, 1e-9 * delay) << what;
+        }
+      }
+    }
+  }
+}
+
+// n = 4, 2 segments, straggler 3: ranks 0..2 form a tree rooted at 0 (1 in the first round of
+// a step, 2 in the second); the reduce takes two steps, then 3 and 0 swap both segments, then
+// 0 sends each segment to 1 and 2.
+TEST(StragglerTree, FourRanksByHand) {
+  Options o = with("segments", "2");
+  const Schedule s = generate("straggler_tree", 4, o);
+  const std::vector<std::vector<Transfer>> expect = {
+      {{1, 0, 0, 1, Op::reduce}},
+      {{2, 0, 0, 1, Op::reduce}},
+      {{1, 0, 1, 2, Op::reduce}},
+      {{2, 0, 1, 2, Op::reduce}},
+      {{0, 3, 0, 2, Op::reduce}, {3, 0, 0, 2, Op::reduce}},
+      {{0, 1, 0, 1, Op::copy}},
+      {{0, 2, 0, 1, Op::copy}},
+      {{0, 1, 1, 2, Op::copy}},
+      {{0, 2, 1, 2, Op::copy}},
+  };
+  ASSERT_EQ(s.rounds.size(), expect.size());
+  for (std::size_t r = 0; r < expect.size(); ++r) EXPECT_EQ(s.rounds[r].transfers, expect[r]) << r;
+  // Hand-derived times with alpha 1, beta 1 per byte, 10-byte segments, gamma 0: the reduce
+  // 4 rounds of 11, the exchange 1 + 20, the broadcast 4 rounds of 11.
+  const CostParams unit{1.0, 1.0, 0.0};
+  EXPECT_DOUBLE_EQ(straggler_tree_cost(4, 20.0, 2, unit), 4 * 11 + 21 + 4 * 11);
+  EXPECT_DOUBLE_EQ(schedule_cost(s, 20.0, unit), 4 * 11 + 21 + 4 * 11);
 }
 
 // Steps of two rounds; S + D - 1 steps per phase with D = floor(log2 n). For n = 2^D the
@@ -262,8 +401,12 @@ TEST(Baselines, BadInputIsAnInputError) {
   expect_input_error("dbtree", 8, with("segments", "1"), "segments=1: must be in [2, 65536]");
   expect_input_error("direct", 8, with("straggler", "8"), "straggler=8: must be in [0, 7]");
   expect_input_error("direct", 8, with("straggler", "-1"), "must be in [0, 7]");
-  expect_input_error("rhd", 8, with("segments", "4"), "it takes no options");
+  expect_input_error("rhd", 8, with("segments", "4"), "options: nonpow2");
+  expect_input_error("rhd", 6, with("nonpow2", "traff"), "nonpow2=traff: expected fold or rabenseifner");
   expect_input_error("tree", 8, with("straggler", "1"), "options: segments");
+  expect_input_error("straggler_tree", 8, with("straggler", "8"), "straggler=8: must be in [0, 7]");
+  expect_input_error("straggler_tree", 8, with("segments", "0"), "segments=0: must be in [1, 65536]");
+  expect_input_error("straggler_tree", 1, Options{}, "supported: n >= 2");
 }
 
 }  // namespace

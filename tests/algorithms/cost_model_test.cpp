@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,13 +33,17 @@ Options segments(const char* count) {
 std::vector<Variant> variants() {
   std::vector<Variant> v = {{"ring", {}, "ring"},
                             {"rhd", {}, "rhd"},
+                            {"rhd", Options(std::map<std::string, std::string>{{"nonpow2", "rabenseifner"}}), "rhd/rabenseifner"},
                             {"direct", {}, "direct"},
                             {"tree", {}, "tree"},
                             {"dbtree", {}, "dbtree"},
                             {"halving_doubling", {}, "halving_doubling"},
-                            {"direct_rs_ag", {}, "direct_rs_ag"}};
+                            {"direct_rs_ag", {}, "direct_rs_ag"},
+                            {"straggler_tree", {}, "straggler_tree"}};
   for (const char* s : {"1", "2", "3", "5"})
     v.push_back({"tree", segments(s), std::string("tree/") + s});
+  for (const char* s : {"1", "2", "5"})
+    v.push_back({"straggler_tree", segments(s), std::string("straggler_tree/") + s});
   for (const char* s : {"2", "3", "5"})
     v.push_back({"dbtree", segments(s), std::string("dbtree/") + s});
   return v;

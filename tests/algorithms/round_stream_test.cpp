@@ -28,6 +28,9 @@ struct Case {
 const Case kCases[] = {
     {"ring", "", "", 0x3aa5a2aa1dd40504ull},
     {"rhd", "", "", 0x934eb356ec4fef27ull},
+    {"rhd", "nonpow2", "rabenseifner", 0x4a0e80f841494fb3ull},
+    {"straggler_tree", "", "", 0xd9cef1b51b202fd7ull},
+    {"straggler_tree", "straggler", "0", 0x0d767694d37c0eb4ull},
     {"halving_doubling", "", "", 0x303fcd63cd57e61full},
     {"direct_rs_ag", "", "", 0x98902e7f1cab2645ull},
     {"direct", "", "", 0xbb8a97eb79d3c7aeull},

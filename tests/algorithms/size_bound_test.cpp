@@ -37,8 +37,10 @@ TEST(SizeBound, HoldsForEveryAlgorithmAndRankCount) {
     for (int n : {2,  3,  4,  5,  6,  7,   8,   9,   12,  15,  16,  17, 31,
                   32, 33, 63, 64, 65, 100, 127, 128, 129, 255, 256, 257}) {
       if (!info.supports_ranks(n)) continue;
-      if (info.name == "tree" || info.name == "dbtree") {
+      if (info.name == "tree" || info.name == "dbtree" || info.name == "straggler_tree") {
         for (int seg : {2, 4, 16, 64}) check(info, n, Options({{"segments", std::to_string(seg)}}));
+      } else if (info.name == "rhd") {
+        for (const char* mode : {"fold", "rabenseifner"}) check(info, n, Options({{"nonpow2", std::string(mode)}}));
       } else {
         check(info, n, Options());
       }
