@@ -266,7 +266,7 @@ void add_advise_command(CLI::App& app) {
                   "Delay of every rank, every iteration (same forms as --delay-dist)");
   cmd->add_option("--policy", a->policy,
                   "Straggler prediction of straggler-aware algorithms (default previous)")
-      ->check(CLI::IsMember({"oracle", "fixed", "previous"}));
+      ->check(CLI::IsMember({"oracle", "fixed", "previous", "eager"}));
   cmd->add_option("--network", a->network, "Network model (default alphabeta)")
       ->check(CLI::IsMember({"alphabeta", "flow"}));
   cmd->add_option("--gamma", a->gamma, "Reduce cost, e.g. 0.05ns/B (default 0)");

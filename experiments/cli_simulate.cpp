@@ -102,7 +102,12 @@ std::string summary_table(const sim::SimulationConfig& c, const sim::SimulationR
   os << r.algorithm << " on " << c.topology.name << ": " << r.ranks << " ranks, " << format_bytes(c.size) << ", "
      << sim::to_string(c.network) << " model, " << r.rounds << " rounds, " << r.transfers << " transfers\n";
   os << "delays: " << c.delays.describe() << "; prediction "
-     << (c.adaptive_fallbacks.empty() ? std::string(sim::to_string(c.policy)) : std::string("adaptive")) << "; seed " << c.seed
+     << (c.adaptive_fallbacks.empty() ? std::string(sim::to_string(c.policy)) : std::string("adaptive"))
+     << (c.policy == sim::StragglerPolicy::eager && r.straggler_aware
+             ? " (detection " +
+                   format_time(c.detection.value_or(sim::default_detection(c.topology))) + ")"
+             : std::string())
+     << "; seed " << c.seed
      << "\n\n";
   os << "iter   completion  after-last    algbw GB/s  busbw GB/s  last  predicted\n";
   const std::size_t shown = std::min<std::size_t>(r.iterations.size(), 20);

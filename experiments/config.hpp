@@ -57,7 +57,11 @@ sim::DelayModel load_delay_model(const ConfigNode& node, const std::string& base
 sim::SimulationConfig load_simulation_config(const ConfigReader& reader);
 
 // The `prediction` map of simulate and experiment configs, for `ranks` ranks:
-//   {policy: oracle | fixed | previous | adaptive, rank: R, fallback: ALGO or [ALGO, ...]}
+//   {policy: oracle | fixed | previous | adaptive | eager, rank: R, fallback: ALGO or [ALGO, ...],
+//    detection: TIME}
+// eager (eager conditional execution) predicts like oracle and sets c.detection from
+// `detection` (0..1s; absent: sim::default_detection); `detection` without eager is an error
+// unless the policy is swept.
 // adaptive predicts like previous and sets c.adaptive_fallbacks (default [ring]): registry
 // algorithms that are not straggler-aware and support `ranks`. `fallback` without adaptive is
 // an error, unless the experiment sweeps the policy (then it serves the adaptive points).

@@ -143,9 +143,20 @@ sim::SimulationConfig load_simulation_config(const ConfigReader& reader) {
 }
 
 void load_prediction(const ConfigNode& node, int ranks, sim::SimulationConfig& c, bool policy_swept) {
-  node.allow_only({"policy", "rank", "fallback", "k"});
-  const std::string policy = node.get_choice("policy", {"oracle", "fixed", "previous", "adaptive"}, "oracle");
+  node.allow_only({"policy", "rank", "fallback", "k", "detection"});
+  const std::string policy =
+      node.get_choice("policy", {"oracle", "fixed", "previous", "adaptive", "eager"}, "oracle");
   c.policy = sim::parse_straggler_policy(policy == "adaptive" ? "previous" : policy);
+  c.detection.reset();
+  if (node.has("detection")) {
+    const ConfigNode d = node.child("detection");
+    if (policy != "eager" && !policy_swept) d.fail("detection is for policy eager");
+    const Seconds t = d.as_time();
+    if (!(t.value >= 0) || t.value > 1.0) {
+      d.fail("detection must be in [0, 1s] (the time the early ranks take to agree who is late)");
+    }
+    c.detection = t;
+  }
   if (node.has("rank")) c.straggler = static_cast<int>(node.child("rank").as_int(0, ranks - 1));
   c.late_count.reset();
   if (node.has("k")) {

@@ -156,6 +156,10 @@ nlohmann::json simulation_config_json(const sim::SimulationConfig& c) {
       {"policy", c.adaptive_fallbacks.empty() ? std::string(sim::to_string(c.policy)) : std::string("adaptive")},
       {"rank", c.straggler ? nlohmann::json(*c.straggler) : nlohmann::json(nullptr)}};
   if (!c.adaptive_fallbacks.empty()) j["prediction"]["fallback"] = c.adaptive_fallbacks;
+  if (c.policy == sim::StragglerPolicy::eager) {
+    j["prediction"]["detection_s"] =
+        c.detection ? c.detection->value : sim::default_detection(c.topology).value;
+  }
   j["iterations"] = c.iterations;
   j["seed"] = std::to_string(c.seed);  // a string: JSON readers keep 53 bits of a number
   return j;

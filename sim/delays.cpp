@@ -349,17 +349,20 @@ std::string_view to_string(StragglerPolicy policy) {
       return "fixed";
     case StragglerPolicy::previous:
       return "previous";
+    case StragglerPolicy::eager:
+      return "eager";
   }
   SSIM_CHECK(false, "unknown straggler policy");
 }
 
 StragglerPolicy parse_straggler_policy(std::string_view text) {
   for (StragglerPolicy p :
-       {StragglerPolicy::oracle, StragglerPolicy::fixed, StragglerPolicy::previous}) {
+       {StragglerPolicy::oracle, StragglerPolicy::fixed, StragglerPolicy::previous,
+        StragglerPolicy::eager}) {
     if (text == to_string(p)) return p;
   }
   throw InputError("unknown straggler policy '" + std::string(text) +
-                   "' (allowed: oracle, fixed, previous)");
+                   "' (allowed: oracle, fixed, previous, eager)");
 }
 
 DelayGenerator::DelayGenerator(DelayModel model, int ranks, std::uint64_t seed,
@@ -483,6 +486,7 @@ IterationArrivals DelayGenerator::iteration(int i) const {
   IterationArrivals out = draw(i);
   switch (policy_) {
     case StragglerPolicy::oracle:
+    case StragglerPolicy::eager:
       out.predicted_straggler = out.last_rank;
       break;
     case StragglerPolicy::fixed:

@@ -179,9 +179,13 @@ struct DelayModel {
 //   fixed     the given rank, every iteration
 //   previous  the rank that arrived last in the previous iteration; in iteration 0 the given
 //             rank if any, else rank n-1
-enum class StragglerPolicy { oracle, fixed, previous };
+//   eager     eager conditional execution (StragglAR v2): the rank that arrives last, as oracle,
+//             but found at run time: the early ranks start only once all of them have arrived
+//             and agreed who is missing (run_simulation adds the detection latency,
+//             SimulationConfig::detection)
+enum class StragglerPolicy { oracle, fixed, previous, eager };
 std::string_view to_string(StragglerPolicy policy);
-// "oracle", "fixed", "previous"; InputError listing them otherwise.
+// "oracle", "fixed", "previous", "eager"; InputError listing them otherwise.
 StragglerPolicy parse_straggler_policy(std::string_view text);
 
 struct IterationArrivals {

@@ -1,6 +1,7 @@
 #include "sim/simulation.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <memory>
 #include <sstream>
@@ -15,6 +16,53 @@ namespace {
 // `previous` policy draws each iteration once instead of twice.
 constexpr int kArrivalBlock = 64;
 }  // namespace
+
+namespace {
+
+// The summary of a run whose ranks started at eager_start's times, measured again from the
+// real arrivals.
+void measure_from(IterationResult& r, std::span<const Seconds> arrival) {
+  r.arrival.assign(arrival.begin(), arrival.end());
+  double first = arrival[0].value, last = arrival[0].value;
+  for (const Seconds& t : arrival) {
+    first = std::min(first, t.value);
+    last = std::max(last, t.value);
+  }
+  r.first_arrival = Seconds{first};
+  r.last_arrival = Seconds{last};
+  r.completion = Seconds{r.last_finish.value - first};
+  r.after_last_arrival = Seconds{r.last_finish.value - last};
+  const double bytes = static_cast<double>(r.bytes);
+  r.algbw =
+      BytesPerSecond{r.after_last_arrival.value > 0 ? bytes / r.after_last_arrival.value : 0.0};
+  r.busbw = BytesPerSecond{r.algbw.value * 2.0 * (r.ranks - 1) / r.ranks};
+}
+
+}  // namespace
+
+Seconds default_detection(const topo::Topology& topology) {
+  const int n = topology.gpu_count();
+  if (n <= 1) return Seconds{0};
+  // Routes towards rank 0 share one next-hop table.
+  double alpha = 0;
+  for (int r = 1; r < n; ++r) alpha = std::max(alpha, topology.route(r, 0).latency.value);
+  const int rounds = std::bit_width(static_cast<unsigned>(n) - 1);
+  return Seconds{rounds * alpha};
+}
+
+std::vector<Seconds> eager_start(std::span<const Seconds> arrival, std::span<const int> late,
+                                 Seconds detection) {
+  std::vector<bool> is_late(arrival.size(), false);
+  for (const int r : late) is_late[static_cast<std::size_t>(r)] = true;
+  double agreed = 0;
+  for (std::size_t r = 0; r < arrival.size(); ++r) {
+    if (!is_late[r]) agreed = std::max(agreed, arrival[r].value);
+  }
+  agreed += detection.value;
+  std::vector<Seconds> start(arrival.begin(), arrival.end());
+  for (Seconds& t : start) t.value = std::max(t.value, agreed);
+  return start;
+}
 
 std::string SharedLink::describe() const {
   return "round " + std::to_string(round) + ": link " + link_name + " carries " +
@@ -215,6 +263,11 @@ SimulationResult run_simulation(const SimulationConfig& config) {
   // this iteration's, previous: the previous iteration's; fixed and iteration 0 of previous:
   // the ranks the schedule was built for).
   const int late_k = static_cast<int>(schedule.late.size());
+  // Eager conditional execution: the late role goes to the rank(s) arriving last, found after
+  // the early ranks have arrived and agreed (detection latency).
+  const bool eager = config.policy == StragglerPolicy::eager && schedule.straggler.has_value();
+  const Seconds detection =
+      eager ? config.detection.value_or(default_detection(config.topology)) : Seconds{0};
 
   SimulationResult out;
   out.algorithm = info.name;
@@ -242,7 +295,7 @@ SimulationResult run_simulation(const SimulationConfig& config) {
       int predicted_straggler = a.predicted_straggler;
       std::vector<int> predicted_late;
       if (late_k > 1) {
-        if (config.policy == StragglerPolicy::oracle) {
+        if (config.policy == StragglerPolicy::oracle || config.policy == StragglerPolicy::eager) {
           predicted_late = latest_ranks(a.arrival, late_k);
         } else if (config.policy == StragglerPolicy::previous && !previous_arrival.empty()) {
           predicted_late = latest_ranks(previous_arrival, late_k);
@@ -254,6 +307,13 @@ SimulationResult run_simulation(const SimulationConfig& config) {
       } else if (schedule.straggler) {
         options.rank_map = straggler_rank_map(schedule, a.predicted_straggler);
       }
+      std::vector<Seconds> eager_starts;
+      if (eager) {
+        const std::vector<int> late_ranks =
+            late_k > 1 ? predicted_late : std::vector<int>{a.predicted_straggler};
+        eager_starts = eager_start(a.arrival, late_ranks, detection);
+      }
+      const std::vector<Seconds>& start = eager ? eager_starts : a.arrival;
       const bool traced = config.trace_iteration == a.iteration;
       options.record_timeline = traced;
       // Adaptive: which candidate is fastest on the predicted arrivals (ties keep the algorithm).
@@ -300,11 +360,11 @@ SimulationResult run_simulation(const SimulationConfig& config) {
         to.title = info.name + ", " + std::to_string(n) + " ranks, " + format_bytes(config.size) +
                    ", iteration " + std::to_string(a.iteration);
         if (config.trace_links) {
-          const IterationResult probe = run_on->run(a.arrival, RunOptions{options.rank_map, false, false});
+          const IterationResult probe = run_on->run(start, RunOptions{options.rank_map, false, false});
           to.links = busiest_links(probe.link_bytes, *config.trace_links);
         }
         writer = std::make_unique<ChromeTraceWriter>(
-            config.trace_out ? *config.trace_out : trace_text, *ran, &config.topology, a.arrival,
+            config.trace_out ? *config.trace_out : trace_text, *ran, &config.topology, start,
             std::move(to));
         options.trace = writer.get();
         options.record_timeline = config.trace_out == nullptr;
@@ -319,20 +379,21 @@ SimulationResult run_simulation(const SimulationConfig& config) {
                                                       .stream);
         if (first_run && scan) {
           SharedLinkScan scanned(rounds, shared);
-          r = executor.run(scanned, a.arrival, options);
+          r = executor.run(scanned, start, options);
           out.rounds = rounds.rounds_seen();
           out.transfers = rounds.transfers_seen();
           out.shared_link = shared.found();
         } else if (first_run) {
-          r = executor.run(rounds, a.arrival, options);
+          r = executor.run(rounds, start, options);
           out.rounds = rounds.rounds_seen();
           out.transfers = rounds.transfers_seen();
         } else {
-          r = executor.run(rounds, a.arrival, options);
+          r = executor.run(rounds, start, options);
         }
       } else {
-        r = run_on->run(a.arrival, options);
+        r = run_on->run(start, options);
       }
+      if (eager) measure_from(r, a.arrival);
       first_run = false;
       if (writer) writer->finish(r);
       if (!std::isfinite(r.completion.value) ||

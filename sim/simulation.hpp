@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <optional>
 #include <ostream>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,12 @@ struct SimulationConfig {
   // simulated once per iteration on the predicted arrivals, so this costs one extra run per
   // candidate and iteration; the choice is exact in the configured network model.
   std::vector<std::string> adaptive_fallbacks;
+  // The `eager` policy's detection latency: how long the early ranks take to agree who is late
+  // once all of them have arrived. A straggler-aware schedule then starts on every rank at
+  // max(its arrival, the last early rank's arrival + detection), the rank(s) arriving last
+  // playing the late role (the k latest with k late ranks); the times are still measured from
+  // the real arrivals. Unset: default_detection(topology). Other policies ignore it.
+  std::optional<Seconds> detection;
   // prediction.k: how many late ranks the policy predicts (the k latest). Set, a straggler-
   // aware algorithm without its own `stragglers` option is built for k late ranks (the config
   // layer does that) and one built for another count is an InputError; unset, each schedule's
@@ -95,6 +102,17 @@ struct SimulationConfig {
   // the results are the same for any value.
   int threads = 1;
 };
+
+// The default detection latency of the eager policy: a small-message exchange of ceil(log2 n)
+// rounds (recursive doubling among the arrived ranks), each costing the largest route latency
+// from rank 0 to another rank: ceil(log2 n) * alpha. 0 for one rank.
+Seconds default_detection(const topo::Topology& topology);
+
+// Eager conditional execution: the start time of each rank when the ranks in `late` arrive
+// last and the others agree on that `detection` after the last of them arrived:
+// max(arrival[r], max over early ranks e of arrival[e] + detection).
+std::vector<Seconds> eager_start(std::span<const Seconds> arrival, std::span<const int> late,
+                                 Seconds detection);
 
 // Whether run_simulation streams the rounds for `config` (see RoundFeed).
 bool streams_rounds(const SimulationConfig& config);

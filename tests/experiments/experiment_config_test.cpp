@@ -262,7 +262,7 @@ TEST(ExperimentConfigErrors, Stragglers) {
 TEST(ExperimentConfigErrors, PredictionAndNetwork) {
   EXPECT_HAS(error_of(kHead + "size: 1MiB\nprediction: {policy: psychic}\n"),
              "exp.yaml:4:22: prediction.policy: unknown value 'psychic' (expected one of: oracle, "
-             "fixed, previous, adaptive)");
+             "fixed, previous, adaptive, eager)");
   EXPECT_HAS(error_of(kHead + "size: 1MiB\nnetwork: {model: packet}\n"),
              "exp.yaml:4:18: network.model: unknown value 'packet'");
 }
