@@ -38,10 +38,10 @@ const std::vector<AlgorithmInfo>& algorithms() {
       direct_info(),
       tree_info(),
       dbtree_info(),
+      straggler_tree_info(),
       stragglar_info(),
       halving_doubling_info(),
       direct_rs_ag_info(),
-      straggler_tree_info(),
   };
   return registry;
 }

@@ -26,8 +26,8 @@ RoundStream straggler_tree_rounds(int n, int segments) {
   round.add(0, n - 1, 0, segments, Op::reduce);
   round.add(n - 1, 0, 0, segments, Op::reduce);
   co_yield round;
-  RoundStream down = tree_phase_rounds(others, segments, {heap_tree(iota_ranks(others))},
-                                       segments, /*reduce=*/false);
+  RoundStream down = tree_phase_rounds(others, segments, {heap_tree(iota_ranks(others))}, segments,
+                                       /*reduce=*/false);
   while (const Round* r = down.next()) co_yield *r;
 }
 
@@ -67,17 +67,15 @@ AlgorithmInfo straggler_tree_info() {
                        std::to_string(kTreeMaxSegments),
                    std::to_string(kTreeDefaultSegments)}},
       .rounds = make_straggler_tree,
-      .cost =
-          [](int n, double bytes, const CostParams& p, const Options& o) {
-            return straggler_tree_cost(n, bytes, segments_of(o), p);
-          },
+      .cost = [](int n, double bytes, const CostParams& p,
+                 const Options& o) { return straggler_tree_cost(n, bytes, segments_of(o), p); },
       // tree's bound at n-1 ranks plus the exchange: each of the n-2 non-root others sends
       // each segment up once and receives it back once.
       .size =
           [](int n, const Options& o) {
             const double s = segments_of(o);
-            return ScheduleSize{s, 4 * (s + 2 * size_log2(n) + 2) + 1, 2 * s * (n - 2) + 2,
-                                1.0 * n, 2.0 * n + 2};
+            return ScheduleSize{s, 4 * (s + 2 * size_log2(n) + 2) + 1, 2 * s * (n - 2) + 2, 1.0 * n,
+                                2.0 * n + 2};
           },
       .straggler_aware = true,
   };

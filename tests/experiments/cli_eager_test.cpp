@@ -13,7 +13,9 @@
 namespace ssim::testing {
 namespace {
 
-bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+bool contains(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
 
 std::string write_temp(const std::string& name, const std::string& text) {
   const std::string path = "/tmp/ssim_eager_" + std::to_string(::getpid()) + "_" + name;
@@ -28,7 +30,8 @@ const std::string kTop =
     "iterations: 2\n";
 
 TEST(CliEager, SimulateSaysTheDetectionLatency) {
-  const std::string yaml = write_temp("ok.yaml", kTop + "prediction: {policy: eager, detection: 25us}\n");
+  const std::string yaml =
+      write_temp("ok.yaml", kTop + "prediction: {policy: eager, detection: 25us}\n");
   const CommandResult r = run_cli("simulate " + yaml);
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "prediction eager (detection 25")) << r.out;
@@ -64,15 +67,15 @@ TEST(CliEager, BadDetectionIsAnErrorAtItsKey) {
 TEST(CliEager, ExperimentAgainstOraclePreviousFixed) {
   const std::string dir = "/tmp/ssim_eager_out_" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
-  const std::string yaml = write_temp(
-      "exp.yaml",
-      "topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us}\n"
-      "algorithms: [stragglar, ring]\n"
-      "size: 256MiB\n"
-      "stragglers: {count: 1, delay: 300us, persistence: 0.5}\n"
-      "prediction: {policy: oracle, rank: 7, detection: 50us}\n"
-      "iterations: 30\n"
-      "sweep: {policy: [oracle, previous, fixed, eager]}\n");
+  const std::string yaml =
+      write_temp("exp.yaml",
+                 "topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us}\n"
+                 "algorithms: [stragglar, ring]\n"
+                 "size: 256MiB\n"
+                 "stragglers: {count: 1, delay: 300us, persistence: 0.5}\n"
+                 "prediction: {policy: oracle, rank: 7, detection: 50us}\n"
+                 "iterations: 30\n"
+                 "sweep: {policy: [oracle, previous, fixed, eager]}\n");
   const CommandResult r = run_cli("run " + yaml + " -o " + dir + " -q --no-plots");
   ASSERT_EQ(r.rc, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(slurp(dir + "/results.json"));
@@ -100,7 +103,8 @@ TEST(CliEager, ShippedExperiments) {
   const CommandResult dry = run_cli("run " + src + "eager_8gpu.yaml --dry-run -o " + dir);
   ASSERT_EQ(dry.rc, 0) << dry.err;
   std::filesystem::remove_all(dir);
-  const CommandResult r = run_cli("run " + src + "eager_detection_8gpu.yaml -o " + dir + " -q --no-plots");
+  const CommandResult r =
+      run_cli("run " + src + "eager_detection_8gpu.yaml -o " + dir + " -q --no-plots");
   ASSERT_EQ(r.rc, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(slurp(dir + "/results.json"));
   std::map<std::string, double> t;  // "detection delay" -> stragglar's time
