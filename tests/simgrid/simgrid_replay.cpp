@@ -251,14 +251,24 @@ Args parse_args(int argc, char** argv) {
     const std::string flag = argv[i];
     if (i + 1 >= argc) throw ssim::UsageError(flag + " needs a value (or is unknown)");
     const std::string value = argv[++i];
+    auto number = [&](auto parse) {
+      std::size_t used = 0;
+      try {
+        const auto v = parse(value, &used);
+        if (used == value.size() && v > 0) return v;
+      } catch (const std::exception&) {
+      }
+      throw ssim::UsageError(flag + " needs a positive number, got '" + value + "'");
+    };
     if (flag == "--schedule")
       a.schedule = value;
     else if (flag == "--topology")
       a.topology = value;
     else if (flag == "--size")
-      a.size = std::stoull(value);
+      a.size = number([](const std::string& v, std::size_t* used) { return std::stoull(v, used); });
     else if (flag == "--tolerance")
-      a.tolerance = std::stod(value);
+      a.tolerance =
+          number([](const std::string& v, std::size_t* used) { return std::stod(v, used); });
     else
       throw ssim::UsageError("unknown option " + flag);
   }
