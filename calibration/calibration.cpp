@@ -19,6 +19,14 @@
 namespace ssim::calib {
 namespace {
 
+// "-1.25e-05 ns/B": a fitted gamma as the CLI prints it.
+std::string gamma_ns_per_byte(double seconds_per_byte) {
+  std::ostringstream os;
+  os.precision(6);
+  os << seconds_per_byte * 1e9 << " ns/B";
+  return os.str();
+}
+
 // ---- CSV records with line numbers -------------------------------------------------------
 
 // Records of `text` (common/csv.hpp), so that the records after the header correspond one to
@@ -321,6 +329,19 @@ Calibration calibrate_sweep(const std::vector<CsvRecord>& records, std::string_v
                        " rows at " + std::to_string(sizes) +
                        " distinct sizes too close together to separate gamma from the intercept; "
                        "measure sizes that differ by a factor of 2 or more");
+    }
+    // A reduction that takes no longer, or less time, on more bytes is not a cost model: a
+    // negative gamma would make every simulated reduction gain time. Nearly equal sizes with
+    // noisy times give exactly that, so it is the input's fault, named with the fitted value.
+    if (!((*params)[1] > 0)) {
+      const auto [lo, hi] = std::minmax_element(reduce.begin(), reduce.end(),
+                                                [](auto& a, auto& b) { return a.bytes < b.bytes; });
+      throw InputError(
+          std::string(name) + ": kind=reduce rows: the fitted gamma is " +
+          gamma_ns_per_byte((*params)[1]) + " (" + std::to_string(reduce.size()) + " rows, " +
+          std::to_string(lo->bytes.value) + " .. " + std::to_string(hi->bytes.value) +
+          " B): the times do not grow with the size, so gamma is not measured; measure sizes "
+          "that differ by a factor of 2 or more (e.g. 64KiB .. 256MiB), or give --gamma");
     }
     ReduceFit g;
     g.intercept = Seconds{(*params)[0]};

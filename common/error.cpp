@@ -17,8 +17,9 @@ void check_failed(const char* file, int line, const char* expr, const std::strin
                       ": " + expr + (what.empty() ? "" : " (" + what + ")"));
 }
 
-int report_exception(std::string_view program, std::ostream& err) {
-  const std::string prefix = std::string(program) + ": error: ";
+int report_exception(std::string_view program, std::ostream& err, std::string_view context) {
+  const std::string prefix = std::string(program) + ": error: " +
+                             (context.empty() ? std::string() : std::string(context) + ": ");
   try {
     throw;
   } catch (const InputError& e) {

@@ -53,14 +53,16 @@ enum ExitCode : int {
 // Call inside a catch block (or with std::current_exception() set): writes one message
 // "PROGRAM: error: ..." to `err` and returns the exit code of the exception's class.
 // Anything that is not one of the classes above is reported as an internal error that asks
-// for a bug report.
-int report_exception(std::string_view program, std::ostream& err);
+// for a bug report. A non-empty `context` (e.g. "rank 1 of 4" in a multi-process driver) goes
+// after the prefix: "PROGRAM: error: CONTEXT: ...".
+int report_exception(std::string_view program, std::ostream& err, std::string_view context = {});
 
-[[noreturn]] void check_failed(const char* file, int line, const char* expr, const std::string& what);
+[[noreturn]] void check_failed(const char* file, int line, const char* expr,
+                               const std::string& what);
 
 }  // namespace ssim
 
-#define SSIM_CHECK(cond, what)                                  \
-  do {                                                          \
+#define SSIM_CHECK(cond, what)                                            \
+  do {                                                                    \
     if (!(cond)) ::ssim::check_failed(__FILE__, __LINE__, #cond, (what)); \
   } while (0)

@@ -149,6 +149,12 @@ void print_calibration(std::ostream& os, const calib::Calibration& c, bool piece
     os << "    gamma      " << gamma_text(g.gamma) << "  ("
        << printf_text("%.4f GB/s", g.gamma.value > 0 ? 1e-9 / g.gamma.value : 0.0) << " reduced)\n";
     os << "    intercept  " << printf_text("%.4f us", g.intercept.value * 1e6) << "\n";
+    // calibrate refuses gamma <= 0; a positive gamma from a narrow span is still mostly noise.
+    if (g.max_bytes.value < 2 * g.min_bytes.value) {
+      os << "    warning: gamma is poorly determined: the reduce rows span only "
+         << format_bytes(g.min_bytes) << " .. " << format_bytes(g.max_bytes)
+         << " (less than a factor of 2); measure sizes that differ by 2x or more\n";
+    }
     print_residuals(os, g.quality);
   }
 }

@@ -10,6 +10,7 @@ packages=(
   libboost-graph-dev libboost-math-dev libeigen3-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
+  libsimgrid-dev  # only the SimGrid cross-check of the flow model (tests/simgrid, ctest -L simgrid)
   python3 python3-matplotlib
 )
 if [[ ${1:-} == --fuzz ]]; then

@@ -616,7 +616,6 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
 Executor::Executor(const alg::Schedule& schedule, const topo::Topology& topology,
                    NetworkConfig network, Bytes bytes)
     : schedule_(schedule),
-      topology_(topology),
       network_(network),
       bytes_(bytes),
       routes_(topology) {

@@ -220,7 +220,6 @@ class Executor {
   class EventRun;
 
   const alg::Schedule& schedule_;
-  const topo::Topology& topology_;
   NetworkConfig network_;
   Bytes bytes_;
   RouteCache routes_;                 // shared by every iteration

@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -84,9 +85,8 @@ int main(int argc, char** argv) {
   try {
     if (ssim::gpu::launched_by_mpirun() && ssim::gpu::built_with_mpi())
       mpi = ssim::gpu::MpiSession::start(&argc, &argv);
-  } catch (const std::exception& e) {
-    std::cerr << "stragglesim-gpu: error: " << e.what() << "\n";
-    return 1;
+  } catch (...) {
+    return ssim::report_exception("stragglesim-gpu", std::cerr);
   }
   // Named here, not from argv[0]: usage lines say "stragglesim-gpu", not the path it ran by.
   CLI::App app{"stragglesim-gpu: run schedules on GPUs with NCCL", "stragglesim-gpu"};
@@ -137,26 +137,34 @@ int main(int argc, char** argv) {
     const ssim::gpu::SweepOutcome r =
         ssim::gpu::run_sweep(with_mpi(to_options(flags, a, o), mpi.get()), std::cout);
     if (r.wrong > 0) {
-      std::cerr << "stragglesim-gpu: check FAILED: " << r.wrong << " wrong elements"
+      std::cerr << "stragglesim-gpu: error: check FAILED: " << r.wrong << " wrong elements"
                 << (r.first_failure.empty() ? std::string() : "; first: " + r.first_failure)
                 << "\n";
-      exit_code = 1;
+      exit_code = ssim::kExitInternal;  // wrong sums: a bug (or broken hardware), not input
     }
   });
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  } catch (const std::exception& e) {
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
+      return app.exit(e);  // --help
+    const std::vector<CLI::App*> parsed = app.get_subcommands();
+    std::cerr << "stragglesim-gpu: error: " << e.what() << "\nRun 'stragglesim-gpu "
+              << (parsed.empty() ? std::string("--help'") : parsed.front()->get_name() + " --help'")
+              << " for usage.\n";
+    return ssim::kExitUsage;
+  } catch (...) {
     // One write, so the lines of several ranks do not interleave.
-    const std::string where =
-        mpi ? " (rank " + std::to_string(mpi->rank()) + " of " + std::to_string(mpi->size()) + ")"
-            : std::string();
-    std::cerr << "stragglesim-gpu: error" + where + ": " + e.what() + "\n";
+    std::ostringstream message;
+    const int code = ssim::report_exception(
+        "stragglesim-gpu", message,
+        mpi ? "rank " + std::to_string(mpi->rank()) + " of " + std::to_string(mpi->size())
+            : std::string());
+    std::cerr << message.str() << std::flush;
     // The other ranks may be waiting in MPI or NCCL for this one: end the whole job.
-    if (mpi && mpi->size() > 1) mpi->abort(1);
-    return 1;
+    if (mpi && mpi->size() > 1) mpi->abort(code);
+    return code;
   }
   return exit_code;
 }

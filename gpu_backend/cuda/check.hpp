@@ -14,11 +14,16 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/error.hpp"
+
 namespace ssim::gpu {
 
-class DeviceError : public std::runtime_error {
+// The device could not do what the run needs (no CUDA device, a failed CUDA or NCCL call): a
+// resource error in the one error policy (common/error.hpp, exit 3), not the user's input and
+// not a broken invariant of ours.
+class DeviceError : public ResourceError {
  public:
-  using std::runtime_error::runtime_error;
+  using ResourceError::ResourceError;
 };
 
 // The executor's watchdog gave up on an iteration (executor.hpp): the message names the ranks

@@ -7,9 +7,11 @@
 //   mpirun -np 8 stragglesim-mpi --algo stragglar -b 1M -e 64M -f 4 --delay 5ms --csv runs.csv
 //   mpirun -np 4 stragglesim-mpi --algo mpi -b 64K -e 64M -f 4 -n 20 -w 5 -a 3 -J runs.json
 //
-// Exit: 0 when every element checked out; 1 on bad input (one message from rank 0, every rank
-// exits) or a failed check; on an unexpected error a rank reports it and calls MPI_Abort, which
-// ends every rank.
+// Exit codes follow the one error policy (common/error.hpp, README "Errors, exit codes and
+// resource limits"): 0 when every element checked out; 1 on bad input (one message from rank 0,
+// every rank exits); 2 on a bad command line; 3 when MPI fails; 4 when the check finds wrong
+// elements or on an unexpected error. An error only one rank knows is reported by that rank,
+// which calls MPI_Abort to end every rank.
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
@@ -38,9 +40,16 @@ int run(int argc, char** argv, int rank) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // Every rank parsed the same arguments; rank 0 speaks for all of them.
-    if (rank == 0) return app.exit(e);
-    std::ostringstream quiet;
-    return app.exit(e, quiet, quiet);
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {  // --help
+      if (rank == 0) return app.exit(e);
+      std::ostringstream quiet;
+      return app.exit(e, quiet, quiet);
+    }
+    if (rank == 0) {
+      std::cerr << "stragglesim-mpi: error: " << e.what()
+                << "\nRun 'stragglesim-mpi --help' for usage.\n";
+    }
+    return ssim::kExitUsage;
   }
 
   std::ostringstream rank_out;  // ranks > 0 print nothing
@@ -58,13 +67,13 @@ int run(int argc, char** argv, int rank) {
       ssim::gpu::run_mpi_sweep(options, MPI_COMM_WORLD, rank == 0 ? std::cout : rank_out);
   if (r.wrong > 0) {
     if (rank == 0) {
-      std::cerr << "stragglesim-mpi: check FAILED: " << r.wrong << " wrong elements"
+      std::cerr << "stragglesim-mpi: error: check FAILED: " << r.wrong << " wrong elements"
                 << (r.first_failure.empty() ? std::string() : "; first: " + r.first_failure)
                 << "\n";
     }
-    return 1;
+    return ssim::kExitInternal;  // wrong sums: a bug (or broken hardware), not input
   }
-  return 0;
+  return ssim::kExitOk;
 }
 
 }  // namespace
@@ -72,7 +81,7 @@ int run(int argc, char** argv, int rank) {
 int main(int argc, char** argv) {
   if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
     std::cerr << "stragglesim-mpi: error: MPI_Init failed\n";
-    return 1;
+    return ssim::kExitResource;
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   int rank = 0;
@@ -80,14 +89,17 @@ int main(int argc, char** argv) {
   int code = 0;
   try {
     code = run(argc, argv, rank);
-  } catch (const ssim::gpu::AgreedInputError& e) {
+  } catch (const ssim::gpu::AgreedInputError&) {
     // Every rank has it (agree_on_errors): said once, every rank exits.
-    if (rank == 0) std::cerr << "stragglesim-mpi: error: " << e.what() << "\n";
-    code = 1;
-  } catch (const std::exception& e) {
-    // Only this rank knows: the others may be waiting on it, so end them all.
-    std::cerr << "stragglesim-mpi: rank " << rank << ": error: " << e.what() << "\n";
-    MPI_Abort(MPI_COMM_WORLD, 1);
+    std::ostringstream quiet;
+    code = ssim::report_exception("stragglesim-mpi", rank == 0 ? std::cerr : quiet);
+  } catch (...) {
+    // Only this rank knows: the others may be waiting on it, so end them all. One write, so
+    // the lines of several ranks do not interleave.
+    std::ostringstream message;
+    code = ssim::report_exception("stragglesim-mpi", message, "rank " + std::to_string(rank));
+    std::cerr << message.str() << std::flush;
+    MPI_Abort(MPI_COMM_WORLD, code);
   }
   MPI_Finalize();
   return code;

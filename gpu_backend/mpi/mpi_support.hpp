@@ -28,9 +28,10 @@
 
 namespace ssim::gpu {
 
-class MpiError : public std::runtime_error {
+// An MPI call failed: a resource error in the one error policy (common/error.hpp, exit 3).
+class MpiError : public ResourceError {
  public:
-  using std::runtime_error::runtime_error;
+  using ResourceError::ResourceError;
 };
 
 // An InputError every rank of the communicator throws alike (agree_on_errors): the caller may

@@ -45,6 +45,21 @@ TEST(CliCalibrate, SweepPrintsFitResidualsAndGamma) {
   EXPECT_NEAR(printed(r.out, "intercept") * 1e-6, 4e-6, 0.02 * 4e-6) << r.out;
 }
 
+// Reduce rows over less than a factor of 2 in size: gamma is printed with a warning that it is
+// poorly determined (a negative one is an input error, BadInputIsOneClearError).
+TEST(CliCalibrate, NarrowReduceSpanWarns) {
+  const CommandResult r = run_cli("calibrate " + data_path("calibration/reduce_sizes_narrow.csv"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NEAR(printed(r.out, "gamma") * 1e-9, 0.8e-6 / 131072, 1e-3 * 0.8e-6 / 131072) << r.out;
+  EXPECT_TRUE(contains(r.out,
+                       "warning: gamma is poorly determined: the reduce rows span only "
+                       "1MiB .. 1280KiB (less than a factor of 2)"))
+      << r.out;
+  // The full sweep (1 KiB .. 256 MiB) has no such warning.
+  EXPECT_FALSE(contains(run_cli("calibrate " + data_path("calibration/p2p_sweep.csv")).out,
+                        "poorly determined"));
+}
+
 TEST(CliCalibrate, ManyRowsPrintQuantilesInstead) {
   // 60 rows (> 50): quantiles of the relative error instead of a table.
   const std::string path = tmp("many.csv");
@@ -277,6 +292,11 @@ TEST(CliCalibrate, BadInputIsOneClearError) {
        "beta and gamma cannot be told apart"},
       {"calibrate " + dir + "ring4_measured.csv --gamma 1ns/B --fit-gamma", "exclude each other"},
       {"calibrate /nonexistent.csv", "/nonexistent.csv: cannot open file"},
+      // Reduce rows at nearly equal sizes whose times fall with the size: the fit's gamma is
+      // negative, an input error rather than a printed (and written) negative cost.
+      {"calibrate " + dir + "reduce_sizes_nearly_equal.csv",
+       "reduce_sizes_nearly_equal.csv: kind=reduce rows: the fitted gamma is -10 ns/B (3 rows, "
+       "1048576 .. 1048578 B): the times do not grow with the size"},
       {"validate " + dir + "p2p_sweep.csv --topology " + std::string(STRAGGLESIM_SOURCE_DIR) +
            "/configs/topologies/dgx_h100.yaml",
        "p2p_sweep.csv:1: missing column 'source'"},

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,7 +30,7 @@ bool contains(const std::string& text, const std::string& part) {
 TEST(GpuCli, RunWithoutADeviceSaysSo) {
   if (testing::gpu_count() > 0) GTEST_SKIP() << "this machine has a CUDA device";
   const auto r = run_cli("run --algo ring --ranks 2");
-  EXPECT_NE(r.rc, 0);
+  EXPECT_EQ(r.rc, 3);  // a resource error: the machine lacks what the run needs
   EXPECT_TRUE(contains(r.err, "stragglesim-gpu: error: no CUDA device: ")) << r.err;
   EXPECT_EQ(r.out, "");
   // The same without --ranks (the GPU count would decide).
@@ -71,6 +72,27 @@ TEST(GpuCli, BadInputGivesOneClearMessage) {
     EXPECT_TRUE(contains(r.err, message)) << args << "\nexpected: " << message << "\n" << r.err;
     EXPECT_EQ(r.out, "") << args;
   }
+}
+
+// The one error policy (README "Errors, exit codes and resource limits"): a bad command line is
+// a usage error, exit 2, with the program's prefix and a pointer to --help, as in stragglesim.
+TEST(GpuCli, BadCommandLineIsAUsageError) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"run --ranks 2 --bogus",
+       "The following argument was not expected: --bogus\nRun "
+       "'stragglesim-gpu run --help' for usage."},
+      {"frobnicate", "Run 'stragglesim-gpu --help' for usage."},
+      {"", "A subcommand is required"},
+      {"run --ranks x", "Could not convert: --ranks = x"},
+  };
+  for (const auto& [args, message] : cases) {
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.rc, 2) << args;
+    EXPECT_EQ(r.err.rfind("stragglesim-gpu: error: ", 0), 0u) << args << "\n" << r.err;
+    EXPECT_TRUE(contains(r.err, message)) << args << "\nexpected: " << message << "\n" << r.err;
+    EXPECT_EQ(r.out, "") << args;
+  }
+  EXPECT_EQ(run_cli("--help").rc, 0);
 }
 
 TEST(GpuCli, DevicesReportsVersionsWithOrWithoutAGpu) {
@@ -164,9 +186,11 @@ TEST(GpuCli, UnderMpirunRanksComeFromMpi) {
       << bad.second;
   if (testing::gpu_count() > 0) return;
   const auto none = run("run --algo ring");
-  EXPECT_NE(none.first, 0);
+  EXPECT_EQ(none.first, 3);  // a resource error, passed on by MPI_Abort
   // The first rank to fail ends the job (MPI_Abort), so the others may not get to say it.
-  EXPECT_TRUE(contains(none.second, " of 3): no CUDA device")) << none.second;
+  EXPECT_TRUE(std::regex_search(
+      none.second, std::regex("stragglesim-gpu: error: rank [0-2] of 3: no CUDA device")))
+      << none.second;
 }
 
 // Two processes, one GPU each, the NCCL id through a file; rank 0 writes the CSV.

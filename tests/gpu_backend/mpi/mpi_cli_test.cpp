@@ -227,9 +227,18 @@ TEST(MpiCli, NcclTestsFlagsStepCheckAverageAndJson) {
 TEST(MpiCli, UnknownFlagIsReportedOnce) {
   SSIM_REQUIRE_MPIRUN();
   const MpiResult r = run_mpi(2, "--bogus-flag");
-  EXPECT_NE(r.rc, 0);
-  EXPECT_NE(r.rc, 124);
+  EXPECT_EQ(r.rc, 2);  // a usage error (README "Errors, exit codes and resource limits")
   EXPECT_EQ(occurrences(r.err, "--bogus-flag"), 1) << r.err;
+  EXPECT_EQ(occurrences(r.err, "stragglesim-mpi: error: "), 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "Run 'stragglesim-mpi --help' for usage.")) << r.err;
+}
+
+// Bad input keeps exit 1 under mpirun (every rank agrees on the error and exits with it).
+TEST(MpiCli, BadInputExitsWithTheInputCode) {
+  SSIM_REQUIRE_MPIRUN();
+  const MpiResult r = run_mpi(2, "--algo bogus");
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_EQ(occurrences(r.err, "stragglesim-mpi: error: unknown algorithm 'bogus'"), 1) << r.err;
 }
 
 }  // namespace
