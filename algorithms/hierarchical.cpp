@@ -30,9 +30,8 @@ int checked_gpus_per_node(const std::string& algorithm, int n, const Options& op
   try {
     g = options.get_int("gpus_per_node", n, lo, n);
   } catch (const InputError& e) {
-    throw InputError(algorithm + " " + e.what() + " (gpus_per_node must be " +
-                     std::to_string(lo) + ".." + std::to_string(n) + " and divide the " +
-                     std::to_string(n) + " ranks)");
+    throw InputError(algorithm + " " + e.what() + " (gpus_per_node must be " + std::to_string(lo) +
+                     ".." + std::to_string(n) + " and divide the " + std::to_string(n) + " ranks)");
   }
   if (n % g != 0) {
     throw InputError(algorithm + " option gpus_per_node=" + text + ": must divide the rank count " +
@@ -77,9 +76,9 @@ std::string checked_inter(const Options& options) {
 }
 
 struct Shape {
-  int g = 0;       // GPUs per node
-  int nodes = 0;   // N
-  int b = 1;       // chunks per piece (the inter algorithm's chunk count; 1 for one node)
+  int g = 0;      // GPUs per node
+  int nodes = 0;  // N
+  int b = 1;      // chunks per piece (the inter algorithm's chunk count; 1 for one node)
   std::string inter;
 };
 
@@ -167,7 +166,8 @@ AlgorithmInfo hierarchical_info() {
                    "GPUs per node G (rank = node*G + local); experiments take it from a "
                    "hierarchical topology",
                    "n (one node)"},
-                  {"inter", "inter-node allreduce per rail: ring, rhd or halving_doubling", "ring"}},
+                  {"inter", "inter-node allreduce per rail: ring, rhd or halving_doubling",
+                   "ring"}},
       .rounds = make_hierarchical,
       .cost = hierarchical_cost,
       // Chunks G*B <= n; rounds 2(G-1) + at most 2 ceil(log2 N) + 2 (rhd) or 2(N-1) (ring);
@@ -177,9 +177,8 @@ AlgorithmInfo hierarchical_info() {
           [](int n, const Options& o) {
             const Shape s = checked_shape(n, o);
             const double r = n, g = s.g, nodes = s.nodes;
-            const ScheduleSize inner = s.nodes >= 2
-                                           ? find_algorithm(s.inter).size(s.nodes, Options{})
-                                           : ScheduleSize{};
+            const ScheduleSize inner =
+                s.nodes >= 2 ? find_algorithm(s.inter).size(s.nodes, Options{}) : ScheduleSize{};
             const double rounds = 2 * (g - 1) + inner.rounds;
             return ScheduleSize{g * s.b, rounds, rounds * r, r, r + g * inner.pairs + nodes * g};
           },

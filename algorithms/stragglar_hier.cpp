@@ -25,12 +25,13 @@
 //                     one chunk per link per round; a rail starts as soon as its exchange is
 //                     done.
 //   "allgather"       (G-1 rounds) ring AllGather of the pieces in every node.
-// Rounds: 3G-2 + [N >= 2] (2(N-1) + B+N-2) (one fewer for G = 2, N = 1: nothing to reduce-scatter). Each rank sends at most one and receives at most
-// one transfer per round except q in the inter phase (two rails). The straggler's data never
-// crosses a NIC before it is reduced into the result, and its only NIC traffic is rail ls's
-// broadcast; the ranks of the other nodes wait for nothing but R's pieces and their own node.
-// No closed form (the rails start their broadcasts at staggered times): `.cost` is
-// schedule_cost of the generated schedule, and tests check it against a hand-derived case.
+// Rounds: 3G-2 + [N >= 2] (2(N-1) + B+N-2) (one fewer for G = 2, N = 1: nothing to reduce-scatter).
+// Each rank sends at most one and receives at most one transfer per round except q in the inter
+// phase (two rails). The straggler's data never crosses a NIC before it is reduced into the result,
+// and its only NIC traffic is rail ls's broadcast; the ranks of the other nodes wait for nothing
+// but R's pieces and their own node. No closed form (the rails start their broadcasts at staggered
+// times): `.cost` is schedule_cost of the generated schedule, and tests check it against a
+// hand-derived case.
 #include <string>
 #include <utility>
 #include <vector>
@@ -75,7 +76,8 @@ RoundStream stragglar_hier_rounds(HierShape h) {
   // Phase 1: intra-node reduce-scatter, s virtualized in node S.
   {
     std::vector<RoundStream> rings;
-    for (int j = 0; j < nodes; ++j) rings.push_back(ring_reduce_scatter_rounds(iota_ranks(g), 0, ""));
+    for (int j = 0; j < nodes; ++j)
+      rings.push_back(ring_reduce_scatter_rounds(iota_ranks(g), 0, ""));
     Round local;
     for (int k = 0;; ++k) {
       round.phase = "reduce-scatter";
@@ -201,8 +203,10 @@ AlgorithmInfo stragglar_hier_info() {
                   {"segments", "chunks per node and piece: a piece has nodes*segments chunks",
                    std::to_string(kDefaultSegments)}},
       .rounds = make_stragglar_hier,
-      .cost = [](int n, double bytes, const CostParams& p,
-                 const Options& o) { return schedule_cost(generate("stragglar_hier", n, o), bytes, p); },
+      .cost =
+          [](int n, double bytes, const CostParams& p, const Options& o) {
+            return schedule_cost(generate("stragglar_hier", n, o), bytes, p);
+          },
       // Chunks G*N*segments; rounds as stragglar_hier_round_count; at most 2n transfers per
       // round (q's second rail); pairs: node rings, rails (both directions), exchanges.
       .size =

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <set>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "algorithms/registry.hpp"
@@ -41,9 +41,7 @@ std::vector<Shape> shapes(int min_g) {
   return v;
 }
 
-std::string label(const Shape& s) {
-  return std::to_string(s.nodes) + "x" + std::to_string(s.g);
-}
+std::string label(const Shape& s) { return std::to_string(s.nodes) + "x" + std::to_string(s.g); }
 
 int sends_of(const Round& r, int rank) {
   return static_cast<int>(std::count_if(r.transfers.begin(), r.transfers.end(),
@@ -102,7 +100,8 @@ TEST(Hierarchical, ClosedFormMatchesTheSchedule) {
         for (const CostParams& p : params) {
           const double expect = info.cost(n, bytes, p, o);
           const double got = testing::evaluate_rounds(s, bytes, p).makespan;
-          EXPECT_NEAR(got, expect, 1e-9 * expect) << inter << " " << label(sh) << " bytes=" << bytes;
+          EXPECT_NEAR(got, expect, 1e-9 * expect)
+              << inter << " " << label(sh) << " bytes=" << bytes;
         }
       }
     }
@@ -153,13 +152,19 @@ TEST(Hierarchical, BadGpusPerNodeIsAClearError) {
     EXPECT_NE(message(a, 8, opts({{"gpus_per_node", "3"}})).find("must divide the rank count 8"),
               std::string::npos)
         << a;
-    EXPECT_NE(message(a, 8, opts({{"gpus_per_node", "0"}})).find("gpus_per_node=0"), std::string::npos) << a;
-    EXPECT_NE(message(a, 8, opts({{"gpus_per_node", "16"}})).find("gpus_per_node=16"), std::string::npos) << a;
-    EXPECT_NE(message(a, 8, opts({{"gpus_per_node", "x"}})).find("integer"), std::string::npos) << a;
+    EXPECT_NE(message(a, 8, opts({{"gpus_per_node", "0"}})).find("gpus_per_node=0"),
+              std::string::npos)
+        << a;
+    EXPECT_NE(message(a, 8, opts({{"gpus_per_node", "16"}})).find("gpus_per_node=16"),
+              std::string::npos)
+        << a;
+    EXPECT_NE(message(a, 8, opts({{"gpus_per_node", "x"}})).find("integer"), std::string::npos)
+        << a;
   }
   EXPECT_NE(message("stragglar_hier", 8, opts({{"gpus_per_node", "1"}})).find("must be 2..8"),
             std::string::npos);
-  EXPECT_NE(message("hierarchical", 8, opts({{"inter", "tree"}})).find("inter=tree"), std::string::npos);
+  EXPECT_NE(message("hierarchical", 8, opts({{"inter", "tree"}})).find("inter=tree"),
+            std::string::npos);
 }
 
 // stragglar_hier: every shape, straggler positions across nodes, a few segment counts.
@@ -178,8 +183,8 @@ TEST(StragglarHier, VerifiesForEveryShapeAndStraggler) {
                                 {"straggler", std::to_string(straggler)},
                                 {"segments", std::to_string(segments)}});
         const Schedule s = generate("stragglar_hier", n, o);
-        const std::string what = label(sh) + " s=" + std::to_string(straggler) +
-                                 " segments=" + std::to_string(segments);
+        const std::string what =
+            label(sh) + " s=" + std::to_string(straggler) + " segments=" + std::to_string(segments);
         const VerifyResult v = verify(s);
         ASSERT_TRUE(v.ok()) << what << ": " << v.error->to_string();
         ASSERT_EQ(s.straggler, straggler);
@@ -196,7 +201,8 @@ TEST(StragglarHier, VerifiesForEveryShapeAndStraggler) {
             }
             if (t.src == straggler || t.dst == straggler) {
               const int other = t.src == straggler ? t.dst : t.src;
-              EXPECT_TRUE(other / sh.g == straggler / sh.g || other % sh.g == straggler % sh.g) << what;
+              EXPECT_TRUE(other / sh.g == straggler / sh.g || other % sh.g == straggler % sh.g)
+                  << what;
             }
           }
           for (int rank = 0; rank < n; ++rank) {

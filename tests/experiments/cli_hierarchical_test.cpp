@@ -24,7 +24,8 @@ std::string write_temp(const std::string& name, const std::string& text) {
 
 const std::string kTopology3x4 =
     "topology: {kind: hierarchical, nodes: 3, gpus_per_node: 4,\n"
-    "           nvlink: {bandwidth: 450GiB/s, latency: 3us}, nic: {bandwidth: 400Gbps, latency: 2us},\n"
+    "           nvlink: {bandwidth: 450GiB/s, latency: 3us}, nic: {bandwidth: 400Gbps, latency: "
+    "2us},\n"
     "           fabric: {kind: rail_optimized, spines: 2, bandwidth: 400Gbps, latency: 1us}}\n";
 
 TEST(CliHierarchical, ListedGeneratedAndVerified) {
@@ -63,7 +64,9 @@ TEST(CliHierarchical, BadGpusPerNodeIsAClearError) {
     EXPECT_TRUE(contains(r.err, c.what)) << c.args << ": " << r.err;
   }
   // In a config: the option at its key, or the mismatch with the topology.
-  const std::string sim = kTopology3x4 + "collective: {algorithm: hierarchical, size: 64MiB, options: {gpus_per_node: 2}}\n";
+  const std::string sim =
+      kTopology3x4 +
+      "collective: {algorithm: hierarchical, size: 64MiB, options: {gpus_per_node: 2}}\n";
   const std::string path = write_temp("bad.yaml", sim);
   const CommandResult r = run_cli("simulate " + path);
   EXPECT_EQ(r.rc, 1);
@@ -81,9 +84,11 @@ TEST(CliHierarchical, BadGpusPerNodeIsAClearError) {
 
 TEST(CliHierarchical, SimulateTakesGpusPerNodeFromTheTopology) {
   // rhd across 3 nodes works on 2 chunks per piece: 4 x 2 chunks (one node would be 12).
-  const std::string path = write_temp(
-      "sim.yaml", kTopology3x4 + "network: {model: flow}\n"
-                                 "collective: {algorithm: hierarchical, size: 64MiB, options: {inter: rhd}}\n");
+  const std::string path =
+      write_temp("sim.yaml",
+                 kTopology3x4 +
+                     "network: {model: flow}\n"
+                     "collective: {algorithm: hierarchical, size: 64MiB, options: {inter: rhd}}\n");
   const CommandResult r = run_cli("simulate " + path + " --json");
   ASSERT_EQ(r.rc, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
@@ -96,24 +101,27 @@ TEST(CliHierarchical, SimulateTakesGpusPerNodeFromTheTopology) {
 TEST(CliHierarchical, RunOnAHierarchicalTopology) {
   const std::string dir = "/tmp/ssim_hier_out_" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
-  const std::string exp = write_temp(
-      "exp.yaml", kTopology3x4 +
-                      "network: {model: flow}\n"
-                      "algorithms: [hierarchical, stragglar_hier, ring]\n"
-                      "size: 256MiB\n"
-                      "stragglers: {count: 1}\n"
-                      "sweep: {delay: [0, 20ms]}\n");
+  const std::string exp =
+      write_temp("exp.yaml", kTopology3x4 +
+                                 "network: {model: flow}\n"
+                                 "algorithms: [hierarchical, stragglar_hier, ring]\n"
+                                 "size: 256MiB\n"
+                                 "stragglers: {count: 1}\n"
+                                 "sweep: {delay: [0, 20ms]}\n");
   const CommandResult e = run_cli("run " + exp + " -o " + dir + " -q --no-plots");
   ASSERT_EQ(e.rc, 0) << e.err;
   const nlohmann::json res = nlohmann::json::parse(slurp(dir + "/results.json"));
   const nlohmann::json& none = res["points"][0]["summary"];
   const nlohmann::json& late = res["points"][1]["summary"];
-  auto t = [](const nlohmann::json& s, const char* a) { return s[a]["mean_completion_s"].get<double>(); };
+  auto t = [](const nlohmann::json& s, const char* a) {
+    return s[a]["mean_completion_s"].get<double>();
+  };
   EXPECT_LT(t(late, "stragglar_hier"), t(late, "hierarchical"));
   EXPECT_GT(t(none, "stragglar_hier"), t(none, "hierarchical"));
   std::filesystem::remove_all(dir);
-  const CommandResult dry = run_cli("run " + std::string(STRAGGLESIM_SOURCE_DIR) +
-                                    "/configs/experiments/multi_node_hierarchical.yaml --dry-run -o " + dir);
+  const CommandResult dry =
+      run_cli("run " + std::string(STRAGGLESIM_SOURCE_DIR) +
+              "/configs/experiments/multi_node_hierarchical.yaml --dry-run -o " + dir);
   EXPECT_EQ(dry.rc, 0) << dry.err;
   std::filesystem::remove_all(dir);
 }
