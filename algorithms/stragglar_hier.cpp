@@ -18,20 +18,23 @@
 //                     on rail ls node S's member is q (which then serves two rails). Every
 //                     early rank (j,l) now holds X_l, q also X_ls.
 // Phase 2 (s has arrived):
-//   "straggler-exchange"  (G rounds) s swaps piece ls with q, then piece l with (S,l) for
-//                     l = ls+1, ..., ls-1: both reduce, so both hold R_l (s ends with all of R).
-//   "rail-broadcast"  (B+N-2 rounds, N >= 2) on every rail l a pipelined chain from (S,l)
-//                     (s itself on rail ls) through nodes S+1, S+2, ... copies R_l's B chunks,
-//                     one chunk per link per round; a rail starts as soon as its exchange is
-//                     done.
+//   "straggler-exchange"  (G x P rounds, P = 2 parts of B/2 chunks when B is even and N >= 2,
+//                     else 1) s swaps part e of piece l with (S,l) (piece ls with q) in round
+//                     e*G + (l - ls mod G): both
+//                     reduce, so both hold that part of R_l (s ends with all of R).
+//   chains            on every rail l a pipelined chain from (S,l) (s itself on rail ls) through
+//                     nodes S+1, S+2, ... copies R_l's B chunks, one chunk per link per round,
+//                     each chunk as soon as its part is exchanged (the chains overlap the
+//                     exchanges; rounds after the last exchange are labelled "rail-broadcast").
 //   "allgather"       (G-1 rounds) ring AllGather of the pieces in every node.
-// Rounds: 3G-2 + [N >= 2] (2(N-1) + B+N-2) (one fewer for G = 2, N = 1: nothing to reduce-scatter).
-// Each rank sends at most one and receives at most one transfer per round except q in the inter
-// phase (two rails). The straggler's data never crosses a NIC before it is reduced into the result,
-// and its only NIC traffic is rail ls's broadcast; the ranks of the other nodes wait for nothing
-// but R's pieces and their own node. No closed form (the rails start their broadcasts at staggered
-// times): `.cost` is schedule_cost of the generated schedule, and tests check it against a
-// hand-derived case.
+// Rounds: phase 1 G-1 + 2(N-1) (none for G = 2, N = 1), then max(G*P, the chains' end),
+// then G-1. Each rank sends at most one and receives at most one transfer per round except q
+// in the inter phase (two rails) and s and the (S,l) in phase 2 (an exchange and a chain send).
+// The straggler's data never crosses a NIC before it is reduced into the result, and its only
+// NIC traffic is rail ls's chain; the other nodes wait for nothing but R's chunks. No closed
+// form (chains fed at staggered times): `.cost` is schedule_cost of the generated schedule,
+// and tests check it against a hand-derived case.
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,6 +70,12 @@ HierShape checked_hier(int n, const Options& options) {
   h.q = h.node_s * h.g + (h.ls + h.g - 1) % h.g;
   return h;
 }
+
+// The exchanges of a piece come in this many parts (N >= 2): 2 when the piece's chunk count
+// allows, so that s, which also feeds rail ls's chain, spreads its exchanges over about as
+// many rounds as it has chain sends (each rank's rounds run in order: with more parts s's
+// exchanges would wait for its slower NIC sends, with one part the chains start late).
+int exchange_parts(const HierShape& h) { return h.nodes >= 2 && h.b % 2 == 0 ? 2 : 1; }
 
 RoundStream stragglar_hier_rounds(HierShape h) {
   const int g = h.g, nodes = h.nodes, b = h.b;
@@ -130,32 +139,52 @@ RoundStream stragglar_hier_rounds(HierShape h) {
     }
   }
 
-  // Phase 2: the straggler's exchanges inside node S, piece ls (with q) first.
-  round.phase = "straggler-exchange";
-  for (int i = 0; i < g; ++i) {
-    const int l = (h.ls + i) % g;
-    const int partner = i == 0 ? h.q : h.node_s * g + l;
-    round.transfers.clear();
-    round.add(h.s, partner, l * b, (l + 1) * b, Op::reduce);
-    round.add(partner, h.s, l * b, (l + 1) * b, Op::reduce);
-    co_yield round;
-  }
-
-  // Phase 2: pipelined chain per rail from node S.
-  if (nodes >= 2) {
-    round.phase = "rail-broadcast";
-    for (int k = 0; k + 2 < b + nodes; ++k) {
-      round.transfers.clear();
-      for (int l = 0; l < g; ++l) {
-        for (int i = 0; i + 1 < nodes; ++i) {
-          const int seg = k - i;
-          if (seg < 0 || seg >= b) continue;
-          const int from = (h.node_s + i) % nodes * g + l;
-          const int to = (h.node_s + i + 1) % nodes * g + l;
-          round.add(from, to, l * b + seg, l * b + seg + 1, Op::copy);
+  // Phase 2: the straggler's exchanges inside node S, in parts of N chunks (one part of every
+  // piece per sweep, piece ls with q first), and per rail a pipelined chain from node S that
+  // sends each chunk as soon as its part is exchanged: chunk k of piece l (exchange index i)
+  // is ready after round (k / N) * G + i; a position sends one chunk per round, in order.
+  {
+    const int parts = exchange_parts(h);
+    const int part_len = b / parts;
+    const int exchange_rounds = g * parts;
+    // chain[t]: the chain transfers of round t.
+    std::vector<std::vector<Transfer>> chain;
+    if (nodes >= 2) {
+      std::vector<int> sent(static_cast<std::size_t>(b));
+      for (int i = 0; i < g; ++i) {
+        const int l = (h.ls + i) % g;
+        for (int pos = 0; pos + 1 < nodes; ++pos) {
+          const int from = (h.node_s + pos) % nodes * g + l;
+          const int to = (h.node_s + pos + 1) % nodes * g + l;
+          for (int k = 0; k < b; ++k) {
+            const int ready = pos == 0 ? (k / part_len) * g + i : sent[static_cast<std::size_t>(k)];
+            int t = ready + 1;
+            if (k > 0) t = std::max(t, sent[static_cast<std::size_t>(k - 1)] + 1);
+            // sent[] holds this position's times for chunks < k, the previous one's for >= k.
+            sent[static_cast<std::size_t>(k)] = t;
+            if (static_cast<int>(chain.size()) <= t) chain.resize(static_cast<std::size_t>(t) + 1);
+            chain[static_cast<std::size_t>(t)].push_back(
+                Transfer{from, to, l * b + k, l * b + k + 1, Op::copy});
+          }
         }
       }
-      co_yield round;
+    }
+    const int total = std::max(exchange_rounds, static_cast<int>(chain.size()));
+    for (int t = 0; t < total; ++t) {
+      round.transfers.clear();
+      round.phase = t < exchange_rounds ? "straggler-exchange" : "rail-broadcast";
+      if (t < exchange_rounds) {
+        const int i = t % g, part = t / g;
+        const int l = (h.ls + i) % g;
+        const int partner = i == 0 ? h.q : h.node_s * g + l;
+        const int begin = l * b + part * part_len;
+        round.add(h.s, partner, begin, begin + part_len, Op::reduce);
+        round.add(partner, h.s, begin, begin + part_len, Op::reduce);
+      }
+      if (t < static_cast<int>(chain.size())) {
+        for (const Transfer& x : chain[static_cast<std::size_t>(t)]) round.transfers.push_back(x);
+      }
+      if (!round.transfers.empty()) co_yield round;
     }
   }
 
@@ -207,15 +236,20 @@ AlgorithmInfo stragglar_hier_info() {
           [](int n, double bytes, const CostParams& p, const Options& o) {
             return schedule_cost(generate("stragglar_hier", n, o), bytes, p);
           },
-      // Chunks G*N*segments; rounds as stragglar_hier_round_count; at most 2n transfers per
-      // round (q's second rail); pairs: node rings, rails (both directions), exchanges.
+      // Chunks G*N*segments. Rounds: phase 1 G-1 + 2(N-1), exchanges G*parts, chains ending at
+      // most B + 2N after them, allgather G-1. Transfers: phase 1 at most 2n per round, 2 per
+      // exchange, B(N-1) per rail's chain, n per allgather round; at most 2n in a round;
+      // pairs: node rings, rails (both directions), exchanges.
       .size =
           [](int n, const Options& o) {
             const HierShape h = checked_hier(n, o);
-            const double r = n;
-            const double rounds = 3.0 * h.g + 3.0 * h.nodes + h.b;
-            return ScheduleSize{static_cast<double>(h.g) * h.b, rounds, rounds * 2 * r, 2 * r,
-                                4 * r + 2 * h.g};
+            const double r = n, g = h.g, nodes = h.nodes, b = h.b;
+            const double parts = exchange_parts(h);
+            const double phase1 = g - 1 + 2 * (nodes - 1);
+            const double rounds = phase1 + g * parts + b + 2 * nodes + g - 1;
+            const double transfers =
+                phase1 * 2 * r + 2 * g * parts + g * b * (nodes - 1) + (g - 1) * r;
+            return ScheduleSize{g * b, rounds, transfers, 2 * r + 2, 4 * r + 2 * g};
           },
       .straggler_aware = true,
       .check_options = [](int n, const Options& o) { checked_hier(n, o); },
