@@ -22,6 +22,8 @@ AlgorithmInfo stragglar_info();  // stragglar.cpp
 AlgorithmInfo halving_doubling_info();  // halving_doubling.cpp
 AlgorithmInfo direct_rs_ag_info();      // direct_rs_ag.cpp
 AlgorithmInfo straggler_tree_info();    // straggler_tree.cpp
+AlgorithmInfo hierarchical_info();      // hierarchical.cpp
+AlgorithmInfo stragglar_hier_info();    // stragglar_hier.cpp
 
 // The same two as round generators (round_stream.hpp).
 RoundStream ring_reduce_scatter_rounds(std::vector<int> members, int first_chunk,
@@ -50,6 +52,18 @@ bool fold_round(Round& round, int n, int chunks);
 bool unfold_round(Round& round, int n, int chunks);
 // The size bound of both (registry.hpp's ScheduleSize): p chunks, 2 ceil(log2 n) rounds.
 ScheduleSize halving_doubling_size(int n);
+
+// Node structure (hierarchical.cpp): ranks are nodes x G, rank = node * G + local.
+// The `gpus_per_node` option, checked: in [lo, n] and dividing n (InputError naming
+// `algorithm` otherwise); n (one node) when absent.
+int checked_gpus_per_node(const std::string& algorithm, int n, const Options& options, int lo);
+// The ranks of node `node` (locals 0..g-1) and of rail `local` (one per node, node order).
+std::vector<int> node_members(int node, int g);
+std::vector<int> rail_members(int local, int g, int nodes);
+// Appends `in`'s transfers to `out` with rank i renamed members[i] and chunk c widened to
+// chunks [base + c*width, base + (c+1)*width).
+void append_mapped(Round& out, const Round& in, const std::vector<int>& members, int base,
+                   int width);
 
 // Ranks 0..n-1 in order, for the common case of a ring over everyone.
 std::vector<int> iota_ranks(int n);

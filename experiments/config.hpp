@@ -20,6 +20,7 @@
 //   ecmp: true|false (any kind; default false); name, description, provenance: free text
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "experiments/config_reader.hpp"
@@ -70,6 +71,13 @@ void load_prediction(const ConfigNode& node, int ranks, sim::SimulationConfig& c
 // their YAML keys under `node` (the options map).
 void check_algorithm_options(const alg::AlgorithmInfo& info, int ranks, const alg::Options& options,
                              const ConfigNode& node);
+// The topology's node structure for algorithms that take `gpus_per_node` (hierarchical,
+// stragglar_hier): sets it from topology.gpus_per_node (hierarchical topologies) when the
+// options do not say; fails at `options_node`'s key when they say otherwise. No-op for
+// algorithms without the option or topologies without node structure (then the option's
+// own default applies). `options_node` may be absent (no options map given).
+void apply_node_structure(const topo::Topology& topology, const alg::AlgorithmInfo& info,
+                          alg::Options& options, const std::optional<ConfigNode>& options_node);
 // prediction.k (c.late_count) applied to a straggler-aware algorithm's options: sets
 // stragglers=k when they do not say, fails at `k_node` when they say otherwise or the
 // algorithm takes one late rank only.

@@ -500,8 +500,21 @@ Experiment load_experiment(const ConfigReader& reader) {
           const ConfigNode s = where.child("options").child("straggler");
           s.as_int(0, n - 1);
         }
-        if (where.is_map() && where.has("options"))
-          check_algorithm_options(info, n, e.algorithms[i].options, where.child("options"));
+        // gpus_per_node from a hierarchical topology (run_config sets it per run).
+        alg::Options node_options = e.algorithms[i].options;
+        const std::optional<ConfigNode> options_node =
+            where.is_map() && where.has("options") ? std::optional<ConfigNode>(where.child("options"))
+                                                   : std::nullopt;
+        apply_node_structure(point.config.topology, info, node_options, options_node);
+        if (options_node) {
+          check_algorithm_options(info, n, node_options, *options_node);
+        } else if (info.check_options) {
+          try {
+            info.check_options(n, node_options);
+          } catch (const InputError& err) {
+            where.fail(err.what());
+          }
+        }
         if (point.config.late_count) {
           const ConfigNode k = ConfigNode(&reader, doc, "").child("prediction").child("k");
           alg::Options options = e.algorithms[i].options;

@@ -40,11 +40,42 @@ void load_collective(const ConfigNode& node, int ranks, sim::SimulationConfig& c
       if (key == "straggler") v.as_int(0, ranks - 1);
       c.options.set(key, v.as_string());
     }
+  }
+  const auto opts = node.maybe("options");
+  apply_node_structure(c.topology, *info, c.options, opts);
+  if (opts) {
     check_algorithm_options(*info, ranks, c.options, *opts);
+  } else if (info->check_options) {
+    try {
+      info->check_options(ranks, c.options);
+    } catch (const InputError& e) {
+      node.child("algorithm").fail(e.what());
+    }
   }
 }
 
 }  // namespace
+
+void apply_node_structure(const topo::Topology& topology, const alg::AlgorithmInfo& info,
+                          alg::Options& options, const std::optional<ConfigNode>& options_node) {
+  const bool takes = std::any_of(info.options.begin(), info.options.end(),
+                                 [](const alg::OptionSpec& s) { return s.name == "gpus_per_node"; });
+  if (!takes || topology.gpus_per_node <= 0) return;
+  const std::string want = std::to_string(topology.gpus_per_node);
+  if (options.has("gpus_per_node")) {
+    const std::string given = options.get_string("gpus_per_node", "");
+    if (given != want) {
+      const std::string what = "algorithm " + info.name + " option gpus_per_node=" + given +
+                               " does not match the topology's " + want +
+                               " GPUs per node (" + topology.name +
+                               "); leave it out to take it from the topology";
+      if (options_node && options_node->has("gpus_per_node")) options_node->child("gpus_per_node").fail(what);
+      throw InputError(what);
+    }
+    return;
+  }
+  options.set("gpus_per_node", want);
+}
 
 void check_algorithm_options(const alg::AlgorithmInfo& info, int ranks, const alg::Options& options,
                              const ConfigNode& node) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cmath>
 #include <string>
 #include <unordered_map>
@@ -97,7 +98,23 @@ std::vector<int> straggler_rank_map(const alg::Schedule& schedule, int predicted
   SSIM_CHECK(predicted >= 0 && predicted < schedule.ranks, "predicted straggler out of range");
   std::vector<int> perm(static_cast<std::size_t>(schedule.ranks));
   for (int r = 0; r < schedule.ranks; ++r) perm[r] = r;
-  if (schedule.straggler) std::swap(perm[*schedule.straggler], perm[predicted]);
+  if (!schedule.straggler) return perm;
+  // A schedule built for a node structure (its gpus_per_node option, rank = node*G + local):
+  // shift nodes and local indices alike so that nodes and rails stay whole.
+  const auto g_it = schedule.options.find("gpus_per_node");
+  int g = 0;
+  if (g_it != schedule.options.end()) {
+    const std::string& text = g_it->second;
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), g);
+    if (ec != std::errc() || ptr != text.data() + text.size()) g = 0;
+  }
+  if (g >= 1 && schedule.ranks % g == 0) {
+    const int nodes = schedule.ranks / g, s = *schedule.straggler;
+    const int dn = (predicted / g - s / g + nodes) % nodes, dl = (predicted % g - s % g + g) % g;
+    for (int r = 0; r < schedule.ranks; ++r) perm[r] = (r / g + dn) % nodes * g + (r % g + dl) % g;
+    return perm;
+  }
+  std::swap(perm[*schedule.straggler], perm[predicted]);
   return perm;
 }
 

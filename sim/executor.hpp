@@ -121,7 +121,10 @@ struct RunOptions {
 
 // The permutation that lets `predicted` play the straggler the schedule was built for: swaps
 // schedule.straggler and `predicted` (identity when the schedule has no straggler or they are
-// equal). A wrong prediction then costs what it costs.
+// equal). A wrong prediction then costs what it costs. Schedules built for a node structure
+// (option gpus_per_node = G, e.g. stragglar_hier) are shifted instead: rank node*G + local
+// plays (node + dn) mod N, (local + dl) mod G, which moves the straggler to `predicted` and
+// keeps every node and every rail together.
 std::vector<int> straggler_rank_map(const alg::Schedule& schedule, int predicted);
 // For a schedule built for several late ranks (schedule.late, in expected arrival order): the
 // permutation that lets predicted[i] play schedule.late[i] (predicted: distinct ranks, as many

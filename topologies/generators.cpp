@@ -249,6 +249,7 @@ Topology make_hierarchical(const HierarchicalParams& p) {
   }
 
   Topology t;
+  t.gpus_per_node = g;
   t.name = "hierarchical(" + std::to_string(p.nodes) + "x" + std::to_string(g) + "," +
            to_string(p.fabric) + ")";
   t.description =

@@ -297,7 +297,10 @@ Topology::~Topology() = default;
 Topology::Topology(Topology&&) noexcept = default;
 Topology& Topology::operator=(Topology&&) noexcept = default;
 Topology::Topology(const Topology& o)
-    : name(o.name), description(o.description), impl_(std::make_unique<Impl>(*o.impl_)) {}
+    : name(o.name),
+      description(o.description),
+      gpus_per_node(o.gpus_per_node),
+      impl_(std::make_unique<Impl>(*o.impl_)) {}
 Topology& Topology::operator=(const Topology& o) {
   if (this != &o) {
     Topology copy(o);

@@ -120,6 +120,10 @@ class Topology {
 
   std::string name;         // e.g. "switch(8)"
   std::string description;  // provenance: generator parameters or the file it came from
+  // Node structure, when the topology has one (the hierarchical generator): GPUs per node,
+  // rank = node * gpus_per_node + local index. 0: none known. Experiments pass it to the
+  // topology-aware algorithms as their gpus_per_node option.
+  int gpus_per_node = 0;
 
  private:
   struct Impl;

@@ -43,6 +43,12 @@ const Case kCases[] = {
     // generator's JSON output at every n here (and n <= 130 spot checks with late=...).
     {"stragglar", "stragglers", "2", 0xf6dc51dcba08fd0cull},
     {"stragglar", "stragglers", "3", 0x419d1e01567f8396ull},
+    // Topology-aware schedules (one node by default; tests/algorithms/hierarchical_test.cpp has
+    // the multi-node shapes): fingerprints taken when they were added, already streamed;
+    // hierarchical on one node is ring (same fingerprint).
+    {"hierarchical", "", "", 0x3aa5a2aa1dd40504ull},
+    {"stragglar_hier", "", "", 0xad1b343f35903bafull},
+    {"stragglar_hier", "straggler", "n/2", 0x88ebd03c68324d6eull},
     {"tree", "", "", 0x30ea492ab4c7c09cull},
     {"tree", "segments", "1", 0xc1cff3c962894021ull},
     {"tree", "segments", "3", 0x3db33fbe4873a5c1ull},

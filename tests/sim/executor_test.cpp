@@ -193,6 +193,33 @@ TEST(Executor, RankMapEqualsRelabelledSchedule) {
   }
 }
 
+// A schedule built for a node structure (gpus_per_node) is shifted, not swapped: the predicted
+// rank plays the straggler and every node and rail stays together.
+TEST(Executor, RankMapKeepsNodesForNodeStructuredSchedules) {
+  alg::Options o;
+  o.set("gpus_per_node", "4");
+  o.set("straggler", "11");
+  const alg::Schedule s = alg::generate("stragglar_hier", 12, o);
+  for (int predicted = 0; predicted < 12; ++predicted) {
+    const std::vector<int> perm = straggler_rank_map(s, predicted);
+    EXPECT_EQ(perm[11], predicted);
+    std::vector<int> seen(12, 0);
+    for (int r = 0; r < 12; ++r) {
+      ++seen[static_cast<std::size_t>(perm[r])];
+      // Same node -> same node, same rail -> same rail.
+      EXPECT_EQ(perm[r] / 4, perm[r / 4 * 4] / 4) << predicted << " " << r;
+      EXPECT_EQ(perm[r] % 4, perm[r % 4] % 4) << predicted << " " << r;
+    }
+    for (int c : seen) EXPECT_EQ(c, 1);
+  }
+  // Without the option: the plain swap.
+  const alg::Schedule flat = alg::generate("stragglar", 12, alg::Options{});
+  const std::vector<int> swap = straggler_rank_map(flat, 0);
+  EXPECT_EQ(swap[11], 0);
+  EXPECT_EQ(swap[0], 11);
+  EXPECT_EQ(swap[5], 5);
+}
+
 TEST(Executor, SummaryOfARingOnASwitch) {
   // Ring, n = 4, 4096 B: 6 rounds of one 1024 B chunk, each 1 us + 1024 B / 1 GB/s = 2.024 us.
   // Everyone arrives at 1 us except rank 2 at 3 us. Rank 2 delays its neighbours' first round;
