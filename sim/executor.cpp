@@ -635,7 +635,8 @@ Executor::Executor(const alg::Schedule& schedule, const topo::Topology& topology
       topology_(topology),
       network_(network),
       bytes_(bytes),
-      routes_(topology, network.kind == NetworkKind::flow ? LinkLists::all : LinkLists::short_only) {
+      routes_(topology,
+              network.kind == NetworkKind::flow ? LinkLists::all : LinkLists::short_only) {
   if (schedule.ranks != topology.gpu_count()) {
     throw InputError("schedule has " + std::to_string(schedule.ranks) + " ranks but topology " +
                      topology.name + " has " + std::to_string(topology.gpu_count()) +

@@ -52,11 +52,11 @@ struct NetworkConfig {
 
 // A route between two ranks as the models use it.
 struct CachedRoute {
-  double latency = 0;            // seconds, sum over the links
-  double bandwidth = 0;          // bytes per second, the bottleneck
-  double inverse_bandwidth = 0;  // seconds per byte
-  std::uint32_t first_link = 0;  // into RouteCache's link store, or kNotStored
-  std::uint32_t link_count = 0;  // hops, stored or not
+  double latency = 0;             // seconds, sum over the links
+  double bandwidth = 0;           // bytes per second, the bottleneck
+  double inverse_bandwidth = 0;   // seconds per byte
+  std::uint32_t first_link = 0;   // into RouteCache's link store, or kNotStored
+  std::uint32_t link_count = 0;   // hops, stored or not
   std::int32_t src = 0, dst = 0;  // ranks
   static constexpr std::uint32_t kNotStored = ~std::uint32_t{0};
 };

@@ -59,8 +59,8 @@ struct RoutingIndex {
   // Exact route latencies without a walk: a route whose links all have one latency a sums to
   // folds[class of a][hops] (the same left fold, 0 + a + a + ..., that a walk computes). Kept
   // when the topology has at most kMaxLatencyClasses distinct link latencies (else empty).
-  std::vector<int> latency_class;            // per link, or empty
-  std::vector<std::vector<double>> folds;    // per class: folds[c][k], k = 0..vertices
+  std::vector<int> latency_class;          // per link, or empty
+  std::vector<std::vector<double>> folds;  // per class: folds[c][k], k = 0..vertices
 };
 
 constexpr std::size_t kMaxLatencyClasses = 16;
@@ -94,8 +94,8 @@ struct Table {
 
   Cost cost(int v) const { return Cost{costed[v].ps, costed[v].hops}; }
   std::size_t bytes() const {
-    return sizeof(Table) + plain.capacity() * sizeof(Plain) +
-           costed.capacity() * sizeof(Costed) + multi.capacity() * sizeof(std::int32_t);
+    return sizeof(Table) + plain.capacity() * sizeof(Plain) + costed.capacity() * sizeof(Costed) +
+           multi.capacity() * sizeof(std::int32_t);
   }
   // The candidate links at v (empty when v is the root or cannot reach it).
   std::span<const std::int32_t> next_hops(int v) const {
@@ -182,11 +182,11 @@ std::shared_ptr<const Table> compute_table(const RoutingIndex& ix, int root) {
         continue;
       }
       const Table::Plain& after = t->plain[x];
-      e.bottleneck = ix.link_bandwidth[l] < ix.link_bandwidth[after.bottleneck] ? l
-                                                                                 : after.bottleneck;
+      e.bottleneck =
+          ix.link_bandwidth[l] < ix.link_bandwidth[after.bottleneck] ? l : after.bottleneck;
       const int after_link = t->next_hops(x)[0];
-      const bool uniform = (after.hops & Table::kUniform) &&
-                           ix.link_latency[l] == ix.link_latency[after_link];
+      const bool uniform =
+          (after.hops & Table::kUniform) && ix.link_latency[l] == ix.link_latency[after_link];
       e.hops = ((after.hops & ~Table::kUniform) + 1) | (uniform ? Table::kUniform : 0);
     }
   }
@@ -653,7 +653,8 @@ void Topology::add_route_bytes(std::span<const RouteLoad> loads,
     count.assign(most + 1, 0);
     for (int v = 0; v < n; ++v) {
       const Table::Plain& p = t->plain[v];
-      if (p.bottleneck >= 0 && (p.hops & ~Table::kUniform) <= most) ++count[p.hops & ~Table::kUniform];
+      if (p.bottleneck >= 0 && (p.hops & ~Table::kUniform) <= most)
+        ++count[p.hops & ~Table::kUniform];
     }
     std::uint32_t at = 0;  // count[h] becomes the first slot of hop count h, most hops first
     for (std::uint32_t h = most + 1; h-- > 0;) {
@@ -690,7 +691,8 @@ std::size_t Topology::route_tables_bytes_bound() const {
       per_root = std::max(per_root, sizeof(Table::Plain));
     }
   }
-  const std::size_t all = roots * (sizeof(Table) + per_root * static_cast<std::size_t>(ix->vertices));
+  const std::size_t all =
+      roots * (sizeof(Table) + per_root * static_cast<std::size_t>(ix->vertices));
   return std::min(all, impl_->cache_limit);
 }
 

@@ -94,8 +94,7 @@ TEST(SharedLink, ShortOnlyRouteCacheEqualsFullOne) {
       bytes[i] = (b = b * 7919 % 100003);
     }
   }
-  std::vector<std::uint64_t> want(static_cast<std::size_t>(t.link_count()), 0),
-      got(want.size(), 0);
+  std::vector<std::uint64_t> want(static_cast<std::size_t>(t.link_count()), 0), got(want.size(), 0);
   std::vector<std::uint64_t> by_all(all.size(), 0);
   for (std::uint32_t i = 0; i < short_only.size(); ++i) {
     const CachedRoute& r = short_only.route(i);

@@ -437,7 +437,7 @@ TEST(Topology, SummariesAndRouteBytesMatchRoutes) {
     for (int s = 0; s < switches; ++s) t.add_switch("s" + std::to_string(s));
     const int n = t.node_count();
     const bool many_latencies = trial % 4 == 0;  // more than 16 distinct: no O(1) path
-    for (int v = 0; v < n; ++v) {  // a cycle, so every pair is reachable, plus chords
+    for (int v = 0; v < n; ++v) {                // a cycle, so every pair is reachable, plus chords
       t.add_duplex_link(v, (v + 1) % n, BytesPerSecond{1.0 + rng() % 5}, ns(0.3 + rng() % 3 * 1.1));
     }
     const int chords = static_cast<int>(rng() % static_cast<unsigned>(2 * n));
@@ -465,7 +465,8 @@ TEST(Topology, SummariesAndRouteBytesMatchRoutes) {
         ASSERT_EQ(sum.bandwidth.value, r.bandwidth.value) << i << ": " << s << "->" << d;
         ASSERT_EQ(sum.hops, static_cast<int>(r.links.size())) << i << ": " << s << "->" << d;
         ++compared;
-        for (std::uint64_t k = rng() % 3; k > 0; --k) loads.push_back({s, d, hash, 1 + rng() % 1000});
+        for (std::uint64_t k = rng() % 3; k > 0; --k)
+          loads.push_back({s, d, hash, 1 + rng() % 1000});
       }
     }
     std::vector<std::uint64_t> want(static_cast<std::size_t>(t.link_count()), 0);
