@@ -739,7 +739,15 @@ int trial(int n, int passive, const Phase2Choice& c) {
 }
 
 // Found by trial runs (phase 2 is generated once more when streamed) and cached per (n, passive).
+// Except for a power of two up to 4096 with no late rank folded in: there e = 0 and the trial
+// always picks doubling layout 1 ({false, false}: layout 0 makes rank m-1 a double where no
+// rank may be one) with the bound n-2+L, so it is taken without a trial. Checked against the
+// trial's schedules: the fingerprints of tests/algorithms/round_stream_test.cpp (n = 4..64, 128,
+// 256) and the text output of `schedule stragglar` at n = 512, 1024, 2048 and 4096. Larger n
+// run the trial (phase2_stream checks the round count either way).
 Phase2Choice choose_phase2(int n, int passive) {
+  if (passive == 0 && n >= 4 && n <= 4096 && std::has_single_bit(static_cast<unsigned>(n)))
+    return Phase2Choice{true, 1, n - 2 + ceil_log2(n)};
   static std::mutex mutex;
   static std::map<std::pair<int, int>, Phase2Choice> cache;
   {

@@ -91,7 +91,7 @@ double sampled_route_links(const topo::Topology& t) {
   for (const auto& p : pairs) {
     if (p[0] == p[1] || p[1] >= n) continue;
     try {
-      most = std::max(most, routes.links(routes.route(routes.find(p[0], p[1]))).size());
+      most = std::max<std::size_t>(most, routes.route(routes.find(p[0], p[1])).link_count);
     } catch (const InputError&) {
       // unreachable pair: the simulation reports it
     }
@@ -103,18 +103,23 @@ double sampled_route_links(const topo::Topology& t) {
 
 double simulation_bytes(const sim::SimulationConfig& c) {
   const alg::ScheduleSize size = schedule_size(c.algorithm, c.topology.gpu_count(), c.options);
+  // The topology's next-hop tables (one per destination on a ring or torus), at most all.
+  const double tables = static_cast<double>(c.topology.route_tables_bytes_bound());
   if (sim::streams_rounds(c)) {
     // Streamed (sim::RoundFeed): per-rank state, the round in flight (the generator's, a
     // relabelled copy), and one cached route per distinct (src, dst) pair.
     const double n = c.topology.gpu_count();
     const double round = 2 * sizeof(alg::Transfer) * std::min(size.largest_round, size.transfers);
-    const double routes = std::min(size.pairs, size.transfers) *
-                          (kRouteBytes + sizeof(int) * sampled_route_links(c.topology));
-    return n * kStreamBytesPerRank + round + routes + results_bytes(c);
+    // Routes longer than RouteCache::kShortRoute keep no link list (sim::LinkLists::short_only).
+    const double routes =
+        std::min(size.pairs, size.transfers) *
+        (kRouteBytes + sizeof(int) * std::min<double>(sampled_route_links(c.topology),
+                                                      sim::RouteCache::kShortRoute));
+    return n * kStreamBytesPerRank + round + routes + tables + results_bytes(c);
   }
   return size.transfers * (kScheduleBytesPerTransfer + kExecutorBytesPerTransfer +
                            (c.trace_iteration && !c.trace_out ? kTraceBytesPerTransfer : 0.0)) +
-         results_bytes(c);
+         tables + results_bytes(c);
 }
 
 void check_simulation_memory(const MemoryBudget& budget, const sim::SimulationConfig& c) {

@@ -24,7 +24,8 @@ inline constexpr double kScheduleBytesPerTransfer = 40;
 inline constexpr double kExecutorBytesPerTransfer = 32;
 // A streamed simulation (sim::streams_rounds) keeps per rank its dataflow state, a block of 64
 // iterations' arrivals and the result's times (~1.2 KB), and per cached route its index entry,
-// bounds and byte count (~96 B) plus its links.
+// bounds and byte count (~96 B) plus its links when it has at most RouteCache::kShortRoute;
+// and the topology's next-hop tables (topo::Topology::route_tables_bytes_bound).
 inline constexpr double kStreamBytesPerRank = 1280;
 inline constexpr double kRouteBytes = 96;
 

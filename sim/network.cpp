@@ -20,42 +20,96 @@ NetworkKind parse_network_kind(std::string_view text) {
                    "' (expected alphabeta or flow)");
 }
 
-RouteCache::RouteCache(const topo::Topology& topology)
+RouteCache::RouteCache(const topo::Topology& topology, LinkLists lists)
     : topology_(&topology),
+      lists_(lists),
+      ranks_(static_cast<std::uint64_t>(topology.gpu_count())),
       last_dst_(static_cast<std::size_t>(topology.gpu_count()), -1),
       last_index_(static_cast<std::size_t>(topology.gpu_count()), 0) {}
+
+void RouteCache::grow() {
+  const std::size_t capacity = slots_.empty() ? 64 : slots_.size() * 2;
+  std::vector<Slot> slots(capacity);
+  shift_ = 64 - std::countr_zero(capacity);
+  for (const Slot& old : slots_) {
+    if (old.key == kEmpty) continue;
+    std::size_t at = slot_of(old.key);
+    while (slots[at].key != kEmpty) at = (at + 1) & (capacity - 1);
+    slots[at] = old;
+  }
+  slots_ = std::move(slots);
+}
 
 std::uint32_t RouteCache::find_slow(int src, int dst) {
   const int n = topology_->gpu_count();
   SSIM_CHECK(src >= 0 && src < n && dst >= 0 && dst < n && src != dst,
              "route between invalid ranks");
-  const std::uint64_t key = static_cast<std::uint64_t>(src) * static_cast<std::uint64_t>(n) +
-                            static_cast<std::uint64_t>(dst);
-  auto [it, inserted] = index_.try_emplace(key, static_cast<std::uint32_t>(routes_.size()));
-  if (inserted) {
-    const topo::Route r = topology_->route(src, dst, key);
-    SSIM_CHECK(!r.links.empty() && r.bandwidth.value > 0, "route without links");
+  const std::uint64_t k = key(src, dst);
+  std::uint32_t index = find_cached(src, dst);
+  if (index == missing) {
+    if (2 * (routes_.size() + 1) > slots_.size()) grow();  // load factor <= 1/2
     CachedRoute c;
-    c.latency = r.latency.value;
-    c.bandwidth = r.bandwidth.value;
-    c.inverse_bandwidth = 1.0 / r.bandwidth.value;
-    c.first_link = static_cast<std::uint32_t>(links_.size());
-    c.link_count = static_cast<std::uint32_t>(r.links.size());
-    links_.insert(links_.end(), r.links.begin(), r.links.end());
+    c.src = src;
+    c.dst = dst;
+    if (lists_ == LinkLists::short_only) {
+      const topo::RouteSummary r = topology_->route_summary(src, dst, k);
+      SSIM_CHECK(r.hops > 0 && r.bandwidth.value > 0, "route without links");
+      c.latency = r.latency.value;
+      c.bandwidth = r.bandwidth.value;
+      c.link_count = static_cast<std::uint32_t>(r.hops);
+      c.first_link = CachedRoute::kNotStored;
+    }
+    if (lists_ == LinkLists::all || c.link_count <= kShortRoute) {
+      const topo::Route r = topology_->route(src, dst, k);
+      SSIM_CHECK(!r.links.empty() && r.bandwidth.value > 0, "route without links");
+      c.latency = r.latency.value;
+      c.bandwidth = r.bandwidth.value;
+      c.first_link = static_cast<std::uint32_t>(links_.size());
+      c.link_count = static_cast<std::uint32_t>(r.links.size());
+      links_.insert(links_.end(), r.links.begin(), r.links.end());
+    }
+    c.inverse_bandwidth = 1.0 / c.bandwidth;
+    index = static_cast<std::uint32_t>(routes_.size());
     routes_.push_back(c);
+    std::size_t at = slot_of(k);
+    while (slots_[at].key != kEmpty) at = (at + 1) & (slots_.size() - 1);
+    slots_[at] = Slot{k, index};
   }
   last_dst_[src] = dst;
-  last_index_[src] = it->second;
-  return it->second;
+  last_index_[src] = index;
+  return index;
 }
 
 std::uint32_t RouteCache::find_cached(int src, int dst) const {
   const std::size_t s = static_cast<std::size_t>(src);
   if (last_dst_[s] == dst) return last_index_[s];
-  const std::uint64_t n = static_cast<std::uint64_t>(topology_->gpu_count());
-  const auto it =
-      index_.find(static_cast<std::uint64_t>(src) * n + static_cast<std::uint64_t>(dst));
-  return it == index_.end() ? missing : it->second;
+  if (slots_.empty()) return missing;
+  const std::uint64_t k = key(src, dst);
+  for (std::size_t at = slot_of(k);; at = (at + 1) & (slots_.size() - 1)) {
+    if (slots_[at].key == k) return slots_[at].value;
+    if (slots_[at].key == kEmpty) return missing;
+  }
+}
+
+std::span<const int> RouteCache::links(const CachedRoute& r, std::vector<int>& scratch) const {
+  if (r.first_link != CachedRoute::kNotStored) return links(r);
+  scratch = topology_->route(r.src, r.dst, key(r.src, r.dst)).links;
+  return scratch;
+}
+
+void RouteCache::add_link_bytes(std::span<const std::uint64_t> route_bytes,
+                                std::span<std::uint64_t> link_bytes) const {
+  std::vector<topo::RouteLoad> far;  // routes without stored links: summed by the topology
+  for (std::size_t i = 0; i < route_bytes.size() && i < routes_.size(); ++i) {
+    if (route_bytes[i] == 0) continue;
+    const CachedRoute& r = routes_[i];
+    if (r.first_link == CachedRoute::kNotStored) {
+      far.push_back(topo::RouteLoad{r.src, r.dst, key(r.src, r.dst), route_bytes[i]});
+      continue;
+    }
+    for (const int l : links(r)) link_bytes[static_cast<std::size_t>(l)] += route_bytes[i];
+  }
+  if (!far.empty()) topology_->add_route_bytes(far, link_bytes);
 }
 
 namespace {

@@ -30,6 +30,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/error.hpp"
 #include "common/units.hpp"
 #include "sim/engine.hpp"
 #include "topologies/topology.hpp"
@@ -51,11 +52,13 @@ struct NetworkConfig {
 
 // A route between two ranks as the models use it.
 struct CachedRoute {
-  double latency = 0;            // seconds, sum over the links
-  double bandwidth = 0;          // bytes per second, the bottleneck
-  double inverse_bandwidth = 0;  // seconds per byte
-  std::uint32_t first_link = 0;  // into RouteCache::links
-  std::uint32_t link_count = 0;
+  double latency = 0;             // seconds, sum over the links
+  double bandwidth = 0;           // bytes per second, the bottleneck
+  double inverse_bandwidth = 0;   // seconds per byte
+  std::uint32_t first_link = 0;   // into RouteCache's link store, or kNotStored
+  std::uint32_t link_count = 0;   // hops, stored or not
+  std::int32_t src = 0, dst = 0;  // ranks
+  static constexpr std::uint32_t kNotStored = ~std::uint32_t{0};
 };
 
 // The time an alpha-beta transfer of `bytes` takes on `route`. One formula for every code path
@@ -64,13 +67,22 @@ inline double alphabeta_time(const CachedRoute& route, double bytes) {
   return route.latency + bytes * route.inverse_bandwidth;
 }
 
+// Which routes keep their link list in a RouteCache. `all`: every route (the flow model reads
+// them at every rate change). `short_only`: routes of at most kShortRoute links; a longer one
+// keeps latency, bandwidth and hop count only (topo::Topology::route_summary, O(1) on rings and
+// tori) and its links are recomputed when asked for, so a cache over all pairs of a ring is
+// O(pairs), not O(pairs x ranks / 2). The alpha-beta model needs no link lists.
+enum class LinkLists : std::uint8_t { all, short_only };
+
 // Routes of the (src, dst) rank pairs actually used, looked up in the topology once each.
 // With ECMP on, a pair's flow hash is derived from (src, dst), so a pair always takes the same
 // one of its equal-cost paths and different pairs spread over them.
 class RouteCache {
  public:
-  explicit RouteCache(const topo::Topology& topology);  // kept by reference
-  explicit RouteCache(topo::Topology&&) = delete;
+  static constexpr std::uint32_t kShortRoute = 8;
+  // The topology is kept by reference.
+  explicit RouteCache(const topo::Topology& topology, LinkLists lists = LinkLists::all);
+  explicit RouteCache(topo::Topology&&, LinkLists = LinkLists::all) = delete;
 
   // Index of the route src -> dst (ranks, src != dst); InputError when unreachable.
   std::uint32_t find(int src, int dst) {
@@ -82,18 +94,47 @@ class RouteCache {
   // threads may call it at once (while no thread calls find).
   static constexpr std::uint32_t missing = ~std::uint32_t{0};
   std::uint32_t find_cached(int src, int dst) const;
+  // Hints that find(src, dst) and route(index) come soon (loads their memory into the cache):
+  // a round's lookups are independent, so the dataflow pass overlaps their cache misses.
+  void prefetch(int src, int dst) const {
+    if (!slots_.empty()) __builtin_prefetch(&slots_[slot_of(key(src, dst))]);
+  }
+  void prefetch_route(std::uint32_t index) const { __builtin_prefetch(&routes_[index]); }
   const CachedRoute& route(std::uint32_t index) const { return routes_[index]; }
+  // The stored links of a route (every route with LinkLists::all).
   std::span<const int> links(const CachedRoute& r) const {
+    SSIM_CHECK(r.first_link != CachedRoute::kNotStored, "route links not stored");
     return {links_.data() + r.first_link, r.link_count};
   }
+  // The links of any route: the stored ones, or computed into `scratch`.
+  std::span<const int> links(const CachedRoute& r, std::vector<int>& scratch) const;
+  // link_bytes[l] += route_bytes[i] for every link l of route i (link_bytes: one per link).
+  void add_link_bytes(std::span<const std::uint64_t> route_bytes,
+                      std::span<std::uint64_t> link_bytes) const;
   std::size_t size() const { return routes_.size(); }
   const topo::Topology& topology() const { return *topology_; }
 
  private:
   std::uint32_t find_slow(int src, int dst);
+  std::uint64_t key(int src, int dst) const {
+    return static_cast<std::uint64_t>(src) * ranks_ + static_cast<std::uint64_t>(dst);
+  }
+  std::size_t slot_of(std::uint64_t k) const {  // first probe (Fibonacci hashing)
+    return static_cast<std::size_t>((k * 0x9E3779B97F4A7C15ull) >> shift_);
+  }
+  void grow();
 
   const topo::Topology* topology_;
-  std::unordered_map<std::uint64_t, std::uint32_t> index_;
+  LinkLists lists_;
+  std::uint64_t ranks_;
+  // Open addressing, linear probing: key (kEmpty when free) and route index side by side.
+  static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};
+  struct Slot {
+    std::uint64_t key = kEmpty;
+    std::uint32_t value = 0;
+  };
+  std::vector<Slot> slots_;
+  int shift_ = 64;
   std::vector<int> last_dst_;  // per source rank: the last destination looked up (memo)
   std::vector<std::uint32_t> last_index_;
   std::vector<CachedRoute> routes_;

@@ -86,7 +86,7 @@ class SharedLinkFinder {
     const int round = rounds_++;
     if (found_) return;
     for (const alg::Transfer& t : r.transfers) {
-      for (const int l : routes_.links(routes_.route(routes_.find(t.src, t.dst)))) {
+      for (const int l : routes_.links(routes_.route(routes_.find(t.src, t.dst)), scratch_)) {
         Use& u = use_[static_cast<std::size_t>(l)];
         if (u.round != round) {
           u = Use{round, t.src, t.dst, 1, true, true};
@@ -106,7 +106,7 @@ class SharedLinkFinder {
     }
     if (found_) {  // how many of the round's transfers use the link
       for (const alg::Transfer& t : r.transfers) {
-        const auto links = routes_.links(routes_.route(routes_.find(t.src, t.dst)));
+        const auto links = routes_.links(routes_.route(routes_.find(t.src, t.dst)), scratch_);
         if (std::find(links.begin(), links.end(), found_->link) != links.end())
           ++found_->transfers;
       }
@@ -121,6 +121,7 @@ class SharedLinkFinder {
     bool same_src = true, same_dst = true;
   };
   RouteCache& routes_;
+  std::vector<int> scratch_;  // links of a route the cache does not store
   std::vector<Use> use_;
   int rounds_ = 0;
   std::optional<SharedLink> found_;

@@ -56,7 +56,14 @@ struct RoutingIndex {
   // GPU vertices whose in-links all come from switches: a route to one of them is the best
   // route to one of those switches plus the last link, so it uses the switches' tables.
   std::vector<char> composed;
+  // Exact route latencies without a walk: a route whose links all have one latency a sums to
+  // folds[class of a][hops] (the same left fold, 0 + a + a + ..., that a walk computes). Kept
+  // when the topology has at most kMaxLatencyClasses distinct link latencies (else empty).
+  std::vector<int> latency_class;          // per link, or empty
+  std::vector<std::vector<double>> folds;  // per class: folds[c][k], k = 0..vertices
 };
+
+constexpr std::size_t kMaxLatencyClasses = 16;
 
 // Next hops toward one root vertex from every vertex: the links that start an optimal path.
 struct Table {
@@ -71,18 +78,28 @@ struct Table {
     std::int32_t hops;
     std::int32_t next;
   };
-  std::vector<std::int32_t> next;  // GPU roots
-  std::vector<Costed> costed;      // switch roots
+  // GPU roots also keep, for the route a walk without ECMP takes (the first next hop at every
+  // vertex): its hop count, its bottleneck link and whether all its links have one latency, so
+  // that a route's latency and bandwidth and the bytes on every link of many routes need no
+  // walk (Topology::route_summary, add_route_bytes).
+  struct Plain {
+    std::int32_t next;
+    std::int32_t bottleneck;  // link id, -1 at the root or when unreachable
+    std::uint32_t hops;       // | kUniform when every link of the route has the same latency
+  };
+  static constexpr std::uint32_t kUniform = std::uint32_t{1} << 31;
+  std::vector<Plain> plain;    // GPU roots
+  std::vector<Costed> costed;  // switch roots
   std::vector<std::int32_t> multi;
 
   Cost cost(int v) const { return Cost{costed[v].ps, costed[v].hops}; }
   std::size_t bytes() const {
-    return sizeof(Table) + next.capacity() * sizeof(std::int32_t) +
-           costed.capacity() * sizeof(Costed) + multi.capacity() * sizeof(std::int32_t);
+    return sizeof(Table) + plain.capacity() * sizeof(Plain) + costed.capacity() * sizeof(Costed) +
+           multi.capacity() * sizeof(std::int32_t);
   }
   // The candidate links at v (empty when v is the root or cannot reach it).
   std::span<const std::int32_t> next_hops(int v) const {
-    const std::int32_t* code = costed.empty() ? &next[v] : &costed[v].next;
+    const std::int32_t* code = costed.empty() ? &plain[v].next : &costed[v].next;
     if (*code == kNone) return {};
     if (*code >= 0) return {code, 1};
     const std::size_t at = static_cast<std::size_t>(-(*code + 1));
@@ -102,6 +119,8 @@ std::shared_ptr<const Table> compute_table(const RoutingIndex& ix, int root) {
   std::vector<std::int32_t> hops(n, 0);
   using Item = std::tuple<std::int64_t, std::int32_t, int>;
   std::priority_queue<Item, std::vector<Item>, std::greater<>> heap;
+  std::vector<int> order;  // vertices in the order Dijkstra settles them (root first)
+  order.reserve(n);
   ps[root] = 0;
   heap.emplace(0, 0, root);
   // Reverse Dijkstra: relax in-links, so ps[u] is the cost from u to the root.
@@ -109,6 +128,7 @@ std::shared_ptr<const Table> compute_table(const RoutingIndex& ix, int root) {
     const auto [p, h, v] = heap.top();
     heap.pop();
     if (p != ps[v] || h != hops[v]) continue;
+    order.push_back(v);
     for (int k = ix.in_begin[v]; k < ix.in_begin[v + 1]; ++k) {
       const int l = ix.in_ids[k];
       const int u = ix.link_from[l];
@@ -147,7 +167,28 @@ std::shared_ptr<const Table> compute_table(const RoutingIndex& ix, int root) {
     t->costed.resize(n);
     for (int v = 0; v < n; ++v) t->costed[v] = Table::Costed{ps[v], hops[v], code[v]};
   } else {
-    t->next = std::move(code);
+    // A vertex's first next hop leads to a vertex settled before it (cost lower, or equal with
+    // one hop less), so one pass in settling order sees every successor first.
+    t->plain.resize(n);
+    for (int v = 0; v < n; ++v) t->plain[v] = Table::Plain{code[v], -1, 0};
+    for (const int v : order) {
+      if (v == root) continue;
+      Table::Plain& e = t->plain[v];
+      const int l = t->next_hops(v)[0];
+      const int x = ix.link_to[l];
+      if (x == root) {
+        e.bottleneck = l;
+        e.hops = 1 | Table::kUniform;
+        continue;
+      }
+      const Table::Plain& after = t->plain[x];
+      e.bottleneck =
+          ix.link_bandwidth[l] < ix.link_bandwidth[after.bottleneck] ? l : after.bottleneck;
+      const int after_link = t->next_hops(x)[0];
+      const bool uniform =
+          (after.hops & Table::kUniform) && ix.link_latency[l] == ix.link_latency[after_link];
+      e.hops = ((after.hops & ~Table::kUniform) + 1) | (uniform ? Table::kUniform : 0);
+    }
   }
   return t;
 }
@@ -238,6 +279,22 @@ struct Topology::Impl {
       ix->link_ps.push_back(std::llround(l.latency.value * 1e12));
       ix->link_latency.push_back(l.latency.value);
       ix->link_bandwidth.push_back(l.bandwidth.value);
+    }
+    std::vector<double> distinct;
+    for (const double a : ix->link_latency) {
+      if (std::find(distinct.begin(), distinct.end(), a) != distinct.end()) continue;
+      distinct.push_back(a);
+      if (distinct.size() > kMaxLatencyClasses) break;
+    }
+    if (distinct.size() <= kMaxLatencyClasses) {
+      for (const double a : ix->link_latency) {
+        ix->latency_class.push_back(
+            static_cast<int>(std::find(distinct.begin(), distinct.end(), a) - distinct.begin()));
+      }
+      for (const double a : distinct) {
+        std::vector<double>& f = ix->folds.emplace_back(static_cast<std::size_t>(n) + 1, 0.0);
+        for (int k = 1; k <= n; ++k) f[k] = f[k - 1] + a;
+      }
     }
     for (int v = 0; v < n; ++v) {
       if (ix->is_switch[v] || ix->in_begin[v] == ix->in_begin[v + 1]) continue;
@@ -513,6 +570,133 @@ Route Topology::route(int src_rank, int dst_rank, std::uint64_t flow_hash) const
     }
   }
   return route;
+}
+
+}  // namespace ssim::topo
+
+namespace ssim::topo {
+
+RouteSummary Topology::route_summary(int src_rank, int dst_rank, std::uint64_t flow_hash) const {
+  const int n = gpu_count();
+  if (!impl_->ecmp && src_rank >= 0 && src_rank < n && dst_rank >= 0 && dst_rank < n &&
+      src_rank != dst_rank) {
+    const std::shared_ptr<const RoutingIndex> ix = impl_->routing_index();
+    const int dst = impl_->rank_vertex[dst_rank];
+    if (!ix->composed[dst] && !ix->folds.empty()) {
+      const std::shared_ptr<const Table> t = impl_->table(ix, dst);
+      const Table::Plain& e = t->plain[impl_->rank_vertex[src_rank]];
+      if (e.bottleneck >= 0 && (e.hops & Table::kUniform)) {
+        const std::uint32_t hops = e.hops & ~Table::kUniform;
+        const int cls = ix->latency_class[t->next_hops(impl_->rank_vertex[src_rank])[0]];
+        return RouteSummary{Seconds{ix->folds[cls][hops]},
+                            BytesPerSecond{ix->link_bandwidth[e.bottleneck]},
+                            static_cast<int>(hops)};
+      }
+    }
+  }
+  const Route r = route(src_rank, dst_rank, flow_hash);  // also reports every error
+  return RouteSummary{r.latency, r.bandwidth, static_cast<int>(r.links.size())};
+}
+
+void Topology::add_route_bytes(std::span<const RouteLoad> loads,
+                               std::span<std::uint64_t> link_bytes) const {
+  SSIM_CHECK(link_bytes.size() == static_cast<std::size_t>(link_count()),
+             "one byte count per link needed");
+  auto walk = [&](const RouteLoad& load) {
+    for (const int l : route(load.src_rank, load.dst_rank, load.flow_hash).links)
+      link_bytes[static_cast<std::size_t>(l)] += load.bytes;
+  };
+  if (impl_->ecmp) {
+    for (const RouteLoad& load : loads) walk(load);
+    return;
+  }
+  std::vector<std::uint32_t> by_dst(loads.size());
+  for (std::size_t i = 0; i < by_dst.size(); ++i) by_dst[i] = static_cast<std::uint32_t>(i);
+  std::stable_sort(by_dst.begin(), by_dst.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return loads[a].dst_rank < loads[b].dst_rank;
+  });
+  std::shared_ptr<const RoutingIndex> ix;
+  std::vector<std::uint64_t> acc;
+  std::vector<std::uint32_t> count, order;
+  for (std::size_t b = 0; b < by_dst.size();) {
+    std::size_t e = b;
+    const int dst_rank = loads[by_dst[b]].dst_rank;
+    while (e < by_dst.size() && loads[by_dst[e]].dst_rank == dst_rank) ++e;
+    const bool valid = dst_rank >= 0 && dst_rank < gpu_count();
+    if (valid && !ix) ix = impl_->routing_index();
+    // Over the tree when the routes' hops outnumber the vertices, else one walk each.
+    std::shared_ptr<const Table> t;
+    std::uint64_t total_hops = 0;
+    if (valid && !ix->composed[impl_->rank_vertex[dst_rank]]) {
+      t = impl_->table(ix, impl_->rank_vertex[dst_rank]);
+      for (std::size_t i = b; i < e; ++i) {
+        const RouteLoad& load = loads[by_dst[i]];
+        if (load.src_rank < 0 || load.src_rank >= gpu_count() || load.src_rank == dst_rank ||
+            t->plain[impl_->rank_vertex[load.src_rank]].bottleneck < 0) {
+          t.reset();  // let the walk report it
+          break;
+        }
+        total_hops += t->plain[impl_->rank_vertex[load.src_rank]].hops & ~Table::kUniform;
+      }
+    }
+    const int n = valid ? ix->vertices : 0;
+    if (!t || total_hops <= static_cast<std::uint64_t>(n)) {
+      for (std::size_t i = b; i < e; ++i) walk(loads[by_dst[i]]);
+      b = e;
+      continue;
+    }
+    // Push each vertex's bytes to its next hop, farthest vertices (most hops) first.
+    acc.assign(static_cast<std::size_t>(n), 0);
+    std::uint32_t most = 0;
+    for (std::size_t i = b; i < e; ++i) {
+      const int v = impl_->rank_vertex[loads[by_dst[i]].src_rank];
+      acc[v] += loads[by_dst[i]].bytes;
+      most = std::max(most, t->plain[v].hops & ~Table::kUniform);
+    }
+    count.assign(most + 1, 0);
+    for (int v = 0; v < n; ++v) {
+      const Table::Plain& p = t->plain[v];
+      if (p.bottleneck >= 0 && (p.hops & ~Table::kUniform) <= most)
+        ++count[p.hops & ~Table::kUniform];
+    }
+    std::uint32_t at = 0;  // count[h] becomes the first slot of hop count h, most hops first
+    for (std::uint32_t h = most + 1; h-- > 0;) {
+      const std::uint32_t c = count[h];
+      count[h] = at;
+      at += c;
+    }
+    order.assign(at, 0);
+    for (int v = 0; v < n; ++v) {
+      const Table::Plain& p = t->plain[v];
+      const std::uint32_t h = p.hops & ~Table::kUniform;
+      if (p.bottleneck >= 0 && h <= most) order[count[h]++] = static_cast<std::uint32_t>(v);
+    }
+    for (const std::uint32_t v : order) {
+      const std::uint64_t bytes = acc[v];
+      if (bytes == 0) continue;
+      const int l = t->next_hops(static_cast<int>(v))[0];
+      link_bytes[static_cast<std::size_t>(l)] += bytes;
+      acc[static_cast<std::size_t>(ix->link_to[l])] += bytes;
+    }
+    b = e;
+  }
+}
+
+std::size_t Topology::route_tables_bytes_bound() const {
+  const std::shared_ptr<const RoutingIndex> ix = impl_->routing_index();
+  std::size_t roots = 0, per_root = 0;
+  for (int v = 0; v < ix->vertices; ++v) {
+    if (ix->is_switch[v]) {
+      ++roots;
+      per_root = std::max(per_root, sizeof(Table::Costed));
+    } else if (!ix->composed[v]) {
+      ++roots;
+      per_root = std::max(per_root, sizeof(Table::Plain));
+    }
+  }
+  const std::size_t all =
+      roots * (sizeof(Table) + per_root * static_cast<std::size_t>(ix->vertices));
+  return std::min(all, impl_->cache_limit);
 }
 
 }  // namespace ssim::topo

@@ -28,7 +28,8 @@
 //   cached. A GPU whose in-links all come from switches shares its switches' tables, so a
 //   switch, fat-tree or hierarchical topology needs one table per switch, not per GPU; after
 //   that a route costs O(hops x in-links of the destination). A table takes about 16 bytes per
-//   vertex (switch roots) or 4 (GPU roots). GPUs fed by GPUs (ring, torus, fully connected)
+//   vertex (switch roots) or 12 (GPU roots: next hop, plus the route's hop count and bottleneck
+//   link for route_summary and add_route_bytes). GPUs fed by GPUs (ring, torus, fully connected)
 //   need a table per destination GPU: at 16384 GPUs that outgrows the default limit, and a
 //   route whose table was evicted costs a Dijkstra again. The cache is bounded
 //   (set_route_cache_limit); the least recently used table is evicted first.
@@ -41,6 +42,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -69,6 +71,21 @@ struct Route {
   std::vector<int> links;    // link ids from source GPU to destination GPU
   Seconds latency;           // sum of link latencies
   BytesPerSecond bandwidth;  // minimum bandwidth along the path
+};
+
+// A route without its link list (Topology::route_summary).
+struct RouteSummary {
+  Seconds latency;           // bit for bit Route.latency
+  BytesPerSecond bandwidth;  // Route.bandwidth
+  int hops = 0;              // Route.links.size()
+};
+
+// Bytes sent from one rank to another (Topology::add_route_bytes).
+struct RouteLoad {
+  int src_rank = 0;
+  int dst_rank = 0;
+  std::uint64_t flow_hash = 0;  // as for route()
+  std::uint64_t bytes = 0;
 };
 
 // A moved-from Topology may only be destroyed or assigned to.
@@ -111,6 +128,19 @@ class Topology {
   // InputError when dst is unreachable from src (naming both ranks), a rank is out of range,
   // or src == dst. node(), link() and vertex_of_rank() also throw InputError for a bad id.
   Route route(int src_rank, int dst_rank, std::uint64_t flow_hash = 0) const;
+
+  // route() without the link list: the same latency (bit for bit), bandwidth and hop count.
+  // Without ECMP, to a destination whose table is its own (GPUs fed by GPUs: ring, torus, ...)
+  // this costs O(1) once the table is cached when every link of the route has one latency and
+  // the topology has at most 16 distinct link latencies; otherwise it walks the route.
+  RouteSummary route_summary(int src_rank, int dst_rank, std::uint64_t flow_hash = 0) const;
+  // link_bytes[l] += the bytes of every load whose route (as route() takes it) crosses link l.
+  // Without ECMP the routes to one destination form a tree, and many of them are summed over
+  // the tree in O(vertices) instead of O(total hops). link_bytes has link_count() entries.
+  void add_route_bytes(std::span<const RouteLoad> loads, std::span<std::uint64_t> link_bytes) const;
+  // About the most bytes the cached next-hop tables can take when every destination's table is
+  // in use (the limit of set_route_cache_limit caps it): for memory estimates.
+  std::size_t route_tables_bytes_bound() const;
 
   // Upper bound on the memory of cached next-hop tables (default 1 GiB). Tables that a route in
   // progress uses live until it returns, so a tiny limit is slow but still correct.

@@ -64,3 +64,54 @@ TEST(SharedLink, RingOnARingIsCleanRhdIsNot) {
 
 }  // namespace
 }  // namespace ssim::sim
+
+namespace ssim::sim {
+namespace {
+
+// A cache that keeps only short routes' links (the alpha-beta pass's) answers like one that
+// keeps them all: the same latency, bandwidth and hop count, the same links on request, the
+// same per-link byte sums; and the shared-link scan finds the same link with either.
+TEST(SharedLink, ShortOnlyRouteCacheEqualsFullOne) {
+  const topo::Topology t = ring_topology(40);  // routes of up to 20 links
+  RouteCache all(t), short_only(t, LinkLists::short_only);
+  std::vector<std::uint64_t> bytes;
+  std::vector<int> scratch;
+  std::uint64_t b = 1;
+  for (int s = 0; s < 40; ++s) {
+    for (int d = 0; d < 40; d += 1 + s % 3) {
+      if (s == d) continue;
+      const CachedRoute& x = all.route(all.find(s, d));
+      const std::uint32_t i = short_only.find(s, d);
+      const CachedRoute& y = short_only.route(i);
+      ASSERT_EQ(x.latency, y.latency);
+      ASSERT_EQ(x.inverse_bandwidth, y.inverse_bandwidth);
+      ASSERT_EQ(x.link_count, y.link_count);
+      const std::vector<int> want(all.links(x).begin(), all.links(x).end());
+      const std::span<const int> got = short_only.links(y, scratch);
+      ASSERT_EQ(want, std::vector<int>(got.begin(), got.end()));
+      EXPECT_EQ(y.first_link == CachedRoute::kNotStored, y.link_count > RouteCache::kShortRoute);
+      if (bytes.size() <= i) bytes.resize(i + 1, 0);
+      bytes[i] = (b = b * 7919 % 100003);
+    }
+  }
+  std::vector<std::uint64_t> want(static_cast<std::size_t>(t.link_count()), 0), got(want.size(), 0);
+  std::vector<std::uint64_t> by_all(all.size(), 0);
+  for (std::uint32_t i = 0; i < short_only.size(); ++i) {
+    const CachedRoute& r = short_only.route(i);
+    by_all[all.find(r.src, r.dst)] = i < bytes.size() ? bytes[i] : 0;
+  }
+  all.add_link_bytes(by_all, want);
+  short_only.add_link_bytes(bytes, got);
+  EXPECT_EQ(got, want);
+
+  const alg::Schedule s = alg::generate("stragglar", 40, alg::Options{});
+  RouteCache fresh(t, LinkLists::short_only);
+  const auto a = shared(s, t), c = find_shared_link(s, fresh);
+  ASSERT_TRUE(a && c);
+  EXPECT_EQ(a->round, c->round);
+  EXPECT_EQ(a->link, c->link);
+  EXPECT_EQ(a->transfers, c->transfers);
+}
+
+}  // namespace
+}  // namespace ssim::sim

@@ -417,3 +417,72 @@ TEST(Topology, LargeSwitchSharesOneTable) {
 
 }  // namespace
 }  // namespace ssim::topo
+
+namespace ssim::topo {
+namespace {
+
+// route_summary equals route() bit for bit, and add_route_bytes equals walking every route, on
+// random graphs of GPUs fed by GPUs (own tables) and switches, with few latencies (the O(1)
+// path) or many (walks), ECMP off and on, and on rings and tori.
+TEST(Topology, SummariesAndRouteBytesMatchRoutes) {
+  std::mt19937 rng(777);
+  std::vector<Topology> topologies;
+  topologies.push_back(make_ring({.ranks = 9, .bandwidth = kBw, .latency = Seconds{1e-6 / 3}}));
+  topologies.push_back(make_torus2d({.x = 4, .y = 5, .bandwidth = kBw, .latency = ns(0.7)}));
+  for (int trial = 0; trial < 120; ++trial) {
+    Topology t;
+    const int gpus = 3 + static_cast<int>(rng() % 10);
+    const int switches = static_cast<int>(rng() % 3);
+    for (int g = 0; g < gpus; ++g) t.add_gpu("g" + std::to_string(g));
+    for (int s = 0; s < switches; ++s) t.add_switch("s" + std::to_string(s));
+    const int n = t.node_count();
+    const bool many_latencies = trial % 4 == 0;  // more than 16 distinct: no O(1) path
+    for (int v = 0; v < n; ++v) {                // a cycle, so every pair is reachable, plus chords
+      t.add_duplex_link(v, (v + 1) % n, BytesPerSecond{1.0 + rng() % 5}, ns(0.3 + rng() % 3 * 1.1));
+    }
+    const int chords = static_cast<int>(rng() % static_cast<unsigned>(2 * n));
+    for (int c = 0; c < chords; ++c) {
+      const int a = static_cast<int>(rng() % static_cast<unsigned>(n));
+      const int b = static_cast<int>(rng() % static_cast<unsigned>(n));
+      const double lat = many_latencies ? 0.1 + 0.01 * c : 0.3 + rng() % 3 * 1.1;
+      if (a != b) t.add_link(a, b, BytesPerSecond{1.0 + rng() % 5}, ns(lat));
+    }
+    topologies.push_back(std::move(t));
+  }
+  int compared = 0;
+  for (std::size_t i = 0; i < topologies.size(); ++i) {
+    Topology& t = topologies[i];
+    t.set_ecmp(i % 5 == 4);
+    const int g = t.gpu_count();
+    std::vector<RouteLoad> loads;
+    for (int s = 0; s < g; ++s) {
+      for (int d = 0; d < g; ++d) {
+        if (s == d) continue;
+        const std::uint64_t hash = static_cast<std::uint64_t>(s * g + d);
+        const Route r = t.route(s, d, hash);
+        const RouteSummary sum = t.route_summary(s, d, hash);
+        ASSERT_EQ(sum.latency.value, r.latency.value) << i << ": " << s << "->" << d;
+        ASSERT_EQ(sum.bandwidth.value, r.bandwidth.value) << i << ": " << s << "->" << d;
+        ASSERT_EQ(sum.hops, static_cast<int>(r.links.size())) << i << ": " << s << "->" << d;
+        ++compared;
+        for (std::uint64_t k = rng() % 3; k > 0; --k)
+          loads.push_back({s, d, hash, 1 + rng() % 1000});
+      }
+    }
+    std::vector<std::uint64_t> want(static_cast<std::size_t>(t.link_count()), 0);
+    for (const RouteLoad& load : loads) {
+      for (int l : t.route(load.src_rank, load.dst_rank, load.flow_hash).links)
+        want[static_cast<std::size_t>(l)] += load.bytes;
+    }
+    std::vector<std::uint64_t> got(want.size(), 5);
+    for (std::uint64_t& b : want) b += 5;  // adds to what is there
+    t.add_route_bytes(loads, got);
+    ASSERT_EQ(got, want) << "topology " << i;
+  }
+  EXPECT_GT(compared, 5000);
+  EXPECT_THROW(topologies[0].route_summary(0, 0), InputError);
+  EXPECT_THROW(topologies[0].route_summary(0, 9), InputError);
+}
+
+}  // namespace
+}  // namespace ssim::topo
