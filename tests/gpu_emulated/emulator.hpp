@@ -32,8 +32,13 @@
 //   time      a virtual nanosecond clock per stream, the stand-in's %globaltimer: work starts
 //             at max(stream time, what it waits for) and takes a fixed cost plus its bytes at a
 //             fixed rate; a transfer ends at max(both ends' start) + its cost; the spin kernel
-//             advances its stream by the delay asked. Times are therefore deterministic, and
-//             the executor's timing arithmetic can be checked exactly.
+//             advances its stream by the delay asked. The streams share one timeline, as
+//             %globaltimer does: the host's clock is the latest time of work it has seen
+//             finish (a synchronize, a successful query), and work it issues afterwards starts
+//             no earlier, so an idle stream does not lag behind a host barrier. Times are
+//             therefore deterministic with one host thread (with several, the order in which
+//             they see work finish may move their later work), and the executor's timing
+//             arithmetic can be checked exactly.
 //
 // The executor's kernels (gpu_backend/cuda/kernels.cu) cannot run here; kernels_cpu.cpp
 // implements the host launch functions of kernels.hpp with launch() below.

@@ -215,5 +215,56 @@ TEST_F(Emulator, SplitGroupsByColorOrdersByKeyAndLeavesNoColorOut) {
   EXPECT_TRUE(faults().empty());
 }
 
+// The clock is one timeline, as %globaltimer is: work the host issues after it saw other
+// work finish (a stream synchronize, an event query, a graph launch after either) starts no
+// earlier than that work ended, even on a stream that was idle and behind all along.
+TEST_F(Emulator, WorkIssuedAfterTheHostSawWorkFinishStartsAfterIt) {
+  cudaStream_t busy = stream_on(0);
+  cudaStream_t idle = stream_on(1);
+  std::uint64_t busy_end = 0, idle_start = 0;
+  auto spin = [](std::uint64_t ns, std::uint64_t* end) {
+    return [ns, end](KernelContext& k) {
+      k.advance_ns(ns);
+      *end = k.now_ns();
+    };
+  };
+  auto stamp = [](std::uint64_t* at) { return [at](KernelContext& k) { *at = k.now_ns(); }; };
+  // After cudaStreamSynchronize.
+  cudaSetDevice(0);
+  ASSERT_EQ(launch(busy, "spin", {}, spin(1'000'000, &busy_end), 0), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(busy), cudaSuccess);
+  cudaSetDevice(1);
+  ASSERT_EQ(launch(idle, "stamp", {}, stamp(&idle_start), 0), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(idle), cudaSuccess);
+  EXPECT_GE(busy_end, 1'000'000u);
+  EXPECT_GE(idle_start, busy_end);
+  // After polling an event to completion.
+  cudaEvent_t done = nullptr;
+  cudaSetDevice(0);
+  ASSERT_EQ(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), cudaSuccess);
+  ASSERT_EQ(launch(busy, "spin", {}, spin(2'000'000, &busy_end), 0), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(done, busy), cudaSuccess);
+  while (cudaEventQuery(done) == cudaErrorNotReady) {
+  }
+  cudaSetDevice(1);
+  ASSERT_EQ(launch(idle, "stamp", {}, stamp(&idle_start), 0), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(idle), cudaSuccess);
+  EXPECT_GE(busy_end, 3'000'000u);
+  EXPECT_GE(idle_start, busy_end);
+  // Work issued before the host saw anything keeps its own stream's time: no false order.
+  std::uint64_t early = 0;
+  cudaSetDevice(0);
+  ASSERT_EQ(launch(busy, "spin", {}, spin(5'000'000, &busy_end), 0), cudaSuccess);
+  cudaSetDevice(1);
+  ASSERT_EQ(launch(idle, "stamp", {}, stamp(&early), 0), cudaSuccess);
+  cudaSetDevice(0);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaSetDevice(1);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_LT(early, busy_end);
+  ASSERT_EQ(cudaEventDestroy(done), cudaSuccess);
+  EXPECT_TRUE(faults().empty());
+}
+
 }  // namespace
 }  // namespace ssim::emu

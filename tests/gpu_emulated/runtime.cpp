@@ -103,6 +103,7 @@ struct Op {
   std::string what;
   std::function<void(KernelContext&)> body;  // kernel (copies are kernels too)
   std::uint64_t cost_ns = 0;
+  std::uint64_t not_before = 0;    // the host's clock when it issued the op (see host_now)
   Instance instance;               // record, wait
   int node = -1;                   // captured record: its node; captured wait: bound node
   std::shared_ptr<GroupOp> group;  // nccl (eager)
@@ -225,6 +226,14 @@ struct Runtime {
   std::uint64_t generation = 0;  // bumped on every change another thread may wait for
   int threads = 0;
   int blocked = 0;
+  // The host's place on the one timeline all streams share: the latest virtual time of work
+  // the host has seen finish (a synchronize, a successful query). Work it issues afterwards
+  // starts no earlier, as on a GPU, where an idle stream does not fall behind the wall clock.
+  // Without it an idle stream kept its old clock, and a barrier did not order the next
+  // iteration after the previous one.
+  std::uint64_t host_now = 0;
+
+  void observed(std::uint64_t t) { host_now = std::max(host_now, t); }
 
   // ---- memory --------------------------------------------------------------------------
   const Allocation* find(const void* p, std::uint64_t bytes, const std::byte** base) const {
@@ -468,6 +477,7 @@ struct Runtime {
   }
 
   bool try_run(CUstream_st* s, Op& op) {
+    s->clock = std::max(s->clock, op.not_before);
     switch (op.kind) {
       case Op::kernel:
         return run_kernel(s, op);
@@ -578,6 +588,7 @@ struct Runtime {
 
   // ---- issue ---------------------------------------------------------------------------
   void enqueue(CUstream_st* s, Op op) {
+    op.not_before = host_now;
     s->queue.push_back(std::move(op));
     changed();
   }
@@ -757,6 +768,7 @@ void reset(const Config& config) {
   r.faults.clear();
   r.sticky = cudaSuccess;
   r.counters = {};
+  r.host_now = 0;
   r.config = config;
   t_device = 0;
   t_last_error = cudaSuccess;
@@ -981,6 +993,8 @@ cudaError_t cudaDeviceSynchronize() {
       },
       "cudaDeviceSynchronize");
   if (!ok) return cudaErrorEmulatedDeadlock;
+  for (CUstream_st* s : r.streams)
+    if (s->device == d) r.observed(s->clock);
   return r.sticky;
 }
 
@@ -1169,6 +1183,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
           lock, [&] { return stream->queue.empty(); },
           "cudaStreamSynchronize(stream " + std::to_string(stream->id) + ")"))
     return cudaErrorEmulatedDeadlock;
+  r.observed(stream->clock);
   return r.sticky;
 }
 
@@ -1179,7 +1194,9 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
   if (cudaError_t e = refuse_in_capture(r, stream, "cudaStreamQuery")) return e;
   r.progress();
   if (r.sticky != cudaSuccess) return r.sticky;
-  return stream->queue.empty() ? cudaSuccess : cudaErrorNotReady;
+  if (!stream->queue.empty()) return cudaErrorNotReady;
+  r.observed(stream->clock);
+  return cudaSuccess;
 }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int) {
@@ -1282,7 +1299,10 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
   if (event->capture) return cudaErrorStreamCaptureUnsupported;
   r.progress();
   if (r.sticky != cudaSuccess) return r.sticky;
-  return !event->latest || event->latest->done ? cudaSuccess : cudaErrorNotReady;
+  if (!event->latest) return cudaSuccess;
+  if (!event->latest->done) return cudaErrorNotReady;
+  r.observed(event->latest->time);
+  return cudaSuccess;
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
@@ -1295,6 +1315,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   if (!r.wait_until(
           lock, [&] { return inst->done; }, "cudaEventSynchronize"))
     return cudaErrorEmulatedDeadlock;
+  r.observed(inst->time);
   return r.sticky;
 }
 
