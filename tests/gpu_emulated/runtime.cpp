@@ -72,7 +72,7 @@ struct NcclCall {
 struct P2PPart {
   NcclCall call;
   GroupOp* group = nullptr;
-  std::shared_ptr<P2PPart> match;
+  std::weak_ptr<P2PPart> match;  // weak: the two parts of a pair point at each other
   bool done = false;
   std::uint64_t finish = 0;
 };
@@ -172,6 +172,13 @@ namespace ssim::emu {
 namespace {
 
 struct Clique {
+  // A collective's parts and its instance point at each other (CollPart::inst, CollInstance::
+  // parts); the clique owns the instances for its lifetime, so it breaks those cycles when it goes.
+  ~Clique() {
+    for (auto& c : colls) {
+      if (c) c->parts.clear();
+    }
+  }
   int nranks = 0;
   std::vector<ncclComm*> ranks;
   int joined = 0;
@@ -217,6 +224,7 @@ struct Runtime {
   std::vector<std::unique_ptr<Clique>> cliques;
   std::map<std::string, Clique*> by_id;
   std::set<ncclComm*> comms;
+  std::vector<ncclComm*> retired;  // destroyed or aborted: pending work may still name them
   std::vector<std::string> faults;
   std::string deadlock;  // the last deadlock's description (cudaGetErrorString)
   cudaError_t sticky = cudaSuccess;
@@ -442,11 +450,12 @@ struct Runtime {
     bool all = true;
     std::uint64_t finish = g.start;
     for (auto& p : g.p2p) {
-      if (!p->done && p->match && p->match->group->started) {
+      const std::shared_ptr<P2PPart> match = p->match.lock();
+      if (!p->done && match && match->group->started) {
         if (p->call.kind == NcclCall::send) {
-          complete_pair(p, p->match);
+          complete_pair(p, match);
         } else {
-          complete_pair(p->match, p);
+          complete_pair(match, p);
         }
       }
       if (!p->done && p->call.comm->aborted) {
@@ -536,7 +545,7 @@ struct Runtime {
           out += "; " + std::string(p->call.kind == NcclCall::send ? "send to" : "recv from") +
                  " rank " + std::to_string(p->call.peer) + " of rank " +
                  std::to_string(p->call.comm->rank) +
-                 (p->match ? ": the peer has not reached it"
+                 (p->match.lock() ? ": the peer has not reached it"
                            : ": the peer never issued the matching call");
         }
         for (const auto& p : op.group->coll) {
@@ -763,6 +772,8 @@ void reset(const Config& config) {
   r.allocs.clear();
   for (ncclComm* c : r.comms) delete c;
   r.comms.clear();
+  for (ncclComm* c : r.retired) delete c;
+  r.retired.clear();
   r.cliques.clear();
   r.by_id.clear();
   r.faults.clear();
@@ -1647,7 +1658,7 @@ ncclResult_t release(ncclComm_t comm, bool abort) {
   }
   // Pending work may still name the communicator: keep it, unlinked, as aborted.
   comm->aborted = true;
-  r.comms.erase(comm);
+  if (r.comms.erase(comm) != 0) r.retired.push_back(comm);
   r.changed();
   return ncclSuccess;
 }
