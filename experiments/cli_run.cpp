@@ -196,7 +196,10 @@ TracePoint select_trace_point(const Experiment& e, const std::string& text) {
     return static_cast<std::size_t>(std::stoul(value));
   };
   TracePoint tp;
-  for (const auto& [key, value] : selectors) {
+  for (const auto& selector : selectors) {
+    // Named copies, not structured bindings: lambdas below capture them (clang < 16 cannot).
+    const std::string& key = selector.first;
+    const std::string& value = selector.second;
     if (key == "iteration") {
       tp.iteration = static_cast<int>(index(key, value, static_cast<std::size_t>(e.iterations)));
     } else if (key == "run") {
