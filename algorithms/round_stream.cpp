@@ -1,5 +1,8 @@
 #include "algorithms/round_stream.hpp"
 
+#include <numeric>
+#include <utility>
+
 #include "common/error.hpp"
 
 namespace ssim::alg {
@@ -24,6 +27,14 @@ RoundStream relabeled(RoundStream inner, std::vector<int> perm) {
     }
     co_yield out;
   }
+}
+
+RoundStream with_straggler_at(RoundStream inner, int n, int straggler) {
+  if (straggler == n - 1) return inner;
+  std::vector<int> perm(static_cast<std::size_t>(n));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::swap(perm[static_cast<std::size_t>(straggler)], perm[static_cast<std::size_t>(n - 1)]);
+  return relabeled(std::move(inner), std::move(perm));
 }
 
 void append_rounds(Schedule& s, RoundStream stream) {

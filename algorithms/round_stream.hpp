@@ -74,6 +74,10 @@ class RoundStream {
 // `inner`'s rounds with rank r renamed perm[r] (as Schedule::relabel); perm is checked first.
 RoundStream relabeled(RoundStream inner, std::vector<int> perm);
 
+// `inner` (built with its straggler at rank n-1) with ranks `straggler` and n-1 swapped; `inner`
+// itself when they are the same rank.
+RoundStream with_straggler_at(RoundStream inner, int n, int straggler);
+
 // Drains `stream` into `s.rounds` (after the rounds already there).
 void append_rounds(Schedule& s, RoundStream stream);
 

@@ -38,16 +38,10 @@ int segments_of(const Options& o) {
 GeneratedRounds make_straggler_tree(int n, const Options& options) {
   const int segments = segments_of(options);
   const int straggler = options.get_int("straggler", n - 1, 0, n - 1);
-  const int last = n - 1;
   GeneratedRounds g{Schedule::make(Collective::allreduce, "straggler_tree", n, segments),
                     straggler_tree_rounds(n, segments), std::nullopt};
   g.header.straggler = straggler;
-  if (straggler != last) {
-    std::vector<int> perm(static_cast<std::size_t>(n));
-    std::iota(perm.begin(), perm.end(), 0);
-    std::swap(perm[static_cast<std::size_t>(straggler)], perm[static_cast<std::size_t>(last)]);
-    g.stream = relabeled(std::move(g.stream), std::move(perm));
-  }
+  g.stream = with_straggler_at(std::move(g.stream), n, straggler);
   return g;
 }
 
