@@ -1774,56 +1774,52 @@ ncclResult_t add_call(ssim::emu::NcclCall call, const char* name) {
 
 ncclResult_t ncclSend(const void* buff, std::size_t count, ncclDataType_t type, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
-  ssim::emu::NcclCall c;
-  c.kind = ssim::emu::NcclCall::send;
-  c.comm = comm;
-  c.sendbuf = buff;
-  c.count = count;
-  c.type = type;
-  c.peer = peer;
-  c.stream = stream;
-  return add_call(c, "ncclSend");
+  return add_call({.kind = ssim::emu::NcclCall::send,
+                   .comm = comm,
+                   .sendbuf = buff,
+                   .count = count,
+                   .type = type,
+                   .peer = peer,
+                   .stream = stream},
+                  "ncclSend");
 }
 
 ncclResult_t ncclRecv(void* buff, std::size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
                       cudaStream_t stream) {
-  ssim::emu::NcclCall c;
-  c.kind = ssim::emu::NcclCall::recv;
-  c.comm = comm;
-  c.recvbuf = buff;
-  c.count = count;
-  c.type = type;
-  c.peer = peer;
-  c.stream = stream;
-  return add_call(c, "ncclRecv");
+  return add_call({.kind = ssim::emu::NcclCall::recv,
+                   .comm = comm,
+                   .recvbuf = buff,
+                   .count = count,
+                   .type = type,
+                   .peer = peer,
+                   .stream = stream},
+                  "ncclRecv");
 }
 
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, std::size_t count,
                            ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
                            cudaStream_t stream) {
-  ssim::emu::NcclCall c;
-  c.kind = ssim::emu::NcclCall::allreduce;
-  c.comm = comm;
-  c.sendbuf = sendbuff;
-  c.recvbuf = recvbuff;
-  c.count = count;
-  c.type = type;
-  c.op = op;
-  c.stream = stream;
-  return add_call(c, "ncclAllReduce");
+  return add_call({.kind = ssim::emu::NcclCall::allreduce,
+                   .comm = comm,
+                   .sendbuf = sendbuff,
+                   .recvbuf = recvbuff,
+                   .count = count,
+                   .type = type,
+                   .op = op,
+                   .stream = stream},
+                  "ncclAllReduce");
 }
 
 ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, std::size_t recvcount,
                                ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
                                cudaStream_t stream) {
-  ssim::emu::NcclCall c;
-  c.kind = ssim::emu::NcclCall::reduce_scatter;
-  c.comm = comm;
-  c.sendbuf = sendbuff;
-  c.recvbuf = recvbuff;
-  c.count = recvcount;
-  c.type = type;
-  c.op = op;
-  c.stream = stream;
-  return add_call(c, "ncclReduceScatter");
+  return add_call({.kind = ssim::emu::NcclCall::reduce_scatter,
+                   .comm = comm,
+                   .sendbuf = sendbuff,
+                   .recvbuf = recvbuff,
+                   .count = recvcount,
+                   .type = type,
+                   .op = op,
+                   .stream = stream},
+                  "ncclReduceScatter");
 }
