@@ -1,7 +1,6 @@
 // `stragglesim run` and `stragglesim advise` through the built binary.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -47,15 +46,13 @@ TEST(CliRun, DryRunListsTheRunsAndWritesNothing) {
   EXPECT_FALSE(std::filesystem::exists(dir));
 }
 
-TEST(CliRun, DefaultExperimentRunsWellUnderAMinute) {
-  // No experiment argument: configs/experiments/default.yaml, the main job.
+TEST(CliRun, DefaultExperimentRunsWithoutArguments) {
+  // No experiment argument: configs/experiments/default.yaml, the main job. Its speed is not a
+  // unit test's business (no timed tests: sanitizer builds and loaded CI machines run it 5-10x
+  // slower); `./scripts/run.sh` reports it.
   const std::string dir = temp_dir("default");
-  const auto start = std::chrono::steady_clock::now();
   const CommandResult r = run_cli("run -o " + dir + " --no-plots --jobs 2");
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_LT(seconds, 20.0);
   EXPECT_TRUE(contains(r.out, "default: mean completion time")) << r.out;
   EXPECT_TRUE(contains(r.out, "wins:")) << r.out;
   // Non-terminal stderr: one line per finished run.
