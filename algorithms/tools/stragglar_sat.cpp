@@ -474,7 +474,7 @@ int run(Problem p, const std::string& solver_flag, const std::string& cnf_flag, 
                          : std::string{})
             << (p.symmetry ? "" : ", no symmetry breaking") << "\n"
             << "cnf " << cnf_path << ": " << e.cnf().vars() << " variables, " << e.cnf().clauses()
-            << " clauses (" << encode_s << " s)\n";
+            << " clauses (" << encode_s << " s)" << std::endl;
   if (cnf_only) return 0;
 
   const std::optional<std::string> solver = find_solver(solver_flag);
