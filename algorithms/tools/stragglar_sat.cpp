@@ -157,6 +157,7 @@ struct Problem {
   int keep = -1;   // K: chunks m-1-K .. m-1 and rounds from m-1-K on; m-1 (all) by default
   int window = 0;  // 0: none; else chunk c only copied in rounds c+1 .. c+window
   bool symmetry = true;
+  int cyclic_from = 0;  // 0: off; else rounds cyclic_from..m-1 repeat the round before, shifted
 
   int m() const { return n - 1; }
   int first() const { return m() - 1 - keep; }  // first kept chunk and first round
@@ -250,6 +251,27 @@ class Encoding {
       }
     }
     if (p_.symmetry) order_pool();
+    if (p_.cyclic_from > 0) cyclic();
+  }
+
+  // Restriction --cyclic-from T: in rounds T..m-1 everything is the round before shifted by one
+  // rank (mod m) and one chunk: holdings at the start of the round, sends and receives.
+  void cyclic() {
+    const int m = p_.m(), c0 = p_.first();
+    auto same = [this](int a, int b) {
+      f_.add({neg(a), b});
+      f_.add({a, neg(b)});
+    };
+    for (int t = std::max(p_.cyclic_from, c0 + 1); t < m; ++t) {
+      for (int v = 0; v < m; ++v) {
+        const int w = (v + m - 1) % m;
+        for (int c = std::max(c0 + 1, 1); c < m; ++c) {
+          same(hold_[hidx(v, c, t)], hold_[hidx(w, c - 1, t - 1)]);
+          same(send_[sidx(v, c, t)], send_[sidx(w, c - 1, t - 1)]);
+          same(recv_[ridx(v, c, t)], recv_[ridx(w, c - 1, t - 1)]);
+        }
+      }
+    }
   }
 
   // Ranks 0..c0-1 are interchangeable in the relaxation: their receive vectors (round-major)
@@ -307,11 +329,12 @@ std::string quoted(const std::string& s) {
 
 // Runs the solver on `cnf_path`. CaDiCaL and Kissat print "s ..." and "v ..." lines (SAT
 // competition format); MiniSat writes its model to a file.
-Answer solve(const std::string& solver, const std::string& cnf_path, int vars, int time_limit) {
+Answer solve(const std::string& solver, const std::string& extra, const std::string& cnf_path,
+             int vars, int time_limit) {
   const std::string base = std::filesystem::path(solver).filename().string();
   const bool minisat = base.find("minisat") != std::string::npos;
   const std::string model_path = cnf_path + ".model";
-  std::string cmd = quoted(solver);
+  std::string cmd = quoted(solver) + (extra.empty() ? "" : " " + extra);
   if (minisat) {
     if (time_limit > 0) cmd += " -cpu-lim=" + std::to_string(time_limit);
     cmd += " " + quoted(cnf_path) + " " + quoted(model_path) + " >/dev/null 2>&1";
@@ -439,7 +462,8 @@ std::string verify_full(const Problem& p, const std::vector<Round>& rounds, Sche
   return v.ok() ? std::string{} : v.error->to_string();
 }
 
-int run(Problem p, const std::string& solver_flag, const std::string& cnf_flag, bool cnf_only,
+int run(Problem p, const std::string& solver_flag, const std::string& solver_args,
+        const std::string& cnf_flag, bool cnf_only,
         int time_limit, const std::string& expect, const std::string& schedule_out) {
   if (p.n < 3) throw std::invalid_argument("--ranks must be at least 3");
   const int bound = p.n - 2 + ceil_log2(p.n);
@@ -472,6 +496,9 @@ int run(Problem p, const std::string& solver_flag, const std::string& cnf_flag, 
                                " (keep " + std::to_string(p.keep) + ")")
             << (p.window ? ", window " + std::to_string(p.window) + " (restricted: no proof)"
                          : std::string{})
+            << (p.cyclic_from ? ", cyclic from round " + std::to_string(p.cyclic_from) +
+                                    " (restricted: no proof)"
+                              : std::string{})
             << (p.symmetry ? "" : ", no symmetry breaking") << "\n"
             << "cnf " << cnf_path << ": " << e.cnf().vars() << " variables, " << e.cnf().clauses()
             << " clauses (" << encode_s << " s)" << std::endl;
@@ -483,7 +510,7 @@ int run(Problem p, const std::string& solver_flag, const std::string& cnf_flag, 
     if (cnf_flag.empty()) std::filesystem::remove(cnf_path);
     return 77;
   }
-  const Answer a = solve(*solver, cnf_path, e.cnf().vars(), time_limit);
+  const Answer a = solve(*solver, solver_args, cnf_path, e.cnf().vars(), time_limit);
   if (cnf_flag.empty()) std::filesystem::remove(cnf_path);
   const char* kind = a.kind == Answer::Kind::sat     ? "SAT"
                      : a.kind == Answer::Kind::unsat ? "UNSAT"
@@ -530,7 +557,7 @@ int main(int argc, char** argv) {
       "stragglar_sat: is StragglAR's phase 2 on n ranks possible in R rounds? (SAT encoding)",
       "stragglar_sat"};
   Problem p;
-  std::string solver, cnf, expect, schedule_out;
+  std::string solver, solver_args, cnf, expect, schedule_out;
   bool cnf_only = false, no_symmetry = false;
   int time_limit = 0;
   app.add_option("--ranks,-n", p.n, "number of ranks n (>= 3), the straggler included")
@@ -540,8 +567,13 @@ int main(int argc, char** argv) {
                  "relaxation: keep chunks n-2-K..n-2 and rounds from n-2-K on (default: all)");
   app.add_option("--window", p.window,
                  "restriction (no proof): chunk c only copied in rounds c+1..c+W (0: off)");
+  app.add_option("--cyclic-from", p.cyclic_from,
+                 "restriction (no proof): rounds T..n-2 repeat the round before, shifted by one "
+                 "rank and chunk (0: off)");
   app.add_flag("--no-symmetry", no_symmetry, "no lexicographic order on interchangeable ranks");
   app.add_option("--solver", solver, "solver executable (default: cadical, kissat or minisat in PATH)");
+  app.add_option("--solver-args", solver_args,
+                 "extra solver arguments, e.g. \"--sat --seed=3\" (passed through the shell)");
   app.add_option("--time-limit", time_limit, "solver time limit in seconds (0: none)");
   app.add_option("--cnf", cnf, "write the CNF here (and keep it)");
   app.add_flag("--cnf-only", cnf_only, "only write the CNF");
@@ -556,7 +588,7 @@ int main(int argc, char** argv) {
   }
   p.symmetry = !no_symmetry;
   try {
-    return run(p, solver, cnf, cnf_only, time_limit, expect, schedule_out);
+    return run(p, solver, solver_args, cnf, cnf_only, time_limit, expect, schedule_out);
   } catch (const std::exception& e) {
     std::cerr << "stragglar_sat: error: " << e.what() << "\n";
     return 1;
