@@ -32,6 +32,9 @@
 //
 // Restriction --window W (a search aid, not sound for UNSAT): chunk c is copied only in rounds
 // c+1..c+W (the doubling construction has W = ceil(log2 n)).
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -44,9 +47,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "algorithms/generators.hpp"
 #include "algorithms/schedule.hpp"
@@ -202,9 +202,12 @@ class Encoding {
       for (int c = c0; c < m; ++c) {
         for (int t = c0; t <= R; ++t) {
           int& h = hold_[hidx(v, c, t)];
-          if (t <= c) h = kFalse;
-          else if (v == c || t == R || (p_.window && t > c + p_.window)) h = kTrue;
-          else h = f_.fresh();
+          if (t <= c)
+            h = kFalse;
+          else if (v == c || t == R || (p_.window && t > c + p_.window))
+            h = kTrue;
+          else
+            h = f_.fresh();
         }
       }
     }
@@ -339,8 +342,9 @@ Answer solve(const std::string& solver, const std::string& extra, const std::str
     if (time_limit > 0) cmd += " -cpu-lim=" + std::to_string(time_limit);
     cmd += " " + quoted(cnf_path) + " " + quoted(model_path) + " >/dev/null 2>&1";
   } else {
-    if (time_limit > 0) cmd += (base.find("kissat") != std::string::npos ? " --time=" : " -t ") +
-                               std::to_string(time_limit);
+    if (time_limit > 0)
+      cmd += (base.find("kissat") != std::string::npos ? " --time=" : " -t ") +
+             std::to_string(time_limit);
     cmd += " " + quoted(cnf_path) + " 2>&1";
   }
   Answer a;
@@ -462,9 +466,84 @@ std::string verify_full(const Problem& p, const std::vector<Round>& rounds, Sche
   return v.ok() ? std::string{} : v.error->to_string();
 }
 
+// The compact form the generator embeds (stragglar_tables.cpp): rounds 0..T and m..R-1 listed,
+// T = cyclic_from; round t in T+1..m-1 is round T with rank v < m renamed (v + t-T) mod m and
+// chunk c renamed c + t-T. Each listed round: its copy count, then src, dst, chunk per copy
+// (the exchanges are implied).
+std::vector<int> make_template(const Problem& p, const std::vector<Round>& rounds) {
+  std::vector<int> data;
+  for (int t = 0; t < p.rounds; ++t) {
+    if (t > p.cyclic_from && t < p.m()) continue;
+    std::vector<int> copies;
+    for (const auto& x : rounds[static_cast<std::size_t>(t)].transfers) {
+      if (x.op == Op::copy) copies.insert(copies.end(), {x.src, x.dst, x.chunk_begin});
+    }
+    data.push_back(static_cast<int>(copies.size() / 3));
+    data.insert(data.end(), copies.begin(), copies.end());
+  }
+  return data;
+}
+
+std::vector<Round> expand_template(const Problem& p, const std::vector<int>& data) {
+  const int m = p.m(), base = p.cyclic_from;
+  std::vector<Round> rounds;
+  std::size_t pos = 0;
+  std::vector<int> base_copies;
+  for (int t = 0; t < p.rounds; ++t) {
+    std::vector<int> copies;
+    if (t > base && t < m) {
+      const int s = t - base;
+      for (std::size_t i = 0; i < base_copies.size(); i += 3) {
+        copies.insert(copies.end(), {(base_copies[i] + s) % m, (base_copies[i + 1] + s) % m,
+                                     base_copies[i + 2] + s});
+      }
+    } else {
+      const int count = data.at(pos++);
+      copies.assign(data.begin() + static_cast<long>(pos),
+                    data.begin() + static_cast<long>(pos) + 3 * count);
+      pos += static_cast<std::size_t>(3 * count);
+      if (t == base) base_copies = copies;
+    }
+    Round r;
+    r.phase = t < m ? "straggler-exchange" : "broadcast";
+    if (t < m) {
+      r.add(t, p.straggler(), t, t + 1, Op::reduce);
+      r.add(p.straggler(), t, t, t + 1, Op::reduce);
+    }
+    for (std::size_t i = 0; i < copies.size(); i += 3)
+      r.add(copies[i], copies[i + 1], copies[i + 2], copies[i + 2] + 1, Op::copy);
+    rounds.push_back(std::move(r));
+  }
+  return rounds;
+}
+
+void write_template(const Problem& p, const std::vector<int>& data, const std::string& path,
+                    const std::string& command) {
+  std::ofstream os(path);
+  os << "// StragglAR phase 2 for n = " << p.n << " in " << p.rounds
+     << " rounds, found by algorithms/tools/stragglar_sat:\n//   " << command << "\n"
+     << "// Rounds 0.." << p.cyclic_from << " and " << p.m() << ".." << p.rounds - 1
+     << " listed (copy count, then src dst chunk per copy);\n// round t in " << p.cyclic_from + 1
+     << ".." << p.m() - 1 << " is round " << p.cyclic_from << " shifted by t-" << p.cyclic_from
+     << " (ranks mod " << p.m() << ", chunks).\n";
+  int column = 0;
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    const std::string item = std::to_string(data[i]) + ",";
+    if (column + static_cast<int>(item.size()) + 1 > 96) {
+      os << "\n";
+      column = 0;
+    }
+    os << (column ? " " : "") << item;
+    column += static_cast<int>(item.size()) + (column ? 1 : 0);
+  }
+  os << "\n";
+  if (!os) throw std::invalid_argument("cannot write " + path);
+}
+
 int run(Problem p, const std::string& solver_flag, const std::string& solver_args,
-        const std::string& cnf_flag, bool cnf_only,
-        int time_limit, const std::string& expect, const std::string& schedule_out) {
+        const std::string& cnf_flag, bool cnf_only, int time_limit, const std::string& expect,
+        const std::string& schedule_out, const std::string& template_out,
+        const std::string& command) {
   if (p.n < 3) throw std::invalid_argument("--ranks must be at least 3");
   const int bound = p.n - 2 + ceil_log2(p.n);
   if (p.rounds == 0) p.rounds = bound;
@@ -477,23 +556,24 @@ int run(Problem p, const std::string& solver_flag, const std::string& solver_arg
 
   const auto t0 = std::chrono::steady_clock::now();
   const Encoding e(p);
-  const std::string cnf_path =
-      !cnf_flag.empty() ? cnf_flag
-                        : (std::filesystem::temp_directory_path() /
-                           ("stragglar_sat_" + std::to_string(::getpid()) + ".cnf"))
-                              .string();
+  const std::string cnf_path = !cnf_flag.empty()
+                                   ? cnf_flag
+                                   : (std::filesystem::temp_directory_path() /
+                                      ("stragglar_sat_" + std::to_string(::getpid()) + ".cnf"))
+                                         .string();
   {
     std::ofstream os(cnf_path);
     if (!os) throw std::invalid_argument("cannot write " + cnf_path);
     e.cnf().write(os);
   }
-  const double encode_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double encode_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cout << "n " << p.n << ", rounds " << p.rounds << " (bound " << bound << "), "
-            << (p.full() ? std::string("full problem")
-                         : "chunks " + std::to_string(p.first()) + ".." +
-                               std::to_string(p.m() - 1) + " and rounds " +
-                               std::to_string(p.first()) + ".." + std::to_string(p.rounds - 1) +
-                               " (keep " + std::to_string(p.keep) + ")")
+            << (p.full()
+                    ? std::string("full problem")
+                    : "chunks " + std::to_string(p.first()) + ".." + std::to_string(p.m() - 1) +
+                          " and rounds " + std::to_string(p.first()) + ".." +
+                          std::to_string(p.rounds - 1) + " (keep " + std::to_string(p.keep) + ")")
             << (p.window ? ", window " + std::to_string(p.window) + " (restricted: no proof)"
                          : std::string{})
             << (p.cyclic_from ? ", cyclic from round " + std::to_string(p.cyclic_from) +
@@ -538,6 +618,19 @@ int run(Problem p, const std::string& solver_flag, const std::string& solver_arg
         if (!os) throw std::invalid_argument("cannot write " + schedule_out);
         std::cout << "schedule written to " << schedule_out << "\n";
       }
+      if (!template_out.empty()) {
+        if (p.cyclic_from <= 0) throw std::invalid_argument("--template-out needs --cyclic-from");
+        const std::vector<int> data = make_template(p, rounds);
+        Schedule expanded;
+        if (const std::string bad = verify_full(p, expand_template(p, data), expanded);
+            !bad.empty()) {
+          std::cout << "verifier rejects the expanded template: " << bad << "\n";
+          return 1;
+        }
+        write_template(p, data, template_out, command);
+        std::cout << "template (" << data.size() << " numbers, expansion verified) written to "
+                  << template_out << "\n";
+      }
     }
   }
   std::cout << "result: " << kind << "\n";
@@ -557,11 +650,10 @@ int main(int argc, char** argv) {
       "stragglar_sat: is StragglAR's phase 2 on n ranks possible in R rounds? (SAT encoding)",
       "stragglar_sat"};
   Problem p;
-  std::string solver, solver_args, cnf, expect, schedule_out;
+  std::string solver, solver_args, cnf, expect, schedule_out, template_out;
   bool cnf_only = false, no_symmetry = false;
   int time_limit = 0;
-  app.add_option("--ranks,-n", p.n, "number of ranks n (>= 3), the straggler included")
-      ->required();
+  app.add_option("--ranks,-n", p.n, "number of ranks n (>= 3), the straggler included")->required();
   app.add_option("--rounds,-r", p.rounds, "phase-2 rounds R (default: the bound n-2+ceil(log2 n))");
   app.add_option("--keep,-k", p.keep,
                  "relaxation: keep chunks n-2-K..n-2 and rounds from n-2-K on (default: all)");
@@ -571,7 +663,8 @@ int main(int argc, char** argv) {
                  "restriction (no proof): rounds T..n-2 repeat the round before, shifted by one "
                  "rank and chunk (0: off)");
   app.add_flag("--no-symmetry", no_symmetry, "no lexicographic order on interchangeable ranks");
-  app.add_option("--solver", solver, "solver executable (default: cadical, kissat or minisat in PATH)");
+  app.add_option("--solver", solver,
+                 "solver executable (default: cadical, kissat or minisat in PATH)");
   app.add_option("--solver-args", solver_args,
                  "extra solver arguments, e.g. \"--sat --seed=3\" (passed through the shell)");
   app.add_option("--time-limit", time_limit, "solver time limit in seconds (0: none)");
@@ -581,6 +674,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"sat", "unsat"}));
   app.add_option("--schedule-out", schedule_out,
                  "full problem: write the verified schedule (phase 1 + 2) as JSON");
+  app.add_option("--template-out", template_out,
+                 "full problem with --cyclic-from: write the compact form the generator embeds");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -588,7 +683,10 @@ int main(int argc, char** argv) {
   }
   p.symmetry = !no_symmetry;
   try {
-    return run(p, solver, solver_args, cnf, cnf_only, time_limit, expect, schedule_out);
+    std::string command = "stragglar_sat";
+    for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
+    return run(p, solver, solver_args, cnf, cnf_only, time_limit, expect, schedule_out,
+               template_out, command);
   } catch (const std::exception& e) {
     std::cerr << "stragglar_sat: error: " << e.what() << "\n";
     return 1;
