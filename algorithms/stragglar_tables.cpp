@@ -3,7 +3,7 @@
 namespace ssim::alg {
 namespace {
 
-// algorithms/README.md ("Is the bound attainable at n = 33?") says how this was found.
+// algorithms/README.md ("The bound is attainable at n = 33") says how this was found.
 constexpr std::int16_t kN33[] = {
 #include "algorithms/stragglar_n33.inc"
 };

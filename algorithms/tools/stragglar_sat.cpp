@@ -3,13 +3,14 @@
 // It writes the question as DIMACS CNF, runs an external solver (CaDiCaL, Kissat, MiniSat:
 // none is a build dependency), and checks any schedule the solver returns: a full phase 2 with
 // ring ReduceScatter in front goes through the project's verifier, a relaxation through an
-// independent replay of its holdings. algorithms/README.md ("Is the bound attainable at
-// n = 33?") has the results and the commands.
+// independent replay of its holdings. algorithms/README.md ("The bound is attainable at
+// n = 33") has the results and the commands.
 //
-//   stragglar_sat --ranks 12                          # bound, full problem: SAT, verified
-//   stragglar_sat --ranks 33 --keep 9 --time-limit 600   # the last 10 chunks only
-//   stragglar_sat --ranks 9 --rounds 10 --expect unsat   # one round under the bound
-//   stragglar_sat --ranks 33 --cnf q.cnf --cnf-only      # for any other solver
+//   stragglar_sat --ranks 12                              # bound, full problem: SAT, verified
+//   stragglar_sat --ranks 33 --keep 9 --time-limit 600    # the last 10 chunks only
+//   stragglar_sat --ranks 9 --rounds 10 --expect unsat    # one round under the bound
+//   stragglar_sat --ranks 33 --window 7 --cyclic-from 7   # the search that found n = 33
+//   stragglar_sat --ranks 33 --cnf q.cnf --cnf-only       # for any other solver
 //
 // Model (stragglar.cpp): ranks 0..m-1 (m = n-1) and the straggler S = n-1, chunks 0..m-1. In
 // round r <= m-1 rank r and S exchange chunk r, after which both hold it finished; both are
@@ -30,9 +31,11 @@
 // nothing, so they are interchangeable; their receive vectors are ordered lexicographically
 // (sound symmetry breaking: any solution can be sorted).
 //
-// Restriction --window W (a search aid, not sound for UNSAT): chunk c is copied only in rounds
-// c+1..c+W (the doubling construction has W = ceil(log2 n)).
-#include <sys/wait.h>
+// Restrictions (search aids, not sound for UNSAT): --window W, chunk c is copied only in rounds
+// c+1..c+W (the doubling construction has W = ceil(log2 n)); --cyclic-from T, rounds T..m-1
+// repeat the round before with ranks shifted by one (mod m) and chunks by one, so the middle of
+// phase 2 is one round pattern (--template-out writes it in the form stragglar_tables.hpp
+// embeds, after verifying its expansion).
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
