@@ -556,6 +556,8 @@ int run(Problem p, const std::string& solver_flag, const std::string& solver_arg
   if (p.keep > p.m() - 1)
     throw std::invalid_argument("--keep must be at most n-2 = " + std::to_string(p.m() - 1));
   if (p.window < 0) throw std::invalid_argument("--window must be >= 0");
+  if (!template_out.empty() && (!p.full() || p.cyclic_from == 0))
+    throw std::invalid_argument("--template-out needs the full problem and --cyclic-from");
 
   const auto t0 = std::chrono::steady_clock::now();
   const Encoding e(p);
@@ -622,7 +624,6 @@ int run(Problem p, const std::string& solver_flag, const std::string& solver_arg
         std::cout << "schedule written to " << schedule_out << "\n";
       }
       if (!template_out.empty()) {
-        if (p.cyclic_from <= 0) throw std::invalid_argument("--template-out needs --cyclic-from");
         const std::vector<int> data = make_template(p, rounds);
         Schedule expanded;
         if (const std::string bad = verify_full(p, expand_template(p, data), expanded);
@@ -657,20 +658,25 @@ int main(int argc, char** argv) {
   bool cnf_only = false, no_symmetry = false;
   int time_limit = 0;
   app.add_option("--ranks,-n", p.n, "number of ranks n (>= 3), the straggler included")->required();
-  app.add_option("--rounds,-r", p.rounds, "phase-2 rounds R (default: the bound n-2+ceil(log2 n))");
+  app.add_option("--rounds,-r", p.rounds, "phase-2 rounds R (default: the bound n-2+ceil(log2 n))")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--keep,-k", p.keep,
-                 "relaxation: keep chunks n-2-K..n-2 and rounds from n-2-K on (default: all)");
+                 "relaxation: keep chunks n-2-K..n-2 and rounds from n-2-K on (default: all)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--window", p.window,
-                 "restriction (no proof): chunk c only copied in rounds c+1..c+W (0: off)");
+                 "restriction (no proof): chunk c only copied in rounds c+1..c+W (0: off)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--cyclic-from", p.cyclic_from,
                  "restriction (no proof): rounds T..n-2 repeat the round before, shifted by one "
-                 "rank and chunk (0: off)");
+                 "rank and chunk (0: off)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--no-symmetry", no_symmetry, "no lexicographic order on interchangeable ranks");
   app.add_option("--solver", solver,
                  "solver executable (default: cadical, kissat or minisat in PATH)");
   app.add_option("--solver-args", solver_args,
                  "extra solver arguments, e.g. \"--sat --seed=3\" (passed through the shell)");
-  app.add_option("--time-limit", time_limit, "solver time limit in seconds (0: none)");
+  app.add_option("--time-limit", time_limit, "solver time limit in seconds (0: none)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--cnf", cnf, "write the CNF here (and keep it)");
   app.add_flag("--cnf-only", cnf_only, "only write the CNF");
   app.add_option("--expect", expect, "exit 1 unless the answer is this")
