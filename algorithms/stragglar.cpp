@@ -53,7 +53,9 @@
 // the same with one copy of chunk 0 fewer in round L-1 (one double fewer, one type-B
 // double from the start). With the greedy for n = 3 and 9 this meets the bound for every
 // n in 3..4096 but 33, 1025 and 2049: n = 2^(L-1)+1, where nearly every rank is a double
-// (5, 17, 65, 129, 257 and 513 work with the ramp with one copy fewer).
+// (5, 17, 65, 129, 257 and 513 work with the ramp with one copy fewer). For n = 33 a phase 2
+// found by a SAT search (stragglar_tables.hpp, algorithms/tools/stragglar_sat) meets the
+// bound and is tried first (template_rounds); 1025 and 2049 stay with the greedy.
 //
 // The greedy (greedy_rounds; n = 3 and where the construction gives up): per round, chunks
 // from the newest to the oldest, each sent by its idle holders with the fewest active
@@ -75,6 +77,7 @@
 #include <vector>
 
 #include "algorithms/generators.hpp"
+#include "algorithms/stragglar_tables.hpp"
 #include "common/error.hpp"
 #include "common/random.hpp"
 
@@ -700,6 +703,54 @@ RoundStream greedy_rounds(int n, int passive, GreedyVariant variant, int& status
   while (const Round* r = inner.next()) co_yield *r;
 }
 
+// A phase 2 found by search (stragglar_tables.hpp), expanded round by round; gives up (the
+// caller falls back) if a listed copy's sender lacks its chunk or the rounds run out.
+class TemplatePolicy {
+ public:
+  explicit TemplatePolicy(const Phase2Template& t) : t_(t), m_(t.n - 1) {
+    for (std::size_t pos = 0; pos < t.data.size();
+         pos += 1 + 3 * static_cast<std::size_t>(t.data[pos]))
+      start_.push_back(pos);
+  }
+
+  bool operator()(int t, const Holdings& hold, RoundPlan& plan) {
+    if (t >= t_.rounds) return false;
+    const bool shifted = t > t_.base && t < m_;
+    const int listed = shifted ? t_.base : t < m_ ? t : t_.base + 1 + (t - m_);
+    if (listed >= static_cast<int>(start_.size())) return false;
+    const std::size_t pos = start_[static_cast<std::size_t>(listed)];
+    const int s = shifted ? t - t_.base : 0;
+    for (int i = 0; i < t_.data[pos]; ++i) {
+      const std::int16_t* copy = &t_.data[pos + 1 + 3 * static_cast<std::size_t>(i)];
+      const int src = shifted ? (copy[0] + s) % m_ : copy[0];
+      const int dst = shifted ? (copy[1] + s) % m_ : copy[1];
+      const int chunk = copy[2] + s;
+      const bool held = src == m_ ? t >= m_ : src < m_ && hold.has(src, chunk);
+      if (!held || dst >= m_ || chunk >= m_ || plan.sending[src] || plan.receiving[dst] ||
+          hold.has(dst, chunk))
+        return false;
+      plan.copy(src, dst, chunk);
+    }
+    return true;
+  }
+
+ private:
+  const Phase2Template& t_;
+  int m_;
+  std::vector<std::size_t> start_;  // of each listed round in t_.data
+};
+
+RoundStream template_rounds(int n, int& status) {
+  const Phase2Template* t = stragglar_phase2_template(n);
+  if (!t) {
+    status = -1;
+    co_return;
+  }
+  TemplatePolicy policy(*t);
+  RoundStream inner = phase2_rounds(n, 0, policy, status);
+  while (const Round* r = inner.next()) co_yield *r;
+}
+
 // The greedy variants tried where the doubling construction gives up: several for small
 // n, where they are cheap and a round matters more; one beyond 200 ranks to keep
 // generation fast.
@@ -720,9 +771,11 @@ struct Phase2Choice {
   bool doubling = true;
   int index = 0;  // into kDoublingLayouts or greedy_variants(n)
   int rounds = 0;
+  bool from_template = false;  // stragglar_phase2_template(n) (then doubling and index unused)
 };
 
 RoundStream chosen_rounds(int n, int passive, const Phase2Choice& c, int& status) {
+  if (c.from_template) return template_rounds(n, status);
   return c.doubling ? doubling_rounds(n, c.index, status)
                     : greedy_rounds(n, passive,
                                     greedy_variants(n)[static_cast<std::size_t>(c.index)], status);
@@ -756,6 +809,14 @@ Phase2Choice choose_phase2(int n, int passive) {
   }
   Phase2Choice best;
   bool found = false;
+  if (passive == 0 && stragglar_phase2_template(n)) {
+    Phase2Choice c{false, 0, 0, true};
+    if (const int rounds = trial(n, 0, c); rounds > 0) {
+      c.rounds = rounds;
+      best = c;
+      found = true;
+    }
+  }
   for (int i = 0; passive == 0 && i < static_cast<int>(std::size(kDoublingLayouts)) && !found; ++i) {
     const Phase2Choice c{true, i, 0};
     if (const int rounds = trial(n, 0, c); rounds > 0) {

@@ -17,14 +17,21 @@ if [[ ${1:-} == --fuzz ]]; then
   packages+=(clang-14 libclang-rt-14-dev)
 fi
 
+# Optional: installed when setup runs as root, never required. cadical is the SAT solver that
+# algorithms/tools/stragglar_sat runs (its tests skip without one).
+optional=(cadical)
+
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=()
 for p in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$p")
-  fi
+  installed "$p" || missing+=("$p")
+done
+missing_optional=()
+for p in "${optional[@]}"; do
+  installed "$p" || missing_optional+=("$p")
 done
 
-if [[ ${#missing[@]} -eq 0 ]]; then
+if [[ ${#missing[@]} -eq 0 && (${#missing_optional[@]} -eq 0 || $(id -u) -ne 0) ]]; then
   exit 0
 fi
 
@@ -34,8 +41,14 @@ if [[ $(id -u) -ne 0 ]]; then
   exit 1
 fi
 
-echo "stragglesim setup: installing ${missing[*]}" >&2
+echo "stragglesim setup: installing ${missing[*]} ${missing_optional[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [[ ${#missing[@]} -gt 0 ]]; then
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+if [[ ${#missing_optional[@]} -gt 0 ]]; then
+  apt-get install -y -qq --no-install-recommends "${missing_optional[@]}" >/dev/null 2>&1 ||
+    echo "stragglesim setup: optional ${missing_optional[*]} not installed (not needed to build)" >&2
+fi
 echo "stragglesim setup: done" >&2
