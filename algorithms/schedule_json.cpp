@@ -523,6 +523,7 @@ class StreamHandler {
   }
   template <typename Exception>
   bool parse_error(std::size_t /*byte*/, const std::string& /*token*/, const Exception& e) {
+    if (input_.failed()) throw InputError(std::string(in_.source()) + ": read failed");
     const std::string what = e.what();
     if constexpr (std::is_same_v<Exception, json::parse_error>) {
       // As the DOM reader: nlohmann's "[json.exception.parse_error.101] parse error at line L,

@@ -83,6 +83,19 @@ TEST(ScheduleJsonStream, TruncatedFilesFailTheSameWay) {
   }
 }
 
+TEST(ScheduleJsonStream, PositionsPastTheReadBuffer) {
+  // The streamed reader reads 64 KiB at a time: errors at and around its block boundaries, and
+  // far in, name the same line and column as the DOM reader.
+  const std::string text = schedule_to_json(generate("ring", 48, {}));
+  ASSERT_GT(text.size(), 150010u);
+  for (std::size_t at : {std::size_t{65534}, std::size_t{65535}, std::size_t{65536}, std::size_t{65537},
+                         std::size_t{131071}, std::size_t{131072}, std::size_t{150001}, text.size() - 7}) {
+    // A syntax error, or inside a string a bad value: the same either way.
+    same_outcome(text.substr(0, at) + "#" + text.substr(at));
+    EXPECT_NE(same_outcome(text.substr(0, at)).find("plan.json: line "), std::string::npos);
+  }
+}
+
 TEST(ScheduleJsonStream, CorruptedRoundsFailTheSameWay) {
   const Schedule s = generate("ring", 4, {});
   const std::string text = schedule_to_json(s);
@@ -225,7 +238,7 @@ TEST(ScheduleJsonStream, RandomMutationsFailTheSameWay) {
   const std::string alphabet = "{}[],:\"0123456789-e.abcnrstu \n";
   std::mt19937 rng(11);
   int accepted = 0;
-  for (int i = 0; i < 3000; ++i) {
+  for (int i = 0; i < 1500; ++i) {
     std::string text = bases[static_cast<std::size_t>(i) % bases.size()];
     const int edits = 1 + static_cast<int>(rng() % 3);
     for (int e = 0; e < edits; ++e) {
@@ -239,7 +252,7 @@ TEST(ScheduleJsonStream, RandomMutationsFailTheSameWay) {
     }
     accepted += same_outcome(text).rfind("ok: ", 0) == 0;
   }
-  EXPECT_LT(accepted, 3000);
+  EXPECT_LT(accepted, 1500);
 }
 
 }  // namespace
