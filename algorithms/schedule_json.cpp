@@ -214,14 +214,58 @@ Schedule read_header(const Reader& in, const json& doc) {
   return s;
 }
 
-// Transfer `ti` of round `ri`, checked against the header's ranks and chunks.
-Transfer read_transfer(const Reader& in, const json& t, std::size_t ri, std::size_t ti, int ranks, int chunks) {
-  if (!t.is_object()) in.fail(transfer_path(ri, ti), "expected an object, got " + std::string(t.type_name()));
+// One object's members as read, in document order: a transfer of the streamed reader, reused
+// from transfer to transfer (no tree of nodes per transfer, as a json object would build).
+class Members {
+ public:
+  void clear() { size_ = 0; }
+  void add(const std::string& key, json&& value) {
+    if (size_ == items_.size()) items_.emplace_back();
+    items_[size_].first = key;
+    items_[size_++].second = std::move(value);
+  }
+  const json* find(std::string_view key) const {
+    const json* found = nullptr;  // of two equal keys the last, as in a json object
+    for (std::size_t i = 0; i < size_; ++i)
+      if (items_[i].first == key) found = &items_[i].second;
+    return found;
+  }
+  // The least key not in `keys` (a json object's first, since its keys are sorted), if any.
+  const std::string* first_unknown(Keys keys) const {
+    const std::string* first = nullptr;
+    for (std::size_t i = 0; i < size_; ++i) {
+      if (!is_one_of(items_[i].first, keys) && (!first || items_[i].first < *first)) first = &items_[i].first;
+    }
+    return first;
+  }
+
+ private:
+  std::vector<std::pair<std::string, json>> items_;
+  std::size_t size_ = 0;
+};
+
+const json* find_member(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  return it == obj.end() ? nullptr : &*it;
+}
+const json* find_member(const Members& obj, const char* key) { return obj.find(key); }
+const std::string* first_unknown(const json& obj, Keys keys) {
+  for (auto it = obj.begin(); it != obj.end(); ++it)
+    if (!is_one_of(it.key(), keys)) return &it.key();
+  return nullptr;
+}
+const std::string* first_unknown(const Members& obj, Keys keys) { return obj.first_unknown(keys); }
+
+// Transfer `ti` of round `ri` (an object: a json one or Members), checked against the header's
+// ranks and chunks.
+template <typename Object>
+Transfer read_transfer_members(const Reader& in, const Object& t, std::size_t ri, std::size_t ti, int ranks,
+                               int chunks) {
   // The path is spelled out only when something is wrong: this runs once per transfer.
   const auto field = [&](const char* key) -> const json& {
-    auto it = t.find(key);
-    if (it == t.end()) in.fail(transfer_path(ri, ti), std::string("missing key '") + key + "'");
-    return *it;
+    const json* v = find_member(t, key);
+    if (v == nullptr) in.fail(transfer_path(ri, ti), std::string("missing key '") + key + "'");
+    return *v;
   };
   const auto integer = [&](const json& v, const char* key, long long lo, long long hi) {
     if (v.is_number_integer()) {
@@ -230,9 +274,8 @@ Transfer read_transfer(const Reader& in, const json& t, std::size_t ri, std::siz
     }
     return in.integer(v, transfer_path(ri, ti) + key, lo, hi);  // fails with the message
   };
-  for (auto it = t.begin(); it != t.end(); ++it) {
-    if (!is_one_of(it.key(), kTransferKeys)) in.unknown_key(transfer_path(ri, ti), it.key(), kTransferKeys);
-  }
+  if (const std::string* key = first_unknown(t, kTransferKeys))
+    in.unknown_key(transfer_path(ri, ti), *key, kTransferKeys);
   Transfer tr;
   tr.src = integer(field("src"), ".src", 0, ranks - 1);
   tr.dst = integer(field("dst"), ".dst", 0, ranks - 1);
@@ -256,6 +299,11 @@ Transfer read_transfer(const Reader& in, const json& t, std::size_t ri, std::siz
     }
   }
   return tr;
+}
+
+Transfer read_transfer(const Reader& in, const json& t, std::size_t ri, std::size_t ti, int ranks, int chunks) {
+  if (!t.is_object()) in.fail(transfer_path(ri, ti), "expected an object, got " + std::string(t.type_name()));
+  return read_transfer_members(in, t, ri, ti, ranks, chunks);
 }
 
 }  // namespace
@@ -553,8 +601,8 @@ class StreamHandler {
 
  private:
   enum class Kind { object, array, scalar };
-  enum class Ctx { root, rounds, round, transfers };
-  enum class Target { header, phase, transfer, rounds };
+  enum class Ctx { root, rounds, round, transfers, transfer };
+  enum class Target { header, phase, member, rounds };
   struct Frame {
     bool object = false;
     std::string key;
@@ -648,6 +696,7 @@ class StreamHandler {
     const Ctx ended = ctx_.back();
     ctx_.pop_back();
     if (ended == Ctx::round) finish_round();
+    if (ended == Ctx::transfer) finish_transfer();
   }
   void on_value(json&& v) {
     if (builder_.active()) {
@@ -747,7 +796,12 @@ class StreamHandler {
                                     "expected an object, got " + type_of(kind, v));
           return skip(kind);
         }
-        return capture(Target::transfer, kind, v);
+        ctx_.push_back(Ctx::transfer);
+        members_.clear();
+        return;
+      case Ctx::transfer:
+        if (kind == Kind::scalar) return members_.add(key_, std::move(*v));
+        return capture(Target::member, kind, v);
     }
   }
 
@@ -767,14 +821,18 @@ class StreamHandler {
       case Target::rounds:
         rounds_ = std::move(v);
         break;
-      case Target::transfer:
-        try {
-          round_.transfers.push_back(
-              read_transfer(in_, v, round_index_ - 1, transfer_index_ - 1, ranks_, chunks_));
-        } catch (const InputError& e) {
-          transfer_error_ = e.what();
-        }
+      case Target::member:
+        members_.add(target_key_, std::move(v));
         break;
+    }
+  }
+
+  void finish_transfer() {
+    try {
+      round_.transfers.push_back(
+          read_transfer_members(in_, members_, round_index_ - 1, transfer_index_ - 1, ranks_, chunks_));
+    } catch (const InputError& e) {
+      transfer_error_ = e.what();
     }
   }
 
@@ -901,6 +959,7 @@ class StreamHandler {
   std::string transfers_type_;
   std::optional<std::string> transfer_error_;
   std::optional<std::string> round_error_;
+  Members members_;  // of the transfer being read
 
   bool sink_open_ = false;
   std::exception_ptr sink_error_;
