@@ -1,12 +1,21 @@
 #include "algorithms/schedule_json.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <iterator>
+#include <istream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <span>
+#include <type_traits>
 #include <sstream>
 #include <vector>
 
+#include "algorithms/verifier.hpp"
 #include "common/error.hpp"
 
 namespace ssim::alg {
@@ -98,6 +107,18 @@ class DuplicateKeys {
   std::optional<std::string> first_;
 };
 
+using Keys = std::span<const char* const>;
+constexpr std::array<const char*, 8> kTopKeys = {"collective", "algorithm", "ranks",   "chunks",
+                                                 "straggler",  "late",      "options", "rounds"};
+constexpr std::array<const char*, 2> kRoundKeys = {"phase", "transfers"};
+constexpr std::array<const char*, 4> kTransferKeys = {"src", "dst", "chunks", "op"};
+
+bool is_one_of(std::string_view key, Keys keys) {
+  for (const char* k : keys)
+    if (key == k) return true;
+  return false;
+}
+
 class Reader {
  public:
   explicit Reader(std::string_view source) : source_(source) {}
@@ -126,17 +147,20 @@ class Reader {
     return v.get<std::string>();
   }
 
-  void only_keys(const json& obj, const std::string& path, std::initializer_list<const char*> keys) const {
+  [[noreturn]] void unknown_key(const std::string& path, const std::string& key, Keys keys) const {
+    std::string list;
+    for (const char* k : keys) list += (list.empty() ? "" : ", ") + std::string(k);
+    fail(path, "unknown key '" + key + "' (expected: " + list + ")");
+  }
+
+  // The first key not in `keys`, in the object's (sorted) order.
+  void only_keys(const json& obj, const std::string& path, Keys keys) const {
     for (auto it = obj.begin(); it != obj.end(); ++it) {
-      bool known = false;
-      for (const char* k : keys) known = known || it.key() == k;
-      if (!known) {
-        std::string list;
-        for (const char* k : keys) list += (list.empty() ? "" : ", ") + std::string(k);
-        fail(path, "unknown key '" + it.key() + "' (expected: " + list + ")");
-      }
+      if (!is_one_of(it.key(), keys)) unknown_key(path, it.key(), keys);
     }
   }
+
+  std::string_view source() const { return source_; }
 
  private:
   std::string_view source_;
@@ -144,6 +168,143 @@ class Reader {
 
 constexpr long long kMaxRanks = 1 << 24;
 constexpr long long kMaxChunks = 1 << 30;
+
+std::string round_path(std::size_t ri) { return "rounds[" + std::to_string(ri) + "]"; }
+std::string transfer_path(std::size_t ri, std::size_t ti) {
+  return round_path(ri) + ".transfers[" + std::to_string(ti) + "]";
+}
+
+// The header of a schedule document (every key but "rounds", whose presence is checked apart),
+// in this order: unknown keys, collective, algorithm, ranks, chunks, straggler, late, options.
+Schedule read_header(const Reader& in, const json& doc) {
+  in.only_keys(doc, "(top level)", kTopKeys);
+  Schedule s;
+  if (auto it = doc.find("collective"); it != doc.end()) {
+    try {
+      s.collective = parse_collective(in.string(*it, "collective"));
+    } catch (const InputError& e) {
+      in.fail("collective", e.what());
+    }
+  }
+  if (auto it = doc.find("algorithm"); it != doc.end() && !it->is_null()) s.algorithm = in.string(*it, "algorithm");
+  s.ranks = in.integer(in.member(doc, "(top level)", "ranks"), "ranks", 1, kMaxRanks);
+  s.chunks = in.integer(in.member(doc, "(top level)", "chunks"), "chunks", 1, kMaxChunks);
+  if (auto it = doc.find("straggler"); it != doc.end() && !it->is_null()) {
+    s.straggler = in.integer(*it, "straggler", 0, s.ranks - 1);
+  }
+  if (auto it = doc.find("late"); it != doc.end() && !it->is_null()) {
+    if (!it->is_array())
+      in.fail("late", "expected an array of ranks, got " + std::string(it->type_name()));
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      const std::string path = "late[" + std::to_string(i) + "]";
+      const int r = in.integer((*it)[i], path, 0, s.ranks - 1);
+      if (std::find(s.late.begin(), s.late.end(), r) != s.late.end())
+        in.fail(path, "rank listed twice");
+      s.late.push_back(r);
+    }
+    if (!s.late.empty() && s.straggler != s.late.back())
+      in.fail("late", "the last late rank must be the straggler");
+  }
+  if (auto it = doc.find("options"); it != doc.end() && !it->is_null()) {
+    if (!it->is_object()) in.fail("options", "expected an object of strings");
+    for (auto o = it->begin(); o != it->end(); ++o) {
+      s.options[o.key()] = o->is_string() ? o->get<std::string>() : o->dump();
+    }
+  }
+  return s;
+}
+
+// One object's members as read, in document order: a transfer of the streamed reader, reused
+// from transfer to transfer (no tree of nodes per transfer, as a json object would build).
+class Members {
+ public:
+  void clear() { size_ = 0; }
+  void add(const std::string& key, json&& value) {
+    if (size_ == items_.size()) items_.emplace_back();
+    items_[size_].first = key;
+    items_[size_++].second = std::move(value);
+  }
+  const json* find(std::string_view key) const {
+    const json* found = nullptr;  // of two equal keys the last, as in a json object
+    for (std::size_t i = 0; i < size_; ++i)
+      if (items_[i].first == key) found = &items_[i].second;
+    return found;
+  }
+  // The least key not in `keys` (a json object's first, since its keys are sorted), if any.
+  const std::string* first_unknown(Keys keys) const {
+    const std::string* first = nullptr;
+    for (std::size_t i = 0; i < size_; ++i) {
+      if (!is_one_of(items_[i].first, keys) && (!first || items_[i].first < *first)) first = &items_[i].first;
+    }
+    return first;
+  }
+
+ private:
+  std::vector<std::pair<std::string, json>> items_;
+  std::size_t size_ = 0;
+};
+
+const json* find_member(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  return it == obj.end() ? nullptr : &*it;
+}
+const json* find_member(const Members& obj, const char* key) { return obj.find(key); }
+const std::string* first_unknown(const json& obj, Keys keys) {
+  for (auto it = obj.begin(); it != obj.end(); ++it)
+    if (!is_one_of(it.key(), keys)) return &it.key();
+  return nullptr;
+}
+const std::string* first_unknown(const Members& obj, Keys keys) { return obj.first_unknown(keys); }
+
+// Transfer `ti` of round `ri` (an object: a json one or Members), checked against the header's
+// ranks and chunks.
+template <typename Object>
+Transfer read_transfer_members(const Reader& in, const Object& t, std::size_t ri, std::size_t ti, int ranks,
+                               int chunks) {
+  // The path is spelled out only when something is wrong: this runs once per transfer.
+  const auto field = [&](const char* key) -> const json& {
+    const json* v = find_member(t, key);
+    if (v == nullptr) in.fail(transfer_path(ri, ti), std::string("missing key '") + key + "'");
+    return *v;
+  };
+  const auto integer = [&](const json& v, const char* key, long long lo, long long hi) {
+    if (v.is_number_integer()) {
+      const long long x = v.get<long long>();
+      if (x >= lo && x <= hi) return static_cast<int>(x);
+    }
+    return in.integer(v, transfer_path(ri, ti) + key, lo, hi);  // fails with the message
+  };
+  if (const std::string* key = first_unknown(t, kTransferKeys))
+    in.unknown_key(transfer_path(ri, ti), *key, kTransferKeys);
+  Transfer tr;
+  tr.src = integer(field("src"), ".src", 0, ranks - 1);
+  tr.dst = integer(field("dst"), ".dst", 0, ranks - 1);
+  const json& ch = field("chunks");
+  if (!ch.is_array() || ch.size() != 2)
+    in.fail(transfer_path(ri, ti) + ".chunks", "expected [begin, end], got " + ch.dump());
+  tr.chunk_begin = integer(ch[0], ".chunks[0]", 0, chunks - 1);
+  tr.chunk_end = integer(ch[1], ".chunks[1]", 1, chunks);
+  if (tr.chunk_end <= tr.chunk_begin) in.fail(transfer_path(ri, ti) + ".chunks", "empty range " + ch.dump());
+  const json& op = field("op");
+  if (op.is_string() && op.get_ref<const std::string&>() == "reduce") {
+    tr.op = Op::reduce;
+  } else if (op.is_string() && op.get_ref<const std::string&>() == "copy") {
+    tr.op = Op::copy;
+  } else {
+    try {
+      tr.op = parse_op(in.string(op, transfer_path(ri, ti) + ".op"));
+    } catch (const InputError& e) {
+      if (std::string(e.what()).rfind(std::string(in.source()), 0) == 0) throw;
+      in.fail(transfer_path(ri, ti) + ".op", e.what());
+    }
+  }
+  return tr;
+}
+
+Transfer read_transfer(const Reader& in, const json& t, std::size_t ri, std::size_t ti, int ranks, int chunks) {
+  if (!t.is_object()) in.fail(transfer_path(ri, ti), "expected an object, got " + std::string(t.type_name()));
+  return read_transfer_members(in, t, ri, ti, ranks, chunks);
+}
 
 }  // namespace
 
@@ -204,79 +365,642 @@ Schedule read_schedule_json(std::string_view text, std::string_view source_name)
   if (duplicates.first())
     in.fail(*duplicates.first(), "duplicate key (a key may appear once per object)");
   if (!doc.is_object()) in.fail("(top level)", "expected an object, got " + std::string(doc.type_name()));
-  in.only_keys(
-      doc, "(top level)",
-      {"collective", "algorithm", "ranks", "chunks", "straggler", "late", "options", "rounds"});
-
-  Schedule s;
-  if (auto it = doc.find("collective"); it != doc.end()) {
-    try {
-      s.collective = parse_collective(in.string(*it, "collective"));
-    } catch (const InputError& e) {
-      in.fail("collective", e.what());
-    }
-  }
-  if (auto it = doc.find("algorithm"); it != doc.end() && !it->is_null()) s.algorithm = in.string(*it, "algorithm");
-  s.ranks = in.integer(in.member(doc, "(top level)", "ranks"), "ranks", 1, kMaxRanks);
-  s.chunks = in.integer(in.member(doc, "(top level)", "chunks"), "chunks", 1, kMaxChunks);
-  if (auto it = doc.find("straggler"); it != doc.end() && !it->is_null()) {
-    s.straggler = in.integer(*it, "straggler", 0, s.ranks - 1);
-  }
-  if (auto it = doc.find("late"); it != doc.end() && !it->is_null()) {
-    if (!it->is_array())
-      in.fail("late", "expected an array of ranks, got " + std::string(it->type_name()));
-    for (std::size_t i = 0; i < it->size(); ++i) {
-      const std::string path = "late[" + std::to_string(i) + "]";
-      const int r = in.integer((*it)[i], path, 0, s.ranks - 1);
-      if (std::find(s.late.begin(), s.late.end(), r) != s.late.end())
-        in.fail(path, "rank listed twice");
-      s.late.push_back(r);
-    }
-    if (!s.late.empty() && s.straggler != s.late.back())
-      in.fail("late", "the last late rank must be the straggler");
-  }
-  if (auto it = doc.find("options"); it != doc.end() && !it->is_null()) {
-    if (!it->is_object()) in.fail("options", "expected an object of strings");
-    for (auto o = it->begin(); o != it->end(); ++o) {
-      s.options[o.key()] = o->is_string() ? o->get<std::string>() : o->dump();
-    }
-  }
+  Schedule s = read_header(in, doc);
   const json& rounds = in.member(doc, "(top level)", "rounds");
   if (!rounds.is_array()) in.fail("rounds", "expected an array, got " + std::string(rounds.type_name()));
   s.rounds.reserve(rounds.size());
   for (std::size_t ri = 0; ri < rounds.size(); ++ri) {
-    const std::string rpath = "rounds[" + std::to_string(ri) + "]";
+    const std::string rpath = round_path(ri);
     const json& r = rounds[ri];
     if (!r.is_object()) in.fail(rpath, "expected an object, got " + std::string(r.type_name()));
-    in.only_keys(r, rpath, {"phase", "transfers"});
+    in.only_keys(r, rpath, kRoundKeys);
     Round& round = s.add_round();
     if (auto it = r.find("phase"); it != r.end() && !it->is_null()) round.phase = in.string(*it, rpath + ".phase");
     const json& ts = in.member(r, rpath, "transfers");
     if (!ts.is_array()) in.fail(rpath + ".transfers", "expected an array, got " + std::string(ts.type_name()));
     round.transfers.reserve(ts.size());
     for (std::size_t ti = 0; ti < ts.size(); ++ti) {
-      const std::string tpath = rpath + ".transfers[" + std::to_string(ti) + "]";
-      const json& t = ts[ti];
-      if (!t.is_object()) in.fail(tpath, "expected an object, got " + std::string(t.type_name()));
-      in.only_keys(t, tpath, {"src", "dst", "chunks", "op"});
-      Transfer tr;
-      tr.src = in.integer(in.member(t, tpath, "src"), tpath + ".src", 0, s.ranks - 1);
-      tr.dst = in.integer(in.member(t, tpath, "dst"), tpath + ".dst", 0, s.ranks - 1);
-      const json& ch = in.member(t, tpath, "chunks");
-      if (!ch.is_array() || ch.size() != 2) in.fail(tpath + ".chunks", "expected [begin, end], got " + ch.dump());
-      tr.chunk_begin = in.integer(ch[0], tpath + ".chunks[0]", 0, s.chunks - 1);
-      tr.chunk_end = in.integer(ch[1], tpath + ".chunks[1]", 1, s.chunks);
-      if (tr.chunk_end <= tr.chunk_begin) in.fail(tpath + ".chunks", "empty range " + ch.dump());
-      try {
-        tr.op = parse_op(in.string(in.member(t, tpath, "op"), tpath + ".op"));
-      } catch (const InputError& e) {
-        if (std::string(e.what()).rfind(std::string(source_name), 0) == 0) throw;
-        in.fail(tpath + ".op", e.what());
-      }
-      round.transfers.push_back(tr);
+      round.transfers.push_back(read_transfer(in, ts[ti], ri, ti, s.ranks, s.chunks));
     }
   }
   return s;
+}
+
+namespace {
+
+// The input of the streamed reader: a window of the stream with enough history to name the line
+// and column of a syntax error (the parser reports the byte it stopped at, at most two bytes
+// behind what it has read). Iterated by nlohmann's parser one byte at a time.
+class StreamInput {
+ public:
+  explicit StreamInput(std::istream& in) : in_(in), buffer_(kKeep + kBlock) {}
+
+  class iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = char;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const char*;
+    using reference = const char&;
+
+    iterator() = default;
+    explicit iterator(StreamInput* input) : input_(input) {}
+    reference operator*() const { return input_->buffer_[input_->pos_]; }
+    iterator& operator++() {
+      ++input_->pos_;
+      return *this;
+    }
+    iterator operator++(int) {
+      iterator old = *this;
+      ++*this;
+      return old;
+    }
+    bool operator==(const iterator& other) const { return at_end() == other.at_end(); }
+
+   private:
+    bool at_end() const { return input_ == nullptr || (input_->pos_ == input_->size_ && !input_->refill()); }
+    StreamInput* input_ = nullptr;
+  };
+
+  iterator begin() { return iterator(this); }
+  iterator end() { return iterator(); }
+  bool failed() const { return in_.bad(); }
+  std::uint64_t bytes_read() const { return base_ + pos_; }
+
+  // "line L, column C" (1-based) of byte offset `byte`, as position_of() counts it.
+  std::string position(std::uint64_t byte) const {
+    byte = std::min(byte, base_ + size_);
+    if (byte < base_) byte = base_;  // not reached: the parser stops within kKeep bytes
+    const char* first = buffer_.data();
+    const char* at = first + (byte - base_);
+    std::uint64_t line = lines_ + 1 + static_cast<std::uint64_t>(std::count(first, at, '\n'));
+    std::int64_t last_newline = last_newline_;
+    for (const char* p = at; p != first; --p) {
+      if (p[-1] == '\n') {
+        last_newline = static_cast<std::int64_t>(base_ + (p - 1 - first));
+        break;
+      }
+    }
+    return "line " + std::to_string(line) + ", column " +
+           std::to_string(static_cast<std::int64_t>(byte) - last_newline);
+  }
+
+ private:
+  static constexpr std::size_t kKeep = 64, kBlock = std::size_t{1} << 16;
+
+  // Drops all but the last kKeep bytes (counting their newlines) and reads the next block.
+  bool refill() {
+    if (eof_) return false;
+    const std::size_t drop = size_ > kKeep ? size_ - kKeep : 0;
+    const char* first = buffer_.data();
+    lines_ += static_cast<std::uint64_t>(std::count(first, first + drop, '\n'));
+    for (std::size_t i = drop; i > 0; --i) {
+      if (first[i - 1] == '\n') {
+        last_newline_ = static_cast<std::int64_t>(base_ + i - 1);
+        break;
+      }
+    }
+    std::memmove(buffer_.data(), buffer_.data() + drop, size_ - drop);
+    base_ += drop;
+    size_ -= drop;
+    pos_ -= drop;
+    in_.read(buffer_.data() + size_, static_cast<std::streamsize>(kBlock));
+    const auto got = static_cast<std::size_t>(in_.gcount());
+    size_ += got;
+    if (got == 0) eof_ = true;
+    return got > 0;
+  }
+
+  std::istream& in_;
+  std::vector<char> buffer_;
+  std::size_t size_ = 0, pos_ = 0;    // bytes in the buffer, the next one to read
+  std::uint64_t base_ = 0;            // stream offset of buffer_[0]
+  std::uint64_t lines_ = 0;           // newlines before base_
+  std::int64_t last_newline_ = -1;    // offset of the last newline before base_
+  bool eof_ = false;
+};
+
+// Builds one JSON value from SAX events (a header value, a round's phase, one transfer).
+class ValueBuilder {
+ public:
+  void begin() {
+    active_ = true;
+    stack_.clear();
+    value_ = json();
+  }
+  bool active() const { return active_; }
+  // Each returns true when the value is complete.
+  bool add(json&& v) {
+    if (stack_.empty()) {
+      value_ = std::move(v);
+      active_ = false;
+      return true;
+    }
+    insert(std::move(v));
+    return false;
+  }
+  void open(bool object) {
+    json fresh = object ? json::object() : json::array();
+    if (stack_.empty()) {
+      value_ = std::move(fresh);
+      stack_.push_back(&value_);
+    } else {
+      stack_.push_back(insert(std::move(fresh)));
+    }
+  }
+  bool close() {
+    stack_.pop_back();
+    active_ = !stack_.empty();
+    return !active_;
+  }
+  void key(std::string& k) { key_ = std::move(k); }
+  json& value() { return value_; }
+
+ private:
+  // Ancestors stay put while a child is open: nothing else is added to them meanwhile.
+  json* insert(json&& v) {
+    json& top = *stack_.back();
+    if (top.is_array()) {
+      top.push_back(std::move(v));
+      return &top.back();
+    }
+    json& slot = top[key_];  // two equal keys: the last one stays, as in the DOM reader
+    slot = std::move(v);
+    return &slot;
+  }
+  bool active_ = false;
+  json value_;
+  std::vector<json*> stack_;
+  std::string key_;
+};
+
+// nlohmann SAX handler of the streamed reader. It keeps the header values, the round being read
+// and the key path (for duplicate keys); each round goes to the sink once it is complete.
+//
+// Errors keep the DOM reader's priorities, so both name the same problem: a syntax error ends the
+// parse at once; otherwise the first duplicate key (document order), then the top level, then the
+// header, then the first bad round, then what the sink threw, wins. A bad round is therefore held
+// until the end of the input, and no round goes to the sink after a form error.
+class StreamHandler {
+ public:
+  static constexpr std::size_t kMaxDepth = 512;
+
+  StreamHandler(const Reader& in, const StreamInput& input, ScheduleJsonSink& sink)
+      : in_(in), input_(input), sink_(sink) {}
+
+  // --- nlohmann's SAX interface
+  bool null() { return value(json(nullptr)); }
+  bool boolean(bool v) { return value(json(v)); }
+  bool number_integer(json::number_integer_t v) { return value(json(v)); }
+  bool number_unsigned(json::number_unsigned_t v) { return value(json(v)); }
+  bool number_float(json::number_float_t v, const std::string& /*text*/) { return value(json(v)); }
+  bool string(std::string& v) { return value(json(std::move(v))); }
+  bool binary(json::binary_t& v) { return value(json(json::binary_t(std::move(v)))); }
+  bool start_object(std::size_t /*elements*/) { return open(true); }
+  bool start_array(std::size_t /*elements*/) { return open(false); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool key(std::string& k) {
+    if (depth_ > 0) {
+      Frame& f = frames_[depth_ - 1];
+      f.key = k;
+      if (!f.insert(k) && !duplicate_) duplicate_ = path();
+    }
+    on_key(k);
+    return true;
+  }
+  template <typename Exception>
+  bool parse_error(std::size_t /*byte*/, const std::string& /*token*/, const Exception& e) {
+    if (input_.failed()) throw InputError(std::string(in_.source()) + ": read failed");
+    const std::string what = e.what();
+    if constexpr (std::is_same_v<Exception, json::parse_error>) {
+      // As the DOM reader: nlohmann's "[json.exception.parse_error.101] parse error at line L,
+      // column C: ..." becomes our position and the text after the first ": ".
+      const auto colon = what.find(": ");
+      throw InputError(std::string(in_.source()) + ": " + input_.position(e.byte > 0 ? e.byte - 1 : 0) +
+                       ": malformed JSON: " + (colon == std::string::npos ? what : what.substr(colon + 2)));
+    }
+    const auto bracket = what.find("] ");  // e.g. out_of_range 406: a number beyond double, 1e400
+    throw InputError(std::string(in_.source()) + ": malformed JSON: " +
+                     (bracket == std::string::npos ? what : what.substr(bracket + 2)));
+  }
+
+  // After the parse: the first problem as an InputError, else what the sink threw, else the header.
+  Schedule finish() {
+    if (duplicate_) in_.fail(*duplicate_, "duplicate key (a key may appear once per object)");
+    if (!top_type_.empty()) in_.fail("(top level)", "expected an object, got " + top_type_);
+    if (unknown_top_) in_.unknown_key("(top level)", *unknown_top_, kTopKeys);
+    Schedule header = read_header(in_, header_);
+    if (!rounds_present_) in_.fail("(top level)", "missing key 'rounds'");
+    if (!rounds_type_.empty()) in_.fail("rounds", "expected an array, got " + rounds_type_);
+    if (buffered_) replay_rounds(header);
+    if (round_error_) throw InputError(*round_error_);
+    if (sink_error_) std::rethrow_exception(sink_error_);
+    return header;
+  }
+
+ private:
+  enum class Kind { object, array, scalar };
+  enum class Ctx { root, rounds, round, transfers, transfer };
+  enum class Target { header, phase, member, rounds };
+  struct Frame {
+    bool object = false;
+    std::string key;
+    long long index = -1;
+    // The keys seen: a few in a vector (a schedule's objects have at most 8), more in a set.
+    std::vector<std::string> few;
+    std::set<std::string> many;
+    void clear() {
+      few.clear();
+      many.clear();
+      key.clear();
+      index = -1;
+    }
+    bool insert(const std::string& k) {  // false: seen before
+      if (!many.empty()) return many.insert(k).second;
+      if (std::find(few.begin(), few.end(), k) != few.end()) return false;
+      if (few.size() < 16) {
+        few.push_back(k);
+      } else {
+        many.insert(few.begin(), few.end());
+        many.insert(k);
+        few.clear();
+      }
+      return true;
+    }
+  };
+
+  // --- key paths for duplicate keys: the same walk as the DOM reader's DuplicateKeys
+  void count_element() {
+    if (depth_ > 0 && !frames_[depth_ - 1].object) ++frames_[depth_ - 1].index;
+  }
+  void push_frame(bool object) {
+    if (depth_ == kMaxDepth) {
+      throw InputError(std::string(in_.source()) + ": " + input_.position(input_.bytes_read() - 1) +
+                       ": malformed JSON: nested deeper than " + std::to_string(kMaxDepth) +
+                       " levels (a schedule has 6)");
+    }
+    if (frames_.size() == depth_) frames_.emplace_back();
+    Frame& f = frames_[depth_++];
+    f.clear();
+    f.object = object;
+  }
+  std::string path() const {
+    std::string p;
+    for (std::size_t i = 0; i < depth_; ++i) {
+      const Frame& f = frames_[i];
+      if (f.object) {
+        p += (p.empty() ? "" : ".") + f.key;
+      } else {
+        p += "[" + std::to_string(f.index) + "]";
+      }
+    }
+    return p;
+  }
+
+  bool open(bool object) {
+    count_element();
+    push_frame(object);
+    on_open(object);
+    return true;
+  }
+  bool close() {
+    if (depth_ > 0) --depth_;
+    on_close();
+    return true;
+  }
+  bool value(json&& v) {
+    count_element();
+    on_value(std::move(v));
+    return true;
+  }
+
+  // --- the schedule's structure (also fed by replay_rounds)
+  void on_open(bool object) {
+    if (builder_.active()) return builder_.open(object);
+    if (skip_ > 0) {
+      ++skip_;
+      return;
+    }
+    place(object ? Kind::object : Kind::array, nullptr);
+  }
+  void on_close() {
+    if (builder_.active()) {
+      if (builder_.close()) captured();
+      return;
+    }
+    if (skip_ > 0) {
+      --skip_;
+      return;
+    }
+    const Ctx ended = ctx_.back();
+    ctx_.pop_back();
+    if (ended == Ctx::round) finish_round();
+    if (ended == Ctx::transfer) finish_transfer();
+  }
+  void on_value(json&& v) {
+    if (builder_.active()) {
+      if (builder_.add(std::move(v))) captured();
+      return;
+    }
+    if (skip_ > 0) return;
+    place(Kind::scalar, &v);
+  }
+  void on_key(std::string& k) {
+    if (builder_.active()) return builder_.key(k);
+    if (skip_ == 0) key_ = k;
+  }
+
+  static std::string type_of(Kind kind, const json* v) {
+    return kind == Kind::object ? "object" : kind == Kind::array ? "array" : v->type_name();
+  }
+  void skip(Kind kind) {
+    if (kind != Kind::scalar) skip_ = 1;
+  }
+  void capture(Target target, Kind kind, json* v) {
+    target_ = target;
+    target_key_ = key_;
+    builder_.begin();
+    if (kind == Kind::scalar) {
+      builder_.add(std::move(*v));
+      captured();
+    } else {
+      builder_.open(kind == Kind::object);
+    }
+  }
+  static void keep_first(std::optional<std::string>& first, const std::string& key) {
+    if (!first || key < *first) first = key;  // the DOM's objects are sorted: the least key comes first
+  }
+  bool form_error() const {
+    return duplicate_ || !top_type_.empty() || unknown_top_ || round_error_ || header_failed_;
+  }
+
+  // A value begins where the structure is `ctx_.back()`.
+  void place(Kind kind, json* v) {
+    if (ctx_.empty()) {  // the document
+      if (kind == Kind::object && !seen_top_) {
+        seen_top_ = true;
+        ctx_.push_back(Ctx::root);
+        return;
+      }
+      top_type_ = type_of(kind, v);
+      return skip(kind);
+    }
+    switch (ctx_.back()) {
+      case Ctx::root:
+        if (key_ == "rounds") {
+          rounds_present_ = true;
+          if (kind == Kind::array) return start_rounds();
+          rounds_type_ = type_of(kind, v);
+          return skip(kind);
+        }
+        if (is_one_of(key_, kTopKeys)) return capture(Target::header, kind, v);
+        keep_first(unknown_top_, key_);
+        return skip(kind);
+      case Ctx::rounds: {
+        ++round_index_;
+        if (form_error()) return skip(kind);
+        if (kind != Kind::object) {
+          round_error_ = message(round_path(round_index_ - 1), "expected an object, got " + type_of(kind, v));
+          return skip(kind);
+        }
+        ctx_.push_back(Ctx::round);
+        unknown_round_.reset();
+        phase_.reset();
+        transfers_present_ = false;
+        transfers_type_.clear();
+        transfer_error_.reset();
+        transfer_index_ = 0;
+        round_.phase.clear();
+        round_.transfers.clear();
+        return;
+      }
+      case Ctx::round:
+        if (key_ == "phase") return capture(Target::phase, kind, v);
+        if (key_ == "transfers") {
+          transfers_present_ = true;
+          if (kind == Kind::array) {
+            ctx_.push_back(Ctx::transfers);
+            return;
+          }
+          transfers_type_ = type_of(kind, v);
+          return skip(kind);
+        }
+        keep_first(unknown_round_, key_);
+        return skip(kind);
+      case Ctx::transfers:
+        ++transfer_index_;
+        if (transfer_error_) return skip(kind);
+        if (kind != Kind::object) {
+          transfer_error_ = message(transfer_path(round_index_ - 1, transfer_index_ - 1),
+                                    "expected an object, got " + type_of(kind, v));
+          return skip(kind);
+        }
+        ctx_.push_back(Ctx::transfer);
+        members_.clear();
+        return;
+      case Ctx::transfer:
+        if (kind == Kind::scalar) return members_.add(key_, std::move(*v));
+        return capture(Target::member, kind, v);
+    }
+  }
+
+  std::string message(const std::string& path, const std::string& what) const {
+    return std::string(in_.source()) + ": " + path + ": " + what;
+  }
+
+  void captured() {
+    json& v = builder_.value();
+    switch (target_) {
+      case Target::header:
+        header_[target_key_] = std::move(v);
+        break;
+      case Target::phase:
+        phase_ = std::move(v);
+        break;
+      case Target::rounds:
+        rounds_ = std::move(v);
+        break;
+      case Target::member:
+        members_.add(target_key_, std::move(v));
+        break;
+    }
+  }
+
+  void finish_transfer() {
+    try {
+      round_.transfers.push_back(
+          read_transfer_members(in_, members_, round_index_ - 1, transfer_index_ - 1, ranks_, chunks_));
+    } catch (const InputError& e) {
+      transfer_error_ = e.what();
+    }
+  }
+
+  // The "rounds" array begins. It streams when collective, ranks and chunks came before it (as
+  // `schedule` writes them); otherwise the rounds are kept until the header is complete.
+  void start_rounds() {
+    if (replaying_) {
+      ctx_.push_back(Ctx::rounds);
+      return;
+    }
+    if (rounds_started_ || form_error()) {  // a second "rounds" or an earlier error: that one is reported
+      skip_ = 1;
+      return;
+    }
+    rounds_started_ = true;
+    // Everything read_header() checks is then final, except "late" without its "straggler".
+    if (!header_.contains("collective") || !header_.contains("ranks") || !header_.contains("chunks") ||
+        (header_.contains("late") && !header_.contains("straggler"))) {
+      buffered_ = true;
+      target_ = Target::rounds;
+      builder_.begin();
+      builder_.open(false);
+      return;
+    }
+    try {
+      open_sink(read_header(in_, header_));
+    } catch (const InputError&) {
+      header_failed_ = true;  // the same error, or one before it, is reported at the end
+      skip_ = 1;
+      return;
+    }
+    ctx_.push_back(Ctx::rounds);
+  }
+
+  void open_sink(const Schedule& header) {
+    ranks_ = header.ranks;
+    chunks_ = header.chunks;
+    try {
+      sink_.header(header);
+      sink_open_ = true;
+    } catch (...) {
+      sink_error_ = std::current_exception();
+    }
+  }
+
+  void finish_round() {
+    const std::string rpath = round_path(round_index_ - 1);
+    try {
+      if (unknown_round_) in_.unknown_key(rpath, *unknown_round_, kRoundKeys);
+      if (phase_ && !phase_->is_null()) round_.phase = in_.string(*phase_, rpath + ".phase");
+      if (!transfers_present_) in_.fail(rpath, "missing key 'transfers'");
+      if (!transfers_type_.empty()) in_.fail(rpath + ".transfers", "expected an array, got " + transfers_type_);
+      if (transfer_error_) throw InputError(*transfer_error_);
+    } catch (const InputError& e) {
+      round_error_ = e.what();
+      return;
+    }
+    if (!sink_open_ || form_error()) return;
+    try {
+      sink_.round(round_);
+    } catch (...) {
+      sink_error_ = std::current_exception();
+      sink_open_ = false;
+    }
+  }
+
+  // Rounds that came before the header was complete: checked and passed on now, as if streamed.
+  void replay_rounds(const Schedule& header) {
+    open_sink(header);
+    replaying_ = true;
+    ctx_.assign(1, Ctx::root);
+    key_ = "rounds";
+    const json rounds = std::move(rounds_);
+    replay(rounds);
+  }
+  void replay(const json& v) {
+    if (v.is_object()) {
+      on_open(true);
+      for (auto it = v.begin(); it != v.end(); ++it) {
+        std::string k = it.key();
+        on_key(k);
+        replay(*it);
+      }
+      on_close();
+    } else if (v.is_array()) {
+      on_open(false);
+      for (const json& x : v) replay(x);
+      on_close();
+    } else {
+      on_value(json(v));
+    }
+  }
+
+  const Reader& in_;
+  const StreamInput& input_;
+  ScheduleJsonSink& sink_;
+
+  std::vector<Frame> frames_;  // reused: frames_[0, depth_) is the open path
+  std::size_t depth_ = 0;
+  std::optional<std::string> duplicate_;
+
+  std::vector<Ctx> ctx_;
+  std::string key_;
+  std::size_t skip_ = 0;  // > 0: inside a value that is not read (its depth)
+  ValueBuilder builder_;
+  Target target_ = Target::header;
+  std::string target_key_;
+
+  bool seen_top_ = false;
+  std::string top_type_;
+  std::optional<std::string> unknown_top_;
+  json header_ = json::object();
+  bool rounds_present_ = false, rounds_started_ = false, buffered_ = false, replaying_ = false;
+  bool header_failed_ = false;
+  std::string rounds_type_;
+  json rounds_;  // buffered rounds only
+  int ranks_ = 0, chunks_ = 0;
+
+  std::size_t round_index_ = 0, transfer_index_ = 0;
+  Round round_;
+  std::optional<std::string> unknown_round_;
+  std::optional<json> phase_;
+  bool transfers_present_ = false;
+  std::string transfers_type_;
+  std::optional<std::string> transfer_error_;
+  std::optional<std::string> round_error_;
+  Members members_;  // of the transfer being read
+
+  bool sink_open_ = false;
+  std::exception_ptr sink_error_;
+};
+
+class VerifySink : public ScheduleJsonSink {
+ public:
+  explicit VerifySink(const std::function<void(const Schedule&)>& before) : before_(before) {}
+  void header(const Schedule& header) override {
+    if (before_) before_(header);
+    verifier_.emplace(header);
+  }
+  void round(const Round& round) override { verifier_->add(round); }
+  VerifyResult finish() {
+    SSIM_CHECK(verifier_.has_value(), "a schedule read without error has its header");
+    return verifier_->finish();
+  }
+
+ private:
+  const std::function<void(const Schedule&)>& before_;
+  std::optional<RoundVerifier> verifier_;
+};
+
+}  // namespace
+
+Schedule read_schedule_json(std::istream& in, std::string_view source_name, ScheduleJsonSink& sink) {
+  const Reader reader(source_name);
+  StreamInput input(in);
+  StreamHandler handler(reader, input, sink);
+  json::sax_parse(input.begin(), input.end(), &handler);
+  if (input.failed()) throw InputError(std::string(source_name) + ": read failed");
+  return handler.finish();
+}
+
+StreamedVerify verify_schedule_json(std::istream& in, std::string_view source_name,
+                                    const std::function<void(const Schedule& header)>& before) {
+  VerifySink sink(before);
+  StreamedVerify out;
+  out.header = read_schedule_json(in, source_name, sink);
+  out.result = sink.finish();
+  return out;
 }
 
 }  // namespace ssim::alg

@@ -7,16 +7,20 @@
 //
 //   write_schedule_json(std::cout, schedule);
 //   Schedule s = read_schedule_json(text, "plan.json");   // throws ssim::InputError
+//   StreamedVerify v = verify_schedule_json(file, "plan.json");  // streamed, round by round
 //
 // Reading checks the form only (types, keys, ranges of the header); run verify() for the rest.
 // Errors name the source, the line and column (syntax) or the key path (content).
 #pragma once
 
+#include <functional>
+#include <istream>
 #include <ostream>
 #include <string>
 #include <string_view>
 
 #include "algorithms/schedule.hpp"
+#include "algorithms/verifier.hpp"
 
 namespace ssim::alg {
 
@@ -37,5 +41,34 @@ class ScheduleJsonWriter {
 std::string schedule_to_json(const Schedule& schedule);
 
 Schedule read_schedule_json(std::string_view text, std::string_view source_name);
+
+// The streamed reader: the same checks and messages, but the rounds go to a sink one at a time as
+// soon as each is complete, so memory holds the header, one round and the key path, whatever the
+// number of rounds (no size limit needed). The "rounds" array streams when "collective", "ranks"
+// and "chunks" (and "straggler", if "late" is given) come before it, as `schedule` writes them;
+// otherwise its rounds are held until the header is complete, then passed on (the DOM reader's
+// memory). Values nested deeper than 512 levels are refused (a schedule has 6).
+class ScheduleJsonSink {
+ public:
+  virtual ~ScheduleJsonSink() = default;
+  // Once, before the first round: collective, ranks and chunks are final; keys that come after
+  // "rounds" in the file are not in it (the complete header is what the reader returns).
+  virtual void header(const Schedule& header) = 0;
+  virtual void round(const Round& round) = 0;
+};
+// Reads all of `in`; throws InputError for the first problem (the one the DOM reader reports),
+// which wins over anything the sink threw: a sink's exception is kept and rethrown at the end,
+// and no round reaches the sink after a problem was found.
+Schedule read_schedule_json(std::istream& in, std::string_view source_name, ScheduleJsonSink& sink);
+
+// `stragglesim verify`: reads `in` streamed and verifies each round as it arrives (RoundVerifier).
+// `before` sees the header before the verifier is built (the CLI's memory check); what it throws
+// is rethrown, unless the input has a form error.
+struct StreamedVerify {
+  Schedule header;  // no rounds
+  VerifyResult result;
+};
+StreamedVerify verify_schedule_json(std::istream& in, std::string_view source_name,
+                                    const std::function<void(const Schedule& header)>& before = {});
 
 }  // namespace ssim::alg

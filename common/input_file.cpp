@@ -28,7 +28,7 @@ std::string read_capped(std::istream& in, const std::string& label) {
 
 }  // namespace
 
-void check_input_file(const std::string& path) {
+void check_input_file(const std::string& path, bool size_limit) {
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
   if (!fs::exists(st)) {
@@ -42,7 +42,7 @@ void check_input_file(const std::string& path) {
   }
   const std::uintmax_t size = fs::file_size(path, ec);
   if (ec) throw InputError(path + ": cannot open file for reading (" + ec.message() + ")");
-  if (size > kMaxInputFileBytes) {
+  if (size_limit && size > kMaxInputFileBytes) {
     throw InputError(path + ": " + std::to_string(size) + " bytes, over the " + limit_text() +
                      " limit on an input file");
   }

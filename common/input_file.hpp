@@ -16,8 +16,9 @@ namespace ssim {
 inline constexpr std::uint64_t kMaxInputFileBytes = std::uint64_t{256} << 20;
 
 // Throws InputError("PATH: why") unless `path` is an existing regular file of at most
-// kMaxInputFileBytes that can be opened for reading.
-void check_input_file(const std::string& path);
+// kMaxInputFileBytes that can be opened for reading. A reader that streams its input (memory
+// independent of the file's size: `stragglesim verify`) passes size_limit = false.
+void check_input_file(const std::string& path, bool size_limit = true);
 
 // The whole file (checked as above), or stdin for "-" (at most kMaxInputFileBytes).
 std::string read_input_file(const std::string& path);

@@ -190,16 +190,24 @@ void run_schedule(const ScheduleArgs& a) {
   out.commit();
 }
 
+// Streamed: each round is verified as soon as it is read (alg::verify_schedule_json), so a file
+// of any size is read in memory for the verifier's state and one round.
 void run_verify(const std::string& path, const std::string& max_memory) {
   const MemoryBudget budget = MemoryBudget::from_flag(max_memory);
-  const std::string text = read_input(path);
-  const Schedule s = alg::read_schedule_json(text, path == "-" ? "<stdin>" : path);
-  check_verify_memory(budget, s.ranks, s.chunks);
-  const alg::VerifyResult v = alg::verify(s);
-  if (!v.ok()) throw InputError((path == "-" ? std::string("<stdin>") : path) + ": " + v.error->to_string());
-  std::cout << "ok: " << (s.algorithm.empty() ? "schedule" : s.algorithm) << " is a correct "
-            << alg::to_string(s.collective) << "\n"
-            << alg::format_summary(v.summary);
+  const std::string name = path == "-" ? "<stdin>" : path;
+  std::ifstream file;
+  if (path != "-") {
+    check_input_file(path, /*size_limit=*/false);
+    file.open(path, std::ios::binary);
+    if (!file) throw InputError(path + ": cannot open file for reading");
+  }
+  const alg::StreamedVerify v = alg::verify_schedule_json(
+      path == "-" ? std::cin : file, name,
+      [&budget](const Schedule& header) { check_verify_memory(budget, header.ranks, header.chunks); });
+  if (!v.result.ok()) throw InputError(name + ": " + v.result.error->to_string());
+  std::cout << "ok: " << (v.header.algorithm.empty() ? "schedule" : v.header.algorithm) << " is a correct "
+            << alg::to_string(v.header.collective) << "\n"
+            << alg::format_summary(v.result.summary);
 }
 
 void run_list() {

@@ -85,10 +85,18 @@ TEST_F(CliErrors, DirectoriesDevicesAndLongNamesAreRefusedByName) {
 }
 
 TEST_F(CliErrors, AFileOverTheSizeLimitIsRefusedBeforeReading) {
-  const std::string path = file("sparse.json", "");
+  const std::string path = file("sparse.yaml", "");
   std::filesystem::resize_file(path,
                                (std::uintmax_t{256} << 20) + 1);  // sparse: nothing is written
-  expect_error("verify " + path, 1, "bytes, over the 256 MiB limit on an input file");
+  expect_error("simulate " + path, 1, "bytes, over the 256 MiB limit on an input file");
+}
+
+TEST_F(CliErrors, VerifyStreamsAFileOfAnySize) {
+  // verify reads round by round, so the limit does not apply: a file that size is read, and its
+  // first byte is the error.
+  const std::string path = file("sparse.json", "x");
+  std::filesystem::resize_file(path, (std::uintmax_t{256} << 20) + 1);
+  expect_error("verify " + path, 1, "sparse.json: line 1, column 1: malformed JSON: syntax error");
 }
 
 TEST_F(CliErrors, BadJsonNumbersAndDuplicateKeys) {

@@ -1,0 +1,259 @@
+// The streamed schedule reader + verifier (verify_schedule_json, `stragglesim verify`) against the
+// DOM reader + verify(): the same verdict and the same message on every schedule the generators
+// write and on corrupted, reordered and mutated files.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "algorithms/registry.hpp"
+#include "algorithms/schedule_json.hpp"
+#include "algorithms/verifier.hpp"
+#include "common/error.hpp"
+
+namespace ssim::alg {
+namespace {
+
+// "input error: ...", "resource error: ...", "invalid: <VerifyError>" or "ok: <summary>".
+std::string outcome(const std::function<VerifyResult()>& check) {
+  try {
+    const VerifyResult v = check();
+    return v.ok() ? "ok: " + format_summary(v.summary) : "invalid: " + v.error->to_string();
+  } catch (const InputError& e) {
+    return std::string("input error: ") + e.what();
+  } catch (const ResourceError& e) {
+    return std::string("resource error: ") + e.what();
+  }
+}
+
+std::string dom_outcome(const std::string& text) {
+  return outcome([&] { return verify(read_schedule_json(text, "plan.json")); });
+}
+
+std::string stream_outcome(const std::string& text) {
+  return outcome([&] {
+    std::istringstream in(text);
+    return verify_schedule_json(in, "plan.json").result;
+  });
+}
+
+// The streamed outcome, checked equal to the DOM reader's.
+std::string same_outcome(const std::string& text) {
+  const std::string dom = dom_outcome(text), streamed = stream_outcome(text);
+  EXPECT_EQ(streamed, dom) << "input:\n" << text.substr(0, 2000);
+  return streamed;
+}
+
+std::vector<std::string> generated_schedules() {
+  std::vector<std::string> out;
+  for (const AlgorithmInfo& info : algorithms()) {
+    for (int n : {2, 3, 4, 5, 8, 13, 16}) {
+      if (!info.supports_ranks(n)) continue;
+      Options opts;
+      if (info.straggler_aware) opts.set("straggler", std::to_string(n / 2));
+      out.push_back(schedule_to_json(generate(info.name, n, opts)));
+    }
+  }
+  Options late;
+  late.set("stragglers", "3");
+  out.push_back(schedule_to_json(generate("stragglar", 9, late)));
+  return out;
+}
+
+std::string replace_once(std::string text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+TEST(ScheduleJsonStream, EveryGeneratedScheduleVerifiesTheSameWay) {
+  const std::vector<std::string> all = generated_schedules();
+  ASSERT_GT(all.size(), 40u);
+  for (const std::string& text : all) EXPECT_EQ(same_outcome(text).rfind("ok: ", 0), 0u);
+}
+
+TEST(ScheduleJsonStream, TruncatedFilesFailTheSameWay) {
+  const std::string text = schedule_to_json(generate("ring", 4, {}));
+  for (std::size_t cut = 0; cut + 1 < text.size(); ++cut) {  // the last byte is a newline
+    const std::string r = same_outcome(text.substr(0, cut));
+    EXPECT_EQ(r.rfind("input error: plan.json: line ", 0), 0u) << r;
+  }
+}
+
+TEST(ScheduleJsonStream, PositionsPastTheReadBuffer) {
+  // The streamed reader reads 64 KiB at a time: errors at and around its block boundaries, and
+  // far in, name the same line and column as the DOM reader.
+  const std::string text = schedule_to_json(generate("ring", 48, {}));
+  ASSERT_GT(text.size(), 150010u);
+  for (std::size_t at : {std::size_t{65534}, std::size_t{65535}, std::size_t{65536}, std::size_t{65537},
+                         std::size_t{131071}, std::size_t{131072}, std::size_t{150001}, text.size() - 7}) {
+    // A syntax error, or inside a string a bad value: the same either way.
+    same_outcome(text.substr(0, at) + "#" + text.substr(at));
+    EXPECT_NE(same_outcome(text.substr(0, at)).find("plan.json: line "), std::string::npos);
+  }
+}
+
+TEST(ScheduleJsonStream, CorruptedRoundsFailTheSameWay) {
+  const Schedule s = generate("ring", 4, {});
+  const std::string text = schedule_to_json(s);
+  const std::string t0 = R"({"chunks":[3,4],"dst":1,"op":"reduce","src":0})";
+  ASSERT_NE(text.find(t0), std::string::npos) << text;
+  // Semantic errors (the verifier's) and form errors (the reader's), each in a late round too.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {replace_once(text, t0, t0 + "," + t0), "invalid: round 0, transfer 1"},  // a duplicate
+      {replace_once(text, t0 + ",", ""), "invalid: "},                          // one dropped
+      {replace_once(text, t0, R"({"chunks":[3,9],"dst":1,"op":"reduce","src":0})"),
+       "plan.json: rounds[0].transfers[0].chunks[1]: value 9 out of range [1, 4]"},
+      {replace_once(text, t0, R"({"chunks":[3,4],"dst":1,"op":"reduce","src":"0"})"),
+       "rounds[0].transfers[0].src: expected an integer, got string \"0\""},
+      {replace_once(text, t0, R"({"chunks":{"a":1},"dst":1,"op":"reduce","src":0})"),
+       "rounds[0].transfers[0].chunks: expected [begin, end], got {\"a\":1}"},
+      {replace_once(text, t0, R"({"chunks":[3,4],"dst":1,"op":3,"src":0})"), "op: expected a string"},
+      {replace_once(text, t0, R"({"chunks":[3,4],"dst":1,"op":"sum","src":0})"), "unknown op 'sum'"},
+      {replace_once(text, t0, "[1]"), "rounds[0].transfers[0]: expected an object, got array"},
+      {replace_once(text, t0, R"({"chunks":[3,4],"dst":1,"op":"reduce","src":0,"zz":[1],"aa":2})"),
+       "rounds[0].transfers[0]: unknown key 'aa'"},
+      {replace_once(text, R"("transfers":[)", R"("zz":1,"transfers":[)"), "rounds[0]: unknown key 'zz'"},
+      {replace_once(text, R"("transfers":[)" + t0, R"("transfers":{"a":[)" + t0 + "]}, \"x\": [0"),
+       "rounds[0]: unknown key 'x'"},
+      {replace_once(text, R"({"phase":"reduce-scatter","transfers":[)" + t0 + ",",
+                    R"({"phase":5,"transfers":["x",)"),
+       "rounds[0].phase: expected a string, got number 5"},
+      {replace_once(text, "\"rounds\": [", "\"rounds\": [7, "), "rounds[0]: expected an object, got number"},
+      {replace_once(text, "\"ranks\": 4", "\"ranks\": 4, \"ranks\": 5"), "ranks: duplicate key"},
+      {replace_once(text, "\"ranks\": 4", "\"ranks\": 3"), "value 3 out of range [0, 2]"},
+      {replace_once(text, "\"ranks\": 4", "\"ranks\": 99999999999"), "ranks: value 99999999999 out of range"},
+      {replace_once(text, "\"options\": {}", "\"options\": {}, \"zeta\": 1, \"beta\": [2]"),
+       "(top level): unknown key 'beta'"},
+      {"[1e400]", "malformed JSON: number overflow parsing '1e400'"},
+      {"", "plan.json: line 1, column 1: malformed JSON"},
+      {"[{\"a\": 1, \"a\": 2}]", "input error: plan.json: [0].a: duplicate key"},
+      {"\"text\"", "(top level): expected an object, got string"},
+  };
+  for (const auto& [bad, expected] : cases) {
+    const std::string r = same_outcome(bad);
+    EXPECT_NE(r.find(expected), std::string::npos) << r;
+  }
+  // The same corruptions in the last round, after rounds that went to the verifier already.
+  const std::string last = R"({"chunks":[2,3],"dst":1,"op":"copy","src":0})";
+  ASSERT_NE(text.rfind(last), std::string::npos) << text;
+  std::string dup = text;
+  dup.insert(text.rfind(last), last + ",");
+  EXPECT_NE(same_outcome(dup).find("invalid: round 5"), std::string::npos);
+  std::string bad_chunk = text;
+  bad_chunk.replace(text.rfind(last), last.size(), R"({"chunks":[2,5],"dst":1,"op":"copy","src":0})");
+  EXPECT_NE(same_outcome(bad_chunk).find("rounds[5].transfers"), std::string::npos);
+  // A form error after a verifier error: the form error wins, as with the DOM reader.
+  std::string both = replace_once(text, t0, t0 + "," + t0);
+  both.replace(both.rfind(last), last.size(), R"({"chunks":[2,3],"dst":1,"op":"copy","src":-1})");
+  EXPECT_NE(same_outcome(both).find("rounds[5].transfers[0].src: value -1 out of range"), std::string::npos);
+}
+
+TEST(ScheduleJsonStream, HeaderKeysInAnyOrder) {
+  const std::string rounds = R"("rounds": [{"transfers": [{"src": 0, "dst": 1, "chunks": [0, 1], "op": "reduce"},
+                                                  {"src": 1, "dst": 0, "chunks": [1, 2], "op": "reduce"}]},
+                                   {"transfers": [{"src": 1, "dst": 0, "chunks": [0, 1], "op": "copy"},
+                                                  {"src": 0, "dst": 1, "chunks": [1, 2], "op": "copy"}]}])";
+  // Streamed (header first), held until the header is complete (rounds first, or "late" before
+  // its "straggler"), and header errors after the rounds.
+  for (const std::string& text : {
+           "{\"collective\": \"allreduce\", \"ranks\": 2, \"chunks\": 2, " + rounds + "}",
+           "{" + rounds + ", \"chunks\": 2, \"ranks\": 2}",
+           "{\"ranks\": 2, \"chunks\": 2, " + rounds + ", \"collective\": \"allreduce\"}",
+           "{\"collective\": \"allreduce\", \"ranks\": 2, \"chunks\": 2, \"late\": [0, 1], " + rounds +
+               ", \"straggler\": 1}",
+       }) {
+    EXPECT_EQ(same_outcome(text).rfind("ok: ", 0), 0u) << text;
+  }
+  for (const auto& [text, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"{\"collective\": \"allreduce\", \"ranks\": 2, \"chunks\": 2, " + rounds + ", \"straggler\": 2}",
+            "plan.json: straggler: value 2 out of range [0, 1]"},
+           {"{\"collective\": \"allreduce\", \"ranks\": 2, \"chunks\": 2, " + rounds + ", \"collective\": 1}",
+            "collective: duplicate key"},
+           {"{\"collective\": \"allreduce\", \"ranks\": 2, \"chunks\": 3, " + rounds + "}",
+            "invalid: at the end rank 0 holds chunk 2 without"},
+           {"{" + rounds + ", \"chunks\": 2, \"ranks\": 2, \"collective\": \"gather\"}",
+            "collective: unknown collective 'gather'"},
+           {"{\"collective\": \"allreduce\", \"ranks\": 0, \"chunks\": 2, " + rounds + "}",
+            "ranks: value 0 out of range"},
+           {"{\"collective\": \"allreduce\", \"ranks\": 2, \"chunks\": 2}", "missing key 'rounds'"},
+           {"{\"collective\": \"allreduce\", \"ranks\": 2, \"chunks\": 2, \"rounds\": {}}",
+            "rounds: expected an array, got object"},
+           {"{\"collective\": \"allreduce\", \"ranks\": 2, \"chunks\": 2, \"rounds\": [{}]}",
+            "rounds[0]: missing key 'transfers'"},
+       }) {
+    const std::string r = same_outcome(text);
+    EXPECT_NE(r.find(expected), std::string::npos) << r;
+  }
+}
+
+// A sink that records what it is given, to see what streams.
+class Recorder : public ScheduleJsonSink {
+ public:
+  void header(const Schedule& h) override { events.push_back("header " + std::to_string(h.ranks)); }
+  void round(const Round& r) override { events.push_back("round " + std::to_string(r.transfers.size())); }
+  std::vector<std::string> events;
+};
+
+TEST(ScheduleJsonStream, RoundsReachTheSinkWhileTheFileIsRead) {
+  // A stream whose tail is a syntax error: the rounds before it were passed on one by one.
+  const std::string text = schedule_to_json(generate("ring", 4, {}));
+  const std::string cut = text.substr(0, text.rfind("{\"phase\"")) + "oops";
+  std::istringstream in(cut);
+  Recorder sink;
+  EXPECT_THROW(read_schedule_json(in, "plan.json", sink), InputError);
+  EXPECT_EQ(sink.events, (std::vector<std::string>{"header 4", "round 4", "round 4", "round 4", "round 4",
+                                                   "round 4"}));
+}
+
+TEST(ScheduleJsonStream, TheSinksErrorComesAfterTheFormErrors) {
+  class Refuse : public ScheduleJsonSink {
+    void header(const Schedule&) override { throw ResourceError("too big"); }
+    void round(const Round&) override { ADD_FAILURE() << "no round after the header was refused"; }
+  };
+  const std::string text = schedule_to_json(generate("ring", 4, {}));
+  Refuse sink;
+  std::istringstream ok(text);
+  EXPECT_THROW(read_schedule_json(ok, "plan.json", sink), ResourceError);
+  std::istringstream bad(text.substr(0, text.size() - 3));
+  EXPECT_THROW(read_schedule_json(bad, "plan.json", sink), InputError);
+}
+
+TEST(ScheduleJsonStream, DeepNestingIsRefusedByName) {
+  const std::string deep = "{\"options\": {\"a\": " + std::string(600, '[') + std::string(600, ']') + "}}";
+  const std::string r = stream_outcome(deep);
+  EXPECT_NE(r.find("plan.json: line 1, column 529: malformed JSON: nested deeper than 512 levels"),
+            std::string::npos)
+      << r;
+}
+
+TEST(ScheduleJsonStream, RandomMutationsFailTheSameWay) {
+  // Byte flips, deletions and insertions of JSON punctuation in small schedules (deterministic).
+  const std::vector<std::string> bases = {schedule_to_json(generate("ring", 3, {})),
+                                          schedule_to_json(generate("rhd", 4, {})),
+                                          schedule_to_json(generate("tree", 5, {}))};
+  const std::string alphabet = "{}[],:\"0123456789-e.abcnrstu \n";
+  std::mt19937 rng(11);
+  int accepted = 0;
+  for (int i = 0; i < 1500; ++i) {
+    std::string text = bases[static_cast<std::size_t>(i) % bases.size()];
+    const int edits = 1 + static_cast<int>(rng() % 3);
+    for (int e = 0; e < edits; ++e) {
+      const std::size_t at = rng() % text.size();
+      const char c = alphabet[rng() % alphabet.size()];
+      switch (rng() % 3) {
+        case 0: text[at] = c; break;
+        case 1: text.erase(at, 1); break;
+        default: text.insert(at, 1, c); break;
+      }
+    }
+    accepted += same_outcome(text).rfind("ok: ", 0) == 0;
+  }
+  EXPECT_LT(accepted, 1500);
+}
+
+}  // namespace
+}  // namespace ssim::alg
