@@ -51,6 +51,18 @@ void check_inputs(int n, std::span<const Seconds> arrival, const RunOptions& opt
   }
 }
 
+// link_utilization from link_bytes and completion.
+void link_utilization(IterationResult& r, const topo::Topology& topology) {
+  r.link_utilization.assign(r.link_bytes.size(), 0.0);
+  if (r.completion.value > 0) {
+    for (std::size_t l = 0; l < r.link_bytes.size(); ++l) {
+      const double capacity =
+          topology.link(static_cast<int>(l)).bandwidth.value * r.completion.value;
+      r.link_utilization[l] = static_cast<double>(r.link_bytes[l]) / capacity;
+    }
+  }
+}
+
 // Fills the summary fields from per-physical-rank finish times and per-route byte counts.
 void finalize(IterationResult& r, std::span<const Seconds> arrival, std::vector<double> finish,
               const std::vector<std::uint64_t>& route_bytes, const RouteCache& routes) {
@@ -77,14 +89,7 @@ void finalize(IterationResult& r, std::span<const Seconds> arrival, std::vector<
   const topo::Topology& topology = routes.topology();
   r.link_bytes.assign(static_cast<std::size_t>(topology.link_count()), 0);
   routes.add_link_bytes(route_bytes, r.link_bytes);
-  r.link_utilization.assign(r.link_bytes.size(), 0.0);
-  if (r.completion.value > 0) {
-    for (std::size_t l = 0; l < r.link_bytes.size(); ++l) {
-      const double capacity =
-          topology.link(static_cast<int>(l)).bandwidth.value * r.completion.value;
-      r.link_utilization[l] = static_cast<double>(r.link_bytes[l]) / capacity;
-    }
-  }
+  link_utilization(r, topology);
 }
 
 }  // namespace
@@ -205,10 +210,68 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
   for (std::size_t r = 0; r < un; ++r) ready[r] = arrival[r].value;
   std::vector<std::uint64_t> route_bytes(routes.size(), 0);
   std::unique_ptr<ParallelPass> par;  // built at the first round large enough
+  // A single-switch topology: routes come from per-rank arrays (no lookup, no cache entry per
+  // pair) and bytes are counted per rank (sent: its up link, received: its down link).
+  const StarRoutes* star = routes.star();
+  std::vector<std::uint64_t> sent_bytes(star ? un : 0, 0), received_bytes(star ? un : 0, 0);
 
   IterationResult result;
   result.ranks = n;
   result.bytes = bytes.value;
+
+  // The timing of one transfer and its record; `route` is its route.
+  auto time_transfer = [&](const alg::Transfer& t, int s, int d, std::uint64_t m,
+                           const CachedRoute& route, std::uint32_t k, std::int32_t index) {
+    const double md = static_cast<double>(m);
+    const double start = std::max(send_free[s], recv_free[d]);
+    const double end = start + alphabeta_time(route, md);
+    const double reduced = t.op == alg::Op::reduce ? end + g * md : end;
+    send_free[s] = end;
+    recv_free[d] = end;
+    done[s] = std::max(done[s], end);
+    done[d] = std::max(done[d], reduced);
+    if (options.record_timeline || options.trace) {
+      const TransferRecord rec{static_cast<std::int32_t>(k - 1),
+                               index,
+                               s,
+                               d,
+                               t.chunk_begin,
+                               t.chunk_end,
+                               t.op,
+                               m,
+                               Seconds{ready[s]},
+                               Seconds{ready[d]},
+                               Seconds{start},
+                               Seconds{end},
+                               Seconds{reduced}};
+      if (options.trace) {
+        options.trace->transfer_side(rec, TimelineSink::Side::send);
+        options.trace->transfer_side(rec, TimelineSink::Side::recv);
+      }
+      if (options.record_timeline) result.timeline.push_back(rec);
+    }
+  };
+  // A round on a single-switch topology.
+  auto star_round = [&](const alg::Round& round, std::uint32_t k) {
+    std::int32_t index = 0;
+    for (const alg::Transfer& t : round.transfers) {
+      check_transfer(t, n, chunks);
+      const int s = map ? map[t.src] : t.src;
+      const int d = map ? map[t.dst] : t.dst;
+      for (int r : {s, d}) {
+        if (stamp[r] != k) {
+          stamp[r] = k;
+          send_free[r] = recv_free[r] = done[r] = ready[r];
+          touched.push_back(r);
+        }
+      }
+      const std::uint64_t m = sizes.of(t);
+      sent_bytes[static_cast<std::size_t>(s)] += m;
+      received_bytes[static_cast<std::size_t>(d)] += m;
+      time_transfer(t, s, d, m, star->route(s, d), k, index++);
+    }
+    for (int r : touched) ready[r] = done[r];
+  };
 
   // Routes of the round's transfers, looked up before the timing pass: the lookups are
   // independent, so those of the transfers kAhead later are prefetched (overlapping the cache
@@ -218,6 +281,10 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
   auto sequential_round = [&](const alg::Round& round, std::uint32_t k) {
     touched.clear();
     const std::size_t size = round.transfers.size();
+    if (star) {
+      star_round(round, k);
+      return;
+    }
     round_routes.resize(size);
     for (std::size_t j = 0; j < size; ++j) {
       if (j + kAhead < size) {
@@ -249,44 +316,16 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
       const std::uint64_t m = sizes.of(t);
       const std::uint32_t ri = round_routes[j];
       route_bytes[ri] += m;
-      const double md = static_cast<double>(m);
-      const double start = std::max(send_free[s], recv_free[d]);
-      const double end = start + alphabeta_time(routes.route(ri), md);
-      const double reduced = t.op == alg::Op::reduce ? end + g * md : end;
-      send_free[s] = end;
-      recv_free[d] = end;
-      done[s] = std::max(done[s], end);
-      done[d] = std::max(done[d], reduced);
-      if (options.record_timeline || options.trace) {
-        const TransferRecord rec{static_cast<std::int32_t>(k - 1),
-                                 index,
-                                 s,
-                                 d,
-                                 t.chunk_begin,
-                                 t.chunk_end,
-                                 t.op,
-                                 m,
-                                 Seconds{ready[s]},
-                                 Seconds{ready[d]},
-                                 Seconds{start},
-                                 Seconds{end},
-                                 Seconds{reduced}};
-        if (options.trace) {
-          options.trace->transfer_side(rec, TimelineSink::Side::send);
-          options.trace->transfer_side(rec, TimelineSink::Side::recv);
-        }
-        if (options.record_timeline) result.timeline.push_back(rec);
-      }
-      ++index;
+      time_transfer(t, s, d, m, routes.route(ri), k, index++);
     }
     for (int r : touched) ready[r] = done[r];
   };
 
   // One transfer's end and reduced time when its ports serve nothing else this round.
-  auto alone = [&](const alg::Transfer& t, int s, int d, std::uint32_t ri, double& end,
+  auto alone = [&](const alg::Transfer& t, int s, int d, const CachedRoute& route, double& end,
                    double& reduced) {
     const double md = static_cast<double>(sizes.of(t));
-    end = std::max(ready[s], ready[d]) + alphabeta_time(routes.route(ri), md);
+    end = std::max(ready[s], ready[d]) + alphabeta_time(route, md);
     reduced = t.op == alg::Op::reduce ? end + g * md : end;
   };
 
@@ -311,13 +350,17 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
         const std::uint64_t tag = ParallelPass::tag(k, j);
         shared |= ParallelPass::in_round(p.send_tag[s].exchange(tag, std::memory_order_relaxed), k);
         shared |= ParallelPass::in_round(p.recv_tag[d].exchange(tag, std::memory_order_relaxed), k);
+        if (star) {
+          alone(t, s, d, star->route(s, d), p.end_of[j], p.reduced_of[j]);
+          continue;
+        }
         const std::uint32_t ri = routes.find_cached(s, d);
         p.route_of[j] = ri;
         if (ri == RouteCache::missing) {
           missing = true;
           continue;
         }
-        alone(t, s, d, ri, p.end_of[j], p.reduced_of[j]);
+        alone(t, s, d, routes.route(ri), p.end_of[j], p.reduced_of[j]);
       }
       if (shared) p.shared_port.store(true, std::memory_order_relaxed);
       if (missing) p.missing_route.store(true, std::memory_order_relaxed);
@@ -330,19 +373,25 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
         const int s = map ? map[t.src] : t.src;
         const int d = map ? map[t.dst] : t.dst;
         p.route_of[j] = routes.find(s, d);
-        alone(t, s, d, p.route_of[j], p.end_of[j], p.reduced_of[j]);
+        alone(t, s, d, routes.route(p.route_of[j]), p.end_of[j], p.reduced_of[j]);
       }
     }
     if (route_bytes.size() < routes.size()) route_bytes.resize(routes.size(), 0);
     // Each rank's new ready time is written by one transfer: the one it sends, else the one
-    // it receives. A route appears once per round (its sender sends once).
+    // it receives. A route appears once per round (its sender sends once), and so does a
+    // rank as sender and as receiver.
     p.team.run([&](int part, int parts) {
       const auto [b, e] = block(size, part, parts);
       for (std::size_t j = b; j < e; ++j) {
         const alg::Transfer& t = round.transfers[j];
         const int s = map ? map[t.src] : t.src;
         const int d = map ? map[t.dst] : t.dst;
-        route_bytes[p.route_of[j]] += sizes.of(t);
+        if (star) {
+          sent_bytes[static_cast<std::size_t>(s)] += sizes.of(t);
+          received_bytes[static_cast<std::size_t>(d)] += sizes.of(t);
+        } else {
+          route_bytes[p.route_of[j]] += sizes.of(t);
+        }
         double v = std::max(ready[s], p.end_of[j]);
         const std::uint64_t received = p.recv_tag[s].load(std::memory_order_relaxed);
         if (ParallelPass::in_round(received, k))
@@ -370,6 +419,13 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
   }
   result.transfers = transfers;
   finalize(result, arrival, std::move(ready), route_bytes, routes);
+  if (star) {
+    for (std::size_t r = 0; r < un; ++r) {
+      result.link_bytes[static_cast<std::size_t>(star->up[r])] += sent_bytes[r];
+      result.link_bytes[static_cast<std::size_t>(star->down[r])] += received_bytes[r];
+    }
+    link_utilization(result, routes.topology());
+  }
   return result;
 }
 
@@ -386,13 +442,18 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
         sizes_(bytes.value, s.chunks),
         bytes_(bytes) {
     const int n = s.ranks;
-    std::uint32_t total = 0;
+    std::size_t transfers = 0;
+    for (const alg::Round& round : s.rounds) transfers += round.transfers.size();
+    SSIM_CHECK(transfers < (std::size_t{1} << 30) - 1,
+               "schedule too large for the event engine (2^30 transfers)");
+    const std::uint32_t total = static_cast<std::uint32_t>(transfers);
     round_offset_.reserve(s.rounds.size() + 1);
+    std::uint32_t offset = 0;
     for (const alg::Round& round : s.rounds) {
-      round_offset_.push_back(total);
-      total += static_cast<std::uint32_t>(round.transfers.size());
+      round_offset_.push_back(offset);
+      offset += static_cast<std::uint32_t>(round.transfers.size());
     }
-    round_offset_.push_back(total);
+    round_offset_.push_back(offset);
     round_of_.resize(total);
     // Port order matters only to a model that serializes ports (alphabeta); the flow model
     // shares bandwidth instead, and these arrays would cost 9 bytes per transfer.
@@ -402,7 +463,14 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
       recv_next_.assign(total, -1);
       port_preds_.assign(total, 0);
     }
-    rank_begin_.assign(static_cast<std::size_t>(n) + 1, 0);
+    // Each rank's items (transfer, side) in schedule order as a linked list stored by item,
+    // so that the list of a round sits next to that round's transfers: ranks that progress
+    // together read neighbouring memory (a per-rank array would put every rank's cursor on
+    // its own page).
+    next_item_.resize(2 * static_cast<std::size_t>(total));
+    first_item_.assign(static_cast<std::size_t>(n), kNoItem);
+    std::vector<std::uint32_t> last_item(static_cast<std::size_t>(n), kNoItem);
+    std::vector<std::uint32_t> last_round(static_cast<std::size_t>(n), 0);
 
     std::vector<std::int32_t> last_send(static_cast<std::size_t>(n)),
         last_recv(static_cast<std::size_t>(n));
@@ -417,7 +485,6 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
             stamp[r] = static_cast<std::uint32_t>(k + 1);
             last_send[r] = last_recv[r] = -1;
           }
-          ++rank_begin_[static_cast<std::size_t>(r) + 1];
         }
         if (serial_) {
           std::int32_t& ps = last_send[t.src];
@@ -426,30 +493,22 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
           if (pr >= 0) recv_next_[pr] = static_cast<std::int32_t>(id), ++port_preds_[id];
           ps = pr = static_cast<std::int32_t>(id);
         }
-        ++id;
-      }
-    }
-    for (int r = 0; r < n; ++r) rank_begin_[static_cast<std::size_t>(r) + 1] += rank_begin_[r];
-    SSIM_CHECK(total < kGroupEnd, "schedule too large for the event engine (2^31 transfers)");
-    // rank_items_ marks the last transfer of each (rank, round) group, so entering a round
-    // needs no look-up of the rounds of the rank's next transfers.
-    rank_items_.resize(rank_begin_.back());
-    std::vector<std::uint32_t> fill(rank_begin_.begin(), rank_begin_.end() - 1);
-    std::fill(stamp.begin(), stamp.end(), 0);  // now: 1 + the round of the rank's last item
-    id = 0;
-    for (std::size_t k = 0; k < s.rounds.size(); ++k) {
-      for (const alg::Transfer& t : s.rounds[k].transfers) {
-        for (int r : {t.src, t.dst}) {
-          std::uint32_t& at = fill[r];
-          if (stamp[r] != 0 && stamp[r] != k + 1) rank_items_[at - 1] |= kGroupEnd;
-          stamp[r] = static_cast<std::uint32_t>(k + 1);
-          rank_items_[at++] = id;
+        for (std::uint32_t side = 0; side < 2; ++side) {
+          const std::size_t r = static_cast<std::size_t>(side == 0 ? t.src : t.dst);
+          const std::uint32_t item = (id << 1) | side;
+          if (last_item[r] == kNoItem) {
+            first_item_[r] = item;
+          } else {
+            next_item_[last_item[r]] = item | (last_round[r] != k ? kGroupEnd : 0);
+          }
+          last_item[r] = item;
+          last_round[r] = static_cast<std::uint32_t>(k);
         }
         ++id;
       }
     }
-    for (int r = 0; r < n; ++r) {
-      if (rank_begin_[r + 1] > rank_begin_[r]) rank_items_[rank_begin_[r + 1] - 1] |= kGroupEnd;
+    for (std::size_t r = 0; r < static_cast<std::size_t>(n); ++r) {
+      if (last_item[r] != kNoItem) next_item_[last_item[r]] = kNoItem | kGroupEnd;
     }
     network_model_ = make_network(network.kind, engine_, *this, routes_, network.reference_flow);
     SSIM_CHECK(network_model_->serializes_ports() == serial_, "port model mismatch");
@@ -465,8 +524,8 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
     wait_.resize(total);
     for (std::size_t t = 0; t < total; ++t)
       wait_[t] = static_cast<std::uint8_t>(2 + (serial_ ? port_preds_[t] : 0));
-    cursor_.assign(rank_begin_.begin(), rank_begin_.end() - 1);
-    group_end_.assign(static_cast<std::size_t>(n), 0);
+    cursor_ = first_item_;
+    group_end_.assign(static_cast<std::size_t>(n), kNoItem);
     remaining_.assign(static_cast<std::size_t>(n), 0);
     finish_.assign(static_cast<std::size_t>(n), 0.0);
     route_bytes_.assign(routes_.size(), 0);
@@ -492,7 +551,7 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
 
     std::vector<double> finish(static_cast<std::size_t>(n));
     for (int r = 0; r < n; ++r) {
-      SSIM_CHECK(cursor_[r] == rank_begin_[static_cast<std::size_t>(r) + 1],
+      SSIM_CHECK(cursor_[r] == kNoItem,
                  "rank " + std::to_string(r) + " did not finish its transfers");
       finish[physical(r)] = finish_[r];
     }
@@ -540,7 +599,10 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
 
  private:
   static constexpr std::uint64_t kReduce = std::uint64_t{1} << 63;
-  static constexpr std::uint32_t kGroupEnd = std::uint32_t{1} << 31;  // in rank_items_
+  // next_item_: an item is (transfer << 1) | side (0: the rank sends, 1: it receives);
+  // kGroupEnd marks the link from the rank's last item of a round (kNoItem: no items left).
+  static constexpr std::uint32_t kGroupEnd = std::uint32_t{1} << 31;
+  static constexpr std::uint32_t kNoItem = kGroupEnd - 1;
 
   const alg::Transfer& transfer(std::uint32_t t) const {
     const std::size_t k = static_cast<std::size_t>(round_of_[t]);
@@ -578,22 +640,18 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
   // Rank r (schedule label) has finished everything before its next group of transfers: it
   // reaches that group's round now.
   void enter(std::uint32_t r) {
-    const std::uint32_t p = cursor_[r], end = rank_begin_[r + 1];
-    if (p == end) {
+    const std::uint32_t p = cursor_[r];
+    if (p == kNoItem) {
       finish_[r] = engine_.now().value;
       return;
     }
-    std::uint32_t q = p;
-    while ((rank_items_[q] & kGroupEnd) == 0) ++q;
-    ++q;
-    group_end_[r] = q;
-    remaining_[r] = q - p;
-    for (std::uint32_t i = p; i < q; ++i) {
-      const std::uint32_t t = rank_items_[i] & ~kGroupEnd;
-      if (TransferRecord* rec = record(t)) {
-        (static_cast<std::uint32_t>(transfer(t).src) == r ? rec->src_ready : rec->dst_ready) =
-            engine_.now();
-      }
+    std::uint32_t count = 1, q = p;
+    for (; (next_item_[q] & kGroupEnd) == 0; q = next_item_[q]) ++count;
+    group_end_[r] = next_item_[q] & ~kGroupEnd;
+    remaining_[r] = count;
+    for (std::uint32_t i = p, left = count; left > 0; --left, i = next_item_[i] & ~kGroupEnd) {
+      const std::uint32_t t = i >> 1;
+      if (TransferRecord* rec = record(t)) ((i & 1) == 0 ? rec->src_ready : rec->dst_ready) = engine_.now();
       if (--wait_[t] == 0) launch(t);
     }
   }
@@ -630,8 +688,8 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
   std::vector<std::int32_t> send_next_;    // the next transfer at the same send port this round
   std::vector<std::int32_t> recv_next_;    // ... at the same receive port
   std::vector<std::uint8_t> port_preds_;   // how many of those point here (0..2)
-  std::vector<std::uint32_t> rank_begin_;  // CSR: rank r's transfers (as sender or receiver)
-  std::vector<std::uint32_t> rank_items_;  // transfer ids, kGroupEnd on a round's last one
+  std::vector<std::uint32_t> first_item_;  // per rank: its first item, or kNoItem
+  std::vector<std::uint32_t> next_item_;   // per item: the rank's next item (see kGroupEnd)
 
   // Per run.
   const int* map_ = nullptr;
