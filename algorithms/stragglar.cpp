@@ -107,6 +107,14 @@ class Holdings {
         active_(ranks, 0) {}
 
   bool has(int rank, int chunk) const { return (row(rank)[chunk / 64] >> (chunk % 64)) & 1u; }
+  // Bit i set when `rank` holds chunk first + i (i < 64; first >= 0).
+  std::uint64_t held_window(int rank, int first) const {
+    const std::uint64_t* w = row(rank);
+    const int word = first / 64, shift = first % 64;
+    std::uint64_t bits = word < words_ ? w[word] >> shift : 0;
+    if (shift != 0 && word + 1 < words_) bits |= w[word + 1] << (64 - shift);
+    return bits;
+  }
   int count(int chunk) const { return count_[chunk]; }
   bool complete(int chunk) const { return count_[chunk] == m_; }
   int active_held(int rank) const { return active_[rank]; }
@@ -229,42 +237,52 @@ enum class Role : std::uint8_t {
 
 // Receivers -> chunks of one round, at most `capacity` receivers per chunk (its senders).
 // Each receiver takes the newest allowed chunk; a full chunk is taken over from one of
-// its receivers if that one can move on (augmenting path).
+// its receivers if that one can move on (augmenting path). The chunks are those of a window
+// base .. base+63 (a round's unfinished chunks span fewer than log2(n) of them), so a
+// receiver's allowed chunks and the chunks an augmenting search has visited are bit masks:
+// a holder with nothing left to try is passed over in O(1).
 class ChunkMatching {
  public:
-  void reset(int m) {
-    allowed_.resize(m);
-    for (auto& a : allowed_) a.clear();
-    holders_.resize(m);
+  void reset(int ranks, int base) {
+    base_ = base;
+    allowed_.assign(static_cast<std::size_t>(ranks), 0);
+    allowed_count_.assign(static_cast<std::size_t>(ranks), 0);
+    assigned_.assign(static_cast<std::size_t>(ranks), -1);
     for (auto& h : holders_) h.clear();
-    assigned_.assign(m, -1);
-    capacity_.assign(m, 0);
-    seen_.assign(m, 0);
+    capacity_.fill(0);
   }
-  // Chunks r may receive, in ascending order.
-  std::vector<int>& allowed(int r) { return allowed_[r]; }
-  void set_capacity(int chunk, int capacity) { capacity_[chunk] = capacity; }
+  // The chunks r may receive: bit i for chunk base+i.
+  void allow(int r, std::uint64_t chunks) {
+    allowed_[r] = chunks;
+    allowed_count_[r] = std::popcount(chunks);  // kept: the sort by it compares often
+  }
+  int allowed_count(int r) const { return allowed_count_[r]; }
+  void set_capacity(int chunk, int capacity) {
+    capacity_[static_cast<std::size_t>(chunk - base_)] = capacity;
+  }
   int assigned(int r) const { return assigned_[r]; }
   bool add(int r) {
-    ++stamp_;
+    seen_ = 0;
     return augment(r);
   }
 
  private:
   bool augment(int r) {
-    for (auto it = allowed_[r].rbegin(); it != allowed_[r].rend(); ++it) {
-      const int c = *it;
-      if (seen_[c] == stamp_) continue;
-      seen_[c] = stamp_;
-      if (static_cast<int>(holders_[c].size()) < capacity_[c]) {
-        holders_[c].push_back(r);
-        assigned_[r] = c;
+    // Newest unvisited allowed chunk first (visiting marks it, so this walks them downwards).
+    for (std::uint64_t open = allowed_[r] & ~seen_; open != 0; open = allowed_[r] & ~seen_) {
+      const int i = 63 - std::countl_zero(open);
+      seen_ |= std::uint64_t{1} << i;
+      std::vector<int>& holders = holders_[static_cast<std::size_t>(i)];
+      if (static_cast<int>(holders.size()) < capacity_[static_cast<std::size_t>(i)]) {
+        holders.push_back(r);
+        assigned_[r] = base_ + i;
         return true;
       }
-      for (int& holder : holders_[c]) {
-        if (augment(holder)) {  // the holder moved to another chunk; r takes its place
+      for (int& holder : holders) {
+        // The holder moved to another chunk; r takes its place.
+        if ((allowed_[holder] & ~seen_) != 0 && augment(holder)) {
           holder = r;
-          assigned_[r] = c;
+          assigned_[r] = base_ + i;
           return true;
         }
       }
@@ -272,12 +290,13 @@ class ChunkMatching {
     return false;
   }
 
-  std::vector<std::vector<int>> allowed_;
-  std::vector<std::vector<int>> holders_;  // receivers per chunk
+  int base_ = 0;
+  std::vector<std::uint64_t> allowed_;
+  std::vector<int> allowed_count_;
+  std::array<std::vector<int>, 64> holders_;  // receivers per chunk of the window
   std::vector<int> assigned_;
-  std::vector<int> capacity_;
-  std::vector<int> seen_;  // == stamp_: chunk visited by the current add()
-  int stamp_ = 0;
+  std::array<int, 64> capacity_{};
+  std::uint64_t seen_ = 0;  // chunks visited by the current add()
 };
 
 // Variants of the doubling construction's ramp (file comment), tried in this order.
@@ -472,9 +491,20 @@ class DoublingPolicy {
   void match_younger(int t, int busy, const Holdings& hold) {
     const int o = t - L_, p = o + 1, q = o + 2;
     const int first = std::max(p, 0), end = std::min(t, m_);
-    auto open = [&](int r, int c) {
-      return c >= first && c < end && !hold.complete(c) && !hold.has(r, c);
+    // Chunks first .. end-1 as bits 0 .. end-first-1 (ChunkMatching's window): a chunk r may
+    // receive is in the window, not complete and not held by r.
+    SSIM_CHECK(end - first <= 63, "stragglar: too many unfinished chunks");
+    auto bit = [&](int c) {
+      return c >= first && c < end ? std::uint64_t{1} << (c - first) : std::uint64_t{0};
     };
+    auto upto = [&](int c) {  // the window's chunks <= c
+      if (c < first) return std::uint64_t{0};
+      return c - first >= 63 ? ~std::uint64_t{0} : (std::uint64_t{2} << (c - first)) - 1;
+    };
+    std::uint64_t incomplete = 0;
+    for (int c = first; c < end; ++c) {
+      if (!hold.complete(c)) incomplete |= bit(c);
+    }
     members_.resize(m_);
     for (;;) {
       for (auto& v : members_) v.clear();
@@ -485,35 +515,33 @@ class DoublingPolicy {
       }
       if (t >= m_ && end == m_)
         members_[m_ - 1].insert(members_[m_ - 1].begin(), m_);  // the straggler
-      matching_.reset(m_);
+      matching_.reset(m_, first);
       for (int c = first; c < end; ++c)
         matching_.set_capacity(c, static_cast<int>(members_[c].size()));
       order_.clear();
       for (int r = 0; r < m_; ++r) {
         if (r == busy || dropped_[r]) continue;
-        std::vector<int>& allowed = matching_.allowed(r);
+        const std::uint64_t open = incomplete & ~hold.held_window(r, first);
+        std::uint64_t allowed = 0;
         if (role_[r] == Role::spare_oldest && group_[r] != p) {
-          if (open(r, p)) allowed.push_back(p);
+          allowed = open & bit(p);
         } else if (role_[r] == Role::spare_oldest) {
           // A later double must be back in the next-oldest group by its own round.
           const int limit = busy >= 0 && r > t ? r - L_ + 1 : m_;
-          for (int c = first; c < end && c <= limit; ++c) {
-            if (c != p && open(r, c)) allowed.push_back(c);
-          }
+          allowed = open & upto(limit) & ~bit(p);
         } else if (role_[r] == Role::spare_next) {
-          if (open(r, q)) allowed.push_back(q);
+          allowed = open & bit(q);
         } else if (group_[r] == o) {
           const bool window = busy >= 0 && r > t && r < t + L_;
-          for (int c = first; c < end && (!window || c + L_ <= r); ++c) {
-            if (open(r, c)) allowed.push_back(c);
-          }
+          allowed = window ? open & upto(r - L_) : open;
         } else {
           continue;  // a single of a younger group receives o
         }
+        matching_.allow(r, allowed);
         order_.push_back(r);
       }
       std::stable_sort(order_.begin(), order_.end(), [&](int a, int b) {
-        return matching_.allowed(a).size() < matching_.allowed(b).size();
+        return matching_.allowed_count(a) < matching_.allowed_count(b);
       });
       int stuck = -1;
       for (int r : order_) {

@@ -105,7 +105,9 @@ double simulation_bytes(const sim::SimulationConfig& c) {
   const alg::ScheduleSize size = schedule_size(c.algorithm, c.topology.gpu_count(), c.options);
   // The topology's next-hop tables (one per destination on a ring or torus), at most all.
   const double tables = static_cast<double>(c.topology.route_tables_bytes_bound());
-  if (sim::streams_rounds(c)) {
+  // The flow model's event engine streams too but keeps the rounds ranks are in: as many as
+  // the whole schedule at worst, so it is counted as materialized.
+  if (sim::streams_rounds(c) && c.network == sim::NetworkKind::alphabeta) {
     // Streamed (sim::RoundFeed): per-rank state, the round in flight (the generator's, a
     // relabelled copy), and one cached route per distinct (src, dst) pair.
     const double n = c.topology.gpu_count();

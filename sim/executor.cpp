@@ -4,6 +4,7 @@
 #include <atomic>
 #include <charconv>
 #include <cmath>
+#include <deque>
 #include <string>
 #include <unordered_map>
 
@@ -51,6 +52,18 @@ void check_inputs(int n, std::span<const Seconds> arrival, const RunOptions& opt
   }
 }
 
+// link_utilization from link_bytes and completion.
+void link_utilization(IterationResult& r, const topo::Topology& topology) {
+  r.link_utilization.assign(r.link_bytes.size(), 0.0);
+  if (r.completion.value > 0) {
+    for (std::size_t l = 0; l < r.link_bytes.size(); ++l) {
+      const double capacity =
+          topology.link(static_cast<int>(l)).bandwidth.value * r.completion.value;
+      r.link_utilization[l] = static_cast<double>(r.link_bytes[l]) / capacity;
+    }
+  }
+}
+
 // Fills the summary fields from per-physical-rank finish times and per-route byte counts.
 void finalize(IterationResult& r, std::span<const Seconds> arrival, std::vector<double> finish,
               const std::vector<std::uint64_t>& route_bytes, const RouteCache& routes) {
@@ -77,14 +90,7 @@ void finalize(IterationResult& r, std::span<const Seconds> arrival, std::vector<
   const topo::Topology& topology = routes.topology();
   r.link_bytes.assign(static_cast<std::size_t>(topology.link_count()), 0);
   routes.add_link_bytes(route_bytes, r.link_bytes);
-  r.link_utilization.assign(r.link_bytes.size(), 0.0);
-  if (r.completion.value > 0) {
-    for (std::size_t l = 0; l < r.link_bytes.size(); ++l) {
-      const double capacity =
-          topology.link(static_cast<int>(l)).bandwidth.value * r.completion.value;
-      r.link_utilization[l] = static_cast<double>(r.link_bytes[l]) / capacity;
-    }
-  }
+  link_utilization(r, topology);
 }
 
 }  // namespace
@@ -205,10 +211,68 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
   for (std::size_t r = 0; r < un; ++r) ready[r] = arrival[r].value;
   std::vector<std::uint64_t> route_bytes(routes.size(), 0);
   std::unique_ptr<ParallelPass> par;  // built at the first round large enough
+  // A single-switch topology: routes come from per-rank arrays (no lookup, no cache entry per
+  // pair) and bytes are counted per rank (sent: its up link, received: its down link).
+  const StarRoutes* star = routes.star();
+  std::vector<std::uint64_t> sent_bytes(star ? un : 0, 0), received_bytes(star ? un : 0, 0);
 
   IterationResult result;
   result.ranks = n;
   result.bytes = bytes.value;
+
+  // The timing of one transfer and its record; `route` is its route.
+  auto time_transfer = [&](const alg::Transfer& t, int s, int d, std::uint64_t m,
+                           const CachedRoute& route, std::uint32_t k, std::int32_t index) {
+    const double md = static_cast<double>(m);
+    const double start = std::max(send_free[s], recv_free[d]);
+    const double end = start + alphabeta_time(route, md);
+    const double reduced = t.op == alg::Op::reduce ? end + g * md : end;
+    send_free[s] = end;
+    recv_free[d] = end;
+    done[s] = std::max(done[s], end);
+    done[d] = std::max(done[d], reduced);
+    if (options.record_timeline || options.trace) {
+      const TransferRecord rec{static_cast<std::int32_t>(k - 1),
+                               index,
+                               s,
+                               d,
+                               t.chunk_begin,
+                               t.chunk_end,
+                               t.op,
+                               m,
+                               Seconds{ready[s]},
+                               Seconds{ready[d]},
+                               Seconds{start},
+                               Seconds{end},
+                               Seconds{reduced}};
+      if (options.trace) {
+        options.trace->transfer_side(rec, TimelineSink::Side::send);
+        options.trace->transfer_side(rec, TimelineSink::Side::recv);
+      }
+      if (options.record_timeline) result.timeline.push_back(rec);
+    }
+  };
+  // A round on a single-switch topology.
+  auto star_round = [&](const alg::Round& round, std::uint32_t k) {
+    std::int32_t index = 0;
+    for (const alg::Transfer& t : round.transfers) {
+      check_transfer(t, n, chunks);
+      const int s = map ? map[t.src] : t.src;
+      const int d = map ? map[t.dst] : t.dst;
+      for (int r : {s, d}) {
+        if (stamp[r] != k) {
+          stamp[r] = k;
+          send_free[r] = recv_free[r] = done[r] = ready[r];
+          touched.push_back(r);
+        }
+      }
+      const std::uint64_t m = sizes.of(t);
+      sent_bytes[static_cast<std::size_t>(s)] += m;
+      received_bytes[static_cast<std::size_t>(d)] += m;
+      time_transfer(t, s, d, m, star->route(s, d), k, index++);
+    }
+    for (int r : touched) ready[r] = done[r];
+  };
 
   // Routes of the round's transfers, looked up before the timing pass: the lookups are
   // independent, so those of the transfers kAhead later are prefetched (overlapping the cache
@@ -218,6 +282,10 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
   auto sequential_round = [&](const alg::Round& round, std::uint32_t k) {
     touched.clear();
     const std::size_t size = round.transfers.size();
+    if (star) {
+      star_round(round, k);
+      return;
+    }
     round_routes.resize(size);
     for (std::size_t j = 0; j < size; ++j) {
       if (j + kAhead < size) {
@@ -249,44 +317,16 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
       const std::uint64_t m = sizes.of(t);
       const std::uint32_t ri = round_routes[j];
       route_bytes[ri] += m;
-      const double md = static_cast<double>(m);
-      const double start = std::max(send_free[s], recv_free[d]);
-      const double end = start + alphabeta_time(routes.route(ri), md);
-      const double reduced = t.op == alg::Op::reduce ? end + g * md : end;
-      send_free[s] = end;
-      recv_free[d] = end;
-      done[s] = std::max(done[s], end);
-      done[d] = std::max(done[d], reduced);
-      if (options.record_timeline || options.trace) {
-        const TransferRecord rec{static_cast<std::int32_t>(k - 1),
-                                 index,
-                                 s,
-                                 d,
-                                 t.chunk_begin,
-                                 t.chunk_end,
-                                 t.op,
-                                 m,
-                                 Seconds{ready[s]},
-                                 Seconds{ready[d]},
-                                 Seconds{start},
-                                 Seconds{end},
-                                 Seconds{reduced}};
-        if (options.trace) {
-          options.trace->transfer_side(rec, TimelineSink::Side::send);
-          options.trace->transfer_side(rec, TimelineSink::Side::recv);
-        }
-        if (options.record_timeline) result.timeline.push_back(rec);
-      }
-      ++index;
+      time_transfer(t, s, d, m, routes.route(ri), k, index++);
     }
     for (int r : touched) ready[r] = done[r];
   };
 
   // One transfer's end and reduced time when its ports serve nothing else this round.
-  auto alone = [&](const alg::Transfer& t, int s, int d, std::uint32_t ri, double& end,
+  auto alone = [&](const alg::Transfer& t, int s, int d, const CachedRoute& route, double& end,
                    double& reduced) {
     const double md = static_cast<double>(sizes.of(t));
-    end = std::max(ready[s], ready[d]) + alphabeta_time(routes.route(ri), md);
+    end = std::max(ready[s], ready[d]) + alphabeta_time(route, md);
     reduced = t.op == alg::Op::reduce ? end + g * md : end;
   };
 
@@ -311,13 +351,17 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
         const std::uint64_t tag = ParallelPass::tag(k, j);
         shared |= ParallelPass::in_round(p.send_tag[s].exchange(tag, std::memory_order_relaxed), k);
         shared |= ParallelPass::in_round(p.recv_tag[d].exchange(tag, std::memory_order_relaxed), k);
+        if (star) {
+          alone(t, s, d, star->route(s, d), p.end_of[j], p.reduced_of[j]);
+          continue;
+        }
         const std::uint32_t ri = routes.find_cached(s, d);
         p.route_of[j] = ri;
         if (ri == RouteCache::missing) {
           missing = true;
           continue;
         }
-        alone(t, s, d, ri, p.end_of[j], p.reduced_of[j]);
+        alone(t, s, d, routes.route(ri), p.end_of[j], p.reduced_of[j]);
       }
       if (shared) p.shared_port.store(true, std::memory_order_relaxed);
       if (missing) p.missing_route.store(true, std::memory_order_relaxed);
@@ -330,19 +374,25 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
         const int s = map ? map[t.src] : t.src;
         const int d = map ? map[t.dst] : t.dst;
         p.route_of[j] = routes.find(s, d);
-        alone(t, s, d, p.route_of[j], p.end_of[j], p.reduced_of[j]);
+        alone(t, s, d, routes.route(p.route_of[j]), p.end_of[j], p.reduced_of[j]);
       }
     }
     if (route_bytes.size() < routes.size()) route_bytes.resize(routes.size(), 0);
     // Each rank's new ready time is written by one transfer: the one it sends, else the one
-    // it receives. A route appears once per round (its sender sends once).
+    // it receives. A route appears once per round (its sender sends once), and so does a
+    // rank as sender and as receiver.
     p.team.run([&](int part, int parts) {
       const auto [b, e] = block(size, part, parts);
       for (std::size_t j = b; j < e; ++j) {
         const alg::Transfer& t = round.transfers[j];
         const int s = map ? map[t.src] : t.src;
         const int d = map ? map[t.dst] : t.dst;
-        route_bytes[p.route_of[j]] += sizes.of(t);
+        if (star) {
+          sent_bytes[static_cast<std::size_t>(s)] += sizes.of(t);
+          received_bytes[static_cast<std::size_t>(d)] += sizes.of(t);
+        } else {
+          route_bytes[p.route_of[j]] += sizes.of(t);
+        }
         double v = std::max(ready[s], p.end_of[j]);
         const std::uint64_t received = p.recv_tag[s].load(std::memory_order_relaxed);
         if (ParallelPass::in_round(received, k))
@@ -370,107 +420,63 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
   }
   result.transfers = transfers;
   finalize(result, arrival, std::move(ready), route_bytes, routes);
+  if (star) {
+    for (std::size_t r = 0; r < un; ++r) {
+      result.link_bytes[static_cast<std::size_t>(star->up[r])] += sent_bytes[r];
+      result.link_bytes[static_cast<std::size_t>(star->down[r])] += received_bytes[r];
+    }
+    link_utilization(result, routes.topology());
+  }
   return result;
 }
 
 // ---------------------------------------------------------------------------------------------
-// The event-engine evaluation. The schedule's structure (which transfers each rank takes part
-// in, round by round, and the port order within a round) is built once; each run replays it.
+// The event-engine evaluation, fed by a RoundSource. Rounds are taken from the source only when
+// a rank needs its next group of transfers and no round taken so far has one; they are kept in
+// a window until all their transfers are done. A rank's next group is found through its groups'
+// links (group ids are global, in the order rounds are taken), so memory is O(ranks + the
+// rounds in the window): a few rounds where ranks progress together (ring, rhd, ...), at worst
+// (a rank that waits many rounds for others that are late) the whole schedule. Events happen
+// in the same order as with every round known from the start: taking a round schedules nothing.
 
 class Executor::EventRun final : public EventHandler, public TransferSink {
  public:
-  EventRun(const alg::Schedule& s, RouteCache& routes, NetworkConfig network, Bytes bytes)
-      : schedule_(s),
+  EventRun(int ranks, int chunks, RouteCache& routes, NetworkConfig network, Bytes bytes)
+      : ranks_(ranks),
+        chunks_(chunks),
         routes_(routes),
         network_(network),
-        sizes_(bytes.value, s.chunks),
-        bytes_(bytes) {
-    const int n = s.ranks;
-    std::uint32_t total = 0;
-    round_offset_.reserve(s.rounds.size() + 1);
-    for (const alg::Round& round : s.rounds) {
-      round_offset_.push_back(total);
-      total += static_cast<std::uint32_t>(round.transfers.size());
-    }
-    round_offset_.push_back(total);
-    round_of_.resize(total);
-    // Port order matters only to a model that serializes ports (alphabeta); the flow model
-    // shares bandwidth instead, and these arrays would cost 9 bytes per transfer.
-    serial_ = network.kind == NetworkKind::alphabeta;
-    if (serial_) {
-      send_next_.assign(total, -1);
-      recv_next_.assign(total, -1);
-      port_preds_.assign(total, 0);
-    }
-    rank_begin_.assign(static_cast<std::size_t>(n) + 1, 0);
-
-    std::vector<std::int32_t> last_send(static_cast<std::size_t>(n)),
-        last_recv(static_cast<std::size_t>(n));
-    std::vector<std::uint32_t> stamp(static_cast<std::size_t>(n), 0);
-    std::uint32_t id = 0;
-    for (std::size_t k = 0; k < s.rounds.size(); ++k) {
-      for (const alg::Transfer& t : s.rounds[k].transfers) {
-        check_transfer(t, n, s.chunks);
-        round_of_[id] = static_cast<std::int32_t>(k);
-        for (int r : {t.src, t.dst}) {
-          if (stamp[r] != k + 1) {
-            stamp[r] = static_cast<std::uint32_t>(k + 1);
-            last_send[r] = last_recv[r] = -1;
-          }
-          ++rank_begin_[static_cast<std::size_t>(r) + 1];
-        }
-        if (serial_) {
-          std::int32_t& ps = last_send[t.src];
-          std::int32_t& pr = last_recv[t.dst];
-          if (ps >= 0) send_next_[ps] = static_cast<std::int32_t>(id), ++port_preds_[id];
-          if (pr >= 0) recv_next_[pr] = static_cast<std::int32_t>(id), ++port_preds_[id];
-          ps = pr = static_cast<std::int32_t>(id);
-        }
-        ++id;
-      }
-    }
-    for (int r = 0; r < n; ++r) rank_begin_[static_cast<std::size_t>(r) + 1] += rank_begin_[r];
-    SSIM_CHECK(total < kGroupEnd, "schedule too large for the event engine (2^31 transfers)");
-    // rank_items_ marks the last transfer of each (rank, round) group, so entering a round
-    // needs no look-up of the rounds of the rank's next transfers.
-    rank_items_.resize(rank_begin_.back());
-    std::vector<std::uint32_t> fill(rank_begin_.begin(), rank_begin_.end() - 1);
-    std::fill(stamp.begin(), stamp.end(), 0);  // now: 1 + the round of the rank's last item
-    id = 0;
-    for (std::size_t k = 0; k < s.rounds.size(); ++k) {
-      for (const alg::Transfer& t : s.rounds[k].transfers) {
-        for (int r : {t.src, t.dst}) {
-          std::uint32_t& at = fill[r];
-          if (stamp[r] != 0 && stamp[r] != k + 1) rank_items_[at - 1] |= kGroupEnd;
-          stamp[r] = static_cast<std::uint32_t>(k + 1);
-          rank_items_[at++] = id;
-        }
-        ++id;
-      }
-    }
-    for (int r = 0; r < n; ++r) {
-      if (rank_begin_[r + 1] > rank_begin_[r]) rank_items_[rank_begin_[r + 1] - 1] |= kGroupEnd;
-    }
+        sizes_(bytes.value, chunks),
+        bytes_(bytes),
+        // Port order matters only to a model that serializes ports (alphabeta); the flow model
+        // shares bandwidth instead.
+        serial_(network.kind == NetworkKind::alphabeta) {
     network_model_ = make_network(network.kind, engine_, *this, routes_, network.reference_flow);
     SSIM_CHECK(network_model_->serializes_ports() == serial_, "port model mismatch");
   }
 
-  IterationResult run(std::span<const Seconds> arrival, const RunOptions& options) {
-    const int n = schedule_.ranks;
-    const std::size_t total = round_of_.size();
+  IterationResult run(RoundSource& rounds, std::span<const Seconds> arrival,
+                      const RunOptions& options) {
+    const int n = ranks_;
+    SSIM_CHECK(rounds.ranks() == n && rounds.chunks() == chunks_, "rounds of another schedule");
     check_inputs(n, arrival, options);
     map_ = options.rank_map.empty() ? nullptr : options.rank_map.data();
+    source_ = &rounds;
+    exhausted_ = false;
     engine_.reset();
     network_model_->reset();
-    wait_.resize(total);
-    for (std::size_t t = 0; t < total; ++t)
-      wait_[t] = static_cast<std::uint8_t>(2 + (serial_ ? port_preds_[t] : 0));
-    cursor_.assign(rank_begin_.begin(), rank_begin_.end() - 1);
-    group_end_.assign(static_cast<std::size_t>(n), 0);
-    remaining_.assign(static_cast<std::size_t>(n), 0);
-    finish_.assign(static_cast<std::size_t>(n), 0.0);
+    while (!window_.empty()) retire_front();
+    next_transfer_ = next_group_ = 0;
+    round_count_ = 0;
+    const std::size_t un = static_cast<std::size_t>(n);
+    cursor_.assign(un, kNone);
+    last_group_.assign(un, kNone);
+    remaining_.assign(un, 0);
+    finish_.assign(un, 0.0);
+    stamp_.assign(un, 0);
+    last_send_.assign(un, -1);
+    last_recv_.assign(un, -1);
     route_bytes_.assign(routes_.size(), 0);
-    timeline_ = nullptr;
     sink_ = options.trace;
     open_.clear();
     network_model_->observe(sink_);
@@ -478,53 +484,61 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
     IterationResult result;
     result.ranks = n;
     result.bytes = bytes_.value;
-    if (options.record_timeline) {
-      result.timeline.resize(total);
-      timeline_ = result.timeline.data();
-      for (std::size_t t = 0; t < total; ++t)
-        describe(static_cast<std::uint32_t>(t), result.timeline[t]);
-    }
+    timeline_ = options.record_timeline ? &result.timeline : nullptr;
     for (int r = 0; r < n; ++r)
       engine_.schedule(arrival[physical(r)], *this, static_cast<std::uint64_t>(r));
     engine_.run();
     network_model_->observe(nullptr);
     sink_ = nullptr;
-
-    std::vector<double> finish(static_cast<std::size_t>(n));
+    // Ranks that take part in nothing more finished at their arrival; rounds without transfers
+    // at the end are still counted.
+    while (take_round()) {
+    }
+    std::vector<double> finish(un);
     for (int r = 0; r < n; ++r) {
-      SSIM_CHECK(cursor_[r] == rank_begin_[static_cast<std::size_t>(r) + 1],
+      SSIM_CHECK(cursor_[r] == kNone && remaining_[r] == 0,
                  "rank " + std::to_string(r) + " did not finish its transfers");
       finish[physical(r)] = finish_[r];
     }
-    result.transfers = total;
+    SSIM_CHECK(window_.empty(), "transfers left unfinished");
+    result.transfers = next_transfer_;
     result.events = engine_.processed();
+    source_ = nullptr;
+    timeline_ = nullptr;
     finalize(result, arrival, std::move(finish), route_bytes_, routes_);
     return result;
   }
 
   void on_event(Engine& engine, std::uint64_t tag) override {
     if (tag & kReduce) {
-      const std::uint32_t t = static_cast<std::uint32_t>(tag & ~kReduce);
-      if (TransferRecord* rec = record(t)) {
+      const std::uint64_t t = global(static_cast<std::uint32_t>(tag));
+      Window& w = locate(t);
+      const std::uint32_t j = static_cast<std::uint32_t>(t - w.first);
+      if (TransferRecord* rec = record(t, w, j)) {
         rec->done = engine.now();
         close_recv(t, *rec);
       }
-      part_done(static_cast<std::uint32_t>(transfer(t).dst));
+      part_done(static_cast<std::uint32_t>(w.transfers[j].dst));
+      transfer_finished(w);
     } else {
       enter(static_cast<std::uint32_t>(tag));  // arrival
     }
   }
 
-  void transfer_done(std::uint32_t t, Seconds now) override {
+  void transfer_done(std::uint32_t id, Seconds now) override {
+    const std::uint64_t t = global(id);
+    Window& w = locate(t);
+    const std::uint32_t j = static_cast<std::uint32_t>(t - w.first);
     if (serial_) {
-      for (std::int32_t next : {send_next_[t], recv_next_[t]}) {
-        if (next >= 0 && --wait_[next] == 0) launch(static_cast<std::uint32_t>(next));
+      for (std::int32_t next : {w.send_next[j], w.recv_next[j]}) {
+        if (next >= 0 && --w.wait[static_cast<std::size_t>(next)] == 0)
+          launch(w, static_cast<std::uint32_t>(next));
       }
     }
-    const alg::Transfer& tr = transfer(t);
+    const alg::Transfer tr = w.transfers[j];
     const std::uint64_t m = sizes_.of(tr);
     const bool reduces = tr.op == alg::Op::reduce && network_.gamma.value > 0 && m > 0;
-    if (TransferRecord* rec = record(t)) {
+    if (TransferRecord* rec = record(t, w, j)) {
       rec->end = rec->done = now;
       if (sink_) sink_->transfer_side(*rec, TimelineSink::Side::send);
       if (!reduces) close_recv(t, *rec);
@@ -532,27 +546,155 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
     part_done(static_cast<std::uint32_t>(tr.src));
     if (reduces) {
       engine_.schedule(Seconds{now.value + network_.gamma.value * static_cast<double>(m)}, *this,
-                       kReduce | t);
+                       kReduce | id);
     } else {
       part_done(static_cast<std::uint32_t>(tr.dst));
+      transfer_finished(w);
     }
   }
 
  private:
   static constexpr std::uint64_t kReduce = std::uint64_t{1} << 63;
-  static constexpr std::uint32_t kGroupEnd = std::uint32_t{1} << 31;  // in rank_items_
+  static constexpr std::uint64_t kNone = ~std::uint64_t{0};
 
-  const alg::Transfer& transfer(std::uint32_t t) const {
-    const std::size_t k = static_cast<std::size_t>(round_of_[t]);
-    return schedule_.rounds[k].transfers[t - round_offset_[k]];
-  }
+  // One round in the window. Its transfers are numbered first, first+1, ... (global ids, in
+  // schedule order); its groups (a rank's transfers in the round, as sender or receiver, in
+  // schedule order) first_group, first_group+1, ...
+  struct Window {
+    std::uint64_t first = 0, first_group = 0;
+    std::int32_t index = 0;  // the round's number
+    std::vector<alg::Transfer> transfers;
+    std::vector<std::uint8_t> wait;  // ends not yet in the round + port predecessors not done
+    std::vector<std::int32_t> send_next, recv_next;  // serial: the next transfer at the port
+    std::vector<std::uint32_t> group_begin;  // CSR: group g's items, g - first_group
+    std::vector<std::uint32_t> items;        // (transfer in the round << 1) | (0 send, 1 receive)
+    std::vector<std::uint64_t> group_next;   // the rank's next group (global), or kNone
+    std::size_t finished = 0;                // transfers done (both ends)
+  };
   int physical(int r) const { return map_ ? map_[r] : r; }
 
-  // The static fields of transfer t's record.
-  void describe(std::uint32_t t, TransferRecord& rec) const {
-    const alg::Transfer& tr = transfer(t);
-    rec.round = round_of_[t];
-    rec.index = static_cast<std::int32_t>(t - round_offset_[static_cast<std::size_t>(rec.round)]);
+  // The global id of a transfer in the window from the 32 bits the network model carries.
+  std::uint64_t global(std::uint32_t id) const {
+    const std::uint64_t base = window_.front().first;
+    return base + static_cast<std::uint32_t>(id - static_cast<std::uint32_t>(base));
+  }
+  // The window round holding transfer t (or, with groups = true, group t).
+  Window& locate(std::uint64_t t, bool groups = false) {
+    std::size_t lo = 0, hi = window_.size();  // the last round whose first id <= t
+    while (hi - lo > 1) {
+      const std::size_t mid = (lo + hi) / 2;
+      ((groups ? window_[mid].first_group : window_[mid].first) <= t ? lo : hi) = mid;
+    }
+    return window_[lo];
+  }
+
+  // Takes the source's next round into the window; false when the source is exhausted.
+  bool take_round() {
+    if (exhausted_) return false;
+    const alg::Round* round = source_->next();
+    if (!round) {
+      exhausted_ = true;
+      return false;
+    }
+    const std::uint32_t k = ++round_count_;  // 1 + the round's number
+    const std::size_t size = round->transfers.size();
+    SSIM_CHECK(size < (std::size_t{1} << 31), "round too large for the event engine");
+    if (size == 0) return true;  // no transfers: nothing waits for it
+    SSIM_CHECK(window_.empty() || next_transfer_ - window_.front().first + size < (std::uint64_t{1} << 32),
+               "too many transfers in flight for the event engine (2^32)");
+    Window& w = window_.emplace_back(spare());
+    w.first = next_transfer_;
+    w.first_group = next_group_;
+    w.index = static_cast<std::int32_t>(k - 1);
+    w.transfers.assign(round->transfers.begin(), round->transfers.end());
+    w.wait.assign(size, 2);
+    w.finished = 0;
+    if (serial_) {
+      w.send_next.assign(size, -1);
+      w.recv_next.assign(size, -1);
+    }
+    // Groups in order of their rank's first item in the round.
+    w.group_begin.clear();
+    w.items.resize(2 * size);
+    group_of_.resize(static_cast<std::size_t>(ranks_));
+    order_.clear();
+    for (std::uint32_t j = 0; j < size; ++j) {
+      const alg::Transfer& t = w.transfers[j];
+      check_transfer(t, ranks_, chunks_);
+      for (int r : {t.src, t.dst}) {
+        if (stamp_[r] != k) {
+          stamp_[r] = k;
+          last_send_[r] = last_recv_[r] = -1;
+          group_of_[r] = static_cast<std::uint32_t>(order_.size());
+          order_.push_back(r);
+        }
+      }
+      if (serial_) {
+        std::int32_t& ps = last_send_[t.src];
+        std::int32_t& pr = last_recv_[t.dst];
+        if (ps >= 0) w.send_next[ps] = static_cast<std::int32_t>(j), ++w.wait[j];
+        if (pr >= 0) w.recv_next[pr] = static_cast<std::int32_t>(j), ++w.wait[j];
+        ps = pr = static_cast<std::int32_t>(j);
+      }
+    }
+    // CSR of the items by group.
+    const std::size_t groups = order_.size();
+    w.group_begin.assign(groups + 1, 0);
+    for (const alg::Transfer& t : w.transfers) {
+      ++w.group_begin[group_of_[t.src] + 1];
+      ++w.group_begin[group_of_[t.dst] + 1];
+    }
+    for (std::size_t g = 0; g < groups; ++g) w.group_begin[g + 1] += w.group_begin[g];
+    fill_.assign(w.group_begin.begin(), w.group_begin.end() - 1);
+    for (std::uint32_t j = 0; j < size; ++j) {
+      const alg::Transfer& t = w.transfers[j];
+      w.items[fill_[group_of_[t.src]]++] = j << 1;
+      w.items[fill_[group_of_[t.dst]]++] = (j << 1) | 1;
+    }
+    // Link each rank's previous group here, or make this its next group.
+    w.group_next.assign(groups, kNone);
+    for (std::size_t g = 0; g < groups; ++g) {
+      const int r = order_[g];
+      const std::uint64_t id = next_group_ + g;
+      if (cursor_[r] == kNone) {
+        cursor_[r] = id;
+      } else {
+        Window& prev = locate(last_group_[r], true);
+        prev.group_next[last_group_[r] - prev.first_group] = id;
+      }
+      last_group_[r] = id;
+    }
+    if (timeline_) {
+      for (std::uint32_t j = 0; j < size; ++j) describe(w, j, timeline_->emplace_back());
+    }
+    next_transfer_ += size;
+    next_group_ += groups;
+    return true;
+  }
+
+  // A Window to fill: a retired one (keeping its buffers) when there is one.
+  Window spare() {
+    if (pool_.empty()) return Window{};
+    Window w = std::move(pool_.back());
+    pool_.pop_back();
+    return w;
+  }
+  void retire_front() {
+    pool_.push_back(std::move(window_.front()));
+    window_.pop_front();
+  }
+  // Transfer of round w done at both ends: retires the rounds at the front that are done.
+  void transfer_finished(Window& w) {
+    ++w.finished;
+    while (!window_.empty() && window_.front().finished == window_.front().transfers.size())
+      retire_front();
+  }
+
+  // The static fields of transfer j's record.
+  void describe(const Window& w, std::uint32_t j, TransferRecord& rec) const {
+    const alg::Transfer& tr = w.transfers[j];
+    rec.round = w.index;
+    rec.index = static_cast<std::int32_t>(j);
     rec.src = physical(tr.src);
     rec.dst = physical(tr.dst);
     rec.chunk_begin = tr.chunk_begin;
@@ -562,86 +704,87 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
   }
   // Where transfer t's times go: the kept timeline, or (streaming to a sink) a record that
   // lives from the first end reaching the round until the receive side is reported.
-  TransferRecord* record(std::uint32_t t) {
-    if (timeline_) return &timeline_[t];
+  TransferRecord* record(std::uint64_t t, const Window& w, std::uint32_t j) {
+    if (timeline_) return &(*timeline_)[t];
     if (!sink_) return nullptr;
     auto [it, inserted] = open_.try_emplace(t);
-    if (inserted) describe(t, it->second);
+    if (inserted) describe(w, j, it->second);
     return &it->second;
   }
-  void close_recv(std::uint32_t t, const TransferRecord& rec) {
+  void close_recv(std::uint64_t t, const TransferRecord& rec) {
     if (!sink_) return;
     sink_->transfer_side(rec, TimelineSink::Side::recv);
     if (!timeline_) open_.erase(t);
   }
 
   // Rank r (schedule label) has finished everything before its next group of transfers: it
-  // reaches that group's round now.
+  // reaches that group's round now (taking rounds from the source until one has r in it).
   void enter(std::uint32_t r) {
-    const std::uint32_t p = cursor_[r], end = rank_begin_[r + 1];
-    if (p == end) {
+    while (cursor_[r] == kNone && take_round()) {
+    }
+    const std::uint64_t g = cursor_[r];
+    if (g == kNone) {
       finish_[r] = engine_.now().value;
       return;
     }
-    std::uint32_t q = p;
-    while ((rank_items_[q] & kGroupEnd) == 0) ++q;
-    ++q;
-    group_end_[r] = q;
-    remaining_[r] = q - p;
-    for (std::uint32_t i = p; i < q; ++i) {
-      const std::uint32_t t = rank_items_[i] & ~kGroupEnd;
-      if (TransferRecord* rec = record(t)) {
-        (static_cast<std::uint32_t>(transfer(t).src) == r ? rec->src_ready : rec->dst_ready) =
-            engine_.now();
-      }
-      if (--wait_[t] == 0) launch(t);
+    Window& w = locate(g, true);
+    const std::size_t at = static_cast<std::size_t>(g - w.first_group);
+    cursor_[r] = w.group_next[at];  // kNone until a later round with r is taken
+    const std::uint32_t begin = w.group_begin[at], end = w.group_begin[at + 1];
+    remaining_[r] = end - begin;
+    for (std::uint32_t i = begin; i < end; ++i) {
+      const std::uint32_t item = w.items[i];
+      const std::uint32_t j = item >> 1;
+      if (TransferRecord* rec = record(w.first + j, w, j))
+        ((item & 1) == 0 ? rec->src_ready : rec->dst_ready) = engine_.now();
+      if (--w.wait[j] == 0) launch(w, j);
     }
   }
 
   void part_done(std::uint32_t r) {
-    if (--remaining_[r] == 0) {
-      cursor_[r] = group_end_[r];
-      enter(r);
-    }
+    if (--remaining_[r] == 0) enter(r);
   }
 
-  void launch(std::uint32_t t) {
-    const alg::Transfer& tr = transfer(t);
+  void launch(Window& w, std::uint32_t j) {
+    const alg::Transfer& tr = w.transfers[j];
     const std::uint64_t m = sizes_.of(tr);
     const std::uint32_t ri = routes_.find(physical(tr.src), physical(tr.dst));
     if (ri >= route_bytes_.size()) route_bytes_.resize(ri + 1, 0);
     route_bytes_[ri] += m;
-    if (TransferRecord* rec = record(t)) rec->start = engine_.now();
-    network_model_->start(t, ri, m);
+    const std::uint64_t t = w.first + j;
+    if (TransferRecord* rec = record(t, w, j)) rec->start = engine_.now();
+    network_model_->start(static_cast<std::uint32_t>(t), ri, m);
   }
 
-  const alg::Schedule& schedule_;
+  const int ranks_, chunks_;
   RouteCache& routes_;
   NetworkConfig network_;
   ChunkSizes sizes_;
   Bytes bytes_;
+  const bool serial_;  // the model serializes ports
   Engine engine_;
   std::unique_ptr<NetworkModel> network_model_;
 
-  // Structure of the schedule; transfers are numbered in schedule order.
-  std::vector<std::uint32_t> round_offset_;  // first transfer id of each round, then the total
-  std::vector<std::int32_t> round_of_;
-  bool serial_ = false;                    // the model serializes ports: the next three are set
-  std::vector<std::int32_t> send_next_;    // the next transfer at the same send port this round
-  std::vector<std::int32_t> recv_next_;    // ... at the same receive port
-  std::vector<std::uint8_t> port_preds_;   // how many of those point here (0..2)
-  std::vector<std::uint32_t> rank_begin_;  // CSR: rank r's transfers (as sender or receiver)
-  std::vector<std::uint32_t> rank_items_;  // transfer ids, kGroupEnd on a round's last one
-
   // Per run.
+  RoundSource* source_ = nullptr;
+  bool exhausted_ = false;
   const int* map_ = nullptr;
-  std::vector<std::uint8_t> wait_;  // ends not yet in the round + port predecessors not done
-  std::vector<std::uint32_t> cursor_, group_end_, remaining_;
+  std::deque<Window> window_;  // rounds taken and not done; references stay valid as it grows
+  std::vector<Window> pool_;   // retired rounds, their buffers kept for reuse
+  std::uint64_t next_transfer_ = 0, next_group_ = 0;
+  std::uint32_t round_count_ = 0;
+  std::vector<std::uint64_t> cursor_;      // per rank: its next group, or kNone
+  std::vector<std::uint64_t> last_group_;  // per rank: its last group taken, or kNone
+  std::vector<std::uint32_t> remaining_;
   std::vector<double> finish_;
+  std::vector<std::uint32_t> stamp_;                 // take_round: 1 + the rank's last round
+  std::vector<std::int32_t> last_send_, last_recv_;  // take_round: port order in the round
+  std::vector<std::uint32_t> group_of_, fill_;       // take_round: the rank's group, CSR fill
+  std::vector<int> order_;
   std::vector<std::uint64_t> route_bytes_;
-  TransferRecord* timeline_ = nullptr;
+  std::vector<TransferRecord>* timeline_ = nullptr;
   TimelineSink* sink_ = nullptr;
-  std::unordered_map<std::uint32_t, TransferRecord> open_;  // streaming: transfers in flight
+  std::unordered_map<std::uint64_t, TransferRecord> open_;  // streaming: transfers in flight
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -671,17 +814,19 @@ IterationResult Executor::run(std::span<const Seconds> arrival, const RunOptions
     ScheduleRounds rounds(schedule_);
     return run_alphabeta(rounds, routes_, network_.gamma, bytes_, arrival, options);
   }
-  if (!events_) events_ = std::make_unique<EventRun>(schedule_, routes_, network_, bytes_);
-  return events_->run(arrival, options);
+  ScheduleRounds rounds(schedule_);
+  return run(rounds, arrival, options);
 }
 
 IterationResult Executor::run(RoundSource& rounds, std::span<const Seconds> arrival,
                               const RunOptions& options) {
-  SSIM_CHECK(network_.kind == NetworkKind::alphabeta && !options.use_event_engine,
-             "streamed rounds need the alpha-beta dataflow pass");
   SSIM_CHECK(rounds.ranks() == schedule_.ranks && rounds.chunks() == schedule_.chunks,
              "streamed rounds of another schedule");
-  return run_alphabeta(rounds, routes_, network_.gamma, bytes_, arrival, options);
+  if (network_.kind == NetworkKind::alphabeta && !options.use_event_engine)
+    return run_alphabeta(rounds, routes_, network_.gamma, bytes_, arrival, options);
+  if (!events_)
+    events_ = std::make_unique<EventRun>(schedule_.ranks, schedule_.chunks, routes_, network_, bytes_);
+  return events_->run(rounds, arrival, options);
 }
 
 }  // namespace ssim::sim

@@ -23,7 +23,8 @@
 //    It consumes rounds one at a time, so it also runs from a RoundSource that never
 //    materializes the whole schedule (run_alphabeta below).
 //  - flow (and alphabeta with RunOptions::use_event_engine, used to cross-check the pass): the
-//    event engine with the network model deciding when each transfer's last byte arrives.
+//    event engine with the network model deciding when each transfer's last byte arrives. It
+//    also runs from a RoundSource, keeping only the rounds that ranks are in.
 //
 // Time is double seconds, absolute (arrivals as given). Results per iteration:
 //   completion         = last finish - first arrival
@@ -207,9 +208,12 @@ class Executor {
 
   // One iteration; arrival[r] is when physical rank r reaches the collective.
   IterationResult run(std::span<const Seconds> arrival, const RunOptions& options = {});
-  // The same with the rounds fed one at a time (alpha-beta dataflow pass only): `rounds`
-  // yields this executor's schedule, which may then be a header without rounds (ranks,
-  // chunks, straggler). Memory O(ranks + one round + routes).
+  // The same with the rounds fed one at a time: `rounds` yields this executor's schedule,
+  // which may then be a header without rounds (ranks, chunks, straggler). The dataflow pass
+  // holds O(ranks + one round + routes); the event engine (flow model, use_event_engine) takes a
+  // round when a rank needs its next group of transfers and drops it when all its transfers are
+  // done: a few rounds where ranks progress together, the whole schedule at worst (a rank that
+  // has nothing left makes it read ahead to the end).
   IterationResult run(RoundSource& rounds, std::span<const Seconds> arrival,
                       const RunOptions& options = {});
 

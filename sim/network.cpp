@@ -20,12 +20,51 @@ NetworkKind parse_network_kind(std::string_view text) {
                    "' (expected alphabeta or flow)");
 }
 
+namespace {
+
+// StarRoutes when every GPU has exactly one out-link and one in-link, both to the same switch.
+// Then a path from src must start with src's only out-link and end with dst's only in-link;
+// up[src], down[dst] is such a path, and any other one revisits the switch: no lower latency
+// sum (latencies are >= 0) and more hops, so routing (least latency, then fewest hops) takes
+// it, with or without ECMP.
+std::optional<StarRoutes> find_star(const topo::Topology& t) {
+  const int n = t.gpu_count();
+  if (n < 2) return std::nullopt;
+  StarRoutes s;
+  s.up.resize(static_cast<std::size_t>(n));
+  s.down.resize(static_cast<std::size_t>(n));
+  int hub = -1;
+  for (int r = 0; r < n; ++r) {
+    const int v = t.vertex_of_rank(r);
+    const std::vector<int> out = t.out_links(v), in = t.in_links(v);
+    if (out.size() != 1 || in.size() != 1) return std::nullopt;
+    const int to = t.link(out[0]).to, from = t.link(in[0]).from;
+    if (to != from || (hub >= 0 && to != hub)) return std::nullopt;
+    hub = to;
+    s.up[static_cast<std::size_t>(r)] = out[0];
+    s.down[static_cast<std::size_t>(r)] = in[0];
+  }
+  if (t.node(hub).kind != topo::NodeKind::switch_node) return std::nullopt;
+  for (int r = 0; r < n; ++r) {
+    const topo::Link& up = t.link(s.up[static_cast<std::size_t>(r)]);
+    const topo::Link& down = t.link(s.down[static_cast<std::size_t>(r)]);
+    s.up_latency.push_back(up.latency.value);
+    s.up_bandwidth.push_back(up.bandwidth.value);
+    s.down_latency.push_back(down.latency.value);
+    s.down_bandwidth.push_back(down.bandwidth.value);
+  }
+  return s;
+}
+
+}  // namespace
+
 RouteCache::RouteCache(const topo::Topology& topology, LinkLists lists)
     : topology_(&topology),
       lists_(lists),
       ranks_(static_cast<std::uint64_t>(topology.gpu_count())),
       last_dst_(static_cast<std::size_t>(topology.gpu_count()), -1),
-      last_index_(static_cast<std::size_t>(topology.gpu_count()), 0) {}
+      last_index_(static_cast<std::size_t>(topology.gpu_count()), 0),
+      star_(find_star(topology)) {}
 
 void RouteCache::grow() {
   const std::size_t capacity = slots_.empty() ? 64 : slots_.size() * 2;

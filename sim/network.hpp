@@ -24,7 +24,9 @@
 #pragma once
 
 #include <cstdint>
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <unordered_map>
@@ -66,6 +68,32 @@ struct CachedRoute {
 inline double alphabeta_time(const CachedRoute& route, double bytes) {
   return route.latency + bytes * route.inverse_bandwidth;
 }
+
+// Routes of a single-switch topology: every GPU has exactly one link out and one link in, both
+// to the same switch vertex (kind switch). The route src -> dst is then the only path, up[src]
+// then down[dst], and the alpha-beta pass takes its latency and bandwidth from these per-rank
+// arrays in O(1), without a route table or a cache entry per (src, dst) pair.
+struct StarRoutes {
+  std::vector<int> up, down;  // per rank: the link to the switch, the link from it
+  std::vector<double> up_latency, down_latency, up_bandwidth, down_bandwidth;
+
+  // The route src -> dst (src != dst) as RouteCache would cache it, bit for bit (latency: the
+  // links' latencies summed from the source, as topo::Topology::route sums them; bandwidth: the
+  // bottleneck). Its links are not stored (first_link = kNotStored).
+  CachedRoute route(int src, int dst) const {
+    CachedRoute c;
+    c.latency = 0.0 + up_latency[static_cast<std::size_t>(src)];
+    c.latency += down_latency[static_cast<std::size_t>(dst)];
+    c.bandwidth = std::min(up_bandwidth[static_cast<std::size_t>(src)],
+                           down_bandwidth[static_cast<std::size_t>(dst)]);
+    c.inverse_bandwidth = 1.0 / c.bandwidth;
+    c.first_link = CachedRoute::kNotStored;
+    c.link_count = 2;
+    c.src = src;
+    c.dst = dst;
+    return c;
+  }
+};
 
 // Which routes keep their link list in a RouteCache. `all`: every route (the flow model reads
 // them at every rate change). `short_only`: routes of at most kShortRoute links; a longer one
@@ -113,6 +141,9 @@ class RouteCache {
                       std::span<std::uint64_t> link_bytes) const;
   std::size_t size() const { return routes_.size(); }
   const topo::Topology& topology() const { return *topology_; }
+  // The topology's single-switch structure, or nullptr when it has none (found in O(links) at
+  // construction). Routes found through find() are the same routes either way.
+  const StarRoutes* star() const { return star_ ? &*star_ : nullptr; }
 
  private:
   std::uint32_t find_slow(int src, int dst);
@@ -139,6 +170,7 @@ class RouteCache {
   std::vector<std::uint32_t> last_index_;
   std::vector<CachedRoute> routes_;
   std::vector<int> links_;
+  std::optional<StarRoutes> star_;
 };
 
 // Told when a transfer's last byte has arrived.

@@ -179,8 +179,7 @@ std::optional<SharedLink> find_shared_link(const alg::Schedule& schedule, RouteC
 }
 
 bool streams_rounds(const SimulationConfig& c) {
-  if (c.network != NetworkKind::alphabeta || c.trace_iteration || c.rounds == RoundFeed::materialized)
-    return false;
+  if (c.trace_iteration || c.rounds == RoundFeed::materialized) return false;
   if (!c.adaptive_fallbacks.empty() && alg::find_algorithm(c.algorithm).straggler_aware) return false;
   if (c.rounds == RoundFeed::streamed) return true;
   const alg::AlgorithmInfo& info = alg::find_algorithm(c.algorithm);

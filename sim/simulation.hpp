@@ -41,8 +41,9 @@ namespace ssim::sim {
 
 // How run_simulation feeds the schedule to the executor: materialized once and reused by every
 // iteration, or streamed (alg::generate_rounds: generated again per iteration, one round at a
-// time, so memory is O(ranks + one round + routes) whatever the transfer count). Results are
-// identical; streaming needs the alpha-beta dataflow pass and no trace and no adaptive choice.
+// time, so memory is O(ranks + one round + routes) whatever the transfer count with the
+// alpha-beta dataflow pass; the flow model's event engine keeps the rounds that ranks are in,
+// see Executor::run). Results are identical; streaming needs no trace and no adaptive choice.
 enum class RoundFeed : std::uint8_t {
   automatic,     // streamed when allowed and the schedule has more than kStreamMinTransfers
   materialized,  // always materialized

@@ -50,6 +50,7 @@ struct RoutingIndex {
   std::vector<int> in_begin, in_ids;
   std::vector<int> link_from, link_to;
   std::vector<std::int64_t> link_ps;
+  std::int64_t min_link_ps = 0;  // the least link latency (whole picoseconds)
   std::vector<double> link_latency;  // seconds
   std::vector<double> link_bandwidth;
   std::vector<char> is_switch;
@@ -106,6 +107,23 @@ struct Table {
     return {&multi[at + 1], static_cast<std::size_t>(multi[at])};
   }
 };
+
+// The link src -> dst (vertices) when it alone is the optimal path, else -1: the only link
+// from src to dst, with a latency of at most twice the least link latency, so that every other
+// path (two hops or more) costs at least as much latency and more hops. With one optimal path
+// ECMP has no choice either. Saves the destination's table (a reverse Dijkstra over the whole
+// graph) for neighbours: every transfer of a ring or a fully connected topology.
+int direct_link(const RoutingIndex& ix, int src, int dst) {
+  int found = -1;
+  for (int k = ix.out_begin[src]; k < ix.out_begin[src + 1]; ++k) {
+    const int l = ix.out_ids[k];
+    if (ix.link_to[l] != dst) continue;
+    if (found >= 0) return -1;  // parallel links: routing picks among them
+    found = l;
+  }
+  if (found >= 0 && ix.link_ps[found] > 2 * ix.min_link_ps) return -1;
+  return found;
+}
 
 // ECMP choice at vertex v among n candidates; the vertex salt decorrelates successive hops.
 std::size_t ecmp_pick(std::uint64_t flow_hash, int v, std::size_t n) {
@@ -277,6 +295,8 @@ struct Topology::Impl {
       ix->link_from.push_back(l.from);
       ix->link_to.push_back(l.to);
       ix->link_ps.push_back(std::llround(l.latency.value * 1e12));
+      ix->min_link_ps = ix->link_ps.size() == 1 ? ix->link_ps.back()
+                                                : std::min(ix->min_link_ps, ix->link_ps.back());
       ix->link_latency.push_back(l.latency.value);
       ix->link_bandwidth.push_back(l.bandwidth.value);
     }
@@ -507,6 +527,10 @@ Route Topology::route(int src_rank, int dst_rank, std::uint64_t flow_hash) const
                       std::to_string(dst_rank) + " (" + node(src).name + " -> " + node(dst).name +
                       ")");
   };
+  if (const int l = direct_link(*ix, src, dst); l >= 0) {
+    take(l);
+    return route;
+  }
 
   if (!ix->composed[dst]) {
     const std::shared_ptr<const Table> t = impl_->table(ix, dst);
@@ -582,6 +606,10 @@ RouteSummary Topology::route_summary(int src_rank, int dst_rank, std::uint64_t f
       src_rank != dst_rank) {
     const std::shared_ptr<const RoutingIndex> ix = impl_->routing_index();
     const int dst = impl_->rank_vertex[dst_rank];
+    if (const int l = direct_link(*ix, impl_->rank_vertex[src_rank], dst); l >= 0) {
+      return RouteSummary{Seconds{0.0 + ix->link_latency[l]},
+                          BytesPerSecond{ix->link_bandwidth[l]}, 1};
+    }
     if (!ix->composed[dst] && !ix->folds.empty()) {
       const std::shared_ptr<const Table> t = impl_->table(ix, dst);
       const Table::Plain& e = t->plain[impl_->rank_vertex[src_rank]];

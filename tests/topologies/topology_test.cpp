@@ -333,6 +333,63 @@ TEST(Topology, MatchesReferenceOnRandomGraphs) {
   EXPECT_GT(composed_ties, 30);
 }
 
+// A route to a neighbour over its only direct link, when that link's latency is at most twice
+// the least link latency, is taken without the destination's table (direct_link in
+// topology.cpp). Random graphs whose latencies lie in [1, 2] ns (the shortcut applies to every
+// single direct link) or [1, 3] ns (to some), with parallel links, against the reference; route
+// summaries match the routes; ECMP routes are optimal.
+TEST(Topology, DirectNeighbourRoutesMatchReference) {
+  std::mt19937 rng(4242);
+  int direct = 0;
+  for (int trial = 0; trial < 120; ++trial) {
+    Topology t;
+    const int gpus = 2 + static_cast<int>(rng() % 7);
+    const int switches = static_cast<int>(rng() % 3);
+    for (int g = 0; g < gpus; ++g) t.add_gpu("g" + std::to_string(g));
+    for (int k = 0; k < switches; ++k) t.add_switch("s" + std::to_string(k));
+    const int n = t.node_count();
+    const unsigned spread = trial % 2 ? 11 : 21;  // latencies 1.0 .. 2.0 or 1.0 .. 3.0 ns
+    auto latency = [&] { return ns(1.0 + 0.1 * static_cast<double>(rng() % spread)); };
+    for (int v = 0; v < n; ++v)  // a cycle: every pair is reachable
+      t.add_link(v, (v + 1) % n, BytesPerSecond{1.0 + rng() % 5}, latency());
+    const int chords = static_cast<int>(rng() % static_cast<unsigned>(3 * n));
+    for (int c = 0; c < chords; ++c) {
+      const int a = static_cast<int>(rng() % static_cast<unsigned>(n));
+      const int b = static_cast<int>(rng() % static_cast<unsigned>(n));
+      if (a != b) t.add_link(a, b, BytesPerSecond{1.0 + rng() % 5}, latency());
+    }
+    for (int s = 0; s < gpus; ++s) {
+      for (int d = 0; d < gpus; ++d) {
+        if (s == d) continue;
+        const int sv = t.vertex_of_rank(s), dv = t.vertex_of_rank(d);
+        int links_to_d = 0;
+        for (int l : t.out_links(sv)) links_to_d += t.link(l).to == dv;
+        t.set_ecmp(false);
+        const Route r = t.route(s, d);
+        ASSERT_EQ(r.links, reference_route(t, s, d)) << "trial " << trial << " " << s << "->" << d;
+        const RouteSummary sum = t.route_summary(s, d);
+        ASSERT_EQ(sum.latency.value, r.latency.value) << "trial " << trial;
+        ASSERT_EQ(sum.bandwidth.value, r.bandwidth.value) << "trial " << trial;
+        ASSERT_EQ(sum.hops, static_cast<int>(r.links.size())) << "trial " << trial;
+        direct += links_to_d == 1 && r.links.size() == 1;
+        t.set_ecmp(true);
+        const Reference ref(t, dv);
+        for (std::uint64_t h = 0; h < 8; ++h) {
+          const Route e = t.route(s, d, h);
+          int v = sv;
+          for (int l : e.links) {
+            const std::vector<int> ok = ref.next_hops(v);
+            ASSERT_NE(std::find(ok.begin(), ok.end(), l), ok.end()) << "trial " << trial;
+            v = t.link(l).to;
+          }
+          ASSERT_EQ(v, dv);
+        }
+      }
+    }
+  }
+  EXPECT_GT(direct, 300);
+}
+
 // With the cache limited to nothing, every route recomputes (or keeps only the last table)
 // and still returns exactly what the unlimited cache returns.
 TEST(Topology, TinyCacheRoutesTheSame) {
