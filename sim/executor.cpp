@@ -252,6 +252,14 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
       if (options.record_timeline) result.timeline.push_back(rec);
     }
   };
+  // A rank's first transfer in round k: its ports start free at the time it reached the round.
+  auto touch = [&](int r, std::uint32_t k) {
+    if (stamp[r] != k) {
+      stamp[r] = k;
+      send_free[r] = recv_free[r] = done[r] = ready[r];
+      touched.push_back(r);
+    }
+  };
   // A round on a single-switch topology.
   auto star_round = [&](const alg::Round& round, std::uint32_t k) {
     std::int32_t index = 0;
@@ -259,13 +267,8 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
       check_transfer(t, n, chunks);
       const int s = map ? map[t.src] : t.src;
       const int d = map ? map[t.dst] : t.dst;
-      for (int r : {s, d}) {
-        if (stamp[r] != k) {
-          stamp[r] = k;
-          send_free[r] = recv_free[r] = done[r] = ready[r];
-          touched.push_back(r);
-        }
-      }
+      touch(s, k);
+      touch(d, k);
       const std::uint64_t m = sizes.of(t);
       sent_bytes[static_cast<std::size_t>(s)] += m;
       received_bytes[static_cast<std::size_t>(d)] += m;
@@ -307,13 +310,8 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
       const alg::Transfer& t = round.transfers[j];
       const int s = map ? map[t.src] : t.src;
       const int d = map ? map[t.dst] : t.dst;
-      for (int r : {s, d}) {
-        if (stamp[r] != k) {
-          stamp[r] = k;
-          send_free[r] = recv_free[r] = done[r] = ready[r];
-          touched.push_back(r);
-        }
-      }
+      touch(s, k);
+      touch(d, k);
       const std::uint64_t m = sizes.of(t);
       const std::uint32_t ri = round_routes[j];
       route_bytes[ri] += m;
