@@ -138,7 +138,7 @@ NcclTestsLog parse_text(std::string_view text, std::string_view name) {
       for (const std::string& field : f) {
         if (field.rfind("nccl-library=", 0) == 0) {
           const auto code = number(field.substr(13));
-          if (code && *code < 1e9)
+          if (code && *code >= 0 && *code < 1e9)  // else not a version code: ignored
             log.nccl_version = nccl_version_from_code(static_cast<long>(*code));
         }
       }

@@ -113,6 +113,28 @@ TEST(CliCalibrate, NcclTestsLogTextAndJsonGiveTheSameFit) {
   EXPECT_TRUE(contains(rhd.out, "rhd n=8")) << rhd.out;
 }
 
+// A header whose nccl-library code is not a version code (negative, huge) leaves the NCCL
+// version unknown; it is no error. Fuzz finding: -1e300 was cast to long (UBSan: out of range).
+TEST(CliCalibrate, NcclTestsLibraryCodeOutOfRangeIsIgnored) {
+  std::ifstream in(data_path("calibration/nccl_tests_ring8.txt"));
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string original = text.str();
+  const std::string code = "nccl-library=22703";
+  ASSERT_NE(original.find(code), std::string::npos);
+  for (const std::string bad : {"-1e300", "-5", "1e300"}) {
+    std::string changed = original;
+    changed.replace(changed.find(code), code.size(), "nccl-library=" + bad);
+    const std::string path = tmp("nccl_code.txt");
+    std::ofstream(path) << changed;
+    const CommandResult r = run_cli("calibrate " + path);
+    EXPECT_EQ(r.rc, 0) << bad << ": " << r.err;
+    EXPECT_TRUE(contains(r.out, "(nccl-tests log), 10 rows used")) << bad << ": " << r.out;
+    EXPECT_FALSE(contains(r.out, "NCCL 2.")) << bad << ": " << r.out;
+    std::remove(path.c_str());
+  }
+}
+
 TEST(CliCalibrate, NcclTestsBadInput) {
   const std::string dir = data_path("calibration/");
   struct Case {
