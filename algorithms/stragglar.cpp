@@ -55,7 +55,9 @@
 // n in 3..4096 but 33, 1025 and 2049: n = 2^(L-1)+1, where nearly every rank is a double
 // (5, 17, 65, 129, 257 and 513 work with the ramp with one copy fewer). For n = 33 a phase 2
 // found by a SAT search (stragglar_tables.hpp, algorithms/tools/stragglar_sat) meets the
-// bound and is tried first (template_rounds); 1025 and 2049 stay with the greedy.
+// bound and is tried first (template_rounds); for n = 2^M + 1 where the doubling
+// construction gives up or misses the bound (1025, 2049) the timeline construction
+// (stragglar_timeline.hpp, timeline_rounds) does.
 //
 // The greedy (greedy_rounds; n = 3 and where the construction gives up): per round, chunks
 // from the newest to the oldest, each sent by its idle holders with the fewest active
@@ -78,6 +80,7 @@
 
 #include "algorithms/generators.hpp"
 #include "algorithms/stragglar_tables.hpp"
+#include "algorithms/stragglar_timeline.hpp"
 #include "common/error.hpp"
 #include "common/random.hpp"
 
@@ -779,6 +782,68 @@ RoundStream template_rounds(int n, int& status) {
   while (const Round* r = inner.next()) co_yield *r;
 }
 
+// The timeline construction (stragglar_timeline.hpp) for n = 2^M + 1, built once per n and
+// kept (the trial and the stream both use it).
+const Phase2Timeline* cached_timeline(int n) {
+  static std::mutex mutex;
+  static std::map<int, std::optional<Phase2Timeline>> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(n);
+  if (it == cache.end()) it = cache.emplace(n, stragglar_timeline(n)).first;
+  return it->second ? &*it->second : nullptr;
+}
+
+// Applies a Phase2Timeline round by round; gives up (the caller falls back) if a copy's
+// sender lacks its chunk, its receiver has it, a port is used twice or the rounds run out.
+class TimelinePolicy {
+ public:
+  explicit TimelinePolicy(const Phase2Timeline& p) : p_(p), m_(p.n - 1) {}
+
+  bool operator()(int t, const Holdings& hold, RoundPlan& plan) {
+    if (t < m_) {
+      for (int k = 1; k <= p_.ages && k <= t; ++k) {
+        const int c = t - k;
+        const auto& snd = p_.send[static_cast<std::size_t>(k)];
+        const auto& rcv = p_.recv[static_cast<std::size_t>(k)];
+        for (std::size_t i = 0; i < snd.size(); ++i) {
+          if (!copy((c + snd[i]) % m_, (c + rcv[i]) % m_, c, t, hold, plan)) return false;
+        }
+      }
+      return true;
+    }
+    const std::size_t j = static_cast<std::size_t>(t - m_);
+    if (j >= p_.endgame.size()) return false;
+    for (const auto& [src, dst, chunk] : p_.endgame[j]) {
+      if (!copy(src, dst, chunk, t, hold, plan)) return false;
+    }
+    return true;
+  }
+
+ private:
+  bool copy(int src, int dst, int chunk, int t, const Holdings& hold, RoundPlan& plan) const {
+    const bool held = src == m_ ? t >= m_ : src >= 0 && src < m_ && hold.has(src, chunk);
+    if (!held || dst < 0 || dst >= m_ || chunk < 0 || chunk >= m_ || plan.sending[src] ||
+        plan.receiving[dst] || hold.has(dst, chunk))
+      return false;
+    plan.copy(src, dst, chunk);
+    return true;
+  }
+
+  const Phase2Timeline& p_;
+  int m_;
+};
+
+RoundStream timeline_rounds(int n, int& status) {
+  const Phase2Timeline* p = cached_timeline(n);
+  if (!p) {
+    status = -1;
+    co_return;
+  }
+  TimelinePolicy policy(*p);
+  RoundStream inner = phase2_rounds(n, 0, policy, status);
+  while (const Round* r = inner.next()) co_yield *r;
+}
+
 // The greedy variants tried where the doubling construction gives up: several for small
 // n, where they are cheap and a round matters more; one beyond 200 ranks to keep
 // generation fast.
@@ -800,10 +865,12 @@ struct Phase2Choice {
   int index = 0;  // into kDoublingLayouts or greedy_variants(n)
   int rounds = 0;
   bool from_template = false;  // stragglar_phase2_template(n) (then doubling and index unused)
+  bool from_timeline = false;  // stragglar_timeline(n) (likewise)
 };
 
 RoundStream chosen_rounds(int n, int passive, const Phase2Choice& c, int& status) {
   if (c.from_template) return template_rounds(n, status);
+  if (c.from_timeline) return timeline_rounds(n, status);
   return c.doubling ? doubling_rounds(n, c.index, status)
                     : greedy_rounds(n, passive,
                                     greedy_variants(n)[static_cast<std::size_t>(c.index)], status);
@@ -849,6 +916,15 @@ Phase2Choice choose_phase2(int n, int passive) {
     const Phase2Choice c{true, i, 0};
     if (const int rounds = trial(n, 0, c); rounds > 0) {
       best = Phase2Choice{true, i, rounds};
+      found = true;
+    }
+  }
+  // n = 2^M + 1, where the doubling construction can finish above the bound: the timeline.
+  if (passive == 0 && (!found || best.rounds > n - 2 + ceil_log2(n)) &&
+      std::has_single_bit(static_cast<unsigned>(n - 1))) {
+    const Phase2Choice c{false, 0, 0, false, true};
+    if (const int rounds = trial(n, 0, c); rounds > 0 && (!found || rounds < best.rounds)) {
+      best = Phase2Choice{false, 0, rounds, false, true};
       found = true;
     }
   }

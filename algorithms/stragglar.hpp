@@ -31,8 +31,8 @@ namespace ssim::alg {
 Schedule stragglar_phase2(int n, int late = 1);
 
 // Phase-2 round count of the generator (equal to stragglar_phase2(n).rounds.size()): the
-// lower bound below for every n in 3..4096 except 1025 and 2049 (README.md has the table;
-// n = 33 through a searched template, stragglar_tables.hpp). n-2+log2(n) for powers of two, otherwise computed once per n and cached.
+// lower bound below for every n in 3..4096 (README.md has the table; n = 33 through a
+// searched template, stragglar_tables.hpp; n = 1025 and 2049 through stragglar_timeline.hpp). n-2+log2(n) for powers of two, otherwise computed once per n and cached.
 int stragglar_rounds(int n);
 // The same for k = `late` late ranks (the rounds after the last one arrives, when the others
 // are folded in): n-k-1+ceil(log2 n) is the lower bound (README.md: proof sketch and table).

@@ -1,7 +1,7 @@
 // Schedule generation time of StragglAR (whole schedule: ring reduce-scatter + phase 2)
 // and of phase 2 alone: powers of two and their neighbours, n = 1000 (doubling
 // construction), n = 257 = 2^8+1 (its ramp variant with one copy fewer) and n = 1025
-// (every variant gives up, the greedy runs).
+// (every doubling variant gives up: the timeline construction, stragglar_timeline.hpp).
 //
 //   build-bench/bench/stragglar_bench --benchmark_filter=Generate
 #include <benchmark/benchmark.h>

@@ -167,7 +167,7 @@ TEST(RoundStream, LargeRankCountsStream) {
   EXPECT_EQ(rounds, 2u * 4095);
   EXPECT_EQ(transfers, 2u * 4095 * 4096);
 
-  for (int n : {1025, 700}) {  // the greedy fallback, and the doubling construction
+  for (int n : {1025, 700}) {  // the timeline construction, and the doubling construction
     GeneratedRounds g = generate_rounds("stragglar", n, Options{});
     const Schedule s = generate("stragglar", n, Options{});
     std::size_t k = 0;
