@@ -355,26 +355,23 @@ bool plan_endgame(int M, Phase2Timeline& out) {
       ++node;
     }
     f.run(s, t);
-    std::vector<std::vector<int>> receivers(static_cast<std::size_t>(A)),
-        senders(static_cast<std::size_t>(A));
-    std::size_t g = 0;
-    for (const auto& [mask, ranks] : lacking) {
-      std::size_t r = 0;
-      for (const auto& [j, id] : in_ids[g]) {
-        for (std::int64_t x = f.flow(id); x > 0; --x)
-          receivers[static_cast<std::size_t>(j)].push_back(ranks[r++]);
+    // Each group's ranks, in rank order, take the chunks its edges carry flow for.
+    auto ranks_per_chunk = [&](const std::map<std::uint32_t, std::vector<int>>& groups,
+                               const std::vector<std::vector<std::pair<int, int>>>& ids) {
+      std::vector<std::vector<int>> per(static_cast<std::size_t>(A));
+      std::size_t g = 0;
+      for (const auto& [mask, ranks] : groups) {
+        std::size_t r = 0;
+        for (const auto& [j, id] : ids[g]) {
+          for (std::int64_t x = f.flow(id); x > 0; --x)
+            per[static_cast<std::size_t>(j)].push_back(ranks[r++]);
+        }
+        ++g;
       }
-      ++g;
-    }
-    g = 0;
-    for (const auto& [mask, ranks] : holding) {
-      std::size_t r = 0;
-      for (const auto& [j, id] : out_ids[g]) {
-        for (std::int64_t x = f.flow(id); x > 0; --x)
-          senders[static_cast<std::size_t>(j)].push_back(ranks[r++]);
-      }
-      ++g;
-    }
+      return per;
+    };
+    const std::vector<std::vector<int>> receivers = ranks_per_chunk(lacking, in_ids),
+                                        senders = ranks_per_chunk(holding, out_ids);
     auto& round = out.endgame.emplace_back();
     for (int j = 0; j < A; ++j) {
       const auto& rcv = receivers[static_cast<std::size_t>(j)];
