@@ -102,7 +102,6 @@ class Holdings {
  public:
   Holdings(int ranks, int chunks)
       : m_(ranks),
-        chunks_(chunks),
         words_((std::max(ranks, chunks) + 63) / 64),
         bits_(static_cast<std::size_t>(ranks) * words_, 0),
         by_chunk_(static_cast<std::size_t>(chunks) * words_, 0),
@@ -152,7 +151,6 @@ class Holdings {
   std::uint64_t* row(int rank) { return bits_.data() + static_cast<std::size_t>(rank) * words_; }
 
   int m_;  // ranks
-  int chunks_;
   int words_;
   std::vector<std::uint64_t> bits_;      // rank-major
   std::vector<std::uint64_t> by_chunk_;  // chunk-major copy, to list the ranks lacking a chunk
