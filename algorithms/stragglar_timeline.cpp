@@ -36,7 +36,7 @@
 #include "common/random.hpp"
 
 namespace ssim::alg {
-namespace {  // anon
+namespace {
 
 // Min-cost max-flow by successive shortest paths (Bellman-Ford with a queue): small graphs.
 class MinCostFlow {
@@ -181,7 +181,8 @@ std::vector<std::vector<int>> build_tracks(int M, Rng& rng) {
     if (gaps[j].second.size() >= 3) long_enough.push_back(static_cast<int>(j));
   }
   if (total != static_cast<std::size_t>(3 * K + 1) || long_enough.empty()) return {};
-  const int three = long_enough[static_cast<std::size_t>(rng.below(static_cast<int>(long_enough.size())))];
+  const int three =
+      long_enough[static_cast<std::size_t>(rng.below(static_cast<int>(long_enough.size())))];
   std::vector<int> slots;  // one entry per possible 2-segment of a gap
   for (std::size_t j = 0; j < gaps.size(); ++j) {
     const std::size_t rest = gaps[j].second.size() - (static_cast<int>(j) == three ? 3 : 0);
@@ -190,12 +191,14 @@ std::vector<std::vector<int>> build_tracks(int M, Rng& rng) {
   if (slots.size() < static_cast<std::size_t>(K - 1)) return {};
   rng.shuffle(slots);
   std::vector<int> twos(gaps.size(), 0);
-  for (int s = 0; s < K - 1; ++s) ++twos[static_cast<std::size_t>(slots[static_cast<std::size_t>(s)])];
+  for (int s = 0; s < K - 1; ++s)
+    ++twos[static_cast<std::size_t>(slots[static_cast<std::size_t>(s)])];
   for (std::size_t j = 0; j < gaps.size(); ++j) {
     const std::vector<int>& gap = gaps[j].second;
     const int three_here = static_cast<int>(j) == three ? 1 : 0;
     std::vector<int> parts(static_cast<std::size_t>(twos[j]), 2);
-    parts.insert(parts.end(), gap.size() - 2 * static_cast<std::size_t>(twos[j]) - 3 * three_here, 1);
+    parts.insert(parts.end(), gap.size() - 2 * static_cast<std::size_t>(twos[j]) - 3 * three_here,
+                 1);
     if (three_here) parts.push_back(3);
     rng.shuffle(parts);
     std::size_t x = 0;
@@ -272,7 +275,7 @@ bool offsets(int M, const std::vector<std::vector<int>>& tr, const std::vector<i
   std::vector<char> held(static_cast<std::size_t>(m), 0);
   held[0] = 1;
   for (int k = 1; k <= A; ++k) {
-    const std::int64_t want = k <= D ? std::int64_t{1} << (k - 1)
+    const std::int64_t want = k <= D       ? std::int64_t{1} << (k - 1)
                               : k == D + 1 ? 1
                               : k == D + 2 ? K - 1
                                            : K;

@@ -22,24 +22,27 @@ int replay(const Phase2Timeline& p) {
   // Profile of copies per age: 1, 2, ..., 2^(M-3), then 1, m/4-1, m/4, m/4.
   EXPECT_EQ(A, M + 2);
   for (int k = 1; k <= A; ++k) {
-    const std::size_t want = k <= M - 2 ? std::size_t{1} << (k - 1)
+    const std::size_t want = k <= M - 2   ? std::size_t{1} << (k - 1)
                              : k == M - 1 ? 1
-                             : k == M ? static_cast<std::size_t>(m / 4 - 1)
-                                      : static_cast<std::size_t>(m / 4);
+                             : k == M     ? static_cast<std::size_t>(m / 4 - 1)
+                                          : static_cast<std::size_t>(m / 4);
     EXPECT_EQ(p.send[static_cast<std::size_t>(k)].size(), want) << "n=" << n << " age " << k;
     EXPECT_EQ(p.recv[static_cast<std::size_t>(k)].size(), want) << "n=" << n << " age " << k;
   }
-  std::vector<std::vector<char>> has(static_cast<std::size_t>(m), std::vector<char>(static_cast<std::size_t>(m), 0));
+  std::vector<std::vector<char>> has(static_cast<std::size_t>(m),
+                                     std::vector<char>(static_cast<std::size_t>(m), 0));
   std::vector<int> holders(static_cast<std::size_t>(m), 0);
   const int rounds = m + static_cast<int>(p.endgame.size());
   for (int t = 0; t < rounds; ++t) {
     std::vector<char> sent(static_cast<std::size_t>(n), 0), got(static_cast<std::size_t>(n), 0);
     std::vector<std::pair<int, int>> delivered;
     auto copy = [&](int src, int dst, int c) {
-      const bool held = src == S ? t >= m : has[static_cast<std::size_t>(src)][static_cast<std::size_t>(c)] != 0;
-      if (!held || sent[static_cast<std::size_t>(src)] || got[static_cast<std::size_t>(dst)] || dst == S ||
-          has[static_cast<std::size_t>(dst)][static_cast<std::size_t>(c)]) {
-        ADD_FAILURE() << "n=" << n << " round " << t << ": bad copy " << src << "->" << dst << " chunk " << c;
+      const bool held =
+          src == S ? t >= m : has[static_cast<std::size_t>(src)][static_cast<std::size_t>(c)] != 0;
+      if (!held || sent[static_cast<std::size_t>(src)] || got[static_cast<std::size_t>(dst)] ||
+          dst == S || has[static_cast<std::size_t>(dst)][static_cast<std::size_t>(c)]) {
+        ADD_FAILURE() << "n=" << n << " round " << t << ": bad copy " << src << "->" << dst
+                      << " chunk " << c;
         return false;
       }
       sent[static_cast<std::size_t>(src)] = got[static_cast<std::size_t>(dst)] = 1;
@@ -60,7 +63,8 @@ int replay(const Phase2Timeline& p) {
       // From round A on (the pattern in full) every free rank sends and receives once.
       if (t > A) {
         for (int r = 0; r < m; ++r) {
-          EXPECT_TRUE(sent[static_cast<std::size_t>(r)] && got[static_cast<std::size_t>(r)]) << "n=" << n << " round " << t << " rank " << r;
+          EXPECT_TRUE(sent[static_cast<std::size_t>(r)] && got[static_cast<std::size_t>(r)])
+              << "n=" << n << " round " << t << " rank " << r;
         }
       }
     } else {
@@ -105,7 +109,8 @@ TEST(StragglarTimeline, MeetsTheBoundAtTwoToTheMPlusOne) {
 }
 
 TEST(StragglarTimeline, OnlyForTwoToTheMPlusOne) {
-  for (int n : {3, 5, 9, 16, 18, 32, 34, 1024, 1026}) EXPECT_FALSE(stragglar_timeline(n).has_value()) << n;
+  for (int n : {3, 5, 9, 16, 18, 32, 34, 1024, 1026})
+    EXPECT_FALSE(stragglar_timeline(n).has_value()) << n;
 }
 
 TEST(StragglarTimeline, Deterministic) {
