@@ -769,15 +769,20 @@ class TemplatePolicy {
   std::vector<std::size_t> start_;  // of each listed round in t_.data
 };
 
-RoundStream template_rounds(int n, int& status) {
-  const Phase2Template* t = stragglar_phase2_template(n);
-  if (!t) {
+// Phase 2 by a policy built from data (`Policy(*data)`); status -1 when there is no data.
+template <typename Policy, typename Data>
+RoundStream data_policy_rounds(int n, const Data* data, int& status) {
+  if (!data) {
     status = -1;
     co_return;
   }
-  TemplatePolicy policy(*t);
+  Policy policy(*data);
   RoundStream inner = phase2_rounds(n, 0, policy, status);
   while (const Round* r = inner.next()) co_yield *r;
+}
+
+RoundStream template_rounds(int n, int& status) {
+  return data_policy_rounds<TemplatePolicy>(n, stragglar_phase2_template(n), status);
 }
 
 // The timeline construction (stragglar_timeline.hpp) for n = 2^M + 1, built once per n and
@@ -832,14 +837,7 @@ class TimelinePolicy {
 };
 
 RoundStream timeline_rounds(int n, int& status) {
-  const Phase2Timeline* p = cached_timeline(n);
-  if (!p) {
-    status = -1;
-    co_return;
-  }
-  TimelinePolicy policy(*p);
-  RoundStream inner = phase2_rounds(n, 0, policy, status);
-  while (const Round* r = inner.next()) co_yield *r;
+  return data_policy_rounds<TimelinePolicy>(n, cached_timeline(n), status);
 }
 
 // The greedy variants tried where the doubling construction gives up: several for small

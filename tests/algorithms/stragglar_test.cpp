@@ -12,6 +12,7 @@
 #include "algorithms/verifier.hpp"
 #include "common/error.hpp"
 #include "round_timing.hpp"
+#include "stragglar_checks.hpp"
 
 namespace ssim::alg {
 namespace {
@@ -83,16 +84,7 @@ TEST(Stragglar, SearchedTemplateAtN33) {
   EXPECT_EQ(t->rounds, 37);
   EXPECT_EQ(stragglar_phase2_template(34), nullptr);
   EXPECT_EQ(stragglar_phase2(33).rounds.size(), 37u);
-  for (int k : {0, 16, 32}) {
-    Options o;
-    o.set("straggler", std::to_string(k));
-    const Schedule s = generate("stragglar", 33, o);
-    const VerifyResult v = verify(s);
-    ASSERT_TRUE(v.ok()) << "straggler " << k << ": " << v.error->to_string();
-    EXPECT_EQ(s.rounds.size(), 31u + 37u);
-    EXPECT_EQ(v.summary.max_sends_per_rank_round, 1);
-    EXPECT_EQ(v.summary.max_receives_per_rank_round, 1);
-  }
+  expect_stragglar_verified(33, {0, 16, 32}, 37);
 }
 
 TEST(Stragglar, NeverAboveThePaperHeuristic) {

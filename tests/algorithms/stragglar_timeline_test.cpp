@@ -8,6 +8,7 @@
 #include "algorithms/registry.hpp"
 #include "algorithms/stragglar.hpp"
 #include "algorithms/verifier.hpp"
+#include "stragglar_checks.hpp"
 
 namespace ssim::alg {
 namespace {
@@ -126,20 +127,8 @@ TEST(StragglarTimeline, Deterministic) {
 TEST(StragglarTimeline, GeneratorMeetsTheBoundAt1025And2049) {
   EXPECT_EQ(stragglar_rounds(1025), 1034);
   EXPECT_EQ(stragglar_rounds(2049), 2059);
-  for (int k : {0, 500, 1024}) {
-    Options o;
-    o.set("straggler", std::to_string(k));
-    const Schedule s = generate("stragglar", 1025, o);
-    const VerifyResult v = verify(s);
-    ASSERT_TRUE(v.ok()) << "straggler " << k << ": " << v.error->to_string();
-    EXPECT_EQ(s.rounds.size(), 1023u + 1034u);
-    EXPECT_EQ(v.summary.max_sends_per_rank_round, 1);
-    EXPECT_EQ(v.summary.max_receives_per_rank_round, 1);
-  }
-  const Schedule s = generate("stragglar", 2049, Options{});
-  const VerifyResult v = verify(s);
-  ASSERT_TRUE(v.ok()) << v.error->to_string();
-  EXPECT_EQ(s.rounds.size(), 2047u + 2059u);
+  expect_stragglar_verified(1025, {0, 500, 1024}, 1034);
+  expect_stragglar_verified(2049, {2048}, 2059);
 }
 
 }  // namespace
