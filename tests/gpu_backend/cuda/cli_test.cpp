@@ -117,7 +117,7 @@ TEST(GpuCli, HelpListsTheRunOptions) {
 TEST(GpuCli, FewerGpusThanRanksForTheNcclTransport) {
   SSIM_REQUIRE_GPUS(1);
   const int n = testing::gpu_count() + 1;
-  const auto r = run_cli("run --algo ring --ranks " + std::to_string(n));
+  const auto r = run_cli("run --algo ring --transport nccl --ranks " + std::to_string(n));
   EXPECT_EQ(r.rc, 1);
   EXPECT_TRUE(contains(r.err, "the nccl transport runs one rank per GPU: " + std::to_string(n) +
                                   " ranks need " + std::to_string(n) + " GPUs"))
