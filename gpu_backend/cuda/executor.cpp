@@ -927,7 +927,9 @@ void CollectiveRun::Impl::issue_body() {
   for (std::size_t i = 0; i < states.size(); ++i) {
     stamp(i, kStartSlot);
     if (delayed && states[i].rank == settings.straggler) {
-      SSIM_CUDA(launch_spin(static_cast<std::uint64_t>(std::llround(settings.delay.value * 1e9)),
+      // Until the start stamp + delay: queueing before the spin runs does not lengthen it.
+      SSIM_CUDA(launch_spin(states[i].stamps.device_slot(kStartSlot),
+                            static_cast<std::uint64_t>(std::llround(settings.delay.value * 1e9)),
                             group.local[i].stamp_priority, group.local[i].stream));
     }
     stamp(i, kArrivalSlot);

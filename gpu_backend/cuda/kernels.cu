@@ -161,9 +161,11 @@ __device__ __forceinline__ std::uint64_t globaltimer() {
   return t;
 }
 
-__global__ void spin_kernel(std::uint64_t ns) {
-  const std::uint64_t start = globaltimer();
-  while (globaltimer() - start < ns) {
+// Waits until the start stamp + ns. The stamp kernel before it on the stream wrote *start
+// (volatile, __threadfence_system) and has completed, so the value is there.
+__global__ void spin_kernel(const std::uint64_t* start, std::uint64_t ns) {
+  const std::uint64_t until = *reinterpret_cast<const volatile std::uint64_t*>(start) + ns;
+  while (globaltimer() < until) {
   }
 }
 
@@ -285,8 +287,10 @@ cudaError_t launch_apply(int dtype, void* data, const void* scratch, const Apply
   return cudaErrorInvalidValue;
 }
 
-cudaError_t launch_spin(std::uint64_t ns, int priority, cudaStream_t stream) {
-  return launch_one_thread(spin_kernel, priority, stream, ns);
+cudaError_t launch_spin(const std::uint64_t* start, std::uint64_t ns, int priority,
+                        cudaStream_t stream) {
+  if (start == nullptr) return cudaErrorInvalidValue;
+  return launch_one_thread(spin_kernel, priority, stream, start, ns);
 }
 
 cudaError_t launch_stamp(std::uint64_t* slot, int priority, cudaStream_t stream) {

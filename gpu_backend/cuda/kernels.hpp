@@ -2,7 +2,7 @@
 // (cudaGetLastError) so the caller wraps it in SSIM_CUDA:
 //
 //   SSIM_CUDA(launch_stamp(&stamps[0], prio, stream));              // %globaltimer -> stamps[0]
-//   SSIM_CUDA(launch_spin(5'000'000, prio, stream));                // 5 ms on %globaltimer
+//   SSIM_CUDA(launch_spin(&stamps[0], 5'000'000, prio, stream));    // until stamps[0] + 5 ms
 //   SSIM_CUDA(launch_apply(kDtypeFloat32, data, scratch, d_items, n_items, max_count,
 //                          max_blocks, stream));
 //   SSIM_CUDA(launch_fill(kDtypeFloat32, data, count, padded, rank, modulus, max_blocks, stream));
@@ -12,7 +12,7 @@
 // write disjoint data ranges, since they run in parallel (device_plan.hpp splits a step into
 // such waves). stamp: one thread writes the device's global nanosecond timer (%globaltimer) to
 // a slot (mapped host memory, so the host can read it while the GPU still runs). spin: one
-// thread busy-waits until %globaltimer has advanced `ns` past its start: the injected
+// thread busy-waits until %globaltimer reaches the start stamp + `ns`: the injected
 // straggler delay, on the same clock as the stamps. Both at a launch priority (below). fill: the
 // check's input (input_value_int below, with the modulus value_modulus(dtype, ranks) of
 // host_executor.hpp) for elements [0, count), 0 for the padding up to padded_count. count_wrong:
@@ -80,8 +80,11 @@ cudaError_t launch_direct(int dtype, void* data, const DirectItem* items, int n_
 // also kept by graph kernel nodes; pass the device's greatest priority from
 // cudaDeviceGetStreamPriorityRange) so that the block scheduler gives them the next free SM
 // slot ahead of the data kernels of other ranks: a stamp measures when its stream got there,
-// not how long it queued.
-cudaError_t launch_spin(std::uint64_t ns, int priority, cudaStream_t stream);
+// not how long it queued. spin: busy-waits until %globaltimer reaches *start + ns, `start`
+// the slot of the rank's start stamp (written by the stamp kernel before it on the stream),
+// so a spin that starts late does not add its queueing to the delay.
+cudaError_t launch_spin(const std::uint64_t* start, std::uint64_t ns, int priority,
+                        cudaStream_t stream);
 cudaError_t launch_stamp(std::uint64_t* slot, int priority, cudaStream_t stream);
 cudaError_t launch_fill(int dtype, void* data, std::uint64_t count, std::uint64_t padded_count,
                         int rank, std::uint64_t modulus, int max_blocks, cudaStream_t stream);

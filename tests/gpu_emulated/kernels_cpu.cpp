@@ -204,10 +204,19 @@ cudaError_t launch_direct(int dtype, void* data, const DirectItem* items, int n_
       1000 + max_count * elem / 100);
 }
 
-cudaError_t launch_spin(std::uint64_t ns, int priority, cudaStream_t stream) {
-  // The stand-in's %globaltimer is its stream's virtual clock: the spin advances it by `ns`.
+cudaError_t launch_spin(const std::uint64_t* start, std::uint64_t ns, int priority,
+                        cudaStream_t stream) {
+  if (start == nullptr) return cudaErrorInvalidValue;
+  // The stand-in's %globaltimer is its stream's virtual clock: the spin advances it to the
+  // start stamp + `ns`.
   return emu::launch(
-      stream, "spin", {}, [ns](emu::KernelContext& k) { k.advance_ns(ns); }, 0, priority);
+      stream, "spin", {{start, sizeof *start}},
+      [start, ns](emu::KernelContext& k) {
+        k.check(start, sizeof *start, "spin start stamp");
+        const std::uint64_t until = *start + ns;
+        if (k.now_ns() < until) k.advance_ns(until - k.now_ns());
+      },
+      0, priority);
 }
 
 cudaError_t launch_stamp(std::uint64_t* slot, int priority, cudaStream_t stream) {

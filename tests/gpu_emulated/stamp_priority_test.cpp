@@ -1,7 +1,7 @@
 // The timing kernels' launch priority on the CPU stand-in: every stamp and the delay spin are
 // launched at the device's greatest priority (cudaDeviceGetStreamPriorityRange), eagerly and
 // captured into graphs, for every transport; the data kernels at the default; a priority
-// outside the range is refused.
+// outside the range is refused; the spin ends at the start stamp + the delay.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -68,6 +68,31 @@ TEST_F(StampPriority, APriorityOutsideTheRangeIsRefused) {
             cudaSuccess);
   EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
   EXPECT_EQ(emu::counters().priority_kernels, 1u);
+}
+
+// The spin waits until its start stamp + the delay: when it starts late (here its stream first
+// waits 3 ms for another stream), the arrival is still 5 ms after the start stamp, not 8.
+TEST_F(StampPriority, TheSpinEndsAtTheStartStampPlusTheDelay) {
+  cudaStream_t a = nullptr, b = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking), cudaSuccess);
+  void* host = nullptr;
+  ASSERT_EQ(cudaHostAlloc(&host, 3 * sizeof(std::uint64_t), cudaHostAllocMapped), cudaSuccess);
+  auto* slots = static_cast<std::uint64_t*>(host);
+  cudaEvent_t busy = nullptr;
+  ASSERT_EQ(cudaEventCreateWithFlags(&busy, cudaEventDisableTiming), cudaSuccess);
+  const int p = emu::kGreatestPriority;
+  ASSERT_EQ(launch_stamp(&slots[0], p, a), cudaSuccess);  // a's start
+  ASSERT_EQ(launch_stamp(&slots[2], p, b), cudaSuccess);
+  ASSERT_EQ(launch_spin(&slots[2], 3'000'000, p, b), cudaSuccess);  // b busy for 3 ms
+  ASSERT_EQ(cudaEventRecord(busy, b), cudaSuccess);
+  ASSERT_EQ(cudaStreamWaitEvent(a, busy, 0), cudaSuccess);  // a's spin starts ~3 ms late
+  ASSERT_EQ(launch_spin(&slots[0], 5'000'000, p, a), cudaSuccess);
+  ASSERT_EQ(launch_stamp(&slots[1], p, a), cudaSuccess);  // a's arrival
+  ASSERT_EQ(cudaStreamSynchronize(a), cudaSuccess);
+  EXPECT_EQ(slots[1] - slots[0], 5'000'000u);
+  EXPECT_EQ(cudaEventDestroy(busy), cudaSuccess);
+  EXPECT_EQ(cudaFreeHost(host), cudaSuccess);
 }
 
 }  // namespace
