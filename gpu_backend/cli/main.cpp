@@ -7,6 +7,7 @@
 //
 //   stragglesim-gpu run --algo ring -b 1M -e 256M -f 4 -n 20 -w 5 --csv ring.csv
 //   stragglesim-gpu run --algo stragglar --delay 5ms --straggler 7 --phase1 nccl-rs
+//   stragglesim-gpu run --algo ring --ranks 8 -b 64K -e 1G   # direct transport (default)
 //   stragglesim-gpu run --algo tree --transport single-gpu --ranks 8 -b 64K -e 64M
 //   stragglesim-gpu run --algo ring --launch eager --timeline ring_rounds.csv --timeout 10s
 //   stragglesim-gpu run --algo ring --rank R --nranks 16 --id-file /shared/id   # per process
@@ -29,7 +30,7 @@ namespace {
 
 // The flags only this driver has; the nccl-tests ones are gpu_backend/run_options.hpp's.
 struct RunArgs {
-  std::string transport = "nccl";
+  std::string transport;  // empty: default_transport
   std::string phase1 = "schedule";
   std::string id_timeout = "60s";
   std::string launch = "graph";
@@ -52,8 +53,8 @@ ssim::gpu::RunOptions to_options(const ssim::gpu::NcclTestsFlags& flags, const R
   o.straggler = s.straggler;
   o.dtype = s.dtype;
   o.output = s.csv;
-  o.transport = parse_transport(a.transport);
   o.phase1 = parse_phase1(a.phase1);
+  o.transport = a.transport.empty() ? Transport::direct : parse_transport(a.transport);
   o.id_timeout = ssim::parse_time(a.id_timeout);
   o.launch = parse_launch(a.launch);
   o.timeout = ssim::parse_time(a.timeout);
@@ -61,6 +62,13 @@ ssim::gpu::RunOptions to_options(const ssim::gpu::NcclTestsFlags& flags, const R
 }
 
 }  // namespace
+
+// Without --transport: ssim::gpu::default_transport, once MPI has said whether this is one
+// process per GPU.
+ssim::gpu::RunOptions with_default_transport(ssim::gpu::RunOptions o, bool defaulted) {
+  if (defaulted) o.transport = ssim::gpu::default_transport(o);
+  return o;
+}
 
 // Under mpirun (built with MPI) rank, size and the node-local rank come from MPI.
 ssim::gpu::RunOptions with_mpi(ssim::gpu::RunOptions o, const ssim::gpu::MpiSession* mpi) {
@@ -107,8 +115,10 @@ int main(int argc, char** argv) {
   run->add_option("--ranks", o.ranks,
                   "ranks (default: every GPU for --transport nccl; required for single-gpu)");
   run->add_option("--transport", a.transport,
-                  "nccl (one rank per GPU) or single-gpu (every rank on GPU 0, copies)")
-      ->capture_default_str();
+                  "direct (rank r on GPU r mod GPUs, fused kernels reading the sender's buffer; "
+                  "default), single-gpu (every rank on GPU 0, copies into scratch + apply) or "
+                  "nccl (one rank per GPU; default for --algo nccl, --phase1 nccl-rs and one "
+                  "process per GPU)");
   run->add_option("--phase1", a.phase1,
                   "schedule, or nccl-rs: run a straggler-aware schedule's ring reduce-scatter "
                   "phase as ncclReduceScatter on the non-stragglers")
@@ -134,8 +144,9 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   run->callback([&] {
     o.args.assign(argv, argv + argc);
-    const ssim::gpu::SweepOutcome r =
-        ssim::gpu::run_sweep(with_mpi(to_options(flags, a, o), mpi.get()), std::cout);
+    const ssim::gpu::SweepOutcome r = ssim::gpu::run_sweep(
+        with_default_transport(with_mpi(to_options(flags, a, o), mpi.get()), a.transport.empty()),
+        std::cout);
     if (r.wrong > 0) {
       std::cerr << "stragglesim-gpu: error: check FAILED: " << r.wrong << " wrong elements"
                 << (r.first_failure.empty() ? std::string() : "; first: " + r.first_failure)

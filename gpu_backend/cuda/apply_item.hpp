@@ -31,6 +31,18 @@ struct ApplyItem {
   std::uint32_t reserved = 0;
 };
 
+// What the direct transport's fused kernel reads (launch_direct, kernels.hpp): reduce or copy
+// `count` elements from `src_addr` (a device address: the sender's data buffer, on this GPU
+// or a peer GPU, or this rank's scratch where the source was staged) into the rank's data
+// buffer at element `dst`.
+struct DirectItem {
+  std::uint64_t dst = 0;       // elements into the rank's data buffer
+  std::uint64_t src_addr = 0;  // byte address of the first source element
+  std::uint64_t count = 0;
+  std::uint32_t op = kApplyCopy;
+  std::uint32_t reserved = 0;
+};
+
 inline constexpr std::uint64_t kVectorBytes = 16;
 
 // Elements [head, tail) are handled as whole 16-byte vectors: both addresses are 16-byte

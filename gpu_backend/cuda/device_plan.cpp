@@ -23,13 +23,23 @@ Phase1 parse_phase1(std::string_view name) {
 }
 
 std::string_view to_string(Transport transport) {
-  return transport == Transport::nccl ? "nccl" : "single-gpu";
+  switch (transport) {
+    case Transport::nccl:
+      return "nccl";
+    case Transport::single_gpu:
+      return "single-gpu";
+    case Transport::direct:
+      return "direct";
+  }
+  return "?";
 }
 
 Transport parse_transport(std::string_view name) {
   if (name == "nccl") return Transport::nccl;
   if (name == "single-gpu") return Transport::single_gpu;
-  throw InputError("unknown transport '" + std::string(name) + "' (expected nccl or single-gpu)");
+  if (name == "direct") return Transport::direct;
+  throw InputError("unknown transport '" + std::string(name) +
+                   "' (expected direct, single-gpu or nccl)");
 }
 
 std::string_view to_string(Launch launch) { return launch == Launch::graph ? "graph" : "eager"; }
@@ -85,6 +95,24 @@ std::vector<DeviceRankPlan> build_device_plans(const Plan& plan) {
   }
   std::map<std::tuple<int, int, int>, std::size_t> taken;
 
+  // Per (round, rank): the byte ranges the rank's applies write in that round, to find
+  // same-round conflicts (a receive whose source the sender overwrites in the same round).
+  std::map<std::pair<int, int>, std::vector<std::pair<std::uint64_t, std::uint64_t>>> written;
+  for (int r = 0; r < plan.ranks; ++r) {
+    for (const Step& step : plan.rank_plans[static_cast<std::size_t>(r)].steps) {
+      for (const Apply& a : step.applies)
+        written[{step.round, r}].emplace_back(a.offset, a.offset + a.count * elem);
+    }
+  }
+  auto overwritten = [&](int round, int rank, std::uint64_t begin, std::uint64_t end) {
+    auto it = written.find({round, rank});
+    if (it == written.end()) return false;
+    for (const auto& [b, e] : it->second) {
+      if (b < end && begin < e) return true;
+    }
+    return false;
+  };
+
   for (int r = 0; r < plan.ranks; ++r) {
     const RankPlan& rp = plan.rank_plans[static_cast<std::size_t>(r)];
     DeviceRankPlan& dp = out[static_cast<std::size_t>(r)];
@@ -93,18 +121,39 @@ std::vector<DeviceRankPlan> build_device_plans(const Plan& plan) {
       dp.step_at_round[static_cast<std::size_t>(step.round)] = static_cast<int>(dp.steps.size());
       DeviceStep ds;
       ds.round = step.round;
+      std::vector<DirectSource> recv_sources;
       for (const P2P& v : step.recvs) {
         const auto key = std::make_tuple(step.round, v.peer, r);
         const std::size_t k = taken[key]++;
         auto it = sends.find(key);
         SSIM_CHECK(it != sends.end() && k < it->second.size(), "receive without a matching send");
-        ds.recv_source_offsets.push_back(it->second[k]);
+        const std::uint64_t source = it->second[k];
+        ds.recv_source_offsets.push_back(source);
+        const std::uint64_t bytes = v.count * elem;
+        const bool staged = overwritten(step.round, v.peer, source, source + bytes);
+        if (staged) ds.staged.push_back(StagedCopy{v.peer, source, v.offset, bytes});
+        recv_sources.push_back(DirectSource{v.peer, staged, staged ? v.offset : source});
+        ds.senders.push_back(v.peer);
       }
+      std::sort(ds.senders.begin(), ds.senders.end());
+      ds.senders.erase(std::unique(ds.senders.begin(), ds.senders.end()), ds.senders.end());
 
+      // Lowering pairs receive i with apply i (same scratch range); the direct transport
+      // reads apply i's source where receive i would have come from.
+      SSIM_CHECK(step.applies.size() == step.recvs.size(), "applies and receives differ");
       std::vector<ApplyItem> items;
+      std::vector<DirectSource> item_sources;
       std::vector<int> wave_of;
       int waves = 0;
-      for (const Apply& a : step.applies) {
+      for (std::size_t ai = 0; ai < step.applies.size(); ++ai) {
+        const Apply& a = step.applies[ai];
+        const P2P& v = step.recvs[ai];
+        SSIM_CHECK(a.scratch_offset >= v.offset &&
+                       a.scratch_offset + a.count * elem <= v.offset + v.count * elem,
+                   "apply outside its receive's scratch range");
+        DirectSource src = recv_sources[ai];
+        src.offset += a.scratch_offset - v.offset;
+        item_sources.push_back(src);
         const ApplyItem item{elements(a.offset, elem, "apply data"),
                              elements(a.scratch_offset, elem, "apply scratch"), a.count,
                              a.op == alg::Op::reduce ? kApplyReduce : kApplyCopy, 0};
@@ -122,6 +171,7 @@ std::vector<DeviceRankPlan> build_device_plans(const Plan& plan) {
         for (std::size_t j = 0; j < items.size(); ++j) {
           if (wave_of[j] != w) continue;
           dp.items.push_back(items[j]);
+          dp.sources.push_back(item_sources[j]);
           wave.max_count = std::max(wave.max_count, items[j].count);
         }
         wave.count = dp.items.size() - wave.first;
@@ -130,6 +180,37 @@ std::vector<DeviceRankPlan> build_device_plans(const Plan& plan) {
       dp.steps.push_back(std::move(ds));
     }
   }
+  // Who stages from whom: the sender's kernel of that round waits for those copies.
+  for (int r = 0; r < plan.ranks; ++r) {
+    for (const DeviceStep& ds : out[static_cast<std::size_t>(r)].steps) {
+      for (const StagedCopy& c : ds.staged) {
+        DeviceRankPlan& sender = out[static_cast<std::size_t>(c.rank)];
+        const int idx = sender.step_at_round[static_cast<std::size_t>(ds.round)];
+        SSIM_CHECK(idx >= 0, "a staged receive from a rank without a step in that round");
+        std::vector<int>& st = sender.steps[static_cast<std::size_t>(idx)].stagers;
+        if (std::find(st.begin(), st.end(), r) == st.end()) st.push_back(r);
+      }
+    }
+  }
+  for (DeviceRankPlan& dp : out) {
+    for (DeviceStep& ds : dp.steps) std::sort(ds.stagers.begin(), ds.stagers.end());
+  }
+  return out;
+}
+
+std::vector<SameRoundConflict> same_round_conflicts(const std::vector<DeviceRankPlan>& plans) {
+  std::vector<SameRoundConflict> out;
+  for (std::size_t r = 0; r < plans.size(); ++r) {
+    for (const DeviceStep& ds : plans[r].steps) {
+      for (const StagedCopy& c : ds.staged) {
+        const SameRoundConflict x{ds.round, c.rank, static_cast<int>(r)};
+        if (std::find(out.begin(), out.end(), x) == out.end()) out.push_back(x);
+      }
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const SameRoundConflict& a, const SameRoundConflict& b) {
+    return std::tie(a.round, a.sender, a.receiver) < std::tie(b.round, b.sender, b.receiver);
+  });
   return out;
 }
 

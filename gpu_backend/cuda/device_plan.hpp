@@ -49,11 +49,15 @@ std::string_view to_string(Phase1 phase1);
 Phase1 parse_phase1(std::string_view name);
 
 // nccl: NCCL point-to-point between GPUs, one rank per GPU. single_gpu: every rank on one
-// GPU with its own buffers, sends and receives become device-to-device copies; the same
-// kernels run, so kernels and reduce rates can be checked on a machine with one GPU.
-enum class Transport : std::uint8_t { nccl, single_gpu };
+// GPU with its own buffers, sends and receives become device-to-device copies into scratch
+// and the apply kernel applies them; the same kernels run, so kernels and reduce rates can be
+// checked on a machine with one GPU. direct: every rank in this process, on one GPU or on
+// GPUs with peer access to each other; a round is one fused kernel per rank that loads each
+// received range straight from the sender's data buffer and reduces or copies it into place
+// (DirectStep below).
+enum class Transport : std::uint8_t { nccl, single_gpu, direct };
 std::string_view to_string(Transport transport);
-// "nccl" or "single-gpu"; anything else is an InputError listing them.
+// "nccl", "single-gpu" or "direct"; anything else is an InputError listing them.
 Transport parse_transport(std::string_view name);
 
 // graph: each size's iteration (every rank's rounds: grouped point-to-point and apply kernels,
@@ -76,6 +80,26 @@ struct ApplyWave {
   bool operator==(const ApplyWave&) const = default;
 };
 
+// Where the direct transport's kernel reads an item (parallel to DeviceRankPlan::items): the
+// sender's data buffer at `offset` bytes, or, when `staged`, this rank's scratch at `offset`.
+struct DirectSource {
+  int rank = 0;  // the sender
+  bool staged = false;
+  std::uint64_t offset = 0;
+  bool operator==(const DirectSource&) const = default;
+};
+
+// A receive the direct transport copies into the receiver's scratch before the round's
+// kernel: the sender writes, in the same round, a range that overlaps what it sends (a
+// same-round conflict), so reading its data during the round would race with that write.
+struct StagedCopy {
+  int rank = 0;                      // the sender
+  std::uint64_t source_offset = 0;   // bytes into the sender's data buffer
+  std::uint64_t scratch_offset = 0;  // bytes into this rank's scratch
+  std::uint64_t bytes = 0;
+  bool operator==(const StagedCopy&) const = default;
+};
+
 struct DeviceStep {
   int round = 0;
   std::vector<ApplyWave> waves;
@@ -83,13 +107,38 @@ struct DeviceStep {
   // matching send (the i-th send from a to b in a round matches the i-th receive on b from
   // a): what the single-GPU transport copies from.
   std::vector<std::uint64_t> recv_source_offsets;
+  // The direct transport (the synchronization rules below):
+  std::vector<int> senders;        // ranks this step reads from (directly or staged), increasing
+  std::vector<StagedCopy> staged;  // same-round conflicts: copied into scratch first
+  std::vector<int> stagers;        // ranks that stage from this rank in this round, increasing
 };
 
 struct DeviceRankPlan {
-  std::vector<ApplyItem> items;    // every step's items, step by step, wave by wave
-  std::vector<DeviceStep> steps;   // parallel to RankPlan::steps
-  std::vector<int> step_at_round;  // plan.rounds entries: index into steps, or -1
+  std::vector<ApplyItem> items;       // every step's items, step by step, wave by wave
+  std::vector<DirectSource> sources;  // parallel to items: the direct transport's sources
+  std::vector<DeviceStep> steps;      // parallel to RankPlan::steps
+  std::vector<int> step_at_round;     // plan.rounds entries: index into steps, or -1
 };
+
+// The direct transport's synchronization, from these plans (the executor issues it as event
+// waits, which become graph dependencies when captured):
+//   RAW  the round-k kernel (and staged copies) of rank r waits for the last kernel before
+//        round k of every rank in DeviceStep::senders;
+//   WAR  a rank's next kernel after round k waits for the round-k kernels of every rank that
+//        read from it in round k (they list it in senders);
+//   same round  a receive whose source range overlaps a range the sender writes in the same
+//        round is staged (DeviceStep::staged) and the sender's round-k kernel waits for that
+//        copy; every other read of the round runs concurrently with the sender's kernel,
+//        which writes only ranges no receiver reads.
+// Same-round conflicts of a plan: (round, sender, receiver) per staged copy, for tests and
+// `stragglesim-gpu` to report.
+struct SameRoundConflict {
+  int round = 0;
+  int sender = 0;
+  int receiver = 0;
+  bool operator==(const SameRoundConflict&) const = default;
+};
+std::vector<SameRoundConflict> same_round_conflicts(const std::vector<DeviceRankPlan>& plans);
 
 // InternalError when an offset is not a whole number of elements.
 std::vector<DeviceRankPlan> build_device_plans(const Plan& plan);

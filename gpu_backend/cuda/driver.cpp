@@ -40,7 +40,9 @@ void print_header(std::ostream& out, const RunOptions& o, int ranks, const Devic
   }
   out << "# device: " << group.description() << "\n";
   const std::vector<int> local = group.local_ranks();
-  if (group.transport() == Transport::single_gpu) {
+  bool one_gpu = true;
+  for (int r : group.local_ranks()) one_gpu = one_gpu && group.device_of(r) == group.device_of(0);
+  if (group.transport() != Transport::nccl && one_gpu) {
     out << "#  ranks 0.." << ranks - 1 << " on GPU " << group.device_of(local.front()) << "\n";
   } else {
     for (int r : local) out << "#  rank " << r << " on GPU " << group.device_of(r) << "\n";
@@ -133,6 +135,8 @@ SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
     group.emplace(DeviceGroup::one_rank(*o.rank, ranks, process_device(o, device_count), *ids));
   } else if (o.transport == Transport::single_gpu) {
     group.emplace(DeviceGroup::single_gpu(ranks, 0));
+  } else if (o.transport == Transport::direct) {
+    group.emplace(DeviceGroup::direct(ranks, direct_devices(ranks, device_count)));
   } else {
     group.emplace(DeviceGroup::all_local(ranks));
   }

@@ -53,8 +53,16 @@ constexpr std::size_t kSyncBytes = 128;
 static_assert(kMaxima * sizeof(std::uint64_t) <= kSumsOffset &&
               kSumsOffset + kSums * sizeof(std::uint64_t) <= kSyncBytes);
 
-// Apply-kernel blocks per SM: 8 blocks of 256 threads fill an SM's 2048 thread slots.
-constexpr int kApplyBlocksPerSm = 8;
+// Apply-kernel blocks per SM: 8 blocks of 256 threads fill an SM's 2048 thread slots; 64 per
+// SM (8 rounds of them) keep each block's share small, so blocks finish and free SM slots
+// for the higher-priority stamp kernels of other ranks while the kernel still runs.
+constexpr int kApplyBlocksPerSm = 64;
+// The direct kernel's grid cap per SM: 8 resident blocks per SM times 8 rounds of them, so a
+// block does one or a few tiles and finishes (launch_direct) while the grid still covers
+// every SM.
+constexpr int kDirectBlocksPerSm = 64;
+
+std::optional<testing::DirectDependency> g_skip;
 
 // Device memory on one GPU, freed on destruction.
 class DeviceBuffer {
@@ -186,6 +194,7 @@ struct LocalRank {
   ncclComm_t comm = nullptr;  // null for the single-GPU transport
   cudaStream_t stream = nullptr;
   int sm_count = 0;
+  int stamp_priority = 0;  // the device's greatest launch priority: stamps and the delay spin
 };
 
 std::string device_name(int device) {
@@ -254,6 +263,8 @@ struct DeviceGroup::Impl {
     SSIM_CUDA(cudaSetDevice(l.device));
     SSIM_CUDA(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
     SSIM_CUDA(cudaDeviceGetAttribute(&l.sm_count, cudaDevAttrMultiProcessorCount, l.device));
+    int least = 0;
+    SSIM_CUDA(cudaDeviceGetStreamPriorityRange(&least, &l.stamp_priority));
     if (name.empty()) name = device_name(l.device);
   }
 
@@ -419,6 +430,56 @@ DeviceGroup DeviceGroup::one_rank(int rank, int ranks, int device, IdExchange& i
   return DeviceGroup(std::move(impl));
 }
 
+DeviceGroup DeviceGroup::direct(int ranks, const std::vector<int>& devices) {
+  require_ranks(ranks);
+  if (devices.size() != static_cast<std::size_t>(ranks)) {
+    throw InputError("the direct transport needs one GPU per rank: " + std::to_string(ranks) +
+                     " ranks, " + std::to_string(devices.size()) + " GPU(s) given");
+  }
+  int count = 0;
+  SSIM_CUDA(cudaGetDeviceCount(&count));
+  for (int d : devices) {
+    if (d < 0 || d >= count) {
+      throw InputError("the direct transport on GPU " + std::to_string(d) + ": this machine has " +
+                       std::to_string(count) + " GPU(s)");
+    }
+  }
+  // A kernel of rank r reads the data of every rank it receives from: each pair of distinct
+  // GPUs needs peer access, both ways (checked before anything is enabled).
+  std::vector<int> distinct = devices;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  for (int a : distinct) {
+    for (int b : distinct) {
+      if (a == b) continue;
+      int can = 0;
+      SSIM_CUDA(cudaDeviceCanAccessPeer(&can, a, b));
+      if (!can) {
+        throw InputError("--transport direct: GPU " + std::to_string(a) + " cannot access GPU " +
+                         std::to_string(b) +
+                         "'s memory (no CUDA peer access between them); use --transport nccl");
+      }
+    }
+  }
+  for (int a : distinct) {
+    SSIM_CUDA(cudaSetDevice(a));
+    for (int b : distinct) {
+      if (a == b) continue;
+      const cudaError_t e = cudaDeviceEnablePeerAccess(b, 0);
+      if (e == cudaErrorPeerAccessAlreadyEnabled) {
+        static_cast<void>(cudaGetLastError());  // not an error here: clear it
+        continue;
+      }
+      SSIM_CUDA(e);
+    }
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->transport = Transport::direct;
+  impl->ranks = ranks;
+  for (int r = 0; r < ranks; ++r) impl->add_rank(r, devices[static_cast<std::size_t>(r)], nullptr);
+  return DeviceGroup(std::move(impl));
+}
+
 DeviceGroup DeviceGroup::single_gpu(int ranks, int device) {
   require_ranks(ranks);
   require_devices(device + 1, "the single-gpu transport on GPU " + std::to_string(device));
@@ -449,6 +510,11 @@ int DeviceGroup::device_of(int local_rank) const {
 std::string DeviceGroup::description() const {
   const Impl& g = *impl_;
   if (g.transport == Transport::single_gpu) return g.name + ", single-gpu";
+  if (g.transport == Transport::direct) {
+    bool one = true;
+    for (const LocalRank& l : g.local) one = one && l.device == g.local.front().device;
+    return one ? g.name + ", direct" : g.name + " x" + std::to_string(g.ranks) + ", direct";
+  }
   if (g.one_process_per_gpu) return g.name + ", nccl, one process per GPU";
   return g.name + " x" + std::to_string(g.ranks) + ", nccl";
 }
@@ -470,10 +536,15 @@ struct RankState {
   DeviceBuffer wrong;            // one unsigned long long: the device check's count
   std::vector<std::byte> input;  // host fill for collectives other than AllReduce
   MappedStamps stamps;
-  Event done;                       // recorded after the body, outside any graph
-  Event ready, copied, fork, join;  // single-GPU transport ordering and graph fork/join
-  ncclComm_t split = nullptr;       // Phase1::nccl_rs, non-stragglers (owned by the group)
-  int key = -1;                     // the chunk this member owns after phase 1
+  Event done;                           // recorded after the body, outside any graph
+  Event ready, copied, fork, join;      // single-GPU transport ordering and graph fork/join
+  DeviceBuffer direct_items;            // the direct transport's DirectItems (parallel to items)
+  std::vector<DirectItem> direct_host;  // their host copy, alive until the upload is done
+  // The direct transport, per round: recorded after the rank's kernel of that round, and
+  // after its staged copies (only where it has them).
+  std::vector<Event> after_round, staged_round;
+  ncclComm_t split = nullptr;  // Phase1::nccl_rs, non-stragglers (owned by the group)
+  int key = -1;                // the chunk this member owns after phase 1
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
 };
@@ -522,13 +593,23 @@ struct CollectiveRun::Impl {
     return kFirstRoundSlot + static_cast<std::size_t>(c.plan.rounds);
   }
   int max_blocks(std::size_t i) const { return kApplyBlocksPerSm * group.local[i].sm_count; }
+  int direct_max_blocks(std::size_t i) const {
+    return kDirectBlocksPerSm * group.local[i].sm_count;
+  }
+  // The test hook (executor.hpp): true for the one dependency a test asked to drop.
+  static bool skip_dependency(int rank, int on, int round, char kind) {
+    return g_skip && g_skip->rank == rank && g_skip->on == on && g_skip->round == round &&
+           g_skip->kind == kind;
+  }
 
   void setup();
+  void upload_direct_items();
   void stamp(std::size_t i, std::size_t slot);
   void apply(std::size_t i, const DeviceStep& step);
   void issue_body();
   void issue_nccl_rounds();
   void issue_single_gpu_rounds();
+  void issue_direct_rounds();
   void capture();
   void wait_for_completion();
   [[noreturn]] void timeout();
@@ -540,9 +621,9 @@ void CollectiveRun::Impl::setup() {
     throw InputError("collective for " + std::to_string(c.plan.ranks) +
                      " ranks on a device group of " + std::to_string(group.ranks));
   }
-  if (group.transport == Transport::single_gpu && (c.nccl_allreduce || c.phase1)) {
-    throw InputError("algorithm " + c.label +
-                     " uses NCCL collectives, which the single-gpu transport does not run");
+  if (group.transport != Transport::nccl && (c.nccl_allreduce || c.phase1)) {
+    throw InputError("algorithm " + c.label + " uses NCCL collectives, which the " +
+                     std::string(to_string(group.transport)) + " transport does not run");
   }
   if (settings.delay.value < 0) throw InputError("the straggler delay must be >= 0");
   if (settings.delay.value > 0 && (settings.straggler < 0 || settings.straggler >= group.ranks)) {
@@ -587,19 +668,63 @@ void CollectiveRun::Impl::setup() {
     s.copied = Event(l.device, cudaEventDisableTiming);
     s.fork = Event(l.device, cudaEventDisableTiming);
     s.join = Event(l.device, cudaEventDisableTiming);
+    if (group.transport == Transport::direct) {
+      s.after_round.resize(static_cast<std::size_t>(c.plan.rounds));
+      s.staged_round.resize(static_cast<std::size_t>(c.plan.rounds));
+      for (const DeviceStep& step : dp.steps) {
+        const auto k = static_cast<std::size_t>(step.round);
+        if (!step.waves.empty()) s.after_round[k] = Event(l.device, cudaEventDisableTiming);
+        if (!step.staged.empty()) s.staged_round[k] = Event(l.device, cudaEventDisableTiming);
+      }
+    }
     if (split) {
       s.split = split->comms[i];
       auto it = std::find(split->members.begin(), split->members.end(), l.rank);
       s.key = it == split->members.end() ? -1 : static_cast<int>(it - split->members.begin());
     }
   }
+  if (group.transport == Transport::direct) upload_direct_items();
   group.synchronize_local();  // the item uploads read pageable host memory
   if (settings.launch == Launch::graph) capture();
 }
 
+// The direct transport's items: each apply item with its source as a device address, the
+// sender's data buffer (same GPU or a peer GPU) or, where staged, this rank's scratch.
+void CollectiveRun::Impl::upload_direct_items() {
+  const std::uint64_t elem = dtype_size(c.plan.layout.dtype);
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    const DeviceRankPlan& dp = device_plan(i);
+    RankState& s = states[i];
+    s.direct_host.clear();
+    for (std::size_t j = 0; j < dp.items.size(); ++j) {
+      const ApplyItem& a = dp.items[j];
+      const DirectSource& src = dp.sources[j];
+      const std::byte* base =
+          src.staged ? s.scratch.get() : states[static_cast<std::size_t>(src.rank)].data.get();
+      DirectItem d;
+      d.dst = a.dst;
+      d.src_addr = reinterpret_cast<std::uint64_t>(base + src.offset);
+      d.count = a.count;
+      d.op = a.op;
+      SSIM_CHECK(a.count == 0 || src.offset + a.count * elem > src.offset,
+                 "direct item source overflows");
+      s.direct_host.push_back(d);
+    }
+    const LocalRank& l = group.local[i];
+    s.direct_items = DeviceBuffer(l.device, s.direct_host.size() * sizeof(DirectItem));
+    if (!s.direct_host.empty()) {
+      SSIM_CUDA(cudaSetDevice(l.device));
+      SSIM_CUDA(cudaMemcpyAsync(s.direct_items.get(), s.direct_host.data(),
+                                s.direct_host.size() * sizeof(DirectItem), cudaMemcpyHostToDevice,
+                                l.stream));
+    }
+  }
+}
+
 void CollectiveRun::Impl::stamp(std::size_t i, std::size_t slot) {
   SSIM_CUDA(cudaSetDevice(group.local[i].device));
-  SSIM_CUDA(launch_stamp(states[i].stamps.device_slot(slot), group.local[i].stream));
+  SSIM_CUDA(launch_stamp(states[i].stamps.device_slot(slot), group.local[i].stamp_priority,
+                         group.local[i].stream));
 }
 
 void CollectiveRun::Impl::apply(std::size_t i, const DeviceStep& step) {
@@ -713,14 +838,99 @@ void CollectiveRun::Impl::issue_single_gpu_rounds() {
   }
 }
 
+// The direct transport (the rules in device_plan.hpp). Per round k, first the staged copies
+// of every rank (after the RAW waits), then every rank's kernel: it waits for the last kernel
+// before k of each rank it reads from (RAW), for the kernels of the ranks that read from it
+// since its own last kernel (WAR), and for the copies of the ranks that stage from it in this
+// round; nothing orders the kernels of one round behind each other. Every wait is on an
+// event recorded once per round (after_round[k]), so what it names does not depend on when
+// the host issues it.
+void CollectiveRun::Impl::issue_direct_rounds() {
+  // Every rank is local and states[r] is rank r.
+  const std::size_t n = states.size();
+  std::vector<int> last(n, -1);  // the round of each rank's last kernel issued
+  // Per rank: (reader, round) pairs whose kernels read its data since its last kernel.
+  std::vector<std::vector<std::pair<std::size_t, int>>> readers(n);
+  auto wait = [&](std::size_t i, const Event& e) {
+    SSIM_CUDA(cudaStreamWaitEvent(group.local[i].stream, e.get(), 0));
+  };
+  auto wait_last = [&](std::size_t i, std::size_t sender) {
+    if (sender == i || last[sender] < 0) return;
+    const int k = last[sender];
+    if (!skip_dependency(static_cast<int>(i), static_cast<int>(sender), k, 'r'))
+      wait(i, states[sender].after_round[static_cast<std::size_t>(k)]);
+  };
+  for (int k = 0; k < c.plan.rounds; ++k) {
+    const auto round = static_cast<std::size_t>(k);
+    std::vector<std::size_t> in_round;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (device_plan(i).step_at_round[round] >= 0) in_round.push_back(i);
+    }
+    if (in_round.empty()) continue;
+    auto step_of = [&](std::size_t i) -> const DeviceStep& {
+      return device_plan(i).steps[static_cast<std::size_t>(device_plan(i).step_at_round[round])];
+    };
+    for (std::size_t i : in_round) {
+      const DeviceStep& ds = step_of(i);
+      if (ds.staged.empty()) continue;
+      SSIM_CUDA(cudaSetDevice(group.local[i].device));
+      std::vector<int> from;
+      for (const StagedCopy& sc : ds.staged) from.push_back(sc.rank);
+      std::sort(from.begin(), from.end());
+      from.erase(std::unique(from.begin(), from.end()), from.end());
+      for (int f : from) wait_last(i, static_cast<std::size_t>(f));
+      for (const StagedCopy& sc : ds.staged) {
+        SSIM_CUDA(
+            cudaMemcpyAsync(states[i].scratch.get() + sc.scratch_offset,
+                            states[static_cast<std::size_t>(sc.rank)].data.get() + sc.source_offset,
+                            sc.bytes, cudaMemcpyDeviceToDevice, group.local[i].stream));
+      }
+      SSIM_CUDA(cudaEventRecord(states[i].staged_round[round].get(), group.local[i].stream));
+    }
+    for (std::size_t i : in_round) {
+      const DeviceStep& ds = step_of(i);
+      SSIM_CUDA(cudaSetDevice(group.local[i].device));
+      if (!ds.waves.empty()) {
+        for (int f : ds.senders) wait_last(i, static_cast<std::size_t>(f));
+        for (const auto& [reader, rk] : readers[i]) {
+          if (!skip_dependency(static_cast<int>(i), static_cast<int>(reader), rk, 'w'))
+            wait(i, states[reader].after_round[static_cast<std::size_t>(rk)]);
+        }
+        readers[i].clear();
+        for (int t : ds.stagers) {
+          if (!skip_dependency(static_cast<int>(i), t, k, 's'))
+            wait(i, states[static_cast<std::size_t>(t)].staged_round[round]);
+        }
+        const LocalRank& l = group.local[i];
+        const auto* items = reinterpret_cast<const DirectItem*>(states[i].direct_items.get());
+        for (const ApplyWave& w : ds.waves) {
+          SSIM_CUDA(launch_direct(kernel_dtype(c.plan.layout.dtype), states[i].data.get(),
+                                  items + w.first, static_cast<int>(w.count), w.max_count,
+                                  direct_max_blocks(i), l.stream));
+        }
+        SSIM_CUDA(cudaEventRecord(states[i].after_round[round].get(), l.stream));
+      }
+      stamp(i, kFirstRoundSlot + round);
+    }
+    for (std::size_t i : in_round) {
+      const DeviceStep& ds = step_of(i);
+      if (ds.waves.empty()) continue;
+      last[i] = k;
+      for (int f : ds.senders) readers[static_cast<std::size_t>(f)].emplace_back(i, k);
+    }
+  }
+}
+
 // Everything between the barrier and the completion events, on every local rank's stream.
 void CollectiveRun::Impl::issue_body() {
   const bool delayed = settings.delay.value > 0;
   for (std::size_t i = 0; i < states.size(); ++i) {
     stamp(i, kStartSlot);
     if (delayed && states[i].rank == settings.straggler) {
-      SSIM_CUDA(launch_spin(static_cast<std::uint64_t>(std::llround(settings.delay.value * 1e9)),
-                            group.local[i].stream));
+      // Until the start stamp + delay: queueing before the spin runs does not lengthen it.
+      SSIM_CUDA(launch_spin(states[i].stamps.device_slot(kStartSlot),
+                            static_cast<std::uint64_t>(std::llround(settings.delay.value * 1e9)),
+                            group.local[i].stamp_priority, group.local[i].stream));
     }
     stamp(i, kArrivalSlot);
   }
@@ -735,6 +945,8 @@ void CollectiveRun::Impl::issue_body() {
     group_call.end();
   } else if (group.transport == Transport::nccl) {
     issue_nccl_rounds();
+  } else if (group.transport == Transport::direct) {
+    issue_direct_rounds();
   } else {
     issue_single_gpu_rounds();
   }
@@ -742,10 +954,10 @@ void CollectiveRun::Impl::issue_body() {
 }
 
 // Captures the body: NCCL, one graph per rank stream (NCCL's grouped calls across the
-// captured streams of one thread); single-GPU, one graph that forks from rank 0's stream over
-// every rank's stream and joins back.
+// captured streams of one thread); single-GPU and direct, one graph that forks from rank 0's
+// stream over every rank's stream and joins back.
 void CollectiveRun::Impl::capture() {
-  const bool single = group.transport == Transport::single_gpu;
+  const bool single = group.transport != Transport::nccl;
   for (std::size_t i = 0; i < states.size(); ++i) {
     if (single && i > 0) break;
     SSIM_CUDA(cudaSetDevice(group.local[i].device));
@@ -884,7 +1096,7 @@ IterationResult CollectiveRun::Impl::run(bool check) {
   group.barrier(*deadline);
 
   if (settings.launch == Launch::graph) {
-    const std::size_t graphs = group.transport == Transport::single_gpu ? 1 : states.size();
+    const std::size_t graphs = group.transport != Transport::nccl ? 1 : states.size();
     for (std::size_t i = 0; i < graphs; ++i) {
       SSIM_CUDA(cudaSetDevice(group.local[i].device));
       SSIM_CUDA(cudaGraphLaunch(states[i].exec, group.local[i].stream));
@@ -998,6 +1210,10 @@ CollectiveRun::CollectiveRun(CollectiveRun&&) noexcept = default;
 CollectiveRun::~CollectiveRun() = default;
 
 IterationResult CollectiveRun::run(bool check) { return impl_->run(check); }
+
+namespace testing {
+void skip_direct_dependency(std::optional<DirectDependency> dependency) { g_skip = dependency; }
+}  // namespace testing
 
 const PreparedCollective& CollectiveRun::collective() const { return impl_->c; }
 

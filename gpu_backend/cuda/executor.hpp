@@ -10,7 +10,9 @@
 //   all_local   one process, rank r on GPU r, communicators from ncclCommInitAll;
 //   one_rank    one process per GPU: this process is `rank` of `ranks`, the NCCL unique id
 //               comes through an IdExchange (bootstrap.hpp: a file, or MPI), ncclCommInitRank;
-//   single_gpu  every rank on one GPU with its own buffers and stream (Transport::single_gpu).
+//   single_gpu  every rank on one GPU with its own buffers and stream (Transport::single_gpu);
+//   direct      every rank in this process, rank r on devices[r] (one GPU, or GPUs with peer
+//               access): Transport::direct.
 // It owns the communicators (and the split communicators of Phase1::nccl_rs, made once per
 // group and reused by every size); on destruction they are finalized in one NCCL group and
 // destroyed, or aborted after a failure.
@@ -65,6 +67,9 @@ class DeviceGroup {
   static DeviceGroup all_local(int ranks);
   static DeviceGroup one_rank(int rank, int ranks, int device, IdExchange& ids);
   static DeviceGroup single_gpu(int ranks, int device);
+  // Rank r on devices[r] (the same GPU for all, or GPUs with CUDA peer access to each other,
+  // which this enables); InputError naming a GPU pair without peer access.
+  static DeviceGroup direct(int ranks, const std::vector<int>& devices);
 
   DeviceGroup(DeviceGroup&&) noexcept;
   DeviceGroup& operator=(DeviceGroup&&) noexcept;
@@ -137,5 +142,21 @@ class CollectiveRun {
  private:
   std::unique_ptr<Impl> impl_;
 };
+
+namespace testing {
+// A test hook: the direct transport leaves out the one event wait that matches, so a test can
+// check that the stand-in's race check catches a missing dependency. kind 'r' (RAW): `rank`'s
+// round kernel waits for the kernel of round `round` of sender `on`; 'w' (WAR): `rank`'s next
+// kernel waits for reader `on`'s kernel of round `round`; 's': `rank`'s round-`round` kernel
+// waits for the staged copies of `on`. Takes effect for CollectiveRuns constructed (graph) or
+// iterations issued (eager) after the call; std::nullopt restores every wait.
+struct DirectDependency {
+  int rank = 0;
+  int on = 0;
+  int round = 0;
+  char kind = 'r';
+};
+void skip_direct_dependency(std::optional<DirectDependency> dependency);
+}  // namespace testing
 
 }  // namespace ssim::gpu

@@ -1,8 +1,8 @@
 // The executor's kernels, behind host launch functions. Each launch returns the launch error
 // (cudaGetLastError) so the caller wraps it in SSIM_CUDA:
 //
-//   SSIM_CUDA(launch_stamp(&stamps[0], stream));                    // %globaltimer -> stamps[0]
-//   SSIM_CUDA(launch_spin(5'000'000, stream));                      // 5 ms on %globaltimer
+//   SSIM_CUDA(launch_stamp(&stamps[0], prio, stream));              // %globaltimer -> stamps[0]
+//   SSIM_CUDA(launch_spin(&stamps[0], 5'000'000, prio, stream));    // until stamps[0] + 5 ms
 //   SSIM_CUDA(launch_apply(kDtypeFloat32, data, scratch, d_items, n_items, max_count,
 //                          max_blocks, stream));
 //   SSIM_CUDA(launch_fill(kDtypeFloat32, data, count, padded, rank, modulus, max_blocks, stream));
@@ -12,12 +12,12 @@
 // write disjoint data ranges, since they run in parallel (device_plan.hpp splits a step into
 // such waves). stamp: one thread writes the device's global nanosecond timer (%globaltimer) to
 // a slot (mapped host memory, so the host can read it while the GPU still runs). spin: one
-// thread busy-waits until %globaltimer has advanced `ns` past its start: the injected
-// straggler delay, on the same clock as the stamps. fill: the check's input
-// (input_value_int below, with the modulus value_modulus(dtype, ranks) of host_executor.hpp)
-// for elements [0, count), 0 for the padding up to padded_count.
-// count_wrong: adds to *wrong the elements of [0, count) that differ from the AllReduce's
-// exact result, sums.value[i % kInputPeriod].
+// thread busy-waits until %globaltimer reaches the start stamp + `ns`: the injected
+// straggler delay, on the same clock as the stamps. Both at a launch priority (below). fill: the
+// check's input (input_value_int below, with the modulus value_modulus(dtype, ranks) of
+// host_executor.hpp) for elements [0, count), 0 for the padding up to padded_count. count_wrong:
+// adds to *wrong the elements of [0, count) that differ from the AllReduce's exact result,
+// sums.value[i % kInputPeriod].
 //
 // tests/gpu_emulated/kernels_cpu.cpp implements the same functions on the CPU stand-in.
 #pragma once
@@ -44,6 +44,9 @@ inline constexpr int kDtypeBfloat16 = 5;  // __nv_bfloat16
 
 // Threads per block of the apply, fill and check kernels.
 inline constexpr int kApplyThreads = 256;
+// 16-byte vectors each thread of a direct-kernel block moves per tile (loads first, then
+// stores: several loads in flight per thread).
+inline constexpr int kDirectVectorsPerThread = 4;
 
 // The check's input values, the host executor's input_value (host_executor.hpp) as integers:
 // rank r's element i is ((r + 1) * (i mod 61 + 1)) mod M + 1, M the modulus (1031 for the
@@ -64,8 +67,25 @@ struct ExpectedSums {
 cudaError_t launch_apply(int dtype, void* data, const void* scratch, const ApplyItem* items,
                          int n_items, std::uint64_t max_count, int max_blocks, cudaStream_t stream);
 
-cudaError_t launch_spin(std::uint64_t ns, cudaStream_t stream);
-cudaError_t launch_stamp(std::uint64_t* slot, cudaStream_t stream);
+// The direct transport's fused kernel: for each of the `n_items` (1..65535) items, loads the
+// source (another rank's data buffer, directly) and reduces it into, or copies it over, `data`,
+// writing once. Items of one launch must write disjoint ranges (as apply's). Each block does a
+// bounded tile of one item and exits (kDirectVectorsPerThread 16-byte vectors per thread), so
+// blocks keep finishing and a higher-priority kernel gets an SM quickly; `max_blocks` caps the
+// grid's x extent beyond which blocks stride.
+cudaError_t launch_direct(int dtype, void* data, const DirectItem* items, int n_items,
+                          std::uint64_t max_count, int max_blocks, cudaStream_t stream);
+
+// The timing kernels run at `priority` (the launch attribute cudaLaunchAttributePriority,
+// also kept by graph kernel nodes; pass the device's greatest priority from
+// cudaDeviceGetStreamPriorityRange) so that the block scheduler gives them the next free SM
+// slot ahead of the data kernels of other ranks: a stamp measures when its stream got there,
+// not how long it queued. spin: busy-waits until %globaltimer reaches *start + ns, `start`
+// the slot of the rank's start stamp (written by the stamp kernel before it on the stream),
+// so a spin that starts late does not add its queueing to the delay.
+cudaError_t launch_spin(const std::uint64_t* start, std::uint64_t ns, int priority,
+                        cudaStream_t stream);
+cudaError_t launch_stamp(std::uint64_t* slot, int priority, cudaStream_t stream);
 cudaError_t launch_fill(int dtype, void* data, std::uint64_t count, std::uint64_t padded_count,
                         int rank, std::uint64_t modulus, int max_blocks, cudaStream_t stream);
 cudaError_t launch_count_wrong(int dtype, const void* data, std::uint64_t count,

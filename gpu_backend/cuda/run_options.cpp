@@ -10,6 +10,18 @@ bool one_process_per_gpu(const RunOptions& o) {
   return o.mpi || o.rank.has_value() || o.nranks.has_value() || !o.id_file.empty();
 }
 
+Transport default_transport(const RunOptions& o) {
+  if (o.algorithm == kNcclAlgorithm || o.phase1 == Phase1::nccl_rs || one_process_per_gpu(o))
+    return Transport::nccl;
+  return Transport::direct;
+}
+
+std::vector<int> direct_devices(int ranks, int device_count) {
+  std::vector<int> out;
+  for (int r = 0; r < ranks; ++r) out.push_back(device_count > 0 ? r % device_count : 0);
+  return out;
+}
+
 namespace {
 
 std::optional<int> known_ranks(const RunOptions& o) {
@@ -37,10 +49,10 @@ void validate_without_device(const RunOptions& o) {
   if (o.algorithm == kNcclAlgorithm && o.phase1 == Phase1::nccl_rs) {
     throw InputError("--phase1 nccl-rs applies to schedules, not to --algo nccl");
   }
-  if (o.transport == Transport::single_gpu) {
+  if (o.transport != Transport::nccl) {
     if (o.algorithm == kNcclAlgorithm) {
-      throw InputError(
-          "--algo nccl needs --transport nccl (NCCL cannot put several ranks on one GPU)");
+      throw InputError("--algo nccl needs --transport nccl (NCCL's own AllReduce; --transport " +
+                       std::string(to_string(o.transport)) + " runs schedules)");
     }
     if (o.phase1 == Phase1::nccl_rs) throw InputError("--phase1 nccl-rs needs --transport nccl");
     if (one_process_per_gpu(o)) throw InputError("--rank/--nranks/--id-file need --transport nccl");
@@ -98,10 +110,10 @@ int process_device(const RunOptions& o, int device_count) {
 
 void check_device_count(const RunOptions& o, int ranks, int device_count) {
   if (ranks < 2) {
-    throw InputError("--ranks not given: the nccl transport would use this machine's " +
-                     std::to_string(device_count) +
-                     " GPU(s), a run needs at least 2 ranks (use --transport single-gpu "
-                     "--ranks N to put N ranks on one GPU)");
+    throw InputError("--ranks not given: the " + std::string(to_string(o.transport)) +
+                     " transport would use this machine's " + std::to_string(device_count) +
+                     " GPU(s), a run needs at least 2 ranks (use --ranks N to put N ranks on "
+                     "the GPUs with --transport direct or single-gpu)");
   }
   if (one_process_per_gpu(o)) {
     const int d = process_device(o, device_count);
@@ -111,6 +123,8 @@ void check_device_count(const RunOptions& o, int ranks, int device_count) {
     }
     return;
   }
+  if (o.transport == Transport::direct && device_count < 1)
+    throw InputError("--transport direct needs a GPU, this machine has none");
   if (o.transport == Transport::nccl && ranks > device_count) {
     throw InputError("the nccl transport runs one rank per GPU: " + std::to_string(ranks) +
                      " ranks need " + std::to_string(ranks) + " GPUs, this machine has " +

@@ -61,13 +61,19 @@ struct RunOptions {
 };
 
 bool one_process_per_gpu(const RunOptions& o);
+// The transport when --transport is not given: nccl for --algo nccl, --phase1 nccl-rs and one
+// process per GPU (what only NCCL runs), else direct.
+Transport default_transport(const RunOptions& o);
+// The direct transport's placement: rank r on GPU r mod device_count (every rank on GPU 0 of
+// a one-GPU machine; one rank per GPU when there are as many GPUs as ranks).
+std::vector<int> direct_devices(int ranks, int device_count);
 
 // Everything that can be checked before a device is touched. When the rank count is known
 // (--ranks or --nranks) this includes preparing every size (prepare_collective), so a size
 // too small for the algorithm's chunks fails here.
 void validate_without_device(const RunOptions& o);
 
-// The run's rank count: --nranks, --ranks, or for the nccl transport the GPU count.
+// The run's rank count: --nranks, --ranks, or for the nccl and direct transports the GPU count.
 int resolve_ranks(const RunOptions& o, int device_count);
 // The GPU this process uses for one-process-per-GPU runs.
 int process_device(const RunOptions& o, int device_count);

@@ -1,6 +1,7 @@
 // `stragglesim-gpu` as a user runs it, linked against the CPU stand-in (emulator.hpp) instead
 // of CUDA and NCCL: 8 emulated GPUs (SSIM_EMU_DEVICES), so the whole driver runs in CI: the
-// table, the result CSV, --timeline, both launch modes and the single-GPU transport.
+// table, the result CSV, --timeline, both launch modes and the direct, single-GPU and NCCL
+// transports.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -80,7 +81,7 @@ TEST(EmulatedCli, RunWritesTheTableTheCsvAndTheTimeline) {
       EXPECT_NEAR(row.delay.value, 0.002, 1e-6);  // measured
       EXPECT_GT(row.time.value, row.delay.value);
       EXPECT_LT(row.after_last_arrival.value, 0.001);
-      EXPECT_EQ(row.device, "Emulated GPU x8, nccl");
+      EXPECT_EQ(row.device, "Emulated GPU x8, direct");  // the default transport
     }
     const auto cells = read_csv_cells(timeline);
     ASSERT_FALSE(cells.empty());
@@ -115,6 +116,33 @@ TEST(EmulatedCli, SingleGpuTransportAndNcclAllReduce) {
   EXPECT_TRUE(contains(b.out, "# Out of bounds values : 0 OK")) << b.out;
   const auto c = run_cli("run --algo stragglar --ranks 7 --straggler 0 --phase1 nccl-rs -b 64K");
   EXPECT_EQ(c.rc, 0) << c.err;
+}
+
+// Without --transport a schedule runs on the direct transport (rank r on emulated GPU r mod 8,
+// peer access): the header and the CSV's device column say so; --algo nccl still gets NCCL.
+TEST(EmulatedCli, DirectIsTheDefaultTransportForSchedules) {
+  const std::string csv = temp_path();
+  const auto a = run_cli("run --algo rhd --ranks 8 -b 4K -e 16K -n 2 --csv " + csv);
+  EXPECT_EQ(a.rc, 0) << a.err;
+  EXPECT_TRUE(contains(a.out, "# Out of bounds values : 0 OK")) << a.out;
+  EXPECT_TRUE(contains(a.out, "direct")) << a.out;
+  std::ifstream in(csv);
+  const std::vector<schema::ResultRow> rows = schema::read_result_csv(in, csv);
+  ASSERT_EQ(rows.size(), 6u);  // 4K, 8K, 16K: 2 iterations each
+  for (const schema::ResultRow& row : rows) {
+    EXPECT_EQ(row.device, "Emulated GPU x8, direct");
+    EXPECT_NE(row.wrong, std::optional<std::uint64_t>(1));
+  }
+  std::remove(csv.c_str());
+  const auto b = run_cli("run --algo ring --transport direct --ranks 12 -b 4K -n 2 -d bf16");
+  EXPECT_EQ(b.rc, 0) << b.err;
+  EXPECT_TRUE(contains(b.out, "# Out of bounds values : 0 OK")) << b.out;
+  const auto c = run_cli("run --algo nccl --ranks 4 -b 4K -n 2");
+  EXPECT_EQ(c.rc, 0) << c.err;
+  EXPECT_TRUE(contains(c.out, "nccl")) << c.out;
+  const auto d = run_cli("run --algo nccl --transport direct --ranks 4 -b 4K");
+  EXPECT_EQ(d.rc, 1);
+  EXPECT_TRUE(contains(d.err, "--algo nccl needs --transport nccl")) << d.err;
 }
 
 // The 16-bit types end to end: schedules and ncclAllReduce reduce in half / bfloat16, the
@@ -239,7 +267,7 @@ TEST(EmulatedCli, CheckCountJsonAndNcclColumns) {
 }
 
 TEST(EmulatedCli, MoreRanksThanEmulatedGpus) {
-  const auto r = run_cli("run --algo ring --ranks 9");
+  const auto r = run_cli("run --algo ring --transport nccl --ranks 9");
   EXPECT_EQ(r.rc, 1);
   EXPECT_TRUE(contains(r.err, "9 ranks need 9 GPUs, this machine has 8")) << r.err;
 }

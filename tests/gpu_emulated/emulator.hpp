@@ -29,6 +29,22 @@
 //             cudaErrorEmulatedDeadlock / ncclSystemError and records a fault naming every
 //             stuck stream and what it waits for. With several host threads using the stand-in
 //             this is decided once every one of them is blocked in it.
+//   races     every access of a kernel or copy to device memory (kernels declare theirs with
+//             KernelContext::read/write) is checked against the earlier accesses to the same
+//             bytes: when one of them writes, they come from different streams and no chain of
+//             stream order, event record/wait (graph dependencies too) or host synchronisation
+//             orders them, it is a fault naming both, even where this run's order happened to
+//             be right. Vector clocks per stream carry that order (a stream's epoch counts its
+//             kernels). NCCL calls are not tracked (each rank's buffers are its stream's);
+//   peers     a kernel may read another device's memory only after the current device called
+//             cudaDeviceEnablePeerAccess for it (cudaDeviceCanAccessPeer says yes unless
+//             Config::peer_access is false); else a fault, as the GPU's illegal access;
+//   priority  kernels launched with a priority (launch(..., priority); kernels_cpu.cpp passes
+//             the one the executor gives cudaLaunchKernelEx) must lie in the range that
+//             cudaDeviceGetStreamPriorityRange reports ([-5, 0], lower is higher), else the
+//             launch fails; they are counted (Counters::priority_kernels, captured ones too),
+//             keep their priority through graph capture, and among the work ready at once a
+//             higher-priority kernel runs first;
 //   time      a virtual nanosecond clock per stream, the stand-in's %globaltimer: work starts
 //             at max(stream time, what it waits for) and takes a fixed cost plus its bytes at a
 //             fixed rate; a transfer ends at max(both ends' start) + its cost; the spin kernel
@@ -57,6 +73,7 @@ namespace ssim::emu {
 struct Config {
   int devices = 8;
   int sm_count = 4;
+  bool peer_access = true;  // what cudaDeviceCanAccessPeer answers between two devices
 };
 
 // Drops every stream, event, graph, allocation and communicator and starts over with `config`.
@@ -77,7 +94,12 @@ struct Counters {
   std::uint64_t live_streams = 0;
   std::uint64_t live_allocations = 0;
   std::uint64_t live_comms = 0;
+  std::uint64_t priority_kernels = 0;  // launches (eager or captured) above the default priority
 };
+
+// The range cudaDeviceGetStreamPriorityRange reports: 0 (least) to -5 (greatest).
+inline constexpr int kLeastPriority = 0;
+inline constexpr int kGreatestPriority = -5;
 Counters counters();
 
 // What a CPU kernel body sees while it runs.
@@ -88,6 +110,13 @@ class KernelContext {
   void advance_ns(std::uint64_t ns) { now_ += ns; }
   // Throws (a fault) unless [p, p + bytes) lies in memory this device may touch.
   void check(const void* p, std::uint64_t bytes, const char* what) const;
+  // The kernel reads [p, p + bytes): check() (a peer device's memory too once
+  // cudaDeviceEnablePeerAccess allowed it), then the race check (emulator.hpp, races).
+  void read(const void* p, std::uint64_t bytes, const char* what) const;
+  // The kernel writes [p, p + bytes): check(), then the race check.
+  void write(const void* p, std::uint64_t bytes, const char* what) const;
+  // The race check alone (the memory was checked otherwise).
+  void record_access(const void* p, std::uint64_t bytes, bool write, const char* what) const;
   // Throws a fault with this message.
   [[noreturn]] void fail(const std::string& message) const;
 
@@ -95,14 +124,17 @@ class KernelContext {
   friend struct Runtime;
   int device_ = 0;
   std::uint64_t now_ = 0;
+  CUstream_st* stream_ = nullptr;
+  std::uint64_t epoch_ = 0;
 };
 
 // Issues (or, during capture, records) a kernel on `stream`: `body` runs when the stream
 // reaches it. `pointers` are checked at launch time (device memory of the stream's device);
 // the body checks what it finds in device memory itself. The kernel takes `cost_ns` of
-// virtual time plus whatever the body advances.
+// virtual time plus whatever the body advances. `priority`: the launch attribute (0: default).
 cudaError_t launch(cudaStream_t stream, const char* name,
                    std::vector<std::pair<const void*, std::uint64_t>> pointers,
-                   std::function<void(KernelContext&)> body, std::uint64_t cost_ns);
+                   std::function<void(KernelContext&)> body, std::uint64_t cost_ns,
+                   int priority = 0);
 
 }  // namespace ssim::emu

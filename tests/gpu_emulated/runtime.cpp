@@ -48,9 +48,28 @@ struct Fault : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A vector clock: per stream id, how many of its kernels (epochs) are known to have finished.
+// The race check (Runtime::access) orders two accesses to device memory only through it.
+struct VectorClock {
+  std::map<int, std::uint64_t> epochs;
+  std::uint64_t at(int stream) const {
+    auto it = epochs.find(stream);
+    return it == epochs.end() ? 0 : it->second;
+  }
+  // `gone`: ids of deleted streams, left out (their records are dropped with them).
+  void join(const VectorClock& o, const std::set<int>& gone) {
+    for (const auto& [id, e] : o.epochs) {
+      if (gone.count(id)) continue;
+      std::uint64_t& mine = epochs[id];
+      mine = std::max(mine, e);
+    }
+  }
+};
+
 struct RecordInstance {
   bool done = false;
   std::uint64_t time = 0;
+  VectorClock vc;  // the recording stream's clock when it reached the record
 };
 using Instance = std::shared_ptr<RecordInstance>;
 
@@ -103,7 +122,9 @@ struct Op {
   std::string what;
   std::function<void(KernelContext&)> body;  // kernel (copies are kernels too)
   std::uint64_t cost_ns = 0;
+  int priority = 0;                // kernel: the launch priority (lower runs first)
   std::uint64_t not_before = 0;    // the host's clock when it issued the op (see host_now)
+  VectorClock host_vc;             // what the host had seen finish when it issued the op
   Instance instance;               // record, wait
   int node = -1;                   // captured record: its node; captured wait: bound node
   std::shared_ptr<GroupOp> group;  // nccl (eager)
@@ -122,6 +143,7 @@ struct CUstream_st {
   bool destroyed = false;  // destroyed by the user, kept until its work is done
   std::deque<ssim::emu::Op> queue;
   std::uint64_t clock = 0;
+  ssim::emu::VectorClock vc;  // the race check's view of what this stream's work follows
   ssim::emu::Capture* capture = nullptr;
   int lane = -1;
 };
@@ -199,6 +221,15 @@ struct Allocation {
   bool host = false;
 };
 
+// One access of stream work to device memory, for the race check: [begin, end) bytes.
+struct AccessRecord {
+  std::uintptr_t begin = 0, end = 0;
+  int stream = 0;
+  std::uint64_t epoch = 0;
+  bool write = false;
+  std::string what;
+};
+
 }  // namespace
 }  // namespace ssim::emu
 
@@ -240,8 +271,73 @@ struct Runtime {
   // Without it an idle stream kept its old clock, and a barrier did not order the next
   // iteration after the previous one.
   std::uint64_t host_now = 0;
+  VectorClock host_vc;  // the same for the race check: the work the host has seen finish
+  // Per device allocation (by base), the accesses not yet known to be ordered before all
+  // later ones: the race check's shadow of device memory.
+  std::map<const std::byte*, std::vector<AccessRecord>> shadow;
+  // Peer access enabled from a device to another (cudaDeviceEnablePeerAccess).
+  std::set<std::pair<int, int>> peer_access;
 
-  void observed(std::uint64_t t) { host_now = std::max(host_now, t); }
+  // Deleted streams: a deleted stream's work is done and no later work can be ordered after
+  // it by a new wait, so its records leave the shadow and its id every clock (else each
+  // graph's lanes would grow every clock for the rest of the process).
+  std::set<int> gone;
+
+  void observed(std::uint64_t t, const VectorClock& vc) {
+    host_now = std::max(host_now, t);
+    host_vc.join(vc, gone);
+  }
+
+  void forget_stream(int id) {
+    gone.insert(id);
+    host_vc.epochs.erase(id);
+    for (CUstream_st* s : streams) s->vc.epochs.erase(id);
+    for (auto& [base, list] : shadow) {
+      list.erase(std::remove_if(list.begin(), list.end(),
+                                [id](const AccessRecord& rec) { return rec.stream == id; }),
+                 list.end());
+    }
+  }
+
+  // The race check: an access by stream work conflicts with an earlier one to overlapping
+  // bytes of the same allocation when either writes, they come from different streams, and
+  // no chain of stream order and event waits orders the earlier one before this one (the
+  // earlier stream's epoch is not in this stream's vector clock). Such a pair is a data race
+  // on a GPU whatever the timing: a fault naming both. Mapped host memory is not tracked.
+  void access(const CUstream_st& s, std::uint64_t epoch, const void* p, std::uint64_t bytes,
+              bool write, const std::string& what) {
+    if (bytes == 0) return;
+    const std::byte* base = nullptr;
+    const Allocation* a = find(p, bytes, &base);
+    if (!a || a->host) return;
+    const auto b = reinterpret_cast<std::uintptr_t>(p);
+    const std::uintptr_t e = b + bytes;
+    std::vector<AccessRecord>& list = shadow[base];
+    std::string conflict;
+    for (const AccessRecord& rec : list) {
+      if (rec.end <= b || e <= rec.begin) continue;
+      if (!rec.write && !write) continue;
+      if (rec.stream == s.id || s.vc.at(rec.stream) >= rec.epoch) continue;
+      conflict = what + (write ? " (write)" : " (read)") + " on stream " + std::to_string(s.id) +
+                 " races with " + rec.what + (rec.write ? " (write)" : " (read)") + " on stream " +
+                 std::to_string(rec.stream) + ": bytes [" +
+                 std::to_string(std::max(b, rec.begin) - reinterpret_cast<std::uintptr_t>(base)) +
+                 ", " +
+                 std::to_string(std::min(e, rec.end) - reinterpret_cast<std::uintptr_t>(base)) +
+                 ") of one allocation, no event orders them";
+      break;
+    }
+    // What this access covers and follows is no longer needed: a write supersedes every
+    // record inside it, a read the same stream's reads inside it.
+    list.erase(std::remove_if(list.begin(), list.end(),
+                              [&](const AccessRecord& rec) {
+                                return rec.begin >= b && rec.end <= e &&
+                                       (write || (!rec.write && rec.stream == s.id));
+                              }),
+               list.end());
+    list.push_back(AccessRecord{b, e, s.id, epoch, write, what});
+    if (!conflict.empty()) throw Fault(conflict);
+  }
 
   // ---- memory --------------------------------------------------------------------------
   const Allocation* find(const void* p, std::uint64_t bytes, const std::byte** base) const {
@@ -292,6 +388,8 @@ struct Runtime {
     KernelContext k;
     k.device_ = s->device;
     k.now_ = s->clock;
+    k.stream_ = s;
+    k.epoch_ = ++s->vc.epochs[s->id];
     try {
       if (op.body) op.body(k);
     } catch (const Fault& f) {
@@ -487,16 +585,19 @@ struct Runtime {
 
   bool try_run(CUstream_st* s, Op& op) {
     s->clock = std::max(s->clock, op.not_before);
+    s->vc.join(op.host_vc, gone);
     switch (op.kind) {
       case Op::kernel:
         return run_kernel(s, op);
       case Op::record:
         op.instance->done = true;
         op.instance->time = s->clock;
+        op.instance->vc = s->vc;
         return true;
       case Op::wait:
         if (!op.instance->done) return false;
         s->clock = std::max(s->clock, op.instance->time);
+        s->vc.join(op.instance->vc, gone);
         return true;
       case Op::nccl:
         return try_group(s, op);
@@ -508,6 +609,16 @@ struct Runtime {
     bool any = false;
     while (true) {
       bool round = false;
+      // Higher-priority kernels first among the work that is ready now.
+      for (int p = kGreatestPriority; p < kLeastPriority; ++p) {
+        for (CUstream_st* s : streams) {
+          while (!s->queue.empty() && s->queue.front().kind == Op::kernel &&
+                 s->queue.front().priority == p && try_run(s, s->queue.front())) {
+            s->queue.pop_front();
+            round = true;
+          }
+        }
+      }
       for (std::size_t i = 0; i < streams.size(); ++i) {
         CUstream_st* s = streams[i];
         while (!s->queue.empty() && try_run(s, s->queue.front())) {
@@ -521,8 +632,10 @@ struct Runtime {
     // Streams destroyed by the user go once their work is done.
     for (auto it = streams.begin(); it != streams.end();) {
       if ((*it)->destroyed && (*it)->queue.empty()) {
+        const int id = (*it)->id;
         delete *it;
         it = streams.erase(it);
+        forget_stream(id);
       } else {
         ++it;
       }
@@ -546,7 +659,7 @@ struct Runtime {
                  " rank " + std::to_string(p->call.peer) + " of rank " +
                  std::to_string(p->call.comm->rank) +
                  (p->match.lock() ? ": the peer has not reached it"
-                           : ": the peer never issued the matching call");
+                                  : ": the peer never issued the matching call");
         }
         for (const auto& p : op.group->coll) {
           if (!p->done)
@@ -598,6 +711,7 @@ struct Runtime {
   // ---- issue ---------------------------------------------------------------------------
   void enqueue(CUstream_st* s, Op op) {
     op.not_before = host_now;
+    op.host_vc = host_vc;
     s->queue.push_back(std::move(op));
     changed();
   }
@@ -753,6 +867,30 @@ void KernelContext::check(const void* p, std::uint64_t bytes, const char* what) 
   rt().check_device(p, bytes, device_, what);
 }
 
+void KernelContext::read(const void* p, std::uint64_t bytes, const char* what) const {
+  Runtime& r = rt();
+  const std::byte* base = nullptr;
+  const Allocation* a = r.find(p, std::max<std::uint64_t>(bytes, 1), &base);
+  if (a && a->device >= 0 && a->device != device_ &&
+      r.peer_access.count({device_, a->device}) > 0) {
+    r.check_device(p, bytes, a->device, what);  // a peer's memory, peer access enabled
+  } else {
+    r.check_device(p, bytes, device_, what);
+  }
+  if (stream_) r.access(*stream_, epoch_, p, bytes, false, what);
+}
+
+void KernelContext::record_access(const void* p, std::uint64_t bytes, bool write,
+                                  const char* what) const {
+  if (stream_) rt().access(*stream_, epoch_, p, bytes, write, what);
+}
+
+void KernelContext::write(const void* p, std::uint64_t bytes, const char* what) const {
+  Runtime& r = rt();
+  r.check_device(p, bytes, device_, what);
+  if (stream_) r.access(*stream_, epoch_, p, bytes, true, what);
+}
+
 void KernelContext::fail(const std::string& message) const { throw Fault(message); }
 
 Config config_from_environment() {
@@ -780,6 +918,10 @@ void reset(const Config& config) {
   r.sticky = cudaSuccess;
   r.counters = {};
   r.host_now = 0;
+  r.host_vc = {};
+  r.gone.clear();
+  r.shadow.clear();
+  r.peer_access.clear();
   r.config = config;
   t_device = 0;
   t_last_error = cudaSuccess;
@@ -808,9 +950,15 @@ Counters counters() {
 
 cudaError_t launch(cudaStream_t stream, const char* name,
                    std::vector<std::pair<const void*, std::uint64_t>> pointers,
-                   std::function<void(KernelContext&)> body, std::uint64_t cost_ns) {
+                   std::function<void(KernelContext&)> body, std::uint64_t cost_ns, int priority) {
   auto lock = enter();
   Runtime& r = rt();
+  if (priority < kGreatestPriority || priority > kLeastPriority) {
+    r.fault(std::string(name) + ": launch priority " + std::to_string(priority) +
+            " outside cudaDeviceGetStreamPriorityRange's [" + std::to_string(kGreatestPriority) +
+            ", " + std::to_string(kLeastPriority) + "]");
+    return launch_error(cudaErrorInvalidValue);
+  }
   if (!valid_stream(r, stream)) {
     r.fault(std::string(name) + ": launched on the legacy stream or an invalid stream");
     return launch_error(cudaErrorInvalidResourceHandle);
@@ -833,6 +981,8 @@ cudaError_t launch(cudaStream_t stream, const char* name,
   op.what = std::string("kernel ") + name;
   op.body = std::move(body);
   op.cost_ns = cost_ns;
+  op.priority = priority;
+  if (priority < kLeastPriority) ++r.counters.priority_kernels;
   if (stream->capture) {
     ++r.counters.captured_kernels;
     r.capture_op(stream, std::move(op));
@@ -918,9 +1068,11 @@ cudaError_t copy_op(cudaStream_t stream, void* dst, const void* src, std::size_t
     const ssim::emu::Allocation* a = r.find(src, bytes, nullptr);
     src_device = a ? a->device : device;
   }
-  op.body = [=, &r](ssim::emu::KernelContext&) {
+  op.body = [=, &r](ssim::emu::KernelContext& k) {
     if (dst_device != -2) r.check_device(dst, bytes, dst_device, "copy destination");
     if (src_device != -2) r.check_device(src, bytes, src_device, "copy source");
+    if (src_device != -2) k.record_access(src, bytes, false, "copy source");
+    if (dst_device != -2) k.record_access(dst, bytes, true, "copy destination");
     if (is_set) {
       std::memset(dst, fill, bytes);
     } else {
@@ -981,6 +1133,32 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
   return cudaErrorInvalidValue;
 }
 
+cudaError_t cudaDeviceCanAccessPeer(int* can, int device, int peer) {
+  auto lock = ssim::emu::enter();
+  if (!can) return cudaErrorInvalidValue;
+  if (cudaError_t e = check_device_index(device)) return e;
+  if (cudaError_t e = check_device_index(peer)) return e;
+  *can = device != peer && rt().config.peer_access ? 1 : 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned int flags) {
+  auto lock = ssim::emu::enter();
+  Runtime& r = rt();
+  if (flags != 0) return cudaErrorInvalidValue;
+  if (cudaError_t e = check_device_index(peer)) return e;
+  const int device = ssim::emu::t_device;
+  if (peer == device || !r.config.peer_access) return cudaErrorInvalidDevice;
+  if (!r.peer_access.insert({device, peer}).second) return cudaErrorPeerAccessAlreadyEnabled;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
+  if (least) *least = ssim::emu::kLeastPriority;
+  if (greatest) *greatest = ssim::emu::kGreatestPriority;
+  return cudaSuccess;
+}
+
 cudaError_t cudaRuntimeGetVersion(int* version) {
   *version = 13000;
   return cudaSuccess;
@@ -1005,7 +1183,7 @@ cudaError_t cudaDeviceSynchronize() {
       "cudaDeviceSynchronize");
   if (!ok) return cudaErrorEmulatedDeadlock;
   for (CUstream_st* s : r.streams)
-    if (s->device == d) r.observed(s->clock);
+    if (s->device == d) r.observed(s->clock, s->vc);
   return r.sticky;
 }
 
@@ -1031,6 +1209,8 @@ const char* cudaGetErrorName(cudaError_t error) {
       return "cudaErrorNotReady";
     case cudaErrorIllegalAddress:
       return "cudaErrorIllegalAddress";
+    case cudaErrorPeerAccessAlreadyEnabled:
+      return "cudaErrorPeerAccessAlreadyEnabled";
     case cudaErrorLaunchFailure:
       return "cudaErrorLaunchFailure";
     case cudaErrorNoDevice:
@@ -1108,6 +1288,7 @@ cudaError_t free_any(void* ptr, bool host) {
   }
   // cudaFree waits for the device's work; work still pending would touch freed memory.
   r.progress();
+  r.shadow.erase(it->first);
   r.allocs.erase(it);
   ::operator delete(ptr);
   return cudaSuccess;
@@ -1194,7 +1375,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
           lock, [&] { return stream->queue.empty(); },
           "cudaStreamSynchronize(stream " + std::to_string(stream->id) + ")"))
     return cudaErrorEmulatedDeadlock;
-  r.observed(stream->clock);
+  r.observed(stream->clock, stream->vc);
   return r.sticky;
 }
 
@@ -1206,7 +1387,7 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
   r.progress();
   if (r.sticky != cudaSuccess) return r.sticky;
   if (!stream->queue.empty()) return cudaErrorNotReady;
-  r.observed(stream->clock);
+  r.observed(stream->clock, stream->vc);
   return cudaSuccess;
 }
 
@@ -1312,7 +1493,7 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
   if (r.sticky != cudaSuccess) return r.sticky;
   if (!event->latest) return cudaSuccess;
   if (!event->latest->done) return cudaErrorNotReady;
-  r.observed(event->latest->time);
+  r.observed(event->latest->time, event->latest->vc);
   return cudaSuccess;
 }
 
@@ -1326,7 +1507,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   if (!r.wait_until(
           lock, [&] { return inst->done; }, "cudaEventSynchronize"))
     return cudaErrorEmulatedDeadlock;
-  r.observed(inst->time);
+  r.observed(inst->time, inst->vc);
   return r.sticky;
 }
 

@@ -117,7 +117,7 @@ TEST(GpuCli, HelpListsTheRunOptions) {
 TEST(GpuCli, FewerGpusThanRanksForTheNcclTransport) {
   SSIM_REQUIRE_GPUS(1);
   const int n = testing::gpu_count() + 1;
-  const auto r = run_cli("run --algo ring --ranks " + std::to_string(n));
+  const auto r = run_cli("run --algo ring --transport nccl --ranks " + std::to_string(n));
   EXPECT_EQ(r.rc, 1);
   EXPECT_TRUE(contains(r.err, "the nccl transport runs one rank per GPU: " + std::to_string(n) +
                                   " ranks need " + std::to_string(n) + " GPUs"))
@@ -159,6 +159,25 @@ TEST(GpuCli, SingleGpuRunPrintsTheTableAndWritesTheCsv) {
   }
   EXPECT_EQ(rows[0].bytes.value, 65536u);
   EXPECT_EQ(rows[5].bytes.value, 262144u);
+  std::remove(csv.c_str());
+}
+
+// Without --transport a schedule runs on the direct transport (8 ranks on one GPU here when
+// the machine has fewer than 8): exact, and the CSV's device column ends with ", direct".
+TEST(GpuCli, DirectIsTheDefaultTransport) {
+  SSIM_REQUIRE_GPUS(1);
+  const std::string csv = temp_csv();
+  const int n = testing::gpu_count() >= 8 ? 8 : 8 * testing::gpu_count();
+  const auto r = run_cli("run --algo stragglar --ranks " + std::to_string(n) +
+                         " -b 1M -e 4M -f 2 -n 2 -c 2 -w 1 --delay 1ms --csv " + csv);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "# Out of bounds values : 0 OK")) << r.out;
+  const std::vector<schema::ResultRow> rows = read_rows(csv);
+  ASSERT_EQ(rows.size(), 6u);
+  for (const schema::ResultRow& row : rows) {
+    EXPECT_EQ(row.wrong, std::optional<std::uint64_t>(0));
+    EXPECT_TRUE(row.device.size() > 8 && row.device.ends_with(", direct")) << row.device;
+  }
   std::remove(csv.c_str());
 }
 

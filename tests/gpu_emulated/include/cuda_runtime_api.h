@@ -22,6 +22,7 @@ enum cudaError {
   cudaErrorInvalidResourceHandle = 400,
   cudaErrorNotReady = 600,
   cudaErrorIllegalAddress = 700,
+  cudaErrorPeerAccessAlreadyEnabled = 704,
   cudaErrorLaunchFailure = 719,
   cudaErrorNoDevice = 100,
   cudaErrorInvalidDevice = 101,
@@ -86,6 +87,9 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device);
 cudaError_t cudaRuntimeGetVersion(int* version);
 cudaError_t cudaDriverGetVersion(int* version);
 cudaError_t cudaDeviceSynchronize();
+cudaError_t cudaDeviceGetStreamPriorityRange(int* least_priority, int* greatest_priority);
+cudaError_t cudaDeviceCanAccessPeer(int* can_access_peer, int device, int peer_device);
+cudaError_t cudaDeviceEnablePeerAccess(int peer_device, unsigned int flags);
 cudaError_t cudaGetLastError();
 const char* cudaGetErrorName(cudaError_t error);
 const char* cudaGetErrorString(cudaError_t error);
