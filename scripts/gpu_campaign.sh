@@ -14,6 +14,7 @@
 #                NCCL is looked for in the usual places (a Python package's nvidia/nccl/lib too)
 #                when the loader does not find it
 #   --tests FILE the gpu test binary (default: build/tests/gpu_backend_cuda_tests when present)
+#   --no-tests   run no tests
 #   --budget S   wall-clock budget in seconds (default 470): parts that would start after it are
 #                skipped and listed as skipped in the summary
 #   --quick      a few sizes only: a check that everything runs, in about a minute
@@ -34,6 +35,7 @@ tests=""
 budget=470
 quick=0
 only=""
+no_tests=0
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -42,6 +44,7 @@ while [[ $# -gt 0 ]]; do
     --tests) [[ $# -ge 2 ]] || usage; tests=$2; shift 2 ;;
     --budget) [[ $# -ge 2 && $2 =~ ^[0-9]+$ ]] || usage; budget=$2; shift 2 ;;
     --quick) quick=1; shift ;;
+    --no-tests) no_tests=1; shift ;;
     --only) [[ $# -ge 2 ]] || usage; only=$2; shift 2 ;;
     -h|--help) usage ;;
     *) echo "gpu_campaign.sh: unknown argument '$1'" >&2; usage ;;
@@ -50,7 +53,7 @@ done
 
 gpu="$bin/stragglesim-gpu"
 [[ -x $gpu ]] || { echo "gpu_campaign.sh: no executable $gpu (build with scripts/build.sh, or give --bin)" >&2; exit 2; }
-if [[ -z $tests && -x $root/build/tests/gpu_backend_cuda_tests ]]; then tests=$root/build/tests/gpu_backend_cuda_tests; fi
+if [[ $no_tests == 0 && -z $tests && -x $root/build/tests/gpu_backend_cuda_tests ]]; then tests=$root/build/tests/gpu_backend_cuda_tests; fi
 if [[ -e $out && -n "$(ls -A "$out" 2>/dev/null)" ]]; then
   echo "gpu_campaign.sh: $out exists and is not empty; give a new folder with -o" >&2; exit 2
 fi
@@ -87,7 +90,9 @@ transports+=(single-gpu)
 note "transports: ${transports[*]}"
 
 # The gpu-labelled tests.
-if [[ -n $tests ]]; then
+if [[ $no_tests == 1 ]]; then
+  note "gpu tests: not run (--no-tests)"
+elif [[ -n $tests ]]; then
   if "$tests" --gtest_output="xml:$out/gtest.xml" >"$out/gtest.log" 2>&1; then
     note "gpu tests: passed ($(grep -c '^\[       OK' "$out/gtest.log") ok, $(grep -c '^\[  SKIPPED' "$out/gtest.log") skipped)"
   else

@@ -2,13 +2,15 @@
 """The summary table of a GPU campaign folder (scripts/gpu_campaign.sh): per run and size, the
 median time after the last arrival and from the first arrival, the median arrival spread without
 a delay, the wrong elements, and, where the run's transport moves a known number of bytes through
-device memory, those bytes' bandwidth against the copy bandwidth measured in the same campaign.
+device memory, those bytes over the time from the first arrival (every byte of the collective is
+moved in it) against the copy bandwidth measured in the same campaign.
 
     python3 scripts/gpu_campaign_summary.py DIR [--stragglesim BIN]
 
 Bytes moved through device memory per byte a schedule transfers: single-gpu transport (a copy
 into scratch, then the apply kernel) 5 per reduced byte, 4 per copied byte; direct transport (one
-kernel reads the peer and the local chunk and writes once) 3 and 2. The schedule's reduced and
+kernel reads the peer and the local chunk and writes once) 3 and 2, plus 2 for a byte it stages
+through scratch (a sender that writes, in the same round, a range it sends). The schedule's reduced and
 copied bytes come from `stragglesim schedule ALG --ranks N --format json` when the simulator's
 binary is given or found beside this script's build; without it that column is left out.
 Only the standard library: it runs on a GPU machine with nothing installed."""
@@ -51,18 +53,27 @@ def schedule_bytes(binary, algorithm, ranks, options, cache):
             out = os.path.join(tmp, "s.json")
             cmd = [binary, "schedule", algorithm, "--ranks", str(ranks), "--format", "json", "-o", out]
             for opt in options.split(";") if options else []:
-                cmd += ["-O", opt]
+                cmd += ["--option", opt]
             if subprocess.run(cmd, capture_output=True).returncode == 0:
                 s = json.load(open(out))
-                red = cop = 0
+                red = cop = sred = scop = 0
                 for rnd in s["rounds"]:
+                    # What each rank writes in this round: a transfer whose source range the
+                    # sender also writes in the round is staged by the direct transport.
+                    writes = {}
+                    for t in rnd["transfers"]:
+                        writes.setdefault(t["dst"], []).append(t["chunks"])
                     for t in rnd["transfers"]:
                         width = t["chunks"][1] - t["chunks"][0]
+                        staged = any(b < t["chunks"][1] and t["chunks"][0] < e
+                                     for b, e in writes.get(t["src"], []))
                         if t["op"] == "reduce":
                             red += width
+                            sred += width if staged else 0
                         else:
                             cop += width
-                result = (red, cop, s["chunks"])
+                            scop += width if staged else 0
+                result = (red, cop, sred, scop, s["chunks"])
     cache[key] = result
     return result
 
@@ -106,12 +117,15 @@ def main():
             options = "gpus_per_node=4" if alg in ("hierarchical", "stragglar_hier") else ""
             counts = schedule_bytes(binary, alg.split("+")[0], ranks, options, cache) if transport else None
             if counts:
-                red, cop, chunks = counts
+                red, cop, sred, scop, chunks = counts
                 fr, fc = FACTORS[transport]
-                b = (red * fr + cop * fc) * size / chunks
+                units = red * fr + cop * fc
+                if transport == "direct":  # a staged byte is also copied into scratch: 2 more
+                    units += 2 * (sred + scop)
+                b = units * size / chunks
                 moved = "%.3f" % (b / 1e9)
-                if copy_bw and after > 0:
-                    ratio = "%.0f%%" % (100 * b / after / copy_bw)
+                if copy_bw and total > 0:
+                    ratio = "%.0f%%" % (100 * b / total / copy_bw)
             spread_us = "" if spread != spread else "%.1f" % (spread * 1e6)
             print("%-44s %11d %13.4f %9.4f %9s %5d %8s %10s" % (
                 name[:-4], size, after * 1e3, total * 1e3, spread_us, wrong, moved, ratio))

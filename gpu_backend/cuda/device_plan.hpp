@@ -123,7 +123,8 @@ struct DeviceRankPlan {
 // The direct transport's synchronization, from these plans (the executor issues it as event
 // waits, which become graph dependencies when captured):
 //   RAW  the round-k kernel (and staged copies) of rank r waits for the last kernel before
-//        round k of every rank in DeviceStep::senders;
+//        round k of every rank in DeviceStep::senders, or for that rank's arrival (the end of
+//        its delay) when it has run none yet;
 //   WAR  a rank's next kernel after round k waits for the round-k kernels of every rank that
 //        read from it in round k (they list it in senders);
 //   same round  a receive whose source range overlaps a range the sender writes in the same

@@ -537,12 +537,14 @@ struct RankState {
   std::vector<std::byte> input;  // host fill for collectives other than AllReduce
   MappedStamps stamps;
   Event done;                           // recorded after the body, outside any graph
+  Event started;                        // one device: after the shared start stamp (rank 0)
   Event ready, copied, fork, join;      // single-GPU transport ordering and graph fork/join
   DeviceBuffer direct_items;            // the direct transport's DirectItems (parallel to items)
   std::vector<DirectItem> direct_host;  // their host copy, alive until the upload is done
   // The direct transport, per round: recorded after the rank's kernel of that round, and
-  // after its staged copies (only where it has them).
+  // after its staged copies (only where it has them); `arrived` after its arrival stamp.
   std::vector<Event> after_round, staged_round;
+  Event arrived;
   ncclComm_t split = nullptr;  // Phase1::nccl_rs, non-stragglers (owned by the group)
   int key = -1;                // the chunk this member owns after phase 1
   cudaGraph_t graph = nullptr;
@@ -605,6 +607,28 @@ struct CollectiveRun::Impl {
   void setup();
   void upload_direct_items();
   void stamp(std::size_t i, std::size_t slot);
+  // Every rank on one GPU (single-gpu, direct on one device): the ranks are all ready when an
+  // iteration starts, so one stamp on rank 0's stream is every rank's start, and every rank
+  // but the straggler arrives then. Stamped per rank instead, a rank's stamp kernel queues
+  // behind the other ranks' kernels (milliseconds at 1 GiB on an H200): the queue, not the
+  // arrival. The straggler still spins until that start + its delay and stamps its arrival.
+  bool shared_start() const {
+    if (group.transport == Transport::nccl || group.local.empty()) return false;
+    for (const LocalRank& l : group.local) {
+      if (l.device != group.local[0].device) return false;
+    }
+    return true;
+  }
+  bool is_straggler(std::size_t i) const {
+    return settings.delay.value > 0 && states[i].rank == settings.straggler;
+  }
+  const MappedStamps& start_stamps(std::size_t i) const {
+    return shared_start() ? states[0].stamps : states[i].stamps;
+  }
+  std::uint64_t start_of(std::size_t i) const { return start_stamps(i).read(kStartSlot); }
+  std::uint64_t arrival_of(std::size_t i) const {
+    return shared_start() && !is_straggler(i) ? start_of(i) : states[i].stamps.read(kArrivalSlot);
+  }
   void apply(std::size_t i, const DeviceStep& step);
   void issue_body();
   void issue_nccl_rounds();
@@ -664,11 +688,13 @@ void CollectiveRun::Impl::setup() {
     }
     s.stamps = MappedStamps(finish_slot() + 1);
     s.done = Event(l.device, cudaEventDisableTiming);
+    s.started = Event(l.device, cudaEventDisableTiming);
     s.ready = Event(l.device, cudaEventDisableTiming);
     s.copied = Event(l.device, cudaEventDisableTiming);
     s.fork = Event(l.device, cudaEventDisableTiming);
     s.join = Event(l.device, cudaEventDisableTiming);
     if (group.transport == Transport::direct) {
+      s.arrived = Event(l.device, cudaEventDisableTiming);
       s.after_round.resize(static_cast<std::size_t>(c.plan.rounds));
       s.staged_round.resize(static_cast<std::size_t>(c.plan.rounds));
       for (const DeviceStep& step : dp.steps) {
@@ -840,11 +866,11 @@ void CollectiveRun::Impl::issue_single_gpu_rounds() {
 
 // The direct transport (the rules in device_plan.hpp). Per round k, first the staged copies
 // of every rank (after the RAW waits), then every rank's kernel: it waits for the last kernel
-// before k of each rank it reads from (RAW), for the kernels of the ranks that read from it
-// since its own last kernel (WAR), and for the copies of the ranks that stage from it in this
-// round; nothing orders the kernels of one round behind each other. Every wait is on an
-// event recorded once per round (after_round[k]), so what it names does not depend on when
-// the host issues it.
+// before k of each rank it reads from, or that rank's arrival when it has none yet (RAW), for the
+// kernels of the ranks that read from it since its own last kernel (WAR), and for the copies of the
+// ranks that stage from it in this round; nothing orders the kernels of one round behind each
+// other. Every wait is on an event recorded once per round (after_round[k]), so what it names does
+// not depend on when the host issues it.
 void CollectiveRun::Impl::issue_direct_rounds() {
   // Every rank is local and states[r] is rank r.
   const std::size_t n = states.size();
@@ -854,8 +880,15 @@ void CollectiveRun::Impl::issue_direct_rounds() {
   auto wait = [&](std::size_t i, const Event& e) {
     SSIM_CUDA(cudaStreamWaitEvent(group.local[i].stream, e.get(), 0));
   };
+  // A sender with no kernel yet: its arrival (after its delay), so that no rank reads a
+  // straggler's data before the straggler has arrived.
   auto wait_last = [&](std::size_t i, std::size_t sender) {
-    if (sender == i || last[sender] < 0) return;
+    if (sender == i) return;
+    if (last[sender] < 0) {
+      if (!skip_dependency(static_cast<int>(i), static_cast<int>(sender), -1, 'r'))
+        wait(i, states[sender].arrived);
+      return;
+    }
     const int k = last[sender];
     if (!skip_dependency(static_cast<int>(i), static_cast<int>(sender), k, 'r'))
       wait(i, states[sender].after_round[static_cast<std::size_t>(k)]);
@@ -923,16 +956,25 @@ void CollectiveRun::Impl::issue_direct_rounds() {
 
 // Everything between the barrier and the completion events, on every local rank's stream.
 void CollectiveRun::Impl::issue_body() {
-  const bool delayed = settings.delay.value > 0;
+  const bool shared = shared_start();
+  if (shared) {
+    stamp(0, kStartSlot);
+    SSIM_CUDA(cudaEventRecord(states[0].started.get(), group.local[0].stream));
+    for (std::size_t i = 1; i < states.size(); ++i)
+      SSIM_CUDA(cudaStreamWaitEvent(group.local[i].stream, states[0].started.get(), 0));
+  }
   for (std::size_t i = 0; i < states.size(); ++i) {
-    stamp(i, kStartSlot);
-    if (delayed && states[i].rank == settings.straggler) {
+    if (!shared) stamp(i, kStartSlot);
+    if (is_straggler(i)) {
       // Until the start stamp + delay: queueing before the spin runs does not lengthen it.
-      SSIM_CUDA(launch_spin(states[i].stamps.device_slot(kStartSlot),
+      SSIM_CUDA(cudaSetDevice(group.local[i].device));
+      SSIM_CUDA(launch_spin(start_stamps(i).device_slot(kStartSlot),
                             static_cast<std::uint64_t>(std::llround(settings.delay.value * 1e9)),
                             group.local[i].stamp_priority, group.local[i].stream));
     }
-    stamp(i, kArrivalSlot);
+    if (!shared || is_straggler(i)) stamp(i, kArrivalSlot);
+    if (group.transport == Transport::direct)
+      SSIM_CUDA(cudaEventRecord(states[i].arrived.get(), group.local[i].stream));
   }
   if (c.nccl_allreduce) {
     const ncclDataType_t type = nccl_type(c.plan.layout.dtype);
@@ -1005,8 +1047,8 @@ void CollectiveRun::Impl::timeout() {
     const MappedStamps& st = states[i].stamps;
     if (st.read(finish_slot()) != 0) continue;
     std::string where;
-    if (st.read(kArrivalSlot) == 0) {
-      where = st.read(kStartSlot) == 0 ? "did not start" : "did not arrive (still in its delay)";
+    if (arrival_of(i) == 0) {
+      where = start_of(i) == 0 ? "did not start" : "did not arrive (still in its delay)";
     } else {
       const DeviceRankPlan& dp = device_plan(i);
       int stuck = -1;
@@ -1118,8 +1160,8 @@ IterationResult CollectiveRun::Impl::run(bool check) {
     const MappedStamps& st = states[i].stamps;
     RankStamps rs;
     rs.rank = states[i].rank;
-    rs.start = st.read(kStartSlot);
-    rs.arrival = st.read(kArrivalSlot);
+    rs.start = start_of(i);
+    rs.arrival = arrival_of(i);
     rs.finish = st.read(finish_slot());
     for (int k = 0; k < c.plan.rounds; ++k)
       rs.round_end.push_back(st.read(kFirstRoundSlot + static_cast<std::size_t>(k)));

@@ -50,6 +50,14 @@ class DeviceTest : public ::testing::Test {
 class SingleGpuExecutor : public DeviceTest {};
 class NcclExecutor : public DeviceTest {};
 
+// Every rank on GPU 0, through the transports that run schedules there.
+constexpr std::array<Transport, 2> kOneGpuTransports = {Transport::direct, Transport::single_gpu};
+DeviceGroup one_gpu_group(Transport transport, int ranks) {
+  return transport == Transport::direct
+             ? DeviceGroup::direct(ranks, std::vector<int>(static_cast<std::size_t>(ranks), 0))
+             : DeviceGroup::single_gpu(ranks, 0);
+}
+
 constexpr std::array<DType, 4> kTypes = {DType::float32, DType::float64, DType::int32,
                                          DType::int64};
 
@@ -85,15 +93,18 @@ void expect_causal(const IterationResult& r, const IterationSettings& settings, 
       last = end;
     }
     EXPECT_GE(st.finish, last) << rank;
-    if (whole) EXPECT_GE(st.finish, max_arrival) << rank << " finished before the last arrival";
+    if (whole) {
+      EXPECT_GE(st.finish, max_arrival) << rank << " finished before the last arrival";
+    }
   }
   if (settings.delay.value > 0) {
     EXPECT_GE(r.delay.value, settings.delay.value) << what;
     for (const RankStamps& st : r.stamps) {
-      if (st.rank == settings.straggler)
+      if (st.rank == settings.straggler) {
         EXPECT_GE(st.arrival - st.start,
                   static_cast<std::uint64_t>(settings.delay.value * 1e9 + 0.5))
             << what;
+      }
     }
   } else {
     EXPECT_EQ(r.delay.value, 0.0) << what;
@@ -121,16 +132,24 @@ void expect_exact(DeviceGroup& group, PreparedCollective c, const std::string& w
 
 TEST_F(SingleGpuExecutor, EveryAlgorithmIsExact) {
   SSIM_REQUIRE_GPUS(1);
-  for (int n : {2, 3, 4, 5, 8}) {
-    DeviceGroup group = DeviceGroup::single_gpu(n, 0);
-    for (const alg::AlgorithmInfo& info : alg::algorithms()) {
-      if (!info.supports_ranks(n)) continue;
-      const int chunks = alg::generate(info.name, n, alg::Options{}).chunks;
-      for (std::size_t t = 0; t < kTypes.size(); ++t) {
-        const DType dtype = kTypes[t];
-        const std::uint64_t count = t % 2 == 0 ? small_count(chunks) : large_count(chunks);
-        expect_exact(group, prepared(info.name, n, count * dtype_size(dtype), dtype),
-                     info.name + " n=" + std::to_string(n) + " " + std::string(to_string(dtype)));
+  for (Transport transport : kOneGpuTransports) {
+    for (int n : {2, 3, 4, 5, 8}) {
+      DeviceGroup group = one_gpu_group(transport, n);
+      for (const alg::AlgorithmInfo& info : alg::algorithms()) {
+        if (!info.supports_ranks(n)) continue;
+        const int chunks = alg::generate(info.name, n, alg::Options{}).chunks;
+        for (std::size_t t = 0; t < kTypes.size(); ++t) {
+          const DType dtype = kTypes[t];
+          const std::uint64_t count = t % 2 == 0 ? small_count(chunks) : large_count(chunks);
+          // Every other type with the last rank delayed: no rank may finish before it arrives
+          // (a receiver that read a sender's data without waiting for its arrival would).
+          const IterationSettings settings =
+              t % 2 == 1 ? IterationSettings{Seconds{1e-4}, n - 1} : IterationSettings{};
+          expect_exact(group, prepared(info.name, n, count * dtype_size(dtype), dtype),
+                       info.name + " n=" + std::to_string(n) + " " + std::string(to_string(dtype)) +
+                           " " + std::string(to_string(transport)),
+                       settings);
+        }
       }
     }
   }
@@ -153,31 +172,36 @@ TEST_F(SingleGpuExecutor, ABrokenScheduleIsCaughtWithRankAndElement) {
   ASSERT_LT(c.plan.layout.chunk_offset_bytes(broken.chunk_begin), c.plan.layout.bytes)
       << "the broken chunk holds no real element: the test could not fail";
   c.device = build_device_plans(c.plan);
-  DeviceGroup group = DeviceGroup::single_gpu(3, 0);
-  CollectiveRun run(group, std::move(c), IterationSettings{});
-  const IterationResult r = run.run(true);
-  EXPECT_EQ(r.wrong, std::optional<std::uint64_t>(6));
-  EXPECT_EQ(r.local.to_string(),
-            "6 of 18 elements wrong; first: rank 0 element 4 expected 33 got 22");
+  for (Transport transport : kOneGpuTransports) {
+    DeviceGroup group = one_gpu_group(transport, 3);
+    CollectiveRun run(group, c, IterationSettings{});
+    const IterationResult r = run.run(true);
+    EXPECT_EQ(r.wrong, std::optional<std::uint64_t>(6)) << to_string(transport);
+    EXPECT_EQ(r.local.to_string(),
+              "6 of 18 elements wrong; first: rank 0 element 4 expected 33 got 22")
+        << to_string(transport);
+  }
 }
 
 TEST_F(SingleGpuExecutor, DelayIsMeasuredAndSubtracted) {
   SSIM_REQUIRE_GPUS(1);
-  DeviceGroup group = DeviceGroup::single_gpu(4, 0);
-  for (int straggler : {0, 3}) {
-    const IterationSettings settings{Seconds{0.002}, straggler};
-    CollectiveRun run(group, prepared("ring", 4, 1 << 20, DType::float32), settings);
-    for (int it = 0; it < 2; ++it) {
-      const IterationResult r = run.run(true);
-      EXPECT_EQ(r.wrong, std::optional<std::uint64_t>(0));
-      expect_causal(r, settings, true, "straggler " + std::to_string(straggler));
-      // The spin runs on %globaltimer: the delay measured is the one asked for plus at most
-      // the time the spin kernel waited to start (generously bounded).
-      EXPECT_LT(r.delay.value, 0.1);
-      ASSERT_EQ(r.stamps.size(), 4u);
-      EXPECT_EQ(r.stamps[static_cast<std::size_t>(straggler)].arrival -
-                    r.stamps[static_cast<std::size_t>(straggler)].start,
-                static_cast<std::uint64_t>(r.delay.value * 1e9 + 0.5));
+  for (Transport transport : kOneGpuTransports) {
+    DeviceGroup group = one_gpu_group(transport, 4);
+    for (int straggler : {0, 3}) {
+      const IterationSettings settings{Seconds{0.002}, straggler};
+      CollectiveRun run(group, prepared("ring", 4, 1 << 20, DType::float32), settings);
+      for (int it = 0; it < 2; ++it) {
+        const IterationResult r = run.run(true);
+        EXPECT_EQ(r.wrong, std::optional<std::uint64_t>(0));
+        expect_causal(r, settings, true, "straggler " + std::to_string(straggler));
+        // The spin runs on %globaltimer: the delay measured is the one asked for plus at most
+        // the time the spin kernel waited to start (generously bounded).
+        EXPECT_LT(r.delay.value, 0.1);
+        ASSERT_EQ(r.stamps.size(), 4u);
+        EXPECT_EQ(r.stamps[static_cast<std::size_t>(straggler)].arrival -
+                      r.stamps[static_cast<std::size_t>(straggler)].start,
+                  static_cast<std::uint64_t>(r.delay.value * 1e9 + 0.5));
+      }
     }
   }
 }
