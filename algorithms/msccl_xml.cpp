@@ -223,11 +223,13 @@ std::string schedule_to_msccl_xml(const Schedule& s, const MscclLimits& limits) 
     }
   }
 
-  // Step numbers (`s`): each dependency beyond the first is a nop step before the step. A
-  // dependency's `deps` counts the target thread block's transmissions only (nops excluded): the
-  // runtime's kernel raises a thread block's flag to the index of the transmission it finished
-  // and the waiter compares `deps` with it (msccl-tools numbers nops in, which can only wait
-  // longer).
+  // Step numbers (`s`): each dependency beyond the first is a nop step before the step, and `deps`
+  // names the target's step number with the nops counted. That is what the runtime compares: its
+  // parser (msccl_parser.cc) keeps no nop but moves a nop's dependency onto the next transmission,
+  // and its kernel (msccl_kernel.cu, mscclRunInterpreter) advances its step counter by the number
+  // of dependencies less one before a transmission, then, after a transmission with hasdep=1,
+  // publishes that counter as the thread block's flag; a wait on (depid, deps) ends once the flag
+  // of depid reaches deps. So the counter is the XML step number, nops included.
   for (std::size_t a = 0; a < n; ++a) {
     for (ThreadBlock& tb : tbs[a]) {
       int next = 0;
@@ -287,9 +289,9 @@ std::string schedule_to_msccl_xml(const Schedule& s, const MscclLimits& limits) 
       for (int id : tb.ops) {
         const StepOp& op = ops[static_cast<std::size_t>(id)];
         for (std::size_t k = 1; k < op.deps.size(); ++k)
-          step_line(step++, "nop", 0, 0, op.deps[k].first, op.deps[k].second, false);
+          step_line(step++, "nop", 0, 0, op.deps[k].first, target(op.rank, op.deps[k]).step, false);
         const int depid = op.deps.empty() ? -1 : op.deps[0].first;
-        const int deps = op.deps.empty() ? -1 : op.deps[0].second;
+        const int deps = op.deps.empty() ? -1 : target(op.rank, op.deps[0]).step;
         step_line(step++, op.send ? "s" : (op.reduce ? "rrc" : "r"), op.chunk, op.count, depid,
                   deps, op.hasdep);
       }

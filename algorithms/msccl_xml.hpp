@@ -7,8 +7,11 @@
 // runtime's parser, src/misc/msccl/msccl_parser.cc in github.com/Azure/msccl-executor-nccl
 // (attributes, step types, limits), its interpreter kernel (how `depid`/`deps` are waited for)
 // and msccl-tools' writer, msccl/language/ir.py (ir_to_xml: extra dependencies become `nop`
-// steps placed before the step; `s` numbers count the nops). `deps` names the target thread
-// block's transmission index, nops not counted, as the kernel compares it.
+// steps placed before the step; `s` numbers count the nops). `deps` names the target step's `s`,
+// nops counted: the parser folds each nop's dependency into the next transmission, and the kernel
+// (mscclRunInterpreter) advances its step counter past them (by the number of dependencies less
+// one) before it publishes the counter as the thread block's flag after a hasdep=1 transmission;
+// a wait on (depid, deps) ends when that flag reaches deps. Every awaited step has hasdep=1.
 //
 // What is written (one in-place AllReduce on the input buffer "i", nchunksperloop = chunks):
 //   <algo name proto="Simple" nchannels nchunksperloop ngpus coll="allreduce" inplace="1"

@@ -6,8 +6,8 @@
 //   const std::string error = msccl_reader::check_allreduce(xml_text);   // "" when correct
 //
 // Execution: every thread block runs its steps in order; a step waits for its dependency
-// (depid, deps: thread block depid has completed its transmission number deps, nops not counted,
-// as the runtime's kernel counts; the target must carry hasdep="1")
+// (depid, deps: thread block depid has completed its step number deps, nops counted, as the
+// runtime's kernel counts; the target must carry hasdep="1")
 // and a receive for the next message on its (peer -> gpu, channel) connection (FIFO, sends
 // never block). Buffers hold, per chunk, how many times each rank's input was summed into it.
 // A vector clock per thread block checks that conflicting accesses to a chunk are ordered by
@@ -253,9 +253,10 @@ inline std::string check_allreduce(const std::string& text) try {
         return where + ": depid names no thread block";
       const Tb& dep = tbs[static_cast<std::size_t>(local[static_cast<std::size_t>(st.depid)])];
       if (dep.global == tb.global) return where + ": depends on its own thread block";
-      if (st.deps < 0 || st.deps >= static_cast<int>(dep.transmissions.size()))
+      if (st.deps < 0 || st.deps >= static_cast<int>(dep.steps.size()) ||
+          dep.steps[static_cast<std::size_t>(st.deps)].type == "nop")
         return where + ": deps names no step";
-      if (!dep.steps[dep.transmissions[static_cast<std::size_t>(st.deps)]].hasdep)
+      if (!dep.steps[static_cast<std::size_t>(st.deps)].hasdep)
         return where + ": its dependency is not marked hasdep";
     }
   }
@@ -286,7 +287,7 @@ inline std::string check_allreduce(const std::string& text) try {
         if (st.depid >= 0) {
           const std::size_t d = static_cast<std::size_t>(
               gpu_tbs[static_cast<std::size_t>(tb.gpu)][static_cast<std::size_t>(st.depid)]);
-          const std::size_t target = tbs[d].transmissions[static_cast<std::size_t>(st.deps)];
+          const auto target = static_cast<std::size_t>(st.deps);
           if (pc[d] <= target) break;
           join(now, history[d][target]);
         }

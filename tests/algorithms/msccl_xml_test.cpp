@@ -41,6 +41,42 @@ TEST(MscclXml, StragglarVariantsRunToACorrectAllReduce) {
   }
 }
 
+// `deps` is the awaited step's `s` (nops counted), as the runtime's kernel counts its flag; the
+// awaited step is a transmission marked hasdep. StragglAR at 16 ranks has awaited steps with nops
+// before them, where counting transmissions only would name an earlier step.
+TEST(MscclXml, DependenciesNameTheAwaitedStepNumberWithNopsCounted) {
+  using testing::msccl_reader::attr;
+  using testing::msccl_reader::attr_int;
+  using testing::msccl_reader::Node;
+  const Node algo =
+      testing::msccl_reader::parse_xml(schedule_to_msccl_xml(generate("stragglar", 16, Options{})));
+  int checked = 0, after_nops = 0;
+  for (const Node& gpu : algo.children) {
+    for (const Node& tb : gpu.children) {
+      for (const Node& st : tb.children) {
+        const int depid = attr_int(st, "depid");
+        if (depid < 0) continue;
+        const Node& target = gpu.children.at(static_cast<std::size_t>(depid));
+        ASSERT_EQ(attr_int(target, "id"), depid);
+        const int deps = attr_int(st, "deps");
+        ASSERT_GE(deps, 0);
+        ASSERT_LT(deps, static_cast<int>(target.children.size()));
+        const Node& awaited = target.children[static_cast<std::size_t>(deps)];
+        EXPECT_EQ(attr_int(awaited, "s"), deps);
+        EXPECT_NE(attr(awaited, "type"), "nop");
+        EXPECT_EQ(attr_int(awaited, "hasdep"), 1);
+        int nops_before = 0;
+        for (int k = 0; k < deps; ++k)
+          nops_before += attr(target.children[static_cast<std::size_t>(k)], "type") == "nop";
+        after_nops += nops_before > 0;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 100);
+  EXPECT_GT(after_nops, 10);
+}
+
 TEST(MscclXml, HeaderAndRingShape) {
   const std::string xml = schedule_to_msccl_xml(generate("ring", 4, Options{}));
   EXPECT_NE(
