@@ -9,6 +9,7 @@
 
 #include <regex>
 #include <string>
+#include <tuple>
 
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
@@ -178,6 +179,31 @@ TEST(MscclXml, LargerRankCountsUpToTheLimits) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("needs over 256 steps"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("MSCCL_MAX_NUM_STEPS"), std::string::npos) << e.what();
+  }
+}
+
+// The largest rank counts README states, per algorithm (default options and nchunksperloop):
+// they export, one more is an input error naming the limit.
+TEST(MscclXml, LargestRankCountsInTheReadme) {
+  for (const auto& [name, n, limit] : std::vector<std::tuple<std::string, int, std::string>>{
+           {"tree", 1024, "MAX_SUBS"},
+           {"dbtree", 1024, "MAX_SUBS"},
+           {"straggler_tree", 1024, "MAX_SUBS"},
+           {"rhd", 256, "MSCCL_MAX_NUM_STEPS"},
+           {"halving_doubling", 256, "MSCCL_MAX_NUM_STEPS"},
+           {"ring", 129, "MSCCL_MAX_NUM_STEPS"},
+           {"hierarchical", 129, "MSCCL_MAX_NUM_STEPS"},
+           {"direct", 87, "MSCCL_MAX_NUM_STEPS"},
+           {"stragglar", 65, "depid"},
+           {"direct_rs_ag", 65, "depid"},
+           {"stragglar_hier", 33, "MSCCL_MAX_NUM_STEPS"}}) {
+    EXPECT_NO_THROW(xml_of(generate(name, n, Options{}))) << name << " n=" << n;
+    try {
+      xml_of(generate(name, n + 1, Options{}));
+      ADD_FAILURE() << name << " exports at " << n + 1 << " ranks";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(limit), std::string::npos) << e.what();
+    }
   }
 }
 
