@@ -25,6 +25,9 @@
 //   its connection buffer (NCCL_STEPS slots, a piece taking MSCCL_CHUNKSTEPS = half of them) holds
 //   two pieces: buffer_chunks = 2 is the tightest case it meets.
 // - Order: any thread block that can make progress may move next; `seed` picks among them.
+// Step types: s, r, rcs, rrs, rrc, rrcs, cpy and nop; `re` (local reductions the parser chains)
+// is not modelled and is reported as unsupported. By default a dependency must name a hasdep
+// transmission by its counter value (RunOptions::exact_targets).
 //
 // Checks: every chunk of every rank ends with every rank's input exactly once (a cell is a count
 // and a sum of per-rank random 64-bit weights), no message is left over, no deadlock, and (for
