@@ -246,15 +246,51 @@ std::string export_with(const Schedule& s, const MscclExport& ex) {
         for (const auto& [t, p] : need) {
           auto it = awaited.find(t);
           if (it != awaited.end() && it->second >= p) continue;
-          if (t > limits.max_depid) {
-            throw InputError(limit_error(
-                s, "rank " + std::to_string(a) + " has a step that waits for its thread block " +
-                       std::to_string(t) + "; MSCCL stores depid in 8 bits (at most " +
-                       std::to_string(limits.max_depid) + ")"));
-          }
           awaited[t] = p;
           op.deps.emplace_back(t, p);
         }
+      }
+    }
+  }
+
+  // depid is 8 bits: where a rank waits for a thread block beyond max_depid, its thread blocks
+  // are renumbered, the awaited ones first (peer order kept within each group).
+  {
+    std::vector<std::vector<int>> by_rank(n);
+    for (std::size_t id = 0; id < ops.size(); ++id)
+      by_rank[static_cast<std::size_t>(ops[id].rank)].push_back(static_cast<int>(id));
+    for (std::size_t a = 0; a < n; ++a) {
+      std::vector<char> awaited(tbs[a].size(), 0);
+      int highest = -1;
+      for (int id : by_rank[a]) {
+        for (const auto& d : ops[static_cast<std::size_t>(id)].deps) {
+          awaited[static_cast<std::size_t>(d.first)] = 1;
+          highest = std::max(highest, d.first);
+        }
+      }
+      if (highest <= limits.max_depid) continue;
+      std::vector<int> order;  // new id -> old id
+      for (int pass = 1; pass >= 0; --pass)
+        for (std::size_t t = 0; t < tbs[a].size(); ++t)
+          if (awaited[t] == pass) order.push_back(static_cast<int>(t));
+      const auto count = std::count(awaited.begin(), awaited.end(), 1);
+      if (count > limits.max_depid + 1) {
+        throw InputError(limit_error(
+            s, "rank " + std::to_string(a) + " has steps that wait for " + std::to_string(count) +
+                   " of its thread blocks; MSCCL stores depid in 8 bits (at most " +
+                   std::to_string(limits.max_depid) + ")"));
+      }
+      std::vector<int> new_id(tbs[a].size());
+      std::vector<ThreadBlock> renumbered;
+      for (std::size_t k = 0; k < order.size(); ++k) {
+        new_id[static_cast<std::size_t>(order[k])] = static_cast<int>(k);
+        renumbered.push_back(std::move(tbs[a][static_cast<std::size_t>(order[k])]));
+      }
+      tbs[a] = std::move(renumbered);
+      for (int id : by_rank[a]) {
+        StepOp& op = ops[static_cast<std::size_t>(id)];
+        op.tb = new_id[static_cast<std::size_t>(op.tb)];
+        for (auto& d : op.deps) d.first = new_id[static_cast<std::size_t>(d.first)];
       }
     }
   }

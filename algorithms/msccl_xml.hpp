@@ -39,7 +39,8 @@
 // beyond them is an InputError naming the limit (no XML is written):
 //   steps per thread block <= 256 (MSCCL_MAX_NUM_STEPS), nops included;
 //   thread blocks per GPU <= 216 (MSCCL_MAX_NUM_THREAD_BLOCKS in msccl.h: 2 per SM of an A100);
-//   depid <= 127 (dependentBid is int8_t);
+//   depid <= 127 (dependentBid is int8_t; where a rank needs more, its thread blocks are
+//   renumbered with the awaited ones first);
 //   thread blocks with a send (resp. receive) peer per channel <= 32; channels <= 32;
 //   nodes the parser stores while it reads one rank <= 4095 (MAX_NODES 4096): <algo>, every <gpu>,
 //   and that rank's <tb>s and <step>s (the other ranks' are read into one scratch node);

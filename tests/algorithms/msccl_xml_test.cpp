@@ -164,8 +164,7 @@ TEST(MscclXml, LargerRankCountsUpToTheLimits) {
                                                                         {"ring", 129},
                                                                         {"rhd", 32},
                                                                         {"stragglar", 24},
-                                                                        {"stragglar", 65},
-                                                                        {"direct", 87},
+                                                                        {"stragglar", 66},
                                                                         {"dbtree", 40},
                                                                         {"tree", 64}}) {
     const Schedule s = generate(name, n, Options{});
@@ -194,7 +193,7 @@ TEST(MscclXml, LargestRankCountsInTheReadme) {
            {"ring", 129, "MSCCL_MAX_NUM_STEPS"},
            {"hierarchical", 129, "MSCCL_MAX_NUM_STEPS"},
            {"direct", 87, "MSCCL_MAX_NUM_STEPS"},
-           {"stragglar", 65, "depid"},
+           {"stragglar", 109, "MSCCL_MAX_NUM_THREAD_BLOCKS"},
            {"direct_rs_ag", 65, "depid"},
            {"stragglar_hier", 33, "MSCCL_MAX_NUM_STEPS"}}) {
     EXPECT_NO_THROW(xml_of(generate(name, n, Options{}))) << name << " n=" << n;
@@ -308,6 +307,15 @@ TEST(MscclXml, SchedulesBeyondTheRuntimeLimitsAreInputErrors) {
   depid.max_depid = 5;  // direct_rs_ag at 8 ranks: 14 thread blocks per rank, waits on all
   EXPECT_TRUE(has(error("direct_rs_ag", 8, depid), "MSCCL stores depid in 8 bits (at most 5)"))
       << error("direct_rs_ag", 8, depid);
+  // Where a rank waits for thread blocks beyond max_depid, the awaited ones get the low ids:
+  // StragglAR's straggler talks to every rank (30 thread blocks at 16 ranks) but waits for 16.
+  MscclLimits low;
+  low.max_depid = 20;
+  ex.limits = low;
+  const std::string renumbered = xml_of(generate("stragglar", 16, Options{}), ex);
+  EXPECT_EQ(run_many(renumbered, 1), "");
+  EXPECT_FALSE(std::regex_search(renumbered, std::regex("depid=\"(2[1-9]|[3-9]\\d)\"")));
+  EXPECT_NE(renumbered, xml_of(generate("stragglar", 16, Options{})));
   MscclLimits blocks;
   blocks.max_threadblocks_per_gpu = 13;
   EXPECT_TRUE(has(error("direct_rs_ag", 8, blocks), "needs 14 thread blocks"))
