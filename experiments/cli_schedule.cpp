@@ -2,6 +2,8 @@
 #include <charconv>
 #include <cstdio>
 #include <fstream>
+#include <iomanip>
+#include <limits>
 #include <iostream>
 #include <iterator>
 #include <optional>
@@ -14,6 +16,7 @@
 #include "algorithms/verifier.hpp"
 #include "common/error.hpp"
 #include "common/input_file.hpp"
+#include "common/units.hpp"
 #include "experiments/cli_commands.hpp"
 #include "experiments/resource_check.hpp"
 
@@ -104,6 +107,67 @@ class OutputFile {
   bool committed_ = false;
 };
 
+std::int64_t bytes_flag(const std::string& flag, const std::string& text) {
+  Bytes b;
+  try {
+    b = parse_bytes(text);
+  } catch (const InputError& e) {
+    throw InputError(flag + " " + text + ": " + e.what());
+  }
+  if (b.value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+    throw InputError(flag + " " + text + ": too large");
+  return static_cast<std::int64_t>(b.value);
+}
+
+// Which calls the runtime will run the exported file for (msccl_lifecycle.cc,
+// mscclInternalSchedulerSelectAlgo: same rank count, AllReduce, in place, an element count that
+// is a multiple of nchunksperloop, a size in [minBytes, maxBytes], not ncclAvg).
+std::string msccl_summary(const Schedule& s, int per_loop, std::int64_t min_bytes,
+                          std::int64_t max_bytes) {
+  std::ostringstream os;
+  const std::vector<int> shares = alg::msccl_chunk_shares(s.chunks, per_loop);
+  const auto [lo, hi] = std::minmax_element(shares.begin(), shares.end());
+  os << "msccl-xml: nchunksperloop " << per_loop << " (" << s.chunks << " schedule chunks of ";
+  if (*lo == *hi) {
+    os << *lo << " MSCCL chunk" << (*lo == 1 ? "" : "s") << " each)\n";
+  } else {
+    const double mean = static_cast<double>(per_loop) / s.chunks;
+    os << *lo << " or " << *hi << " MSCCL chunks; the largest " << std::fixed
+       << std::setprecision(0) << 100.0 * (*hi / mean - 1.0) << "% above the mean)\n";
+  }
+  os << "msccl-xml: used for in-place AllReduce (sum, max, min, prod; not avg) on " << s.ranks
+     << " ranks whose element count is a multiple of " << per_loop << ", size ";
+  if (max_bytes == 0 && min_bytes == 0)
+    os << "any";
+  else if (max_bytes == 0)
+    os << "at least " << format_bytes(Bytes{static_cast<std::uint64_t>(min_bytes)});
+  else
+    os << "in [" << format_bytes(Bytes{static_cast<std::uint64_t>(min_bytes)}) << ", "
+       << format_bytes(Bytes{static_cast<std::uint64_t>(max_bytes)}) << "]";
+  os << "; other calls fall back to NCCL\n";
+  // Examples: the power-of-two element counts it serves, for 4- and 2-byte types.
+  if ((per_loop & (per_loop - 1)) != 0) {
+    os << "msccl-xml: nchunksperloop is not a power of two: no power-of-two element count is "
+          "served\n";
+  } else {
+    for (const int width : {4, 2}) {
+      long long elems = per_loop;
+      while (elems * width < min_bytes) elems *= 2;
+      os << "msccl-xml: " << (width == 4 ? "fp32" : "fp16/bf16") << ": ";
+      if (max_bytes != 0 && elems * width > max_bytes) {
+        os << "no power-of-two element count in that range\n";
+        continue;
+      }
+      os << "every power-of-two element count from " << elems << " ("
+         << format_bytes(Bytes{static_cast<std::uint64_t>(elems * width)}) << ")";
+      if (max_bytes != 0)
+        os << " to " << format_bytes(Bytes{static_cast<std::uint64_t>(max_bytes)});
+      os << "\n";
+    }
+  }
+  return os.str();
+}
+
 struct ScheduleArgs {
   std::string algorithm;
   int ranks = 0;
@@ -112,6 +176,8 @@ struct ScheduleArgs {
   std::string format = "text";
   std::string output;
   std::string max_memory;
+  int nchunksperloop = 0;
+  std::string min_bytes, max_bytes;
 };
 
 void run_schedule(const ScheduleArgs& a) {
@@ -120,7 +186,11 @@ void run_schedule(const ScheduleArgs& a) {
   const MemoryBudget budget = MemoryBudget::from_flag(a.max_memory);
   if (info.supports_ranks(a.ranks))
     check_schedule_memory(budget, info.name, a.ranks, options, /*verify=*/true);
-  if (a.format == "msccl-xml" || a.format == "msccl") {
+  const bool msccl = a.format == "msccl-xml" || a.format == "msccl";
+  if (!msccl && (a.nchunksperloop != 0 || !a.min_bytes.empty() || !a.max_bytes.empty()))
+    throw InputError(
+        "--nchunksperloop, --min-bytes and --max-bytes apply to --format msccl-xml only");
+  if (msccl) {
     // The XML export needs the whole schedule (per peer pair thread blocks, step dependencies).
     const Schedule s = alg::generate(a.algorithm, a.ranks, options);
     const alg::VerifyResult v = alg::verify(s);
@@ -128,18 +198,34 @@ void run_schedule(const ScheduleArgs& a) {
       throw InternalError("generated " + info.name + " schedule for " + std::to_string(a.ranks) +
                           " ranks fails verification: " + v.error->to_string());
     }
+    alg::MscclExport ex;
+    ex.nchunksperloop = a.nchunksperloop;
+    ex.min_bytes = a.min_bytes.empty() ? 0 : bytes_flag("--min-bytes", a.min_bytes);
+    ex.max_bytes = a.max_bytes.empty() ? 0 : bytes_flag("--max-bytes", a.max_bytes);
+    if (ex.max_bytes != 0 && ex.min_bytes > ex.max_bytes) {
+      throw InputError("--min-bytes " + a.min_bytes + " is above --max-bytes " + a.max_bytes +
+                       ": the runtime would never use the file");
+    }
     // Per transmission: ~150 B of XML and ~150 B of step state while it is built (measured:
     // rhd, 2048 ranks, 45 MB of XML for 0.3 M transmissions), the schedule kept alongside.
-    const double steps = alg::msccl_transmission_count(s);
-    budget.require(steps * 300, "the MSCCL XML of " + info.name + " for " + std::to_string(a.ranks) +
-                                    " ranks (" + std::to_string(static_cast<long long>(steps)) +
-                                    " steps)",
+    const int per_loop = a.nchunksperloop > 0
+                             ? a.nchunksperloop
+                             : alg::msccl_nchunksperloop_candidates(s.chunks).front();
+    const double steps = alg::msccl_transmission_count(s, std::max(per_loop, s.chunks));
+    budget.require(steps * 300,
+                   "the MSCCL XML of " + info.name + " for " + std::to_string(a.ranks) +
+                       " ranks (" + std::to_string(static_cast<long long>(steps)) + " steps)",
                    "export fewer ranks");
-    const std::string xml = alg::schedule_to_msccl_xml(s);
+    const alg::MscclExported file = alg::schedule_to_msccl_xml(s, ex);
+    const std::string& xml = file.xml;
     OutputFile out(a.output);
     out.stream() << xml;
-    if (!out.stream()) throw InputError((a.output.empty() ? std::string("<stdout>") : a.output) + ": write failed");
+    if (!out.stream())
+      throw InputError((a.output.empty() ? std::string("<stdout>") : a.output) + ": write failed");
     out.commit();
+    // What the runtime will run it for: to stdout next to a file, else to stderr.
+    (a.output.empty() || a.output == "-" ? std::cerr : std::cout)
+        << msccl_summary(s, file.nchunksperloop, ex.min_bytes, ex.max_bytes);
     return;
   }
   // Streamed: each round is generated, verified and written, then dropped.
@@ -321,6 +407,15 @@ void add_schedule_commands(CLI::App& app) {
   sched->add_option("--format", args->format, "Output format: text, json, msccl-xml (alias msccl)")
       ->check(CLI::IsMember({"text", "json", "msccl-xml", "msccl"}));
   sched->add_option("-o,--output", args->output, "Write to FILE instead of stdout");
+  sched
+      ->add_option("--nchunksperloop", args->nchunksperloop,
+                   "msccl-xml: MSCCL chunks per loop (>= the schedule's chunks; default: chosen "
+                   "so that power-of-two element counts are served)")
+      ->check(CLI::Range(1, 1 << 30));
+  sched->add_option("--min-bytes", args->min_bytes,
+                    "msccl-xml: smallest tensor (bytes, e.g. 1MiB) the runtime uses the file for");
+  sched->add_option("--max-bytes", args->max_bytes,
+                    "msccl-xml: largest tensor the runtime uses the file for (default: no limit)");
   add_max_memory_option(*sched, args->max_memory);
   sched->callback([args] { run_schedule(*args); });
 

@@ -1,27 +1,51 @@
-// Test support: an independent reader and symbolic executor of MSCCL algorithm XML files (the
-// subset msccl-executor-nccl's parser accepts: <algo>, <gpu>, <tb>, <step>, comments). It shares
-// no code with algorithms/msccl_xml.cpp on purpose: it reads the file as the runtime would and
-// runs it.
+// Test support: an independent reader and executor of MSCCL algorithm XML files, written from
+// the runtime (msccl-executor-nccl): its parser (src/misc/msccl/msccl_parser.cc) for what a file
+// may hold and how steps become transmissions, its interpreter kernel (src/device/msccl_kernel.cu,
+// mscclRunInterpreter) for how they run. It shares no code with algorithms/msccl_xml.cpp on
+// purpose.
 //
-//   const std::string error = msccl_reader::check_allreduce(xml_text);   // "" when correct
+//   const std::string error = msccl_reader::check_allreduce(xml_text, {.seed = 7});  // "" if good
 //
-// Execution: every thread block runs its steps in order; a step waits for its dependency
-// (depid, deps: thread block depid has completed its transmission number deps, nops not counted,
-// as the runtime's kernel counts; the target must carry hasdep="1")
-// and a receive for the next message on its (peer -> gpu, channel) connection (FIFO, sends
-// never block). Buffers hold, per chunk, how many times each rank's input was summed into it.
-// A vector clock per thread block checks that conflicting accesses to a chunk are ordered by
-// the steps, dependencies and messages (a missing dependency is a race even when this
-// particular run order happens to be harmless). At the end every rank's output must hold, in
-// every chunk, every rank's contribution exactly once, and no message may be left over.
+// What it takes from the runtime:
+// - Parsing: a `nop` is no transmission; its dependency is kept and handed to the next
+//   transmission, which must carry a dependency of its own. Limits: s < 256 steps per thread
+//   block, thread block ids 0..k-1 and k <= 216, depid <= 127 (int8_t), cnt 1..71, at most 32
+//   send and 32 receive thread blocks per channel, one sender (receiver) per peer and channel,
+//   at most 1024 <gpu> elements and 4095 nodes read for one rank (1 + ngpus + its <tb>s + its
+//   <step>s; the parser counts no other rank's elements).
+// - Flags: each thread block counts steps as the kernel does (before a transmission with d > 0
+//   dependencies the counter moves by d - 1; after it, by 1) and publishes the counter as its
+//   flag after every transmission with hasdep=1. A transmission waits until, for each dependency
+//   (depid, deps), the flag of depid has reached deps in the same iteration.
+// - Iterations: the kernel runs the whole program once per slice of the chunks (gridOffset), the
+//   flag ordered by (iteration, step); each iteration works on its own data.
+// - Connections: one FIFO per (sender, receiver, channel), holding at most `buffer_chunks` chunks
+//   (0: unbounded). A send pushes its chunks one at a time and waits for room; a receive takes
+//   them one at a time as they come. With large tensors the runtime moves one chunk per piece and
+//   its connection buffer (NCCL_STEPS slots, a piece taking MSCCL_CHUNKSTEPS = half of them) holds
+//   two pieces: buffer_chunks = 2 is the tightest case it meets.
+// - Order: any thread block that can make progress may move next; `seed` picks among them.
+// Step types: s, r, rcs, rrs, rrc, rrcs, cpy and nop; `re` (local reductions the parser chains)
+// is not modelled and is reported as unsupported. By default a dependency must name a hasdep
+// transmission by its counter value (RunOptions::exact_targets).
+//
+// Checks: every chunk of every rank ends with every rank's input exactly once (a cell is a count
+// and a sum of per-rank random 64-bit weights), no message is left over, no deadlock, and (for
+// files of at most `race_check_max_tbs` thread blocks) conflicting accesses to a chunk are
+// ordered by steps, dependencies and messages (vector clocks), so a missing dependency is an
+// error even when this run's order happens to be harmless.
 #pragma once
 
+#include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace ssim::testing::msccl_reader {
@@ -117,69 +141,98 @@ inline const std::string& attr(const Node& n, const std::string& key) {
   return it->second;
 }
 
-// One cell: how many times each rank's input is summed into this chunk.
-using Cell = std::vector<int>;
-
-struct Step {
-  std::string type;
-  std::string srcbuf, dstbuf;
-  int srcoff = 0, dstoff = 0, cnt = 0, depid = -1, deps = -1;
-  bool hasdep = false;
-};
-struct Tb {
-  int gpu = 0, send = -1, recv = -1, chan = 0, global = 0;
-  std::vector<Step> steps;
-  std::vector<std::size_t> transmissions;  // indices of the non-nop steps
-};
-struct Message {
-  std::vector<Cell> cells;
-  std::vector<int> clock;
-};
-struct Access {
-  int tb = -1, tick = 0;  // global thread block and its clock value at the access
+struct RunOptions {
+  std::uint64_t seed = 1;
+  int buffer_chunks = 0;  // per connection; 0: unbounded
+  int iterations = 2;
+  std::size_t race_check_max_tbs = 600;
+  // Require every (depid, deps) to name a hasdep transmission by its counter value. The runtime
+  // does not: a wait for another value ends at the first hasdep transmission at or after it.
+  bool exact_targets = true;
 };
 
-inline Cell sum(const Cell& a, const Cell& b) {
-  Cell c = a;
-  for (std::size_t k = 0; k < c.size(); ++k) c[k] += b[k];
-  return c;
+// A chunk's content: how many inputs were summed into it and the sum of their weights.
+struct Cell {
+  std::uint64_t sum = 0;
+  int count = 0;
+};
+inline Cell operator+(const Cell& a, const Cell& b) {
+  return Cell{a.sum + b.sum, a.count + b.count};
 }
 
-// "" when the XML is a correct in-place AllReduce that the runtime's limits accept; else why not.
-inline std::string check_allreduce(const std::string& text) try {
+struct Transmission {
+  std::string type;
+  std::string srcbuf, dstbuf;
+  int srcoff = 0, dstoff = 0, cnt = 0;
+  bool hasdep = false;
+  int step = 0;                           // the kernel's step counter for it
+  std::vector<std::pair<int, int>> deps;  // (thread block on this gpu, step), nops' included
+  bool sends() const { return type == "s" || type == "rcs" || type == "rrs" || type == "rrcs"; }
+  bool receives() const { return type[0] == 'r' && type != "re"; }
+};
+struct Tb {
+  int gpu = 0, id = 0, send = -1, recv = -1, chan = 0;
+  std::vector<Transmission> program;
+};
+struct Unit {
+  Cell cell;
+  std::vector<int> clock;
+};
+
+inline std::uint64_t splitmix(std::uint64_t& x) {
+  std::uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// "" when the XML is a correct in-place AllReduce that the runtime's limits accept and that ends
+// correctly, without deadlock, in each run (the file is read once; exact_targets is the first
+// run's); else why not, with the run's buffer and seed when there are several.
+inline std::string check_allreduce_runs(const std::string& text,
+                                        const std::vector<RunOptions>& runs) try {
+  if (runs.empty()) throw std::invalid_argument("no run");
+  const RunOptions& first = runs.front();
   const Node algo = parse_xml(text);
   if (attr(algo, "coll") != "allreduce") return "coll is not allreduce";
   const int ngpus = attr_int(algo, "ngpus"), nchannels = attr_int(algo, "nchannels");
+  const int chunks = attr_int(algo, "nchunksperloop");
   const bool inplace = attr_int(algo, "inplace") == 1;
-  for (const char* key : {"name", "proto", "nchunksperloop", "outofplace", "minBytes", "maxBytes"})
-    (void)attr(algo, key);
+  if (std::stoll(attr(algo, "minBytes")) < 0 || std::stoll(attr(algo, "maxBytes")) < 0)
+    return "negative minBytes or maxBytes";
+  for (const char* key : {"name", "proto", "outofplace"}) (void)attr(algo, key);
   if (ngpus < 1 || static_cast<int>(algo.children.size()) != ngpus)
     return "ngpus does not match the <gpu> elements";
+  if (ngpus > 1024) return "more than 1024 <gpu> elements (the parser's MAX_SUBS)";
+  if (nchannels < 1 || nchannels > 32) return "nchannels outside 1..32";
+  if (chunks < 1 || chunks > 32767) return "nchunksperloop outside 1..32767";
 
   std::vector<Tb> tbs;
-  std::vector<std::vector<int>> gpu_tbs(
-      static_cast<std::size_t>(ngpus));  // gpu -> local id -> global
-  std::vector<std::map<std::string, std::vector<Cell>>> buffers(static_cast<std::size_t>(ngpus));
+  std::vector<std::vector<int>> gpu_tbs(static_cast<std::size_t>(ngpus));  // gpu -> id -> index
+  std::vector<std::map<std::string, int>> sizes(static_cast<std::size_t>(ngpus));
   std::set<int> seen_gpus;
   for (const Node& g : algo.children) {
     if (g.name != "gpu") return "unexpected <" + g.name + "> in <algo>";
     const int id = attr_int(g, "id");
     if (id < 0 || id >= ngpus || !seen_gpus.insert(id).second)
       return "bad or repeated gpu id " + std::to_string(id);
-    const int ic = attr_int(g, "i_chunks"), oc = attr_int(g, "o_chunks"),
-              sc = attr_int(g, "s_chunks");
-    auto& buf = buffers[static_cast<std::size_t>(id)];
-    buf["i"].assign(static_cast<std::size_t>(ic), Cell(static_cast<std::size_t>(ngpus), 0));
-    for (Cell& c : buf["i"]) c[static_cast<std::size_t>(id)] = 1;
-    if (!inplace)
-      buf["o"].assign(static_cast<std::size_t>(oc), Cell(static_cast<std::size_t>(ngpus), 0));
-    buf["s"].assign(static_cast<std::size_t>(sc), Cell(static_cast<std::size_t>(ngpus), 0));
+    auto& size = sizes[static_cast<std::size_t>(id)];
+    size["i"] = attr_int(g, "i_chunks");
+    size["o"] = attr_int(g, "o_chunks");
+    size["s"] = attr_int(g, "s_chunks");
+    if (size["i"] != chunks) return "gpu " + std::to_string(id) + ": i_chunks != nchunksperloop";
+    if (size["s"] < 0) return "gpu " + std::to_string(id) + ": negative s_chunks";
     std::map<int, const Node*> by_id;
+    int nodes = 1 + ngpus;  // what the parser stores for this rank: <algo>, every <gpu>, ...
     for (const Node& t : g.children) {
       if (t.name != "tb") return "unexpected <" + t.name + "> in <gpu>";
       if (!by_id.emplace(attr_int(t, "id"), &t).second)
         return "gpu " + std::to_string(id) + ": repeated tb id";
+      nodes += 1 + static_cast<int>(t.children.size());  // ... its <tb>s and their <step>s
     }
+    if (nodes > 4095)
+      return "gpu " + std::to_string(id) + ": " + std::to_string(nodes) +
+             " XML nodes for the parser (at most 4095)";
     if (!by_id.empty() &&
         (by_id.begin()->first != 0 || by_id.rbegin()->first != static_cast<int>(by_id.size()) - 1))
       return "gpu " + std::to_string(id) + ": tb ids are not 0..k-1";
@@ -189,10 +242,10 @@ inline std::string check_allreduce(const std::string& text) try {
     for (const auto& [tid, t] : by_id) {
       Tb tb;
       tb.gpu = id;
+      tb.id = tid;
       tb.send = attr_int(*t, "send");
       tb.recv = attr_int(*t, "recv");
       tb.chan = attr_int(*t, "chan");
-      tb.global = static_cast<int>(tbs.size());
       const std::string where = "gpu " + std::to_string(id) + " tb " + std::to_string(tid);
       if (tb.send == id || tb.recv == id || tb.send < -1 || tb.recv < -1 || tb.send >= ngpus ||
           tb.recv >= ngpus)
@@ -206,201 +259,341 @@ inline std::string check_allreduce(const std::string& text) try {
         return where + ": more than 32 send thread blocks on a channel";
       if (tb.recv >= 0 && ++recv_tbs[tb.chan] > 32)
         return where + ": more than 32 receive thread blocks on a channel";
-      bool pending_nop = false;
+      std::vector<std::pair<int, int>> pending;  // nops' dependencies, for the next transmission
+      int step = 0, s_expected = 0;
       for (const Node& sn : t->children) {
         if (sn.name != "step") return where + ": unexpected <" + sn.name + ">";
-        Step st;
-        if (attr_int(sn, "s") != static_cast<int>(tb.steps.size()))
-          return where + ": step numbers are not 0, 1, 2, ...";
-        st.type = attr(sn, "type");
-        st.srcbuf = attr(sn, "srcbuf");
-        st.dstbuf = attr(sn, "dstbuf");
-        st.srcoff = attr_int(sn, "srcoff");
-        st.dstoff = attr_int(sn, "dstoff");
-        st.cnt = attr_int(sn, "cnt");
-        st.depid = attr_int(sn, "depid");
-        st.deps = attr_int(sn, "deps");
-        st.hasdep = attr_int(sn, "hasdep") == 1;
-        static const std::set<std::string> types{"s",    "r",   "rcs", "rrs", "rrc",
-                                                 "rrcs", "cpy", "re",  "nop"};
-        if (!types.count(st.type)) return where + ": unknown step type " + st.type;
-        if (st.type != "nop" && (st.cnt < 1 || st.cnt >= 72)) return where + ": cnt outside 1..71";
-        const bool sends =
-            st.type == "s" || st.type == "rcs" || st.type == "rrs" || st.type == "rrcs";
-        const bool recvs = st.type[0] == 'r' && st.type != "re";
-        if (sends && tb.send < 0) return where + ": a send without a send peer";
-        if (recvs && tb.recv < 0) return where + ": a receive without a receive peer";
-        if (st.type == "nop" && st.depid < 0) return where + ": a nop without a dependency";
-        if (st.type != "nop" && pending_nop && st.depid < 0)
+        const int s = attr_int(sn, "s");
+        if (s != s_expected++) return where + ": step numbers are not 0, 1, 2, ...";
+        if (s >= 256) return where + ": more than 256 steps";
+        Transmission tr;
+        tr.type = attr(sn, "type");
+        tr.srcbuf = attr(sn, "srcbuf");
+        tr.dstbuf = attr(sn, "dstbuf");
+        tr.srcoff = attr_int(sn, "srcoff");
+        tr.dstoff = attr_int(sn, "dstoff");
+        tr.cnt = attr_int(sn, "cnt");
+        const int depid = attr_int(sn, "depid"), deps = attr_int(sn, "deps");
+        const int hasdep = attr_int(sn, "hasdep");
+        if (hasdep != 0 && hasdep != 1) return where + ": hasdep is not 0 or 1";
+        tr.hasdep = hasdep == 1;
+        static const std::set<std::string> types{"s",   "r",    "rcs", "rrs",
+                                                 "rrc", "rrcs", "cpy", "nop"};
+        if (!types.count(tr.type)) return where + ": step type " + tr.type + " not supported";
+        if (depid > 127) return where + ": depid " + std::to_string(depid) + " over 127 (int8_t)";
+        if (depid >= 0) pending.emplace_back(depid, deps);
+        if (tr.type == "nop") continue;
+        if (depid < 0 && !pending.empty())
           return where + ": the step after nops carries no dependency of its own";
-        pending_nop = st.type == "nop";
-        if (st.type != "nop") tb.transmissions.push_back(tb.steps.size());
-        tb.steps.push_back(st);
+        if (tr.cnt < 1 || tr.cnt >= 72) return where + ": cnt outside 1..71";
+        if (tr.sends() && tb.send < 0) return where + ": a send without a send peer";
+        if (tr.receives() && tb.recv < 0) return where + ": a receive without a receive peer";
+        tr.deps = std::move(pending);
+        pending.clear();
+        if (!tr.deps.empty()) step += static_cast<int>(tr.deps.size()) - 1;
+        tr.step = step++;
+        tb.program.push_back(std::move(tr));
       }
-      if (tb.steps.size() > 256) return where + ": more than 256 steps";
-      gpu_tbs[static_cast<std::size_t>(id)].push_back(tb.global);
+      if (!pending.empty()) return where + ": nops at the end of a thread block";
+      gpu_tbs[static_cast<std::size_t>(id)].push_back(static_cast<int>(tbs.size()));
       tbs.push_back(std::move(tb));
     }
   }
-  // Dependencies point at an existing step of another thread block of the GPU, marked hasdep.
+  // Dependencies name a thread block of the GPU and the counter value of one of its hasdep
+  // transmissions (the runtime would accept any value, but then waits for a later step or never).
   for (const Tb& tb : tbs) {
     const auto& local = gpu_tbs[static_cast<std::size_t>(tb.gpu)];
-    for (std::size_t k = 0; k < tb.steps.size(); ++k) {
-      const Step& st = tb.steps[k];
-      if (st.depid < 0) continue;
-      const std::string where = "gpu " + std::to_string(tb.gpu) + " step " + std::to_string(k);
-      if (st.depid >= static_cast<int>(local.size()))
-        return where + ": depid names no thread block";
-      const Tb& dep = tbs[static_cast<std::size_t>(local[static_cast<std::size_t>(st.depid)])];
-      if (dep.global == tb.global) return where + ": depends on its own thread block";
-      if (st.deps < 0 || st.deps >= static_cast<int>(dep.transmissions.size()))
-        return where + ": deps names no step";
-      if (!dep.steps[dep.transmissions[static_cast<std::size_t>(st.deps)]].hasdep)
-        return where + ": its dependency is not marked hasdep";
+    for (const Transmission& tr : tb.program) {
+      for (const auto& [depid, deps] : tr.deps) {
+        const std::string where = "gpu " + std::to_string(tb.gpu) + " tb " + std::to_string(tb.id) +
+                                  " step " + std::to_string(tr.step);
+        if (depid >= static_cast<int>(local.size())) return where + ": depid names no thread block";
+        const Tb& dep = tbs[static_cast<std::size_t>(local[static_cast<std::size_t>(depid)])];
+        const Transmission* target = nullptr;
+        for (const Transmission& x : dep.program)
+          if (x.step == deps) target = &x;
+        if (!first.exact_targets) continue;
+        if (target == nullptr) return where + ": deps names no step";
+        if (!target->hasdep) return where + ": its dependency is not marked hasdep";
+      }
     }
   }
 
-  const std::size_t nt = tbs.size();
-  std::vector<std::size_t> pc(nt, 0);
-  std::vector<std::vector<int>> clock(nt, std::vector<int>(nt, 0));
-  std::vector<std::vector<std::vector<int>>> history(nt);          // clock after each step
-  std::map<std::tuple<int, int, int>, std::deque<Message>> links;  // (from, to, channel)
-  std::map<std::tuple<int, std::string, int>, std::pair<Access, std::vector<Access>>> accesses;
-  auto join = [](std::vector<int>& into, const std::vector<int>& other) {
-    for (std::size_t k = 0; k < into.size(); ++k) into[k] = std::max(into[k], other[k]);
-  };
-  auto before = [&](const Access& a, const std::vector<int>& now) {
-    return a.tb < 0 || now[static_cast<std::size_t>(a.tb)] >= a.tick;
-  };
-  std::size_t remaining = 0;
-  for (const Tb& tb : tbs) remaining += tb.steps.size();
-  while (remaining > 0) {
-    bool progress = false;
+  // Execution, once per run.
+  auto execute = [&](const RunOptions& run) -> std::string {
+    const std::size_t nt = tbs.size();
+    const int iters = std::max(1, run.iterations);
+    const bool clocks = nt <= run.race_check_max_tbs;
+    std::uint64_t rng = run.seed;
+    std::vector<std::uint64_t> weight(static_cast<std::size_t>(ngpus));
+    Cell total;
+    for (auto& w : weight) {
+      w = splitmix(rng);
+      total = total + Cell{w, 1};
+    }
+    // buffers[gpu][buffer][iteration * chunks_of_buffer + chunk]
+    std::vector<std::map<std::string, std::vector<Cell>>> buffers(static_cast<std::size_t>(ngpus));
+    for (int g = 0; g < ngpus; ++g) {
+      auto& buf = buffers[static_cast<std::size_t>(g)];
+      const auto& size = sizes[static_cast<std::size_t>(g)];
+      buf["i"].assign(static_cast<std::size_t>(iters * size.at("i")),
+                      Cell{weight[static_cast<std::size_t>(g)], 1});
+      if (!inplace) buf["o"].assign(static_cast<std::size_t>(iters * size.at("o")), Cell{});
+      buf["s"].assign(static_cast<std::size_t>(iters * size.at("s")), Cell{});
+    }
+    struct State {
+      std::size_t pc = 0;  // iteration * program size + transmission
+      bool started = false;
+      int done = 0;  // chunks of the current transmission moved
+      long long flag = -1;
+      std::vector<int> clock;
+      std::vector<std::vector<int>> published;  // clock at each flag value, by pc
+    };
+    std::vector<State> state(nt);
     for (std::size_t t = 0; t < nt; ++t) {
+      if (clocks) state[t].clock.assign(nt, 0);
+      state[t].published.resize(tbs[t].program.size() * static_cast<std::size_t>(iters));
+    }
+    // Connections (from, to, channel) as indices into `links`, with their two thread blocks.
+    std::map<std::tuple<int, int, int>, int> link_ids;
+    auto link_id = [&](int from, int to, int chan) {
+      return link_ids.try_emplace({from, to, chan}, static_cast<int>(link_ids.size()))
+          .first->second;
+    };
+    std::vector<int> in_link(nt, -1), out_link(nt, -1);
+    for (std::size_t t = 0; t < nt; ++t) {
+      if (tbs[t].recv >= 0) in_link[t] = link_id(tbs[t].recv, tbs[t].gpu, tbs[t].chan);
+      if (tbs[t].send >= 0) out_link[t] = link_id(tbs[t].gpu, tbs[t].send, tbs[t].chan);
+    }
+    std::vector<std::deque<Unit>> links(link_ids.size());
+    std::vector<int> receiver(link_ids.size(), -1), sender(link_ids.size(), -1);
+    for (std::size_t t = 0; t < nt; ++t) {
+      if (in_link[t] >= 0) receiver[static_cast<std::size_t>(in_link[t])] = static_cast<int>(t);
+      if (out_link[t] >= 0) sender[static_cast<std::size_t>(out_link[t])] = static_cast<int>(t);
+    }
+    struct Access {
+      int tb = -1, tick = 0;
+    };
+    // accesses[gpu][buffer][iteration * chunks_of_buffer + chunk]: the last write and reads since.
+    std::vector<std::map<std::string, std::vector<std::pair<Access, std::vector<Access>>>>>
+        accesses(static_cast<std::size_t>(ngpus));
+    if (clocks) {
+      for (int g = 0; g < ngpus; ++g)
+        for (const auto& [b, size] : sizes[static_cast<std::size_t>(g)])
+          accesses[static_cast<std::size_t>(g)][b].resize(static_cast<std::size_t>(iters * size));
+    }
+    auto join = [](std::vector<int>& into, const std::vector<int>& other) {
+      for (std::size_t k = 0; k < into.size(); ++k) into[k] = std::max(into[k], other[k]);
+    };
+    constexpr long long kIter = 1 << 16;
+    auto flag_index = [&](const Tb& tb, long long value) -> std::size_t {
+      // pc of the transmission that published `value`
+      const long long it = value / kIter, step = value % kIter;
+      for (std::size_t k = 0; k < tb.program.size(); ++k)
+        if (tb.program[k].step == step) return static_cast<std::size_t>(it) * tb.program.size() + k;
+      throw std::logic_error("flag without a transmission");
+    };
+
+    std::vector<int> candidates;
+    std::vector<char> listed(nt, 0);
+    auto wake = [&](int t) {
+      const std::size_t u = static_cast<std::size_t>(t);
+      if (listed[u] || state[u].pc >= tbs[u].program.size() * static_cast<std::size_t>(iters))
+        return;
+      listed[u] = 1;
+      candidates.push_back(t);
+    };
+    for (std::size_t t = 0; t < nt; ++t) wake(static_cast<int>(t));
+    const std::size_t cap =
+        run.buffer_chunks > 0 ? static_cast<std::size_t>(run.buffer_chunks) : SIZE_MAX;
+
+    // One move of thread block t: start its transmission, or move one chunk of it, or finish it.
+    // Returns false when it has to wait.
+    auto move = [&](std::size_t t) -> bool {
       Tb& tb = tbs[t];
-      while (pc[t] < tb.steps.size()) {
-        const Step& st = tb.steps[pc[t]];
-        const std::string where = "gpu " + std::to_string(tb.gpu) + " tb " + std::to_string(t) +
-                                  " step " + std::to_string(pc[t]);
-        std::vector<int> now = clock[t];
-        if (st.depid >= 0) {
-          const std::size_t d = static_cast<std::size_t>(
-              gpu_tbs[static_cast<std::size_t>(tb.gpu)][static_cast<std::size_t>(st.depid)]);
-          const std::size_t target = tbs[d].transmissions[static_cast<std::size_t>(st.deps)];
-          if (pc[d] <= target) break;
-          join(now, history[d][target]);
+      State& st = state[t];
+      const std::size_t psize = tb.program.size();
+      const int it = static_cast<int>(st.pc / psize);
+      const Transmission& tr = tb.program[st.pc % psize];
+      auto where = [&] {
+        return "gpu " + std::to_string(tb.gpu) + " tb " + std::to_string(tb.id) + " step " +
+               std::to_string(tr.step);
+      };
+      const auto& local = gpu_tbs[static_cast<std::size_t>(tb.gpu)];
+      if (!st.started) {
+        for (const auto& [depid, deps] : tr.deps) {
+          const std::size_t d = static_cast<std::size_t>(local[static_cast<std::size_t>(depid)]);
+          if (state[d].flag < it * kIter + deps) return false;
         }
-        const bool recvs = st.type[0] == 'r' && st.type != "re";
-        Message in;
-        if (recvs) {
-          auto& q = links[{tb.recv, tb.gpu, tb.chan}];
-          if (q.empty()) break;
-          in = std::move(q.front());
-          q.pop_front();
-          if (static_cast<int>(in.cells.size()) != st.cnt)
-            return where + ": received " + std::to_string(in.cells.size()) + " chunks, expected " +
-                   std::to_string(st.cnt);
-          join(now, in.clock);
+        if (clocks) {
+          for (const auto& [depid, deps] : tr.deps) {
+            const std::size_t d = static_cast<std::size_t>(local[static_cast<std::size_t>(depid)]);
+            join(st.clock, state[d].published[flag_index(tbs[d], state[d].flag)]);
+          }
         }
-        ++now[t];
+        st.started = true;
+        st.done = 0;
+        return true;
+      }
+      if (st.done < tr.cnt) {
+        if (tr.receives() && links[static_cast<std::size_t>(in_link[t])].empty()) return false;
+        if (tr.sends() && links[static_cast<std::size_t>(out_link[t])].size() >= cap) return false;
+        if (clocks) ++st.clock[t];
         auto& buf = buffers[static_cast<std::size_t>(tb.gpu)];
-        auto buffer = [&](const std::string& name) -> std::vector<Cell>& {
+        const auto& size = sizes[static_cast<std::size_t>(tb.gpu)];
+        auto cell = [&](const std::string& name, int off, bool write) -> Cell& {
           const std::string b = (inplace && name == "o") ? "i" : name;
-          auto it = buf.find(b);
-          if (it == buf.end()) throw std::runtime_error(where + ": unknown buffer " + name);
-          return it->second;
-        };
-        auto touch = [&](const std::string& name, int off, bool write) {
-          if (off < 0 || off + st.cnt > static_cast<int>(buffer(name).size()))
-            throw std::runtime_error(where + ": offset " + std::to_string(off) +
+          const auto sz = size.find(b);
+          if (sz == size.end() || buf.find(b) == buf.end())
+            throw std::runtime_error(where() + ": unknown buffer " + name);
+          if (off < 0 || off + tr.cnt > sz->second)
+            throw std::runtime_error(where() + ": offset " + std::to_string(off) +
                                      " outside buffer " + name);
-          for (int c = off; c < off + st.cnt; ++c) {
-            auto& [last, reads] = accesses[{tb.gpu, (inplace && name == "o") ? "i" : name, c}];
-            if (!before(last, now))
-              throw std::runtime_error(where + ": race: accesses chunk " + std::to_string(c) +
+          const int c = off + st.done;
+          if (clocks) {
+            auto& [last, reads] = accesses[static_cast<std::size_t>(tb.gpu)][b]
+                                          [static_cast<std::size_t>(it * sz->second + c)];
+            auto before = [&](const Access& a) {
+              return a.tb < 0 || st.clock[static_cast<std::size_t>(a.tb)] >= a.tick;
+            };
+            if (!before(last))
+              throw std::runtime_error(where() + ": race: accesses chunk " + std::to_string(c) +
                                        " after an unordered write of it");
             if (write) {
               for (const Access& r : reads)
-                if (r.tb != static_cast<int>(t) && !before(r, now))
-                  throw std::runtime_error(where + ": race: overwrites chunk " + std::to_string(c) +
-                                           " while an unordered step reads it");
-              last = Access{static_cast<int>(t), now[t]};
+                if (!before(r))
+                  throw std::runtime_error(where() + ": race: overwrites chunk " +
+                                           std::to_string(c) + " while an unordered step reads it");
+              last = Access{static_cast<int>(t), st.clock[t]};
               reads.clear();
             } else {
-              reads.push_back(Access{static_cast<int>(t), now[t]});
+              reads.push_back(Access{static_cast<int>(t), st.clock[t]});
             }
           }
+          return buf[b][static_cast<std::size_t>(it * sz->second + c)];
         };
-        auto read = [&](const std::string& name, int off) {
-          touch(name, off, false);
-          return std::vector<Cell>(buffer(name).begin() + off, buffer(name).begin() + off + st.cnt);
-        };
-        auto write = [&](const std::string& name, int off, const std::vector<Cell>& cells) {
-          touch(name, off, true);
-          for (int k = 0; k < st.cnt; ++k)
-            buffer(name)[static_cast<std::size_t>(off + k)] = cells[static_cast<std::size_t>(k)];
-        };
-        auto add = [&](const std::vector<Cell>& a, const std::vector<Cell>& b) {
-          std::vector<Cell> c;
-          for (std::size_t k = 0; k < a.size(); ++k) c.push_back(sum(a[k], b[k]));
-          return c;
-        };
-        std::vector<Cell> out;
-        bool sends = false;
-        if (st.type == "s") {
-          out = read(st.srcbuf, st.srcoff);
-          sends = true;
-        } else if (st.type == "r") {
-          write(st.dstbuf, st.dstoff, in.cells);
-        } else if (st.type == "rcs") {
-          write(st.dstbuf, st.dstoff, in.cells);
-          out = in.cells;
-          sends = true;
-        } else if (st.type == "rrc" || st.type == "rrcs" || st.type == "rrs") {
-          out = add(read(st.srcbuf, st.srcoff), in.cells);
-          if (st.type != "rrs") write(st.dstbuf, st.dstoff, out);
-          sends = st.type != "rrc";
-        } else if (st.type == "cpy") {
-          write(st.dstbuf, st.dstoff, read(st.srcbuf, st.srcoff));
-        } else if (st.type == "re") {
-          write(st.dstbuf, st.dstoff, add(read(st.dstbuf, st.dstoff), read(st.srcbuf, st.srcoff)));
+        Unit in;
+        if (tr.receives()) {
+          auto& q = links[static_cast<std::size_t>(in_link[t])];
+          in = std::move(q.front());
+          q.pop_front();
+          if (clocks) join(st.clock, in.clock);
+          if (sender[static_cast<std::size_t>(in_link[t])] >= 0)
+            wake(sender[static_cast<std::size_t>(in_link[t])]);
         }
-        if (sends) links[{tb.gpu, tb.send, tb.chan}].push_back(Message{out, now});
-        clock[t] = now;
-        history[t].push_back(now);
-        ++pc[t];
-        --remaining;
-        progress = true;
+        Cell out;
+        if (tr.type == "s") {
+          out = cell(tr.srcbuf, tr.srcoff, false);
+        } else if (tr.type == "r") {
+          cell(tr.dstbuf, tr.dstoff, true) = in.cell;
+        } else if (tr.type == "rcs") {
+          cell(tr.dstbuf, tr.dstoff, true) = in.cell;
+          out = in.cell;
+        } else if (tr.type == "rrs") {
+          out = cell(tr.srcbuf, tr.srcoff, false) + in.cell;
+        } else if (tr.type == "rrc" || tr.type == "rrcs") {
+          out = cell(tr.srcbuf, tr.srcoff, false) + in.cell;
+          cell(tr.dstbuf, tr.dstoff, true) = out;
+        } else if (tr.type == "cpy") {
+          const Cell v = cell(tr.srcbuf, tr.srcoff, false);
+          cell(tr.dstbuf, tr.dstoff, true) = v;
+        }
+        if (tr.sends()) {
+          links[static_cast<std::size_t>(out_link[t])].push_back(
+              Unit{out, clocks ? st.clock : std::vector<int>{}});
+          if (receiver[static_cast<std::size_t>(out_link[t])] >= 0)
+            wake(receiver[static_cast<std::size_t>(out_link[t])]);
+        }
+        ++st.done;
+        return true;
+      }
+      if (tr.hasdep) {
+        st.flag = it * kIter + tr.step;
+        if (clocks) st.published[st.pc] = st.clock;
+        for (int other : local) wake(other);
+      }
+      st.started = false;
+      ++st.pc;
+      return true;
+    };
+
+    while (!candidates.empty()) {
+      const std::size_t k = static_cast<std::size_t>(splitmix(rng) % candidates.size());
+      const int t = candidates[k];
+      const std::size_t u = static_cast<std::size_t>(t);
+      bool moved = false;
+      // A few moves in a row, so that a transmission is not always cut into single chunks.
+      const int burst = 1 + static_cast<int>(splitmix(rng) % 4);
+      for (int b = 0;
+           b < burst && state[u].pc < tbs[u].program.size() * static_cast<std::size_t>(iters);
+           ++b) {
+        if (!move(u)) break;
+        moved = true;
+      }
+      if (!moved || state[u].pc >= tbs[u].program.size() * static_cast<std::size_t>(iters)) {
+        listed[u] = 0;
+        candidates[k] = candidates.back();
+        candidates.pop_back();
       }
     }
-    if (!progress) {
-      for (std::size_t t = 0; t < nt; ++t)
-        if (pc[t] < tbs[t].steps.size())
-          return "deadlock: gpu " + std::to_string(tbs[t].gpu) + " tb " + std::to_string(t) +
-                 " waits at step " + std::to_string(pc[t]);
-    }
-  }
-  for (const auto& [key, q] : links)
-    if (!q.empty())
-      return "a message from gpu " + std::to_string(std::get<0>(key)) + " to gpu " +
-             std::to_string(std::get<1>(key)) + " is never received";
-  for (int g = 0; g < ngpus; ++g) {
-    const auto& result = buffers[static_cast<std::size_t>(g)][inplace ? "i" : "o"];
-    const int chunks = attr_int(algo, "nchunksperloop");
-    if (static_cast<int>(result.size()) < chunks)
-      return "gpu " + std::to_string(g) + ": output smaller than nchunksperloop";
-    for (int c = 0; c < chunks; ++c) {
-      for (int r = 0; r < ngpus; ++r) {
-        const int times = result[static_cast<std::size_t>(c)][static_cast<std::size_t>(r)];
-        if (times != 1)
-          return "gpu " + std::to_string(g) + " chunk " + std::to_string(c) + " holds rank " +
-                 std::to_string(r) + "'s input " + std::to_string(times) + " times";
+    // A deadlock: report the thread blocks that wait and on what (the first few).
+    std::string stuck;
+    int nstuck = 0;
+    for (std::size_t t = 0; t < nt; ++t) {
+      const State& st = state[t];
+      const Tb& tb = tbs[t];
+      if (st.pc >= tb.program.size() * static_cast<std::size_t>(iters)) continue;
+      const Transmission& tr = tb.program[st.pc % tb.program.size()];
+      if (++nstuck > 6) continue;
+      stuck += (stuck.empty() ? "" : "; ") + std::string("gpu ") + std::to_string(tb.gpu) + " tb " +
+               std::to_string(tb.id) + " step " + std::to_string(tr.step) + " (" + tr.type +
+               ", iteration " + std::to_string(st.pc / tb.program.size()) + ") ";
+      if (!st.started) {
+        stuck += "waits for a dependency";
+      } else if (tr.receives() && links[static_cast<std::size_t>(in_link[t])].empty()) {
+        stuck += "waits for data from gpu " + std::to_string(tb.recv);
+      } else {
+        stuck += "waits for room to gpu " + std::to_string(tb.send);
       }
+    }
+    if (nstuck > 0)
+      return "deadlock: " + stuck +
+             (nstuck > 6 ? "; and " + std::to_string(nstuck - 6) + " more" : "");
+    for (const auto& [key, id] : link_ids)
+      if (!links[static_cast<std::size_t>(id)].empty())
+        return "a message from gpu " + std::to_string(std::get<0>(key)) + " to gpu " +
+               std::to_string(std::get<1>(key)) + " is never received";
+    for (int g = 0; g < ngpus; ++g) {
+      const auto& result = buffers[static_cast<std::size_t>(g)][inplace ? "i" : "o"];
+      const int size = sizes[static_cast<std::size_t>(g)].at(inplace ? "i" : "o");
+      if (size < chunks) return "gpu " + std::to_string(g) + ": output smaller than nchunksperloop";
+      for (int it = 0; it < iters; ++it) {
+        for (int c = 0; c < chunks; ++c) {
+          const Cell& cell = result[static_cast<std::size_t>(it * size + c)];
+          if (cell.count != total.count || cell.sum != total.sum)
+            return "gpu " + std::to_string(g) + " chunk " + std::to_string(c) + " (iteration " +
+                   std::to_string(it) + ") holds " + std::to_string(cell.count) +
+                   " contributions, not each of the " + std::to_string(ngpus) + " inputs once";
+        }
+      }
+    }
+    return "";
+  };
+  for (const RunOptions& run : runs) {
+    const std::string e = execute(run);
+    if (!e.empty()) {
+      if (runs.size() == 1) return e;
+      return "buffer " + std::to_string(run.buffer_chunks) + " seed " + std::to_string(run.seed) +
+             ": " + e;
     }
   }
   return "";
 } catch (const std::exception& e) {
   return e.what();
+}
+
+inline std::string check_allreduce(const std::string& text, const RunOptions& run = {}) {
+  return check_allreduce_runs(text, {run});
 }
 
 }  // namespace ssim::testing::msccl_reader
