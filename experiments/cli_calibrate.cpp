@@ -934,14 +934,14 @@ void validate_timeline(const ValidateArgs& a, const ValidationModel& model,
       }
     }
     std::cout << "  per phase, over sizes (|rel.err|: median of the absolute values)\n";
-    std::snprintf(buf, sizeof buf, "  %-22s %22s %22s %20s\n", "phase", "time in phase |rel.err|",
+    std::snprintf(buf, sizeof buf, "  %-22s %24s %24s %22s\n", "phase", "time in phase |rel.err|",
                   "time in phase rel.err", "round ends |rel.err|");
     std::cout << buf;
     for (const std::string& phase : phase_order) {
       std::vector<double> ends;
       for (const RoundComparison* c : rows)
         if (c->phase == phase) ends.push_back(c->end_error());
-      std::snprintf(buf, sizeof buf, "  %-22s %22s %22s %20s\n", phase.c_str(),
+      std::snprintf(buf, sizeof buf, "  %-22s %24s %24s %22s\n", phase.c_str(),
                     abs_percent(median_abs(phase_errors[phase])).c_str(),
                     percent(median_signed(phase_errors[phase])).c_str(),
                     abs_percent(median_abs(ends)).c_str());

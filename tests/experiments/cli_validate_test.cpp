@@ -73,7 +73,7 @@ TEST(CliValidate, StatedOptionsBuildTheScheduleThatRan) {
   EXPECT_LT(std::fabs(after), 15.0) << right.out;
   // -O names an algorithm whose rows are not in the file: said, not an error.
   const CommandResult unused =
-      run_cli(base + " -O ring:segments=2 -O hierarchical:gpus_per_node=4");
+      run_cli(base + " -O rhd:nonpow2=rabenseifner -O hierarchical:gpus_per_node=4");
   EXPECT_EQ(unused.rc, 0) << unused.err;
 }
 
@@ -275,7 +275,8 @@ TEST(CliValidate, TimelineThatDoesNotMatchTheScheduleIsOneError) {
   std::ofstream(four_gpus) << "kind: switch\nranks: 4\nbandwidth: 100GB/s\nlatency: 5us\n";
   for (const Case& c : std::vector<Case>{
            {"--timeline " + hier + " --topology " + ring_topology(),
-            "h200_tl_hierarchical_d0.csv:2: rank 0 has round "},
+            "h200_tl_hierarchical_d0.csv:2: hierarchical on 8 ranks, 1MiB: rank 0 takes part "
+            "in round 8, and the timeline has no row for it"},
            {"--timeline " + data_path("calibration/h200_tl_ring_d0.csv") + " --topology " +
                 four_gpus,
             "h200_tl_ring_d0.csv:2: column ranks: the timeline has 8 ranks, the topology 4 GPUs"},

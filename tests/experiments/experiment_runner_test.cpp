@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/csv.hpp"
 #include "common/error.hpp"
 #include "experiments/config.hpp"
 #include "experiments/experiment.hpp"
@@ -34,17 +35,12 @@ std::string temp_dir(const std::string& tag) {
 // results.csv as rows of named fields (no quoted commas in these tests' data).
 std::vector<std::map<std::string, std::string>> read_csv(const std::string& path) {
   std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  std::vector<std::string> header;
-  std::stringstream hs(line);
-  for (std::string f; std::getline(hs, f, ',');) header.push_back(f);
+  const std::vector<CsvRecord> records = ssim::read_csv(in, path, {});
   std::vector<std::map<std::string, std::string>> rows;
-  while (std::getline(in, line)) {
-    std::stringstream ls(line);
+  for (std::size_t r = 1; r < records.size(); ++r) {
     std::map<std::string, std::string> row;
-    std::size_t i = 0;
-    for (std::string f; std::getline(ls, f, ',');) row[header.at(i++)] = f;
+    for (std::size_t i = 0; i < records[r].fields.size(); ++i)
+      row[records.front().fields.at(i)] = records[r].fields[i];
     rows.push_back(row);
   }
   return rows;
