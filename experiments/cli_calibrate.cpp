@@ -390,10 +390,12 @@ void print_unused_stated(const calib::RunOptionsResolver& resolve) {
 
 // The generator options of a measured run as validate builds its schedule: the recorded (or
 // stated) options, plus the straggler a straggler-aware schedule was built for: the options'
-// own `straggler`, else the delayed rank, else n-1 (the generator's default).
+// own `straggler` (or late ranks), else the delayed rank, else n-1 (the generator's default).
 alg::Options schedule_options(alg::Options options, const alg::AlgorithmInfo& info,
                               std::optional<int> delayed_rank) {
-  if (info.straggler_aware && !options.has("straggler") && delayed_rank)
+  // Built for several late ranks (stragglar's stragglers/late), the options name them all.
+  if (info.straggler_aware && !options.has("straggler") && !options.has("late") &&
+      !options.has("stragglers") && delayed_rank)
     options.set("straggler", std::to_string(*delayed_rank));
   return options;
 }
