@@ -29,9 +29,10 @@
 //                  move and reduce the same bytes (b = 2c), so only a mix with e.g. direct or
 //                  tree separates beta from gamma.
 //                  Skipped, and reported: simulated rows, algorithms without a closed form in
-//                  the registry (nccl, NAME+nccl-rs), rank counts an algorithm does not support,
-//                  straggler-aware algorithms with a delay (their time after the last arrival is
-//                  not the registry's all-arrive-together form).
+//                  the registry (nccl, NAME+nccl-rs), costs not linear in the parameters at the
+//                  row's options (linear_cost_coefficients), rank counts an algorithm does not
+//                  support, straggler-aware algorithms with a delay (their time after the last
+//                  arrival is not the registry's all-arrive-together form).
 //   nccl-tests     all_reduce_perf's text output or its -J JSON (nccl_tests.hpp): each row's
 //   log            out-of-place time is a run of CalibrationOptions::algorithm (default ring)
 //                  on the log's rank count, fitted as collective runs.
@@ -171,6 +172,12 @@ struct CostCoefficients {
 };
 CostCoefficients cost_coefficients(const alg::AlgorithmInfo& algorithm, int ranks, double bytes,
                                    const alg::Options& options = {});
+// The same, or nothing where the cost is not linear in the parameters (checked on (1, 1, 1) and
+// on a latency-bound point): a cost read off a generated schedule's critical path, such as
+// stragglar_hier's on several nodes, is a maximum over paths. calibrate skips such rows.
+std::optional<CostCoefficients> linear_cost_coefficients(const alg::AlgorithmInfo& algorithm,
+                                                         int ranks, double bytes,
+                                                         const alg::Options& options = {});
 
 // A result CSV row with the line it starts on.
 struct MeasuredRun {

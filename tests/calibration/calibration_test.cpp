@@ -334,6 +334,34 @@ TEST(Calibration, RowOptionsChooseTheClosedForm) {
                InputError);  // given twice
 }
 
+// stragglar_hier on 2 nodes of 4 has no closed form: its cost is the generated schedule's
+// critical path, a maximum over paths, not linear in the parameters. Its rows are skipped, said
+// with the reason, instead of fitting a linearization that holds at one point only.
+TEST(Calibration, CostsNotLinearInTheParametersAreSkipped) {
+  const alg::AlgorithmInfo& info = alg::find_algorithm("stragglar_hier");
+  const alg::Options four(std::map<std::string, std::string>{{"gpus_per_node", "4"}});
+  EXPECT_FALSE(linear_cost_coefficients(info, 8, 1 << 20, four).has_value());
+  EXPECT_TRUE(linear_cost_coefficients(alg::find_algorithm("ring"), 8, 1 << 20).has_value());
+  std::string csv = kResultHeader.substr(0, kResultHeader.size() - 1) + ",options\n";
+  const alg::CostParams p{.alpha = kAlpha, .beta = kBeta, .gamma = 0};
+  for (int k = 16; k <= 24; k += 2) {
+    const double s = std::ldexp(1.0, k);
+    for (const char* a : {"ring", "stragglar_hier"}) {
+      const std::string line =
+          run_line(a, 8, static_cast<std::uint64_t>(s),
+                   a == std::string("ring") ? alg::ring_cost(8, s, p) : info.cost(8, s, p, four));
+      csv += line.substr(0, line.size() - 1) +
+             (a == std::string("ring") ? ",\n" : ",gpus_per_node=4\n");
+    }
+  }
+  const Calibration c = run(csv);
+  ASSERT_EQ(c.skipped.size(), 1u);
+  EXPECT_EQ(c.skipped[0].reason,
+            "stragglar_hier[gpus_per_node=4]: its cost is not linear in (alpha, beta, gamma) here");
+  EXPECT_EQ(c.skipped[0].lines, (std::vector<int>{3, 5, 7, 9, 11}));
+  EXPECT_NEAR(rel(c.fits[0].alpha.value, kAlpha), 0, 1e-9);
+}
+
 TEST(Calibration, CollectiveRunsSkipWhatHasNoClosedForm) {
   // Lines: 1 header, 2-3 ring at 1 MiB and 1 GiB, 4 nccl, 5 simulated, 6 stragglar delayed,
   // 7 rhd delayed (its after_last_arrival is fitted), 8 ring on 1 rank (unsupported).
