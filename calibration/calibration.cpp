@@ -459,6 +459,7 @@ Calibration calibrate_runs(const std::vector<MeasuredRun>& runs, std::string_vie
   }
   c.rows_used = rows.size();
   c.ranks.assign(ranks.begin(), ranks.end());
+  c.unrecorded_options = resolve.unrecorded();
   fit_pieces(name, options.link_class.value_or(""), rows, options, options.fit_gamma, c);
   return c;
 }
@@ -643,6 +644,9 @@ alg::Options RunOptionsResolver::operator()(const MeasuredRun& run,
     values = it->second;
     from = "-O " + stated_text(info.name, values) + " (the file has no options column)";
     stated_used_ = true;
+  } else if (std::any_of(info.options.begin(), info.options.end(),
+                         [](const alg::OptionSpec& o) { return o.name != "straggler"; })) {
+    unrecorded_.insert(info.name);
   }
   alg::Options options(values);
   const std::string key =

@@ -158,6 +158,9 @@ struct Calibration {
   std::vector<std::string> devices;  // collective runs: distinct device texts of the rows used
   std::size_t rows_used = 0;
   std::vector<SkippedRows> skipped;  // in order of first occurrence
+  // Collective runs: algorithms whose rows neither record nor were stated options
+  // (RunOptionsResolver::unrecorded), fitted with the defaults.
+  std::set<std::string> unrecorded_options;
 };
 
 Calibration calibrate(std::istream& in, std::string_view name, const CalibrationOptions& options);
@@ -201,11 +204,15 @@ class RunOptionsResolver {
   // Whether a stated option was applied to some row.
   bool stated_used() const { return stated_used_; }
   const StatedOptions& stated() const { return stated_; }
+  // Algorithms with options (other than straggler) some of whose rows neither recorded nor were
+  // stated options: run with the defaults, which may not be what ran.
+  const std::set<std::string>& unrecorded() const { return unrecorded_; }
 
  private:
   StatedOptions stated_;
   std::string name_;
   std::set<std::string> checked_;
+  std::set<std::string> unrecorded_;
   bool stated_used_ = false;
 };
 

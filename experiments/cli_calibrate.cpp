@@ -42,6 +42,15 @@ std::string line_list(const std::vector<int>& lines) {
   return s;
 }
 
+// Rows of algorithms with options that neither record nor were stated theirs; "" when none.
+std::string unrecorded_note(const std::set<std::string>& algorithms, const char* done) {
+  if (algorithms.empty()) return "";
+  std::string list;
+  for (const std::string& a : algorithms) list += (list.empty() ? "" : ", ") + a;
+  return "note: no options recorded (a file from before the options column) for the rows of " +
+         list + ": " + done + " with the defaults; state what ran with -O ALG:KEY=VALUE\n";
+}
+
 void print_skipped(std::ostream& os, const std::vector<calib::SkippedRows>& skipped) {
   for (const calib::SkippedRows& s : skipped) {
     os << "skipped " << s.lines.size() << " row" << (s.lines.size() == 1 ? "" : "s") << ": "
@@ -112,6 +121,7 @@ void print_calibration(std::ostream& os, const calib::Calibration& c, bool piece
        << "\n";
   }
   print_skipped(os, c.skipped);
+  os << unrecorded_note(c.unrecorded_options, "fitted");
   if (c.input == calib::CalibrationInput::sweep) {
     os << "fit: least squares on relative residuals (rows weighted by 1/measured), seconds = alpha "
           "+ beta * bytes\n";
@@ -383,6 +393,7 @@ calib::StatedOptions stated_options(const std::vector<std::string>& items) {
 }
 
 void print_unused_stated(const calib::RunOptionsResolver& resolve) {
+  std::cout << unrecorded_note(resolve.unrecorded(), "built");
   if (resolve.stated().empty() || resolve.stated_used()) return;
   std::cout << "note: -O not used: every row compared records its options (or none names the "
                "algorithm)\n";

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "algorithms/cost_model.hpp"
@@ -320,8 +321,13 @@ TEST(Calibration, RowOptionsChooseTheClosedForm) {
     EXPECT_NEAR(rel(c.fits[0].bandwidth().value, kBandwidth), 0, 1e-9);
     EXPECT_EQ(c.fits[0].quality.rows[0].label, "hierarchical[gpus_per_node=4] n=8");
   }
-  // Fitted with the default (one node of 8), the same times give another alpha.
-  EXPECT_GT(std::fabs(rel(run(old_file).fits[0].alpha.value, kAlpha)), 0.05);
+  // Fitted with the default (one node of 8), the same times give another alpha, and the
+  // calibration says which algorithm's rows had no options.
+  const Calibration defaults = run(old_file);
+  EXPECT_GT(std::fabs(rel(defaults.fits[0].alpha.value, kAlpha)), 0.05);
+  EXPECT_EQ(defaults.unrecorded_options, std::set<std::string>{"hierarchical"});
+  EXPECT_TRUE(run(old_file, stated).unrecorded_options.empty());
+  EXPECT_TRUE(run(new_file).unrecorded_options.empty());
   // A value the algorithm refuses at the row's rank count names the file, line and option.
   CalibrationOptions three;
   add_stated_option(three.stated_options, "hierarchical:gpus_per_node=3");

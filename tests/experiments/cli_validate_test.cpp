@@ -65,8 +65,14 @@ TEST(CliValidate, StatedOptionsBuildTheScheduleThatRan) {
       "validate " + h200("graph-d0-hierarchical.csv") + " --topology " + ring_topology();
   const CommandResult wrong = run_cli(base);
   ASSERT_EQ(wrong.rc, 0) << wrong.err;
+  EXPECT_TRUE(contains(wrong.out,
+                       "note: no options recorded (a file from before the options column) for "
+                       "the rows of hierarchical: built with the defaults; state what ran with "
+                       "-O ALG:KEY=VALUE"))
+      << wrong.out;
   const CommandResult right = run_cli(base + " -O hierarchical:gpus_per_node=4");
   ASSERT_EQ(right.rc, 0) << right.err;
+  EXPECT_FALSE(contains(right.out, "note: no options recorded")) << right.out;
   EXPECT_TRUE(contains(right.out, "* hierarchical: gpus_per_node=4")) << right.out;
   const double before = row_error(wrong.out, "64KiB"), after = row_error(right.out, "64KiB");
   EXPECT_GT(before, 40.0) << wrong.out;
