@@ -209,6 +209,13 @@ void fit_pieces(std::string_view name, const std::string& link_class,
     f.max_bytes = std::max_element(in.begin(), in.end(), [](auto& a, auto& b) {
                     return a.bytes < b.bytes;
                   })->bytes;
+    // gamma >= 0: a negative reduce cost would make every simulated reduction gain time (and
+    // validate refuses it). With one bounded coefficient, the non-negative least squares is
+    // the unconstrained fit when that is feasible, else the fit on the face gamma = 0.
+    if (with_gamma && (*params)[2] < 0) {
+      f.negative_gamma = SecondsPerByte{(*params)[2]};
+      params = std::vector<double>{(*ab)[0], (*ab)[1], 0.0};
+    }
     f.alpha = Seconds{(*params)[0]};
     f.beta = SecondsPerByte{(*params)[1]};
     if (with_gamma) f.gamma = SecondsPerByte{(*params)[2]};
@@ -379,6 +386,7 @@ Calibration calibrate_runs(const std::vector<MeasuredRun>& runs, std::string_vie
   if (!options.fit_gamma) c.assumed_gamma = options.gamma;
   std::vector<Observation> rows;
   std::set<int> ranks;
+  RunOptionsResolver resolve(options.stated_options, std::string(name));
   for (const MeasuredRun& run : runs) {
     const schema::ResultRow& r = run.row;
     if (r.source != schema::ResultSource::measured) {
@@ -411,11 +419,25 @@ Calibration calibrate_runs(const std::vector<MeasuredRun>& runs, std::string_vie
       bad_value(name, run.line, delayed ? "after_last_arrival_s" : "time_s", "0",
                 "a time > 0 to fit");
     }
-    const CostCoefficients k =
-        cost_coefficients(*info, r.ranks, static_cast<double>(r.bytes.value));
+    // The schedule that ran: the row's options (or those -O states for files without them).
+    const alg::Options run_options = resolve(run, *info);
+    const std::optional<CostCoefficients> linear =
+        linear_cost_coefficients(*info, r.ranks, static_cast<double>(r.bytes.value), run_options);
+    const std::string options_text = schema::canonical_options(run_options.values());
+    if (!linear) {
+      // A cost read off the generated schedule's critical path (stragglar_hier on several
+      // nodes): a maximum over paths, not linear in the parameters, so not a least-squares row.
+      skip(c,
+           info->name + (options_text.empty() ? "" : "[" + options_text + "]") +
+               ": its cost is not linear in (alpha, beta, gamma) here",
+           run.line);
+      continue;
+    }
+    const CostCoefficients& k = *linear;
     Observation o;
     o.line = run.line;
-    o.label = info->name + " n=" + std::to_string(r.ranks) + (delayed ? " delayed" : "");
+    o.label = info->name + (options_text.empty() ? "" : "[" + options_text + "]") +
+              " n=" + std::to_string(r.ranks) + (delayed ? " delayed" : "");
     o.bytes = r.bytes;
     o.measured = t;
     o.coefficients = {k.alpha, k.beta};
@@ -437,6 +459,7 @@ Calibration calibrate_runs(const std::vector<MeasuredRun>& runs, std::string_vie
   }
   c.rows_used = rows.size();
   c.ranks.assign(ranks.begin(), ranks.end());
+  c.unrecorded_options = resolve.unrecorded();
   fit_pieces(name, options.link_class.value_or(""), rows, options, options.fit_gamma, c);
   return c;
 }
@@ -461,8 +484,9 @@ std::string describe(const SizeRange& range) {
   return s + ")";
 }
 
-CostCoefficients cost_coefficients(const alg::AlgorithmInfo& algorithm, int ranks, double bytes,
-                                   const alg::Options& options) {
+std::optional<CostCoefficients> linear_cost_coefficients(const alg::AlgorithmInfo& algorithm,
+                                                         int ranks, double bytes,
+                                                         const alg::Options& options) {
   const CostCoefficients k{
       .alpha =
           algorithm.cost(ranks, bytes, alg::CostParams{.alpha = 1, .beta = 0, .gamma = 0}, options),
@@ -470,13 +494,27 @@ CostCoefficients cost_coefficients(const alg::AlgorithmInfo& algorithm, int rank
           algorithm.cost(ranks, bytes, alg::CostParams{.alpha = 0, .beta = 1, .gamma = 0}, options),
       .gamma = algorithm.cost(ranks, bytes, alg::CostParams{.alpha = 0, .beta = 0, .gamma = 1},
                               options)};
-  // Linearity on (1, 1, 1); a closed form with a max() over parameter-dependent terms would
-  // make the unit-vector reading wrong, and this catches it.
-  const double all =
-      algorithm.cost(ranks, bytes, alg::CostParams{.alpha = 1, .beta = 1, .gamma = 1}, options);
-  SSIM_CHECK(std::fabs(all - (k.alpha + k.beta + k.gamma)) <= 1e-9 * std::max(1.0, std::fabs(all)),
-             algorithm.name + "'s closed form is not linear in (alpha, beta, gamma)");
+  // Linearity on (1, 1, 1), a latency-bound and a bandwidth-bound point (where a max() over
+  // parameter-dependent terms picks other branches than on the unit vectors).
+  for (const alg::CostParams p : {alg::CostParams{.alpha = 1, .beta = 1, .gamma = 1},
+                                  alg::CostParams{.alpha = 1, .beta = 1e-9, .gamma = 1e-9},
+                                  alg::CostParams{.alpha = 1e-9, .beta = 1, .gamma = 1e-9}}) {
+    const double all = algorithm.cost(ranks, bytes, p, options);
+    const double sum = k.alpha * p.alpha + k.beta * p.beta + k.gamma * p.gamma;
+    if (!(std::fabs(all - sum) <= 1e-9 * std::max(1.0, std::fabs(all)))) return std::nullopt;
+  }
   return k;
+}
+
+CostCoefficients cost_coefficients(const alg::AlgorithmInfo& algorithm, int ranks, double bytes,
+                                   const alg::Options& options) {
+  const std::optional<CostCoefficients> k =
+      linear_cost_coefficients(algorithm, ranks, bytes, options);
+  // A closed form with a max() over parameter-dependent terms would make the unit-vector
+  // reading wrong, and this catches it.
+  SSIM_CHECK(k.has_value(),
+             algorithm.name + "'s closed form is not linear in (alpha, beta, gamma)");
+  return *k;
 }
 
 std::vector<MeasuredRun> read_measured_runs(std::istream& in, std::string_view name) {
@@ -543,6 +581,86 @@ Calibration calibrate(std::istream& in, std::string_view name, const Calibration
     return calibrate_runs(read_measured_runs(again, name), name, options);
   }
   return calibrate_sweep(records, name, options);
+}
+
+void add_stated_option(StatedOptions& stated, std::string_view text) {
+  const std::string whole(text);
+  auto fail = [&](const std::string& what) -> void {
+    throw InputError("-O " + whole + ": " + what);
+  };
+  const std::size_t colon = text.find(':');
+  const std::size_t eq = text.find('=', colon == std::string_view::npos ? 0 : colon);
+  if (colon == std::string_view::npos || eq == std::string_view::npos || colon == 0 ||
+      eq == colon + 1) {
+    fail("expected ALG:KEY=VALUE (e.g. hierarchical:gpus_per_node=4)");
+  }
+  const std::string algorithm(text.substr(0, colon));
+  const std::string key(text.substr(colon + 1, eq - colon - 1));
+  const std::string value(text.substr(eq + 1));
+  const alg::AlgorithmInfo* info = lookup(algorithm);
+  if (info == nullptr) {
+    std::string names;
+    for (const alg::AlgorithmInfo& a : alg::algorithms())
+      names += (names.empty() ? "" : ", ") + a.name;
+    fail("unknown algorithm '" + algorithm + "' (valid: " + names + ")");
+  }
+  if (key == "straggler")
+    fail("the straggler comes from the rows' straggler column (n-1 when it is empty)");
+  std::string list;
+  bool known = false;
+  for (const alg::OptionSpec& spec : info->options) {
+    known = known || spec.name == key;
+    list += (list.empty() ? "" : ", ") + spec.name;
+  }
+  if (!known) {
+    fail("algorithm " + algorithm + " has no option '" + key + "' (" +
+         (list.empty() ? std::string("it takes no options") : "options: " + list) + ")");
+  }
+  if (value.empty() || value.find(';') != std::string::npos)
+    fail("the value must be non-empty and hold no ';'");
+  if (!stated[algorithm].emplace(key, value).second)
+    fail(algorithm + "'s " + key + " is given twice");
+}
+
+std::string stated_text(const std::string& algorithm,
+                        const std::map<std::string, std::string>& options) {
+  std::string s;
+  for (const auto& [key, value] : options)
+    s += (s.empty() ? "" : " ") + algorithm + ":" + key + "=" + value;
+  return s;
+}
+
+RunOptionsResolver::RunOptionsResolver(StatedOptions stated, std::string name)
+    : stated_(std::move(stated)), name_(std::move(name)) {}
+
+alg::Options RunOptionsResolver::operator()(const MeasuredRun& run,
+                                            const alg::AlgorithmInfo& info) {
+  std::map<std::string, std::string> values;
+  std::string from;
+  if (run.row.options) {
+    values = schema::parse_options(*run.row.options);
+    from = "column options";
+  } else if (auto it = stated_.find(info.name); it != stated_.end()) {
+    values = it->second;
+    from = "-O " + stated_text(info.name, values) + " (the file has no options column)";
+    stated_used_ = true;
+  } else if (std::any_of(info.options.begin(), info.options.end(),
+                         [](const alg::OptionSpec& o) { return o.name != "straggler"; })) {
+    unrecorded_.insert(info.name);
+  }
+  alg::Options options(values);
+  const std::string key =
+      info.name + "/" + std::to_string(run.row.ranks) + "/" + schema::canonical_options(values);
+  if (!values.empty() && !checked_.count(key)) {
+    try {
+      // The header is built eagerly and checks every option; the rounds are not generated.
+      (void)alg::generate_rounds(info.name, run.row.ranks, options);
+    } catch (const InputError& e) {
+      throw InputError(name_ + ":" + std::to_string(run.line) + ": " + from + ": " + e.what());
+    }
+    checked_.insert(key);
+  }
+  return options;
 }
 
 std::vector<Bytes> parse_size_list(std::string_view text) {

@@ -29,9 +29,10 @@
 //                  move and reduce the same bytes (b = 2c), so only a mix with e.g. direct or
 //                  tree separates beta from gamma.
 //                  Skipped, and reported: simulated rows, algorithms without a closed form in
-//                  the registry (nccl, NAME+nccl-rs), rank counts an algorithm does not support,
-//                  straggler-aware algorithms with a delay (their time after the last arrival is
-//                  not the registry's all-arrive-together form).
+//                  the registry (nccl, NAME+nccl-rs), costs not linear in the parameters at the
+//                  row's options (linear_cost_coefficients), rank counts an algorithm does not
+//                  support, straggler-aware algorithms with a delay (their time after the last
+//                  arrival is not the registry's all-arrive-together form).
 //   nccl-tests     all_reduce_perf's text output or its -J JSON (nccl_tests.hpp): each row's
 //   log            out-of-place time is a run of CalibrationOptions::algorithm (default ring)
 //                  on the log's rank count, fitted as collective runs.
@@ -46,7 +47,9 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,6 +63,14 @@ namespace ssim::calib {
 enum class CalibrationInput : std::uint8_t { sweep, collective_runs, nccl_tests };
 // "point-to-point sweep", "collective runs" or "nccl-tests log".
 std::string_view to_string(CalibrationInput input);
+
+// Options stated on the command line (-O ALG:KEY=VALUE) for measured rows that do not record
+// theirs (files written before the options column): algorithm name -> its options.
+using StatedOptions = std::map<std::string, std::map<std::string, std::string>>;
+// Adds one "ALG:KEY=VALUE". InputError naming -O and the text when it is not of that form, ALG
+// is no registry algorithm, KEY is no option of ALG (or is `straggler`, which the rows'
+// straggler column gives), or ALG's KEY is stated twice.
+void add_stated_option(StatedOptions& stated, std::string_view text);
 
 struct CalibrationOptions {
   // Piece boundaries, strictly increasing: pieces [0, b1), [b1, b2), ..., [bk, inf), each fitted
@@ -76,6 +87,8 @@ struct CalibrationOptions {
   std::optional<std::string> algorithm;
   // nccl-tests logs that do not list their devices: the rank count.
   std::optional<int> ranks;
+  // Result CSVs: the options of rows without an options column (see RunOptionsResolver).
+  StatedOptions stated_options;
 };
 
 // Sizes [low, high); no high: unbounded.
@@ -111,7 +124,10 @@ struct AlphaBetaFit {
   Bytes max_bytes;
   Seconds alpha;
   SecondsPerByte beta;
-  std::optional<SecondsPerByte> gamma;  // collective runs with fit_gamma
+  std::optional<SecondsPerByte> gamma;  // collective runs with fit_gamma (>= 0)
+  // fit_gamma: the gamma the unconstrained fit gave when it was negative; the fit was then redone
+  // with gamma = 0 (the bound gamma >= 0 as a non-negative least squares of that coefficient).
+  std::optional<SecondsPerByte> negative_gamma;
   FitQuality quality;
   BytesPerSecond bandwidth() const { return BytesPerSecond{1.0 / beta.value}; }
 };
@@ -142,6 +158,9 @@ struct Calibration {
   std::vector<std::string> devices;  // collective runs: distinct device texts of the rows used
   std::size_t rows_used = 0;
   std::vector<SkippedRows> skipped;  // in order of first occurrence
+  // Collective runs: algorithms whose rows neither record nor were stated options
+  // (RunOptionsResolver::unrecorded), fitted with the defaults.
+  std::set<std::string> unrecorded_options;
 };
 
 Calibration calibrate(std::istream& in, std::string_view name, const CalibrationOptions& options);
@@ -156,6 +175,12 @@ struct CostCoefficients {
 };
 CostCoefficients cost_coefficients(const alg::AlgorithmInfo& algorithm, int ranks, double bytes,
                                    const alg::Options& options = {});
+// The same, or nothing where the cost is not linear in the parameters (checked on (1, 1, 1) and
+// on a latency-bound point): a cost read off a generated schedule's critical path, such as
+// stragglar_hier's on several nodes, is a maximum over paths. calibrate skips such rows.
+std::optional<CostCoefficients> linear_cost_coefficients(const alg::AlgorithmInfo& algorithm,
+                                                         int ranks, double bytes,
+                                                         const alg::Options& options = {});
 
 // A result CSV row with the line it starts on.
 struct MeasuredRun {
@@ -165,6 +190,35 @@ struct MeasuredRun {
 // read_result_csv plus the line of every row and range checks: ranks >= 1, bytes > 0, delay_s,
 // time_s and after_last_arrival_s >= 0 (InputError naming the file, line and column).
 std::vector<MeasuredRun> read_measured_runs(std::istream& in, std::string_view name);
+
+// The generator options a measured run ran with: its options column, or, in a file without
+// that column, the options stated for its algorithm (StatedOptions). Each distinct (algorithm,
+// ranks, options) is checked once by generating the schedule's header: an option the algorithm
+// does not have or a value out of range is an InputError naming the file, the line and the
+// column (or the -O option that stated it). `straggler` is not added (the caller knows the run's
+// straggler).
+class RunOptionsResolver {
+ public:
+  RunOptionsResolver(StatedOptions stated, std::string name);
+  alg::Options operator()(const MeasuredRun& run, const alg::AlgorithmInfo& info);
+  // Whether a stated option was applied to some row.
+  bool stated_used() const { return stated_used_; }
+  const StatedOptions& stated() const { return stated_; }
+  // Algorithms with options (other than straggler) some of whose rows neither recorded nor were
+  // stated options: run with the defaults, which may not be what ran.
+  const std::set<std::string>& unrecorded() const { return unrecorded_; }
+
+ private:
+  StatedOptions stated_;
+  std::string name_;
+  std::set<std::string> checked_;
+  std::set<std::string> unrecorded_;
+  bool stated_used_ = false;
+};
+
+// "ALG:k=v;k=v" as -O would state them (for messages).
+std::string stated_text(const std::string& algorithm,
+                        const std::map<std::string, std::string>& options);
 
 // The collective-runs fit on runs already read (a result CSV or an nccl-tests log).
 Calibration calibrate_runs(const std::vector<MeasuredRun>& runs, std::string_view name,

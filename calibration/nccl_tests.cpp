@@ -378,6 +378,8 @@ std::vector<MeasuredRun> nccl_tests_runs(const NcclTestsLog& log, std::string_vi
     if (r.wrong) row.wrong = static_cast<std::uint64_t>(*r.wrong);
     row.device = device;
     row.nccl_version = log.nccl_version;
+    row.options = "";  // the closed form's defaults model NCCL's AllReduce
+    row.transport = "nccl";
     runs.push_back(std::move(run));
   }
   return runs;

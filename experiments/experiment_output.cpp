@@ -235,6 +235,12 @@ void write_point_rows(std::ostream& out, const Experiment& e, std::size_t point,
     axis_fields.append(",").append(schema::csv_field(e.axes[k].labels[p.value[k]]));
   for (std::size_t a = 0; a < runs.size(); ++a) {
     const std::size_t run = point * e.algorithms.size() + a;
+    // The options the generator got (run_config adds the topology's gpus_per_node and the
+    // prediction's k); straggler-aware schedules are relabelled so that the predicted rank plays
+    // the straggler, so `straggler` says nothing about the run and is left out.
+    std::map<std::string, std::string> options = run_config(e, run).options.values();
+    options.erase("straggler");
+    const std::string options_text = schema::canonical_options(options);
     for (std::size_t i = 0; i < runs[a].iterations.size(); ++i) {
       const sim::IterationSummary& it = runs[a].iterations[i];
       const sim::IterationSummary& b = base.iterations[i];
@@ -252,6 +258,8 @@ void write_point_rows(std::ostream& out, const Experiment& e, std::size_t point,
       row.after_last_arrival = it.after_last_arrival;
       schema::set_bandwidths(row);
       row.device = device;
+      row.options = options_text;
+      row.transport = "sim";
       const double speedup =
           it.completion.value > 0 ? b.completion.value / it.completion.value : 1.0;
       const double speedup_after = it.after_last_arrival.value > 0

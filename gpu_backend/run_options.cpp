@@ -10,6 +10,7 @@
 
 #include "common/error.hpp"
 #include "common/units.hpp"
+#include "schema/result_csv.hpp"
 
 namespace ssim::gpu {
 
@@ -186,6 +187,14 @@ NcclTestsSettings resolve_nccl_tests_flags(const NcclTestsFlags& f) {
 std::string nccl_env(const char* variable) {
   const char* v = std::getenv(variable);
   return v ? std::string(v) : std::string();
+}
+
+std::string result_options(const std::map<std::string, std::string>& options,
+                           int schedule_straggler, int ranks, bool delayed) {
+  std::map<std::string, std::string> recorded = options;
+  if (schedule_straggler >= 0 && !delayed && schedule_straggler != ranks - 1)
+    recorded["straggler"] = std::to_string(schedule_straggler);
+  return schema::canonical_options(recorded);
 }
 
 }  // namespace ssim::gpu

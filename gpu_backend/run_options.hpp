@@ -109,6 +109,12 @@ void add_nccl_tests_flags(CLI::App& app, NcclTestsFlags& flags, std::string_view
 // a bad --delay.
 NcclTestsSettings resolve_nccl_tests_flags(const NcclTestsFlags& flags);
 
+// The result CSV's options column (schema/result_csv.hpp) of a run with the -O `options`, of a
+// straggler-aware algorithm built for `schedule_straggler` (else -1): `straggler` is added only
+// where the rows' straggler column does not imply it (a run without a delay implies n-1).
+std::string result_options(const std::map<std::string, std::string>& options,
+                           int schedule_straggler, int ranks, bool delayed);
+
 // NCCL_ALGO and NCCL_PROTO as the environment sets them ("" when unset): what NCCL was asked
 // to use, for the result rows of `nccl` runs.
 std::string nccl_env(const char* variable);

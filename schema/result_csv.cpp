@@ -1,5 +1,6 @@
 #include "schema/result_csv.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <ctime>
@@ -82,6 +83,38 @@ void set_bandwidths(ResultRow& row) {
   row.busbw = BytesPerSecond{row.algbw.value * allreduce_bus_factor(row.ranks)};
 }
 
+std::string canonical_options(const std::map<std::string, std::string>& options) {
+  std::string out;
+  for (const auto& [key, value] : options) {
+    if (key.empty() || key.find_first_of("=;") != std::string::npos)
+      throw InputError("option name '" + key + "' is empty or holds '=' or ';'");
+    if (value.find(';') != std::string::npos)
+      throw InputError("option " + key + "'s value '" + value + "' holds ';'");
+    out += (out.empty() ? "" : ";") + key + "=" + value;
+  }
+  return out;
+}
+
+std::map<std::string, std::string> parse_options(std::string_view text) {
+  std::map<std::string, std::string> out;
+  if (text.empty()) return out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t end = std::min(text.find(';', start), text.size());
+    const std::string_view item = text.substr(start, end - start);
+    const std::size_t eq = item.find('=');
+    if (eq == std::string_view::npos)
+      throw InputError("option '" + std::string(item) + "' is not key=value");
+    const std::string key(item.substr(0, eq));
+    if (key.empty()) throw InputError("option '" + std::string(item) + "' has no name");
+    if (!out.emplace(key, std::string(item.substr(eq + 1))).second)
+      throw InputError("option " + key + " given twice");
+    if (end == text.size()) break;
+    start = end + 1;
+  }
+  return out;
+}
+
 std::string utc_timestamp_now() {
   const std::time_t now = std::time(nullptr);
   std::tm tm{};
@@ -92,11 +125,27 @@ std::string utc_timestamp_now() {
 }
 
 const std::vector<std::string>& result_csv_columns() {
-  static const std::vector<std::string> columns = {
-      "source",       "algorithm",  "ranks",      "bytes",           "dtype",
-      "delay_s",      "straggler",  "iteration",  "time_s",          "after_last_arrival_s",
-      "algbw_GBps",   "busbw_GBps", "wrong",      "device",          "timestamp",
-      "nccl_version", "nccl_algo",  "nccl_proto", "arrival_spread_s"};
+  static const std::vector<std::string> columns = {"source",
+                                                   "algorithm",
+                                                   "ranks",
+                                                   "bytes",
+                                                   "dtype",
+                                                   "delay_s",
+                                                   "straggler",
+                                                   "iteration",
+                                                   "time_s",
+                                                   "after_last_arrival_s",
+                                                   "algbw_GBps",
+                                                   "busbw_GBps",
+                                                   "wrong",
+                                                   "device",
+                                                   "timestamp",
+                                                   "nccl_version",
+                                                   "nccl_algo",
+                                                   "nccl_proto",
+                                                   "arrival_spread_s",
+                                                   "options",
+                                                   "transport"};
   return columns;
 }
 
@@ -128,7 +177,9 @@ std::string format_result_row(const ResultRow& row) {
       csv_field(row.nccl_version),
       csv_field(row.nccl_algo),
       csv_field(row.nccl_proto),
-      csv_number(row.time.value - row.after_last_arrival.value)};
+      csv_number(row.time.value - row.after_last_arrival.value),
+      csv_field(row.options.value_or("")),
+      csv_field(row.transport)};
   std::string out;
   for (std::size_t i = 0; i < fields.size(); ++i) out += (i ? "," : "") + fields[i];
   return out;
@@ -144,8 +195,8 @@ std::vector<ResultRow> read_result_csv(std::istream& in, std::string_view name) 
   for (std::size_t i = 0; i < header.size(); ++i) index.emplace(header[i], i);
   // The columns added after the first version (from nccl_version on) may be missing;
   // arrival_spread_s is time_s - after_last_arrival_s and is not read back.
-  const std::set<std::string> optional = {"nccl_version", "nccl_algo", "nccl_proto",
-                                          "arrival_spread_s"};
+  const std::set<std::string> optional = {"nccl_version",     "nccl_algo", "nccl_proto",
+                                          "arrival_spread_s", "options",   "transport"};
   constexpr std::size_t kAbsent = static_cast<std::size_t>(-1);
   std::vector<std::size_t> at;
   for (const std::string& column : result_csv_columns()) {
@@ -200,6 +251,14 @@ std::vector<ResultRow> read_result_csv(std::istream& in, std::string_view name) 
     r.nccl_version = get(15);
     r.nccl_algo = get(16);
     r.nccl_proto = get(17);
+    if (at[19] != kAbsent) {
+      try {
+        r.options = canonical_options(parse_options(get(19)));
+      } catch (const InputError& e) {
+        p.fail(columns[19], get(19), std::string("key=value;...: ") + e.what());
+      }
+    }
+    r.transport = get(20);
     rows.push_back(std::move(r));
   }
   return rows;

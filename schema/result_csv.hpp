@@ -47,9 +47,19 @@
 //   arrival_spread_s      number: last arrival - first arrival, seconds (= time_s -
 //                         after_last_arrival_s; delay_s or more). Written from the rows' times;
 //                         the reader does not read it back.
-// nccl_version, nccl_algo and nccl_proto were added later and arrival_spread_s after them: the
-// reader takes them when present and leaves them empty in files written before them; every
-// other column is required.
+//   options               string: the algorithm's generator options as run, canonical
+//                         (canonical_options): "key=value;key=value", keys sorted, empty when
+//                         the run used the defaults. `straggler` is left out when the schedule
+//                         was built for the rank the straggler column names (or n-1 when that
+//                         is empty), which is every run but one given --straggler without a
+//                         delay. Rows of `nccl` and other non-registry algorithms: empty.
+//   transport             string: how the ranks exchanged data: single-gpu (every rank on one
+//                         GPU), nccl (NCCL across GPUs), mpi (stragglesim-mpi), sim (simulated
+//                         rows); empty in files written before the column
+// nccl_version, nccl_algo and nccl_proto were added later, arrival_spread_s after them, options
+// and transport last: the reader takes them when present and leaves them empty in files written
+// before them (options: not recorded, ResultRow::options is nullopt); every other column is
+// required.
 // Bandwidths use after_last_arrival_s because with a straggler time_s mostly measures the
 // delay; without one the two times are equal and this is nccl-tests' definition.
 // Numbers are written as the shortest text that reads back to the same double.
@@ -58,6 +68,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -90,6 +101,10 @@ struct ResultRow {
   std::string nccl_version;
   std::string nccl_algo;
   std::string nccl_proto;
+  // Canonical options text; nullopt: the file has no options column (written before it), so
+  // what ran is not recorded. Written as empty then.
+  std::optional<std::string> options;
+  std::string transport;
 
   bool operator==(const ResultRow&) const = default;
 };
@@ -98,6 +113,13 @@ struct ResultRow {
 double allreduce_bus_factor(int ranks);
 // algbw = bytes / after_last_arrival (0 when that time is 0), busbw = algbw * bus factor.
 void set_bandwidths(ResultRow& row);
+// The options column's text: "key=value;..." in key order (a std::map is sorted). InputError
+// when a key is empty or holds '=' or ';', or a value holds ';'.
+std::string canonical_options(const std::map<std::string, std::string>& options);
+// Reads that text back (any key order; empty text: no options). InputError (without a
+// position; callers add it) on an item without '=', an empty key, or a key given twice.
+std::map<std::string, std::string> parse_options(std::string_view text);
+
 // Now, as the timestamp column writes it.
 std::string utc_timestamp_now();
 

@@ -827,4 +827,23 @@ IterationResult Executor::run(RoundSource& rounds, std::span<const Seconds> arri
   return events_->run(rounds, arrival, options);
 }
 
+std::vector<std::vector<std::optional<Seconds>>> round_ends(const IterationResult& result,
+                                                            std::size_t rounds) {
+  std::vector<std::vector<std::optional<Seconds>>> ends(
+      static_cast<std::size_t>(result.ranks), std::vector<std::optional<Seconds>>(rounds));
+  auto note = [&](int rank, std::int32_t round, Seconds t) {
+    SSIM_CHECK(
+        rank >= 0 && rank < result.ranks && round >= 0 && static_cast<std::size_t>(round) < rounds,
+        "timeline record outside the run's ranks or rounds");
+    std::optional<Seconds>& e =
+        ends[static_cast<std::size_t>(rank)][static_cast<std::size_t>(round)];
+    if (!e || e->value < t.value) e = t;
+  };
+  for (const TransferRecord& t : result.timeline) {
+    note(t.src, t.round, t.end);
+    note(t.dst, t.round, t.done);
+  }
+  return ends;
+}
+
 }  // namespace ssim::sim

@@ -37,6 +37,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -190,6 +191,13 @@ class StreamRounds final : public RoundSource {
 IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPerByte gamma,
                               Bytes bytes, std::span<const Seconds> arrival,
                               const RunOptions& options = {});
+
+// When each rank was done with its part of each round, from a run recorded with
+// RunOptions::record_timeline: per physical rank, per schedule round (`rounds` of them), the
+// latest of its sends' `end` and its receives' `done` in that round (what a GPU's per-round
+// stamp after the round's apply measures); empty where the rank takes no part in the round.
+std::vector<std::vector<std::optional<Seconds>>> round_ends(const IterationResult& result,
+                                                            std::size_t rounds);
 
 class Executor {
  public:

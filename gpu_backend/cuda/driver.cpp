@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/registry.hpp"
 #include "common/error.hpp"
 #include "gpu_backend/cuda/bootstrap_mpi.hpp"
 #include "gpu_backend/cuda/check.hpp"
@@ -53,9 +54,12 @@ void print_header(std::ostream& out, const RunOptions& o, int ranks, const Devic
 
 // One row per rank and round it takes part in (one row with an empty round for a rank in no
 // round); times in seconds since the iteration's first arrival. arrival_s and finish_s as in
-// `stragglesim simulate --json --per-rank`.
+// `stragglesim simulate --json --per-rank`. options: the generator's options as the result
+// CSV's column has them, `straggler` included unless it is n-1 (the timeline has no straggler
+// column); `stragglesim validate --timeline` builds the schedule from it.
 void write_timeline_header(std::ostream& out) {
-  out << "algorithm,ranks,bytes,iteration,rank,arrival_s,finish_s,delay_s,round,round_end_s\n";
+  out << "algorithm,ranks,bytes,iteration,rank,arrival_s,finish_s,delay_s,round,round_end_s,"
+         "options\n";
 }
 
 std::string seconds_since(std::uint64_t t, std::uint64_t origin) {
@@ -66,7 +70,8 @@ std::string seconds_since(std::uint64_t t, std::uint64_t origin) {
 }
 
 void write_timeline(std::ostream& out, const std::string& label, int ranks, std::uint64_t bytes,
-                    int iteration, const IterationResult& r) {
+                    int iteration, const IterationResult& r, const std::string& options) {
+  const std::string options_field = schema::csv_field(options);
   for (const RankStamps& st : r.stamps) {
     const std::string prefix = label + "," + std::to_string(ranks) + "," + std::to_string(bytes) +
                                "," + std::to_string(iteration) + "," + std::to_string(st.rank) +
@@ -77,9 +82,10 @@ void write_timeline(std::ostream& out, const std::string& label, int ranks, std:
     for (std::size_t k = 0; k < st.round_end.size(); ++k) {
       if (st.round_end[k] == 0) continue;
       any = true;
-      out << prefix << k << "," << seconds_since(st.round_end[k], r.origin) << "\n";
+      out << prefix << k << "," << seconds_since(st.round_end[k], r.origin) << "," << options_field
+          << "\n";
     }
-    if (!any) out << prefix << ",\n";
+    if (!any) out << prefix << ",," << options_field << "\n";
   }
 }
 
@@ -116,6 +122,19 @@ SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
   const bool nccl_rows = o.algorithm == kNcclAlgorithm;
   const std::string nccl_algo = nccl_rows ? nccl_env("NCCL_ALGO") : std::string();
   const std::string nccl_proto = nccl_rows ? nccl_env("NCCL_PROTO") : std::string();
+  // The options column: what the generator got, less what the straggler column implies.
+  const bool aware =
+      o.algorithm != kNcclAlgorithm && alg::find_algorithm(o.algorithm).straggler_aware;
+  const std::string options =
+      o.algorithm == kNcclAlgorithm
+          ? std::string()
+          : result_options(o.algorithm_options, aware ? straggler_rank(o, ranks) : -1, ranks,
+                           o.delay.value > 0);
+  const std::string timeline_options =
+      o.algorithm == kNcclAlgorithm
+          ? std::string()
+          : result_options(o.algorithm_options, aware ? straggler_rank(o, ranks) : -1, ranks,
+                           false);
   std::ofstream timeline;
   if (!o.timeline.empty()) {
     const std::string path = leader ? o.timeline : o.timeline + ".rank" + std::to_string(*o.rank);
@@ -173,7 +192,8 @@ SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
     };
     for (int it = 0; it < o.iterations; ++it) {
       const IterationResult r = run.run(it < o.check_iterations);
-      if (timeline.is_open()) write_timeline(timeline, c.label, ranks, bytes, it, r);
+      if (timeline.is_open())
+        write_timeline(timeline, c.label, ranks, bytes, it, r, timeline_options);
       time_sum += r.time.value;
       after_sum += r.after_last_arrival.value;
       rank_time_sum += r.rank_time.value;
@@ -197,6 +217,8 @@ SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
         row.nccl_version = nccl_version;
         row.nccl_algo = nccl_algo;
         row.nccl_proto = nccl_proto;
+        row.options = options;
+        row.transport = std::string(to_string(o.transport));
         csv->write(row);
       }
     }

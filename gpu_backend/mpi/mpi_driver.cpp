@@ -8,6 +8,7 @@
 #include <ostream>
 #include <vector>
 
+#include "algorithms/registry.hpp"
 #include "common/error.hpp"
 #include "gpu_backend/mpi/mpi_executor.hpp"
 #include "gpu_backend/mpi/mpi_support.hpp"
@@ -90,6 +91,13 @@ MpiSweepOutcome run_mpi_sweep(const MpiRunOptions& o, MPI_Comm comm, std::ostrea
   }
   settings.average = o.average;
   if (leader) print_header(out, o, world, settings);
+  // The options column: what the generator got, less what the straggler column implies.
+  std::string options;
+  if (o.algorithm != kMpiAlgorithm) {
+    const bool aware = alg::find_algorithm(o.algorithm).straggler_aware;
+    options = result_options(o.algorithm_options, aware ? straggler_rank(o, world.size) : -1,
+                             world.size, o.delay.value > 0);
+  }
 
   MpiSweepOutcome outcome;
   double busbw_sum = 0;
@@ -142,6 +150,8 @@ MpiSweepOutcome run_mpi_sweep(const MpiRunOptions& o, MPI_Comm comm, std::ostrea
         row.wrong = r.wrong;
         row.device = world.device();
         row.timestamp = schema::utc_timestamp_now();
+        row.options = options;
+        row.transport = "mpi";
         csv->write(row);
       }
     }

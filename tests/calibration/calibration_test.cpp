@@ -4,7 +4,9 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "algorithms/cost_model.hpp"
@@ -271,6 +273,99 @@ TEST(Calibration, FitGammaNeedsAlgorithmsThatSeparateItFromBeta) {
   EXPECT_LT(std::fabs(rel(noisy.fits[0].gamma->value, gamma)), 0.05);
   RecordProperty("bandwidth_recovered_GBps", number(noisy.fits[0].bandwidth().value / 1e9));
   EXPECT_LT(std::fabs(rel(noisy.fits[0].bandwidth().value, kBandwidth)), 0.02);
+}
+
+// gamma >= 0 as a non-negative least squares: runs made with a negative gamma fit gamma = 0 and
+// the alpha and beta of the fit without gamma; the free fit's gamma is reported.
+TEST(Calibration, FittedGammaIsBoundedBelowByZero) {
+  const double gamma = -0.3e-12;
+  const std::string runs = collective_runs({"ring", "direct"}, gamma, 0, 7);
+  CalibrationOptions fit;
+  fit.fit_gamma = true;
+  const Calibration bounded = run(runs, fit);
+  ASSERT_EQ(bounded.fits.size(), 1u);
+  const AlphaBetaFit& f = bounded.fits[0];
+  ASSERT_TRUE(f.gamma.has_value());
+  EXPECT_EQ(f.gamma->value, 0.0);
+  ASSERT_TRUE(f.negative_gamma.has_value());
+  EXPECT_NEAR(rel(f.negative_gamma->value, gamma), 0, 1e-6);    // noiseless: the free fit is exact
+  const Calibration without = run(runs, CalibrationOptions{});  // gamma known to be 0
+  EXPECT_NEAR(rel(f.alpha.value, without.fits[0].alpha.value), 0, 1e-12);
+  EXPECT_NEAR(rel(f.beta.value, without.fits[0].beta.value), 0, 1e-12);
+  EXPECT_EQ(f.quality.median_abs_relative_error, without.fits[0].quality.median_abs_relative_error);
+  // A non-negative free fit stands as it is.
+  EXPECT_FALSE(run(collective_runs({"ring", "direct"}, 1e-12, 0, 6), fit)
+                   .fits[0]
+                   .negative_gamma.has_value());
+}
+
+// Hierarchical runs on 8 ranks as 2 nodes x 4 (gpus_per_node=4): their closed form is exact
+// only with those options, recorded in the options column or stated for a file without it.
+TEST(Calibration, RowOptionsChooseTheClosedForm) {
+  const alg::AlgorithmInfo& info = alg::find_algorithm("hierarchical");
+  const alg::Options four(std::map<std::string, std::string>{{"gpus_per_node", "4"}});
+  const alg::CostParams p{.alpha = kAlpha, .beta = kBeta, .gamma = 0};
+  std::string old_file = kResultHeader;
+  std::string new_file = kResultHeader.substr(0, kResultHeader.size() - 1) + ",options\n";
+  for (int k = 16; k <= 30; k += 2) {
+    const double s = std::ldexp(1.0, k);
+    const std::string line =
+        run_line("hierarchical", 8, static_cast<std::uint64_t>(s), info.cost(8, s, p, four));
+    old_file += line;
+    new_file += line.substr(0, line.size() - 1) + ",gpus_per_node=4\n";
+  }
+  CalibrationOptions stated;
+  add_stated_option(stated.stated_options, "hierarchical:gpus_per_node=4");
+  for (const Calibration& c : {run(old_file, stated), run(new_file), run(new_file, stated)}) {
+    EXPECT_NEAR(rel(c.fits[0].alpha.value, kAlpha), 0, 1e-9);
+    EXPECT_NEAR(rel(c.fits[0].bandwidth().value, kBandwidth), 0, 1e-9);
+    EXPECT_EQ(c.fits[0].quality.rows[0].label, "hierarchical[gpus_per_node=4] n=8");
+  }
+  // Fitted with the default (one node of 8), the same times give another alpha, and the
+  // calibration says which algorithm's rows had no options.
+  const Calibration defaults = run(old_file);
+  EXPECT_GT(std::fabs(rel(defaults.fits[0].alpha.value, kAlpha)), 0.05);
+  EXPECT_EQ(defaults.unrecorded_options, std::set<std::string>{"hierarchical"});
+  EXPECT_TRUE(run(old_file, stated).unrecorded_options.empty());
+  EXPECT_TRUE(run(new_file).unrecorded_options.empty());
+  // A value the algorithm refuses at the row's rank count names the file, line and option.
+  CalibrationOptions three;
+  add_stated_option(three.stated_options, "hierarchical:gpus_per_node=3");
+  EXPECT_NE(error_of(old_file, three)
+                .find("t.csv:2: -O hierarchical:gpus_per_node=3 (the file has no options "
+                      "column): hierarchical option gpus_per_node=3: must divide the rank count"),
+            std::string::npos)
+      << error_of(old_file, three);
+  EXPECT_THROW(add_stated_option(three.stated_options, "hierarchical:gpus_per_node=4"),
+               InputError);  // given twice
+}
+
+// stragglar_hier on 2 nodes of 4 has no closed form: its cost is the generated schedule's
+// critical path, a maximum over paths, not linear in the parameters. Its rows are skipped, said
+// with the reason, instead of fitting a linearization that holds at one point only.
+TEST(Calibration, CostsNotLinearInTheParametersAreSkipped) {
+  const alg::AlgorithmInfo& info = alg::find_algorithm("stragglar_hier");
+  const alg::Options four(std::map<std::string, std::string>{{"gpus_per_node", "4"}});
+  EXPECT_FALSE(linear_cost_coefficients(info, 8, 1 << 20, four).has_value());
+  EXPECT_TRUE(linear_cost_coefficients(alg::find_algorithm("ring"), 8, 1 << 20).has_value());
+  std::string csv = kResultHeader.substr(0, kResultHeader.size() - 1) + ",options\n";
+  const alg::CostParams p{.alpha = kAlpha, .beta = kBeta, .gamma = 0};
+  for (int k = 16; k <= 24; k += 2) {
+    const double s = std::ldexp(1.0, k);
+    for (const char* a : {"ring", "stragglar_hier"}) {
+      const std::string line =
+          run_line(a, 8, static_cast<std::uint64_t>(s),
+                   a == std::string("ring") ? alg::ring_cost(8, s, p) : info.cost(8, s, p, four));
+      csv += line.substr(0, line.size() - 1) +
+             (a == std::string("ring") ? ",\n" : ",gpus_per_node=4\n");
+    }
+  }
+  const Calibration c = run(csv);
+  ASSERT_EQ(c.skipped.size(), 1u);
+  EXPECT_EQ(c.skipped[0].reason,
+            "stragglar_hier[gpus_per_node=4]: its cost is not linear in (alpha, beta, gamma) here");
+  EXPECT_EQ(c.skipped[0].lines, (std::vector<int>{3, 5, 7, 9, 11}));
+  EXPECT_NEAR(rel(c.fits[0].alpha.value, kAlpha), 0, 1e-9);
 }
 
 TEST(Calibration, CollectiveRunsSkipWhatHasNoClosedForm) {

@@ -241,7 +241,15 @@ TEST(CliCalibrate, ValidateWithAStragglerAndTheFlowModel) {
                 "/configs/topologies/dgx_h100.yaml --network " + network);
     ASSERT_EQ(r.rc, 0) << r.err;
     EXPECT_TRUE(contains(r.out, network + " model")) << r.out;
-    EXPECT_TRUE(contains(r.out, "median |.| 0.00%, max |.| 0.00%")) << r.out;
+    // Both times, the same quantity on each side: after the last arrival and from the first.
+    EXPECT_TRUE(contains(r.out,
+                         "after the last arrival: median |.| 0.00%, p95 |.| 0.00%, max "
+                         "|.| 0.00%"))
+        << r.out;
+    EXPECT_TRUE(contains(r.out,
+                         "from the first arrival: median |.| 0.00%, p95 |.| 0.00%, max "
+                         "|.| 0.00%"))
+        << r.out;
   }
   std::remove(path.c_str());
 }

@@ -6,9 +6,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/csv.hpp"
 #include "common/error.hpp"
 #include "experiments/config.hpp"
 #include "experiments/experiment.hpp"
@@ -33,17 +35,12 @@ std::string temp_dir(const std::string& tag) {
 // results.csv as rows of named fields (no quoted commas in these tests' data).
 std::vector<std::map<std::string, std::string>> read_csv(const std::string& path) {
   std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  std::vector<std::string> header;
-  std::stringstream hs(line);
-  for (std::string f; std::getline(hs, f, ',');) header.push_back(f);
+  const std::vector<CsvRecord> records = ssim::read_csv(in, path, {});
   std::vector<std::map<std::string, std::string>> rows;
-  while (std::getline(in, line)) {
-    std::stringstream ls(line);
+  for (std::size_t r = 1; r < records.size(); ++r) {
     std::map<std::string, std::string> row;
-    std::size_t i = 0;
-    for (std::string f; std::getline(ls, f, ',');) row[header.at(i++)] = f;
+    for (std::size_t i = 0; i < records[r].fields.size(); ++i)
+      row[records.front().fields.at(i)] = records[r].fields[i];
     rows.push_back(row);
   }
   return rows;
@@ -82,6 +79,35 @@ TEST(ExperimentRunner, SameSeedSameCsvWhateverTheJobs) {
             6u * 3u * 20u);  // points x algorithms x iterations
   std::filesystem::remove_all(a);
   std::filesystem::remove_all(b);
+}
+
+// Simulated rows record the options the generator got (the YAML's and the hierarchical
+// topology's gpus_per_node) and transport `sim`; the straggler a schedule is relabelled for is
+// not an option of the run.
+TEST(ExperimentRunner, RowsRecordTheOptionsAndTheTransport) {
+  const Experiment e = load(
+      "topology: {kind: hierarchical, nodes: 2, gpus_per_node: 4,\n"
+      "           nvlink: {bandwidth: 450GiB/s, latency: 3us}, nic: {bandwidth: 400Gbps, "
+      "latency: 2us},\n"
+      "           fabric: {kind: rail_optimized, spines: 2, bandwidth: 400Gbps, latency: 1us}}\n"
+      "algorithms:\n"
+      "  - ring\n"
+      "  - {algorithm: hierarchical, label: hier_rhd, options: {inter: rhd}}\n"
+      "  - {algorithm: stragglar, options: {straggler: 2}}\n"
+      "size: 1MiB\nstragglers: {count: 1, delay: 1ms}\niterations: 1\n");
+  const std::string dir = temp_dir("options");
+  run_experiment(e, quiet(dir, 1));
+  const auto rows = read_csv(dir + "/results.csv");
+  ASSERT_EQ(rows.size(), 3u);
+  std::map<std::string, std::string> options;
+  for (const auto& row : rows) {
+    EXPECT_EQ(row.at("transport"), "sim");
+    options[row.at("label")] = row.at("options");
+  }
+  EXPECT_EQ(options.at("ring"), "");
+  EXPECT_EQ(options.at("hier_rhd"), "gpus_per_node=4;inter=rhd");
+  EXPECT_EQ(options.at("stragglar"), "");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ExperimentRunner, SpeedupColumnsAgainstTheBaselineOfTheSameIteration) {

@@ -82,16 +82,20 @@ TEST(EmulatedCli, RunWritesTheTableTheCsvAndTheTimeline) {
       EXPECT_GT(row.time.value, row.delay.value);
       EXPECT_LT(row.after_last_arrival.value, 0.001);
       EXPECT_EQ(row.device, "Emulated GPU x8, direct");  // the default transport
+      EXPECT_EQ(row.transport, "direct");
+      // Built for rank 7, which the straggler column names: no options to record.
+      EXPECT_EQ(row.options, std::optional<std::string>(""));
     }
     const auto cells = read_csv_cells(timeline);
     ASSERT_FALSE(cells.empty());
     EXPECT_EQ(cells[0], (std::vector<std::string>{"algorithm", "ranks", "bytes", "iteration",
                                                   "rank", "arrival_s", "finish_s", "delay_s",
-                                                  "round", "round_end_s"}));
+                                                  "round", "round_end_s", "options"}));
     // Every rank of every iteration of both sizes appears; the straggler arrives 2 ms late.
     std::map<std::string, int> seen;
     for (std::size_t i = 1; i < cells.size(); ++i) {
-      ASSERT_EQ(cells[i].size(), 10u) << i;
+      ASSERT_EQ(cells[i].size(), 11u) << i;
+      EXPECT_EQ(cells[i][10], "") << i;  // stragglar built for n-1: the defaults
       seen[cells[i][2] + "/" + cells[i][3] + "/" + cells[i][4]]++;
       if (cells[i][4] == "7") {
         EXPECT_NEAR(std::stod(cells[i][5]), 0.002, 1e-5);
@@ -102,6 +106,42 @@ TEST(EmulatedCli, RunWritesTheTableTheCsvAndTheTimeline) {
       EXPECT_GE(std::stod(cells[i][6]), std::stod(cells[i][9])) << "finish after each round";
     }
     EXPECT_EQ(seen.size(), 2u * 3u * 8u);
+    std::remove(csv.c_str());
+    std::remove(timeline.c_str());
+  }
+}
+
+// The options column holds what the generator got: the -O options, and the straggler where
+// the straggler column does not say it (no delay, --straggler other than n-1).
+TEST(EmulatedCli, RowsAndTimelinesRecordTheOptionsAndTheTransport) {
+  struct Case {
+    std::string args, options, transport;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"--algo hierarchical -O gpus_per_node=4 -O inter=rhd --transport single-gpu",
+            "gpus_per_node=4;inter=rhd", "single-gpu"},
+           {"--algo stragglar_hier -O gpus_per_node=4 --straggler 2", "gpus_per_node=4;straggler=2",
+            "direct"},
+           {"--algo stragglar --straggler 3 --delay 1ms --transport nccl", "", "nccl"},
+           {"--algo nccl", "", "nccl"}}) {
+    const std::string csv = temp_path(), timeline = temp_path();
+    const auto r = run_cli("run " + c.args + " --ranks 8 -b 4K -n 2 -c 1 --csv " + csv +
+                           " --timeline " + timeline);
+    ASSERT_EQ(r.rc, 0) << c.args << ": " << r.err;
+    std::ifstream in(csv);
+    const std::vector<schema::ResultRow> rows = schema::read_result_csv(in, csv);
+    ASSERT_EQ(rows.size(), 2u) << c.args;
+    for (const schema::ResultRow& row : rows) {
+      EXPECT_EQ(row.options, std::optional<std::string>(c.options)) << c.args;
+      EXPECT_EQ(row.transport, c.transport) << c.args;
+    }
+    const auto cells = read_csv_cells(timeline);
+    ASSERT_GT(cells.size(), 1u);
+    // The timeline has no straggler column: a straggler other than n-1 is an option there.
+    const std::string timeline_options =
+        c.args.find("--straggler 3") != std::string::npos ? "straggler=3" : c.options;
+    for (std::size_t i = 1; i < cells.size(); ++i)
+      EXPECT_EQ(cells[i].back(), timeline_options) << c.args << " line " << i;
     std::remove(csv.c_str());
     std::remove(timeline.c_str());
   }

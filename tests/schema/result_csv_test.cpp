@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -27,6 +28,8 @@ schema::ResultRow measured_row() {
   r.wrong = 0;
   r.device = "NVIDIA H100 80GB HBM3, nccl";  // a comma: the field gets quoted
   r.timestamp = "2025-06-01T12:34:56Z";
+  r.options = "late=5,7;stragglers=2";  // a comma: quoted
+  r.transport = "nccl";
   return r;
 }
 
@@ -59,12 +62,14 @@ TEST(ResultCsv, HeaderAndRowText) {
   std::ostringstream out;
   schema::ResultCsvWriter csv(out);
   csv.write(measured_row());
-  EXPECT_EQ(out.str(),
-            "source,algorithm,ranks,bytes,dtype,delay_s,straggler,iteration,time_s,"
-            "after_last_arrival_s,algbw_GBps,busbw_GBps,wrong,device,timestamp,nccl_version,"
-            "nccl_algo,nccl_proto,arrival_spread_s\n"
-            "measured,stragglar+nccl-rs,8,1048576,float64,0.005,7,3,0.00525,0.00025,4,7,0,"
-            "\"NVIDIA H100 80GB HBM3, nccl\",2025-06-01T12:34:56Z,,,,0.005\n");
+  EXPECT_EQ(
+      out.str(),
+      "source,algorithm,ranks,bytes,dtype,delay_s,straggler,iteration,time_s,"
+      "after_last_arrival_s,algbw_GBps,busbw_GBps,wrong,device,timestamp,nccl_version,"
+      "nccl_algo,nccl_proto,arrival_spread_s,options,transport\n"
+      "measured,stragglar+nccl-rs,8,1048576,float64,0.005,7,3,0.00525,0.00025,4,7,0,"
+      "\"NVIDIA H100 80GB HBM3, nccl\",2025-06-01T12:34:56Z,,,,0.005,\"late=5,7;stragglers=2\","
+      "nccl\n");
 }
 
 TEST(ResultCsv, SimulatedRowLeavesWrongAndStragglerEmpty) {
@@ -76,9 +81,11 @@ TEST(ResultCsv, SimulatedRowLeavesWrongAndStragglerEmpty) {
   r.device = "alphabeta";
   r.timestamp.clear();
   r.time = r.after_last_arrival;
+  r.options = "";
+  r.transport = "sim";
   EXPECT_EQ(schema::format_result_row(r),
             "simulated,stragglar+nccl-rs,8,1048576,float64,0,,3,0.00025,0.00025,4,7,,alphabeta,"
-            ",,,,0");
+            ",,,,0,,sim");
 }
 
 TEST(ResultCsv, WriteThenReadGivesTheSameRows) {
@@ -119,6 +126,38 @@ TEST(ResultCsv, ReaderFindsColumnsByNameAndIgnoresExtras) {
   // Written before the nccl_* columns existed: they read as empty.
   EXPECT_EQ(rows[0].nccl_version, "");
   EXPECT_EQ(rows[0].nccl_proto, "");
+  // ... and before options and transport: the options are not recorded (not "the defaults").
+  EXPECT_EQ(rows[0].options, std::nullopt);
+  EXPECT_EQ(rows[0].transport, "");
+}
+
+TEST(ResultCsv, OptionsColumnIsCanonical) {
+  EXPECT_EQ(schema::canonical_options({}), "");
+  EXPECT_EQ(schema::canonical_options({{"segments", "16"}, {"gpus_per_node", "4"}}),
+            "gpus_per_node=4;segments=16");
+  EXPECT_THROW(schema::canonical_options({{"a;b", "1"}}), InputError);
+  EXPECT_THROW(schema::canonical_options({{"a", "1;2"}}), InputError);
+  EXPECT_THROW(schema::canonical_options({{"", "1"}}), InputError);
+  const auto parsed = schema::parse_options("segments=16;gpus_per_node=4;late=5,7");
+  EXPECT_EQ(parsed, (std::map<std::string, std::string>{
+                        {"gpus_per_node", "4"}, {"late", "5,7"}, {"segments", "16"}}));
+  EXPECT_TRUE(schema::parse_options("").empty());
+  EXPECT_THROW(schema::parse_options("segments"), InputError);
+  EXPECT_THROW(schema::parse_options("=4"), InputError);
+  EXPECT_THROW(schema::parse_options("a=1;a=2"), InputError);
+  EXPECT_THROW(schema::parse_options("a=1;"), InputError);
+  // A file's cell in any key order reads back canonical; an empty cell is "the defaults".
+  std::istringstream in(
+      "source,algorithm,ranks,bytes,dtype,delay_s,straggler,iteration,time_s,"
+      "after_last_arrival_s,algbw_GBps,busbw_GBps,wrong,device,timestamp,options,transport\n"
+      "measured,hierarchical,8,4096,float32,0,,0,1,1,1,1,,d,t,inter=rhd;gpus_per_node=4,mpi\n"
+      "measured,ring,8,4096,float32,0,,0,1,1,1,1,,d,t,,single-gpu\n");
+  const std::vector<schema::ResultRow> rows = schema::read_result_csv(in, "o.csv");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].options, std::optional<std::string>("gpus_per_node=4;inter=rhd"));
+  EXPECT_EQ(rows[0].transport, "mpi");
+  EXPECT_EQ(rows[1].options, std::optional<std::string>(""));
+  EXPECT_EQ(rows[1].transport, "single-gpu");
 }
 
 void expect_error(const std::string& text, const std::string& pattern) {
@@ -151,6 +190,12 @@ TEST(ResultCsv, ReaderErrorsNameFileLineAndColumn) {
                "bad.csv:2:44: quoted field not closed");
   expect_error(header + "measured,ring,4,4096,float32,0,,0,1,1,1,1,,H100 \"SXM\",t\n",
                "bad.csv:2:49: quote inside an unquoted field");
+  const std::string with_options =
+      "source,algorithm,ranks,bytes,dtype,delay_s,straggler,iteration,time_s,"
+      "after_last_arrival_s,algbw_GBps,busbw_GBps,wrong,device,timestamp,options\n";
+  expect_error(with_options + "measured,ring,4,4096,float32,0,,0,1,1,1,1,,d,t,x=1;x=2\n",
+               "bad.csv:2: column options: bad value 'x=1;x=2' \\(expected key=value;...: option x "
+               "given twice\\)");
 }
 
 }  // namespace

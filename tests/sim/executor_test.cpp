@@ -47,6 +47,28 @@ TEST(Executor, PortsServeTransfersInScheduleOrder) {
   }
 }
 
+TEST(Executor, RoundEndsPerRankFromTheTimeline) {
+  // The schedule of ReductionDoesNotHoldTheReceivePort: round 0 0 -> 1, 2 -> 1 (reduce, 2 s per
+  // reduction), round 1 1 -> 0. Rank 0's round 0 ends when its send's last byte arrived (5),
+  // rank 2's at 10; rank 1's when its second reduction is done (12). Round 1 (copy [12, 17]) ends
+  // at 17 on both of its ranks; rank 2 takes no part in it.
+  alg::Schedule s = into_rank_one(1, 1, alg::Op::reduce);
+  s.add_round().add(1, 0, 0, 1, alg::Op::copy);
+  const topo::Topology t = unit_switch(3);
+  Executor ex(s, t, NetworkConfig{NetworkKind::alphabeta, SecondsPerByte{0.5}}, Bytes{4});
+  RunOptions o;
+  o.record_timeline = true;
+  const auto ends = round_ends(ex.run(at({0, 0, 0}), o), s.rounds.size());
+  ASSERT_EQ(ends.size(), 3u);
+  ASSERT_EQ(ends[0].size(), 2u);
+  EXPECT_EQ(ends[0][0], Seconds{5});
+  EXPECT_EQ(ends[1][0], Seconds{12});
+  EXPECT_EQ(ends[2][0], Seconds{10});
+  EXPECT_EQ(ends[0][1], Seconds{17});
+  EXPECT_EQ(ends[1][1], Seconds{17});
+  EXPECT_FALSE(ends[2][1].has_value());
+}
+
 TEST(Executor, FlowModelSharesTheReceiversLink) {
   // Same round in the flow model: ports do not serialize. Both flows wait the 1 s latency, then
   // share rank 1's down link (1 B/s) at 0.5 B/s each: 4 bytes take 8 s, both end at 1 + 8 = 9
