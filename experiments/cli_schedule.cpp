@@ -70,40 +70,6 @@ void append_text_round(std::string& out, const alg::Round& r, std::size_t index)
   out += '\n';
 }
 
-// Where `schedule` writes: stdout, or FILE through FILE.tmp renamed at the end, so that a failure
-// half-way leaves no partial file behind.
-class OutputFile {
- public:
-  explicit OutputFile(const std::string& path) : path_(path) {
-    if (to_stdout()) return;
-    file_.open(path_ + ".tmp", std::ios::binary);
-    if (!file_) throw InputError(path_ + ": cannot open file for writing");
-  }
-  ~OutputFile() {
-    if (!to_stdout() && !committed_) {
-      file_.close();
-      std::remove((path_ + ".tmp").c_str());
-    }
-  }
-  std::ostream& stream() { return to_stdout() ? std::cout : file_; }
-  void commit() {
-    if (to_stdout()) {
-      std::cout.flush();
-      return;
-    }
-    file_.close();
-    if (!file_ || std::rename((path_ + ".tmp").c_str(), path_.c_str()) != 0)
-      throw InputError(path_ + ": write failed");
-    committed_ = true;
-  }
-
- private:
-  bool to_stdout() const { return path_.empty() || path_ == "-"; }
-  std::string path_;
-  std::ofstream file_;
-  bool committed_ = false;
-};
-
 struct ScheduleArgs {
   std::string algorithm;
   int ranks = 0;
@@ -136,10 +102,7 @@ void run_schedule(const ScheduleArgs& a) {
                                     " steps)",
                    "export fewer ranks");
     const std::string xml = alg::schedule_to_msccl_xml(s);
-    OutputFile out(a.output);
-    out.stream() << xml;
-    if (!out.stream()) throw InputError((a.output.empty() ? std::string("<stdout>") : a.output) + ": write failed");
-    out.commit();
+    write_output_file(a.output, xml);
     return;
   }
   // Streamed: each round is generated, verified and written, then dropped.
@@ -174,6 +137,7 @@ void run_schedule(const ScheduleArgs& a) {
       if (buffer.size() > (1u << 20)) {
         os.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
         buffer.clear();
+        if (!os) out.flush();  // throws OutputError naming the file: stop generating
       }
     }
     ++index;
@@ -186,7 +150,6 @@ void run_schedule(const ScheduleArgs& a) {
                         " ranks fails verification: " +
                         (v.ok() ? "the round count changed between passes" : v.error->to_string()));
   }
-  if (!os) throw InputError((a.output.empty() ? std::string("<stdout>") : a.output) + ": write failed");
   out.commit();
 }
 
@@ -299,14 +262,7 @@ void run_rounds(const RoundsArgs& a) {
 std::string read_input(const std::string& path) { return read_input_file(path); }
 
 void write_output(const std::string& path, const std::string& text) {
-  if (path.empty() || path == "-") {
-    std::cout << text;
-    return;
-  }
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw InputError(path + ": cannot open file for writing");
-  out << text;
-  if (!out) throw InputError(path + ": write failed");
+  write_output_file(path, text);
 }
 
 void add_schedule_commands(CLI::App& app) {
