@@ -94,6 +94,27 @@ void write_timeline(std::ostream& out, const std::string& label, int ranks, std:
 
 SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
   validate_without_device(o);
+  const bool leader = !one_process_per_gpu(o) || *o.rank == 0;
+  // Output files are opened (and their headers written out) before the device is looked for,
+  // so a bad path is said without a GPU. They take their names when the sweep is done
+  // (common/output_file.hpp): a failed run leaves none, a failed write is exit 3.
+  std::optional<OutputFile> csv_file;
+  std::optional<schema::ResultCsvWriter> csv;
+  if (leader && !o.output.empty()) {
+    csv_file.emplace(open_output(o.output, "the result CSV --csv "));
+    csv.emplace(csv_file->stream());
+    csv_file->flush();
+  }
+  std::optional<OutputFile> json_file;
+  if (leader && !o.json.empty()) json_file.emplace(open_output(o.json, "the JSON -J "));
+  std::optional<OutputFile> timeline;
+  if (!o.timeline.empty()) {
+    const std::string path = leader ? o.timeline : o.timeline + ".rank" + std::to_string(*o.rank);
+    timeline.emplace(open_output(path, "the timeline --timeline "));
+    write_timeline_header(timeline->stream());
+    timeline->flush();
+  }
+
   const DeviceReport report = query_devices();
   if (report.devices.empty()) throw DeviceError("no CUDA device: " + report.no_device_reason);
   const int device_count = static_cast<int>(report.devices.size());
@@ -105,29 +126,11 @@ SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
   for (std::uint64_t bytes : o.sizes)
     prepared.push_back(prepare_collective(collective_spec(o, ranks, bytes)));
 
-  const bool leader = !one_process_per_gpu(o) || *o.rank == 0;
-  // Output files take their names when the sweep is done (common/output_file.hpp): a failed
-  // run leaves none, a failed write is an OutputError (exit 3).
-  std::optional<OutputFile> csv_file;
-  std::optional<schema::ResultCsvWriter> csv;
-  if (leader && !o.output.empty()) {
-    csv_file.emplace(open_output(o.output, "the result CSV --csv "));
-    csv.emplace(csv_file->stream());
-  }
-  std::optional<OutputFile> json_file;
-  if (leader && !o.json.empty()) json_file.emplace(open_output(o.json, "the JSON -J "));
   const std::string nccl_version = format_nccl_version(report.nccl_version);
   // What NCCL was asked for, recorded on ncclAllReduce's rows (empty: NCCL's own choice).
   const bool nccl_rows = o.algorithm == kNcclAlgorithm;
   const std::string nccl_algo = nccl_rows ? nccl_env("NCCL_ALGO") : std::string();
   const std::string nccl_proto = nccl_rows ? nccl_env("NCCL_PROTO") : std::string();
-  std::optional<OutputFile> timeline;
-  if (!o.timeline.empty()) {
-    const std::string path = leader ? o.timeline : o.timeline + ".rank" + std::to_string(*o.rank);
-    timeline.emplace(open_output(path, "the timeline --timeline "));
-    write_timeline_header(timeline->stream());
-  }
-
   std::unique_ptr<IdExchange> ids;
   std::optional<DeviceGroup> group;
   if (one_process_per_gpu(o)) {
