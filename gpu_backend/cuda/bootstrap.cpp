@@ -68,6 +68,7 @@ UniqueIdBytes FileIdExchange::share(int rank, const std::function<UniqueIdBytes(
       created_ = true;
       created_dev_ = st.st_dev;
       created_ino_ = st.st_ino;
+      created_id_ = id;
     }
     return id;
   }
@@ -101,8 +102,12 @@ void FileIdExchange::finished(int rank) {
   if (rank != 0 || !created_) return;
   struct stat st {};
   if (::lstat(path_.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == created_dev_ &&
-      st.st_ino == created_ino_)
-    ::unlink(path_.c_str());
+      st.st_ino == created_ino_ && st.st_size == static_cast<off_t>(kUniqueIdBytes)) {
+    UniqueIdBytes held{};
+    std::ifstream in(path_, std::ios::binary);
+    if (in.read(held.data(), static_cast<std::streamsize>(held.size())) && held == created_id_)
+      ::unlink(path_.c_str());
+  }
   created_ = false;
 }
 

@@ -51,9 +51,11 @@ class FileIdExchange : public IdExchange {
  private:
   std::string path_;
   Seconds timeout_;
-  // The file rank 0 created (device and inode), removed by finished() only if still there.
+  // The file rank 0 created (device, inode and the id in it), removed by finished() only if
+  // it is still there.
   bool created_ = false;
   unsigned long long created_dev_ = 0, created_ino_ = 0;
+  UniqueIdBytes created_id_{};
 };
 
 }  // namespace ssim::gpu
