@@ -61,7 +61,7 @@ constexpr const char* kRun = "run --algo ring --ranks 4 -b 4K -n 2 ";
 TEST_F(EmulatedOutputFiles, DeviceNodesAreWrittenInPlace) {
   if (!make_device("null", 1, 3) || !make_device("full", 1, 7))
     GTEST_SKIP() << "cannot make device nodes here (needs root)";
-  for (const std::string& flag : {"--csv", "-J", "--timeline"}) {
+  for (const std::string flag : {"--csv", "-J", "--timeline"}) {
     const std::string to_null = std::string(kRun) + flag + " " + path("null");
     const CommandResult ok = run_cli(to_null);
     EXPECT_EQ(ok.rc, 0) << to_null << "\n" << ok.err;
