@@ -379,6 +379,21 @@ TEST_F(CliFullDisk, RunNeverSaysWroteWhatItCouldNotWrite) {
   EXPECT_FALSE(contains(n.out, "wrote")) << n.out;
   EXPECT_FALSE(std::filesystem::exists(none + "/results.json"));
   expect_no_temporaries(none);
+
+  // merge, with room for results.csv only: no "wrote", no results.json.
+  for (const char* shard : {"1", "2"}) {
+    const CommandResult sr = run_cli("run " + exp + " --shard " + shard + "/2 -o " +
+                                     path(std::string("shard-") + shard) + " -q --no-plots");
+    ASSERT_EQ(sr.rc, 0) << sr.err;
+  }
+  const std::string merged = path("disk/merged");
+  const CommandResult m =
+      run_full("merge " + path("shard-1") + " " + path("shard-2") + " -o " + merged + " --no-plots",
+               csv + 10);
+  expect_write_error(m, merged + "/results.json", "merge, room for results.csv");
+  EXPECT_FALSE(std::filesystem::exists(merged + "/results.json"));
+  EXPECT_EQ(slurp(merged + "/results.csv"), csv_text);
+  expect_no_temporaries(merged);
 }
 
 }  // namespace
