@@ -6,13 +6,12 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-#include <fstream>
-#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "algorithms/registry.hpp"
+#include "common/output_file.hpp"
 #include "sim/simulation.hpp"
 
 namespace ssim::exp {
@@ -68,11 +67,10 @@ alg::Options algorithm_options(const alg::AlgorithmInfo& info, const std::vector
 // Reads a whole file, or stdin for "-" (common/input_file.hpp: regular files within the size
 // limit). Throws InputError naming the path when it cannot.
 std::string read_input(const std::string& path);
-// Writes to a file, or stdout for "" or "-".
+// Writes to a file, or stdout for "" or "-" (ssim::write_output_file: complete or absent,
+// devices and pipes written in place; OutputError, exit 3, when a write fails).
 void write_output(const std::string& path, const std::string& text);
 
-// A file written while work runs (a streamed trace): stdout for "-". Unless commit() was
-// called, the destructor removes the file, so a failed run leaves no half-written trace.
 // `-n` on a command without iterations (schedule, lower), where it used to mean the rank
 // count: a usage error that names -r/--ranks. Across stragglesim -n is the iteration count.
 void add_retired_rank_flag(CLI::App& cmd);
@@ -88,20 +86,5 @@ void add_trace_links_option(CLI::App& cmd, int& k);
 sim::SimulationResult write_trace(sim::SimulationConfig config, int iteration, int trace_links,
                                   const std::string& path, const std::string& max_memory,
                                   const std::string& where);
-
-class StreamedOutput {
- public:
-  explicit StreamedOutput(std::string path);  // InputError when it cannot be opened
-  ~StreamedOutput();
-  StreamedOutput(const StreamedOutput&) = delete;
-  StreamedOutput& operator=(const StreamedOutput&) = delete;
-  std::ostream& stream();
-  void commit();  // flushes and closes; InputError when a write failed
-
- private:
-  std::string path_;
-  std::unique_ptr<std::ofstream> file_;
-  bool committed_ = false;
-};
 
 }  // namespace ssim::exp

@@ -2,8 +2,6 @@
 // when the alpha-beta model ignores shared links.
 #include <cerrno>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <string>
 
@@ -75,29 +73,6 @@ std::string shared_link_warning(const Experiment& e,
          " runs share links (alphabeta_shared_link in results); the first, " + first;
 }
 
-StreamedOutput::StreamedOutput(std::string path) : path_(std::move(path)) {
-  if (path_ == "-") return;
-  file_ = std::make_unique<std::ofstream>(path_, std::ios::binary);
-  if (!*file_) throw InputError(path_ + ": cannot open file for writing");
-}
-
-StreamedOutput::~StreamedOutput() {
-  if (committed_ || !file_) return;
-  file_.reset();
-  std::error_code ignored;
-  std::filesystem::remove(path_, ignored);
-}
-
-std::ostream& StreamedOutput::stream() { return file_ ? *file_ : std::cout; }
-
-void StreamedOutput::commit() {
-  std::ostream& out = stream();
-  out.flush();
-  if (file_) file_->close();
-  if (!out) throw InputError((file_ ? path_ : std::string("<stdout>")) + ": write failed");
-  committed_ = true;
-}
-
 void add_retired_rank_flag(CLI::App& cmd) {
   cmd.add_option("-n")
       ->group("")  // hidden from --help
@@ -121,7 +96,9 @@ sim::SimulationResult write_trace(sim::SimulationConfig config, int iteration, i
   config.iterations = iteration + 1;
   config.trace_iteration = iteration;
   if (trace_links >= 0) config.trace_links = trace_links;
-  StreamedOutput out(path);
+  // Written as the traced iteration runs, to a temporary that takes the name only when the run
+  // succeeded (common/output_file.hpp).
+  OutputFile out(path);
   config.trace_out = &out.stream();
   check_simulation_memory(MemoryBudget::from_flag(max_memory), config);
   sim::SimulationResult r;

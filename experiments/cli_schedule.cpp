@@ -3,9 +3,9 @@
 #include <cstdio>
 #include <fstream>
 #include <iomanip>
-#include <limits>
 #include <iostream>
 #include <iterator>
+#include <limits>
 #include <optional>
 #include <sstream>
 
@@ -30,8 +30,8 @@ using alg::Schedule;
 // header that needs the round count.
 std::string text_header(const Schedule& s, std::size_t rounds) {
   std::ostringstream os;
-  os << "# " << s.algorithm << " " << alg::to_string(s.collective) << ", " << s.ranks << " ranks, " << s.chunks
-     << " chunks, " << rounds << " rounds";
+  os << "# " << s.algorithm << " " << alg::to_string(s.collective) << ", " << s.ranks << " ranks, "
+     << s.chunks << " chunks, " << rounds << " rounds";
   if (s.straggler) os << ", straggler " << *s.straggler;
   if (!s.late.empty()) {
     os << ", late ranks";
@@ -72,40 +72,6 @@ void append_text_round(std::string& out, const alg::Round& r, std::size_t index)
   }
   out += '\n';
 }
-
-// Where `schedule` writes: stdout, or FILE through FILE.tmp renamed at the end, so that a failure
-// half-way leaves no partial file behind.
-class OutputFile {
- public:
-  explicit OutputFile(const std::string& path) : path_(path) {
-    if (to_stdout()) return;
-    file_.open(path_ + ".tmp", std::ios::binary);
-    if (!file_) throw InputError(path_ + ": cannot open file for writing");
-  }
-  ~OutputFile() {
-    if (!to_stdout() && !committed_) {
-      file_.close();
-      std::remove((path_ + ".tmp").c_str());
-    }
-  }
-  std::ostream& stream() { return to_stdout() ? std::cout : file_; }
-  void commit() {
-    if (to_stdout()) {
-      std::cout.flush();
-      return;
-    }
-    file_.close();
-    if (!file_ || std::rename((path_ + ".tmp").c_str(), path_.c_str()) != 0)
-      throw InputError(path_ + ": write failed");
-    committed_ = true;
-  }
-
- private:
-  bool to_stdout() const { return path_.empty() || path_ == "-"; }
-  std::string path_;
-  std::ofstream file_;
-  bool committed_ = false;
-};
 
 std::int64_t bytes_flag(const std::string& flag, const std::string& text) {
   Bytes b;
@@ -217,12 +183,7 @@ void run_schedule(const ScheduleArgs& a) {
                        " ranks (" + std::to_string(static_cast<long long>(steps)) + " steps)",
                    "export fewer ranks");
     const alg::MscclExported file = alg::schedule_to_msccl_xml(s, ex);
-    const std::string& xml = file.xml;
-    OutputFile out(a.output);
-    out.stream() << xml;
-    if (!out.stream())
-      throw InputError((a.output.empty() ? std::string("<stdout>") : a.output) + ": write failed");
-    out.commit();
+    write_output_file(a.output, file.xml);
     // What the runtime will run it for: to stdout next to a file, else to stderr.
     (a.output.empty() || a.output == "-" ? std::cerr : std::cout)
         << msccl_summary(s, file.nchunksperloop, ex.min_bytes, ex.max_bytes);
@@ -260,6 +221,7 @@ void run_schedule(const ScheduleArgs& a) {
       if (buffer.size() > (1u << 20)) {
         os.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
         buffer.clear();
+        if (!os) out.flush();  // throws OutputError naming the file: stop generating
       }
     }
     ++index;
@@ -272,7 +234,6 @@ void run_schedule(const ScheduleArgs& a) {
                         " ranks fails verification: " +
                         (v.ok() ? "the round count changed between passes" : v.error->to_string()));
   }
-  if (!os) throw InputError((a.output.empty() ? std::string("<stdout>") : a.output) + ": write failed");
   out.commit();
 }
 
@@ -288,11 +249,12 @@ void run_verify(const std::string& path, const std::string& max_memory) {
     if (!file) throw InputError(path + ": cannot open file for reading");
   }
   const alg::StreamedVerify v = alg::verify_schedule_json(
-      path == "-" ? std::cin : file, name,
-      [&budget](const Schedule& header) { check_verify_memory(budget, header.ranks, header.chunks); });
+      path == "-" ? std::cin : file, name, [&budget](const Schedule& header) {
+        check_verify_memory(budget, header.ranks, header.chunks);
+      });
   if (!v.result.ok()) throw InputError(name + ": " + v.result.error->to_string());
-  std::cout << "ok: " << (v.header.algorithm.empty() ? "schedule" : v.header.algorithm) << " is a correct "
-            << alg::to_string(v.header.collective) << "\n"
+  std::cout << "ok: " << (v.header.algorithm.empty() ? "schedule" : v.header.algorithm)
+            << " is a correct " << alg::to_string(v.header.collective) << "\n"
             << alg::format_summary(v.result.summary);
 }
 
@@ -300,7 +262,8 @@ void run_list() {
   for (const alg::AlgorithmInfo& a : alg::algorithms()) {
     std::cout << a.name << "  (" << a.supported_ranks << ")\n    " << a.description << "\n";
     for (const alg::OptionSpec& o : a.options) {
-      std::cout << "    option " << o.name << " (default " << o.default_value << "): " << o.description << "\n";
+      std::cout << "    option " << o.name << " (default " << o.default_value
+                << "): " << o.description << "\n";
     }
   }
 }
@@ -385,22 +348,19 @@ void run_rounds(const RoundsArgs& a) {
 std::string read_input(const std::string& path) { return read_input_file(path); }
 
 void write_output(const std::string& path, const std::string& text) {
-  if (path.empty() || path == "-") {
-    std::cout << text;
-    return;
-  }
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw InputError(path + ": cannot open file for writing");
-  out << text;
-  if (!out) throw InputError(path + ": write failed");
+  write_output_file(path, text);
 }
 
 void add_schedule_commands(CLI::App& app) {
   auto args = std::make_shared<ScheduleArgs>();
-  CLI::App* sched = app.add_subcommand("schedule", "Generate, verify and print an AllReduce schedule");
-  sched->add_option("algorithm", args->algorithm, "Algorithm name (see `stragglesim algorithms`)")->required();
+  CLI::App* sched =
+      app.add_subcommand("schedule", "Generate, verify and print an AllReduce schedule");
+  sched->add_option("algorithm", args->algorithm, "Algorithm name (see `stragglesim algorithms`)")
+      ->required();
   add_retired_rank_flag(*sched);
-  sched->add_option("-r,--ranks", args->ranks, "Number of ranks")->required()->check(CLI::Range(1, 1 << 20));
+  sched->add_option("-r,--ranks", args->ranks, "Number of ranks")
+      ->required()
+      ->check(CLI::Range(1, 1 << 20));
   sched->add_option("--straggler", args->straggler, "Straggler rank for straggler-aware algorithms")
       ->check(non_negative_number());
   sched->add_option("--option", args->options, "Algorithm option key=value (repeatable)");
@@ -421,12 +381,14 @@ void add_schedule_commands(CLI::App& app) {
 
   auto path = std::make_shared<std::string>();
   auto verify_memory = std::make_shared<std::string>();
-  CLI::App* ver = app.add_subcommand("verify", "Verify a schedule in the JSON form; print its summary or first error");
+  CLI::App* ver = app.add_subcommand(
+      "verify", "Verify a schedule in the JSON form; print its summary or first error");
   ver->add_option("file", *path, "Schedule JSON file, or - for stdin")->required();
   add_max_memory_option(*ver, *verify_memory);
   ver->callback([path, verify_memory] { run_verify(*path, *verify_memory); });
 
-  CLI::App* list = app.add_subcommand("algorithms", "List the algorithms, the rank counts and options they support");
+  CLI::App* list = app.add_subcommand(
+      "algorithms", "List the algorithms, the rank counts and options they support");
   list->callback(run_list);
 
   auto rargs = std::make_shared<RoundsArgs>();
@@ -441,8 +403,8 @@ void add_schedule_commands(CLI::App& app) {
   rounds->callback([rargs] { run_rounds(*rargs); });
 }
 
-alg::Options algorithm_options(const alg::AlgorithmInfo& info, const std::vector<std::string>& items,
-                               int straggler) {
+alg::Options algorithm_options(const alg::AlgorithmInfo& info,
+                               const std::vector<std::string>& items, int straggler) {
   alg::Options options;
   for (const std::string& kv : items) {
     const auto eq = kv.find('=');
@@ -453,9 +415,11 @@ alg::Options algorithm_options(const alg::AlgorithmInfo& info, const std::vector
   }
   if (straggler >= 0) {
     if (!info.straggler_aware) {
-      throw InputError("--straggler: algorithm " + info.name + " is not straggler-aware (it has no straggler option)");
+      throw InputError("--straggler: algorithm " + info.name +
+                       " is not straggler-aware (it has no straggler option)");
     }
-    if (options.has("straggler")) throw InputError("give the straggler either with --straggler or --option, not both");
+    if (options.has("straggler"))
+      throw InputError("give the straggler either with --straggler or --option, not both");
     options.set("straggler", std::to_string(straggler));
   }
   return options;

@@ -160,9 +160,10 @@ void run_simulate(const SimulateArgs& a) {
   } else if (a.trace_links >= 0) {
     throw UsageError("--trace-links needs --trace FILE");
   }
-  // The trace is written while the traced iteration runs (and removed if the run fails), so
-  // it costs no memory per transfer (check_simulation_memory knows).
-  std::optional<StreamedOutput> trace;
+  // The trace is written while the traced iteration runs, to a temporary that takes its name
+  // only when the run succeeded, so it costs no memory per transfer (check_simulation_memory
+  // knows).
+  std::optional<OutputFile> trace;
   if (!a.trace.empty()) {
     trace.emplace(a.trace);
     c.trace_out = &trace->stream();

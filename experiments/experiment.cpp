@@ -11,13 +11,13 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <mutex>
 #include <new>
 #include <thread>
 
 #include "common/error.hpp"
+#include "common/output_file.hpp"
 #include "common/random.hpp"
 #include "experiments/experiment_output.hpp"
 #include "experiments/journal.hpp"
@@ -451,38 +451,46 @@ ExperimentRuns run_experiment_in_memory(const Experiment& e, int jobs, int threa
 
 namespace {
 
-// results.csv and results.json of one output folder, written point by point.
+// results.csv and results.json of one output folder. results.csv is written point by point to a
+// temporary that takes its name when the run ends (common/output_file.hpp), so the name never
+// holds a cut file; a write error throws OutputError (exit 3) and leaves neither file behind.
 class OutputFiles {
  public:
   OutputFiles(const Experiment& e, const std::string& dir, int jobs)
       : e_(e),
         csv_path_((std::filesystem::path(dir) / "results.csv").string()),
         json_path_((std::filesystem::path(dir) / "results.json").string()),
-        csv_(csv_path_, std::ios::trunc),
+        csv_(csv_path_),
         status_{.state = "complete", .message = "", .started = schema::utc_timestamp_now(), .seconds = 0, .jobs = jobs},
         start_(Clock::now()) {
-    if (!csv_) throw InputError("cannot write '" + csv_path_ + "'");
     const std::vector<std::string> columns = experiment_csv_columns(e);
-    for (std::size_t i = 0; i < columns.size(); ++i) csv_ << (i ? "," : "") << columns[i];
-    csv_ << "\n" << std::flush;
+    for (std::size_t i = 0; i < columns.size(); ++i) csv_.stream() << (i ? "," : "") << columns[i];
+    csv_.stream() << "\n";
+    csv_.flush();
     result_.output = dir;
     result_.points.resize(e.points.size());
   }
   void point(std::size_t p, std::vector<sim::SimulationResult>& results) {
-    write_point_rows(csv_, e_, p, results);
+    write_point_rows(csv_.stream(), e_, p, results);
     csv_.flush();
-    if (!csv_) throw InputError("writing '" + csv_path_ + "' failed");
     result_.points[p] = summarize_point(e_, results);
     ++delivered_;
   }
-  void fail(const std::string& message) {
+  // After a failed run: the points delivered so far, and results.json with the failure. Returns
+  // "" when both were written, else the write error.
+  std::string fail(const std::string& message) {
     status_.state = "failed";
     status_.message = message;
-    csv_.close();
-    write_json();
+    try {
+      csv_.commit();
+      write_json();
+    } catch (const OutputError& e) {
+      return e.what();
+    }
+    return "";
   }
   ExperimentResult finish() {
-    csv_.close();
+    csv_.commit();
     result_.seconds = since(start_);
     write_json();
     result_.files = {csv_path_, json_path_};
@@ -494,14 +502,12 @@ class OutputFiles {
  private:
   void write_json() {
     status_.seconds = since(start_);
-    std::ofstream js(json_path_, std::ios::trunc);
-    if (!js) throw InputError("cannot write '" + json_path_ + "'");
-    js << experiment_json(e_, result_.points, status_).dump(2) << "\n";
+    write_output_file(json_path_, experiment_json(e_, result_.points, status_).dump(2) + "\n");
   }
 
   const Experiment& e_;
   std::string csv_path_, json_path_;
-  std::ofstream csv_;
+  OutputFile csv_;
   RunStatus status_;
   ExperimentResult result_;
   Clock::time_point start_;
@@ -594,7 +600,10 @@ ExperimentResult run_experiment(const Experiment& e, const RunnerOptions& option
     const std::size_t nalg = e.algorithms.size();
     const std::string message = "run " + std::to_string(f.run) + " (" + e.point_label(f.run / nalg) + ", " +
                                 e.algorithms[f.run % nalg].label + ") failed: " + f.what;
-    files.fail(message);
+    if (const std::string not_written = files.fail(message); !not_written.empty()) {
+      rethrow_as(f.error, message + "\nthe partial results could not be written (" + not_written +
+                              "); every finished run is in " + journal_path);
+    }
     rethrow_as(f.error, message + "\nthe " + std::to_string(files.delivered() * nalg) + " runs of the " +
                             std::to_string(files.delivered()) + " sweep point" + (files.delivered() == 1 ? "" : "s") +
                             " before it are in " + files.csv_path() + " (partial); every finished run is in " +

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <filesystem>
 #include <cstdio>
+#include <fstream>
 #include <sstream>
 
 #include "common/error.hpp"
@@ -162,16 +163,32 @@ sim::SimulationResult run_result_from_json(const nlohmann::json& j) {
   return r;
 }
 
+namespace {
+
+// The journal is read back by --resume and merge: it must be a regular file (or not exist yet).
+OutputFile open_journal(const std::string& path, bool append) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+    throw InputError(path + ": is not a regular file; the journal must be one");
+  return append ? OutputFile::append(path) : OutputFile(path);
+}
+
+}  // namespace
+
 JournalWriter::JournalWriter(const std::string& path, const JournalHeader& header, bool append)
-    : path_(path), out_(path, append ? std::ios::app : std::ios::trunc) {
-  if (!out_) throw InputError("cannot write the journal '" + path + "'");
-  if (!append) out_ << header_json(header).dump() << "\n" << std::flush;
-  if (!out_) throw InputError("writing the journal '" + path + "' failed");
+    : out_(open_journal(path, append)) {
+  if (!append) {
+    // A new journal takes its name with its header (common/output_file.hpp): it is never seen
+    // without one, and a rewritten journal replaces the old one at once.
+    out_.stream() << header_json(header).dump() << "\n";
+    out_.publish();
+  }
 }
 
 void JournalWriter::append(std::size_t run, const sim::SimulationResult& result) {
-  out_ << nlohmann::json{{"run", run}, {"result", run_result_json(result)}}.dump() << "\n" << std::flush;
-  if (!out_) throw InputError("writing the journal '" + path_ + "' failed");
+  out_.stream() << nlohmann::json{{"run", run}, {"result", run_result_json(result)}}.dump() << "\n";
+  out_.flush();
 }
 
 Journal read_journal(const std::string& path) {

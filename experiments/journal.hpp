@@ -17,13 +17,13 @@
 #pragma once
 
 #include <cstdint>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "common/output_file.hpp"
 #include "experiments/experiment.hpp"
 #include "sim/simulation.hpp"
 
@@ -58,8 +58,7 @@ class JournalWriter {
   void append(std::size_t run, const sim::SimulationResult& result);
 
  private:
-  std::string path_;
-  std::ofstream out_;
+  OutputFile out_;
 };
 
 struct Journal {

@@ -141,12 +141,14 @@ NcclTestsSettings resolve_nccl_tests_flags(const NcclTestsFlags& f) {
   NcclTestsSettings s;
   const std::uint64_t min = parse_size(f.min_bytes);
   const std::uint64_t max = f.max_bytes.empty() ? min : parse_size(f.max_bytes);
+  if (f.factor && *f.factor < 2)
+    throw InputError("-f (size factor) must be >= 2, got " + std::to_string(*f.factor));
   if (!f.step.empty()) {
-    if (f.factor != 0)
+    if (f.factor)
       throw InputError("-f (size factor) and -i (size increment) exclude each other");
     s.sizes = size_sweep_linear(min, max, parse_size(f.step));
   } else {
-    s.sizes = size_sweep(min, max, f.factor == 0 ? 2 : f.factor);
+    s.sizes = size_sweep(min, max, f.factor.value_or(2));
   }
   if (f.iterations < 1)
     throw InputError("-n (iterations) must be >= 1, got " + std::to_string(f.iterations));

@@ -68,7 +68,7 @@ double combine(RankAverage average, const std::vector<double>& per_rank);
 struct NcclTestsFlags {
   std::string min_bytes = "32M";
   std::string max_bytes;
-  int factor = 0;    // -f; 0: not given
+  std::optional<int> factor;  // -f; empty: not given (-f 0 is an error, not the default)
   std::string step;  // -i; empty: not given
   int iterations = 20;
   int warmup = 5;

@@ -55,6 +55,7 @@
 #include "algorithms/schedule.hpp"
 #include "algorithms/schedule_json.hpp"
 #include "algorithms/verifier.hpp"
+#include "common/output_file.hpp"
 
 namespace {
 
@@ -522,7 +523,8 @@ std::vector<Round> expand_template(const Problem& p, const std::vector<int>& dat
 
 void write_template(const Problem& p, const std::vector<int>& data, const std::string& path,
                     const std::string& command) {
-  std::ofstream os(path);
+  ssim::OutputFile out(path);  // common/output_file.hpp: whole or absent, devices in place
+  std::ostream& os = out.stream();
   os << "// StragglAR phase 2 for n = " << p.n << " in " << p.rounds
      << " rounds, found by algorithms/tools/stragglar_sat:\n//   " << command << "\n"
      << "// Rounds 0.." << p.cyclic_from << " and " << p.m() << ".." << p.rounds - 1
@@ -540,7 +542,7 @@ void write_template(const Problem& p, const std::vector<int>& data, const std::s
     column += static_cast<int>(item.size()) + (column ? 1 : 0);
   }
   os << "\n";
-  if (!os) throw std::invalid_argument("cannot write " + path);
+  out.commit();
 }
 
 int run(Problem p, const std::string& solver_flag, const std::string& solver_args,
@@ -567,9 +569,9 @@ int run(Problem p, const std::string& solver_flag, const std::string& solver_arg
                                       ("stragglar_sat_" + std::to_string(::getpid()) + ".cnf"))
                                          .string();
   {
-    std::ofstream os(cnf_path);
-    if (!os) throw std::invalid_argument("cannot write " + cnf_path);
-    e.cnf().write(os);
+    ssim::OutputFile out(cnf_path);
+    e.cnf().write(out.stream());
+    out.commit();
   }
   const double encode_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -618,9 +620,9 @@ int run(Problem p, const std::string& solver_flag, const std::string& solver_arg
       std::cout << "verifier: ring ReduceScatter + this phase 2 is a correct AllReduce ("
                 << s.rounds.size() << " rounds)\n";
       if (!schedule_out.empty()) {
-        std::ofstream os(schedule_out);
-        ssim::alg::write_schedule_json(os, s);
-        if (!os) throw std::invalid_argument("cannot write " + schedule_out);
+        ssim::OutputFile out(schedule_out);
+        ssim::alg::write_schedule_json(out.stream(), s);
+        out.commit();
         std::cout << "schedule written to " << schedule_out << "\n";
       }
       if (!template_out.empty()) {
@@ -649,7 +651,7 @@ int run(Problem p, const std::string& solver_flag, const std::string& solver_arg
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run_main(int argc, char** argv) {
   CLI::App app{
       "stragglar_sat: is StragglAR's phase 2 on n ranks possible in R rounds? (SAT encoding)",
       "stragglar_sat"};
@@ -696,8 +698,16 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
     return run(p, solver, solver_args, cnf, cnf_only, time_limit, expect, schedule_out,
                template_out, command);
+  } catch (const ssim::OutputError& e) {
+    std::cerr << "stragglar_sat: error: " << e.what() << "\n";
+    return ssim::kExitResource;
   } catch (const std::exception& e) {
     std::cerr << "stragglar_sat: error: " << e.what() << "\n";
     return 1;
   }
+}
+
+int main(int argc, char** argv) {
+  ssim::guard_standard_streams();
+  return ssim::check_standard_output("stragglar_sat", std::cerr, run_main(argc, argv));
 }

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "common/error.hpp"
+#include "common/output_file.hpp"
 #include "experiments/cli_commands.hpp"
 
 namespace {
@@ -36,9 +37,7 @@ void check_first_argument(const CLI::App& app, int argc, char** argv) {
                          "' (one of: " + subcommand_list(app) + ")");
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   // Named here, not from argv[0]: usage lines say "stragglesim", not the path it was run by.
   CLI::App app{"stragglesim: collective communication under stragglers", "stragglesim"};
   app.require_subcommand(1);
@@ -65,4 +64,12 @@ int main(int argc, char** argv) {
     return ssim::report_exception("stragglesim", std::cerr);
   }
   return ssim::kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ssim::guard_standard_streams();
+  // What was printed must have arrived: a full or closed standard output is exit 3.
+  return ssim::check_standard_output("stragglesim", std::cerr, run(argc, argv));
 }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/output_file.hpp"
 #include "gpu_backend/cuda/bootstrap_mpi.hpp"
 #include "gpu_backend/cuda/check.hpp"
 #include "gpu_backend/cuda/devices.hpp"
@@ -88,7 +89,7 @@ ssim::gpu::RunOptions with_mpi(ssim::gpu::RunOptions o, const ssim::gpu::MpiSess
   return o;
 }
 
-int main(int argc, char** argv) {
+int run_program(int argc, char** argv) {
   std::unique_ptr<ssim::gpu::MpiSession> mpi;
   try {
     if (ssim::gpu::launched_by_mpirun() && ssim::gpu::built_with_mpi())
@@ -178,4 +179,10 @@ int main(int argc, char** argv) {
     return code;
   }
   return exit_code;
+}
+
+int main(int argc, char** argv) {
+  ssim::guard_standard_streams();
+  // What was printed must have arrived: a full or closed standard output is exit 3.
+  return ssim::check_standard_output("stragglesim-gpu", std::cerr, run_program(argc, argv));
 }

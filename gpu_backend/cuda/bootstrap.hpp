@@ -10,10 +10,12 @@
 // MPI_Bcast over MPI_COMM_WORLD, rank and size from MPI) implements share() the same way;
 // nothing else in the executor changes.
 //
-// FileIdExchange: rank 0 writes the id to `<path>.tmp.<pid>` and renames it to `path`, so a
-// reader sees either no file or the whole id. The other ranks poll for `path` until the
-// timeout. Rank 0 refuses to start when `path` already exists (an id left by an earlier run
-// would send the other ranks to a run that is gone) and removes it in finished(). Ranks > 0
+// FileIdExchange: rank 0 writes the id to `<path>.tmp.<pid>` (created exclusively) and links
+// it to `path` (link() never replaces a file), so a reader sees either no file or the whole id.
+// The other ranks poll for `path` until the timeout. Rank 0 refuses to start when `path`
+// already exists (an id left by an earlier run would send the other ranks to a run that is
+// gone; a device or any other file is never written over) and in finished() removes it if it is
+// still the file it created. Ranks > 0
 // cannot tell a leftover id from a fresh one, so remove the file before launching. The path
 // must be on a file system every process sees (for several nodes: a shared one).
 #pragma once
@@ -49,6 +51,11 @@ class FileIdExchange : public IdExchange {
  private:
   std::string path_;
   Seconds timeout_;
+  // The file rank 0 created (device, inode and the id in it), removed by finished() only if
+  // it is still there.
+  bool created_ = false;
+  unsigned long long created_dev_ = 0, created_ino_ = 0;
+  UniqueIdBytes created_id_{};
 };
 
 }  // namespace ssim::gpu

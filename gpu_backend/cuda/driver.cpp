@@ -1,7 +1,6 @@
 #include "gpu_backend/cuda/driver.hpp"
 
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -10,6 +9,7 @@
 
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
+#include "common/output_file.hpp"
 #include "gpu_backend/cuda/bootstrap_mpi.hpp"
 #include "gpu_backend/cuda/check.hpp"
 #include "gpu_backend/cuda/devices.hpp"
@@ -50,6 +50,15 @@ void print_header(std::ostream& out, const RunOptions& o, int ranks, const Devic
   }
   out << "#\n";
   out << run_table_header();
+}
+
+// OutputFile(path); an InputError names what the file is for ("cannot write the JSON -J ...").
+OutputFile open_output(const std::string& path, const std::string& what) {
+  try {
+    return OutputFile(path);
+  } catch (const InputError& e) {
+    throw InputError("cannot write " + what + e.what());
+  }
 }
 
 // One row per rank and round it takes part in (one row with an empty round for a rank in no
@@ -93,6 +102,27 @@ void write_timeline(std::ostream& out, const std::string& label, int ranks, std:
 
 SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
   validate_without_device(o);
+  const bool leader = !one_process_per_gpu(o) || *o.rank == 0;
+  // Output files are opened (and their headers written out) before the device is looked for,
+  // so a bad path is said without a GPU. They take their names when the sweep is done
+  // (common/output_file.hpp): a failed run leaves none, a failed write is exit 3.
+  std::optional<OutputFile> csv_file;
+  std::optional<schema::ResultCsvWriter> csv;
+  if (leader && !o.output.empty()) {
+    csv_file.emplace(open_output(o.output, "the result CSV --csv "));
+    csv.emplace(csv_file->stream());
+    csv_file->flush();
+  }
+  std::optional<OutputFile> json_file;
+  if (leader && !o.json.empty()) json_file.emplace(open_output(o.json, "the JSON -J "));
+  std::optional<OutputFile> timeline;
+  if (!o.timeline.empty()) {
+    const std::string path = leader ? o.timeline : o.timeline + ".rank" + std::to_string(*o.rank);
+    timeline.emplace(open_output(path, "the timeline --timeline "));
+    write_timeline_header(timeline->stream());
+    timeline->flush();
+  }
+
   const DeviceReport report = query_devices();
   if (report.devices.empty()) throw DeviceError("no CUDA device: " + report.no_device_reason);
   const int device_count = static_cast<int>(report.devices.size());
@@ -104,19 +134,6 @@ SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
   for (std::uint64_t bytes : o.sizes)
     prepared.push_back(prepare_collective(collective_spec(o, ranks, bytes)));
 
-  const bool leader = !one_process_per_gpu(o) || *o.rank == 0;
-  std::ofstream csv_file;
-  std::optional<schema::ResultCsvWriter> csv;
-  if (leader && !o.output.empty()) {
-    csv_file.open(o.output);
-    if (!csv_file) throw InputError("cannot write the result CSV --csv " + o.output);
-    csv.emplace(csv_file);
-  }
-  std::ofstream json_file;
-  if (leader && !o.json.empty()) {
-    json_file.open(o.json);
-    if (!json_file) throw InputError("cannot write the JSON -J " + o.json);
-  }
   const std::string nccl_version = format_nccl_version(report.nccl_version);
   // What NCCL was asked for, recorded on ncclAllReduce's rows (empty: NCCL's own choice).
   const bool nccl_rows = o.algorithm == kNcclAlgorithm;
@@ -135,13 +152,6 @@ SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
           ? std::string()
           : result_options(o.algorithm_options, aware ? straggler_rank(o, ranks) : -1, ranks,
                            false);
-  std::ofstream timeline;
-  if (!o.timeline.empty()) {
-    const std::string path = leader ? o.timeline : o.timeline + ".rank" + std::to_string(*o.rank);
-    timeline.open(path);
-    if (!timeline) throw InputError("cannot write the timeline --timeline " + path);
-    write_timeline_header(timeline);
-  }
 
   std::unique_ptr<IdExchange> ids;
   std::optional<DeviceGroup> group;
@@ -192,8 +202,8 @@ SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
     };
     for (int it = 0; it < o.iterations; ++it) {
       const IterationResult r = run.run(it < o.check_iterations);
-      if (timeline.is_open())
-        write_timeline(timeline, c.label, ranks, bytes, it, r, timeline_options);
+      if (timeline)
+        write_timeline(timeline->stream(), c.label, ranks, bytes, it, r, timeline_options);
       time_sum += r.time.value;
       after_sum += r.after_last_arrival.value;
       rank_time_sum += r.rank_time.value;
@@ -237,6 +247,9 @@ SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
                       .rank_time_s = rank_time_sum / o.iterations};
     table.push_back(row);
     busbw_sum += row.busbw_GBps();
+    for (std::optional<OutputFile>* f : {&csv_file, &timeline}) {
+      if (*f) (*f)->flush();  // a full disk stops the sweep here
+    }
     if (leader) {
       out << format_size_row(row);
       out.flush();
@@ -246,11 +259,10 @@ SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
     out << run_table_footer(busbw_sum / static_cast<double>(o.sizes.size()), o.check_iterations > 0,
                             outcome.wrong);
     if (csv) {
-      csv_file.flush();
-      if (!csv_file) throw InputError("writing the result CSV --csv " + o.output + " failed");
+      csv_file->commit();
       out << "# results: " << o.output << "\n";
     }
-    if (json_file.is_open()) {
+    if (json_file) {
       RunJsonHeader h;
       h.program = "stragglesim-gpu";
       h.args = o.args;
@@ -264,12 +276,14 @@ SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
       if (settings.straggler >= 0) h.straggler = settings.straggler;
       h.algorithm = label;
       h.nccl_version = nccl_version;
-      json_file << run_json(h, table);
-      json_file.flush();
-      if (!json_file) throw InputError("writing the JSON -J " + o.json + " failed");
+      json_file->stream() << run_json(h, table);
+      json_file->commit();
       out << "# JSON: " << o.json << "\n";
     }
-    if (timeline.is_open()) out << "# timeline: " << o.timeline << "\n";
+  }
+  if (timeline) {
+    timeline->commit();
+    if (leader) out << "# timeline: " << o.timeline << "\n";
   }
   return outcome;
 }

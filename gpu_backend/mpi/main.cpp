@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/output_file.hpp"
 #include "gpu_backend/mpi/mpi_driver.hpp"
 #include "gpu_backend/mpi/mpi_support.hpp"
 #include "gpu_backend/run_options.hpp"
@@ -79,6 +80,7 @@ int run(int argc, char** argv, int rank) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ssim::guard_standard_streams();
   if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
     std::cerr << "stragglesim-mpi: error: MPI_Init failed\n";
     return ssim::kExitResource;
@@ -93,6 +95,10 @@ int main(int argc, char** argv) {
     // Every rank has it (agree_on_errors): said once, every rank exits.
     std::ostringstream quiet;
     code = ssim::report_exception("stragglesim-mpi", rank == 0 ? std::cerr : quiet);
+  } catch (const ssim::gpu::AgreedOutputError&) {
+    // Rank 0's failed write, agreed on the same way (exit 3).
+    std::ostringstream quiet;
+    code = ssim::report_exception("stragglesim-mpi", rank == 0 ? std::cerr : quiet);
   } catch (...) {
     // Only this rank knows: the others may be waiting on it, so end them all. One write, so
     // the lines of several ranks do not interleave.
@@ -102,5 +108,6 @@ int main(int argc, char** argv) {
     MPI_Abort(MPI_COMM_WORLD, code);
   }
   MPI_Finalize();
-  return code;
+  // What rank 0 printed must have arrived: a full or closed standard output is exit 3.
+  return ssim::check_standard_output("stragglesim-mpi", std::cerr, code);
 }

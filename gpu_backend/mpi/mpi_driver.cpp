@@ -2,7 +2,6 @@
 
 #include <cstdio>
 #include <exception>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -10,6 +9,7 @@
 
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
+#include "common/output_file.hpp"
 #include "gpu_backend/mpi/mpi_executor.hpp"
 #include "gpu_backend/mpi/mpi_support.hpp"
 #include "gpu_backend/run_table.hpp"
@@ -54,6 +54,15 @@ std::string first_failure(MPI_Comm comm, const MpiWorld& world, const CheckRepor
   return text;
 }
 
+// OutputFile(path); an InputError names what the file is for ("cannot write the JSON -J ...").
+OutputFile open_output(const std::string& path, const std::string& what) {
+  try {
+    return OutputFile(path);
+  } catch (const InputError& e) {
+    throw InputError("cannot write " + what + e.what());
+  }
+}
+
 }  // namespace
 
 MpiSweepOutcome run_mpi_sweep(const MpiRunOptions& o, MPI_Comm comm, std::ostream& out) {
@@ -62,23 +71,21 @@ MpiSweepOutcome run_mpi_sweep(const MpiRunOptions& o, MPI_Comm comm, std::ostrea
 
   // Setup: identical on every rank except the CSV file (rank 0) and allocations; agreed on.
   std::vector<MpiCollective> prepared;
-  std::ofstream csv_file;
+  // Output files take their names when the sweep is done (common/output_file.hpp): a failed
+  // run leaves none.
+  std::optional<OutputFile> csv_file;
   std::optional<schema::ResultCsvWriter> csv;
-  std::ofstream json_file;
+  std::optional<OutputFile> json_file;
   std::string error;
   try {
     validate_mpi_options(o, world.size);
     for (std::uint64_t bytes : o.sizes)
       prepared.push_back(prepare_mpi_collective(o, world.size, bytes));
     if (leader && !o.csv.empty()) {
-      csv_file.open(o.csv);
-      if (!csv_file) throw InputError("cannot write the result CSV --csv " + o.csv);
-      csv.emplace(csv_file);
+      csv_file.emplace(open_output(o.csv, "the result CSV --csv "));
+      csv.emplace(csv_file->stream());
     }
-    if (leader && !o.json.empty()) {
-      json_file.open(o.json);
-      if (!json_file) throw InputError("cannot write the JSON -J " + o.json);
-    }
+    if (leader && !o.json.empty()) json_file.emplace(open_output(o.json, "the JSON -J "));
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -180,31 +187,40 @@ MpiSweepOutcome run_mpi_sweep(const MpiRunOptions& o, MPI_Comm comm, std::ostrea
     out << run_table_footer(busbw_sum / static_cast<double>(o.sizes.size()), o.check_iterations > 0,
                             outcome.wrong);
   }
+  // Rank 0 writes; a failed write ends every rank with exit 3 (AgreedOutputError).
   error.clear();
-  if (csv) {
-    csv_file.flush();
-    if (!csv_file) error = "writing the result CSV --csv " + o.csv + " failed";
+  int write_failed = 0;
+  try {
+    if (csv) csv_file->commit();
+    if (json_file) {
+      RunJsonHeader h;
+      h.program = "stragglesim-mpi";
+      h.args = o.args;
+      h.device = world.device();
+      h.ranks = world.size;
+      h.iterations = o.iterations;
+      h.warmup = o.warmup;
+      h.check_iterations = o.check_iterations;
+      h.average = std::string(to_string(o.average));
+      h.delay_s = settings.delay.value;
+      if (settings.straggler >= 0) h.straggler = settings.straggler;
+      h.algorithm = label;
+      json_file->stream() << run_json(h, table);
+      json_file->commit();
+    }
+  } catch (const OutputError& e) {
+    error = e.what();
+    write_failed = 1;
   }
-  if (json_file.is_open()) {
-    RunJsonHeader h;
-    h.program = "stragglesim-mpi";
-    h.args = o.args;
-    h.device = world.device();
-    h.ranks = world.size;
-    h.iterations = o.iterations;
-    h.warmup = o.warmup;
-    h.check_iterations = o.check_iterations;
-    h.average = std::string(to_string(o.average));
-    h.delay_s = settings.delay.value;
-    if (settings.straggler >= 0) h.straggler = settings.straggler;
-    h.algorithm = label;
-    json_file << run_json(h, table);
-    json_file.flush();
-    if (!json_file && error.empty()) error = "writing the JSON -J " + o.json + " failed";
+  SSIM_MPI(MPI_Bcast(&write_failed, 1, MPI_INT, 0, comm));
+  try {
+    agree_on_errors(comm, error);
+  } catch (const AgreedInputError& e) {
+    if (write_failed) throw AgreedOutputError(e.what());
+    throw;
   }
-  agree_on_errors(comm, error);
   if (csv) out << "# results: " << o.csv << "\n";
-  if (json_file.is_open()) out << "# JSON: " << o.json << "\n";
+  if (json_file) out << "# JSON: " << o.json << "\n";
   return outcome;
 }
 

@@ -9,14 +9,8 @@
 namespace ssim::gpu {
 
 void validate_mpi_options(const MpiRunOptions& o, int ranks) {
-  if (ranks < 2) {
-    throw InputError("stragglesim-mpi runs one rank per MPI process and needs at least 2, got " +
-                     std::to_string(ranks) + " (start it with mpirun -np N)");
-  }
-  if (ranks > kMaxRanks) {
-    throw InputError("at most " + std::to_string(kMaxRanks) + " MPI processes, got " +
-                     std::to_string(ranks));
-  }
+  // What does not depend on the process count first: a bad flag is said as such, not hidden
+  // behind a wrong (or missing) mpirun -np.
   if (o.sizes.empty()) throw InputError("no sizes to run (-b/-e)");
   if (o.iterations < 1)
     throw InputError("-n (iterations) must be >= 1, got " + std::to_string(o.iterations));
@@ -27,7 +21,20 @@ void validate_mpi_options(const MpiRunOptions& o, int ranks) {
                      std::to_string(o.check_iterations));
   if (o.algorithm_options.count("straggler"))
     throw InputError("set the straggler with --straggler, not -O straggler=...");
-  if (o.straggler && (*o.straggler < 0 || *o.straggler >= ranks)) {
+  require_known_algorithm(o.algorithm, std::string(kMpiAlgorithm));
+  if (o.algorithm == kMpiAlgorithm && !o.algorithm_options.empty())
+    throw InputError("algorithm mpi (MPI_Allreduce) takes no options");
+  if (o.straggler && *o.straggler < 0)
+    throw InputError("--straggler must be a rank >= 0, got " + std::to_string(*o.straggler));
+  if (ranks < 2) {
+    throw InputError("stragglesim-mpi runs one rank per MPI process and needs at least 2, got " +
+                     std::to_string(ranks) + " (start it with mpirun -np N)");
+  }
+  if (ranks > kMaxRanks) {
+    throw InputError("at most " + std::to_string(kMaxRanks) + " MPI processes, got " +
+                     std::to_string(ranks));
+  }
+  if (o.straggler && *o.straggler >= ranks) {
     throw InputError("--straggler must be a rank in [0, " + std::to_string(ranks) + "), got " +
                      std::to_string(*o.straggler));
   }

@@ -25,6 +25,7 @@
 #include <string_view>
 
 #include "common/error.hpp"
+#include "common/output_file.hpp"
 
 namespace ssim::gpu {
 
@@ -39,6 +40,12 @@ class MpiError : public ResourceError {
 class AgreedInputError : public InputError {
  public:
   using InputError::InputError;
+};
+
+// A failed write of rank 0's output files, agreed on like AgreedInputError: exit 3.
+class AgreedOutputError : public OutputError {
+ public:
+  using OutputError::OutputError;
 };
 
 // Throws MpiError naming the call, file:line and MPI's error string when rc != MPI_SUCCESS.

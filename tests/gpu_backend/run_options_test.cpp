@@ -78,6 +78,9 @@ TEST(NcclTestsFlags, BadValuesNameTheFlag) {
   EXPECT_EQ(error_of({"-f", "2", "-i", "1K"}),
             "-f (size factor) and -i (size increment) exclude each other");
   EXPECT_EQ(error_of({"-b", "1K", "-e", "2K", "-f", "1"}), "-f (size factor) must be >= 2, got 1");
+  // -f 0 was taken for "not given" (the default 2); with one size it was not checked at all.
+  EXPECT_EQ(error_of({"-b", "1K", "-e", "4K", "-f", "0"}), "-f (size factor) must be >= 2, got 0");
+  EXPECT_EQ(error_of({"-b", "1K", "-f", "0"}), "-f (size factor) must be >= 2, got 0");
   EXPECT_EQ(error_of({"-c", "-2"}), "-c (checked iterations) must be >= 0, got -2");
   EXPECT_EQ(error_of({"-n", "0"}), "-n (iterations) must be >= 1, got 0");
   EXPECT_EQ(error_of({"-O", "x"}), "-O/--option expects KEY=VALUE, got 'x'");

@@ -70,6 +70,24 @@ TEST_F(IdFile, RankZeroRefusesALeftoverFile) {
   }
 }
 
+// Rank 0 never writes over a path it did not create (a dangling link, a device) and removes
+// the id file at the end only if it is still the one it made.
+TEST_F(IdFile, RankZeroRemovesOnlyItsOwnFile) {
+  fs::create_symlink(dir_ + "/elsewhere", path_);
+  FileIdExchange linked(path_, Seconds{1});
+  EXPECT_THROW(linked.share(0, [] { return id_with('z'); }), InputError);
+  EXPECT_TRUE(fs::is_symlink(path_));
+  EXPECT_FALSE(fs::exists(dir_ + "/elsewhere")) << "written through a dangling link";
+  fs::remove(path_);
+
+  FileIdExchange ids(path_, Seconds{1});
+  ids.share(0, [] { return id_with('w'); });
+  fs::remove(path_);  // the new file may get the same inode number
+  std::ofstream(path_) << "someone else's file";
+  ids.finished(0);
+  EXPECT_TRUE(fs::exists(path_)) << "removed a file rank 0 did not create";
+}
+
 TEST_F(IdFile, OtherRanksTimeOutWithAClearMessage) {
   FileIdExchange ids(path_, Seconds{0.05});
   try {

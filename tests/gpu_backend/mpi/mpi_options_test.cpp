@@ -39,6 +39,25 @@ TEST(MpiOptions, ValidOptionsPass) {
   EXPECT_NO_THROW(validate_mpi_options(o, 1024));
 }
 
+// Flags that do not depend on the process count are checked first: under mpirun -np 1 (or
+// without mpirun) a bad flag is named, not hidden behind "needs at least 2".
+TEST(MpiOptions, FlagErrorsComeBeforeTheProcessCount) {
+  MpiRunOptions o = valid();
+  o.iterations = 0;
+  EXPECT_EQ(error_of(o, 1), "-n (iterations) must be >= 1, got 0");
+  o = valid();
+  o.algorithm = "bogus";
+  EXPECT_NE(error_of(o, 1).find("unknown algorithm 'bogus'"), std::string::npos) << error_of(o, 1);
+  o = valid();
+  o.straggler = -1;
+  EXPECT_EQ(error_of(o, 1), "--straggler must be a rank >= 0, got -1");
+  o = valid();
+  o.algorithm = std::string(kMpiAlgorithm);
+  o.algorithm_options["segments"] = "2";
+  EXPECT_EQ(error_of(o, 1), "algorithm mpi (MPI_Allreduce) takes no options");
+  EXPECT_NE(error_of(valid(), 1).find("needs at least 2, got 1"), std::string::npos);
+}
+
 // One case per check: the options, the world size, and a part of the message.
 TEST(MpiOptions, EachBadSettingGivesOneClearMessage) {
   struct Case {
