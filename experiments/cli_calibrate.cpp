@@ -172,6 +172,7 @@ struct CalibrateArgs {
   bool fit_gamma = false;
   std::string algorithm;
   int log_ranks = 0;
+  SimCalibrateArgs sim;
 };
 
 // The fit that -o writes: the only one, or the one --link-class / --piece pick.
@@ -289,6 +290,14 @@ void write_topology(const calib::Calibration& c, const CalibrateArgs& a) {
 }
 
 void run_calibrate(const CalibrateArgs& a) {
+  if (a.kind == "shared_device" || a.sim.by_simulation) {
+    run_calibrate_by_simulation(a.input, a.kind, a.ranks, a.machine, a.output, a.sim);
+    return;
+  }
+  if (!a.sim.more_inputs.empty()) {
+    throw InputError("several measurement files: only calibration by simulation (--topology-kind "
+                     "shared_device or --by-simulation) reads more than one");
+  }
   calib::CalibrationOptions o;
   if (!a.piecewise.empty()) {
     try {
@@ -512,8 +521,9 @@ void add_calibrate_commands(CLI::App& app) {
   cal->add_option("--piece", c->piece,
                   "With --piecewise and -o: the fit to write (1-based, as printed)")
       ->check(positive_number());
-  cal->add_option("--topology-kind", c->kind, "Topology written by -o (default switch)")
-      ->check(CLI::IsMember({"switch", "fully_connected", "ring"}));
+  cal->add_option("--topology-kind", c->kind,
+                  "Topology written by -o (default switch); shared_device fits by simulation")
+      ->check(CLI::IsMember({"switch", "fully_connected", "ring", "shared_device"}));
   cal->add_option("-r,--ranks", c->ranks,
                   "GPU count of the written topology (default: the runs' rank count)")
       ->check(CLI::Range(2, 65536));
@@ -524,6 +534,7 @@ void add_calibrate_commands(CLI::App& app) {
                   "Collective runs: known reduce cost, e.g. 0.05ns/B (default 0)");
   cal->add_flag("--fit-gamma", c->fit_gamma,
                 "Collective runs: fit gamma too (needs e.g. direct or tree runs)");
+  add_simulation_calibrate_options(*cal, c->sim);
   cal->callback([c] { run_calibrate(*c); });
 
   auto v = std::make_shared<ValidateArgs>();
