@@ -30,10 +30,10 @@ struct ParamSpec {
 const std::vector<ParamSpec>& specs(const std::string& kind) {
   constexpr double inf = std::numeric_limits<double>::infinity();
   static const std::vector<ParamSpec> device = {
-      {"memory_bandwidth", 1e9, 1e15, 4e12, true}, {"copy_latency", 1e-9, 1e-2, 3e-6, true},
-      {"apply_latency", 1e-9, 1e-2, 3e-6, true},   {"operation_bandwidth", 1e9, 1e15, inf, false},
-      {"copy_factor", 1e-3, 1e3, 2, false},        {"reduce_factor", 1e-3, 1e3, 3, false},
-      {"apply_copy_factor", 1e-3, 1e3, 2, false}};
+      {"memory_bandwidth", 1e9, 1e15, 4e12, true},    {"copy_latency", 1e-9, 1e-2, 3e-6, true},
+      {"apply_latency", 1e-9, 1e-2, 3e-6, true},      {"launch_time", 1e-10, 1e-3, 3e-7, true},
+      {"operation_bandwidth", 1e9, 1e15, inf, false}, {"copy_factor", 1e-3, 1e3, 2, false},
+      {"reduce_factor", 1e-3, 1e3, 3, false},         {"apply_copy_factor", 1e-3, 1e3, 2, false}};
   static const std::vector<ParamSpec> sw = {{"bandwidth", 1e6, 1e15, 1e11, true},
                                             {"latency", 1e-9, 1e-2, 5e-6, true},
                                             {"gamma", 1e-15, 1e-6, 0, false}};
@@ -201,6 +201,7 @@ topo::Topology make_fitted_topology(const std::string& kind,
   d.memory_bandwidth = BytesPerSecond{v("memory_bandwidth")};
   d.copy_latency = Seconds{v("copy_latency")};
   d.apply_latency = Seconds{v("apply_latency")};
+  d.launch_time = Seconds{v("launch_time")};
   d.operation_bandwidth = BytesPerSecond{v("operation_bandwidth")};
   d.copy_factor = v("copy_factor");
   d.reduce_factor = v("reduce_factor");

@@ -25,7 +25,9 @@ std::string fmt(const char* format, double v) {
 std::string pct(double v) { return std::isnan(v) ? std::string("-") : fmt("%.1f%%", 100 * v); }
 
 bool is_bandwidth(const std::string& p) { return p.find("bandwidth") != std::string::npos; }
-bool is_time(const std::string& p) { return p.find("latency") != std::string::npos; }
+bool is_time(const std::string& p) {
+  return p.find("latency") != std::string::npos || p == "launch_time";
+}
 
 // A parameter value as the topology file writes it (6 significant digits and a unit).
 std::string file_value(const std::string& p, double v) {

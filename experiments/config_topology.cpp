@@ -133,13 +133,14 @@ topo::Topology load_inline(const ConfigNode& node) {
     p.nodes_per_leaf = static_cast<int>(fab.get_int("nodes_per_leaf", 1, 1, kMaxRanks));
     t = generate_at(node, [&] { return topo::make_hierarchical(p); });
   } else if (kind == "shared_device") {
-    allow({"ranks", "memory_bandwidth", "copy_latency", "apply_latency", "copy_factor",
-           "reduce_factor", "apply_copy_factor", "operation_bandwidth"});
+    allow({"ranks", "memory_bandwidth", "copy_latency", "apply_latency", "launch_time",
+           "copy_factor", "reduce_factor", "apply_copy_factor", "operation_bandwidth"});
     topo::SharedDeviceParams p;
     p.ranks = static_cast<int>(node.get_int("ranks", std::nullopt, 2, kMaxRanks));
     p.device.memory_bandwidth = node.get_bandwidth("memory_bandwidth");
     p.device.copy_latency = node.get_time("copy_latency");
     p.device.apply_latency = node.get_time("apply_latency");
+    p.device.launch_time = node.get_time("launch_time", Seconds{0.0});
     p.device.copy_factor = node.get_double("copy_factor", 2.0, 0.0, 1000.0);
     p.device.reduce_factor = node.get_double("reduce_factor", 3.0, 0.0, 1000.0);
     p.device.apply_copy_factor = node.get_double("apply_copy_factor", 2.0, 0.0, 1000.0);

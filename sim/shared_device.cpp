@@ -46,6 +46,32 @@ struct Flow {
 
 constexpr std::uint32_t kArrival = ~std::uint32_t{0};
 
+// A resource shared equally by the operations on it (processor sharing): every operation on it
+// progresses at `rate` units per second, so one shared counter of progress orders their ends.
+struct Fluid {
+  std::priority_queue<Flow, std::vector<Flow>, std::greater<>> heap;
+  double progress = 0;  // units each operation on it has received since the start
+  double rate = 0;      // per operation, set after every batch of changes
+  double next(double now) const {
+    return heap.empty() ? std::numeric_limits<double>::infinity()
+                        : now + (heap.top().threshold - progress) / rate;
+  }
+  void advance(double from, double to, bool reaches_top) {
+    if (heap.empty()) return;
+    progress += rate * (to - from);
+    if (reaches_top) progress = std::max(progress, heap.top().threshold);
+  }
+  // Pops an operation whose units are all served (within rounding), or returns false.
+  bool pop_done(std::uint32_t& op) {
+    if (heap.empty()) return false;
+    const double tolerance = 1e-12 * std::fabs(progress) + 1e-18;
+    if (heap.top().threshold > progress + tolerance) return false;
+    op = heap.top().op;
+    heap.pop();
+    return true;
+  }
+};
+
 class DeviceRun {
  public:
   DeviceRun(const topo::SharedDevice& d, int ranks) : d_(d), ranks_(ranks) {
@@ -123,25 +149,18 @@ class DeviceRun {
     }
     const double cap = d_.operation_bandwidth.value;
     const double bandwidth = d_.memory_bandwidth.value;
-    double rate = 0;
-    while (!timed_.empty() || !flows_.empty()) {
+    while (!timed_.empty() || !memory_.heap.empty() || !launch_.heap.empty()) {
       const double t_timed =
           timed_.empty() ? std::numeric_limits<double>::infinity() : timed_.top().time;
-      const double t_flow = flows_.empty() ? std::numeric_limits<double>::infinity()
-                                           : now_ + (flows_.top().threshold - progress_) / rate;
-      const double t = std::min(t_timed, t_flow);
-      if (!flows_.empty()) {
-        progress_ += rate * (t - now_);
-        if (t_flow <= t_timed) progress_ = std::max(progress_, flows_.top().threshold);
-      }
+      const double t_memory = memory_.next(now_);
+      const double t_launch = launch_.next(now_);
+      const double t = std::min({t_timed, t_memory, t_launch});
+      memory_.advance(now_, t, t_memory == t);
+      launch_.advance(now_, t, t_launch == t);
       now_ = t;
-      // Bytes moved as a fluid: a threshold within rounding of the progress is reached.
-      const double tolerance = 1e-12 * std::fabs(progress_) + 1e-9;
-      while (!flows_.empty() && flows_.top().threshold <= progress_ + tolerance) {
-        const std::uint32_t op = flows_.top().op;
-        flows_.pop();
-        complete(op);
-      }
+      std::uint32_t op = 0;
+      while (memory_.pop_done(op)) complete(op);
+      while (launch_.pop_done(op)) begin_flow(op);
       while (!timed_.empty() && timed_.top().time <= now_) {
         const Timed e = timed_.top();
         timed_.pop();
@@ -150,12 +169,13 @@ class DeviceRun {
           try_start(e.rank);
           wake(e.rank);
         } else {
-          begin_flow(e.op);
+          begin_launch(e.op);
         }
       }
       drain();
-      const double active = static_cast<double>(flows_.size());
-      rate = flows_.empty() ? 0 : std::min(cap, bandwidth / active);
+      const auto flows = static_cast<double>(memory_.heap.size());
+      memory_.rate = memory_.heap.empty() ? 0 : std::min(cap, bandwidth / flows);
+      launch_.rate = launch_.heap.empty() ? 0 : 1.0 / static_cast<double>(launch_.heap.size());
     }
     for (std::size_t r = 0; r < n; ++r) {
       SSIM_CHECK(next_[r] == rank_ops_[r].size(), "shared_device: a stream did not finish");
@@ -196,6 +216,16 @@ class DeviceRun {
     if (op.latency > 0) {
       timed_.push({now_ + op.latency, seq_++, id, rank});
     } else {
+      begin_launch(id);
+    }
+  }
+
+  // After its own latency, an operation takes launch_time of the device's launch capacity,
+  // which the operations launching at once share.
+  void begin_launch(std::uint32_t id) {
+    if (d_.launch_time.value > 0) {
+      launch_.heap.push({launch_.progress + d_.launch_time.value, seq_++, id});
+    } else {
       begin_flow(id);
     }
   }
@@ -204,7 +234,7 @@ class DeviceRun {
     const Op& op = ops_[id];
     work_[static_cast<std::size_t>(op.rank)] += op.work;
     if (op.work > 0) {
-      flows_.push({progress_ + op.work, seq_++, id});
+      memory_.heap.push({memory_.progress + op.work, seq_++, id});
     } else {
       instant_.push_back(id);
     }
@@ -252,9 +282,9 @@ class DeviceRun {
   std::vector<double> finish_, work_;
   std::vector<std::uint32_t> instant_;
   std::priority_queue<Timed, std::vector<Timed>, std::greater<>> timed_;
-  std::priority_queue<Flow, std::vector<Flow>, std::greater<>> flows_;
+  Fluid memory_;  // bytes
+  Fluid launch_;  // seconds of launch work
   double now_ = 0;
-  double progress_ = 0;  // bytes each active flow has moved since the start (all move alike)
   std::uint64_t seq_ = 0;
   std::uint64_t completed_ = 0;
 };

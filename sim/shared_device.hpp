@@ -13,10 +13,15 @@
 //    changes its data only once it has been copied); then pays apply_latency and moves
 //    reduce_factor x the bytes it reduces plus apply_copy_factor x the bytes it copies. A rank
 //    that only sends still has this step (its latency: the round's kernel launch and stamp).
+// Each operation, once it may start, pays its latency (copy_latency or apply_latency, not
+// shared), then launch_time of the device's launch capacity, which the operations launching at
+// the same time share equally (k at once: k x launch_time each), then moves its bytes.
 // A stream runs its operations strictly one after another, starting at the rank's arrival.
 // The device memory is one resource of memory_bandwidth bytes per second: the operations
 // moving bytes at a time share it max-min fairly, each capped at operation_bandwidth. All
 // operations have the same cap, so the fair share is min(cap, memory_bandwidth / active).
+// (How many operations launch or move bytes at once grows with the rank count: that is how the
+// model follows more ranks on one device with the same parameters.)
 // Every operation's bytes move as a fluid, so a run is an exact event simulation of this
 // model: O(log ops) per operation, memory O(operations of the materialized schedule).
 //

@@ -111,6 +111,7 @@ Topology make_shared_device(const SharedDeviceParams& p) {
   }
   check_latency(topo, "copy_latency", d.copy_latency);
   check_latency(topo, "apply_latency", d.apply_latency);
+  check_latency(topo, "launch_time", d.launch_time);
   const std::pair<const char*, double> factors[] = {{"copy_factor", d.copy_factor},
                                                     {"reduce_factor", d.reduce_factor},
                                                     {"apply_copy_factor", d.apply_copy_factor}};
@@ -124,6 +125,7 @@ Topology make_shared_device(const SharedDeviceParams& p) {
   t.description = "shared_device: " + std::to_string(p.ranks) + " ranks on one device, memory " +
                   format_bandwidth(d.memory_bandwidth) + " (read + write), copy latency " +
                   format_time(d.copy_latency) + ", apply latency " + format_time(d.apply_latency) +
+                  ", shared launch time " + format_time(d.launch_time) +
                   ", bytes per byte: copy " + number(d.copy_factor) + ", reduce " +
                   number(d.reduce_factor) + ", apply copy " + number(d.apply_copy_factor) +
                   (std::isfinite(d.operation_bandwidth.value)

@@ -99,6 +99,10 @@ struct SharedDevice {
   BytesPerSecond memory_bandwidth;  // bytes read + written per second, all operations together
   Seconds copy_latency;             // per copy operation, before its bytes move
   Seconds apply_latency;            // per rank and round it takes part in (apply kernel, stamp)
+  // Per operation, after its latency: time of the device's launch capacity (the front end that
+  // schedules kernels and copies onto the SMs), shared by the operations launching at once, so
+  // k launches at once take k x launch_time each. 0: launches never contend.
+  Seconds launch_time{0.0};
   double copy_factor = 2;           // memory bytes per byte copied into scratch (read + write)
   double reduce_factor = 3;         // per byte the apply reduces (2 reads + 1 write)
   double apply_copy_factor = 2;     // per byte the apply copies into place (read + write)

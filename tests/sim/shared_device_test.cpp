@@ -92,6 +92,24 @@ TEST(SharedDevice, ACopyWaitsForItsSenderAndTheSenderForTheCopy) {
   expect_finish(run(s, device(L, A), b, {0, T}, o), {copied + A + 3.0 * b / kB, copied + A});
 }
 
+TEST(SharedDevice, LaunchesAtOnceShareTheLaunchTime) {
+  // The swap of the first test with no bytes to move (all factors 0), latency L and launch time
+  // T: both copies launch at once, each taking 2T of launch time after L; then both applies,
+  // again L + 2T. Alone (rank 1 only receives), each operation takes L + T.
+  alg::Schedule s = alg::Schedule::make(alg::Collective::allreduce, "hand", 2, 1);
+  alg::Round& r = s.add_round();
+  r.add(0, 1, 0, 1, alg::Op::copy);
+  r.add(1, 0, 0, 1, alg::Op::copy);
+  topo::SharedDevice d = device(1e-6, 1e-6);
+  d.launch_time = Seconds{0.5e-6};
+  d.copy_factor = d.apply_copy_factor = 0;
+  expect_finish(run(s, d, 1024, {0, 0}), {2 * (1e-6 + 1e-6), 2 * (1e-6 + 1e-6)});
+  alg::Schedule one = alg::Schedule::make(alg::Collective::allreduce, "hand", 2, 1);
+  one.add_round().add(0, 1, 0, 1, alg::Op::copy);
+  // Rank 1's copy (L + T) alone; then both applies launch at once (L + 2T).
+  expect_finish(run(one, d, 1024, {0, 0}), {1.5e-6 + 2e-6, 1.5e-6 + 2e-6});
+}
+
 TEST(SharedDevice, RingOnFourRanks) {
   // No latencies. Each reduce-scatter round: 4 copies of b/4 (2b memory bytes in all) at once,
   // then 4 reduces (3b): 5b/B. Each allgather round: 2b of copies, 2b of applied copies: 4b/B.
@@ -134,6 +152,9 @@ TEST(SharedDevice, GeneratorChecksItsParameters) {
   EXPECT_THROW(topo::make_shared_device({.ranks = 2, .device = d}), InputError);
   d = device();
   d.copy_latency = Seconds{-1e-6};
+  EXPECT_THROW(topo::make_shared_device({.ranks = 2, .device = d}), InputError);
+  d = device();
+  d.launch_time = Seconds{-1e-6};
   EXPECT_THROW(topo::make_shared_device({.ranks = 2, .device = d}), InputError);
   const topo::Topology t = topo::make_shared_device({.ranks = 3, .device = device()});
   EXPECT_EQ(t.gpu_count(), 3);
