@@ -24,6 +24,8 @@ class Search {
          std::span<const PositiveParameter> p, const MinimizeOptions& o)
       : f_(f), o_(o) {
     for (std::size_t i = 0; i < p.size(); ++i) {
+      lo_x_.push_back(p[i].lo);
+      hi_x_.push_back(p[i].hi);
       lo_.push_back(std::log(p[i].lo));
       hi_.push_back(std::log(p[i].hi));
       start_.push_back(std::log(p[i].start));
@@ -54,15 +56,22 @@ class Search {
     }
     r.value = best_;
     r.evaluations = evaluations_;
-    for (double y : best_y_) r.x.push_back(std::exp(y));
+    r.x = to_x(best_y_);
     return r;
   }
 
  private:
+  // exp(log(lo)) may round below lo: the values are clamped to the bounds as given.
+  std::vector<double> to_x(const std::vector<double>& y) const {
+    std::vector<double> x(y.size());
+    for (std::size_t i = 0; i < y.size(); ++i)
+      x[i] = std::clamp(std::exp(y[i]), lo_x_[i], hi_x_[i]);
+    return x;
+  }
+
   double evaluate(std::vector<double>& y) {
     for (std::size_t i = 0; i < y.size(); ++i) y[i] = std::clamp(y[i], lo_[i], hi_[i]);
-    std::vector<double> x(y.size());
-    for (std::size_t i = 0; i < y.size(); ++i) x[i] = std::exp(y[i]);
+    const std::vector<double> x = to_x(y);
     ++evaluations_;
     double v = f_(x);
     if (std::isnan(v)) v = std::numeric_limits<double>::infinity();
@@ -152,7 +161,8 @@ class Search {
 
   const std::function<double(std::span<const double>)>& f_;
   const MinimizeOptions& o_;
-  std::vector<double> lo_, hi_, start_;
+  std::vector<double> lo_, hi_, start_;  // log space
+  std::vector<double> lo_x_, hi_x_;
   std::vector<std::size_t> free_;
   std::vector<double> best_y_;
   double best_ = std::numeric_limits<double>::infinity();
