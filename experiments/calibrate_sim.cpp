@@ -29,11 +29,15 @@ struct ParamSpec {
 
 const std::vector<ParamSpec>& specs(const std::string& kind) {
   constexpr double inf = std::numeric_limits<double>::infinity();
-  static const std::vector<ParamSpec> device = {
-      {"memory_bandwidth", 1e9, 1e15, 4e12, true},    {"copy_latency", 1e-9, 1e-2, 3e-6, true},
-      {"apply_latency", 1e-9, 1e-2, 3e-6, true},      {"launch_time", 1e-10, 1e-3, 3e-7, true},
-      {"operation_bandwidth", 1e9, 1e15, inf, false}, {"copy_factor", 1e-3, 1e3, 2, false},
-      {"reduce_factor", 1e-3, 1e3, 3, false},         {"apply_copy_factor", 1e-3, 1e3, 2, false}};
+  static const std::vector<ParamSpec> device = {{"memory_bandwidth", 1e9, 1e15, 4e12, true},
+                                                {"copy_latency", 1e-9, 1e-2, 3e-6, true},
+                                                {"apply_latency", 1e-9, 1e-2, 3e-6, true},
+                                                {"launch_time", 1e-10, 1e-3, 3e-7, true},
+                                                {"operation_bandwidth", 1e9, 1e15, inf, false},
+                                                {"copy_factor", 1e-3, 1e3, 2, false},
+                                                {"reduce_factor", 1e-3, 1e3, 3, false},
+                                                {"apply_copy_factor", 1e-3, 1e3, 2, false},
+                                                {"unaligned_factor", 1, 4, 1, true}};
   static const std::vector<ParamSpec> sw = {{"bandwidth", 1e6, 1e15, 1e11, true},
                                             {"latency", 1e-9, 1e-2, 5e-6, true},
                                             {"gamma", 1e-15, 1e-6, 0, false}};
@@ -206,6 +210,7 @@ topo::Topology make_fitted_topology(const std::string& kind,
   d.copy_factor = v("copy_factor");
   d.reduce_factor = v("reduce_factor");
   d.apply_copy_factor = v("apply_copy_factor");
+  d.unaligned_factor = v("unaligned_factor");
   return topo::make_shared_device({.ranks = ranks, .device = d});
 }
 
@@ -492,6 +497,10 @@ SimFit fit_by_simulation(const std::vector<MeasuredFile>& files, const SimFitOpt
   calib::MinimizeOptions mo;
   mo.seed = o.seed;
   mo.max_evaluations = o.max_evaluations;
+  // A fit by simulation creeps along shallow valleys: restart until a restart gains less than
+  // 1e-6 (relative) or the evaluations run out.
+  mo.max_restarts = 100;
+  mo.tolerance = 1e-6;
   const calib::MinimizeResult m = calib::minimize_positive(objective, free, mo);
   fit.values = values_at(m.x);
   fit.objective = m.value;

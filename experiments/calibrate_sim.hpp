@@ -16,9 +16,9 @@
 // fitted points with calib::minimize_positive (log-parameters, bounds, seeded restarts), and
 // simulates each distinct (algorithm, ranks, bytes, delay, straggler) once per evaluation, its
 // schedule generated once. Kinds and their parameters (SI units):
-//   shared_device  memory_bandwidth, copy_latency, apply_latency, launch_time (fitted by default),
-//                  operation_bandwidth (fitted with `fit`, else no cap), copy_factor,
-//                  reduce_factor, apply_copy_factor (fixed at 2, 3, 2 unless given)
+//   shared_device  memory_bandwidth, copy_latency, apply_latency, launch_time, unaligned_factor
+//                  (fitted by default), operation_bandwidth (fitted with `fit`, else no cap),
+//                  copy_factor, reduce_factor, apply_copy_factor (fixed at 2, 3, 2 unless given)
 //   switch         bandwidth, latency (fitted; alpha-beta model), gamma (fixed, default 0)
 // Algorithms whose schedule depends on a node structure (option gpus_per_node) are simulated
 // only with their options given in `algorithm_options`; their rows are skipped otherwise, with

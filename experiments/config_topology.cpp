@@ -134,7 +134,8 @@ topo::Topology load_inline(const ConfigNode& node) {
     t = generate_at(node, [&] { return topo::make_hierarchical(p); });
   } else if (kind == "shared_device") {
     allow({"ranks", "memory_bandwidth", "copy_latency", "apply_latency", "launch_time",
-           "copy_factor", "reduce_factor", "apply_copy_factor", "operation_bandwidth"});
+           "copy_factor", "reduce_factor", "apply_copy_factor", "unaligned_factor",
+           "operation_bandwidth"});
     topo::SharedDeviceParams p;
     p.ranks = static_cast<int>(node.get_int("ranks", std::nullopt, 2, kMaxRanks));
     p.device.memory_bandwidth = node.get_bandwidth("memory_bandwidth");
@@ -144,6 +145,7 @@ topo::Topology load_inline(const ConfigNode& node) {
     p.device.copy_factor = node.get_double("copy_factor", 2.0, 0.0, 1000.0);
     p.device.reduce_factor = node.get_double("reduce_factor", 3.0, 0.0, 1000.0);
     p.device.apply_copy_factor = node.get_double("apply_copy_factor", 2.0, 0.0, 1000.0);
+    p.device.unaligned_factor = node.get_double("unaligned_factor", 1.0, 1.0, 100.0);
     if (node.has("operation_bandwidth"))
       p.device.operation_bandwidth = node.get_bandwidth("operation_bandwidth");
     t = generate_at(node, [&] { return topo::make_shared_device(p); });

@@ -111,8 +111,11 @@ class DeviceRun {
       double apply_work = 0;
       for (std::uint32_t i : rr.recvs) {
         const alg::Transfer& t = round.transfers[i];
-        const double bytes = static_cast<double>(
-            alg::chunk_bytes(total_bytes, chunks, t.chunk_begin, t.chunk_end).length);
+        const alg::ByteRange range =
+            alg::chunk_bytes(total_bytes, chunks, t.chunk_begin, t.chunk_end);
+        const bool unaligned = range.offset % 16 != 0 || range.length % 16 != 0;
+        const double bytes =
+            static_cast<double>(range.length) * (unaligned ? d_.unaligned_factor : 1.0);
         const int sender = phys(t.src);
         Op op{.rank = p,
               .work = d_.copy_factor * bytes,

@@ -115,6 +115,10 @@ Topology make_shared_device(const SharedDeviceParams& p) {
   const std::pair<const char*, double> factors[] = {{"copy_factor", d.copy_factor},
                                                     {"reduce_factor", d.reduce_factor},
                                                     {"apply_copy_factor", d.apply_copy_factor}};
+  if (!std::isfinite(d.unaligned_factor) || d.unaligned_factor < 1 || d.unaligned_factor > 100) {
+    throw InputError(topo + ": unaligned_factor must be in [1, 100], got " +
+                     number(d.unaligned_factor));
+  }
   for (const auto& [param, v] : factors) {
     if (!std::isfinite(v) || v < 0 || v > 1e3) {
       throw InputError(topo + ": " + param + " must be in [0, 1000], got " + number(v));
@@ -125,9 +129,9 @@ Topology make_shared_device(const SharedDeviceParams& p) {
   t.description = "shared_device: " + std::to_string(p.ranks) + " ranks on one device, memory " +
                   format_bandwidth(d.memory_bandwidth) + " (read + write), copy latency " +
                   format_time(d.copy_latency) + ", apply latency " + format_time(d.apply_latency) +
-                  ", shared launch time " + format_time(d.launch_time) +
-                  ", bytes per byte: copy " + number(d.copy_factor) + ", reduce " +
-                  number(d.reduce_factor) + ", apply copy " + number(d.apply_copy_factor) +
+                  ", shared launch time " + format_time(d.launch_time) + ", bytes per byte: copy " +
+                  number(d.copy_factor) + ", reduce " + number(d.reduce_factor) + ", apply copy " +
+                  number(d.apply_copy_factor) + " (x" + number(d.unaligned_factor) + " unaligned)" +
                   (std::isfinite(d.operation_bandwidth.value)
                        ? ", per operation at most " + format_bandwidth(d.operation_bandwidth)
                        : std::string());

@@ -106,6 +106,9 @@ struct SharedDevice {
   double copy_factor = 2;           // memory bytes per byte copied into scratch (read + write)
   double reduce_factor = 3;         // per byte the apply reduces (2 reads + 1 write)
   double apply_copy_factor = 2;     // per byte the apply copies into place (read + write)
+  // Multiplies the memory bytes of an operation's chunks whose offset or length in the buffer is
+  // not a multiple of 16 bytes (kernels fall back from 16-byte vector accesses); 1: no penalty.
+  double unaligned_factor = 1;
   // The most memory bytes per second one operation can move alone (infinity: no cap).
   BytesPerSecond operation_bandwidth{std::numeric_limits<double>::infinity()};
 };

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -21,22 +22,23 @@
 namespace ssim::exp {
 namespace {
 
-// The figures reached (README "Measured on an H200"), rounded up by 0.5 to 1.5 points: issue
+// The figures reached (README "Measured on an H200"), rounded up by 0.5 to 1.5 points. Issue
 // 22 asks for a median <= 5% over all rows and per algorithm, p95 <= 15%, held-out median <= 8%
-// and the crossover within 0.3 ms; what is missed is listed in the README.
-constexpr double kMedianAll = 0.07;       // reached 6.5%
-constexpr double kP95All = 0.24;          // reached 22.8%
-constexpr double kMedianHeldOut = 0.075;  // reached 7.0%
+// and the crossover within 0.3 ms; the p95 and four algorithms' medians are missed (README).
+constexpr double kMedianAll = 0.05;      // reached 4.4%
+constexpr double kP95All = 0.22;         // reached 21.2%
+constexpr double kMedianHeldOut = 0.05;  // reached 4.1%
 const std::map<std::string, double> kMedianPerAlgorithm = {
-    {"ring", 0.04},          {"rhd", 0.035},
-    {"direct", 0.20},        {"tree", 0.08},
-    {"dbtree", 0.08},        {"straggler_tree", 0.09},
-    {"stragglar", 0.185},    {"halving_doubling", 0.065},
-    {"direct_rs_ag", 0.04},  {"hierarchical", 0.04},
+    {"ring", 0.025},         {"rhd", 0.025},
+    {"direct", 0.08},        {"tree", 0.08},
+    {"dbtree", 0.085},       {"straggler_tree", 0.095},
+    {"stragglar", 0.05},     {"halving_doubling", 0.045},
+    {"direct_rs_ag", 0.05},  {"hierarchical", 0.04},
     {"stragglar_hier", 0.04}};
-// Measured 1.27 ms; the model puts it at 0.21 ms (direct and stragglar too fast, see README).
+// Measured 1.27 ms; the model says 1.51 ms (scripts/h200_figures.py interpolates it the same way).
 constexpr double kExpectedMeasuredCrossover = 1.2716e-3;
-constexpr double kCrossoverTolerance = 1.1e-3;
+constexpr double kCrossoverTolerance = 0.3e-3;       // reached 0.24 ms (1.51 ms, interpolated)
+constexpr double kExactCrossoverTolerance = 0.4e-3;  // reached 0.35 ms (1.62 ms, bisection)
 
 const std::string kData = std::string(STRAGGLESIM_SOURCE_DIR) + "/data/measured/h200/2026-11-26";
 
@@ -101,12 +103,24 @@ TEST(H200Calibration, TheShippedTopologyIsThisFit) {
   EXPECT_EQ(d.copy_factor, 2);
   EXPECT_EQ(d.reduce_factor, 3);
   EXPECT_EQ(d.apply_copy_factor, 2);
+  EXPECT_NEAR(d.unaligned_factor, f.values.at("unaligned_factor"), 1e-5);
+  EXPECT_NEAR(d.launch_time.value, f.values.at("launch_time"), 1e-5 * f.values.at("launch_time"));
 }
 
-// The measured crossover: per sweep file (one nominal delay), the median delay_s and the median
-// time after the last arrival (time_s without delay) of Ring and of StragglAR; Ring / StragglAR
-// is interpolated linearly in the delay to where it reaches 1.
-double measured_crossover() {
+// The crossover by linear interpolation of Ring / StragglAR between the sweep's delays:
+// `points` is (delay, ring time, stragglar time), sorted by delay.
+double interpolated_crossover(const std::vector<std::array<double, 3>>& points) {
+  for (std::size_t i = 0; i + 1 < points.size(); ++i) {
+    const double d0 = points[i][0], r0 = points[i][1] / points[i][2];
+    const double d1 = points[i + 1][0], r1 = points[i + 1][1] / points[i + 1][2];
+    if (r0 < 1 && r1 >= 1) return d0 + (1 - r0) * (d1 - d0) / (r1 - r0);
+  }
+  return -1;
+}
+
+// Per sweep file (one nominal delay): the median delay_s and the median time after the last
+// arrival (time_s without delay) of Ring and of StragglAR.
+std::vector<std::array<double, 3>> measured_sweep() {
   std::map<std::string, std::vector<double>> delay, ring, stragglar;
   for (const MeasuredFile& f : read_measured_files(files({"sweep-"}))) {
     const std::string name = std::filesystem::path(f.name).filename().string();
@@ -119,30 +133,34 @@ double measured_crossover() {
       delay[nominal].push_back(r.row.delay.value);
     }
   }
-  std::vector<std::pair<double, double>> points;  // (delay, ring / stragglar)
+  std::vector<std::array<double, 3>> points;
   for (const auto& [nominal, d] : delay) {
-    points.emplace_back(quantile(d, 0.5),
-                        quantile(ring.at(nominal), 0.5) / quantile(stragglar.at(nominal), 0.5));
+    points.push_back(
+        {quantile(d, 0.5), quantile(ring.at(nominal), 0.5), quantile(stragglar.at(nominal), 0.5)});
   }
   std::sort(points.begin(), points.end());
-  for (std::size_t i = 0; i + 1 < points.size(); ++i) {
-    const auto [d0, r0] = points[i];
-    const auto [d1, r1] = points[i + 1];
-    if (r0 < 1 && r1 >= 1) return d0 + (1 - r0) * (d1 - d0) / (r1 - r0);
-  }
-  return -1;
+  return points;
 }
 
 TEST(H200Calibration, StragglarCrossesRingWhereTheSweepDoes) {
-  // Measured (sweep-*.csv, 256 MiB): Ring / StragglAR 0.94x at 1 ms, 1.28x at 2 ms.
-  const double kMeasuredCrossover = measured_crossover();
-  EXPECT_NEAR(kMeasuredCrossover, kExpectedMeasuredCrossover, 1e-6);
+  // Measured (sweep-*.csv, 256 MiB): Ring / StragglAR 0.94x at 1.08 ms, 1.28x at 2.14 ms.
+  const std::vector<std::array<double, 3>> measured = measured_sweep();
+  const double crossover = interpolated_crossover(measured);
+  EXPECT_NEAR(crossover, kExpectedMeasuredCrossover, 1e-6);
   const SimFit& f = h200_fit();
   const topo::Topology t = make_fitted_topology("shared_device", f.values, 8);
+  // The same interpolation over the model's times at the same delays (straggler: rank 7).
+  std::vector<std::array<double, 3>> simulated;
+  for (const auto& p : measured) {
+    simulated.push_back({p[0], simulate_point(t, "ring", {}, 256ull << 20, p[0], 7),
+                         simulate_point(t, "stragglar", {}, 256ull << 20, p[0], 7)});
+  }
+  EXPECT_NEAR(interpolated_crossover(simulated), crossover, kCrossoverTolerance);
+  // The model's own crossover (bisection) lies a little later than its interpolation.
   const std::optional<double> d =
       crossover_delay(t, "ring", "stragglar", 256ull << 20, 7, 0.0, 8e-3, 1e-6);
   ASSERT_TRUE(d.has_value());
-  EXPECT_NEAR(*d, kMeasuredCrossover, kCrossoverTolerance);
+  EXPECT_NEAR(*d, crossover, kExactCrossoverTolerance);
 }
 
 }  // namespace

@@ -125,6 +125,21 @@ TEST(SharedDevice, RingOnFourRanks) {
   expect_finish(run(s, fused, b, {0, 0, 0, 0}), {f, f, f, f});
 }
 
+TEST(SharedDevice, UnalignedChunksCostTheirFactor) {
+  // Ring on 4 ranks as above: 27b/B. With 4 x 1048577 bytes every chunk has an odd length, so
+  // every byte counts unaligned_factor times; 4 x 2^22 bytes are aligned and pay nothing more.
+  const alg::Schedule s = alg::generate("ring", 4, alg::Options{});
+  topo::SharedDevice d = device();
+  d.unaligned_factor = 1.5;
+  const std::uint64_t odd = 4 * 1048577ull, even = 4ull << 22;
+  const double t_odd = 27.0 * 1.5 * static_cast<double>(odd) / kB;
+  const double t_even = 27.0 * static_cast<double>(even) / kB;
+  expect_finish(run(s, d, odd, {0, 0, 0, 0}), {t_odd, t_odd, t_odd, t_odd});
+  expect_finish(run(s, d, even, {0, 0, 0, 0}), {t_even, t_even, t_even, t_even});
+  d.unaligned_factor = 0.5;
+  EXPECT_THROW(topo::make_shared_device({.ranks = 4, .device = d}), InputError);
+}
+
 TEST(SharedDevice, RunSimulationUsesTheModelForEitherNetworkKind) {
   SimulationConfig c;
   c.topology = topo::make_shared_device({.ranks = 4, .device = device()});
