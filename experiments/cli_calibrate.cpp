@@ -212,6 +212,7 @@ struct CalibrateArgs {
   std::string algorithm;
   int log_ranks = 0;
   std::vector<std::string> options;  // -O ALG:KEY=VALUE
+  SimCalibrateArgs sim;
 };
 
 // The fit that -o writes: the only one, or the one --link-class / --piece pick.
@@ -337,6 +338,17 @@ void write_topology(const calib::Calibration& c, const CalibrateArgs& a) {
 }
 
 void run_calibrate(const CalibrateArgs& a) {
+  if (a.kind == "shared_device" || a.sim.by_simulation) {
+    // -O ALG:KEY=VALUE and --algorithm-option ALG:KEY=VALUE say the same thing here.
+    SimCalibrateArgs sim = a.sim;
+    sim.algorithm_options.insert(sim.algorithm_options.end(), a.options.begin(), a.options.end());
+    run_calibrate_by_simulation(a.input, a.kind, a.ranks, a.machine, a.output, sim);
+    return;
+  }
+  if (!a.sim.more_inputs.empty()) {
+    throw InputError("several measurement files: only calibration by simulation (--topology-kind "
+                     "shared_device or --by-simulation) reads more than one");
+  }
   calib::CalibrationOptions o;
   if (!a.piecewise.empty()) {
     try {
@@ -1016,8 +1028,9 @@ void add_calibrate_commands(CLI::App& app) {
   cal->add_option("--piece", c->piece,
                   "With --piecewise and -o: the fit to write (1-based, as printed)")
       ->check(positive_number());
-  cal->add_option("--topology-kind", c->kind, "Topology written by -o (default switch)")
-      ->check(CLI::IsMember({"switch", "fully_connected", "ring"}));
+  cal->add_option("--topology-kind", c->kind,
+                  "Topology written by -o (default switch); shared_device fits by simulation")
+      ->check(CLI::IsMember({"switch", "fully_connected", "ring", "shared_device"}));
   cal->add_option("-r,--ranks", c->ranks,
                   "GPU count of the written topology (default: the runs' rank count)")
       ->check(CLI::Range(2, 65536));
@@ -1031,6 +1044,7 @@ void add_calibrate_commands(CLI::App& app) {
   cal->add_option("-O,--option", c->options,
                   "Result CSVs: ALG:KEY=VALUE, an option of ALG's runs for files without an "
                   "options column (repeatable), e.g. hierarchical:gpus_per_node=4");
+  add_simulation_calibrate_options(*cal, c->sim);
   cal->callback([c] { run_calibrate(*c); });
 
   auto v = std::make_shared<ValidateArgs>();

@@ -25,6 +25,25 @@ void add_simulate_command(CLI::App& app);
 // `calibrate MEASUREMENTS.csv [-o TOPOLOGY.yaml]` and `validate MEASURED.csv --topology FILE`.
 void add_calibrate_commands(CLI::App& app);
 
+// calibrate by simulation (cli_calibrate_sim.cpp, experiments/calibrate_sim.hpp): the options
+// beyond calibrate's own, registered on the calibrate subcommand; used with --topology-kind
+// shared_device or --by-simulation.
+struct SimCalibrateArgs {
+  std::vector<std::string> more_inputs;  // result CSVs after the first
+  bool by_simulation = false;
+  std::vector<std::string> fix, fit, holdout, algorithm_options;
+  std::uint64_t seed = 0;
+  int threads = 1;
+  int max_evaluations = 4000;
+  std::string rows_output;  // every compared row with its simulated time, as CSV
+};
+void add_simulation_calibrate_options(CLI::App& calibrate, SimCalibrateArgs& args);
+// `kind`, `ranks` (0: the rows'), `machine` ("": the rows' device), `output` ("": no file) as
+// calibrate takes them.
+void run_calibrate_by_simulation(const std::string& input, const std::string& kind, int ranks,
+                                 const std::string& machine, const std::string& output,
+                                 const SimCalibrateArgs& args);
+
 // `run [EXPERIMENT.yaml] [-o DIR] [--jobs N] [--dry-run] [--no-plots] [--shard I/N] [--resume]`.
 void add_run_command(CLI::App& app);
 

@@ -22,6 +22,8 @@
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "experiments/config_reader.hpp"
 #include "experiments/experiment.hpp"
@@ -130,6 +132,19 @@ struct CalibratedTopology {
 // The YAML text of a calibrated topology file (numbers with 6 significant digits and a unit).
 // InputError for an unknown kind, ranks < 2, a bandwidth <= 0 or a negative latency.
 std::string calibrated_topology_yaml(const CalibratedTopology& topology);
+
+// A topology fitted by simulation (calibrate --topology-kind shared_device or --by-simulation):
+// its keys in order with their values as text (units included), then description and
+// provenance entries (text; written double-quoted).
+struct FittedTopologyFile {
+  std::string kind;
+  int ranks = 0;
+  std::vector<std::pair<std::string, std::string>> keys;
+  std::string name;
+  std::string description;
+  std::vector<std::pair<std::string, std::string>> provenance;
+};
+std::string fitted_topology_yaml(const FittedTopologyFile& file);
 
 // The reduce cost a calibrated topology file records under provenance.gamma, if any.
 std::optional<SecondsPerByte> load_calibrated_gamma(const ConfigNode& topology);

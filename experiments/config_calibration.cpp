@@ -75,6 +75,26 @@ std::string calibrated_topology_yaml(const CalibratedTopology& t) {
          std::string(e.c_str()) + "\n";
 }
 
+std::string fitted_topology_yaml(const FittedTopologyFile& f) {
+  YAML::Emitter e;
+  e << YAML::BeginMap;
+  e << YAML::Key << "kind" << YAML::Value << f.kind;
+  e << YAML::Key << "ranks" << YAML::Value << f.ranks;
+  for (const auto& [key, value] : f.keys) e << YAML::Key << key << YAML::Value << value;
+  if (!f.name.empty()) e << YAML::Key << "name" << YAML::Value << f.name;
+  if (!f.description.empty())
+    e << YAML::Key << "description" << YAML::Value << YAML::DoubleQuoted << f.description;
+  e << YAML::Key << "provenance" << YAML::Value << YAML::BeginMap;
+  for (const auto& [key, value] : f.provenance)
+    e << YAML::Key << key << YAML::Value << YAML::DoubleQuoted << value;
+  e << YAML::EndMap;
+  e << YAML::EndMap;
+  SSIM_CHECK(e.good(), "YAML emitter: " + e.GetLastError());
+  return "# Written by `stragglesim calibrate` (fit by simulation): the parameters are fitted or\n"
+         "# fixed as provenance says.\n" +
+         std::string(e.c_str()) + "\n";
+}
+
 std::optional<SecondsPerByte> load_calibrated_gamma(const ConfigNode& topology) {
   const std::optional<ConfigNode> provenance = topology.maybe("provenance");
   if (!provenance || !provenance->is_map() || !provenance->has("gamma")) return std::nullopt;

@@ -466,7 +466,8 @@ Experiment load_experiment(const ConfigReader& reader) {
         if (!value.is_map() || ec != std::errc() || end != label.data() + label.size())
           ranks = value.as_int(2, 65536);
         const std::string kind = tnode.get_string("kind");
-        if (kind == "switch" || kind == "fully_connected" || kind == "ring" || kind == "fat_tree") {
+        if (kind == "switch" || kind == "fully_connected" || kind == "ring" || kind == "fat_tree" ||
+            kind == "shared_device") {
           patch.set(topo_doc, {"ranks"}, a.values[idx[k]], value);
         } else if (kind == "hierarchical") {
           const std::int64_t gpn = tnode.get_int("gpus_per_node", std::nullopt, 1, 1024);

@@ -58,7 +58,8 @@ topo::Topology load_custom(const ConfigNode& node) {
 
 topo::Topology load_inline(const ConfigNode& node) {
   const std::string kind = node.get_choice(
-      "kind", {"switch", "fully_connected", "ring", "torus2d", "torus3d", "fat_tree", "hierarchical", "custom"});
+      "kind", {"switch", "fully_connected", "ring", "torus2d", "torus3d", "fat_tree", "hierarchical", "custom",
+                 "shared_device"});
   static constexpr const char* kCommon[] = {"kind", "ecmp", "name", "description", "provenance"};
   auto allow = [&](std::initializer_list<const char*> extra) {
     std::vector<std::string> keys(std::begin(kCommon), std::end(kCommon));
@@ -131,6 +132,23 @@ topo::Topology load_inline(const ConfigNode& node) {
     p.spine_latency = fab.get_time("latency", p.nic_latency);
     p.nodes_per_leaf = static_cast<int>(fab.get_int("nodes_per_leaf", 1, 1, kMaxRanks));
     t = generate_at(node, [&] { return topo::make_hierarchical(p); });
+  } else if (kind == "shared_device") {
+    allow({"ranks", "memory_bandwidth", "copy_latency", "apply_latency", "launch_time",
+           "copy_factor", "reduce_factor", "apply_copy_factor", "unaligned_factor",
+           "operation_bandwidth"});
+    topo::SharedDeviceParams p;
+    p.ranks = static_cast<int>(node.get_int("ranks", std::nullopt, 2, kMaxRanks));
+    p.device.memory_bandwidth = node.get_bandwidth("memory_bandwidth");
+    p.device.copy_latency = node.get_time("copy_latency");
+    p.device.apply_latency = node.get_time("apply_latency");
+    p.device.launch_time = node.get_time("launch_time", Seconds{0.0});
+    p.device.copy_factor = node.get_double("copy_factor", 2.0, 0.0, 1000.0);
+    p.device.reduce_factor = node.get_double("reduce_factor", 3.0, 0.0, 1000.0);
+    p.device.apply_copy_factor = node.get_double("apply_copy_factor", 2.0, 0.0, 1000.0);
+    p.device.unaligned_factor = node.get_double("unaligned_factor", 1.0, 1.0, 100.0);
+    if (node.has("operation_bandwidth"))
+      p.device.operation_bandwidth = node.get_bandwidth("operation_bandwidth");
+    t = generate_at(node, [&] { return topo::make_shared_device(p); });
   } else {
     allow({"nodes", "links"});
     t = load_custom(node);

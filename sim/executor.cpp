@@ -10,6 +10,7 @@
 
 #include "common/error.hpp"
 #include "sim/fork_join.hpp"
+#include "sim/shared_device.hpp"
 
 namespace ssim::sim {
 
@@ -808,6 +809,10 @@ Executor::Executor(const alg::Schedule& schedule, const topo::Topology& topology
 Executor::~Executor() = default;
 
 IterationResult Executor::run(std::span<const Seconds> arrival, const RunOptions& options) {
+  if (routes_.topology().shared_device) {
+    ScheduleRounds rounds(schedule_);
+    return run_shared_device(rounds, routes_.topology(), bytes_, arrival, options);
+  }
   if (network_.kind == NetworkKind::alphabeta && !options.use_event_engine) {
     ScheduleRounds rounds(schedule_);
     return run_alphabeta(rounds, routes_, network_.gamma, bytes_, arrival, options);
@@ -820,6 +825,8 @@ IterationResult Executor::run(RoundSource& rounds, std::span<const Seconds> arri
                               const RunOptions& options) {
   SSIM_CHECK(rounds.ranks() == schedule_.ranks && rounds.chunks() == schedule_.chunks,
              "streamed rounds of another schedule");
+  if (routes_.topology().shared_device)
+    return run_shared_device(rounds, routes_.topology(), bytes_, arrival, options);
   if (network_.kind == NetworkKind::alphabeta && !options.use_event_engine)
     return run_alphabeta(rounds, routes_, network_.gamma, bytes_, arrival, options);
   if (!events_)

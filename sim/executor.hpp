@@ -16,6 +16,10 @@
 // are free: within a round each port serves its transfers in the order they appear in the
 // round. A receive port is free again when the data has arrived (the reduction runs beside it).
 //
+// A shared_device topology (topo::SharedDevice) is not a network: whatever the network kind,
+// its runs go to the shared-device machine model (shared_device.hpp), which has its own
+// per-stream semantics.
+//
 // Two evaluations of these semantics:
 //  - alphabeta: a single pass over the rounds (the dataflow pass), O(1) per transfer. It is an
 //    exact event simulation for this model, whose only shared resources are the FIFO ports:

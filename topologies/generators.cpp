@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <utility>
 #include <vector>
 
 #include "common/error.hpp"
@@ -96,6 +97,50 @@ Topology make_switch(const SwitchParams& p) {
   for (int r = 0; r < p.ranks; ++r) t.add_gpu("gpu" + std::to_string(r));
   const int sw = t.add_switch("switch");
   for (int r = 0; r < p.ranks; ++r) t.add_duplex_link(r, sw, p.bandwidth, half, "nvlink");
+  return t;
+}
+
+Topology make_shared_device(const SharedDeviceParams& p) {
+  const std::string topo = "shared_device";
+  const SharedDevice& d = p.device;
+  check_range(topo, "ranks", p.ranks, 2, kMaxGeneratedRanks);
+  check_bandwidth(topo, "memory_bandwidth", d.memory_bandwidth);
+  if (!(d.operation_bandwidth.value > 0)) {
+    throw InputError(topo + ": operation_bandwidth must be > 0, got " +
+                     format_bandwidth(d.operation_bandwidth));
+  }
+  check_latency(topo, "copy_latency", d.copy_latency);
+  check_latency(topo, "apply_latency", d.apply_latency);
+  check_latency(topo, "launch_time", d.launch_time);
+  const std::pair<const char*, double> factors[] = {{"copy_factor", d.copy_factor},
+                                                    {"reduce_factor", d.reduce_factor},
+                                                    {"apply_copy_factor", d.apply_copy_factor}};
+  if (!std::isfinite(d.unaligned_factor) || d.unaligned_factor < 1 || d.unaligned_factor > 100) {
+    throw InputError(topo + ": unaligned_factor must be in [1, 100], got " +
+                     number(d.unaligned_factor));
+  }
+  for (const auto& [param, v] : factors) {
+    if (!std::isfinite(v) || v < 0 || v > 1e3) {
+      throw InputError(topo + ": " + param + " must be in [0, 1000], got " + number(v));
+    }
+  }
+  Topology t;
+  t.name = "shared_device(" + std::to_string(p.ranks) + ")";
+  t.description = "shared_device: " + std::to_string(p.ranks) + " ranks on one device, memory " +
+                  format_bandwidth(d.memory_bandwidth) + " (read + write), copy latency " +
+                  format_time(d.copy_latency) + ", apply latency " + format_time(d.apply_latency) +
+                  ", shared launch time " + format_time(d.launch_time) + ", bytes per byte: copy " +
+                  number(d.copy_factor) + ", reduce " + number(d.reduce_factor) + ", apply copy " +
+                  number(d.apply_copy_factor) + " (x" + number(d.unaligned_factor) + " unaligned)" +
+                  (std::isfinite(d.operation_bandwidth.value)
+                       ? ", per operation at most " + format_bandwidth(d.operation_bandwidth)
+                       : std::string());
+  for (int r = 0; r < p.ranks; ++r) t.add_gpu("rank" + std::to_string(r));
+  const int mem = t.add_switch("memory");
+  const BytesPerSecond link{d.memory_bandwidth.value / (d.copy_factor > 0 ? d.copy_factor : 1)};
+  const Seconds half{d.copy_latency.value / 2};
+  for (int r = 0; r < p.ranks; ++r) t.add_duplex_link(r, mem, link, half, "memory");
+  t.shared_device = d;
   return t;
 }
 

@@ -132,6 +132,19 @@ struct HierarchicalParams {
 };
 Topology make_hierarchical(const HierarchicalParams& p);
 
+// `ranks` ranks that share one device (topology.hpp SharedDevice): the simulator runs them on
+// the device model, not on links. The graph is a star of the ranks around one vertex "memory"
+// (links class "memory", bandwidth memory_bandwidth / copy_factor (memory_bandwidth when the
+// factor is 0: a transport without scratch copies), latency copy_latency / 2),
+// so that what reads a graph (routes, link counters) sees one copy's uncontended cost.
+// ranks in [2, 65536]; memory_bandwidth finite and > 0; operation_bandwidth > 0 (infinity: no
+// cap); latencies in [0, 1 s]; factors in [0, 1000].
+struct SharedDeviceParams {
+  int ranks = 0;
+  SharedDevice device;
+};
+Topology make_shared_device(const SharedDeviceParams& p);
+
 // "leaf_spine" / "rail_optimized" and back (InputError listing both for anything else).
 std::string to_string(FabricKind kind);
 FabricKind parse_fabric_kind(const std::string& text);

@@ -377,6 +377,7 @@ Topology::Topology(const Topology& o)
     : name(o.name),
       description(o.description),
       gpus_per_node(o.gpus_per_node),
+      shared_device(o.shared_device),
       impl_(std::make_unique<Impl>(*o.impl_)) {}
 Topology& Topology::operator=(const Topology& o) {
   if (this != &o) {

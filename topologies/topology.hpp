@@ -41,7 +41,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -86,6 +88,29 @@ struct RouteLoad {
   int dst_rank = 0;
   std::uint64_t flow_hash = 0;  // as for route()
   std::uint64_t bytes = 0;
+};
+
+// The machine model of ranks that share one device (topology kind shared_device; the simulator
+// runs it in sim/shared_device.hpp): every operation a rank's stream issues (a copy into the
+// receiver's scratch, an apply kernel per round) moves its bytes through the one device memory,
+// counted as bytes read plus written, shared max-min fairly by the operations running at once,
+// and each stream runs its operations one after another, each paying a launch latency.
+struct SharedDevice {
+  BytesPerSecond memory_bandwidth;  // bytes read + written per second, all operations together
+  Seconds copy_latency;             // per copy operation, before its bytes move
+  Seconds apply_latency;            // per rank and round it takes part in (apply kernel, stamp)
+  // Per operation, after its latency: time of the device's launch capacity (the front end that
+  // schedules kernels and copies onto the SMs), shared by the operations launching at once, so
+  // k launches at once take k x launch_time each. 0: launches never contend.
+  Seconds launch_time{0.0};
+  double copy_factor = 2;           // memory bytes per byte copied into scratch (read + write)
+  double reduce_factor = 3;         // per byte the apply reduces (2 reads + 1 write)
+  double apply_copy_factor = 2;     // per byte the apply copies into place (read + write)
+  // Multiplies the memory bytes of an operation's chunks whose offset or length in the buffer is
+  // not a multiple of 16 bytes (kernels fall back from 16-byte vector accesses); 1: no penalty.
+  double unaligned_factor = 1;
+  // The most memory bytes per second one operation can move alone (infinity: no cap).
+  BytesPerSecond operation_bandwidth{std::numeric_limits<double>::infinity()};
 };
 
 // A moved-from Topology may only be destroyed or assigned to.
@@ -154,6 +179,9 @@ class Topology {
   // rank = node * gpus_per_node + local index. 0: none known. Experiments pass it to the
   // topology-aware algorithms as their gpus_per_node option.
   int gpus_per_node = 0;
+  // Set for a shared_device topology (topologies/generators.hpp make_shared_device): the
+  // simulator then runs the ranks on this machine model instead of routing over the links.
+  std::optional<SharedDevice> shared_device;
 
  private:
   struct Impl;

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "common/error.hpp"
 #include "experiments/config.hpp"
 
@@ -29,12 +31,32 @@ TEST(ConfigTopology, InlineSwitch) {
 }
 
 TEST(ConfigTopology, EveryShippedTopologyFileLoads) {
-  for (const char* f : {"dgx_h100.yaml", "dgx_a100.yaml", "h100_4x8_rail.yaml"}) {
+  for (const char* f : {"dgx_h100.yaml", "dgx_a100.yaml", "h100_4x8_rail.yaml", "h200_single_gpu.yaml"}) {
     const topo::Topology t = load(std::string("file: topologies/") + f);
     EXPECT_GE(t.gpu_count(), 8) << f;
     EXPECT_FALSE(t.description.empty()) << f;
   }
   EXPECT_EQ(load("topologies/h100_4x8_rail.yaml").gpu_count(), 32);
+}
+
+TEST(ConfigTopology, SharedDevice) {
+  const topo::Topology t = load(
+      "kind: shared_device\nranks: 4\nmemory_bandwidth: 4TB/s\ncopy_latency: 3us\n"
+      "apply_latency: 1us\nlaunch_time: 0.2us\ncopy_factor: 0\n");
+  ASSERT_TRUE(t.shared_device.has_value());
+  EXPECT_EQ(t.gpu_count(), 4);
+  EXPECT_DOUBLE_EQ(t.shared_device->memory_bandwidth.value, 4e12);
+  EXPECT_DOUBLE_EQ(t.shared_device->launch_time.value, 0.2e-6);
+  EXPECT_EQ(t.shared_device->copy_factor, 0);
+  EXPECT_EQ(t.shared_device->reduce_factor, 3);
+  EXPECT_FALSE(std::isfinite(t.shared_device->operation_bandwidth.value));
+  const std::string head = "kind: shared_device\nranks: 4\nmemory_bandwidth: 4TB/s\ncopy_latency: 3us\n"
+                           "apply_latency: 1us\n";
+  EXPECT_EQ(error_of(head + "bandwidth: 1GB/s\n").rfind("t.yaml:6:12: bandwidth: unknown key 'bandwidth' for a "
+                                                      "shared_device topology", 0),
+            0u);
+  EXPECT_EQ(error_of(head + "reduce_factor: -1\n").rfind("t.yaml:6:", 0), 0u);
+  EXPECT_EQ(error_of(head + "launch_time: -1us\n").rfind("t.yaml:6:", 0), 0u);
 }
 
 TEST(ConfigTopology, CustomGraph) {
@@ -72,7 +94,7 @@ TEST(ConfigTopology, ErrorsNameLineKeyAndValue) {
             "400Gbit/s, 100Mibit/s)");
   EXPECT_EQ(error_of("kind: swtich\nranks: 8\n"),
             "t.yaml:1:7: kind: unknown value 'swtich' (expected one of: switch, fully_connected, ring, torus2d, "
-            "torus3d, fat_tree, hierarchical, custom)");
+            "torus3d, fat_tree, hierarchical, custom, shared_device)");
   EXPECT_EQ(error_of("kind: switch\nranks: 1\nbandwidth: 1GB/s\nlatency: 3us\n"),
             "t.yaml:2:8: ranks: must be in [2, 65536] (value: 1)");
   EXPECT_EQ(error_of("kind: switch\nranks: 8\nbandwidth: 1GB/s\nlatency: 3us\nx: 4\n"),

@@ -1,0 +1,51 @@
+// The shared-device machine model: ranks that share one device (topology kind shared_device,
+// topo::SharedDevice), as the GPU backend's single-GPU transport runs them. The executor
+// (executor.hpp) hands a shared_device topology's runs here, whatever the network kind.
+//
+//   IterationResult r = run_shared_device(rounds, device, Bytes{1 << 28}, arrival);
+//
+// What each rank's stream does, per round k it takes part in (sends or receives):
+//  - one copy per receive, in the round's order: it waits until the sender has reached round
+//    k (finished all its operations of earlier rounds), then pays copy_latency, then moves
+//    copy_factor x its bytes through the device memory;
+//  - one apply: it waits until the rank's copies of round k are done and, for every rank this
+//    rank sends to in round k, until that receiver's copies of round k are done (the sender
+//    changes its data only once it has been copied); then pays apply_latency and moves
+//    reduce_factor x the bytes it reduces plus apply_copy_factor x the bytes it copies. A rank
+//    that only sends still has this step (its latency: the round's kernel launch and stamp).
+// Each operation, once it may start, pays its latency (copy_latency or apply_latency, not
+// shared), then launch_time of the device's launch capacity, which the operations launching at
+// the same time share equally (k at once: k x launch_time each), then moves its bytes.
+// The bytes of a chunk range whose offset or length in the buffer is not a multiple of 16 bytes
+// count unaligned_factor times (the kernels lose their 16-byte vector accesses).
+// A stream runs its operations strictly one after another, starting at the rank's arrival.
+// The device memory is one resource of memory_bandwidth bytes per second: the operations
+// moving bytes at a time share it max-min fairly, each capped at operation_bandwidth. All
+// operations have the same cap, so the fair share is min(cap, memory_bandwidth / active).
+// (How many operations launch or move bytes at once grows with the rank count: that is how the
+// model follows more ranks on one device with the same parameters.)
+// Every operation's bytes move as a fluid, so a run is an exact event simulation of this
+// model: O(log ops) per operation, memory O(operations of the materialized schedule).
+//
+// Results as the executor's (executor.hpp): finish[r] is the end of rank r's last operation
+// (its arrival if it has none); link_bytes[l] counts, on rank r's link to the memory vertex
+// (make_shared_device's star), the memory bytes of rank r's operations, and link_utilization
+// divides by that link's bandwidth x completion. `transfers` counts the schedule's transfers,
+// `events` the operations run.
+#pragma once
+
+#include <span>
+
+#include "common/units.hpp"
+#include "sim/executor.hpp"
+#include "topologies/topology.hpp"
+
+namespace ssim::sim {
+
+// `topology` must be a shared_device topology (topology.shared_device set) with as many GPUs
+// as the rounds' ranks. RunOptions: rank_map is honoured; record_timeline and trace are not
+// supported (InputError); threads and use_event_engine change nothing.
+IterationResult run_shared_device(RoundSource& rounds, const topo::Topology& topology, Bytes bytes,
+                                  std::span<const Seconds> arrival, const RunOptions& options = {});
+
+}  // namespace ssim::sim
