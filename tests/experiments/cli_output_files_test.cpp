@@ -27,6 +27,8 @@ namespace {
 
 using ssim::testing::CommandResult;
 using ssim::testing::data_path;
+using ssim::testing::expect_char_device;
+using ssim::testing::make_char_device;
 using ssim::testing::run_cli;
 using ssim::testing::slurp;
 
@@ -77,21 +79,11 @@ class CliOutputFiles : public ::testing::Test {
   // A character device with the given numbers in the test's folder; false when this process
   // may not make one (not root) or may not write to it (a nodev mount).
   bool make_device(const std::string& name, unsigned major_number, unsigned minor_number) const {
-    if (geteuid() != 0) return false;
-    if (mknod(path(name).c_str(), S_IFCHR | 0666, makedev(major_number, minor_number)) != 0)
-      return false;
-    const int fd = open(path(name).c_str(), O_WRONLY);
-    if (fd < 0) return false;
-    close(fd);
-    return true;
+    return make_char_device(path(name), major_number, minor_number);
   }
   void expect_device(const std::string& name, unsigned major_number, unsigned minor_number,
                      const std::string& after) const {
-    struct stat st {};
-    ASSERT_EQ(lstat(path(name).c_str(), &st), 0) << name << " is gone after " << after;
-    EXPECT_TRUE(S_ISCHR(st.st_mode)) << name << " is no longer a device after " << after;
-    EXPECT_EQ(major(st.st_rdev), major_number) << after;
-    EXPECT_EQ(minor(st.st_rdev), minor_number) << after;
+    expect_char_device(path(name), major_number, minor_number, after);
   }
   // No temporary left beside the outputs.
   void expect_no_temporaries(const std::string& folder) const {

@@ -19,6 +19,8 @@ namespace ssim::gpu {
 namespace {
 
 using ssim::testing::CommandResult;
+using ssim::testing::expect_char_device;
+using ssim::testing::make_char_device;
 using ssim::testing::run_cli;
 using ssim::testing::slurp;
 
@@ -36,21 +38,11 @@ class EmulatedOutputFiles : public ::testing::Test {
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
 
   bool make_device(const std::string& name, unsigned major_number, unsigned minor_number) const {
-    if (geteuid() != 0) return false;
-    if (mknod(path(name).c_str(), S_IFCHR | 0666, makedev(major_number, minor_number)) != 0)
-      return false;
-    const int fd = open(path(name).c_str(), O_WRONLY);
-    if (fd < 0) return false;
-    close(fd);
-    return true;
+    return make_char_device(path(name), major_number, minor_number);
   }
   void expect_device(const std::string& name, unsigned major_number, unsigned minor_number,
                      const std::string& after) const {
-    struct stat st {};
-    ASSERT_EQ(lstat(path(name).c_str(), &st), 0) << name << " is gone after " << after;
-    EXPECT_TRUE(S_ISCHR(st.st_mode)) << name << " is no longer a device after " << after;
-    EXPECT_EQ(major(st.st_rdev), major_number) << after;
-    EXPECT_EQ(minor(st.st_rdev), minor_number) << after;
+    expect_char_device(path(name), major_number, minor_number, after);
   }
 
   std::string dir_;
