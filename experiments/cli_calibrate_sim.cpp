@@ -158,8 +158,9 @@ void run_calibrate_by_simulation(const std::string& input, const std::string& ki
     const auto [alg_name, kv] = split_at(item, ':', "--algorithm-option", "ALGO:KEY=VALUE");
     const auto [key, value] = split_at(kv, '=', "--algorithm-option", "ALGO:KEY=VALUE");
     const alg::AlgorithmInfo& info = alg::find_algorithm(alg_name);
+    const std::string& name = key;  // a lambda may not capture a structured binding (clang 14)
     if (std::none_of(info.options.begin(), info.options.end(),
-                     [&](const alg::OptionSpec& s) { return s.name == key; })) {
+                     [&](const alg::OptionSpec& s) { return s.name == name; })) {
       throw InputError("--algorithm-option " + item + ": " + alg_name + " has no option '" + key +
                        "'");
     }
