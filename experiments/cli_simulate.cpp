@@ -134,6 +134,12 @@ std::string summary_table(const sim::SimulationConfig& c, const sim::SimulationR
   if (r.iterations.size() > shown) os << "... " << r.iterations.size() - shown << " more iterations\n";
   row("mean", r.mean_completion.value, r.mean_after_last_arrival.value, r.algbw.value, r.busbw.value,
       r.straggler_aware ? "prediction accuracy " + fixed(100 * r.prediction_accuracy, 1) + "%" : "");
+  if (r.straggler_aware && r.no_late_iterations > 0) {
+    os << "no rank late in " << r.no_late_iterations << " of " << r.iterations.size()
+       << " iterations (every arrival within 1 ns): the schedule ran for its default straggler, "
+          "rank "
+       << r.default_straggler << "\n";
+  }
   if (!c.adaptive_fallbacks.empty() && r.straggler_aware) {
     os << "adaptive: " << r.algorithm << " in " << fixed(100 * (1 - r.fallback_fraction), 1)
        << "% of the iterations, a fallback in " << fixed(100 * r.fallback_fraction, 1) << "%\n";

@@ -356,9 +356,8 @@ std::string_view to_string(StragglerPolicy policy) {
 }
 
 StragglerPolicy parse_straggler_policy(std::string_view text) {
-  for (StragglerPolicy p :
-       {StragglerPolicy::oracle, StragglerPolicy::fixed, StragglerPolicy::previous,
-        StragglerPolicy::eager}) {
+  for (StragglerPolicy p : {StragglerPolicy::oracle, StragglerPolicy::fixed,
+                            StragglerPolicy::previous, StragglerPolicy::eager}) {
     if (text == to_string(p)) return p;
   }
   throw InputError("unknown straggler policy '" + std::string(text) +
@@ -457,11 +456,24 @@ IterationArrivals DelayGenerator::draw(int i) const {
     out.straggler_ranks.push_back(rank);
   }
 
+  int first_rank = 0;
   for (int r = 1; r < ranks_; ++r) {
     if (out.arrival[static_cast<std::size_t>(r)] >
         out.arrival[static_cast<std::size_t>(out.last_rank)]) {
       out.last_rank = r;
     }
+    if (out.arrival[static_cast<std::size_t>(r)] <
+        out.arrival[static_cast<std::size_t>(first_rank)]) {
+      first_rank = r;
+    }
+  }
+  // Nobody late: naming the lowest rank of a tie would renumber the schedule for a straggler
+  // that does not exist; the schedule runs for its default straggler instead.
+  if (out.arrival[static_cast<std::size_t>(out.last_rank)].value -
+          out.arrival[static_cast<std::size_t>(first_rank)].value <=
+      kNoLateRank.value) {
+    out.late = false;
+    out.last_rank = first_prediction();
   }
   return out;
 }

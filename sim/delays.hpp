@@ -175,7 +175,9 @@ struct DelayModel {
 };
 
 // Which rank a straggler-aware schedule is built for, per iteration:
-//   oracle    the rank that actually arrives last (ties: the lowest rank)
+//   oracle    the rank that actually arrives last (ties: the lowest rank). When no rank is late
+//             (every arrival within kNoLateRank of the first) the schedule runs for its default
+//             straggler: the given rank, else rank n-1 (the schedule's own numbering)
 //   fixed     the given rank, every iteration
 //   previous  the rank that arrived last in the previous iteration; in iteration 0 the given
 //             rank if any, else rank n-1
@@ -188,10 +190,16 @@ std::string_view to_string(StragglerPolicy policy);
 // "oracle", "fixed", "previous", "eager"; InputError listing them otherwise.
 StragglerPolicy parse_straggler_policy(std::string_view text);
 
+// Arrivals all within this of the first one: no rank is late (a tie, or no delays at all), so no
+// straggler-aware policy names one; last_rank is then the default straggler (see oracle above).
+inline constexpr Seconds kNoLateRank{1e-9};
+
 struct IterationArrivals {
   int iteration = 0;
   std::vector<Seconds> arrival;      // per rank, >= 0
-  int last_rank = 0;                 // argmax of arrival, lowest rank on ties
+  int last_rank = 0;                 // argmax of arrival, lowest rank on ties; the default
+                                     // straggler when no rank is late
+  bool late = true;                  // false: every arrival within kNoLateRank of the first
   int predicted_straggler = 0;       // under the generator's policy
   std::vector<int> straggler_ranks;  // where each PersistentStraggler entry sat, in model order
 };

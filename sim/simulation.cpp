@@ -236,8 +236,8 @@ SimulationResult run_simulation(const SimulationConfig& config) {
   }
   Executor executor(schedule, config.topology, NetworkConfig{config.network, config.gamma},
                     config.size);
-  const DelayGenerator delays(config.delays, n, config.seed, config.policy,
-                              config.straggler.value_or(schedule.straggler.value_or(n - 1)));
+  const int default_straggler = config.straggler.value_or(schedule.straggler.value_or(n - 1));
+  const DelayGenerator delays(config.delays, n, config.seed, config.policy, default_straggler);
 
   // Adaptive: the candidates besides the configured algorithm, each with its executor.
   struct Candidate {
@@ -258,6 +258,7 @@ SimulationResult run_simulation(const SimulationConfig& config) {
   }
   std::vector<Seconds>
       previous_arrival;  // adaptive / several late ranks: the last iteration's arrivals
+  bool previous_late = false;  // whether a rank was late in the last iteration
   int fallback_runs = 0;
   // A schedule built for k >= 2 late ranks: the policy predicts the k latest ranks (oracle:
   // this iteration's, previous: the previous iteration's; fixed and iteration 0 of previous:
@@ -276,6 +277,7 @@ SimulationResult run_simulation(const SimulationConfig& config) {
   out.rounds = schedule.rounds.size();
   out.transfers = schedule.transfer_count();
   out.straggler_aware = schedule.straggler.has_value();
+  out.default_straggler = default_straggler;
   RouteCache scan_routes(config.topology);
   SharedLinkFinder shared(stream ? executor.routes() : scan_routes);
   const bool scan = config.network == NetworkKind::alphabeta && !links_are_ports(config.topology);
@@ -295,9 +297,12 @@ SimulationResult run_simulation(const SimulationConfig& config) {
       int predicted_straggler = a.predicted_straggler;
       std::vector<int> predicted_late;
       if (late_k > 1) {
-        if (config.policy == StragglerPolicy::oracle || config.policy == StragglerPolicy::eager) {
+        // Nobody late: the ranks the schedule was built for (no renumbering for a tie).
+        if ((config.policy == StragglerPolicy::oracle || config.policy == StragglerPolicy::eager) &&
+            a.late) {
           predicted_late = latest_ranks(a.arrival, late_k);
-        } else if (config.policy == StragglerPolicy::previous && !previous_arrival.empty()) {
+        } else if (config.policy == StragglerPolicy::previous && !previous_arrival.empty() &&
+                   previous_late) {
           predicted_late = latest_ranks(previous_arrival, late_k);
         } else {
           predicted_late = schedule.late;
@@ -351,7 +356,10 @@ SimulationResult run_simulation(const SimulationConfig& config) {
           ++fallback_runs;
         }
       }
-      if (!fallbacks.empty() || late_k > 1) previous_arrival = a.arrival;
+      if (!fallbacks.empty() || late_k > 1) {
+        previous_arrival = a.arrival;
+        previous_late = a.late;
+      }
       // The traced iteration streams into a writer (to config.trace_out, or kept as text).
       std::ostringstream trace_text;
       std::unique_ptr<ChromeTraceWriter> writer;
@@ -420,6 +428,7 @@ SimulationResult run_simulation(const SimulationConfig& config) {
       sum_completion += r.completion.value;
       sum_after += r.after_last_arrival.value;
       correct += predicted_straggler == a.last_rank ? 1 : 0;
+      out.no_late_iterations += a.late ? 0 : 1;
       for (std::size_t l = 0; l < out.link_bytes.size(); ++l) {
         out.link_bytes[l] += static_cast<double>(r.link_bytes[l]);
         out.link_utilization[l] += r.link_utilization[l];

@@ -166,6 +166,10 @@ struct SimulationResult {
   double prediction_accuracy = 0.0;
   // Adaptive runs: the fraction of iterations that ran a fallback instead of the algorithm.
   double fallback_fraction = 0.0;
+  // Iterations in which no rank was late (IterationArrivals::late false): a straggler-aware
+  // schedule ran for its default straggler, not for the lowest rank of a tie.
+  int no_late_iterations = 0;
+  int default_straggler = 0;  // the rank it then ran for
   // Per topology link id, averaged over iterations.
   std::vector<double> link_bytes;
   std::vector<double> link_utilization;

@@ -456,9 +456,31 @@ TEST(DelayGenerator, MovedStragglersNeverShareARank) {
 // Generator: straggler policies
 
 TEST(StragglerPolicy, OracleIsTheLastArrivalLowestOnTies) {
+  // Nobody late (all arrive at 0): no rank is named; the default straggler (n-1, or the given
+  // rank) keeps the schedule's own numbering.
   const DelayGenerator ties(DelayModel{}, 5, 1, StragglerPolicy::oracle);
-  EXPECT_EQ(ties.iteration(0).last_rank, 0);  // all arrive at 0
-  EXPECT_EQ(ties.iteration(0).predicted_straggler, 0);
+  EXPECT_FALSE(ties.iteration(0).late);
+  EXPECT_EQ(ties.iteration(0).last_rank, 4);
+  EXPECT_EQ(ties.iteration(0).predicted_straggler, 4);
+  const DelayGenerator given(DelayModel{}, 5, 1, StragglerPolicy::oracle, 2);
+  EXPECT_EQ(given.iteration(0).last_rank, 2);
+  // Within 1 ns is no one late; a 2 ns lead is a straggler, and a tie for last among late ranks
+  // goes to the lowest of them.
+  DelayModel m;
+  std::vector<std::vector<Seconds>> rows;
+  for (const std::vector<double>& row : std::vector<std::vector<double>>{
+           {0, 0.5e-9, 0, 0, 0}, {0, 2e-9, 0, 0, 0}, {0, 1e-3, 1e-3, 0, 0}}) {
+    std::vector<Seconds>& out = rows.emplace_back();
+    for (double v : row) out.push_back(Seconds{v});
+  }
+  m.trace = Trace(std::move(rows), "t");
+  const DelayGenerator near(m, 5, 1, StragglerPolicy::oracle);
+  EXPECT_FALSE(near.iteration(0).late);
+  EXPECT_EQ(near.iteration(0).last_rank, 4);
+  EXPECT_TRUE(near.iteration(1).late);
+  EXPECT_EQ(near.iteration(1).last_rank, 1);
+  EXPECT_TRUE(near.iteration(2).late);
+  EXPECT_EQ(near.iteration(2).last_rank, 1);
   const DelayGenerator gen(lognormal_with_straggler(), 8, 4, StragglerPolicy::oracle);
   for (const IterationArrivals& a : gen.iterations(0, 100)) {
     EXPECT_EQ(a.predicted_straggler, a.last_rank);
