@@ -139,8 +139,8 @@ TEST(CliCalibrateSim, RowsRunWithTheirOwnOptionsColumn) {
     std::ofstream out(csv);
     out << header << ",options\n" << lines.front() << ",gpus_per_node=3\n";
   }
-  const CommandResult bad = run_cli("calibrate " + kData + "graph-d0-ring.csv " + csv +
-                                    " --topology-kind shared_device");
+  const CommandResult bad =
+      run_cli("calibrate " + kData + "graph-d0-ring.csv " + csv + " --topology-kind shared_device");
   EXPECT_EQ(bad.rc, 1);
   EXPECT_TRUE(contains(bad.err, csv + ":2: column options")) << bad.err;
   for (const std::string& p : {csv, rows}) std::remove(p.c_str());
