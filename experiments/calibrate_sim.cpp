@@ -130,8 +130,8 @@ bool matches(const Filter& f, const std::string& file, const schema::ResultRow& 
 
 // ---- simulation --------------------------------------------------------------------------
 
-using SimKey =
-    std::tuple<std::string, int, std::uint64_t, double, int>;  // alg, n, bytes, delay, straggler
+// algorithm, ranks, bytes, delay, straggler, options (canonical text)
+using SimKey = std::tuple<std::string, int, std::uint64_t, double, int, std::string>;
 
 struct SimCase {
   SimKey key;
@@ -310,15 +310,19 @@ SimFit fit_by_simulation(const std::vector<MeasuredFile>& files, const SimFitOpt
     bool held_out = false;
   };
   std::vector<Point> points;
-  std::map<std::tuple<std::size_t, std::string, int, std::uint64_t, double, int, std::string>,
+  std::map<std::tuple<std::size_t, std::string, int, std::uint64_t, double, int, std::string,
+                      std::string>,
            std::size_t>
       point_of;
   std::vector<SimCase> cases;
   std::map<SimKey, std::size_t> case_of;
   std::map<std::string, std::vector<std::string>> skipped;  // reason -> "file:line"
+  calib::StatedOptions stated;
+  for (const auto& [algorithm, options] : o.algorithm_options) stated[algorithm] = options.values();
   for (std::size_t fi = 0; fi < files.size(); ++fi) {
     const MeasuredFile& file = files[fi];
     fit.sources.push_back(file.name);
+    calib::RunOptionsResolver resolve(stated, file.name);
     for (const calib::MeasuredRun& run : file.runs) {
       const schema::ResultRow& r = run.row;
       const std::string where = file.name + ":" + std::to_string(run.line);
@@ -334,8 +338,7 @@ SimFit fit_by_simulation(const std::vector<MeasuredFile>& files, const SimFitOpt
         skipped["algorithm '" + r.algorithm + "' has no schedule in the registry"].push_back(where);
         continue;
       }
-      const auto given = o.algorithm_options.find(info->name);
-      if (takes_node_structure(*info) && given == o.algorithm_options.end()) {
+      if (takes_node_structure(*info) && !r.options && !o.algorithm_options.count(info->name)) {
         skipped[info->name +
                 " depends on its gpus_per_node option, which these rows do not record (give "
                 "it with --algorithm-option " +
@@ -361,15 +364,22 @@ SimFit fit_by_simulation(const std::vector<MeasuredFile>& files, const SimFitOpt
                          ": expected a time > 0 to compare with");
       }
       const int straggler = delayed ? *r.straggler : -1;
-      const SimKey key{info->name, r.ranks, r.bytes.value, r.delay.value, straggler};
+      // The row's own options column, else the options stated for its algorithm. A delayed
+      // row's straggler is its straggler column's (case_schedule sets it).
+      alg::Options options = resolve(run, *info);
+      if (delayed) {
+        std::map<std::string, std::string> v = options.values();
+        v.erase("straggler");
+        options = alg::Options(std::move(v));
+      }
+      const std::string options_text = schema::canonical_options(options.values());
+      const SimKey key{info->name, r.ranks, r.bytes.value, r.delay.value, straggler, options_text};
       auto c = case_of.find(key);
       if (c == case_of.end()) {
         SimCase sc;
         sc.key = key;
         try {
-          sc.schedule = case_schedule(
-              info->name, given == o.algorithm_options.end() ? alg::Options{} : given->second,
-              r.ranks, straggler);
+          sc.schedule = case_schedule(info->name, options, r.ranks, straggler);
         } catch (const InputError& e) {
           throw InputError(where + ": " + e.what());
         }
@@ -379,7 +389,7 @@ SimFit fit_by_simulation(const std::vector<MeasuredFile>& files, const SimFitOpt
         cases.push_back(std::move(sc));
       }
       const auto pkey = std::make_tuple(fi, info->name, r.ranks, r.bytes.value, r.delay.value,
-                                        straggler, r.dtype);
+                                        straggler, r.dtype, options_text);
       auto p = point_of.find(pkey);
       if (p == point_of.end()) {
         Point pt;
@@ -415,6 +425,7 @@ SimFit fit_by_simulation(const std::vector<MeasuredFile>& files, const SimFitOpt
     std::ostringstream id;
     id << first.file << ';' << first.algorithm << ';' << first.ranks << ';' << first.bytes << ';'
        << first.delay << ';' << std::get<5>(key) << ';' << first.dtype;
+    if (!std::get<7>(key).empty()) id << ';' << std::get<7>(key);
     std::uint64_t h = 1469598103934665603ull;
     for (char ch : id.str()) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
     const double u = static_cast<double>(splitmix64(o.seed ^ h) >> 11) * 0x1.0p-53;

@@ -11,18 +11,21 @@
 //
 // What is compared: the measured quantity a simulation also produces, per row: time_s (first
 // arrival to last finish) when nobody is delayed, after_last_arrival_s when delay_s > 0. Rows
-// are grouped into points (file, algorithm, ranks, bytes, delay_s, straggler, dtype); the fit
-// minimizes the root mean square of (simulated - median measured) / median measured over the
-// fitted points with calib::minimize_positive (log-parameters, bounds, seeded restarts), and
-// simulates each distinct (algorithm, ranks, bytes, delay, straggler) once per evaluation, its
-// schedule generated once. Kinds and their parameters (SI units):
+// are grouped into points (file, algorithm, ranks, bytes, delay_s, straggler, dtype, options);
+// the fit minimizes the root mean square of (simulated - median measured) / median measured over
+// the fitted points with calib::minimize_positive (log-parameters, bounds, seeded restarts), and
+// simulates each distinct (algorithm, ranks, bytes, delay, straggler, options) once per
+// evaluation, its schedule generated once. Kinds and their parameters (SI units):
 //   shared_device  memory_bandwidth, copy_latency, apply_latency, launch_time, unaligned_factor
 //                  (fitted by default), operation_bandwidth (fitted with `fit`, else no cap),
 //                  copy_factor, reduce_factor, apply_copy_factor (fixed at 2, 3, 2 unless given)
 //   switch         bandwidth, latency (fitted; alpha-beta model), gamma (fixed, default 0)
-// Algorithms whose schedule depends on a node structure (option gpus_per_node) are simulated
-// only with their options given in `algorithm_options`; their rows are skipped otherwise, with
-// a note, so that no row is compared with a schedule that did not run.
+// Each row is simulated with the schedule it ran: its own options column (rows whose options
+// differ are different runs), or, in a file without that column, the options stated for its
+// algorithm in `algorithm_options` (calib::RunOptionsResolver; a bad option is an InputError
+// naming the file, line and column). Algorithms whose schedule depends on a node structure
+// (option gpus_per_node) are skipped, with a note, when a row neither records nor was stated
+// its options, so that no row is compared with a schedule that did not run.
 #pragma once
 
 #include <cstdint>
@@ -54,7 +57,8 @@ struct SimFitOptions {
   std::vector<std::string> holdout_filters;
   double holdout_fraction = 0;
   std::uint64_t seed = 0;
-  std::map<std::string, alg::Options> algorithm_options;  // per algorithm
+  // Per algorithm: the options of rows without an options column (-O / --algorithm-option).
+  std::map<std::string, alg::Options> algorithm_options;
   int threads = 1;
   int max_evaluations = 4000;
 };

@@ -117,8 +117,9 @@ void add_simulation_calibrate_options(CLI::App& cal, SimCalibrateArgs& a) {
                  "(repeatable; a row matching any is held out)");
   cal.add_option("--seed", a.seed, "By simulation: seed of the holdout fraction and the restarts");
   cal.add_option("--algorithm-option", a.algorithm_options,
-                 "By simulation: ALGO:KEY=VALUE, an option the measured runs of ALGO ran with "
-                 "(e.g. hierarchical:gpus_per_node=4; repeatable)");
+                 "By simulation: ALGO:KEY=VALUE, an option the measured runs of ALGO ran with, "
+                 "for files without an options column (e.g. hierarchical:gpus_per_node=4; "
+                 "repeatable)");
   cal.add_option("--fit-threads", a.threads, "By simulation: threads simulating the runs")
       ->check(CLI::Range(1, 256));
   cal.add_option("--max-evaluations", a.max_evaluations,

@@ -7,11 +7,13 @@
    `stragglesim calibrate --topology-kind shared_device`, holding out the 5 ms runs and the delay
    sweep, and writes DIR/h200_single_gpu.yaml (the shipped configs/topologies/h200_single_gpu.yaml
    is this file) and DIR/rows.csv (every compared row: measured, simulated, error).
+   With the direct transport's runs (2026-11-26-direct) it does the same with copy_factor 0:
+   DIR/direct/h200_direct.yaml (the shipped configs/topologies/h200_direct.yaml), DIR/direct/rows.csv.
 2. Prints, as Markdown: the error summary, the table per algorithm and size (median measured,
    simulated, error; no delay and 5 ms), StragglAR's crossover delay over Ring at 256 MiB
    (measured and simulated, both by linear interpolation of Ring time / StragglAR time between
    the swept delays), and the scaling prediction (DIR/scaling: `stragglesim run` of
-   configs/experiments/h200_single_gpu_scaling.yaml).
+   configs/experiments/h200_single_gpu_scaling.yaml), and the direct transport's error summary.
 3. With matplotlib: DIR/h200_ALGO.png per algorithm: the measured median per size with the
    iterations' range as error bars and the simulated line, without and with the 5 ms delay.
 
@@ -28,6 +30,7 @@ from collections import defaultdict
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "data", "measured", "h200", "2026-11-26")
+DATA_DIRECT = os.path.join(ROOT, "data", "measured", "h200", "2026-11-26-direct")
 ALGOS = ["ring", "rhd", "direct", "tree", "dbtree", "straggler_tree", "stragglar",
          "halving_doubling", "direct_rs_ag", "hierarchical", "stragglar_hier"]
 
@@ -64,6 +67,26 @@ def calibrate(binary, out):
         "--rows-output", os.path.join(out, "rows.csv"),
         "-o", os.path.join(out, "h200_single_gpu.yaml")]
     return run(cmd)
+
+
+def calibrate_direct(binary, out):
+    """The direct transport (DATA_DIRECT): copy_factor 0, fitted on direct-graph-d0-*.csv,
+    the 5 ms runs and the sweep held out; writes DIR/direct/h200_direct.yaml (the shipped
+    configs/topologies/h200_direct.yaml) and DIR/direct/rows.csv."""
+    dest = os.path.join(out, "direct")
+    os.makedirs(dest)
+    files = sorted(f for f in os.listdir(DATA_DIRECT) if f.endswith(".csv") and f.startswith(
+        ("direct-graph-d0-", "direct-graph-d5ms-", "direct-sweep-")))
+    first = [f for f in files if f.startswith("direct-graph-d0-")]
+    rest = [f for f in files if f not in first]
+    run([binary, "calibrate"] + [os.path.join(DATA_DIRECT, f) for f in first + rest] + [
+        "--topology-kind", "shared_device", "--fix", "copy_factor=0",
+        "--holdout", "file!=direct-graph-d0-*",
+        "--algorithm-option", "hierarchical:gpus_per_node=4",
+        "--algorithm-option", "stragglar_hier:gpus_per_node=4",
+        "--rows-output", os.path.join(dest, "rows.csv"),
+        "-o", os.path.join(dest, "h200_direct.yaml")])
+    return read_rows(dest)
 
 
 def read_rows(out):
@@ -136,7 +159,8 @@ def sweep_crossover(rows):
           % (time_text(cm) if cm else "none", time_text(cs) if cs else "none"))
 
 
-def summary(rows):
+def summary(rows, labels=("all (graph d0, d5ms, sweep)", "fitted (graph-d0)",
+                          "held out (graph-d5ms, sweep)")):
     def q(vals, p):
         vals = sorted(vals)
         if not vals:
@@ -147,9 +171,9 @@ def summary(rows):
         return vals[lo] + (vals[hi] - vals[lo]) * (i - lo)
     print("| rows | count | median abs. error | p95 | max |")
     print("|---|---|---|---|---|")
-    sets = [("all (graph d0, d5ms, sweep)", rows),
-            ("fitted (graph-d0)", [r for r in rows if r["held_out"] == "0"]),
-            ("held out (graph-d5ms, sweep)", [r for r in rows if r["held_out"] == "1"])]
+    sets = [(labels[0], rows),
+            (labels[1], [r for r in rows if r["held_out"] == "0"]),
+            (labels[2], [r for r in rows if r["held_out"] == "1"])]
     for a in ALGOS:
         sets.append((a, [r for r in rows if r["algorithm"] == a]))
     for label, rs in sets:
@@ -230,6 +254,9 @@ def main():
     table(rows)
     sweep_crossover(rows)
     scaling(a.stragglesim, a.out)
+    print("\nDirect transport (%s):\n" % os.path.relpath(DATA_DIRECT, ROOT))
+    summary(calibrate_direct(a.stragglesim, a.out),
+            ("all", "fitted (direct-graph-d0)", "held out (direct-graph-d5ms, direct-sweep)"))
     plots(rows, a.out)
 
 

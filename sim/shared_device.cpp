@@ -6,6 +6,7 @@
 #include <limits>
 #include <queue>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.hpp"
@@ -74,8 +75,10 @@ struct Fluid {
 
 class DeviceRun {
  public:
-  DeviceRun(const topo::SharedDevice& d, int ranks) : d_(d), ranks_(ranks) {
+  DeviceRun(const topo::SharedDevice& d, int ranks)
+      : d_(d), ranks_(ranks), direct_(d.copy_factor == 0) {
     rank_ops_.resize(static_cast<std::size_t>(ranks));
+    readers_.resize(static_cast<std::size_t>(ranks));
   }
 
   // Appends round `round`'s operations (ranks already physical through `map`).
@@ -100,15 +103,35 @@ class DeviceRun {
       round_[static_cast<std::size_t>(r)].recvs.push_back(static_cast<std::uint32_t>(i));
       round_[static_cast<std::size_t>(s)].sends.push_back(r);
     }
+    // Direct (copy_factor 0): a receive is staged into scratch only when its sender writes an
+    // overlapping range in the same round (it would race with the sender's kernel).
+    const auto staged = [&](const alg::Transfer& t) {
+      if (!direct_) return true;
+      for (const std::uint32_t j : round_[static_cast<std::size_t>(phys(t.src))].recvs) {
+        const alg::Transfer& w = round.transfers[j];
+        if (w.chunk_begin < t.chunk_end && t.chunk_begin < w.chunk_end) return true;
+      }
+      return false;
+    };
     for (int p : participants_) {
       RankRound& rr = round_[static_cast<std::size_t>(p)];
       rr.first = static_cast<std::uint32_t>(rank_ops_[static_cast<std::size_t>(p)].size());
-      rr.apply = rr.first + static_cast<std::uint32_t>(rr.recvs.size());
+      rr.copies = 0;
+      for (std::uint32_t i : rr.recvs) rr.copies += staged(round.transfers[i]) ? 1 : 0;
+      rr.apply = rr.first + rr.copies;
     }
     for (int p : participants_) {
       const RankRound& rr = round_[static_cast<std::size_t>(p)];
       std::vector<std::uint32_t>& list = rank_ops_[static_cast<std::size_t>(p)];
+      // Direct: the rank's first operation of this round waits until the kernels that read
+      // from it in its previous round have run (write after read).
+      std::vector<Dep>& readers = readers_[static_cast<std::size_t>(p)];
+      const auto add_readers = [&] {
+        deps_.insert(deps_.end(), readers.begin(), readers.end());
+        readers.clear();
+      };
       double apply_work = 0;
+      std::vector<int> direct_senders;
       for (std::uint32_t i : rr.recvs) {
         const alg::Transfer& t = round.transfers[i];
         const alg::ByteRange range =
@@ -117,25 +140,47 @@ class DeviceRun {
         const double bytes =
             static_cast<double>(range.length) * (unaligned ? d_.unaligned_factor : 1.0);
         const int sender = phys(t.src);
+        apply_work += (t.op == alg::Op::reduce ? d_.reduce_factor : d_.apply_copy_factor) * bytes;
+        if (!staged(t)) {
+          direct_senders.push_back(sender);
+          continue;
+        }
+        // A copy into scratch: copy_factor per byte, or, direct, a plain copy (read + write).
         Op op{.rank = p,
-              .work = d_.copy_factor * bytes,
+              .work = (direct_ ? d_.apply_copy_factor : d_.copy_factor) * bytes,
               .latency = d_.copy_latency.value,
               .dep_begin = static_cast<std::uint32_t>(deps_.size())};
         deps_.push_back({sender, round_[static_cast<std::size_t>(sender)].first});
+        if (list.size() == rr.first) add_readers();
         op.dep_end = static_cast<std::uint32_t>(deps_.size());
         list.push_back(static_cast<std::uint32_t>(ops_.size()));
         ops_.push_back(op);
-        apply_work += (t.op == alg::Op::reduce ? d_.reduce_factor : d_.apply_copy_factor) * bytes;
       }
       Op apply{.rank = p,
                .work = apply_work,
                .latency = d_.apply_latency.value,
                .dep_begin = static_cast<std::uint32_t>(deps_.size())};
-      for (int q : rr.sends) deps_.push_back({q, round_[static_cast<std::size_t>(q)].apply});
+      // The sender's kernel waits for the copies out of its data: every receiver's
+      // (single-gpu), or the staged ones' (direct).
+      for (int q : rr.sends) {
+        const RankRound& qr = round_[static_cast<std::size_t>(q)];
+        if (!direct_ || qr.copies > 0) deps_.push_back({q, qr.apply});
+      }
+      // Direct: the kernel reads its senders' data once they have finished their earlier
+      // rounds (read after write); it then counts as a reader of each.
+      const auto apply_position = static_cast<std::uint32_t>(list.size());
+      for (int q : direct_senders) {
+        deps_.push_back({q, round_[static_cast<std::size_t>(q)].first});
+        new_readers_.push_back({q, {p, apply_position + 1}});
+      }
+      if (list.size() == rr.first) add_readers();
       apply.dep_end = static_cast<std::uint32_t>(deps_.size());
       list.push_back(static_cast<std::uint32_t>(ops_.size()));
       ops_.push_back(apply);
     }
+    for (const auto& [sender, reader] : new_readers_)
+      readers_[static_cast<std::size_t>(sender)].push_back(reader);
+    new_readers_.clear();
   }
 
   void run(std::span<const Seconds> arrival, IterationResult& out) {
@@ -197,6 +242,7 @@ class DeviceRun {
     std::vector<int> sends;            // receivers (physical)
     std::uint32_t first = 0;           // position of the rank's first operation of the round
     std::uint32_t apply = 0;           // position of its apply
+    std::uint32_t copies = 0;          // its copies into scratch (all receives but direct ones)
   };
 
   bool satisfied(const Dep& d) const {
@@ -271,6 +317,10 @@ class DeviceRun {
 
   topo::SharedDevice d_;
   int ranks_;
+  bool direct_;  // copy_factor 0: receivers read the sender's data in their kernel
+  // Direct, per rank: the kernels that read its data in its last round (position + 1 each).
+  std::vector<std::vector<Dep>> readers_;
+  std::vector<std::pair<int, Dep>> new_readers_;  // the round's: (sender, reader)
   std::vector<Op> ops_;
   std::vector<Dep> deps_;
   std::vector<std::vector<std::uint32_t>> rank_ops_;

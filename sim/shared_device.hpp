@@ -13,6 +13,13 @@
 //    changes its data only once it has been copied); then pays apply_latency and moves
 //    reduce_factor x the bytes it reduces plus apply_copy_factor x the bytes it copies. A rank
 //    that only sends still has this step (its latency: the round's kernel launch and stamp).
+// copy_factor 0 is the direct transport (`--transport direct`: one fused kernel per rank and
+// round reads the senders' data where it lies): no copies into scratch, except a receive whose
+// sender writes an overlapping range in the same round, which is staged (a copy of
+// apply_copy_factor x its bytes, paying copy_latency; the sender's apply waits for it). The
+// apply waits until each sender it reads directly has finished its earlier rounds, and a rank's
+// first operation of its next round waits until every apply that read its data directly in its
+// previous round is done (the sender may not overwrite what is still being read).
 // Each operation, once it may start, pays its latency (copy_latency or apply_latency, not
 // shared), then launch_time of the device's launch capacity, which the operations launching at
 // the same time share equally (k at once: k x launch_time each), then moves its bytes.

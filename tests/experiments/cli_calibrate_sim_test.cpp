@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "tests/experiments/cli_support.hpp"
 
@@ -83,6 +84,66 @@ TEST(CliCalibrateSim, NodeStructuredAlgorithmsNeedTheirOption) {
   const CommandResult bad = run_cli(args + " --algorithm-option hierarchical:nodes=4");
   EXPECT_EQ(bad.rc, 1);
   EXPECT_TRUE(contains(bad.err, "hierarchical has no option 'nodes'")) << bad.err;
+}
+
+// A result CSV with an options column: each row is simulated with its own options; -O states
+// options only for files without the column.
+TEST(CliCalibrateSim, RowsRunWithTheirOwnOptionsColumn) {
+  // The stragglar_hier rows twice, recorded as gpus_per_node 4 and 2 (two schedules).
+  std::ifstream in(kData + "graph-d0-stragglar_hier.csv");
+  std::string header, line, text;
+  ASSERT_TRUE(std::getline(in, header));
+  std::vector<std::string> lines;
+  while (std::getline(in, line)) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 160u);
+  text = header + ",options\n";
+  for (const char* g : {"gpus_per_node=4", "gpus_per_node=2"}) {
+    for (const std::string& l : lines) text += l + "," + g + "\n";
+  }
+  const std::string csv = tmp("options.csv");
+  const std::string rows = tmp("options_rows.csv");
+  {
+    std::ofstream out(csv);
+    out << text;
+  }
+  const std::string args = "calibrate " + kData + "graph-d0-ring.csv " + csv +
+                           " --topology-kind shared_device --rows-output " + rows;
+  // No -O needed; -O for a file with the column changes nothing.
+  for (const std::string& extra :
+       {std::string(), std::string(" -O stragglar_hier:gpus_per_node=8")}) {
+    const CommandResult r = run_cli(args + extra);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_FALSE(contains(r.out, "skipped")) << r.out;
+    EXPECT_TRUE(contains(r.out, "24 runs fitted")) << r.out;
+    // Simulated per line: the 64 KiB rows of each option (lines 2..161 are gpus_per_node=4).
+    std::ifstream rin(rows);
+    std::string row;
+    std::getline(rin, row);
+    double four = 0, two = 0;
+    while (std::getline(rin, row)) {
+      std::vector<std::string> f;
+      std::stringstream ss(row);
+      std::string cell;
+      while (std::getline(ss, cell, ',')) f.push_back(cell);
+      ASSERT_EQ(f.size(), 11u) << row;
+      if (f[0] != "ssim_calsim_" + std::to_string(::getpid()) + "_options.csv") continue;
+      if (f[4] != "65536") continue;
+      (std::stoi(f[1]) <= 161 ? four : two) = std::stod(f[8]);
+    }
+    EXPECT_GT(four, 0);
+    EXPECT_GT(two, 0);
+    EXPECT_NE(four, two) << "both options simulated as one schedule";
+  }
+  // The column's own options are checked: the file, line and column are named.
+  {
+    std::ofstream out(csv);
+    out << header << ",options\n" << lines.front() << ",gpus_per_node=3\n";
+  }
+  const CommandResult bad =
+      run_cli("calibrate " + kData + "graph-d0-ring.csv " + csv + " --topology-kind shared_device");
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_TRUE(contains(bad.err, csv + ":2: column options")) << bad.err;
+  for (const std::string& p : {csv, rows}) std::remove(p.c_str());
 }
 
 TEST(CliCalibrateSim, RefusesWithOneMessageAndWritesNothing) {

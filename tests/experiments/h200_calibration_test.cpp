@@ -163,5 +163,73 @@ TEST(H200Calibration, StragglarCrossesRingWhereTheSweepDoes) {
   EXPECT_NEAR(*d, crossover, kExactCrossoverTolerance);
 }
 
+// The direct transport (data/measured/h200/2026-11-26-direct, `--transport direct`): the same
+// model with copy_factor 0 (fused kernels read the senders' data; sim/shared_device.hpp),
+// fitted on its no-delay graph-launch runs; configs/topologies/h200_direct.yaml is that fit.
+// Reached (README "Measured on an H200", direct transport), bounds rounded up by 0.5 to 1
+// point: median 6.3% over all rows, p95 25.1%, held-out median 6.9%.
+constexpr double kDirectMedianAll = 0.07;
+constexpr double kDirectP95All = 0.26;
+constexpr double kDirectMedianHeldOut = 0.075;
+const std::map<std::string, double> kDirectMedianPerAlgorithm = {
+    {"ring", 0.05},          {"rhd", 0.065},
+    {"direct", 0.09},        {"tree", 0.065},
+    {"dbtree", 0.05},        {"straggler_tree", 0.12},
+    {"stragglar", 0.07},     {"halving_doubling", 0.085},
+    {"direct_rs_ag", 0.10},  {"hierarchical", 0.075},
+    {"stragglar_hier", 0.04}};
+
+const std::string kDirectData =
+    std::string(STRAGGLESIM_SOURCE_DIR) + "/data/measured/h200/2026-11-26-direct";
+
+const SimFit& direct_fit() {
+  static const SimFit fit = [] {
+    std::vector<std::string> paths;
+    for (const auto& e : std::filesystem::directory_iterator(kDirectData)) {
+      const std::string name = e.path().filename().string();
+      for (const char* p : {"direct-graph-d0-", "direct-graph-d5ms-", "direct-sweep-"}) {
+        if (name.rfind(p, 0) == 0 && e.path().extension() == ".csv")
+          paths.push_back(e.path().string());
+      }
+    }
+    std::sort(paths.begin(), paths.end());
+    SimFitOptions o = h200_options();
+    o.holdout_filters = {"file!=direct-graph-d0-*"};
+    o.fixed["copy_factor"] = 0;
+    return fit_by_simulation(read_measured_files(paths), o);
+  }();
+  return fit;
+}
+
+TEST(H200Calibration, TheDirectTransportWithCopyFactorZero) {
+  const SimFit& f = direct_fit();
+  ASSERT_TRUE(f.converged);
+  EXPECT_TRUE(f.notes.empty()) << f.notes.front();
+  EXPECT_EQ(f.fitted_points, 88u);
+  EXPECT_LE(abs_error_quantile(f.rows, 0.5), kDirectMedianAll);
+  EXPECT_LE(abs_error_quantile(f.rows, 0.95), kDirectP95All);
+  EXPECT_LE(abs_error_quantile(f.rows, 0.5, true), kDirectMedianHeldOut);
+  for (const auto& [a, bound] : kDirectMedianPerAlgorithm) {
+    EXPECT_LE(abs_error_quantile(f.rows, 0.5, std::nullopt, a), bound) << a;
+  }
+  // The shipped file is this fit (6 significant digits).
+  const ConfigReader reader(std::string(STRAGGLESIM_SOURCE_DIR) +
+                            "/configs/topologies/h200_direct.yaml");
+  const topo::Topology t = load_topology(reader.root(), reader.directory());
+  ASSERT_TRUE(t.shared_device.has_value());
+  const topo::SharedDevice& d = *t.shared_device;
+  EXPECT_EQ(d.copy_factor, 0);
+  EXPECT_EQ(d.reduce_factor, 3);
+  EXPECT_EQ(d.apply_copy_factor, 2);
+  for (const auto& [name, value] :
+       std::map<std::string, double>{{"memory_bandwidth", d.memory_bandwidth.value},
+                                     {"copy_latency", d.copy_latency.value},
+                                     {"apply_latency", d.apply_latency.value},
+                                     {"launch_time", d.launch_time.value},
+                                     {"unaligned_factor", d.unaligned_factor}}) {
+    EXPECT_NEAR(value, f.values.at(name), 1e-5 * f.values.at(name)) << name;
+  }
+}
+
 }  // namespace
 }  // namespace ssim::exp

@@ -102,7 +102,7 @@ TEST(SharedDevice, LaunchesAtOnceShareTheLaunchTime) {
   r.add(1, 0, 0, 1, alg::Op::copy);
   topo::SharedDevice d = device(1e-6, 1e-6);
   d.launch_time = Seconds{0.5e-6};
-  d.copy_factor = d.apply_copy_factor = 0;
+  d.memory_bandwidth = BytesPerSecond{1e30};  // the bytes take no time
   expect_finish(run(s, d, 1024, {0, 0}), {2 * (1e-6 + 1e-6), 2 * (1e-6 + 1e-6)});
   alg::Schedule one = alg::Schedule::make(alg::Collective::allreduce, "hand", 2, 1);
   one.add_round().add(0, 1, 0, 1, alg::Op::copy);
@@ -123,6 +123,41 @@ TEST(SharedDevice, RingOnFourRanks) {
   fused.copy_factor = 0;
   const double f = 15.0 * b / kB;
   expect_finish(run(s, fused, b, {0, 0, 0, 0}), {f, f, f, f});
+}
+
+TEST(SharedDevice, DirectReadsInTheKernelAndTheSenderWaitsForItsReaders) {
+  // copy_factor 0 (the direct transport). Round 0: 0 -> 1 (reduce); round 1: 2 -> 0 (copy).
+  // Rank 1's kernel reads rank 0's data: A + 3b/B. Rank 0's round-0 kernel (nothing to apply)
+  // needs no copy out of it: A. Rank 0's round-1 kernel waits for rank 1's read of round 0
+  // (write after read), then A + 2b/B. Rank 2 only sends: A.
+  alg::Schedule s = alg::Schedule::make(alg::Collective::allreduce, "hand", 3, 1);
+  s.add_round().add(0, 1, 0, 1, alg::Op::reduce);
+  s.add_round().add(2, 0, 0, 1, alg::Op::copy);
+  const double L = 2e-6, A = 7e-6;
+  const std::uint64_t b = 1 << 20;
+  topo::SharedDevice d = device(L, A);
+  d.copy_factor = 0;
+  const double read = A + 3.0 * b / kB;
+  expect_finish(run(s, d, b, {0, 0, 0}), {read + A + 2.0 * b / kB, read, A});
+  // A straggling sender: rank 1's kernel waits for rank 0's arrival T (read after write).
+  const double T = 1e-3;
+  expect_finish(run(s, d, b, {T, 0, 0}), {T + read + A + 2.0 * b / kB, T + read, A});
+}
+
+TEST(SharedDevice, DirectStagesAReceiveTheSenderOverwritesInTheSameRound) {
+  // copy_factor 0. Ranks 0 and 1 swap chunk 0 (reduce): each sender writes the range it sends,
+  // so both receives are staged: copies of apply_copy_factor x b at once (L + 4b/B), then the
+  // kernels, each after its own copy and the copy out of it, reduce at once: A + 6b/B.
+  alg::Schedule s = alg::Schedule::make(alg::Collective::allreduce, "hand", 2, 1);
+  alg::Round& r = s.add_round();
+  r.add(0, 1, 0, 1, alg::Op::reduce);
+  r.add(1, 0, 0, 1, alg::Op::reduce);
+  const double L = 2e-6, A = 7e-6;
+  const std::uint64_t b = 1 << 20;
+  topo::SharedDevice d = device(L, A);
+  d.copy_factor = 0;
+  const double t = L + 4.0 * b / kB + A + 6.0 * b / kB;
+  expect_finish(run(s, d, b, {0, 0}), {t, t});
 }
 
 TEST(SharedDevice, UnalignedChunksCostTheirFactor) {
