@@ -70,8 +70,9 @@ double twoshot_cost(int n, double bytes, const CostParams& p) {
 AlgorithmInfo oneshot_info() {
   return AlgorithmInfo{
       .name = "oneshot",
-      .description = "every rank loads every peer's whole buffer and reduces it, one round "
-                     "(MSCCL++ one-shot); (n-1)(alpha + s beta) + s gamma",
+      .description =
+          "every rank loads every peer's whole buffer and reduces it, one round "
+          "(MSCCL++ one-shot); (n-1)(alpha + s beta) + s gamma",
       .supported_ranks = "n >= 2",
       .supports_ranks = [](int n) { return n >= 2; },
       .options = {},
@@ -89,8 +90,9 @@ AlgorithmInfo oneshot_info() {
 AlgorithmInfo twoshot_info() {
   return AlgorithmInfo{
       .name = "twoshot",
-      .description = "every rank loads its chunk from all peers and reduces it, then loads the "
-                     "peers' reduced chunks (MSCCL++ two-shot); 2(n-1)(alpha + s/n beta) + s/n gamma",
+      .description =
+          "every rank loads its chunk from all peers and reduces it, then loads the "
+          "peers' reduced chunks (MSCCL++ two-shot); 2(n-1)(alpha + s/n beta) + s/n gamma",
       .supported_ranks = "n >= 2",
       .supports_ranks = [](int n) { return n >= 2; },
       .options = {},

@@ -121,7 +121,8 @@ TEST(CostModel, DirectLoadsHideNothingOfALateRank) {
           arrival[static_cast<std::size_t>(straggler)] = delay;
           const double after = testing::evaluate_rounds(s, bytes, p, arrival).makespan - delay;
           const double expect = info.cost(n, bytes, p, Options{});
-          EXPECT_NEAR(after, expect, 1e-9 * expect) << name << " n=" << n << " straggler=" << straggler;
+          EXPECT_NEAR(after, expect, 1e-9 * expect)
+              << name << " n=" << n << " straggler=" << straggler;
         }
       }
     }

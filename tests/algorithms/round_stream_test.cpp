@@ -70,7 +70,8 @@ std::vector<int> ranks_of(const Case& c) {
   for (int n = algorithm == "stragglar" ? k + 2 : 2; n <= 70; ++n) v.push_back(n);
   for (int n : {127, 128, 129, 255, 256, 257, 600}) {
     if (k > 1 && n > 129) continue;
-    const bool all_to_all = algorithm == "direct_rs_ag" || algorithm == "oneshot" || algorithm == "twoshot";
+    const bool all_to_all =
+        algorithm == "direct_rs_ag" || algorithm == "oneshot" || algorithm == "twoshot";
     if (!all_to_all || n <= 256) v.push_back(n);  // n^2 transfers per round
   }
   return v;

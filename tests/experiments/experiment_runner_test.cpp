@@ -279,12 +279,14 @@ TEST(ExperimentRunner, ShippedDirectLoadScalingShowsWhereStragglarWins) {
   const double alpha = 3e-6, beta = 1.0 / (450.0 * 1024 * 1024 * 1024);
   for (const int n : {8, 128}) {
     for (const double s : {65536.0, 1048576.0, 67108864.0, 1073741824.0}) {
-      const std::string tail = "/" + std::to_string(n) + "/" + std::to_string(static_cast<long long>(s));
+      const std::string tail =
+          "/" + std::to_string(n) + "/" + std::to_string(static_cast<long long>(s));
       const double ab_one = (n - 1) * (alpha + s * beta);
       const double flow_one = alpha + (n - 1) * s * beta;
       const double flow_two = 2 * alpha + 2.0 * (n - 1) / n * s * beta;
       EXPECT_NEAR(after.at("alphabeta/oneshot" + tail), ab_one, 1e-9 * ab_one) << tail;
-      EXPECT_NEAR(after.at("alphabeta/twoshot" + tail), after.at("alphabeta/ring" + tail), 1e-15) << tail;
+      EXPECT_NEAR(after.at("alphabeta/twoshot" + tail), after.at("alphabeta/ring" + tail), 1e-15)
+          << tail;
       EXPECT_NEAR(after.at("flow/oneshot" + tail), flow_one, 1e-9 * flow_one) << tail;
       EXPECT_NEAR(after.at("flow/twoshot" + tail), flow_two, 1e-9 * flow_two) << tail;
     }
@@ -292,7 +294,8 @@ TEST(ExperimentRunner, ShippedDirectLoadScalingShowsWhereStragglarWins) {
   EXPECT_LT(after.at("flow/stragglar/128/1073741824"), after.at("flow/twoshot/128/1073741824"));
   EXPECT_LT(after.at("flow/twoshot/128/67108864"), after.at("flow/stragglar/128/67108864"));
   for (const char* other : {"stragglar", "ring", "rhd", "twoshot"}) {
-    EXPECT_LT(after.at("flow/oneshot/8/65536"), after.at(std::string("flow/") + other + "/8/65536")) << other;
+    EXPECT_LT(after.at("flow/oneshot/8/65536"), after.at(std::string("flow/") + other + "/8/65536"))
+        << other;
   }
   std::filesystem::remove_all(dir);
 }
