@@ -21,6 +21,8 @@ AlgorithmInfo dbtree_info();     // dbtree.cpp
 AlgorithmInfo stragglar_info();  // stragglar.cpp
 AlgorithmInfo halving_doubling_info();  // halving_doubling.cpp
 AlgorithmInfo direct_rs_ag_info();      // direct_rs_ag.cpp
+AlgorithmInfo oneshot_info();           // direct_load.cpp
+AlgorithmInfo twoshot_info();           // direct_load.cpp
 AlgorithmInfo straggler_tree_info();    // straggler_tree.cpp
 AlgorithmInfo hierarchical_info();      // hierarchical.cpp
 AlgorithmInfo stragglar_hier_info();    // stragglar_hier.cpp

@@ -42,6 +42,8 @@ const std::vector<AlgorithmInfo>& algorithms() {
       stragglar_info(),
       halving_doubling_info(),
       direct_rs_ag_info(),
+      oneshot_info(),
+      twoshot_info(),
       hierarchical_info(),
       stragglar_hier_info(),
   };

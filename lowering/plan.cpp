@@ -158,7 +158,10 @@ Plan lower(const alg::Schedule& schedule, std::uint64_t bytes, DType dtype, std:
       Step& recv = step_of(t.dst);
       recv.recvs.push_back(P2P{t.src, recv.scratch_bytes, count});
       recv.applies.push_back(Apply{t.op, offset, recv.scratch_bytes, count});
-      recv.scratch_bytes += count * elem;
+      // Each receive starts on an `align` boundary of scratch; whole chunk ranges already end on
+      // one except a one-chunk schedule's (its chunk is not rounded up), e.g. oneshot's n-1
+      // full-buffer receives in one round.
+      recv.scratch_bytes += (count * elem + align - 1) / align * align;
     }
   }
   for (RankPlan& rp : plan.rank_plans) {

@@ -25,6 +25,7 @@
 // a multiple of align / dtype_size elements, so every chunk is a multiple of `align` bytes
 // (default kDefaultAlign = 128 B) and every chunk boundary lies on a multiple of `align`.
 // Sends read whole chunk ranges and receives land in scratch at sums of whole chunk ranges,
+// each rounded up to a multiple of `align` (which changes only a one-chunk schedule's layout),
 // so every send, receive and apply of every schedule starts at a multiple of `align` bytes
 // from its buffer's start (cudaMalloc returns 256-byte aligned buffers). The element count is
 // padded up to chunk_count * chunks; executors allocate padded_bytes(bytes, chunks, dtype)

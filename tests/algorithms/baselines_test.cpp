@@ -1,5 +1,5 @@
-// The baseline AllReduce schedules rhd, direct, tree, dbtree, halving_doubling and
-// direct_rs_ag: correctness through the
+// The baseline AllReduce schedules rhd, direct, tree, dbtree, halving_doubling, direct_rs_ag,
+// oneshot and twoshot: correctness through the
 // verifier for many rank counts, their round structure, and their input validation.
 #include <gtest/gtest.h>
 
@@ -97,6 +97,37 @@ TEST(Baselines, DirectRsAgIsTwoAllToAllRounds) {
       for (std::size_t i = 0; i < r.transfers.size(); ++i) {
         const Transfer& t = r.transfers[i];
         EXPECT_EQ((t.dst - t.src + n) % n, static_cast<int>(i) / n + 1);
+      }
+    }
+  }
+}
+
+// oneshot and twoshot (MSCCL++'s direct loads): step i of every round is rank r loading from
+// r+i, a perfect matching; oneshot moves the whole buffer in one round, twoshot chunk r of the
+// loading rank in the reduce-scatter and the peer's own chunk in the allgather.
+TEST(Baselines, DirectLoadsAreOneAndTwoAllToAllRounds) {
+  for (int n : {2, 3, 4, 7, 16, 33, 100}) {
+    for (const char* name : {"oneshot", "twoshot"}) {
+      const bool one = std::string(name) == "oneshot";
+      const Schedule s = generate(name, n, Options{});
+      const VerifyResult v = verify(s);
+      ASSERT_TRUE(v.ok()) << name << " " << n << ": " << v.error->to_string();
+      EXPECT_EQ(s.rounds.size(), one ? 1u : 2u) << name;
+      EXPECT_EQ(s.chunks, one ? 1 : n) << name;
+      EXPECT_EQ(v.summary.max_sends_per_rank_round, n - 1) << name;
+      EXPECT_EQ(v.summary.max_receives_per_rank_round, n - 1) << name;
+      for (std::size_t k = 0; k < s.rounds.size(); ++k) {
+        const Round& r = s.rounds[k];
+        ASSERT_EQ(static_cast<int>(r.transfers.size()), n * (n - 1));
+        for (std::size_t i = 0; i < r.transfers.size(); ++i) {
+          const Transfer& t = r.transfers[i];
+          EXPECT_EQ((t.src - t.dst + n) % n, static_cast<int>(i) / n + 1) << name << " n=" << n;
+          EXPECT_EQ(t.dst, static_cast<int>(i) % n) << name << " n=" << n;
+          const int chunk = one ? 0 : (k == 0 ? t.dst : t.src);
+          EXPECT_EQ(t.chunk_begin, chunk) << name << " n=" << n << " round " << k;
+          EXPECT_EQ(t.chunk_end, one ? 1 : chunk + 1) << name << " n=" << n << " round " << k;
+          EXPECT_EQ(t.op, k == 0 ? Op::reduce : Op::copy) << name << " n=" << n;
+        }
       }
     }
   }

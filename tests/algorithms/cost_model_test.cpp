@@ -39,6 +39,8 @@ std::vector<Variant> variants() {
                             {"dbtree", {}, "dbtree"},
                             {"halving_doubling", {}, "halving_doubling"},
                             {"direct_rs_ag", {}, "direct_rs_ag"},
+                            {"oneshot", {}, "oneshot"},
+                            {"twoshot", {}, "twoshot"},
                             {"straggler_tree", {}, "straggler_tree"}};
   for (const char* s : {"1", "2", "3", "5"})
     v.push_back({"tree", segments(s), std::string("tree/") + s});
@@ -97,6 +99,31 @@ TEST(CostModel, DirectIdealIsTheTimeAfterTheStragglerArrives) {
         const double after = testing::evaluate_rounds(s, bytes, p, arrival).makespan - delay;
         const double expect = direct_ideal_cost(n, bytes, p);
         EXPECT_NEAR(after, expect, 1e-9 * expect) << "n=" << n << " straggler=" << straggler;
+      }
+    }
+  }
+}
+
+// oneshot and twoshot hide nothing of a late rank: every rank's loads of a round are served in
+// order, so the first load from the straggler holds up the rest, and the straggler still has
+// (n-1) pieces to serve and (n-1) to load per round after it arrives. Their time after it
+// arrives is their whole closed form, whichever rank is late.
+TEST(CostModel, DirectLoadsHideNothingOfALateRank) {
+  for (const char* name : {"oneshot", "twoshot"}) {
+    const AlgorithmInfo& info = find_algorithm(name);
+    for (int n : {2, 3, 6, 8, 13, 64}) {
+      const Schedule s = generate(name, n, Options{});
+      const double bytes = 1024.0 * n;
+      for (int straggler : {n - 1, 0, n / 2}) {
+        for (const CostParams& p : parameter_sets()) {
+          const double delay = 2.0 * info.cost(n, bytes, p, Options{}) + 1e-3;
+          std::vector<double> arrival(static_cast<std::size_t>(n), 0.0);
+          arrival[static_cast<std::size_t>(straggler)] = delay;
+          const double after = testing::evaluate_rounds(s, bytes, p, arrival).makespan - delay;
+          const double expect = info.cost(n, bytes, p, Options{});
+          EXPECT_NEAR(after, expect, 1e-9 * expect)
+              << name << " n=" << n << " straggler=" << straggler;
+        }
       }
     }
   }

@@ -195,6 +195,8 @@ TEST(MscclXml, LargestRankCountsInTheReadme) {
            {"direct", 87, "MSCCL_MAX_NUM_STEPS"},
            {"stragglar", 109, "MSCCL_MAX_NUM_THREAD_BLOCKS"},
            {"direct_rs_ag", 65, "depid"},
+           {"oneshot", 65, "depid"},
+           {"twoshot", 65, "depid"},
            {"stragglar_hier", 33, "MSCCL_MAX_NUM_STEPS"}}) {
     EXPECT_NO_THROW(xml_of(generate(name, n, Options{}))) << name << " n=" << n;
     try {

@@ -33,6 +33,9 @@ const Case kCases[] = {
     {"straggler_tree", "straggler", "0", 0x0d767694d37c0eb4ull},
     {"halving_doubling", "", "", 0x303fcd63cd57e61full},
     {"direct_rs_ag", "", "", 0x98902e7f1cab2645ull},
+    // MSCCL++'s direct loads: fingerprints taken when they were added, already streamed.
+    {"oneshot", "", "", 0x7147d000730b6c44ull},
+    {"twoshot", "", "", 0x223ae96382089a45ull},
     {"direct", "", "", 0xbb8a97eb79d3c7aeull},
     {"direct", "straggler", "0", 0x3e3074da7b64ad8cull},
     {"direct", "straggler", "n/2", 0xa3425e118cae45deull},
@@ -67,7 +70,9 @@ std::vector<int> ranks_of(const Case& c) {
   for (int n = algorithm == "stragglar" ? k + 2 : 2; n <= 70; ++n) v.push_back(n);
   for (int n : {127, 128, 129, 255, 256, 257, 600}) {
     if (k > 1 && n > 129) continue;
-    if (algorithm != "direct_rs_ag" || n <= 256) v.push_back(n);  // n^2 transfers per round
+    const bool all_to_all =
+        algorithm == "direct_rs_ag" || algorithm == "oneshot" || algorithm == "twoshot";
+    if (!all_to_all || n <= 256) v.push_back(n);  // n^2 transfers per round
   }
   return v;
 }

@@ -252,6 +252,54 @@ TEST(ExperimentRunner, ShippedPaperScalingReproducesTheStragglarTable) {
   std::filesystem::remove_all(dir);
 }
 
+// The shipped direct_load_scaling at 8 and 128 ranks. Time after the 25 ms straggler arrives,
+// alpha 3 us, beta = 1 / 450 GiB/s: in the alphabeta model twoshot is Ring's time and oneshot
+// (n-1)(alpha + s beta) (a rank's loads one at a time); in the flow model the loads of a round
+// run at once, so twoshot takes 2 alpha + 2 (n-1)/n s beta and oneshot alpha + (n-1) s beta,
+// all of it after the straggler arrives (its link carries it). StragglAR still wins at 1 GiB
+// and loses to twoshot at 64 MiB on 128 ranks (its n-2+log2 n rounds of alpha); oneshot is the
+// fastest at 64 KiB on 8 ranks.
+TEST(ExperimentRunner, ShippedDirectLoadScalingShowsWhereStragglarWins) {
+  Experiment e = load_experiment(ConfigReader(std::string(STRAGGLESIM_SOURCE_DIR) +
+                                              "/configs/experiments/direct_load_scaling.yaml"));
+  ASSERT_EQ(e.axes.size(), 3u);
+  ASSERT_EQ(e.axes[1].key, "ranks");
+  std::erase_if(e.points, [&](const SweepPoint& p) {
+    const std::string& n = e.axes[1].labels[p.value[1]];
+    return n != "8" && n != "128";
+  });
+  ASSERT_EQ(e.points.size(), 16u);
+  const std::string dir = temp_dir("direct_load");
+  run_experiment(e, quiet(dir, 2));
+  std::map<std::string, double> after;  // "model/label/ranks/bytes" -> after_last_arrival_s
+  for (const auto& row : read_csv(dir + "/results.csv")) {
+    after[row.at("sweep.network.model") + "/" + row.at("label") + "/" + row.at("ranks") + "/" +
+          row.at("bytes")] = std::stod(row.at("after_last_arrival_s"));
+  }
+  const double alpha = 3e-6, beta = 1.0 / (450.0 * 1024 * 1024 * 1024);
+  for (const int n : {8, 128}) {
+    for (const double s : {65536.0, 1048576.0, 67108864.0, 1073741824.0}) {
+      const std::string tail =
+          "/" + std::to_string(n) + "/" + std::to_string(static_cast<long long>(s));
+      const double ab_one = (n - 1) * (alpha + s * beta);
+      const double flow_one = alpha + (n - 1) * s * beta;
+      const double flow_two = 2 * alpha + 2.0 * (n - 1) / n * s * beta;
+      EXPECT_NEAR(after.at("alphabeta/oneshot" + tail), ab_one, 1e-9 * ab_one) << tail;
+      EXPECT_NEAR(after.at("alphabeta/twoshot" + tail), after.at("alphabeta/ring" + tail), 1e-15)
+          << tail;
+      EXPECT_NEAR(after.at("flow/oneshot" + tail), flow_one, 1e-9 * flow_one) << tail;
+      EXPECT_NEAR(after.at("flow/twoshot" + tail), flow_two, 1e-9 * flow_two) << tail;
+    }
+  }
+  EXPECT_LT(after.at("flow/stragglar/128/1073741824"), after.at("flow/twoshot/128/1073741824"));
+  EXPECT_LT(after.at("flow/twoshot/128/67108864"), after.at("flow/stragglar/128/67108864"));
+  for (const char* other : {"stragglar", "ring", "rhd", "twoshot"}) {
+    EXPECT_LT(after.at("flow/oneshot/8/65536"), after.at(std::string("flow/") + other + "/8/65536"))
+        << other;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ExperimentRunner, SummaryShowsWinnerLossesAndCriticalDelay) {
   // 8 ranks, 4 GiB: StragglAR ties Ring at the model's critical delay, 3.495 ms
   // (T_RS + T_2 - T_ring with 6 and 9 rounds of alpha + s/7 beta, 14 of alpha + s/8 beta).
