@@ -1,0 +1,12 @@
+// `stragglesim train CONFIG.yaml [--json] [--steps-csv FILE] [--ranks-csv FILE] [-n STEPS]
+// [--seed S]`: a training job's step model (sim/training.hpp) per algorithm: step times,
+// samples/s, idle time per rank, GPU-hours lost per day to stragglers.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace ssim::exp {
+
+void add_train_command(CLI::App& app);
+
+}  // namespace ssim::exp
