@@ -239,3 +239,72 @@ sim::Trace load_delay_trace(const std::filesystem::path& file) {
 }
 
 }  // namespace ssim::exp
+
+namespace ssim::exp {
+
+std::vector<std::vector<double>> read_step_log(std::istream& in, const std::string& source) {
+  CsvReader csv(in, source, kDelayCsv);
+  const std::string expected =
+      "expected a header 'rank,step,seconds' or 'rank,step,<name>_<unit>' (" + std::string(kSuffixHelp) + ")";
+  CsvRecord header;
+  if (!csv.next(header)) throw InputError(source + ": empty step log");
+  const std::vector<std::string>& names = header.fields;
+  if (names.size() != 3 || names[0] != "rank" || names[1] != "step") csv.fail(header, expected);
+  double factor = 1.0;
+  if (names[2] != "seconds") {
+    const std::optional<UnitSuffix> unit = split_unit_suffix(names[2]);
+    if (!unit) csv.fail_at(header, 2, expected);
+    factor = unit->factor;
+  }
+  struct Cell {
+    double seconds;
+    int line;
+  };
+  std::map<int, std::map<int, Cell>> steps;  // step -> rank -> time
+  CsvRecord r;
+  while (csv.next(r)) {
+    if (r.fields.size() != 3)
+      csv.fail(r, "expected 3 columns (rank, step, time), got " + std::to_string(r.fields.size()));
+    const int rank = cell_index(csv, r, 0, "rank");
+    const int step = cell_index(csv, r, 1, "step");
+    const Seconds t = cell_time(csv, r, 2, factor);
+    const auto [pos, inserted] = steps[step].emplace(rank, Cell{t.value, r.line});
+    if (!inserted) {
+      csv.fail(r, "rank " + std::to_string(rank) + " step " + std::to_string(step) + " already given on line " +
+                      std::to_string(pos->second.line));
+    }
+  }
+  if (steps.empty()) throw InputError(source + ": no data rows after the header");
+  int ranks = 0;
+  for (const auto& kv : steps) ranks = std::max(ranks, kv.second.rbegin()->first + 1);
+  const int first = steps.begin()->first, last = steps.rbegin()->first;
+  std::vector<std::vector<double>> times;
+  times.reserve(steps.size());
+  int expect_step = first;
+  for (const auto& [step, row] : steps) {
+    if (step != expect_step) {
+      throw InputError(source + ": step " + std::to_string(expect_step) + " is missing (steps run " +
+                       std::to_string(first) + ".." + std::to_string(last) + " without gaps)");
+    }
+    int expect_rank = 0;
+    for (const auto& cell : row) {
+      if (cell.first != expect_rank) break;
+      ++expect_rank;
+    }
+    if (expect_rank != ranks) {
+      throw InputError(source + ": step " + std::to_string(step) + " has no time for rank " +
+                       std::to_string(expect_rank) + " (ranks run 0.." + std::to_string(ranks - 1) + ")");
+    }
+    std::vector<double>& out = times.emplace_back();
+    for (const auto& cell : row) out.push_back(cell.second.seconds);
+    ++expect_step;
+  }
+  return times;
+}
+
+std::vector<std::vector<double>> load_step_log(const std::filesystem::path& file) {
+  std::ifstream in = open_or_throw(file, "step log");
+  return read_step_log(in, file.string());
+}
+
+}  // namespace ssim::exp

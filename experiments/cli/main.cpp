@@ -50,6 +50,7 @@ int run(int argc, char** argv) {
   ssim::exp::add_merge_command(app);
   ssim::exp::add_advise_command(app);
   ssim::exp::add_train_command(app);
+  ssim::exp::add_fit_delays_command(app);
   ssim::exp::add_lower_command(app);
   try {
     check_first_argument(app, argc, argv);
