@@ -40,8 +40,8 @@ std::string fixed(double v, int digits) {
 std::string summary_table(const std::string& path, const sim::TrainingConfig& c, const sim::TrainingResult& r) {
   std::ostringstream os;
   os << path << ": " << r.ranks << " ranks on " << c.topology.name << ", " << sim::to_string(c.network)
-     << " model; " << c.layers.size() << " layers, " << format_bytes(Bytes{r.gradient_bytes})
-     << " of gradients in " << r.buckets.size() << " buckets (cap " << format_bytes(c.bucket_cap)
+     << " model; " << c.layers.size() << " layers, " << fixed(static_cast<double>(r.gradient_bytes) / 1e9, 3)
+     << " GB of gradients in " << r.buckets.size() << " buckets (cap " << format_bytes(c.bucket_cap)
      << "); forward " << format_time(r.forward) << ", backward " << format_time(r.backward)
      << ", optimizer " << format_time(c.optimizer) << " per step\n";
   os << "delays: " << c.delays.describe() << "; " << c.steps << " steps, seed " << c.seed
