@@ -216,6 +216,20 @@ TEST(Training, GroupsRunSideBySideAndAverageEveryKSteps) {
   EXPECT_EQ(every.max_staleness, 0);
 }
 
+TEST(Training, FlowModelAgreesWhereNothingIsShared) {
+  // On a switch the two models agree exactly when no link is shared: each group's ring, side by
+  // side with the other group's, and the straggler-delayed buckets.
+  TrainingConfig c = two_ranks();
+  c.topology = switch_of(4, 1e9, 1e-6);
+  c.delays.stragglers.push_back({.rank = 3, .extra = Distribution::constant(Seconds{0.004})});
+  c.modes = {SyncSpec{SyncMode::grouped, 2, 1000}};
+  const TrainingRun ab = run_training(c).runs.at(0);
+  c.network = NetworkKind::flow;
+  const TrainingRun flow = run_training(c).runs.at(0);
+  EXPECT_NEAR(flow.mean_step.value, ab.mean_step.value, 1e-12);
+  EXPECT_NEAR(flow.baseline_mean_step.value, ab.baseline_mean_step.value, 1e-12);
+}
+
 TEST(Training, BadInput) {
   TrainingConfig c = two_ranks();
   c.layers[1].forward = Seconds{0};
