@@ -245,16 +245,20 @@ namespace ssim::exp {
 std::vector<std::vector<double>> read_step_log(std::istream& in, const std::string& source) {
   CsvReader csv(in, source, kDelayCsv);
   const std::string expected =
-      "expected a header 'rank,step,seconds' or 'rank,step,<name>_<unit>' (" + std::string(kSuffixHelp) + ")";
+      "expected a header 'rank,step,seconds', 'rank,step,<name>_<unit>' or 'rank,step,timestamp[_<unit>]' (" +
+      std::string(kSuffixHelp) + ")";
   CsvRecord header;
   if (!csv.next(header)) throw InputError(source + ": empty step log");
   const std::vector<std::string>& names = header.fields;
   if (names.size() != 3 || names[0] != "rank" || names[1] != "step") csv.fail(header, expected);
   double factor = 1.0;
-  if (names[2] != "seconds") {
+  // A timestamp column: when each rank finished each step; the step times are the differences.
+  bool timestamps = names[2] == "timestamp";
+  if (names[2] != "seconds" && !timestamps) {
     const std::optional<UnitSuffix> unit = split_unit_suffix(names[2]);
     if (!unit) csv.fail_at(header, 2, expected);
     factor = unit->factor;
+    timestamps = unit->base == "timestamp";
   }
   struct Cell {
     double seconds;
@@ -299,7 +303,30 @@ std::vector<std::vector<double>> read_step_log(std::istream& in, const std::stri
     for (const auto& cell : row) out.push_back(cell.second.seconds);
     ++expect_step;
   }
-  return times;
+  if (!timestamps) return times;
+  // Step s of rank r took timestamp[s] - timestamp[s-1]; the first step has no start.
+  const std::vector<std::map<int, Cell>*> rows = [&steps] {
+    std::vector<std::map<int, Cell>*> v;
+    for (auto& kv : steps) v.push_back(&kv.second);
+    return v;
+  }();
+  std::vector<std::vector<double>> durations;
+  for (std::size_t s = 1; s < times.size(); ++s) {
+    std::vector<double>& out = durations.emplace_back();
+    for (std::size_t r = 0; r < times[s].size(); ++r) {
+      const double d = times[s][r] - times[s - 1][r];
+      if (!(d > 0)) {
+        const Cell& cell = rows[s]->at(static_cast<int>(r));
+        throw InputError(source + ":" + std::to_string(cell.line) + ": rank " + std::to_string(r) +
+                         " timestamp of step " + std::to_string(first + static_cast<int>(s)) +
+                         " is not after its step " + std::to_string(first + static_cast<int>(s) - 1) +
+                         " (line " + std::to_string(rows[s - 1]->at(static_cast<int>(r)).line) +
+                         "): timestamps must increase");
+      }
+      out.push_back(d);
+    }
+  }
+  return durations;
 }
 
 std::vector<std::vector<double>> load_step_log(const std::filesystem::path& file) {

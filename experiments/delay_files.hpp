@@ -21,7 +21,10 @@
 // Step logs (`stragglesim fit-delays`): per-rank, per-step times, header 'rank,step,seconds' or
 // 'rank,step,<name>_<unit>', one row per (rank, step) in any order; steps must run from the
 // smallest to the largest without gaps, each with every rank 0..R-1 exactly once. Returned as
-// times[step - first][rank] in seconds.
+// times[step - first][rank] in seconds. A plain log of per-rank timestamps, header
+// 'rank,step,timestamp' (seconds) or 'rank,step,timestamp_<unit>', gives when each rank finished
+// each step: the times are the differences of consecutive steps (one step fewer), and a
+// timestamp that does not increase is an error naming its line.
 #pragma once
 
 #include <filesystem>

@@ -184,6 +184,18 @@ TEST(CliFitDelays, RecoversTheSyntheticLogAndFeedsTrain) {
   std::remove(out.c_str());
 }
 
+// A plain log of per-rank timestamps: the step times are the differences (rank 1 is 10 ms slower
+// per step than rank 0, so its offset is 10 ms every step).
+TEST(CliFitDelays, TimestampLog) {
+  const std::string log = temp("timestamps.csv");
+  std::ofstream(log) << "rank,step,timestamp_ms\n0,0,0\n1,0,0\n0,1,100\n1,1,110\n0,2,200\n1,2,220\n";
+  const CommandResult r = run_cli("fit-delays " + log);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "#   2 ranks, 2 steps\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "base: {distribution: constant, value: 0.01")) << r.out;
+  std::remove(log.c_str());
+}
+
 TEST(CliFitDelays, BadLogsNameFileAndLineAndWriteNothing) {
   struct Case {
     std::string text, where;
@@ -196,6 +208,8 @@ TEST(CliFitDelays, BadLogsNameFileAndLineAndWriteNothing) {
       {"rank,step,seconds\n0,0,1\n0,0,2\n", ":3: rank 0 step 0 already given on line 2"},
       {"rank,time\n0,1\n", ":1: expected a header 'rank,step,seconds'"},
       {"rank,step,seconds\n0,0,1\n1,0,1\n", "at least 2 steps"},
+      {"rank,step,timestamp_ms\n0,0,0\n1,0,0\n0,1,100\n1,1,110\n0,2,90\n1,2,230\n",
+       ":6: rank 0 timestamp of step 2 is not after its step 1 (line 4): timestamps must increase"},
   };
   const std::string log = temp("steps.csv"), out = temp("bad_fitted.yaml");
   for (const Case& c : cases) {
