@@ -20,10 +20,11 @@ TrainingConfig gpt2_medium_64(const std::string& algorithm, int steps) {
                                         .nvlink_latency = Seconds{3e-6},
                                         .nic_bandwidth = BytesPerSecond{50e9},
                                         .nic_latency = Seconds{2e-6},
-                                        .fabric = topo::FabricKind::rail_optimized,
-                                        .spines = 4,
+                                        .fabric = topo::FabricKind::leaf_spine,
+                                        .spines = 0,
                                         .spine_bandwidth = BytesPerSecond{50e9},
-                                        .spine_latency = Seconds{1e-6}});
+                                        .spine_latency = Seconds{1e-6},
+                                        .nodes_per_leaf = 8});
   // Forward FLOPs per sample over 400 TFLOP/s, 8 samples per GPU; backward 2 x forward.
   const double per_flop = 8 / 400e12;
   auto add = [&](const char* name, std::uint64_t params, double flops) {

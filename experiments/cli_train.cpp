@@ -121,6 +121,7 @@ nlohmann::json summary_json(const std::string& path, const sim::TrainingConfig& 
                     {"max_step_s", run.max_step.value},
                     {"samples_per_s", run.samples_per_second},
                     {"mean_exposed_comm_s", run.mean_exposed_comm.value},
+                    {"alphabeta_shared_link", run.shared_link.has_value()},
                     {"baseline_mean_step_s", run.baseline_mean_step.value},
                     {"baseline_samples_per_s", run.baseline_samples_per_second},
                     {"lost_fraction", run.lost_fraction},
@@ -176,6 +177,17 @@ void run_train(const TrainArgs& a) {
   }
   if (steps) steps->commit();
   if (ranks) ranks->commit();
+  std::size_t shared = 0;
+  for (const sim::TrainingRun& run : r.runs) {
+    if (run.shared_link && shared++ == 0) {
+      std::cerr << "stragglesim: warning: " << run.algorithm << " " << run.mode.describe() << ": "
+                << shared_link_warning(*run.shared_link) << "\n";
+    }
+  }
+  if (shared > 1) {
+    std::cerr << "stragglesim: warning: " << shared << " of " << r.runs.size()
+              << " runs share links the alphabeta model does not share\n";
+  }
   std::cout << (a.json ? summary_json(a.config, c, r).dump(2) + "\n" : summary_table(a.config, c, r));
 }
 

@@ -154,6 +154,12 @@ class Collective {
 
   void reset() { std::fill(previous_.begin(), previous_.end(), -1); }
 
+  // The first link the model does not share (alpha-beta only), with the schedule's rank labels.
+  std::optional<SharedLink> shared_link() {
+    if (c_.network != NetworkKind::alphabeta) return std::nullopt;
+    return find_shared_link(groups_ > 1 ? merged_ : group_, executor_->routes());
+  }
+
  private:
   const TrainingConfig& c_;
   const alg::Schedule& group_;
@@ -249,6 +255,12 @@ class StepModel {
 
   double forward() const { return forward_; }
   double backward() const { return backward_; }
+  std::optional<SharedLink> shared_link() {
+    if (!bucket_.empty()) {
+      if (auto s = bucket_.front()->shared_link()) return s;
+    }
+    return average_ ? average_->shared_link() : std::nullopt;
+  }
 
  private:
   const TrainingConfig& c_;
@@ -307,6 +319,7 @@ TrainingResult run_training(const TrainingConfig& c, const StepCallback& on_step
     run.options = a.options;
     run.straggler_aware = schedule.straggler.has_value();
     run.buckets = static_cast<int>(result.buckets.size());
+    run.shared_link = model.shared_link();
     run.step_times.reserve(static_cast<std::size_t>(c.steps));
     const PassTotals delayed = model.run(&delays, [&](const StepRecord& r) {
       run.step_times.push_back(r.step_time);

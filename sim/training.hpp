@@ -52,6 +52,7 @@
 #include "common/units.hpp"
 #include "sim/delays.hpp"
 #include "sim/network.hpp"
+#include "sim/simulation.hpp"
 #include "topologies/topology.hpp"
 
 namespace ssim::sim {
@@ -151,6 +152,9 @@ struct TrainingRun {
   std::vector<Seconds> max_idle;   // per rank
   std::vector<Seconds> mean_delay; // per rank
   Seconds mean_exposed_comm;
+  // Alpha-beta only: the first link the bucket collectives (or the parameter average) share
+  // without the model sharing it (find_shared_link): the times are optimistic there.
+  std::optional<SharedLink> shared_link;
   double mean_staleness = 0.0;  // steps of other ranks' updates a rank lacks, mean over steps
   int max_staleness = 0;
   // The same job without delays.

@@ -230,6 +230,30 @@ TEST(Training, FlowModelAgreesWhereNothingIsShared) {
   EXPECT_NEAR(flow.baseline_mean_step.value, ab.baseline_mean_step.value, 1e-12);
 }
 
+TEST(Training, ReportsLinksTheAlphabetaModelDoesNotShare) {
+  TrainingConfig c = two_ranks();
+  EXPECT_FALSE(run_training(c).runs.at(0).shared_link);
+  // Two nodes of four on a rail-optimized fabric with one spine: the ring's two node-crossing
+  // transfers (3 -> 4, 7 -> 0) both leave rail 3 for the spine (cheaper than NVLink to GPU 0
+  // and rail 0 at these latencies).
+  c.topology = topo::make_hierarchical({.nodes = 2,
+                                        .gpus_per_node = 4,
+                                        .nvlink_bandwidth = BytesPerSecond{1e10},
+                                        .nvlink_latency = Seconds{5e-6},
+                                        .nic_bandwidth = BytesPerSecond{1e9},
+                                        .nic_latency = Seconds{1e-6},
+                                        .fabric = topo::FabricKind::rail_optimized,
+                                        .spines = 1,
+                                        .spine_bandwidth = BytesPerSecond{1e9},
+                                        .spine_latency = Seconds{1e-6}});
+  c.steps = 2;
+  const TrainingRun run = run_training(c).runs.at(0);
+  ASSERT_TRUE(run.shared_link);
+  EXPECT_NE(run.shared_link->describe().find("spine"), std::string::npos) << run.shared_link->describe();
+  c.network = NetworkKind::flow;
+  EXPECT_FALSE(run_training(c).runs.at(0).shared_link);
+}
+
 TEST(Training, BadInput) {
   TrainingConfig c = two_ranks();
   c.layers[1].forward = Seconds{0};
