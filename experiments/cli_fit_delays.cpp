@@ -1,6 +1,8 @@
 // `stragglesim fit-delays STEPS.csv [-o FITTED.yaml]`: a delay model fitted to per-rank step
 // times (sim/delay_fit.hpp), written as the `delays:` map of the configs.
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -16,7 +18,7 @@ namespace ssim::exp {
 namespace {
 
 struct FitArgs {
-  std::string input;
+  std::vector<std::string> inputs;  // one step log, or one profiler trace (.json) per rank
   std::string output = "-";
 };
 
@@ -49,16 +51,24 @@ std::string distribution_yaml(const sim::Distribution& d) {
   return "";
 }
 
+bool is_json(const std::string& path) { return std::filesystem::path(path).extension() == ".json"; }
+
 void run_fit_delays(const FitArgs& a) {
-  const std::vector<std::vector<double>> times = load_step_log(a.input);
+  const std::size_t traces = static_cast<std::size_t>(std::count_if(a.inputs.begin(), a.inputs.end(), is_json));
+  if (traces != 0 && traces != a.inputs.size())
+    throw UsageError("give one step log (CSV) or profiler traces (.json, one per rank), not both");
+  if (traces == 0 && a.inputs.size() != 1) throw UsageError("give one step log (CSV)");
+  const std::string source = traces ? a.inputs.front() + (a.inputs.size() > 1 ? " ..." : "") : a.inputs.front();
+  std::vector<std::filesystem::path> paths(a.inputs.begin(), a.inputs.end());
+  const std::vector<std::vector<double>> times = traces ? load_profiler_traces(paths) : load_step_log(paths.front());
   sim::DelayFit fit;
   try {
     fit = sim::fit_delays(times);
   } catch (const InputError& e) {
-    throw InputError(a.input + ": " + e.what());
+    throw InputError(source + ": " + e.what());
   }
   std::ostringstream os;
-  os << "# Delay model fitted by stragglesim fit-delays from " << a.input << "\n"
+  os << "# Delay model fitted by stragglesim fit-delays from " << source << "\n"
      << "# (the `delays:` map of simulate, run and train configs). Goodness of fit:\n";
   std::istringstream report(fit.report());
   for (std::string line; std::getline(report, line);) os << "#   " << line << "\n";
@@ -84,7 +94,9 @@ void add_fit_delays_command(CLI::App& app) {
   auto args = std::make_shared<FitArgs>();
   CLI::App* cmd = app.add_subcommand(
       "fit-delays", "Fit a straggler delay model to per-rank step times (CSV: rank,step,seconds)");
-  cmd->add_option("steps", args->input, "Step log CSV: rank,step,seconds (or rank,step,<name>_<unit>)")
+  cmd->add_option("steps", args->inputs,
+                  "A step log CSV (rank,step,seconds; rank,step,<name>_<unit>; rank,step,timestamp[_<unit>]), "
+                  "or PyTorch profiler traces (.json, one per rank)")
       ->required();
   cmd->add_option("-o,--output", args->output, "Write the fitted delay model (YAML) to FILE (default: standard output)");
   cmd->callback([args] { run_fit_delays(*args); });

@@ -25,6 +25,11 @@
 // 'rank,step,timestamp' (seconds) or 'rank,step,timestamp_<unit>', gives when each rank finished
 // each step: the times are the differences of consecutive steps (one step fewer), and a
 // timestamp that does not increase is an error naming its line.
+//
+// PyTorch profiler traces (the Chrome trace JSON its profiler writes, one file per rank): the
+// rank from distributedInfo.rank, the step times from the spans named ProfilerStep#<step>
+// (their dur, microseconds). Every rank 0..R-1 once, every trace with rank 0's steps, which run
+// without gaps. Returned as times[step - first][rank] in seconds.
 #pragma once
 
 #include <filesystem>
@@ -45,5 +50,6 @@ sim::Trace read_delay_trace(std::istream& in, const std::string& source);
 
 std::vector<std::vector<double>> load_step_log(const std::filesystem::path& file);
 std::vector<std::vector<double>> read_step_log(std::istream& in, const std::string& source);
+std::vector<std::vector<double>> load_profiler_traces(const std::vector<std::filesystem::path>& files);
 
 }  // namespace ssim::exp

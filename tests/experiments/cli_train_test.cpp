@@ -196,6 +196,54 @@ TEST(CliFitDelays, TimestampLog) {
   std::remove(log.c_str());
 }
 
+// PyTorch profiler traces, one per rank: the ProfilerStep#N spans' durations.
+std::string profiler_trace(int rank, const std::vector<double>& durations_us, int first_step = 3) {
+  nlohmann::json events = nlohmann::json::array();
+  events.push_back({{"ph", "X"}, {"name", "aten::mm"}, {"ts", 1}, {"dur", 5}});
+  double ts = 100;
+  for (std::size_t i = 0; i < durations_us.size(); ++i) {
+    events.push_back({{"ph", "X"}, {"cat", "user_annotation"},
+                      {"name", "ProfilerStep#" + std::to_string(first_step + static_cast<int>(i))},
+                      {"ts", ts}, {"dur", durations_us[i]}});
+    ts += durations_us[i];
+  }
+  return nlohmann::json{{"distributedInfo", {{"backend", "nccl"}, {"rank", rank}, {"world_size", 2}}},
+                        {"traceEvents", events}}
+      .dump();
+}
+
+TEST(CliFitDelays, ProfilerTraces) {
+  const std::string a = temp("rank0.json"), b = temp("rank1.json");
+  std::ofstream(a) << profiler_trace(0, {100000, 100000, 100000});
+  std::ofstream(b) << profiler_trace(1, {104000, 104000, 104000});
+  const CommandResult r = run_cli("fit-delays " + b + " " + a);  // any order: the rank is in the file
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "#   2 ranks, 3 steps\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "base: {distribution: constant, value: 0.004")) << r.out;
+  // A missing step, a missing rank, a trace without its rank: one message naming the file.
+  std::ofstream(b) << profiler_trace(1, {104000, 104000});
+  CommandResult bad = run_cli("fit-delays " + a + " " + b);
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_TRUE(contains(bad.err, b + ": no ProfilerStep#5 (rank 1")) << bad.err;
+  std::ofstream(b) << profiler_trace(2, {104000, 104000, 104000});
+  bad = run_cli("fit-delays " + a + " " + b);
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_TRUE(contains(bad.err, "no profiler trace for rank 1")) << bad.err;
+  std::ofstream(b) << R"({"traceEvents": []})";
+  bad = run_cli("fit-delays " + a + " " + b);
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_TRUE(contains(bad.err, b + ": distributedInfo.rank: missing")) << bad.err;
+  std::ofstream(b) << profiler_trace(1, {104000, -1, 104000});
+  bad = run_cli("fit-delays " + a + " " + b);
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_TRUE(contains(bad.err, b + ": traceEvents[2].dur")) << bad.err;
+  bad = run_cli("fit-delays " + a + " " + data_path("step_logs/synthetic_8x300.csv"));
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_TRUE(contains(bad.err, "not both")) << bad.err;
+  std::remove(a.c_str());
+  std::remove(b.c_str());
+}
+
 TEST(CliFitDelays, BadLogsNameFileAndLineAndWriteNothing) {
   struct Case {
     std::string text, where;
