@@ -56,7 +56,9 @@ void BM_Training(benchmark::State& state, const std::string& algorithm) {
   state.counters["steps"] = static_cast<double>(2 * c.steps);
 }
 BENCHMARK_CAPTURE(BM_Training, ring, std::string("ring"))->Arg(1000)->Unit(benchmark::kSecond);
-BENCHMARK_CAPTURE(BM_Training, stragglar, std::string("stragglar"))->Arg(1000)->Unit(benchmark::kSecond);
+BENCHMARK_CAPTURE(BM_Training, stragglar, std::string("stragglar"))
+    ->Arg(1000)
+    ->Unit(benchmark::kSecond);
 
 }  // namespace
 }  // namespace ssim::sim

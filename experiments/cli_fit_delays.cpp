@@ -2,8 +2,8 @@
 // times (sim/delay_fit.hpp), written as the `delays:` map of the configs.
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
@@ -38,11 +38,14 @@ std::string number(double v) {
 std::string distribution_yaml(const sim::Distribution& d) {
   const sim::Distribution::Params& p = d.params();
   if (std::get_if<sim::dist::None>(&p)) return "{distribution: none}";
-  if (const auto* c = std::get_if<sim::dist::Constant>(&p)) return "{distribution: constant, value: " + seconds(c->value.value) + "}";
+  if (const auto* c = std::get_if<sim::dist::Constant>(&p))
+    return "{distribution: constant, value: " + seconds(c->value.value) + "}";
   if (const auto* u = std::get_if<sim::dist::Uniform>(&p))
-    return "{distribution: uniform, low: " + seconds(u->low.value) + ", high: " + seconds(u->high.value) + "}";
+    return "{distribution: uniform, low: " + seconds(u->low.value) +
+           ", high: " + seconds(u->high.value) + "}";
   if (const auto* n = std::get_if<sim::dist::Normal>(&p))
-    return "{distribution: normal, mean: " + seconds(n->mean.value) + ", stddev: " + seconds(n->stddev.value) + "}";
+    return "{distribution: normal, mean: " + seconds(n->mean.value) +
+           ", stddev: " + seconds(n->stddev.value) + "}";
   if (const auto* l = std::get_if<sim::dist::Lognormal>(&p))
     return "{distribution: lognormal, mu: " + number(l->mu) + ", sigma: " + number(l->sigma) + "}";
   if (const auto* e = std::get_if<sim::dist::Exponential>(&p))
@@ -54,13 +57,16 @@ std::string distribution_yaml(const sim::Distribution& d) {
 bool is_json(const std::string& path) { return std::filesystem::path(path).extension() == ".json"; }
 
 void run_fit_delays(const FitArgs& a) {
-  const std::size_t traces = static_cast<std::size_t>(std::count_if(a.inputs.begin(), a.inputs.end(), is_json));
+  const std::size_t traces =
+      static_cast<std::size_t>(std::count_if(a.inputs.begin(), a.inputs.end(), is_json));
   if (traces != 0 && traces != a.inputs.size())
     throw UsageError("give one step log (CSV) or profiler traces (.json, one per rank), not both");
   if (traces == 0 && a.inputs.size() != 1) throw UsageError("give one step log (CSV)");
-  const std::string source = traces ? a.inputs.front() + (a.inputs.size() > 1 ? " ..." : "") : a.inputs.front();
+  const std::string source =
+      traces ? a.inputs.front() + (a.inputs.size() > 1 ? " ..." : "") : a.inputs.front();
   std::vector<std::filesystem::path> paths(a.inputs.begin(), a.inputs.end());
-  const std::vector<std::vector<double>> times = traces ? load_profiler_traces(paths) : load_step_log(paths.front());
+  const std::vector<std::vector<double>> times =
+      traces ? load_profiler_traces(paths) : load_step_log(paths.front());
   sim::DelayFit fit;
   try {
     fit = sim::fit_delays(times);
@@ -95,10 +101,12 @@ void add_fit_delays_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "fit-delays", "Fit a straggler delay model to per-rank step times (CSV: rank,step,seconds)");
   cmd->add_option("steps", args->inputs,
-                  "A step log CSV (rank,step,seconds; rank,step,<name>_<unit>; rank,step,timestamp[_<unit>]), "
+                  "A step log CSV (rank,step,seconds; rank,step,<name>_<unit>; "
+                  "rank,step,timestamp[_<unit>]), "
                   "or PyTorch profiler traces (.json, one per rank)")
       ->required();
-  cmd->add_option("-o,--output", args->output, "Write the fitted delay model (YAML) to FILE (default: standard output)");
+  cmd->add_option("-o,--output", args->output,
+                  "Write the fitted delay model (YAML) to FILE (default: standard output)");
   cmd->callback([args] { run_fit_delays(*args); });
 }
 

@@ -1,5 +1,7 @@
 // `stragglesim train CONFIG.yaml`: what stragglers cost a data-parallel training job
 // (sim/training.hpp), per algorithm: step times, samples/s, idle time per rank, GPU-hours lost.
+#include "experiments/cli_train.hpp"
+
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -8,7 +10,6 @@
 
 #include "common/error.hpp"
 #include "experiments/cli_commands.hpp"
-#include "experiments/cli_train.hpp"
 #include "experiments/config.hpp"
 #include "experiments/config_training.hpp"
 #include "schema/result_csv.hpp"
@@ -37,21 +38,23 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
-std::string summary_table(const std::string& path, const sim::TrainingConfig& c, const sim::TrainingResult& r) {
+std::string summary_table(const std::string& path, const sim::TrainingConfig& c,
+                          const sim::TrainingResult& r) {
   std::ostringstream os;
-  os << path << ": " << r.ranks << " ranks on " << c.topology.name << ", " << sim::to_string(c.network)
-     << " model; " << c.layers.size() << " layers, " << fixed(static_cast<double>(r.gradient_bytes) / 1e9, 3)
-     << " GB of gradients in " << r.buckets.size() << " buckets (cap " << format_bytes(c.bucket_cap)
-     << "); forward " << format_time(r.forward) << ", backward " << format_time(r.backward)
-     << ", optimizer " << format_time(c.optimizer) << " per step\n";
+  os << path << ": " << r.ranks << " ranks on " << c.topology.name << ", "
+     << sim::to_string(c.network) << " model; " << c.layers.size() << " layers, "
+     << fixed(static_cast<double>(r.gradient_bytes) / 1e9, 3) << " GB of gradients in "
+     << r.buckets.size() << " buckets (cap " << format_bytes(c.bucket_cap) << "); forward "
+     << format_time(r.forward) << ", backward " << format_time(r.backward) << ", optimizer "
+     << format_time(c.optimizer) << " per step\n";
   os << "delays: " << c.delays.describe() << "; " << c.steps << " steps, seed " << c.seed
      << "; lost GPU-hours per day at " << r.cluster_gpus << " GPUs\n\n";
   const char* format = "%-22s %-26s %10s %10s %10s %10s %11s %10s %8s %11s %6s\n";
   auto line = [&](const std::vector<std::string>& f) {
     char buf[512];
     std::snprintf(buf, sizeof buf, format, f[0].c_str(), f[1].c_str(), f[2].c_str(), f[3].c_str(),
-                  f[4].c_str(), f[5].c_str(), f[6].c_str(), f[7].c_str(), f[8].c_str(), f[9].c_str(),
-                  f[10].c_str());
+                  f[4].c_str(), f[5].c_str(), f[6].c_str(), f[7].c_str(), f[8].c_str(),
+                  f[9].c_str(), f[10].c_str());
     os << buf;
   };
   line({"algorithm", "mode", "mean step", "p50", "p99", "no-delay", "samples/s", "max idle", "lost",
@@ -60,19 +63,23 @@ std::string summary_table(const std::string& path, const sim::TrainingConfig& c,
     double idle = 0;
     for (const Seconds& s : run.mean_idle) idle = std::max(idle, s.value);
     const std::string opts = options_text(run.options);
-    line({run.algorithm + (opts.empty() ? "" : "(" + opts + ")"), run.mode.describe(), format_time(run.mean_step),
-          format_time(run.p50_step), format_time(run.p99_step), format_time(run.baseline_mean_step),
-          fixed(run.samples_per_second, 1), format_time(Seconds{idle}),
-          fixed(100 * run.lost_fraction, 2) + "%", fixed(run.lost_gpu_hours_per_day, 1),
-          fixed(run.mean_staleness, 1)});
+    line({run.algorithm + (opts.empty() ? "" : "(" + opts + ")"), run.mode.describe(),
+          format_time(run.mean_step), format_time(run.p50_step), format_time(run.p99_step),
+          format_time(run.baseline_mean_step), fixed(run.samples_per_second, 1),
+          format_time(Seconds{idle}), fixed(100 * run.lost_fraction, 2) + "%",
+          fixed(run.lost_gpu_hours_per_day, 1), fixed(run.mean_staleness, 1)});
   }
-  os << "\nmax idle: the largest per-rank mean idle time per step (waiting for the collective beyond "
-        "its own compute);\nlost: 1 - no-delay step / step; GPU-h/day: cluster GPUs x 24 h x lost;\n"
-        "stale: mean steps of other ranks' updates a rank lacks (its effect on accuracy is not modelled).\n";
+  os << "\nmax idle: the largest per-rank mean idle time per step (waiting for the collective "
+        "beyond "
+        "its own compute);\nlost: 1 - no-delay step / step; GPU-h/day: cluster GPUs x 24 h x "
+        "lost;\n"
+        "stale: mean steps of other ranks' updates a rank lacks (its effect on accuracy is not "
+        "modelled).\n";
   return os.str();
 }
 
-nlohmann::json summary_json(const std::string& path, const sim::TrainingConfig& c, const sim::TrainingResult& r) {
+nlohmann::json summary_json(const std::string& path, const sim::TrainingConfig& c,
+                            const sim::TrainingResult& r) {
   nlohmann::json j;
   j["version"] = STRAGGLESIM_VERSION_STRING;
   j["config"] = {{"file", path},
@@ -152,10 +159,11 @@ void run_train(const TrainArgs& a) {
   if (steps) {
     std::ostream& out = steps->stream();
     on_step = [&out](const sim::TrainingRun& run, const sim::StepRecord& s) {
-      out << run.algorithm << ',' << csv_field(options_text(run.options)) << ',' << csv_field(run.mode.describe()) << ','
-          << s.step << ',' << csv_number(s.step_time.value) << ',' << csv_number(s.end.value) << ','
-          << csv_number(s.mean_idle.value) << ',' << csv_number(s.max_idle.value) << ','
-          << s.slowest_rank << ',' << csv_number(s.exposed_comm.value) << '\n';
+      out << run.algorithm << ',' << csv_field(options_text(run.options)) << ','
+          << csv_field(run.mode.describe()) << ',' << s.step << ',' << csv_number(s.step_time.value)
+          << ',' << csv_number(s.end.value) << ',' << csv_number(s.mean_idle.value) << ','
+          << csv_number(s.max_idle.value) << ',' << s.slowest_rank << ','
+          << csv_number(s.exposed_comm.value) << '\n';
     };
   }
   sim::TrainingResult r;
@@ -169,9 +177,10 @@ void run_train(const TrainArgs& a) {
     out << "algorithm,options,mode,rank,mean_idle_s,max_idle_s,mean_delay_s\n";
     for (const sim::TrainingRun& run : r.runs) {
       for (std::size_t k = 0; k < run.mean_idle.size(); ++k) {
-        out << run.algorithm << ',' << csv_field(options_text(run.options)) << ',' << csv_field(run.mode.describe()) << ','
-            << k << ',' << csv_number(run.mean_idle[k].value) << ',' << csv_number(run.max_idle[k].value)
-            << ',' << csv_number(run.mean_delay[k].value) << '\n';
+        out << run.algorithm << ',' << csv_field(options_text(run.options)) << ','
+            << csv_field(run.mode.describe()) << ',' << k << ','
+            << csv_number(run.mean_idle[k].value) << ',' << csv_number(run.max_idle[k].value) << ','
+            << csv_number(run.mean_delay[k].value) << '\n';
       }
     }
   }
@@ -188,7 +197,8 @@ void run_train(const TrainArgs& a) {
     std::cerr << "stragglesim: warning: " << shared << " of " << r.runs.size()
               << " runs share links the alphabeta model does not share\n";
   }
-  std::cout << (a.json ? summary_json(a.config, c, r).dump(2) + "\n" : summary_table(a.config, c, r));
+  std::cout << (a.json ? summary_json(a.config, c, r).dump(2) + "\n"
+                       : summary_table(a.config, c, r));
 }
 
 }  // namespace
@@ -196,14 +206,19 @@ void run_train(const TrainArgs& a) {
 void add_train_command(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "train", "What stragglers cost a data-parallel training job (YAML): step time, idle time, GPU-hours");
-  cmd->add_option("config", args->config, "Training YAML (see README, \"Training jobs\")")->required();
+      "train",
+      "What stragglers cost a data-parallel training job (YAML): step time, idle time, GPU-hours");
+  cmd->add_option("config", args->config, "Training YAML (see README, \"Training jobs\")")
+      ->required();
   cmd->add_flag("--json", args->json, "Print the results as JSON instead of a table");
-  cmd->add_option("--steps-csv", args->steps_csv, "Write every step of every algorithm as CSV to FILE");
-  cmd->add_option("--ranks-csv", args->ranks_csv, "Write each rank's idle and delay per step as CSV to FILE");
+  cmd->add_option("--steps-csv", args->steps_csv,
+                  "Write every step of every algorithm as CSV to FILE");
+  cmd->add_option("--ranks-csv", args->ranks_csv,
+                  "Write each rank's idle and delay per step as CSV to FILE");
   cmd->add_option("-n,--steps", args->steps, "Override the configured step count")
       ->check(CLI::Range(1, 10'000'000));
-  cmd->add_option("--seed", args->seed, "Override the configured seed")->check(non_negative_number());
+  cmd->add_option("--seed", args->seed, "Override the configured seed")
+      ->check(non_negative_number());
   cmd->callback([args] { run_train(*args); });
 }
 

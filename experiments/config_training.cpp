@@ -1,10 +1,11 @@
+#include "experiments/config_training.hpp"
+
 #include <algorithm>
 #include <cmath>
 
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
 #include "experiments/config.hpp"
-#include "experiments/config_training.hpp"
 
 namespace ssim::exp {
 namespace {
@@ -33,8 +34,8 @@ sim::TrainingAlgorithm load_algorithm(const ConfigNode& item, const topo::Topolo
     name.fail(e.what());
   }
   if (!info->supports_ranks(ranks)) {
-    name.fail("algorithm " + info->name + " does not support the topology's " + std::to_string(ranks) +
-              " ranks (supported: " + info->supported_ranks + ")");
+    name.fail("algorithm " + info->name + " does not support the topology's " +
+              std::to_string(ranks) + " ranks (supported: " + info->supported_ranks + ")");
   }
   sim::TrainingAlgorithm a{info->name, {}};
   std::optional<ConfigNode> opts = item.is_map() ? item.maybe("options") : std::nullopt;
@@ -85,8 +86,8 @@ void load_model(const ConfigNode& model, int samples, sim::TrainingConfig& c) {
     const std::uint64_t piece = (c.bucket_cap.value + c.bytes_per_param - 1) / c.bytes_per_param;
     const std::uint64_t pieces = (params + piece - 1) / piece;
     if (pieces > kMaxLayers) {
-      pn.fail("with bucket_cap " + format_bytes(c.bucket_cap) + " this is " + std::to_string(pieces) +
-              " buckets (at most " + std::to_string(kMaxLayers) + ")");
+      pn.fail("with bucket_cap " + format_bytes(c.bucket_cap) + " this is " +
+              std::to_string(pieces) + " buckets (at most " + std::to_string(kMaxLayers) + ")");
     }
     for (std::uint64_t i = 0; i < pieces; ++i) {
       const std::uint64_t p = std::min(piece, params - i * piece);
@@ -109,7 +110,8 @@ void load_model(const ConfigNode& model, int samples, sim::TrainingConfig& c) {
   for (const ConfigNode& l : items) {
     l.allow_only({"name", "params", "flops", "forward", "backward", "count"});
     const std::string name = l.get_string("name", "layer" + std::to_string(c.layers.size()));
-    const std::uint64_t params = static_cast<std::uint64_t>(l.get_int("params", 0, 0, INT64_MAX / 16));
+    const std::uint64_t params =
+        static_cast<std::uint64_t>(l.get_int("params", 0, 0, INT64_MAX / 16));
     const int count = static_cast<int>(l.get_int("count", 1, 1, 100'000));
     Seconds forward, backward;
     if (l.has("flops")) {
@@ -133,7 +135,8 @@ void load_model(const ConfigNode& model, int samples, sim::TrainingConfig& c) {
   }
 }
 
-// A modes entry: synchronous, or {mode: grouped, groups: G, every: K} / {mode: local_sgd, every: K}.
+// A modes entry: synchronous, {mode: grouped, groups: G, every: K} or {mode: local_sgd,
+// every: K}.
 sim::SyncSpec load_mode(const ConfigNode& item, int ranks) {
   sim::SyncSpec m;
   const ConfigNode kind = item.is_map() ? item.child("mode") : item;
@@ -142,14 +145,14 @@ sim::SyncSpec load_mode(const ConfigNode& item, int ranks) {
     if (item.is_map()) item.allow_only({"mode"});
     return m;
   }
-  if (!item.is_map()) item.fail(name + " needs every (and grouped needs groups): {mode: " + name + ", ...}");
+  if (!item.is_map())
+    item.fail(name + " needs every (and grouped needs groups): {mode: " + name + ", ...}");
   if (name == "grouped") {
     item.allow_only({"mode", "groups", "every"});
     m.mode = sim::SyncMode::grouped;
     const ConfigNode g = item.child("groups");
     m.groups = static_cast<int>(g.as_int(2, ranks));
-    if (ranks % m.groups != 0)
-      g.fail("groups must divide the " + std::to_string(ranks) + " ranks");
+    if (ranks % m.groups != 0) g.fail("groups must divide the " + std::to_string(ranks) + " ranks");
   } else {
     item.allow_only({"mode", "every"});
     m.mode = sim::SyncMode::local_sgd;
@@ -162,8 +165,8 @@ sim::SyncSpec load_mode(const ConfigNode& item, int ranks) {
 
 sim::TrainingConfig load_training_config(const ConfigReader& reader) {
   const ConfigNode root = reader.root();
-  root.allow_only({"name", "description", "topology", "network", "algorithms", "modes", "prediction",
-                   "delays", "workload", "steps", "seed", "cluster_gpus"});
+  root.allow_only({"name", "description", "topology", "network", "algorithms", "modes",
+                   "prediction", "delays", "workload", "steps", "seed", "cluster_gpus"});
   for (const char* key : {"name", "description"}) {
     if (root.has(key)) root.child(key).as_string();
   }
@@ -174,7 +177,8 @@ sim::TrainingConfig load_training_config(const ConfigReader& reader) {
   if (ranks < 2) root.child("topology").fail("training needs at least 2 ranks");
   if (auto net = root.maybe("network")) {
     net->allow_only({"model", "gamma"});
-    c.network = sim::parse_network_kind(net->get_choice("model", {"alphabeta", "flow"}, "alphabeta"));
+    c.network =
+        sim::parse_network_kind(net->get_choice("model", {"alphabeta", "flow"}, "alphabeta"));
     if (net->has("gamma")) c.gamma = net->child("gamma").as_seconds_per_byte();
   }
   for (const ConfigNode& item : root.child("algorithms").items(/*scalar_ok=*/true))
@@ -183,7 +187,8 @@ sim::TrainingConfig load_training_config(const ConfigReader& reader) {
 
   if (auto modes = root.maybe("modes")) {
     c.modes.clear();
-    for (const ConfigNode& item : modes->items(/*scalar_ok=*/true)) c.modes.push_back(load_mode(item, ranks));
+    for (const ConfigNode& item : modes->items(/*scalar_ok=*/true))
+      c.modes.push_back(load_mode(item, ranks));
     if (c.modes.empty()) modes->fail("no mode given");
   }
   // Every algorithm must support the groups' rank count too.
@@ -194,8 +199,9 @@ sim::TrainingConfig load_training_config(const ConfigReader& reader) {
     for (std::size_t i = 0; i < c.algorithms.size(); ++i) {
       const alg::AlgorithmInfo& info = alg::find_algorithm(c.algorithms[i].name);
       if (!info.supports_ranks(size)) {
-        items[i].fail("algorithm " + info.name + " does not support groups of " + std::to_string(size) +
-                      " ranks (" + m.describe() + "; supported: " + info.supported_ranks + ")");
+        items[i].fail("algorithm " + info.name + " does not support groups of " +
+                      std::to_string(size) + " ranks (" + m.describe() +
+                      "; supported: " + info.supported_ranks + ")");
       }
     }
   }
@@ -209,7 +215,8 @@ sim::TrainingConfig load_training_config(const ConfigReader& reader) {
   if (w.has("optimizer")) {
     const ConfigNode o = w.child("optimizer");
     c.optimizer = o.as_time();
-    if (!(c.optimizer.value >= 0) || !std::isfinite(c.optimizer.value)) o.fail("optimizer must be >= 0");
+    if (!(c.optimizer.value >= 0) || !std::isfinite(c.optimizer.value))
+      o.fail("optimizer must be >= 0");
   }
   load_model(w.child("model"), c.samples_per_gpu, c);
   std::uint64_t params = 0;
@@ -218,8 +225,8 @@ sim::TrainingConfig load_training_config(const ConfigReader& reader) {
   if (params == 0) w.child("model").fail("the model has no parameters");
   if (c.bucket_cap.value > gradients) {
     const ConfigNode cap = w.has("bucket_cap") ? w.child("bucket_cap") : w;
-    cap.fail("bucket_cap " + format_bytes(c.bucket_cap) + " is larger than the model's gradients (" +
-             format_bytes(Bytes{gradients}) + ")");
+    cap.fail("bucket_cap " + format_bytes(c.bucket_cap) +
+             " is larger than the model's gradients (" + format_bytes(Bytes{gradients}) + ")");
   }
 
   if (auto delays = root.maybe("delays")) {
@@ -238,10 +245,12 @@ sim::TrainingConfig load_training_config(const ConfigReader& reader) {
     if (!s.adaptive_fallbacks.empty() || s.policy == sim::StragglerPolicy::eager) {
       pred->child("policy").fail("the training model takes policy oracle, fixed or previous");
     }
-    if (s.late_count && *s.late_count > 1) pred->child("k").fail("the training model takes one late rank");
+    if (s.late_count && *s.late_count > 1)
+      pred->child("k").fail("the training model takes one late rank");
     c.policy = s.policy;
     c.straggler = s.straggler;
-    if (c.policy == sim::StragglerPolicy::fixed && !c.straggler) pred->fail("policy fixed needs a rank");
+    if (c.policy == sim::StragglerPolicy::fixed && !c.straggler)
+      pred->fail("policy fixed needs a rank");
   }
   c.steps = static_cast<int>(root.get_int("steps", 100, 1, 10'000'000));
   c.seed = static_cast<std::uint64_t>(root.get_int("seed", 1, 0, INT64_MAX));

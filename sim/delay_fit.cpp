@@ -30,7 +30,8 @@ double ks_distance(const std::vector<double>& sorted, const Distribution& d) {
   double D = 0;
   for (std::size_t i = 0; i < sorted.size(); ++i) {
     const double F = distribution_cdf(d, sorted[i]);
-    D = std::max({D, std::fabs((static_cast<double>(i) + 1) / n - F), std::fabs(F - static_cast<double>(i) / n)});
+    D = std::max({D, std::fabs((static_cast<double>(i) + 1) / n - F),
+                  std::fabs(F - static_cast<double>(i) / n)});
   }
   return D;
 }
@@ -57,8 +58,10 @@ double distribution_cdf(const Distribution& d, double x) {
     const double below = phi(-m / s);
     return (phi((x - m) / s) - below) / (1.0 - below);
   }
-  if (const auto* ln = std::get_if<dist::Lognormal>(&p)) return x > 0 ? phi((std::log(x) - ln->mu) / ln->sigma) : 0.0;
-  if (const auto* e = std::get_if<dist::Exponential>(&p)) return x > 0 ? 1.0 - std::exp(-x / e->mean.value) : 0.0;
+  if (const auto* ln = std::get_if<dist::Lognormal>(&p))
+    return x > 0 ? phi((std::log(x) - ln->mu) / ln->sigma) : 0.0;
+  if (const auto* e = std::get_if<dist::Exponential>(&p))
+    return x > 0 ? 1.0 - std::exp(-x / e->mean.value) : 0.0;
   if (const auto* pa = std::get_if<dist::Pareto>(&p))
     return x >= pa->scale.value ? 1.0 - std::pow(pa->scale.value / x, pa->shape) : 0.0;
   throw InputError("no closed-form CDF for an empirical distribution");
@@ -98,13 +101,17 @@ ComponentFit fit_component(std::vector<double> samples) {
 }
 
 DelayFit fit_delays(const std::vector<std::vector<double>>& times) {
-  if (times.size() < 2) throw InputError("at least 2 steps are needed, got " + std::to_string(times.size()));
+  if (times.size() < 2)
+    throw InputError("at least 2 steps are needed, got " + std::to_string(times.size()));
   const std::size_t R = times.front().size();
   if (R < 2) throw InputError("at least 2 ranks are needed, got " + std::to_string(R));
   for (std::size_t s = 0; s < times.size(); ++s) {
-    if (times[s].size() != R) throw InputError("step " + std::to_string(s) + " has " + std::to_string(times[s].size()) + " ranks, step 0 has " + std::to_string(R));
+    if (times[s].size() != R)
+      throw InputError("step " + std::to_string(s) + " has " + std::to_string(times[s].size()) +
+                       " ranks, step 0 has " + std::to_string(R));
     for (double t : times[s]) {
-      if (!std::isfinite(t) || t < 0) throw InputError("step " + std::to_string(s) + ": times must be finite and >= 0");
+      if (!std::isfinite(t) || t < 0)
+        throw InputError("step " + std::to_string(s) + ": times must be finite and >= 0");
     }
   }
   const std::size_t S = times.size();
@@ -131,7 +138,8 @@ DelayFit fit_delays(const std::vector<std::vector<double>>& times) {
     const double threshold = n * p + 4 * std::sqrt(n * p * (1 - p));
     for (std::size_t r = 0; r < R; ++r) {
       if (static_cast<double>(slowest_count[r]) > threshold) {
-        fit.stragglers.push_back({static_cast<int>(r), static_cast<double>(slowest_count[r]) / n, slowest_count[r]});
+        fit.stragglers.push_back(
+            {static_cast<int>(r), static_cast<double>(slowest_count[r]) / n, slowest_count[r]});
       }
     }
   }
@@ -141,7 +149,8 @@ DelayFit fit_delays(const std::vector<std::vector<double>>& times) {
   std::vector<std::size_t> order(R);
   for (std::size_t s = 0; s < S; ++s) {
     std::iota(order.begin(), order.end(), std::size_t{0});
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return x[s][a] < x[s][b]; });
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t a, std::size_t b) { return x[s][a] < x[s][b]; });
     std::vector<double> others;
     for (std::size_t i = 0; i + k < R; ++i) others.push_back(x[s][order[i]]);
     for (std::size_t i = 1; i + k < R; ++i) base.push_back(x[s][order[i]]);
@@ -169,7 +178,8 @@ std::string DelayFit::report() const {
       char ks[32];
       std::snprintf(ks, sizeof ks, "%.4f", c.candidates[i].ks);
       os << "  " << (i == 0 ? "chosen " : "       ") << c.candidates[i].distribution.describe()
-         << (c.candidates.size() == 1 ? std::string("  (degenerate: KS not computed)") : std::string("  KS ") + ks)
+         << (c.candidates.size() == 1 ? std::string("  (degenerate: KS not computed)")
+                                      : std::string("  KS ") + ks)
          << "\n";
     }
   };

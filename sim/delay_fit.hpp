@@ -35,7 +35,7 @@ struct CandidateFit {
 
 struct ComponentFit {
   std::size_t samples = 0;
-  double mean = 0.0;  // of the samples, seconds
+  double mean = 0.0;                     // of the samples, seconds
   std::vector<CandidateFit> candidates;  // ascending KS distance; the first is chosen
   const Distribution& chosen() const { return candidates.front().distribution; }
   double ks() const { return candidates.front().ks; }

@@ -60,7 +60,8 @@ namespace {
 
 void check_config(const TrainingConfig& c) {
   const int n = c.topology.gpu_count();
-  if (n < 2) throw InputError("training needs at least 2 ranks, the topology has " + std::to_string(n));
+  if (n < 2)
+    throw InputError("training needs at least 2 ranks, the topology has " + std::to_string(n));
   if (c.layers.empty()) throw InputError("the model has no layers");
   for (const TrainingLayer& l : c.layers) {
     if (!(l.forward.value > 0) || !std::isfinite(l.forward.value))
@@ -83,11 +84,14 @@ void check_config(const TrainingConfig& c) {
     throw InputError("optimizer time must be >= 0");
   if (c.cluster_gpus < 0) throw InputError("cluster GPUs must be >= 0");
   if (c.policy == StragglerPolicy::eager)
-    throw InputError("prediction policy eager is not supported by the training model (oracle, fixed or previous)");
+    throw InputError(
+        "prediction policy eager is not supported by the training model (oracle, fixed or "
+        "previous)");
   if (c.policy == StragglerPolicy::fixed && !c.straggler)
     throw InputError("prediction policy fixed needs a rank");
   if (c.straggler && (*c.straggler < 0 || *c.straggler >= n))
-    throw InputError("predicted straggler rank " + std::to_string(*c.straggler) + " is out of range");
+    throw InputError("predicted straggler rank " + std::to_string(*c.straggler) +
+                     " is out of range");
 }
 
 // `groups` copies of `group` (a schedule on n / groups ranks) side by side on n ranks: group g's
@@ -95,7 +99,8 @@ void check_config(const TrainingConfig& c) {
 // each runs exactly as alone, sharing only the network.
 alg::Schedule side_by_side(const alg::Schedule& group, int groups) {
   const int m = group.ranks;
-  alg::Schedule s = alg::Schedule::make(group.collective, group.algorithm, m * groups, group.chunks);
+  alg::Schedule s =
+      alg::Schedule::make(group.collective, group.algorithm, m * groups, group.chunks);
   for (const alg::Round& round : group.rounds) {
     alg::Round& r = s.add_round(round.phase);
     for (int g = 0; g < groups; ++g) {
@@ -122,7 +127,8 @@ class Collective {
       : c_(c), group_(group), groups_(groups), m_(group.ranks) {
     if (groups > 1) merged_ = side_by_side(group, groups);
     const alg::Schedule& run = groups > 1 ? merged_ : group_;
-    executor_ = std::make_unique<Executor>(run, c.topology, NetworkConfig{c.network, c.gamma}, bytes);
+    executor_ =
+        std::make_unique<Executor>(run, c.topology, NetworkConfig{c.network, c.gamma}, bytes);
     previous_.assign(static_cast<std::size_t>(groups), -1);
   }
 
@@ -141,11 +147,13 @@ class Collective {
           // the group's last arrival the previous time, the first time as fixed.
           const int given = c_.straggler.value_or(c_.topology.gpu_count() - 1) - g * m_;
           predicted = given >= 0 && given < m_ ? given : m_ - 1;
-          if (c_.policy == StragglerPolicy::previous && previous_[ug] >= 0) predicted = previous_[ug];
+          if (c_.policy == StragglerPolicy::previous && previous_[ug] >= 0)
+            predicted = previous_[ug];
         }
         previous_[ug] = last;
         const std::vector<int> local = straggler_rank_map(group_, predicted);
-        for (int r = 0; r < m_; ++r) options_.rank_map[static_cast<std::size_t>(g * m_ + r)] = g * m_ + local[r];
+        for (int r = 0; r < m_; ++r)
+          options_.rank_map[static_cast<std::size_t>(g * m_ + r)] = g * m_ + local[r];
       }
     }
     result_ = executor_->run(arrival, options_);
@@ -184,13 +192,16 @@ class StepModel {
     }
     if (mode.mode != SyncMode::local_sgd) {
       const int groups = mode.mode == SyncMode::grouped ? mode.groups : 1;
-      for (const Bucket& b : buckets) bucket_.push_back(std::make_unique<Collective>(c, group, groups, b.bytes));
+      for (const Bucket& b : buckets)
+        bucket_.push_back(std::make_unique<Collective>(c, group, groups, b.bytes));
     }
-    if (mode.mode != SyncMode::synchronous) average_ = std::make_unique<Collective>(c, full, 1, model_bytes);
+    if (mode.mode != SyncMode::synchronous)
+      average_ = std::make_unique<Collective>(c, full, 1, model_bytes);
   }
 
   // Every step; `delays` null for the job without delays. `on_step` per step when set.
-  PassTotals run(const DelayGenerator* delays, const std::function<void(const StepRecord&)>& on_step) {
+  PassTotals run(const DelayGenerator* delays,
+                 const std::function<void(const StepRecord&)>& on_step) {
     const std::size_t un = static_cast<std::size_t>(n_);
     PassTotals t;
     t.idle_sum.assign(un, 0.0);
@@ -219,7 +230,8 @@ class StepModel {
         const std::vector<Seconds>& finish = bucket_[b]->run(arrival);
         for (std::size_t r = 0; r < un; ++r) comm_free[r] = finish[r].value;
       }
-      for (std::size_t r = 0; r < un; ++r) end[r] = std::max(bwd[r] + backward_, comm_free[r]) + c_.optimizer.value;
+      for (std::size_t r = 0; r < un; ++r)
+        end[r] = std::max(bwd[r] + backward_, comm_free[r]) + c_.optimizer.value;
       if (average_ && (s + 1) % mode_.every == 0) {
         for (std::size_t r = 0; r < un; ++r) arrival[r] = Seconds{end[r]};
         const std::vector<Seconds>& finish = average_->run(arrival);
@@ -285,79 +297,81 @@ TrainingResult run_training(const TrainingConfig& c, const StepCallback& on_step
   const DelayGenerator delays(c.delays, n, c.seed, StragglerPolicy::oracle);
 
   for (const SyncSpec& mode : c.modes) {
-  for (const TrainingAlgorithm& a : c.algorithms) {
-    const alg::AlgorithmInfo& info = alg::find_algorithm(a.name);
-    const int m = mode.mode == SyncMode::grouped ? n / mode.groups : n;
-    for (const int ranks : {n, m}) {
-      if (!info.supports_ranks(ranks)) {
-        throw InputError("algorithm " + info.name + " does not support " + std::to_string(ranks) +
-                         " ranks (supported: " + info.supported_ranks + ")" +
-                         (ranks != n ? " (the groups of " + mode.describe() + ")" : ""));
+    for (const TrainingAlgorithm& a : c.algorithms) {
+      const alg::AlgorithmInfo& info = alg::find_algorithm(a.name);
+      const int m = mode.mode == SyncMode::grouped ? n / mode.groups : n;
+      for (const int ranks : {n, m}) {
+        if (!info.supports_ranks(ranks)) {
+          throw InputError("algorithm " + info.name + " does not support " + std::to_string(ranks) +
+                           " ranks (supported: " + info.supported_ranks + ")" +
+                           (ranks != n ? " (the groups of " + mode.describe() + ")" : ""));
+        }
       }
-    }
-    const alg::Schedule schedule = alg::generate(info.name, n, a.options);
-    if (schedule.late.size() > 1) {
-      throw InputError("algorithm " + info.name +
-                       ": schedules built for several late ranks are not supported by the training model");
-    }
-    // A straggler option names a rank of the whole job; a group's schedule takes its default.
-    std::optional<alg::Schedule> group;
-    if (m != n) {
-      alg::Options group_options;
-      for (const auto& kv : a.options.values()) {
-        if (kv.first != "straggler") group_options.set(kv.first, kv.second);
+      const alg::Schedule schedule = alg::generate(info.name, n, a.options);
+      if (schedule.late.size() > 1) {
+        throw InputError(
+            "algorithm " + info.name +
+            ": schedules built for several late ranks are not supported by the training model");
       }
-      group = alg::generate(info.name, m, group_options);
-    }
-    StepModel model(c, mode, schedule, group ? *group : schedule, result.buckets, Bytes{result.gradient_bytes});
-    result.forward = Seconds{model.forward()};
-    result.backward = Seconds{model.backward()};
+      // A straggler option names a rank of the whole job; a group's schedule takes its default.
+      std::optional<alg::Schedule> group;
+      if (m != n) {
+        alg::Options group_options;
+        for (const auto& kv : a.options.values()) {
+          if (kv.first != "straggler") group_options.set(kv.first, kv.second);
+        }
+        group = alg::generate(info.name, m, group_options);
+      }
+      StepModel model(c, mode, schedule, group ? *group : schedule, result.buckets,
+                      Bytes{result.gradient_bytes});
+      result.forward = Seconds{model.forward()};
+      result.backward = Seconds{model.backward()};
 
-    TrainingRun run;
-    run.mode = mode;
-    run.algorithm = info.name;
-    run.options = a.options;
-    run.straggler_aware = schedule.straggler.has_value();
-    run.buckets = static_cast<int>(result.buckets.size());
-    run.shared_link = model.shared_link();
-    run.step_times.reserve(static_cast<std::size_t>(c.steps));
-    const PassTotals delayed = model.run(&delays, [&](const StepRecord& r) {
-      run.step_times.push_back(r.step_time);
-      if (on_step) on_step(run, r);
-    });
-    const PassTotals baseline = model.run(nullptr, {});
+      TrainingRun run;
+      run.mode = mode;
+      run.algorithm = info.name;
+      run.options = a.options;
+      run.straggler_aware = schedule.straggler.has_value();
+      run.buckets = static_cast<int>(result.buckets.size());
+      run.shared_link = model.shared_link();
+      run.step_times.reserve(static_cast<std::size_t>(c.steps));
+      const PassTotals delayed = model.run(&delays, [&](const StepRecord& r) {
+        run.step_times.push_back(r.step_time);
+        if (on_step) on_step(run, r);
+      });
+      const PassTotals baseline = model.run(nullptr, {});
 
-    const double steps = c.steps;
-    std::vector<double> times;
-    times.reserve(run.step_times.size());
-    for (const Seconds& t : run.step_times) times.push_back(t.value);
-    run.mean_step = Seconds{delayed.last_end / steps};
-    run.p50_step = Seconds{quantile(times, 0.5)};
-    run.p90_step = Seconds{quantile(times, 0.9)};
-    run.p99_step = Seconds{quantile(times, 0.99)};
-    run.max_step = Seconds{*std::max_element(times.begin(), times.end())};
-    const double samples = static_cast<double>(n) * c.samples_per_gpu;
-    run.samples_per_second = samples / run.mean_step.value;
-    for (int r = 0; r < n; ++r) {
-      const std::size_t ur = static_cast<std::size_t>(r);
-      run.mean_idle.push_back(Seconds{delayed.idle_sum[ur] / steps});
-      run.max_idle.push_back(Seconds{delayed.idle_max[ur]});
-      run.mean_delay.push_back(Seconds{delayed.delay_sum[ur] / steps});
+      const double steps = c.steps;
+      std::vector<double> times;
+      times.reserve(run.step_times.size());
+      for (const Seconds& t : run.step_times) times.push_back(t.value);
+      run.mean_step = Seconds{delayed.last_end / steps};
+      run.p50_step = Seconds{quantile(times, 0.5)};
+      run.p90_step = Seconds{quantile(times, 0.9)};
+      run.p99_step = Seconds{quantile(times, 0.99)};
+      run.max_step = Seconds{*std::max_element(times.begin(), times.end())};
+      const double samples = static_cast<double>(n) * c.samples_per_gpu;
+      run.samples_per_second = samples / run.mean_step.value;
+      for (int r = 0; r < n; ++r) {
+        const std::size_t ur = static_cast<std::size_t>(r);
+        run.mean_idle.push_back(Seconds{delayed.idle_sum[ur] / steps});
+        run.max_idle.push_back(Seconds{delayed.idle_max[ur]});
+        run.mean_delay.push_back(Seconds{delayed.delay_sum[ur] / steps});
+      }
+      run.mean_exposed_comm = Seconds{delayed.exposed_sum / steps};
+      run.baseline_mean_step = Seconds{baseline.last_end / steps};
+      run.baseline_samples_per_second = samples / run.baseline_mean_step.value;
+      run.lost_fraction = 1.0 - run.baseline_mean_step.value / run.mean_step.value;
+      run.lost_gpu_hours_per_day = result.cluster_gpus * 24.0 * run.lost_fraction;
+      if (mode.mode != SyncMode::synchronous) {
+        // Step s lacks the other ranks' updates of the s mod every steps since the last average.
+        double sum = 0;
+        for (int s = 0; s < c.steps; ++s) sum += s % mode.every;
+        run.mean_staleness = sum / steps;
+        run.max_staleness = std::min(c.steps, mode.every) - 1;
+      }
+      result.runs.push_back(std::move(run));
     }
-    run.mean_exposed_comm = Seconds{delayed.exposed_sum / steps};
-    run.baseline_mean_step = Seconds{baseline.last_end / steps};
-    run.baseline_samples_per_second = samples / run.baseline_mean_step.value;
-    run.lost_fraction = 1.0 - run.baseline_mean_step.value / run.mean_step.value;
-    run.lost_gpu_hours_per_day = result.cluster_gpus * 24.0 * run.lost_fraction;
-    if (mode.mode != SyncMode::synchronous) {
-      // Step s lacks the other ranks' updates of the s mod every steps since the last average.
-      double sum = 0;
-      for (int s = 0; s < c.steps; ++s) sum += s % mode.every;
-      run.mean_staleness = sum / steps;
-      run.max_staleness = std::min(c.steps, mode.every) - 1;
-    }
-    result.runs.push_back(std::move(run));
-  }
   }
   return result;
 }

@@ -7,7 +7,7 @@
 //   c.algorithms = {{"ring", {}}, {"stragglar", {}}};
 //   c.delays.stragglers.push_back({.rank = 5, .extra = Distribution::constant(...)});
 //   c.steps = 1000;
-//   TrainingResult r = run_training(c);   // per algorithm: step times, idle per rank, lost GPU-hours
+//   TrainingResult r = run_training(c);   // per algorithm: step times, idle, lost GPU-hours
 //
 // One step on rank r (DDP, fully synchronous):
 //   - it starts when its previous step ended (its optimizer step done), S_r; step 0 at 0;
@@ -104,7 +104,7 @@ struct SyncSpec {
 };
 
 struct TrainingAlgorithm {
-  std::string name;     // a registry algorithm
+  std::string name;  // a registry algorithm
   alg::Options options;
 };
 
@@ -131,11 +131,11 @@ struct TrainingConfig {
 struct StepRecord {
   int step = 0;
   Seconds step_time;
-  Seconds end;             // max_r E_r
-  Seconds mean_idle;       // over ranks
+  Seconds end;        // max_r E_r
+  Seconds mean_idle;  // over ranks
   Seconds max_idle;
-  int slowest_rank = 0;    // the rank with the largest delay this step (lowest on ties)
-  Seconds exposed_comm;    // end - max_r (S_r + d_r + forward + backward) - optimizer, >= 0
+  int slowest_rank = 0;  // the rank with the largest delay this step (lowest on ties)
+  Seconds exposed_comm;  // end - max_r (S_r + d_r + forward + backward) - optimizer, >= 0
 };
 
 struct TrainingRun {
@@ -148,9 +148,9 @@ struct TrainingRun {
   Seconds mean_step;
   Seconds p50_step, p90_step, p99_step, max_step;
   double samples_per_second = 0.0;
-  std::vector<Seconds> mean_idle;  // per rank, over steps
-  std::vector<Seconds> max_idle;   // per rank
-  std::vector<Seconds> mean_delay; // per rank
+  std::vector<Seconds> mean_idle;   // per rank, over steps
+  std::vector<Seconds> max_idle;    // per rank
+  std::vector<Seconds> mean_delay;  // per rank
   Seconds mean_exposed_comm;
   // Alpha-beta only: the first link the bucket collectives (or the parameter average) share
   // without the model sharing it (find_shared_link): the times are optimistic there.

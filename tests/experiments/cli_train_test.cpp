@@ -12,7 +12,9 @@
 namespace ssim::testing {
 namespace {
 
-bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+bool contains(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
 
 std::string temp(const std::string& name) {
   return "/tmp/ssim_train_" + std::to_string(::getpid()) + "_" + name;
@@ -59,7 +61,8 @@ TEST(CliTrain, JsonAndCsvOutputs) {
     EXPECT_EQ(run["mean_idle_s"].size(), 4u);
     EXPECT_NEAR(double(run["mean_delay_s"][2]), 0.002, 1e-12);
   }
-  EXPECT_NEAR(double(j["runs"][0]["mean_step_s"]) - double(j["runs"][0]["baseline_mean_step_s"]), 0.002, 1e-9);
+  EXPECT_NEAR(double(j["runs"][0]["mean_step_s"]) - double(j["runs"][0]["baseline_mean_step_s"]),
+              0.002, 1e-9);
   const std::string s = slurp(steps);
   EXPECT_EQ(std::count(s.begin(), s.end(), '\n'), 1 + 2 * 50);
   EXPECT_TRUE(contains(s, "algorithm,options,mode,step,step_time_s,"));
@@ -115,10 +118,10 @@ TEST(CliTrain, BadInputNamesFileLineAndKeyAndWritesNothing) {
       {with("flops: 2e11", "flops: .nan"), ":12:", "workload.model.layers[1].flops"},
       {with("flops: 1e9", "forward: 0ms"), ":11:", "workload.model.layers[0].forward"},
       {with("optimizer: 1ms", "optimizer: -1ms"), ":7:", "workload.optimizer"},
-      {with("steps: 50", "modes: [{mode: grouped, groups: 3, every: 2}]\nsteps: 50"), ":13:",
-       "modes[0].groups"},
-      {with("steps: 50", "modes: [synchronous, {mode: local_sgd, every: 0}]\nsteps: 50"), ":13:",
-       "modes[1].every"},
+      {with("steps: 50", "modes: [{mode: grouped, groups: 3, every: 2}]\nsteps: 50"),
+       ":13:", "modes[0].groups"},
+      {with("steps: 50", "modes: [synchronous, {mode: local_sgd, every: 0}]\nsteps: 50"),
+       ":13:", "modes[1].every"},
       {with("count: 4", "count: 0"), ":12:", "workload.model.layers[1].count"},
       {with("steps: 50", "steps: 0"), ":13:", "steps"},
       {with("[ring, ", "[ring, nope, "), ":2:", "algorithms[1]"},
@@ -141,7 +144,8 @@ TEST(CliTrain, BadInputNamesFileLineAndKeyAndWritesNothing) {
 // `delays:` map that train takes.
 TEST(CliFitDelays, RecoversTheSyntheticLogAndFeedsTrain) {
   const std::string out = temp("fitted.yaml");
-  const CommandResult r = run_cli("fit-delays " + data_path("step_logs/synthetic_8x300.csv") + " -o " + out);
+  const CommandResult r =
+      run_cli("fit-delays " + data_path("step_logs/synthetic_8x300.csv") + " -o " + out);
   ASSERT_EQ(r.rc, 0) << r.err;
   const std::string y = slurp(out);
   EXPECT_TRUE(contains(y, "persistent:\n  - {rank: 5, delay: {distribution: lognormal, mu: ")) << y;
@@ -167,17 +171,20 @@ TEST(CliFitDelays, RecoversTheSyntheticLogAndFeedsTrain) {
   ASSERT_EQ(t.rc, 0) << t.err << job;
   EXPECT_GT(double(nlohmann::json::parse(t.out)["runs"][0]["lost_fraction"]), 0.0);
   // advise answers for that cluster.
-  const CommandResult a = run_cli("advise --topology switch:450GiB/s:3us --ranks 8 --size 256MiB --delays " + out +
-                                  " -n 50 --algorithms ring,stragglar --jobs 1");
+  const CommandResult a =
+      run_cli("advise --topology switch:450GiB/s:3us --ranks 8 --size 256MiB --delays " + out +
+              " -n 50 --algorithms ring,stragglar --jobs 1");
   ASSERT_EQ(a.rc, 0) << a.err;
   EXPECT_TRUE(contains(a.out, "stragglers=[rank 5 +lognormal(mu=-4.942")) << a.out;
   EXPECT_TRUE(contains(a.out, "\nuse ")) << a.out;
-  const CommandResult both = run_cli("advise --topology switch:450GiB/s:3us --ranks 8 --size 256MiB --delays " +
-                                     out + " --delay-dist 5ms");
+  const CommandResult both =
+      run_cli("advise --topology switch:450GiB/s:3us --ranks 8 --size 256MiB --delays " + out +
+              " --delay-dist 5ms");
   EXPECT_NE(both.rc, 0);
   EXPECT_TRUE(contains(both.err, "--delays FILE replaces --delay-dist")) << both.err;
   std::ofstream(out) << "base: {distribution: exponential, mean: -1ms}\n";
-  const CommandResult bad = run_cli("advise --topology switch:450GiB/s:3us --ranks 8 --size 256MiB --delays " + out);
+  const CommandResult bad =
+      run_cli("advise --topology switch:450GiB/s:3us --ranks 8 --size 256MiB --delays " + out);
   EXPECT_EQ(bad.rc, 1);
   EXPECT_TRUE(contains(bad.err, out + ":1:")) << bad.err;
   EXPECT_TRUE(contains(bad.err, "base")) << bad.err;
@@ -188,7 +195,8 @@ TEST(CliFitDelays, RecoversTheSyntheticLogAndFeedsTrain) {
 // per step than rank 0, so its offset is 10 ms every step).
 TEST(CliFitDelays, TimestampLog) {
   const std::string log = temp("timestamps.csv");
-  std::ofstream(log) << "rank,step,timestamp_ms\n0,0,0\n1,0,0\n0,1,100\n1,1,110\n0,2,200\n1,2,220\n";
+  std::ofstream(log)
+      << "rank,step,timestamp_ms\n0,0,0\n1,0,0\n0,1,100\n1,1,110\n0,2,200\n1,2,220\n";
   const CommandResult r = run_cli("fit-delays " + log);
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "#   2 ranks, 2 steps\n")) << r.out;
@@ -202,13 +210,16 @@ std::string profiler_trace(int rank, const std::vector<double>& durations_us, in
   events.push_back({{"ph", "X"}, {"name", "aten::mm"}, {"ts", 1}, {"dur", 5}});
   double ts = 100;
   for (std::size_t i = 0; i < durations_us.size(); ++i) {
-    events.push_back({{"ph", "X"}, {"cat", "user_annotation"},
+    events.push_back({{"ph", "X"},
+                      {"cat", "user_annotation"},
                       {"name", "ProfilerStep#" + std::to_string(first_step + static_cast<int>(i))},
-                      {"ts", ts}, {"dur", durations_us[i]}});
+                      {"ts", ts},
+                      {"dur", durations_us[i]}});
     ts += durations_us[i];
   }
-  return nlohmann::json{{"distributedInfo", {{"backend", "nccl"}, {"rank", rank}, {"world_size", 2}}},
-                        {"traceEvents", events}}
+  return nlohmann::json{
+      {"distributedInfo", {{"backend", "nccl"}, {"rank", rank}, {"world_size", 2}}},
+      {"traceEvents", events}}
       .dump();
 }
 
@@ -216,7 +227,8 @@ TEST(CliFitDelays, ProfilerTraces) {
   const std::string a = temp("rank0.json"), b = temp("rank1.json");
   std::ofstream(a) << profiler_trace(0, {100000, 100000, 100000});
   std::ofstream(b) << profiler_trace(1, {104000, 104000, 104000});
-  const CommandResult r = run_cli("fit-delays " + b + " " + a);  // any order: the rank is in the file
+  const CommandResult r =
+      run_cli("fit-delays " + b + " " + a);  // any order: the rank is in the file
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "#   2 ranks, 3 steps\n")) << r.out;
   EXPECT_TRUE(contains(r.out, "base: {distribution: constant, value: 0.004")) << r.out;

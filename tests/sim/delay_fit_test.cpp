@@ -25,9 +25,10 @@ std::vector<std::vector<double>> draw(const DelayModel& m, int ranks, int steps,
 TEST(DelayFit, RecoversAPersistentLognormalStraggler) {
   DelayModel m;
   m.base = Distribution::exponential(Seconds{200e-6});
-  m.stragglers.push_back({.rank = 5,
-                          .extra = Distribution::lognormal_mean_p90(Seconds{9.5e-3}, Seconds{18.8e-3}),
-                          .persistence = 0.9});
+  m.stragglers.push_back(
+      {.rank = 5,
+       .extra = Distribution::lognormal_mean_p90(Seconds{9.5e-3}, Seconds{18.8e-3}),
+       .persistence = 0.9});
   const DelayFit f = fit_delays(draw(m, 16, 2000, 0.1));
   ASSERT_EQ(f.stragglers.size(), 1u) << f.report();
   EXPECT_EQ(f.stragglers[0].rank, 5);
@@ -63,7 +64,8 @@ TEST(DelayFit, NoStragglerAndConstantCases) {
 
 TEST(DelayFit, Cdfs) {
   EXPECT_DOUBLE_EQ(distribution_cdf(Distribution::uniform(Seconds{1}, Seconds{3}), 2.5), 0.75);
-  EXPECT_NEAR(distribution_cdf(Distribution::exponential(Seconds{2}), 2), 1 - std::exp(-1.0), 1e-15);
+  EXPECT_NEAR(distribution_cdf(Distribution::exponential(Seconds{2}), 2), 1 - std::exp(-1.0),
+              1e-15);
   EXPECT_NEAR(distribution_cdf(Distribution::lognormal(0, 1), 1), 0.5, 1e-15);
   EXPECT_NEAR(distribution_cdf(Distribution::normal(Seconds{5}, Seconds{1}), 5), 0.5, 1e-6);
   EXPECT_EQ(distribution_cdf(Distribution::constant(Seconds{1}), 0.999), 0.0);
@@ -73,9 +75,9 @@ TEST(DelayFit, Cdfs) {
 }
 
 TEST(DelayFit, BadInput) {
-  EXPECT_THROW(fit_delays({{1.0, 2.0}}), InputError);                      // one step
-  EXPECT_THROW(fit_delays({{1.0}, {2.0}}), InputError);                    // one rank
-  EXPECT_THROW(fit_delays({{1.0, 2.0}, {1.0}}), InputError);               // ragged
+  EXPECT_THROW(fit_delays({{1.0, 2.0}}), InputError);                       // one step
+  EXPECT_THROW(fit_delays({{1.0}, {2.0}}), InputError);                     // one rank
+  EXPECT_THROW(fit_delays({{1.0, 2.0}, {1.0}}), InputError);                // ragged
   EXPECT_THROW(fit_delays({{1.0, std::nan("")}, {1.0, 2.0}}), InputError);  // NaN
   EXPECT_THROW(fit_delays({{1.0, -2.0}, {1.0, 2.0}}), InputError);
 }

@@ -75,7 +75,8 @@ TrainingConfig two_ranks() {
 double ring_time(const TrainingConfig& c, std::uint64_t bytes) {
   const alg::Schedule s = alg::generate("ring", c.topology.gpu_count(), {});
   Executor ex(s, c.topology, NetworkConfig{}, Bytes{bytes});
-  return ex.run(at(std::vector<double>(static_cast<std::size_t>(c.topology.gpu_count()), 0.0))).completion.value;
+  return ex.run(at(std::vector<double>(static_cast<std::size_t>(c.topology.gpu_count()), 0.0)))
+      .completion.value;
 }
 
 TEST(Training, StepIsComputeThenTheLastBucketsAllReduce) {
@@ -170,7 +171,8 @@ TEST(Training, StragglerAwarePredictionMatters) {
 double ring_time_on(const topo::Topology& t, std::uint64_t bytes) {
   const alg::Schedule s = alg::generate("ring", t.gpu_count(), {});
   Executor ex(s, t, NetworkConfig{}, Bytes{bytes});
-  return ex.run(at(std::vector<double>(static_cast<std::size_t>(t.gpu_count()), 0.0))).completion.value;
+  return ex.run(at(std::vector<double>(static_cast<std::size_t>(t.gpu_count()), 0.0)))
+      .completion.value;
 }
 
 TEST(Training, LocalSgdAveragesEveryKSteps) {
@@ -249,7 +251,8 @@ TEST(Training, ReportsLinksTheAlphabetaModelDoesNotShare) {
   c.steps = 2;
   const TrainingRun run = run_training(c).runs.at(0);
   ASSERT_TRUE(run.shared_link);
-  EXPECT_NE(run.shared_link->describe().find("spine"), std::string::npos) << run.shared_link->describe();
+  EXPECT_NE(run.shared_link->describe().find("spine"), std::string::npos)
+      << run.shared_link->describe();
   c.network = NetworkKind::flow;
   EXPECT_FALSE(run_training(c).runs.at(0).shared_link);
 }
