@@ -26,6 +26,7 @@ struct AdviseArgs {
   std::string size;
   std::string delay_dist;
   std::string base_dist;
+  std::string delays_file;  // a delays: map, as fit-delays writes it
   int straggler_rank = -1;  // -1: the last rank
   double persistence = 1.0;
   std::string policy = "previous";
@@ -114,6 +115,44 @@ std::string topology_yaml(const AdviseArgs& a) {
       "such as switch:450GiB/s:3us");
 }
 
+// --delays FILE: a delays: map (base, persistent), as fit-delays writes it, checked in its own
+// file (errors name its line and key) and turned into the experiment's delays, stragglers and
+// prediction (the first straggler's rank is the first guess).
+std::string delays_file_yaml(const AdviseArgs& a) {
+  if (!a.delay_dist.empty() || !a.base_dist.empty() || a.straggler_rank >= 0 || a.persistence != 1.0)
+    throw UsageError("--delays FILE replaces --delay-dist, --base-dist, --straggler-rank and --persistence");
+  const ConfigReader file(a.delays_file);
+  const ConfigNode root = file.root();
+  root.allow_only({"base", "persistent"});
+  load_delay_model(root, file.directory());
+  std::ostringstream y;
+  if (root.has("base")) y << "delays: {base: " << root.child("base").text() << "}\n";
+  std::string first_rank;
+  if (auto list = root.maybe("persistent")) {
+    const std::vector<ConfigNode> items = list->items();
+    if (!items.empty()) {
+      std::string ranks, delay, persistence;
+      for (std::size_t i = 0; i < items.size(); ++i) {
+        const ConfigNode& it = items[i];
+        const std::string d = it.child("delay").text();
+        const std::string p = it.has("persistence") ? it.child("persistence").text() : "1";
+        if (i == 0) {
+          delay = d;
+          persistence = p;
+          first_rank = it.child("rank").text();
+        } else if (d != delay || p != persistence) {
+          it.fail("advise takes one delay distribution and persistence for every straggler");
+        }
+        ranks += (i ? ", " : "") + it.child("rank").text();
+      }
+      y << "stragglers: {ranks: [" << ranks << "], delay: " << delay << ", persistence: " << persistence
+        << "}\n";
+    }
+  }
+  y << "prediction: {policy: " << a.policy << (first_rank.empty() ? "" : ", rank: " + first_rank) << "}\n";
+  return y.str();
+}
+
 std::string advise_document(const AdviseArgs& a) {
   try {
     parse_bytes_with_unit(a.size);
@@ -135,6 +174,12 @@ std::string advise_document(const AdviseArgs& a) {
   y << "]\n";
   if (std::find(algs.begin(), algs.end(), "ring") != algs.end()) y << "baseline: ring\n";
   y << "size: " << yaml_quoted(a.size) << "\n";
+  if (!a.delays_file.empty()) {
+    y << delays_file_yaml(a);
+    y << "iterations: " << a.iterations << "\nseed: " << a.seed << "\n";
+    if (a.ranks > 0) y << "sweep: {ranks: [" << a.ranks << "]}\n";
+    return y.str();
+  }
   if (!a.base_dist.empty())
     y << "delays: {base: " << checked_distribution("--base-dist", a.base_dist) << "}\n";
   if (!a.delay_dist.empty()) {
@@ -256,6 +301,9 @@ void add_advise_command(CLI::App& app) {
       "--delay-dist", a->delay_dist,
       "Straggler delay: a time (5ms) or a YAML map, e.g. '{distribution: lognormal, mean: 9.5ms, "
       "p90: 18.8ms}'; default: no straggler");
+  cmd->add_option("--delays", a->delays_file,
+                  "A delays: map in a YAML file (base, persistent), e.g. what fit-delays writes; "
+                  "replaces --delay-dist, --base-dist, --straggler-rank and --persistence");
   cmd->add_option("--straggler-rank", a->straggler_rank,
                   "The straggler's home rank (default: the last rank)")
       ->check(non_negative_number());

@@ -7,6 +7,7 @@
 #include "common/error.hpp"
 #include "common/output_file.hpp"
 #include "experiments/cli_commands.hpp"
+#include "experiments/cli_train.hpp"
 
 namespace {
 
@@ -48,6 +49,8 @@ int run(int argc, char** argv) {
   ssim::exp::add_run_command(app);
   ssim::exp::add_merge_command(app);
   ssim::exp::add_advise_command(app);
+  ssim::exp::add_train_command(app);
+  ssim::exp::add_fit_delays_command(app);
   ssim::exp::add_lower_command(app);
   try {
     check_first_argument(app, argc, argv);

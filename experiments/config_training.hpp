@@ -1,0 +1,31 @@
+// The training job loader (`stragglesim train`, sim/training.hpp): YAML -> sim::TrainingConfig,
+// every invalid field an InputError naming the file, line, column and key path.
+#pragma once
+
+#include "experiments/config_reader.hpp"
+#include "sim/training.hpp"
+
+namespace ssim::exp {
+
+// A training job (`stragglesim train`, sim/training.hpp):
+//   topology, network, delays, seed     as in a simulation
+//   algorithms: [ring, {algorithm: stragglar, options: {...}}]     required, at least one
+//   modes: [synchronous, {mode: grouped, groups: G, every: K}, {mode: local_sgd, every: K}]
+//                                         default [synchronous]; G >= 2 divides the ranks, K >= 1
+//   prediction: {policy: oracle | fixed | previous, rank: R}      default oracle
+//   workload:
+//     samples_per_gpu: 8                  per step (default 1)
+//     gradient_bytes_per_param: 4         default 4 (fp32 gradients)
+//     bucket_cap: 25MiB                   default 25MiB; not larger than the gradients
+//     optimizer: 1ms                      default 0
+//     model:                              either a layer list in forward order
+//       {achieved_tflops: 400, backward_factor: 2,
+//        layers: [{name, params, flops (forward FLOPs per sample) | forward: TIME, backward: TIME,
+//                  count: 24}]}
+//                                         or {params: 354823168, forward: 15ms, backward: 30ms}
+//                                         (gradients come out evenly during backward)
+//   steps: 100, cluster_gpus: N (default the topology's GPUs)
+// Compute times must be > 0; errors name the file, line and key.
+sim::TrainingConfig load_training_config(const ConfigReader& reader);
+
+}  // namespace ssim::exp

@@ -1,0 +1,379 @@
+#include "sim/training.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <span>
+
+#include "common/error.hpp"
+#include "common/stats.hpp"
+#include "sim/executor.hpp"
+
+namespace ssim::sim {
+
+std::vector<Bucket> make_buckets(const std::vector<TrainingLayer>& layers,
+                                 std::uint64_t bytes_per_param, Bytes cap) {
+  if (layers.empty()) throw InputError("the model has no layers");
+  if (bytes_per_param == 0) throw InputError("gradient bytes per parameter must be >= 1");
+  std::uint64_t total = 0;
+  for (const TrainingLayer& l : layers) total += l.params * bytes_per_param;
+  if (total == 0) throw InputError("the model has no parameters (every layer has params 0)");
+  if (cap.value == 0) throw InputError("bucket cap must be > 0");
+  if (cap.value > total) {
+    throw InputError("bucket cap " + format_bytes(cap) + " is larger than the model's gradients (" +
+                     format_bytes(Bytes{total}) + ")");
+  }
+  std::vector<Bucket> buckets;
+  double backward = 0;  // backward time done so far
+  std::optional<Bucket> open;
+  for (int i = static_cast<int>(layers.size()) - 1; i >= 0; --i) {
+    const TrainingLayer& l = layers[static_cast<std::size_t>(i)];
+    backward += l.backward.value;
+    if (l.params == 0) continue;
+    if (!open) open = Bucket{i, i, Bytes{0}, Seconds{0}};
+    open->first_layer = i;
+    open->bytes.value += l.params * bytes_per_param;
+    open->ready = Seconds{backward};
+    if (open->bytes.value >= cap.value) {
+      buckets.push_back(*open);
+      open.reset();
+    }
+  }
+  if (open) buckets.push_back(*open);
+  return buckets;
+}
+
+std::string SyncSpec::describe() const {
+  switch (mode) {
+    case SyncMode::synchronous:
+      return "synchronous";
+    case SyncMode::grouped:
+      return "grouped(groups=" + std::to_string(groups) + ",every=" + std::to_string(every) + ")";
+    case SyncMode::local_sgd:
+      return "local_sgd(every=" + std::to_string(every) + ")";
+  }
+  return "?";
+}
+
+namespace {
+
+void check_config(const TrainingConfig& c) {
+  const int n = c.topology.gpu_count();
+  if (n < 2)
+    throw InputError("training needs at least 2 ranks, the topology has " + std::to_string(n));
+  if (c.layers.empty()) throw InputError("the model has no layers");
+  for (const TrainingLayer& l : c.layers) {
+    if (!(l.forward.value > 0) || !std::isfinite(l.forward.value))
+      throw InputError("layer " + l.name + ": forward time must be > 0");
+    if (!(l.backward.value > 0) || !std::isfinite(l.backward.value))
+      throw InputError("layer " + l.name + ": backward time must be > 0");
+  }
+  if (c.algorithms.empty()) throw InputError("no algorithm to train with");
+  if (c.modes.empty()) throw InputError("no synchronization mode to train with");
+  for (const SyncSpec& m : c.modes) {
+    if (m.every < 1) throw InputError(m.describe() + ": every must be >= 1");
+    if (m.mode == SyncMode::grouped && (m.groups < 2 || n % m.groups != 0)) {
+      throw InputError(m.describe() + ": groups must be >= 2 and divide the " + std::to_string(n) +
+                       " ranks");
+    }
+  }
+  if (c.steps < 1) throw InputError("steps must be >= 1");
+  if (c.samples_per_gpu < 1) throw InputError("samples per GPU must be >= 1");
+  if (!(c.optimizer.value >= 0) || !std::isfinite(c.optimizer.value))
+    throw InputError("optimizer time must be >= 0");
+  if (c.cluster_gpus < 0) throw InputError("cluster GPUs must be >= 0");
+  if (c.policy == StragglerPolicy::eager)
+    throw InputError(
+        "prediction policy eager is not supported by the training model (oracle, fixed or "
+        "previous)");
+  if (c.policy == StragglerPolicy::fixed && !c.straggler)
+    throw InputError("prediction policy fixed needs a rank");
+  if (c.straggler && (*c.straggler < 0 || *c.straggler >= n))
+    throw InputError("predicted straggler rank " + std::to_string(*c.straggler) +
+                     " is out of range");
+}
+
+// `groups` copies of `group` (a schedule on n / groups ranks) side by side on n ranks: group g's
+// rank r is rank g * m + r, and round i holds round i of every group. Groups share no rank, so
+// each runs exactly as alone, sharing only the network.
+alg::Schedule side_by_side(const alg::Schedule& group, int groups) {
+  const int m = group.ranks;
+  alg::Schedule s =
+      alg::Schedule::make(group.collective, group.algorithm, m * groups, group.chunks);
+  for (const alg::Round& round : group.rounds) {
+    alg::Round& r = s.add_round(round.phase);
+    for (int g = 0; g < groups; ++g) {
+      for (const alg::Transfer& t : round.transfers)
+        r.add(g * m + t.src, g * m + t.dst, t.chunk_begin, t.chunk_end, t.op);
+    }
+  }
+  return s;
+}
+
+// What one pass over the steps measured (the delayed job or its baseline).
+struct PassTotals {
+  double last_end = 0;
+  std::vector<double> idle_sum, idle_max, delay_sum;
+  double exposed_sum = 0;
+};
+
+// One collective on every group of ranks (one group: all ranks), with the straggler-aware
+// algorithms' straggler played, in each group, by the rank the policy predicts there.
+class Collective {
+ public:
+  // `group` is the schedule of one group; `groups` of them run side by side.
+  Collective(const TrainingConfig& c, const alg::Schedule& group, int groups, Bytes bytes)
+      : c_(c), group_(group), groups_(groups), m_(group.ranks) {
+    if (groups > 1) merged_ = side_by_side(group, groups);
+    const alg::Schedule& run = groups > 1 ? merged_ : group_;
+    executor_ =
+        std::make_unique<Executor>(run, c.topology, NetworkConfig{c.network, c.gamma}, bytes);
+    previous_.assign(static_cast<std::size_t>(groups), -1);
+  }
+
+  // Per physical rank, when it is done; `arrival` per physical rank.
+  const std::vector<Seconds>& run(const std::vector<Seconds>& arrival) {
+    options_.rank_map.clear();
+    if (group_.straggler) {
+      options_.rank_map.resize(arrival.size());
+      for (int g = 0; g < groups_; ++g) {
+        const std::span<const Seconds> mine(arrival.data() + g * m_, static_cast<std::size_t>(m_));
+        const int last = latest_ranks(mine, 1).back();
+        const std::size_t ug = static_cast<std::size_t>(g);
+        int predicted = last;
+        if (c_.policy != StragglerPolicy::oracle) {
+          // fixed: the given rank where it is in the group, else the group's last; previous:
+          // the group's last arrival the previous time, the first time as fixed.
+          const int given = c_.straggler.value_or(c_.topology.gpu_count() - 1) - g * m_;
+          predicted = given >= 0 && given < m_ ? given : m_ - 1;
+          if (c_.policy == StragglerPolicy::previous && previous_[ug] >= 0)
+            predicted = previous_[ug];
+        }
+        previous_[ug] = last;
+        const std::vector<int> local = straggler_rank_map(group_, predicted);
+        for (int r = 0; r < m_; ++r)
+          options_.rank_map[static_cast<std::size_t>(g * m_ + r)] = g * m_ + local[r];
+      }
+    }
+    result_ = executor_->run(arrival, options_);
+    return result_.finish;
+  }
+
+  void reset() { std::fill(previous_.begin(), previous_.end(), -1); }
+
+  // The first link the model does not share (alpha-beta only), with the schedule's rank labels.
+  std::optional<SharedLink> shared_link() {
+    if (c_.network != NetworkKind::alphabeta) return std::nullopt;
+    return find_shared_link(groups_ > 1 ? merged_ : group_, executor_->routes());
+  }
+
+ private:
+  const TrainingConfig& c_;
+  const alg::Schedule& group_;
+  alg::Schedule merged_;
+  int groups_, m_;
+  std::unique_ptr<Executor> executor_;
+  std::vector<int> previous_;
+  RunOptions options_;
+  IterationResult result_;
+};
+
+class StepModel {
+ public:
+  // `full`: the algorithm's schedule on every rank; `group`: on one group of the mode (the
+  // same schedule for synchronous).
+  StepModel(const TrainingConfig& c, const SyncSpec& mode, const alg::Schedule& full,
+            const alg::Schedule& group, const std::vector<Bucket>& buckets, Bytes model_bytes)
+      : c_(c), mode_(mode), buckets_(buckets), n_(c.topology.gpu_count()) {
+    for (const TrainingLayer& l : c.layers) {
+      forward_ += l.forward.value;
+      backward_ += l.backward.value;
+    }
+    if (mode.mode != SyncMode::local_sgd) {
+      const int groups = mode.mode == SyncMode::grouped ? mode.groups : 1;
+      for (const Bucket& b : buckets)
+        bucket_.push_back(std::make_unique<Collective>(c, group, groups, b.bytes));
+    }
+    if (mode.mode != SyncMode::synchronous)
+      average_ = std::make_unique<Collective>(c, full, 1, model_bytes);
+  }
+
+  // Every step; `delays` null for the job without delays. `on_step` per step when set.
+  PassTotals run(const DelayGenerator* delays,
+                 const std::function<void(const StepRecord&)>& on_step) {
+    const std::size_t un = static_cast<std::size_t>(n_);
+    PassTotals t;
+    t.idle_sum.assign(un, 0.0);
+    t.idle_max.assign(un, 0.0);
+    t.delay_sum.assign(un, 0.0);
+    std::vector<double> start(un, 0.0), delay(un, 0.0), bwd(un), comm_free(un), end(un);
+    std::vector<Seconds> arrival(un);
+    for (auto& b : bucket_) b->reset();
+    if (average_) average_->reset();
+    const double own = forward_ + backward_ + c_.optimizer.value;
+    double previous_end = 0;
+    for (int s = 0; s < c_.steps; ++s) {
+      if (delays) {
+        const IterationArrivals a = delays->iteration(s);
+        for (std::size_t r = 0; r < un; ++r) delay[r] = a.arrival[r].value;
+      }
+      double compute_end = 0;
+      for (std::size_t r = 0; r < un; ++r) {
+        bwd[r] = start[r] + delay[r] + forward_;
+        comm_free[r] = start[r];
+        compute_end = std::max(compute_end, bwd[r] + backward_);
+      }
+      for (std::size_t b = 0; b < bucket_.size(); ++b) {
+        for (std::size_t r = 0; r < un; ++r)
+          arrival[r] = Seconds{std::max(bwd[r] + buckets_[b].ready.value, comm_free[r])};
+        const std::vector<Seconds>& finish = bucket_[b]->run(arrival);
+        for (std::size_t r = 0; r < un; ++r) comm_free[r] = finish[r].value;
+      }
+      for (std::size_t r = 0; r < un; ++r)
+        end[r] = std::max(bwd[r] + backward_, comm_free[r]) + c_.optimizer.value;
+      if (average_ && (s + 1) % mode_.every == 0) {
+        for (std::size_t r = 0; r < un; ++r) arrival[r] = Seconds{end[r]};
+        const std::vector<Seconds>& finish = average_->run(arrival);
+        for (std::size_t r = 0; r < un; ++r) end[r] = finish[r].value;
+      }
+      double step_end = 0, idle_sum = 0, idle_max = 0, max_delay = -1;
+      int slowest = 0;
+      for (std::size_t r = 0; r < un; ++r) {
+        const double idle = std::max(0.0, end[r] - start[r] - delay[r] - own);
+        t.idle_sum[r] += idle;
+        t.idle_max[r] = std::max(t.idle_max[r], idle);
+        t.delay_sum[r] += delay[r];
+        idle_sum += idle;
+        idle_max = std::max(idle_max, idle);
+        step_end = std::max(step_end, end[r]);
+        if (delay[r] > max_delay) {
+          max_delay = delay[r];
+          slowest = static_cast<int>(r);
+        }
+      }
+      const double exposed = std::max(0.0, step_end - c_.optimizer.value - compute_end);
+      t.exposed_sum += exposed;
+      if (on_step) {
+        on_step(StepRecord{s, Seconds{step_end - previous_end}, Seconds{step_end},
+                           Seconds{idle_sum / n_}, Seconds{idle_max}, slowest, Seconds{exposed}});
+      }
+      previous_end = step_end;
+      start.swap(end);
+    }
+    t.last_end = previous_end;
+    return t;
+  }
+
+  double forward() const { return forward_; }
+  double backward() const { return backward_; }
+  std::optional<SharedLink> shared_link() {
+    if (!bucket_.empty()) {
+      if (auto s = bucket_.front()->shared_link()) return s;
+    }
+    return average_ ? average_->shared_link() : std::nullopt;
+  }
+
+ private:
+  const TrainingConfig& c_;
+  SyncSpec mode_;
+  const std::vector<Bucket>& buckets_;
+  int n_;
+  double forward_ = 0, backward_ = 0;
+  std::vector<std::unique_ptr<Collective>> bucket_;
+  std::unique_ptr<Collective> average_;
+};
+
+}  // namespace
+
+TrainingResult run_training(const TrainingConfig& c, const StepCallback& on_step) {
+  check_config(c);
+  const int n = c.topology.gpu_count();
+  TrainingResult result;
+  result.ranks = n;
+  result.cluster_gpus = c.cluster_gpus > 0 ? c.cluster_gpus : n;
+  result.buckets = make_buckets(c.layers, c.bytes_per_param, c.bucket_cap);
+  for (const Bucket& b : result.buckets) result.gradient_bytes += b.bytes.value;
+  const DelayGenerator delays(c.delays, n, c.seed, StragglerPolicy::oracle);
+
+  for (const SyncSpec& mode : c.modes) {
+    for (const TrainingAlgorithm& a : c.algorithms) {
+      const alg::AlgorithmInfo& info = alg::find_algorithm(a.name);
+      const int m = mode.mode == SyncMode::grouped ? n / mode.groups : n;
+      for (const int ranks : {n, m}) {
+        if (!info.supports_ranks(ranks)) {
+          throw InputError("algorithm " + info.name + " does not support " + std::to_string(ranks) +
+                           " ranks (supported: " + info.supported_ranks + ")" +
+                           (ranks != n ? " (the groups of " + mode.describe() + ")" : ""));
+        }
+      }
+      const alg::Schedule schedule = alg::generate(info.name, n, a.options);
+      if (schedule.late.size() > 1) {
+        throw InputError(
+            "algorithm " + info.name +
+            ": schedules built for several late ranks are not supported by the training model");
+      }
+      // A straggler option names a rank of the whole job; a group's schedule takes its default.
+      std::optional<alg::Schedule> group;
+      if (m != n) {
+        alg::Options group_options;
+        for (const auto& kv : a.options.values()) {
+          if (kv.first != "straggler") group_options.set(kv.first, kv.second);
+        }
+        group = alg::generate(info.name, m, group_options);
+      }
+      StepModel model(c, mode, schedule, group ? *group : schedule, result.buckets,
+                      Bytes{result.gradient_bytes});
+      result.forward = Seconds{model.forward()};
+      result.backward = Seconds{model.backward()};
+
+      TrainingRun run;
+      run.mode = mode;
+      run.algorithm = info.name;
+      run.options = a.options;
+      run.straggler_aware = schedule.straggler.has_value();
+      run.buckets = static_cast<int>(result.buckets.size());
+      run.shared_link = model.shared_link();
+      run.step_times.reserve(static_cast<std::size_t>(c.steps));
+      const PassTotals delayed = model.run(&delays, [&](const StepRecord& r) {
+        run.step_times.push_back(r.step_time);
+        if (on_step) on_step(run, r);
+      });
+      const PassTotals baseline = model.run(nullptr, {});
+
+      const double steps = c.steps;
+      std::vector<double> times;
+      times.reserve(run.step_times.size());
+      for (const Seconds& t : run.step_times) times.push_back(t.value);
+      run.mean_step = Seconds{delayed.last_end / steps};
+      run.p50_step = Seconds{quantile(times, 0.5)};
+      run.p90_step = Seconds{quantile(times, 0.9)};
+      run.p99_step = Seconds{quantile(times, 0.99)};
+      run.max_step = Seconds{*std::max_element(times.begin(), times.end())};
+      const double samples = static_cast<double>(n) * c.samples_per_gpu;
+      run.samples_per_second = samples / run.mean_step.value;
+      for (int r = 0; r < n; ++r) {
+        const std::size_t ur = static_cast<std::size_t>(r);
+        run.mean_idle.push_back(Seconds{delayed.idle_sum[ur] / steps});
+        run.max_idle.push_back(Seconds{delayed.idle_max[ur]});
+        run.mean_delay.push_back(Seconds{delayed.delay_sum[ur] / steps});
+      }
+      run.mean_exposed_comm = Seconds{delayed.exposed_sum / steps};
+      run.baseline_mean_step = Seconds{baseline.last_end / steps};
+      run.baseline_samples_per_second = samples / run.baseline_mean_step.value;
+      run.lost_fraction = 1.0 - run.baseline_mean_step.value / run.mean_step.value;
+      run.lost_gpu_hours_per_day = result.cluster_gpus * 24.0 * run.lost_fraction;
+      if (mode.mode != SyncMode::synchronous) {
+        // Step s lacks the other ranks' updates of the s mod every steps since the last average.
+        double sum = 0;
+        for (int s = 0; s < c.steps; ++s) sum += s % mode.every;
+        run.mean_staleness = sum / steps;
+        run.max_staleness = std::min(c.steps, mode.every) - 1;
+      }
+      result.runs.push_back(std::move(run));
+    }
+  }
+  return result;
+}
+
+}  // namespace ssim::sim

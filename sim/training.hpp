@@ -1,0 +1,185 @@
+// The training-step model: what stragglers cost a data-parallel training job, step by step.
+//
+//   TrainingConfig c;
+//   c.topology = ...;                                   // its GPU count is the rank count N
+//   c.layers = {{"embed", 52'511'744, fwd, bwd}, ...};  // forward order
+//   c.bucket_cap = Bytes{25 << 20};
+//   c.algorithms = {{"ring", {}}, {"stragglar", {}}};
+//   c.delays.stragglers.push_back({.rank = 5, .extra = Distribution::constant(...)});
+//   c.steps = 1000;
+//   TrainingResult r = run_training(c);   // per algorithm: step times, idle, lost GPU-hours
+//
+// One step on rank r (DDP, fully synchronous):
+//   - it starts when its previous step ended (its optimizer step done), S_r; step 0 at 0;
+//   - it computes from S_r + d_r, d_r its delay this step (c.delays, drawn per step as the
+//     simulator draws per-iteration arrivals: a slow or late GPU): forward over the layers in
+//     order, then backward over them in reverse;
+//   - gradients go into buckets in reverse layer order (make_buckets: a bucket is closed once it
+//     holds at least bucket_cap bytes, layers are never split, as DDP's bucket_cap_mb); a bucket
+//     is full on rank r when the backward of its last layer is done there;
+//   - each bucket is one AllReduce of its bytes with the algorithm. DDP issues every bucket on one
+//     process group, whose communication stream runs them one after another on each rank: bucket
+//     b enters the collective on rank r at max(full on r, r done with bucket b-1). That is the
+//     arrival the executor gets for the bucket, so the collective waits for its latest rank and
+//     overlaps the rest of backward on the ranks that are there;
+//   - the optimizer step (c.optimizer) runs once backward is done and every bucket is reduced on
+//     r; the step ends on r after it: E_r.
+// Under the alpha-beta model running the buckets one after another with these arrivals is the
+// same as running them in one simulation: its shared resources are each rank's ports, which a
+// rank's stream hands from one bucket to the next in order. Under the flow model, transfers of
+// two buckets in flight at the same time (ranks still in bucket b while others are in b+1) do
+// not share links here: the flow model is optimistic there.
+//
+// Per step: step time = max_r E_r(s) - max_r E_r(s-1) (max_r E_r(-1) = 0), so the mean step
+// time is the last step's end over the step count; a rank's idle time = E_r - S_r - (d_r +
+// forward + backward + optimizer), the time it waited for the collective beyond its own compute.
+// Straggler-aware algorithms play their straggler by the predicted rank per bucket (policy
+// oracle: the rank that enters the bucket's collective last; fixed: c.straggler; previous: the
+// one that entered the same bucket last in the previous step, step 0 c.straggler or N-1).
+//
+// The same job without delays (every d_r = 0) is run beside it: lost fraction = 1 - T0 / T (T,
+// T0 the mean step times), GPU-hours lost per day = cluster_gpus * 24 * lost fraction.
+// Memory: O(ranks x buckets) plus 8 bytes per step (the step times, for exact quantiles).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "algorithms/registry.hpp"
+#include "common/units.hpp"
+#include "sim/delays.hpp"
+#include "sim/network.hpp"
+#include "sim/simulation.hpp"
+#include "topologies/topology.hpp"
+
+namespace ssim::sim {
+
+// One layer of the model, in forward order: its parameters and its compute times per step.
+struct TrainingLayer {
+  std::string name;
+  std::uint64_t params = 0;
+  Seconds forward;   // > 0
+  Seconds backward;  // > 0
+};
+
+// A gradient bucket: layers [first_layer, last_layer] (forward indices; filled from last_layer
+// down to first_layer), its bytes, and when it is full, counted from the start of backward.
+struct Bucket {
+  int first_layer = 0;
+  int last_layer = 0;
+  Bytes bytes;
+  Seconds ready;
+};
+
+// DDP's bucketing in reverse layer order: a layer's gradients join the open bucket, which is
+// closed once it holds >= cap bytes; the last bucket takes what is left. Layers without
+// parameters join no bucket (a bucket never ends on one). InputError when cap is 0 or larger
+// than the model's gradients, or the model has no parameters.
+std::vector<Bucket> make_buckets(const std::vector<TrainingLayer>& layers,
+                                 std::uint64_t bytes_per_param, Bytes cap);
+
+// How the ranks synchronize (the effect of staleness on accuracy is not modelled: only its cost
+// and its amount, in steps).
+//   synchronous  every bucket AllReduced over all ranks every step (DDP); staleness 0.
+//   grouped      in the spirit of STAR (straggler tolerant and resilient training, 2025): the
+//                ranks form `groups` contiguous groups of N / groups ranks; every bucket is
+//                AllReduced within each group every step (the groups' collectives run side by
+//                side in one simulation), and every `every` steps, after the optimizer step, the
+//                groups average their parameters: one AllReduce of the model's gradient-sized
+//                parameters over all ranks. A rank then lacks the other groups' updates of the
+//                steps since the last average: staleness s mod every at step s.
+//   local_sgd    no communication during a step; every `every` steps the parameters are
+//                averaged over all ranks as above (local SGD / periodic model averaging). A rank
+//                lacks every other rank's updates since the last average: staleness as grouped.
+enum class SyncMode : std::uint8_t { synchronous, grouped, local_sgd };
+struct SyncSpec {
+  SyncMode mode = SyncMode::synchronous;
+  int groups = 1;  // grouped: >= 2, divides the rank count
+  int every = 1;   // grouped, local_sgd: >= 1
+  // "synchronous", "grouped(groups=4,every=8)", "local_sgd(every=8)".
+  std::string describe() const;
+};
+
+struct TrainingAlgorithm {
+  std::string name;  // a registry algorithm
+  alg::Options options;
+};
+
+struct TrainingConfig {
+  topo::Topology topology;
+  NetworkKind network = NetworkKind::alphabeta;
+  SecondsPerByte gamma{0.0};
+  std::vector<TrainingLayer> layers;  // forward order, at least one
+  std::uint64_t bytes_per_param = 4;  // gradient bytes per parameter (4: fp32, 2: bf16)
+  Bytes bucket_cap{25ull << 20};      // DDP's default bucket_cap_mb = 25
+  Seconds optimizer{0.0};             // >= 0
+  int samples_per_gpu = 1;            // per step, for samples/s
+  std::vector<TrainingAlgorithm> algorithms;
+  std::vector<SyncSpec> modes = {SyncSpec{}};  // each mode runs with each algorithm
+  DelayModel delays;
+  StragglerPolicy policy = StragglerPolicy::oracle;  // oracle, fixed or previous
+  std::optional<int> straggler;                      // fixed's rank, previous's first guess
+  int steps = 1;                                     // >= 1
+  std::uint64_t seed = 0;
+  int cluster_gpus = 0;  // for GPU-hours lost per day; 0: the rank count
+};
+
+// One step of one run, handed to TrainingRunCallbacks::step as it completes.
+struct StepRecord {
+  int step = 0;
+  Seconds step_time;
+  Seconds end;        // max_r E_r
+  Seconds mean_idle;  // over ranks
+  Seconds max_idle;
+  int slowest_rank = 0;  // the rank with the largest delay this step (lowest on ties)
+  Seconds exposed_comm;  // end - max_r (S_r + d_r + forward + backward) - optimizer, >= 0
+};
+
+struct TrainingRun {
+  SyncSpec mode;
+  std::string algorithm;
+  alg::Options options;  // as run (straggler-aware ones with their straggler)
+  bool straggler_aware = false;
+  int buckets = 0;
+  std::vector<Seconds> step_times;  // per step
+  Seconds mean_step;
+  Seconds p50_step, p90_step, p99_step, max_step;
+  double samples_per_second = 0.0;
+  std::vector<Seconds> mean_idle;   // per rank, over steps
+  std::vector<Seconds> max_idle;    // per rank
+  std::vector<Seconds> mean_delay;  // per rank
+  Seconds mean_exposed_comm;
+  // Alpha-beta only: the first link the bucket collectives (or the parameter average) share
+  // without the model sharing it (find_shared_link): the times are optimistic there.
+  std::optional<SharedLink> shared_link;
+  double mean_staleness = 0.0;  // steps of other ranks' updates a rank lacks, mean over steps
+  int max_staleness = 0;
+  // The same job without delays.
+  Seconds baseline_mean_step;
+  double baseline_samples_per_second = 0.0;
+  double lost_fraction = 0.0;  // 1 - baseline_mean_step / mean_step
+  double lost_gpu_hours_per_day = 0.0;
+};
+
+struct TrainingResult {
+  int ranks = 0;
+  int cluster_gpus = 0;
+  Seconds forward, backward;  // per step, summed over layers
+  std::vector<Bucket> buckets;
+  std::uint64_t gradient_bytes = 0;
+  std::vector<TrainingRun> runs;  // per mode, per algorithm, in config order
+};
+
+// Called for every step of every delayed run (not the baseline), in step order.
+using StepCallback = std::function<void(const TrainingRun& run, const StepRecord& record)>;
+
+// InputError on a bad configuration (no layers, algorithms or modes, groups < 2 or not dividing
+// the ranks, every < 1, a compute time <= 0, an unknown
+// algorithm or one that does not support the rank count, bad options, steps < 1, a bucket cap
+// larger than the gradients, an invalid delay model, a policy other than oracle/fixed/previous).
+TrainingResult run_training(const TrainingConfig& config, const StepCallback& on_step = {});
+
+}  // namespace ssim::sim

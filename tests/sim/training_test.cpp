@@ -1,0 +1,290 @@
+// The training-step model (sim/training.hpp): DDP bucketing, the step timeline against hand
+// computations, stragglers' cost, idle times, determinism and bad input.
+#include "sim/training.hpp"
+
+#include <gtest/gtest.h>
+
+#include "algorithms/registry.hpp"
+#include "common/error.hpp"
+#include "sim/executor.hpp"
+#include "tests/sim/fixtures.hpp"
+
+namespace ssim::sim {
+namespace {
+
+using testing::at;
+using testing::switch_of;
+
+TrainingLayer layer(const char* name, std::uint64_t params, double fwd, double bwd) {
+  return TrainingLayer{name, params, Seconds{fwd}, Seconds{bwd}};
+}
+
+TEST(MakeBuckets, ReverseOrderClosedAtTheCap) {
+  // Forward order a(100) b(0) c(300) d(50) e(60), 1 byte per parameter, cap 100: backward
+  // meets e, d (110 >= 100: closed), c (300: closed), b (no parameters), a (the rest).
+  const std::vector<TrainingLayer> layers = {layer("a", 100, 1, 1), layer("b", 0, 1, 2),
+                                             layer("c", 300, 1, 3), layer("d", 50, 1, 4),
+                                             layer("e", 60, 1, 5)};
+  const std::vector<Bucket> b = make_buckets(layers, 1, Bytes{100});
+  ASSERT_EQ(b.size(), 3u);
+  EXPECT_EQ(b[0].first_layer, 3);
+  EXPECT_EQ(b[0].last_layer, 4);
+  EXPECT_EQ(b[0].bytes.value, 110u);
+  EXPECT_DOUBLE_EQ(b[0].ready.value, 9.0);  // e (5) + d (4)
+  EXPECT_EQ(b[1].first_layer, 2);
+  EXPECT_EQ(b[1].last_layer, 2);
+  EXPECT_EQ(b[1].bytes.value, 300u);
+  EXPECT_DOUBLE_EQ(b[1].ready.value, 12.0);
+  EXPECT_EQ(b[2].first_layer, 0);
+  EXPECT_EQ(b[2].last_layer, 0);
+  EXPECT_EQ(b[2].bytes.value, 100u);
+  EXPECT_DOUBLE_EQ(b[2].ready.value, 15.0);  // b's backward came before a's
+  // A bucket that reaches the cap exactly is closed.
+  const std::vector<Bucket> exact = make_buckets(layers, 1, Bytes{110});
+  ASSERT_EQ(exact.size(), 3u);
+  EXPECT_EQ(exact[0].bytes.value, 110u);
+  // 4 bytes per parameter: every layer fills a bucket on its own.
+  EXPECT_EQ(make_buckets(layers, 4, Bytes{100}).size(), 4u);
+}
+
+TEST(MakeBuckets, BadInput) {
+  const std::vector<TrainingLayer> layers = {layer("a", 10, 1, 1)};
+  EXPECT_THROW(make_buckets(layers, 4, Bytes{41}), InputError);  // larger than the gradients
+  EXPECT_THROW(make_buckets(layers, 4, Bytes{0}), InputError);
+  EXPECT_THROW(make_buckets({layer("a", 0, 1, 1)}, 4, Bytes{1}), InputError);
+  EXPECT_THROW(make_buckets({}, 4, Bytes{1}), InputError);
+  EXPECT_NO_THROW(make_buckets(layers, 4, Bytes{40}));
+}
+
+// Two ranks on a switch of 1 GB/s and 1 us: a ring AllReduce of m bytes is two transfers of
+// m/2 bytes one after the other.
+TrainingConfig two_ranks() {
+  TrainingConfig c;
+  c.topology = switch_of(2, 1e9, 1e-6);
+  c.layers = {layer("a", 1'000'000, 0.010, 0.020), layer("b", 1'000'000, 0.010, 0.020)};
+  c.bytes_per_param = 4;
+  c.bucket_cap = Bytes{4'000'000};
+  c.optimizer = Seconds{0.001};
+  c.samples_per_gpu = 8;
+  c.algorithms = {{"ring", {}}};
+  c.steps = 5;
+  c.seed = 3;
+  return c;
+}
+
+double ring_time(const TrainingConfig& c, std::uint64_t bytes) {
+  const alg::Schedule s = alg::generate("ring", c.topology.gpu_count(), {});
+  Executor ex(s, c.topology, NetworkConfig{}, Bytes{bytes});
+  return ex.run(at(std::vector<double>(static_cast<std::size_t>(c.topology.gpu_count()), 0.0)))
+      .completion.value;
+}
+
+TEST(Training, StepIsComputeThenTheLastBucketsAllReduce) {
+  const TrainingConfig c = two_ranks();
+  const TrainingResult r = run_training(c);
+  ASSERT_EQ(r.buckets.size(), 2u);
+  const double t = ring_time(c, 4'000'000);
+  ASSERT_LT(t, 0.020);  // the first bucket's AllReduce hides behind layer a's backward
+  const double step = 0.020 + 0.040 + t + 0.001;
+  ASSERT_EQ(r.runs.size(), 1u);
+  const TrainingRun& run = r.runs[0];
+  EXPECT_NEAR(run.mean_step.value, step, 1e-12);
+  EXPECT_NEAR(run.p99_step.value, step, 1e-12);
+  EXPECT_NEAR(run.baseline_mean_step.value, step, 1e-12);
+  EXPECT_NEAR(run.samples_per_second, 16 / step, 1e-6);
+  EXPECT_NEAR(run.mean_exposed_comm.value, t, 1e-12);
+  EXPECT_NEAR(run.lost_fraction, 0.0, 1e-12);
+  for (const Seconds& idle : run.mean_idle) EXPECT_NEAR(idle.value, t, 1e-12);
+}
+
+TEST(Training, OneBucketWaitsForBackward) {
+  TrainingConfig c = two_ranks();
+  c.bucket_cap = Bytes{8'000'000};  // one bucket, full when backward is done
+  const TrainingResult r = run_training(c);
+  ASSERT_EQ(r.buckets.size(), 1u);
+  EXPECT_NEAR(r.runs[0].mean_step.value, 0.060 + ring_time(c, 8'000'000) + 0.001, 1e-12);
+}
+
+TEST(Training, PersistentStragglerCostsItsDelayEveryStep) {
+  TrainingConfig c = two_ranks();
+  const double d = 0.004;
+  c.delays.stragglers.push_back({.rank = 1, .extra = Distribution::constant(Seconds{d})});
+  c.cluster_gpus = 1000;
+  int seen = 0;
+  const TrainingResult r = run_training(c, [&](const TrainingRun&, const StepRecord& s) {
+    EXPECT_EQ(s.step, seen++);
+    EXPECT_EQ(s.slowest_rank, 1);
+    EXPECT_NEAR(s.max_idle.value - s.mean_idle.value, d / 2, 1e-12);
+  });
+  EXPECT_EQ(seen, c.steps);
+  const TrainingRun& run = r.runs[0];
+  const double t0 = run.baseline_mean_step.value;
+  EXPECT_NEAR(run.mean_step.value, t0 + d, 1e-12);
+  EXPECT_NEAR(run.lost_fraction, d / (t0 + d), 1e-12);
+  EXPECT_NEAR(run.lost_gpu_hours_per_day, 1000 * 24 * d / (t0 + d), 1e-9);
+  // The straggler waits only for the collective; the other rank also waits for it.
+  EXPECT_NEAR(run.mean_idle[0].value - run.mean_idle[1].value, d, 1e-12);
+  EXPECT_NEAR(run.mean_delay[1].value, d, 1e-15);
+  EXPECT_EQ(run.mean_delay[0].value, 0.0);
+}
+
+TEST(Training, DeterministicForASeedAndPairedAcrossAlgorithms) {
+  TrainingConfig c = two_ranks();
+  c.topology = switch_of(8, 1e9, 1e-6);
+  c.delays.base = Distribution::exponential(Seconds{0.002});
+  c.algorithms = {{"ring", {}}, {"stragglar", {}}};
+  c.steps = 20;
+  const TrainingResult a = run_training(c), b = run_training(c);
+  ASSERT_EQ(a.runs.size(), 2u);
+  for (std::size_t k = 0; k < 2; ++k) {
+    EXPECT_EQ(a.runs[k].step_times.size(), 20u);
+    for (std::size_t s = 0; s < 20; ++s)
+      EXPECT_EQ(a.runs[k].step_times[s].value, b.runs[k].step_times[s].value);
+    EXPECT_GT(a.runs[k].lost_fraction, 0.0);
+  }
+  EXPECT_TRUE(a.runs[1].straggler_aware);
+  // Both algorithms saw the same delays.
+  EXPECT_EQ(a.runs[0].mean_delay[3].value, a.runs[1].mean_delay[3].value);
+  c.seed = 4;
+  EXPECT_NE(run_training(c).runs[0].mean_step.value, a.runs[0].mean_step.value);
+}
+
+TEST(Training, StragglerAwarePredictionMatters) {
+  // StragglAR on 8 ranks with rank 6 always late: oracle and previous (right after step 0)
+  // beat a fixed guess of the wrong rank.
+  TrainingConfig c = two_ranks();
+  c.topology = switch_of(8, 1e9, 1e-6);
+  c.delays.stragglers.push_back({.rank = 6, .extra = Distribution::constant(Seconds{0.003})});
+  c.algorithms = {{"stragglar", {}}};
+  c.steps = 10;
+  c.policy = StragglerPolicy::oracle;
+  const double oracle = run_training(c).runs[0].mean_step.value;
+  c.policy = StragglerPolicy::fixed;
+  c.straggler = 2;
+  const double wrong = run_training(c).runs[0].mean_step.value;
+  c.straggler = 6;
+  const double right = run_training(c).runs[0].mean_step.value;
+  EXPECT_LT(oracle, wrong);
+  EXPECT_NEAR(right, oracle, 1e-12);
+}
+
+double ring_time_on(const topo::Topology& t, std::uint64_t bytes) {
+  const alg::Schedule s = alg::generate("ring", t.gpu_count(), {});
+  Executor ex(s, t, NetworkConfig{}, Bytes{bytes});
+  return ex.run(at(std::vector<double>(static_cast<std::size_t>(t.gpu_count()), 0.0)))
+      .completion.value;
+}
+
+TEST(Training, LocalSgdAveragesEveryKSteps) {
+  TrainingConfig c = two_ranks();
+  const double d = 0.004;
+  c.delays.stragglers.push_back({.rank = 1, .extra = Distribution::constant(Seconds{d})});
+  c.modes = {SyncSpec{SyncMode::local_sgd, 1, 4}};
+  c.steps = 8;
+  const TrainingRun run = run_training(c).runs.at(0);
+  EXPECT_EQ(run.mode.describe(), "local_sgd(every=4)");
+  // The straggler runs its steps back to back; the average (8 MB, both ranks) waits for it.
+  const double own = 0.060 + 0.001, avg = ring_time(c, 8'000'000);
+  EXPECT_NEAR(run.mean_step.value, own + d + avg / 4, 1e-12);
+  EXPECT_NEAR(run.baseline_mean_step.value, own + avg / 4, 1e-12);
+  // The fast rank waits d per step, at the average.
+  EXPECT_NEAR(run.mean_idle[0].value - run.mean_idle[1].value, d, 1e-12);
+  EXPECT_DOUBLE_EQ(run.mean_staleness, 1.5);  // 0, 1, 2, 3, 0, 1, 2, 3
+  EXPECT_EQ(run.max_staleness, 3);
+}
+
+TEST(Training, GroupsRunSideBySideAndAverageEveryKSteps) {
+  // Two groups of two on four ranks: with no average in sight a group's step is the two-rank
+  // job's step, and a straggler in group 1 costs group 0 nothing.
+  const TrainingConfig pair = two_ranks();
+  const double pair_step = run_training(pair).runs.at(0).mean_step.value;
+  TrainingConfig c = two_ranks();
+  c.topology = switch_of(4, 1e9, 1e-6);
+  c.modes = {SyncSpec{SyncMode::grouped, 2, 1000}};
+  const double d = 0.004;
+  c.delays.stragglers.push_back({.rank = 3, .extra = Distribution::constant(Seconds{d})});
+  const TrainingRun grouped = run_training(c).runs.at(0);
+  EXPECT_EQ(grouped.mode.describe(), "grouped(groups=2,every=1000)");
+  EXPECT_NEAR(grouped.baseline_mean_step.value, pair_step, 1e-12);
+  EXPECT_NEAR(grouped.mean_step.value, pair_step + d, 1e-12);
+  EXPECT_NEAR(grouped.mean_idle[0].value, grouped.mean_idle[3].value, 1e-12);
+  EXPECT_NEAR(grouped.mean_idle[2].value - grouped.mean_idle[3].value, d, 1e-12);
+  EXPECT_DOUBLE_EQ(grouped.mean_staleness, 2.0);  // 0..4
+  // Averaging after every step adds the 4-rank AllReduce of the whole model (8 MB).
+  c.delays = {};
+  c.modes = {SyncSpec{SyncMode::grouped, 2, 1}};
+  const TrainingRun every = run_training(c).runs.at(0);
+  EXPECT_NEAR(every.mean_step.value, pair_step + ring_time_on(c.topology, 8'000'000), 1e-12);
+  EXPECT_EQ(every.max_staleness, 0);
+}
+
+TEST(Training, FlowModelAgreesWhereNothingIsShared) {
+  // On a switch the two models agree exactly when no link is shared: each group's ring, side by
+  // side with the other group's, and the straggler-delayed buckets.
+  TrainingConfig c = two_ranks();
+  c.topology = switch_of(4, 1e9, 1e-6);
+  c.delays.stragglers.push_back({.rank = 3, .extra = Distribution::constant(Seconds{0.004})});
+  c.modes = {SyncSpec{SyncMode::grouped, 2, 1000}};
+  const TrainingRun ab = run_training(c).runs.at(0);
+  c.network = NetworkKind::flow;
+  const TrainingRun flow = run_training(c).runs.at(0);
+  EXPECT_NEAR(flow.mean_step.value, ab.mean_step.value, 1e-12);
+  EXPECT_NEAR(flow.baseline_mean_step.value, ab.baseline_mean_step.value, 1e-12);
+}
+
+TEST(Training, ReportsLinksTheAlphabetaModelDoesNotShare) {
+  TrainingConfig c = two_ranks();
+  EXPECT_FALSE(run_training(c).runs.at(0).shared_link);
+  // Two nodes of four on a rail-optimized fabric with one spine: the ring's two node-crossing
+  // transfers (3 -> 4, 7 -> 0) both leave rail 3 for the spine (cheaper than NVLink to GPU 0
+  // and rail 0 at these latencies).
+  c.topology = topo::make_hierarchical({.nodes = 2,
+                                        .gpus_per_node = 4,
+                                        .nvlink_bandwidth = BytesPerSecond{1e10},
+                                        .nvlink_latency = Seconds{5e-6},
+                                        .nic_bandwidth = BytesPerSecond{1e9},
+                                        .nic_latency = Seconds{1e-6},
+                                        .fabric = topo::FabricKind::rail_optimized,
+                                        .spines = 1,
+                                        .spine_bandwidth = BytesPerSecond{1e9},
+                                        .spine_latency = Seconds{1e-6}});
+  c.steps = 2;
+  const TrainingRun run = run_training(c).runs.at(0);
+  ASSERT_TRUE(run.shared_link);
+  EXPECT_NE(run.shared_link->describe().find("spine"), std::string::npos)
+      << run.shared_link->describe();
+  c.network = NetworkKind::flow;
+  EXPECT_FALSE(run_training(c).runs.at(0).shared_link);
+}
+
+TEST(Training, BadInput) {
+  TrainingConfig c = two_ranks();
+  c.layers[1].forward = Seconds{0};
+  EXPECT_THROW(run_training(c), InputError);
+  c = two_ranks();
+  c.layers[0].backward = Seconds{-1};
+  EXPECT_THROW(run_training(c), InputError);
+  c = two_ranks();
+  c.bucket_cap = Bytes{8'000'001};
+  EXPECT_THROW(run_training(c), InputError);
+  c = two_ranks();
+  c.policy = StragglerPolicy::eager;
+  EXPECT_THROW(run_training(c), InputError);
+  c = two_ranks();
+  c.algorithms = {{"no_such_algorithm", {}}};
+  EXPECT_THROW(run_training(c), InputError);
+  c = two_ranks();
+  c.steps = 0;
+  EXPECT_THROW(run_training(c), InputError);
+  c = two_ranks();
+  c.topology = switch_of(6, 1e9, 1e-6);
+  c.modes = {SyncSpec{SyncMode::grouped, 4, 2}};  // 4 does not divide 6
+  EXPECT_THROW(run_training(c), InputError);
+  c.modes = {SyncSpec{SyncMode::local_sgd, 1, 0}};
+  EXPECT_THROW(run_training(c), InputError);
+  c.modes = {};
+  EXPECT_THROW(run_training(c), InputError);
+}
+
+}  // namespace
+}  // namespace ssim::sim
