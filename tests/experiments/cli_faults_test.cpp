@@ -189,29 +189,48 @@ TEST_F(CliFaults, FullDiskAtRandomPointsThenResume) {
   expect_same_results(full, out);
 }
 
-// Two runs with different seeds started at once into one folder: one finishes, the other is
-// refused (the folder is in use, or holds the first one's finished run); the folder holds the
-// finished one's results, exactly.
+// Two runs with different seeds started at once into one folder. Without --force: one
+// finishes, the other is refused (the folder is in use, or holds the first one's finished run).
+// With --force (rounds 3-5) the second may also run after the first has finished, replacing its
+// results. Either way the folder holds exactly one seed's uninterrupted results, and its journal
+// is whole.
 TEST_F(CliFaults, TwoRunsIntoOneFolder) {
   const std::string full7 = reference(7), full9 = reference(9);
-  for (int round = 0; round < 3; ++round) {
+  for (int round = 0; round < 6; ++round) {
     const std::string out = dir_ + "/both" + std::to_string(round);
-    const pid_t a = start({"run", yaml_, "-o", out, "--seed", "7", "-j", "1", "-q", "--no-plots"},
-                          dir_ + "/err7");
-    const pid_t b = start({"run", yaml_, "-o", out, "--seed", "9", "-j", "1", "-q", "--no-plots"},
-                          dir_ + "/err9");
+    std::vector<std::string> a{"run", yaml_, "-o", out,  "--seed",
+                               "7",   "-j",  "1",  "-q", "--no-plots"};
+    std::vector<std::string> b{"run", yaml_, "-o", out,  "--seed",
+                               "9",   "-j",  "1",  "-q", "--no-plots"};
+    if (round >= 3) {
+      a.push_back("--force");
+      b.push_back("--force");
+    }
+    const pid_t pa = start(a, dir_ + "/err7");
+    const pid_t pb = start(b, dir_ + "/err9");
     int sa = 0, sb = 0;
-    ASSERT_EQ(waitpid(a, &sa, 0), a);
-    ASSERT_EQ(waitpid(b, &sb, 0), b);
+    ASSERT_EQ(waitpid(pa, &sa, 0), pa);
+    ASSERT_EQ(waitpid(pb, &sb, 0), pb);
     ASSERT_TRUE(WIFEXITED(sa) && WIFEXITED(sb));
     const int ra = WEXITSTATUS(sa), rb = WEXITSTATUS(sb);
-    ASSERT_EQ(std::min(ra, rb), 0) << slurp(dir_ + "/err7") << slurp(dir_ + "/err9");
-    ASSERT_EQ(std::max(ra, rb), 1) << slurp(dir_ + "/err7") << slurp(dir_ + "/err9");
-    const std::string refused = slurp(ra == 1 ? dir_ + "/err7" : dir_ + "/err9");
-    EXPECT_TRUE(contains(refused, "the folder is in use by another stragglesim (pid ") ||
-                contains(refused, "holds an earlier run's files"))
-        << refused;
-    expect_same_results(ra == 0 ? full7 : full9, out);
+    const std::string ea = slurp(dir_ + "/err7"), eb = slurp(dir_ + "/err9");
+    ASSERT_EQ(std::min(ra, rb), 0) << ea << eb;
+    for (const auto& [rc, err] : {std::make_pair(ra, ea), std::make_pair(rb, eb)}) {
+      if (rc == 0) continue;
+      EXPECT_EQ(rc, 1) << err;
+      EXPECT_TRUE(contains(err, "the folder is in use by another stragglesim (pid ") ||
+                  (round < 3 && contains(err, "holds an earlier run's files")))
+          << err;
+    }
+    const std::string csv = slurp(out + "/results.csv");
+    const bool is7 = csv == slurp(full7 + "/results.csv");
+    ASSERT_TRUE(is7 || csv == slurp(full9 + "/results.csv"))
+        << "round " << round << ": results of neither run";
+    expect_same_results(is7 ? full7 : full9, out);
+    const CommandResult again = run_cli("run " + yaml_ + " -o " + out + " --seed " +
+                                        (is7 ? "7" : "9") + " --resume -q --no-plots");
+    EXPECT_EQ(again.rc, 0) << again.err;
+    EXPECT_FALSE(contains(again.err, "damaged")) << again.err;
     EXPECT_FALSE(fs::exists(out + "/.stragglesim.lock"));
   }
 }
