@@ -145,6 +145,30 @@ TEST_F(CliFaults, RandomKillsAndInterruptsThenResume) {
   expect_same_results(full, out);
 }
 
+// Both shards of a sharded run killed (SIGKILL) part-way, resumed, and merged: the results of
+// the uninterrupted unsharded run.
+TEST_F(CliFaults, KilledShardsResumeAndMerge) {
+  const std::string full = reference(7);
+  std::mt19937 rng(2);
+  for (int i = 1; i <= 2; ++i) {
+    const std::string out = dir_ + "/shard-" + std::to_string(i), shard = std::to_string(i) + "/2";
+    const pid_t child =
+        start({"run", yaml_, "-o", out, "--shard", shard, "-j", "1", "-q"}, dir_ + "/err");
+    if (!wait_for_lines(out + "/journal.jsonl", 2 + rng() % 2, child)) {
+      kill(child, SIGKILL);
+      int status = 0;
+      ASSERT_EQ(waitpid(child, &status, 0), child);
+    }
+    const CommandResult r =
+        run_cli("run " + yaml_ + " -o " + out + " --shard " + shard + " -j 2 --resume -q");
+    ASSERT_EQ(r.rc, 0) << r.err;
+  }
+  const CommandResult m =
+      run_cli("merge " + dir_ + "/shard-2 " + dir_ + "/shard-1 -o " + dir_ + "/merged --no-plots");
+  ASSERT_EQ(m.rc, 0) << m.err;
+  expect_same_results(full, dir_ + "/merged");
+}
+
 // The disk fills up at a random point (common/output_file.hpp's writes fail with ENOSPC through
 // the test's LD_PRELOAD shim): exit 3, no results files; resumed on a disk with room, the results
 // are the uninterrupted run's.
