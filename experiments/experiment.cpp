@@ -649,6 +649,12 @@ ExperimentResult run_experiment(const Experiment& e, const RunnerOptions& option
     return result;
   }
 
+  // --force over earlier results: they are replaced only by a run that succeeds.
+  bool keep_earlier = false;
+  for (const char* name : {"results.csv", "results.json"}) {
+    std::error_code ec;
+    keep_earlier = keep_earlier || std::filesystem::exists(std::filesystem::path(dir) / name, ec);
+  }
   OutputFiles files(e, dir, jobs);
   try {
     run_all(e, jobs, progress, slots, todo, on_run,
@@ -660,6 +666,10 @@ ExperimentResult run_experiment(const Experiment& e, const RunnerOptions& option
     const std::size_t nalg = e.algorithms.size();
     const std::string message = "run " + std::to_string(f.run) + " (" + e.point_label(f.run / nalg) + ", " +
                                 e.algorithms[f.run % nalg].label + ") failed: " + f.what;
+    if (keep_earlier) {
+      rethrow_as(f.error, message + "\nthe earlier results.csv and results.json in " + dir +
+                              " are left as they were; every finished run of this one is in " + journal_path);
+    }
     if (const std::string not_written = files.fail(message); !not_written.empty()) {
       rethrow_as(f.error, message + "\nthe partial results could not be written (" + not_written +
                               "); every finished run is in " + journal_path);

@@ -349,6 +349,25 @@ TEST_F(CliJournal, FinishedFolderIsRefusedWithoutForce) {
   EXPECT_EQ(slurp(full_ + "/results.json"), json);
   r = run_cli("run " + yaml_ + " -o " + full_ + " --force --resume -q --no-plots");
   EXPECT_EQ(r.rc, 2) << r.err;
+  // --force with a run that fails (point 1 leaves g2 unreachable): the earlier results stay.
+  const std::string failing = dir_ + "/failing.yaml";
+  std::ofstream(failing)
+      << "topology:\n  kind: custom\n"
+         "  nodes: [{name: g0}, {name: g1}, {name: g2}, {name: sw, type: switch}]\n  links: []\n"
+         "algorithms: [ring, rhd]\nsize: 1MiB\niterations: 2\nsweep:\n  topology.links:\n"
+         "    - [{from: g0, to: sw, bandwidth: 1GB/s, latency: 1us}, {from: g1, to: sw, bandwidth: "
+         "1GB/s, "
+         "latency: 1us}, {from: g2, to: sw, bandwidth: 1GB/s, latency: 1us}]\n"
+         "    - [{from: g0, to: sw, bandwidth: 1GB/s, latency: 1us}, {from: g1, to: sw, bandwidth: "
+         "1GB/s, "
+         "latency: 1us}]\n";
+  r = run_cli("run " + failing + " -o " + full_ + " --force -j 1 -q --no-plots");
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_TRUE(contains(
+      r.err, "the earlier results.csv and results.json in " + full_ + " are left as they were"))
+      << r.err;
+  EXPECT_EQ(slurp(full_ + "/results.csv"), csv);
+  EXPECT_EQ(slurp(full_ + "/results.json"), json);
   // --force replaces them with the new run's.
   r = run_cli("run " + yaml_ + " -o " + full_ + " --seed 9 --force -q --no-plots");
   ASSERT_EQ(r.rc, 0) << r.err;
