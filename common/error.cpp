@@ -22,6 +22,9 @@ int report_exception(std::string_view program, std::ostream& err, std::string_vi
                              (context.empty() ? std::string() : std::string(context) + ": ");
   try {
     throw;
+  } catch (const Interrupted& e) {
+    err << program << ": interrupted: " << e.what() << "\n";
+    return 128 + e.signal_number();
   } catch (const InputError& e) {
     err << prefix << e.what() << "\n";
     return kExitInput;

@@ -41,6 +41,18 @@ class InternalError : public std::logic_error {
   using std::logic_error::logic_error;
 };
 
+// The user stopped the program (SIGINT, SIGTERM; common/interrupt.hpp): not an error. Reported
+// as "PROGRAM: interrupted: ..." with exit 128 + the signal's number (130, 143).
+class Interrupted : public std::runtime_error {
+ public:
+  Interrupted(int signal_number, const std::string& what)
+      : std::runtime_error(what), signal_(signal_number) {}
+  int signal_number() const { return signal_; }
+
+ private:
+  int signal_;
+};
+
 // One exit code per class of error (README, "Errors and exit codes").
 enum ExitCode : int {
   kExitOk = 0,
@@ -51,7 +63,8 @@ enum ExitCode : int {
 };
 
 // Call inside a catch block (or with std::current_exception() set): writes one message
-// "PROGRAM: error: ..." to `err` and returns the exit code of the exception's class.
+// "PROGRAM: error: ..." to `err` and returns the exit code of the exception's class
+// (Interrupted: "PROGRAM: interrupted: ...", 128 + the signal).
 // Anything that is not one of the classes above is reported as an internal error that asks
 // for a bug report. A non-empty `context` (e.g. "rank 1 of 4" in a multi-process driver) goes
 // after the prefix: "PROGRAM: error: CONTEXT: ...".

@@ -12,6 +12,8 @@
 #include <optional>
 
 #include "common/error.hpp"
+#include "common/folder_lock.hpp"
+#include "common/interrupt.hpp"
 #include "experiments/cli_commands.hpp"
 #include "experiments/config.hpp"
 #include "experiments/experiment.hpp"
@@ -34,6 +36,7 @@ struct RunArgs {
   long long seed = -1;  // -1: as configured
   std::string shard;    // "I/N"
   bool resume = false;
+  bool force = false;
   std::string max_memory;
   std::string trace;     // POINT: trace one run instead of running the experiment
   int trace_links = -1;  // -1: every link that carries traffic
@@ -249,6 +252,17 @@ TracePoint select_trace_point(const Experiment& e, const std::string& text) {
   return tp;
 }
 
+// The command that finishes an interrupted `run`: the same experiment, flags that change the
+// results, folder and shard, with --resume.
+std::string resume_command(const RunArgs& a, const std::string& path, const std::string& output) {
+  std::string cmd = "stragglesim run " + shell_quote(path) + " -o " + shell_quote(output);
+  if (a.iterations > 0) cmd += " --iterations " + std::to_string(a.iterations);
+  if (a.seed >= 0) cmd += " --seed " + std::to_string(a.seed);
+  if (!a.shard.empty()) cmd += " --shard " + a.shard;
+  if (a.jobs > 0) cmd += " --jobs " + std::to_string(a.jobs);
+  return cmd + " --resume";
+}
+
 // `run --trace POINT`: that run alone, up to the traced iteration, its trace in the output folder.
 void run_trace(const RunArgs& a, const Experiment& e) {
   const TracePoint tp = select_trace_point(e, a.trace);
@@ -259,6 +273,7 @@ void run_trace(const RunArgs& a, const Experiment& e) {
                                                                 std::to_string(tp.iteration) + ".json"))
                                .string();
   const std::size_t nalg = e.algorithms.size();
+  const InterruptGuard guard("stragglesim run: stopping; the trace is not written");
   const sim::SimulationResult r =
       write_trace(run_config(e, tp.run), tp.iteration, a.trace_links, path, a.max_memory, e.file);
   std::cout << "run " << tp.run << " (" << e.algorithms[tp.run % nalg].label
@@ -288,13 +303,25 @@ void run_run(const RunArgs& a) {
   o.threads = a.threads;
   o.progress = a.quiet ? Progress::none : Progress::automatic;
   o.resume = a.resume;
+  o.force = a.force;
   if (!a.shard.empty()) o.shard = parse_shard(a.shard);
   o.peers = group ? group->peers() : nullptr;
   std::cerr << "stragglesim run: " << e.name << " (" << path << "): " << e.run_count() << " runs"
             << (o.shard ? ", shard " + a.shard : std::string())
             << (o.peers ? ", " + std::to_string(group->size()) + " MPI processes" : std::string()) << " -> "
             << e.output << "\n";
-  const ExperimentResult r = run_experiment(e, o);
+  std::optional<ExperimentResult> done;
+  {
+    const InterruptGuard guard(
+        "stragglesim run: stopping after the runs in flight (each goes to the journal)");
+    try {
+      done = run_experiment(e, o);
+    } catch (const Interrupted& stop) {
+      throw Interrupted(stop.signal_number(), std::string(stop.what()) + "\nfinish it with: " +
+                                                  resume_command(a, path, e.output));
+    }
+  }
+  const ExperimentResult& r = *done;
   group.reset();  // the other ranks are done: they leave MPI while rank 0 writes the summary and plots
   if (o.shard) {
     char took[32];
@@ -323,6 +350,10 @@ void run_merge(const MergeArgs& a) {
     paths.push_back((std::filesystem::path(dir) / "journal.jsonl").string());
     journals.push_back(read_journal(paths.back()));
   }
+  std::error_code ec;
+  std::filesystem::create_directories(a.output, ec);
+  if (ec) throw InputError("cannot create the output folder '" + a.output + "': " + ec.message());
+  const FolderLock lock(a.output);
   const JournalHeader& first = journals[0].header;
   if (!first.shard) throw InputError(paths[0] + ": not a shard's journal (written by `run` without --shard)");
   const int count = first.shard->count;
@@ -330,10 +361,15 @@ void run_merge(const MergeArgs& a) {
   for (std::size_t i = 0; i < journals.size(); ++i) {
     const JournalHeader& h = journals[i].header;
     if (!h.shard) throw InputError(paths[i] + ": not a shard's journal (written by `run` without --shard)");
-    if (h.fingerprint != first.fingerprint || h.runs != first.runs || h.shard->count != count) {
-      throw InputError(paths[i] + ": shard " + std::to_string(h.shard->index) + "/" + std::to_string(h.shard->count) +
-                       " of " + h.experiment + " (fingerprint " + h.fingerprint + ") is not of the same experiment as " +
-                       paths[0] + " (" + first.experiment + ", fingerprint " + first.fingerprint + ")");
+    if (h.fingerprint != first.fingerprint || h.runs != first.runs || h.shard->count != count ||
+        h.iterations != first.iterations || h.seed != first.seed || h.version != first.version) {
+      throw InputError(paths[i] + ": shard " + std::to_string(h.shard->index) + "/" +
+                       std::to_string(h.shard->count) + " of " + h.experiment + " (iterations " +
+                       std::to_string(h.iterations) + ", seed " + std::to_string(h.seed) +
+                       ", fingerprint " + h.fingerprint + ") is not of the same experiment as " +
+                       paths[0] + " (" + first.experiment + ", shards " + std::to_string(count) +
+                       ", iterations " + std::to_string(first.iterations) + ", seed " +
+                       std::to_string(first.seed) + ", fingerprint " + first.fingerprint + ")");
     }
     if (seen[static_cast<std::size_t>(h.shard->index)] >= 0) {
       throw InputError(paths[i] + ": shard " + std::to_string(h.shard->index) + "/" + std::to_string(count) +
@@ -357,15 +393,31 @@ void run_merge(const MergeArgs& a) {
   set_iterations(e, first.iterations);
   set_seed(e, first.seed);
   e.output = a.output;
+  const auto shard_resume = [&](const Shard& s, const std::string& dir) {
+    return "stragglesim run " + yaml + " --iterations " + std::to_string(first.iterations) +
+           " --seed " + std::to_string(first.seed) + " --shard " + std::to_string(s.index) + "/" +
+           std::to_string(s.count) + " -o " + dir + " --resume";
+  };
   std::vector<sim::SimulationResult> runs(e.run_count());
   std::vector<bool> have(e.run_count(), false);
+  std::string damaged;
   for (std::size_t i = 0; i < journals.size(); ++i) {
-    check_journal_matches(journals[i], e, paths[i]);
-    for (auto& [run, result] : journals[i].runs) {
+    JournalRuns found = journal_runs(journals[i], e, paths[i]);
+    for (auto& [run, result] : found.runs) {
       runs[run] = std::move(result);
       have[run] = true;
     }
+    if (!found.damaged.empty()) {
+      const Shard& s = *journals[i].header.shard;
+      for (std::size_t k = 0; k < found.damaged.size() && k < 10; ++k)
+        damaged += "\n  " + found.damaged[k];
+      if (found.damaged.size() > 10)
+        damaged += "\n  ... and " + std::to_string(found.damaged.size() - 10) + " more";
+      damaged += "\n  run those again with: " + shard_resume(s, a.shards[i]);
+    }
   }
+  if (!damaged.empty())
+    throw InputError("merge: damaged journal lines; nothing written:" + damaged);
   std::string incomplete;
   for (std::size_t i = 0; i < journals.size(); ++i) {
     const Shard& s = *journals[i].header.shard;
@@ -378,8 +430,7 @@ void run_merge(const MergeArgs& a) {
     if (lacking > 0) {
       incomplete += "\n  shard " + std::to_string(s.index) + "/" + std::to_string(s.count) + " (" +
                     a.shards[i] + "): " + std::to_string(lacking) + " of " + std::to_string(owned) +
-                    " runs missing; finish it with: stragglesim run " + yaml + " --shard " +
-                    std::to_string(s.index) + "/" + std::to_string(s.count) + " -o " + a.shards[i] + " --resume";
+                    " runs missing; finish it with: " + shard_resume(s, a.shards[i]);
     }
   }
   if (!incomplete.empty()) throw InputError("merge: incomplete shards:" + incomplete);
@@ -434,9 +485,15 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--shard", args->shard,
                   "Run only shard I of N (I/N, 1-based); its runs go to DIR/journal.jsonl, combine the "
                   "shards with `stragglesim merge`");
-  cmd->add_flag("--resume", args->resume,
-                "Re-use the runs in DIR/journal.jsonl of an interrupted run of the same experiment and "
-                "run only the missing ones");
+  CLI::Option* resume = cmd->add_flag(
+      "--resume", args->resume,
+      "Re-use the runs in DIR/journal.jsonl of an interrupted run of the same experiment and "
+      "run only the missing ones (and those of damaged lines)");
+  cmd->add_flag("--force", args->force,
+                "Run into a folder that holds an earlier run's journal or results; they are "
+                "replaced (results.csv "
+                "and results.json only when this run succeeds)")
+      ->excludes(resume);
   CLI::Option* trace = cmd->add_option(
       "--trace", args->trace,
       "Write the Chrome trace (Perfetto) of one run's iteration to DIR/trace-runR-iterationI.json "
@@ -445,7 +502,8 @@ void add_run_command(CLI::App& app) {
       ->type_name("POINT");
   add_trace_links_option(*cmd, args->trace_links);
   cmd->get_option("--trace-links")->needs(trace);
-  for (const char* other : {"--dry-run", "--shard", "--resume", "--plot-format"}) trace->excludes(cmd->get_option(other));
+  for (const char* other : {"--dry-run", "--shard", "--resume", "--force", "--plot-format"})
+    trace->excludes(cmd->get_option(other));
   add_max_memory_option(*cmd, args->max_memory);
   add_threads_option(*cmd, args->threads, "; used only with --jobs 1, else each run gets one");
   cmd->callback([args] { run_run(*args); });

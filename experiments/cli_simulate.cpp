@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/error.hpp"
+#include "common/interrupt.hpp"
 #include "experiments/cli_commands.hpp"
 #include "experiments/config.hpp"
 #include "experiments/experiment.hpp"
@@ -170,7 +171,9 @@ void run_simulate(const SimulateArgs& a) {
   // only when the run succeeded, so it costs no memory per transfer (check_simulation_memory
   // knows).
   std::optional<OutputFile> trace;
+  std::optional<InterruptGuard> guard;
   if (!a.trace.empty()) {
+    guard.emplace("stragglesim simulate: stopping; the trace is not written");
     trace.emplace(a.trace);
     c.trace_out = &trace->stream();
   }

@@ -17,6 +17,8 @@
 #include <thread>
 
 #include "common/error.hpp"
+#include "common/folder_lock.hpp"
+#include "common/interrupt.hpp"
 #include "common/output_file.hpp"
 #include "common/random.hpp"
 #include "experiments/experiment_output.hpp"
@@ -211,6 +213,13 @@ class ProgressReporter {
   double last_draw_ = 0;
 };
 
+// run_all stopped on a signal (common/interrupt.hpp) before every run was done.
+struct Stopped {
+  int signal = 0;
+  std::size_t done = 0;
+  std::size_t total = 0;
+};
+
 struct RunFailed {
   std::size_t run = 0;
   std::string what;
@@ -243,7 +252,8 @@ struct RunFailed {
 // thrown (the lowest failing run index). Runs are handed out in `todo` order: when it is
 // ascending, every run before a failing one has started. With peers, the calling thread also
 // polls them every 2 ms; after the last run or a failure it polls until they are all stopped
-// and have handed back every run they had.
+// and have handed back every run they had. After SIGINT or SIGTERM (common/interrupt.hpp) no
+// new run starts; the runs in flight finish (and reach `on_run`), then Stopped is thrown.
 void run_all(const Experiment& e, int jobs, ProgressReporter& progress,
              std::vector<std::optional<sim::SimulationResult>>& slots, const std::vector<std::size_t>& todo,
              const std::function<void(std::size_t, const sim::SimulationResult&)>& on_run,
@@ -272,7 +282,7 @@ void run_all(const Experiment& e, int jobs, ProgressReporter& progress,
 
   // Under the lock.
   auto take = [&]() -> std::optional<std::size_t> {
-    if (stop || failure || next >= total) return std::nullopt;
+    if (stop || failure || next >= total || interrupt_signal() != 0) return std::nullopt;
     return todo[next++];
   };
   auto record = [&](std::size_t run, sim::SimulationResult r, double seconds, const std::string& where) {
@@ -385,7 +395,7 @@ void run_all(const Experiment& e, int jobs, ProgressReporter& progress,
   };
   std::unique_lock lock(mutex);
   deliver_ready(lock, npoints);
-  while (done < total && !failure) {
+  while (done < total && !failure && interrupt_signal() == 0) {
     changed.wait_for(lock, std::chrono::milliseconds(peers ? 2 : 250));
     if (peers) poll_peers(lock);
     report();
@@ -412,6 +422,7 @@ void run_all(const Experiment& e, int jobs, ProgressReporter& progress,
     deliver_ready(lock, failure->run / nalg);
     throw *failure;
   }
+  if (done < total) throw Stopped{interrupt_signal(), done, total};
 }
 
 int resolve_jobs(int jobs) {
@@ -522,17 +533,35 @@ void make_folder(const std::string& dir) {
 
 }  // namespace
 
+// Without --resume or --force, a folder that holds a journal or results is not written over.
+void refuse_earlier_results(const std::string& dir) {
+  std::string found;
+  for (const char* name : {"journal.jsonl", "results.csv", "results.json"}) {
+    std::error_code ec;
+    if (std::filesystem::symlink_status(std::filesystem::path(dir) / name, ec).type() !=
+        std::filesystem::file_type::not_found)
+      found += (found.empty() ? "" : ", ") + std::string(name);
+  }
+  if (!found.empty()) {
+    throw InputError(
+        dir + ": holds an earlier run's files (" + found +
+        "): add --resume to finish or reuse that run, --force to replace it (its results stay "
+        "until the new run succeeds), or give another output folder");
+  }
+}
+
 ExperimentResult run_experiment(const Experiment& e, const RunnerOptions& options) {
   const std::string dir = options.output.empty() ? e.output : options.output;
   make_folder(dir);
+  const FolderLock lock(dir);  // one process at a time writes a folder
   const std::string journal_path = (std::filesystem::path(dir) / "journal.jsonl").string();
   std::ostream* log = options.log ? options.log : &std::cerr;
+  if (!options.resume && !options.force) refuse_earlier_results(dir);
 
   std::vector<std::optional<sim::SimulationResult>> slots(e.run_count());
   bool append = false;
   if (options.resume) {
     const Journal j = read_journal(journal_path);
-    check_journal_matches(j, e, journal_path);
     const bool same_shard = (!j.header.shard && !options.shard) ||
                             (j.header.shard && options.shard && j.header.shard->index == options.shard->index &&
                              j.header.shard->count == options.shard->count);
@@ -543,17 +572,32 @@ ExperimentResult run_experiment(const Experiment& e, const RunnerOptions& option
                                        : std::string("the whole experiment")) +
                        "; resume it with the same --shard");
     }
-    for (const auto& [run, result] : j.runs) slots[run] = result;
-    if (options.progress != Progress::none) {
-      *log << "stragglesim run: resuming: " << j.runs.size() << " of " << e.run_count() << " runs already in "
-           << journal_path << (j.truncated_tail ? " (its cut-off last line is ignored)" : "") << "\n";
+    JournalRuns found = journal_runs(j, e, journal_path);
+    for (auto& [run, result] : found.runs) slots[run] = std::move(result);
+    // Damage is named even with --quiet: those runs are run again, not trusted.
+    constexpr std::size_t kShown = 20;
+    for (std::size_t i = 0; i < found.damaged.size() && i < kShown; ++i)
+      *log << "stragglesim run: " << found.damaged[i] << "\n";
+    if (found.damaged.size() > kShown)
+      *log << "stragglesim run: ... and " << found.damaged.size() - kShown
+           << " more damaged lines\n";
+    if (!found.damaged.empty()) {
+      *log << "stragglesim run: " << found.damaged.size() << " damaged journal line"
+           << (found.damaged.size() == 1 ? "" : "s") << " ignored: their runs are run again\n";
     }
-    append = !j.truncated_tail;
-    if (j.truncated_tail) {
-      // Rewrite the journal without the cut-off line, so later appends start on a line of their own.
-      JournalWriter rewrite(journal_path, j.header, false);
-      for (const auto& [run, result] : j.runs) rewrite.append(run, result);
-      append = true;
+    if (options.progress != Progress::none) {
+      *log << "stragglesim run: resuming: " << found.runs.size() << " of " << e.run_count()
+           << " runs already in " << journal_path
+           << (j.truncated_tail ? " (its cut-off last line is ignored)" : "") << "\n";
+    }
+    append = true;
+    if (j.truncated_tail || !found.damaged.empty()) {
+      // Rewrite the journal with the good runs only, so that later appends start on a line of
+      // their own and no damaged line is read again.
+      JournalWriter rewrite(journal_path, j.header, e, false);
+      for (std::size_t run = 0; run < slots.size(); ++run) {
+        if (slots[run]) rewrite.append(run, *slots[run]);
+      }
     }
   }
   std::vector<std::size_t> todo;
@@ -566,11 +610,23 @@ ExperimentResult run_experiment(const Experiment& e, const RunnerOptions& option
       return estimated_run_cost(e, a) > estimated_run_cost(e, b);
     });
   }
-  JournalWriter journal(journal_path, header_for(e, options.shard), append);
+  JournalWriter journal(journal_path, header_for(e, options.shard), e, append);
 
   const int jobs = resolve_jobs(options.jobs);
   ProgressReporter progress(options.progress == Progress::none ? nullptr : log, options.progress, e, todo);
   const auto on_run = [&](std::size_t run, const sim::SimulationResult& r) { journal.append(run, r); };
+  const std::size_t owned = options.shard
+                                ? (e.run_count() + static_cast<std::size_t>(options.shard->count) -
+                                   static_cast<std::size_t>(options.shard->index)) /
+                                      static_cast<std::size_t>(options.shard->count)
+                                : e.run_count();
+  const auto stopped = [&](const Stopped& s) {
+    return Interrupted(
+        s.signal,
+        signal_name(s.signal) + ": stopped with " + std::to_string(owned - (s.total - s.done)) +
+            " of " + std::to_string(owned) + " runs done, each in " + journal_path +
+            (options.shard ? std::string() : "; results.csv and results.json not written"));
+  };
 
   if (options.shard) {
     // A shard writes its journal only: its points are incomplete until the shards are merged.
@@ -583,6 +639,8 @@ ExperimentResult run_experiment(const Experiment& e, const RunnerOptions& option
       rethrow_as(f.error, "run " + std::to_string(f.run) + " (" + e.point_label(f.run / nalg) + ", " +
                               e.algorithms[f.run % nalg].label + ") failed: " + f.what +
                               "\nthe runs finished before it are in " + journal_path + "; fix the cause and add --resume");
+    } catch (const Stopped& s) {
+      throw stopped(s);
     }
     ExperimentResult result;
     result.output = dir;
@@ -591,15 +649,27 @@ ExperimentResult run_experiment(const Experiment& e, const RunnerOptions& option
     return result;
   }
 
+  // --force over earlier results: they are replaced only by a run that succeeds.
+  bool keep_earlier = false;
+  for (const char* name : {"results.csv", "results.json"}) {
+    std::error_code ec;
+    keep_earlier = keep_earlier || std::filesystem::exists(std::filesystem::path(dir) / name, ec);
+  }
   OutputFiles files(e, dir, jobs);
   try {
     run_all(e, jobs, progress, slots, todo, on_run,
             [&](std::size_t p, std::vector<sim::SimulationResult>& results) { files.point(p, results); },
             options.peers, threads_per_run(jobs, options.threads));
+  } catch (const Stopped& s) {
+    throw stopped(s);  // results.csv's temporary goes with `files`
   } catch (const RunFailed& f) {
     const std::size_t nalg = e.algorithms.size();
     const std::string message = "run " + std::to_string(f.run) + " (" + e.point_label(f.run / nalg) + ", " +
                                 e.algorithms[f.run % nalg].label + ") failed: " + f.what;
+    if (keep_earlier) {
+      rethrow_as(f.error, message + "\nthe earlier results.csv and results.json in " + dir +
+                              " are left as they were; every finished run of this one is in " + journal_path);
+    }
     if (const std::string not_written = files.fail(message); !not_written.empty()) {
       rethrow_as(f.error, message + "\nthe partial results could not be written (" + not_written +
                               "); every finished run is in " + journal_path);

@@ -169,6 +169,9 @@ struct RunnerOptions {
   // Re-use the runs recorded in <output>/journal.jsonl (written by an interrupted run of the same
   // experiment) and run only the missing ones.
   bool resume = false;
+  // Without resume: write over a folder that holds an earlier run's journal or results (else
+  // InputError). The earlier results.csv and results.json are replaced only when this run ends.
+  bool force = false;
   // Run only this shard's runs; they go to <output>/journal.jsonl only (no results.csv/json):
   // `stragglesim merge` combines the shards' folders into the full results.
   std::optional<Shard> shard;
@@ -186,7 +189,11 @@ struct RunnerOptions {
 // point as soon as it and every point before it are done, flushed) and results.json. Every
 // finished run is also appended to <output>/journal.jsonl (journal.hpp) as it completes. On the
 // first failing run the remaining runs are cancelled, the finished points before it are
-// written, and an InputError names the run, the point and the partial CSV.
+// written, and an InputError names the run, the point and the partial CSV. The folder is locked
+// for the call (common/folder_lock.hpp: InputError naming the holder when another process has
+// it); without resume or force, one that holds an earlier run's files is refused. After SIGINT
+// or SIGTERM (common/interrupt.hpp) the runs in flight finish into the journal and Interrupted
+// is thrown; results.csv and results.json are not written.
 ExperimentResult run_experiment(const Experiment& e, const RunnerOptions& options);
 
 // Writes results.csv and results.json into `output` from the results of every run (run index

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/interrupt.hpp"
 
 namespace ssim::sim {
 
@@ -304,6 +305,9 @@ ChromeTraceWriter::ChromeTraceWriter(std::ostream& out, const alg::Schedule& sch
 ChromeTraceWriter::~ChromeTraceWriter() = default;
 
 void ChromeTraceWriter::transfer_side(const TransferRecord& t, Side side) {
+  // A trace can take minutes and gigabytes: SIGINT or SIGTERM stops it here (its temporary is
+  // removed by the OutputFile it goes to).
+  throw_if_interrupted("stopped while writing the trace; it is not written");
   State& s = *state_;
   SSIM_CHECK(t.src >= 0 && t.src < s.ranks && t.dst >= 0 && t.dst < s.ranks &&
                  static_cast<std::size_t>(t.round) < s.schedule.rounds.size(),

@@ -34,6 +34,12 @@ TEST(ErrorPolicy, OneExitCodePerClassAndOnePrefix) {
   EXPECT_EQ(kExitInternal, 4);
 }
 
+TEST(ErrorPolicy, InterruptedIsNotAnErrorAndExitsWith128PlusTheSignal) {
+  EXPECT_EQ(report(Interrupted(2, "SIGINT: stopped")),
+            std::make_pair(130, std::string("prog: interrupted: SIGINT: stopped\n")));
+  EXPECT_EQ(report(Interrupted(15, "SIGTERM: stopped")).first, 143);
+}
+
 TEST(ErrorPolicy, InternalErrorsSayTheyAreBugsAndAskForAReport) {
   std::ostringstream err;
   int rc = 0;
