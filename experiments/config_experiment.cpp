@@ -251,7 +251,7 @@ Axis load_axis(const ConfigNode& sweep, const std::string& key) {
 std::vector<ExperimentAlgorithm> load_algorithms(const ConfigNode& list,
                                                  std::vector<ConfigNode>& name_nodes) {
   std::vector<ExperimentAlgorithm> out;
-  const auto items = list.items();
+  const auto items = list.unique_items();
   if (items.empty()) list.fail("give at least one algorithm");
   for (const ConfigNode& item : items) {
     ExperimentAlgorithm a;
