@@ -131,7 +131,9 @@ void ConfigNode::fail(const std::string& what) const {
   if (m.line >= 0) os << ":" << m.line + 1 << ":" << m.column + 1;
   os << ": " << (path_.empty() ? std::string("(top level)") : path_) << ": " << what;
   if (node_.IsDefined() && !node_.IsNull()) {
-    const std::string t = text();
+    std::string t = text();
+    // A long list or map is quoted by its start, not in full.
+    if (t.size() > 200) t = t.substr(0, 160) + "... (" + std::to_string(t.size()) + " characters)";
     if (what.find("'" + t + "'") == std::string::npos) os << " (value: " << t << ")";
   }
   throw InputError(os.str());
