@@ -48,6 +48,22 @@ std::string trim(std::string_view s) {
   throw InputError(std::string(name) + ":" + std::to_string(line) + ": " + what);
 }
 
+// A measured time in microseconds, as the fits can use it: from 1 ps (below, and denormals,
+// is no measurement and breaks the fit) to 1e6 s.
+constexpr double kMinTimeUs = 1e-6;
+constexpr double kMaxTimeUs = 1e12;
+std::string time_problem(double us) {
+  if (us < kMinTimeUs) return "below 1 ps (1e-6 us)";
+  if (us > kMaxTimeUs) return "above 1e6 s (1e12 us)";
+  return "";
+}
+
+// What the fits model: AllReduce with sum (nccl-tests' redop column; empty: not given).
+std::string redop_problem(const std::string& redop) {
+  if (redop.empty() || redop == "sum") return "";
+  return "redop " + redop + ": calibrate fits sum AllReduce runs (all_reduce_perf -o sum)";
+}
+
 // The text table's column positions, from its header line.
 struct Columns {
   int size = -1, count = -1, type = -1, redop = -1, time = -1, algbw = -1, busbw = -1, wrong = -1;
@@ -150,7 +166,21 @@ NcclTestsLog parse_text(std::string_view text, std::string_view name) {
       if (log.nccl_version.empty()) log.nccl_version = f[2].substr(0, f[2].find('+'));
       continue;
     }
-    if (!all_digits(f[0])) continue;  // NCCL INFO lines and anything else that is not a row
+    if (!all_digits(f[0])) {
+      // A row whose size is not a whole number ("-8", "8.5", "8K", "1e30") is an error, not a
+      // line to skip: in a table, with as many fields as the header names and numbers after.
+      const auto numeric_start = [](const std::string& t) {
+        return std::isdigit(static_cast<unsigned char>(t[0])) || t[0] == '-' || t[0] == '+' ||
+               t[0] == '.';
+      };
+      if (columns && static_cast<int>(f.size()) >= columns->needed() && numeric_start(f[0]) &&
+          f.size() >= 2 && numeric_start(f[1]) &&
+          std::find(f.begin(), f.end(), "NCCL") == f.end()) {
+        fail(name, line_no,
+             "column size: bad value '" + f[0] + "' (expected a whole number of bytes)");
+      }
+      continue;  // NCCL INFO lines and anything else that is not a row
+    }
     if (!columns) {
       fail(name, line_no,
            "a table row before the column header line (\"#  size  count  type  redop  root  time  "
@@ -193,10 +223,17 @@ NcclTestsLog parse_text(std::string_view text, std::string_view name) {
     if (c.redop >= 0) row.redop = field(c.redop);
     row.time_us = num(c.time, "time");
     if (row.time_us <= 0) fail(name, line_no, "column time: bad value '0' (expected a time > 0)");
+    if (const std::string p = time_problem(row.time_us); !p.empty())
+      fail(name, line_no, "column time: '" + field(c.time) + "' us is " + p);
+    if (const std::string p = redop_problem(row.redop); !p.empty()) fail(name, line_no, p);
     if (c.algbw >= 0) row.algbw_GBps = num(c.algbw, "algbw");
     if (c.busbw >= 0) row.busbw_GBps = num(c.busbw, "busbw");
     if (c.wrong >= 0 && field(c.wrong) != "N/A") row.wrong = num(c.wrong, "#wrong");
     log.rows.push_back(std::move(row));
+  }
+  if (rank_lines > kMaxLogRanks) {
+    throw InputError(std::string(name) + ": " + std::to_string(rank_lines) +
+                     " \"#  Rank\" lines, more than " + std::to_string(kMaxLogRanks) + " ranks");
   }
   if (rank_lines > 0) log.ranks = rank_lines;
   return log;
@@ -204,8 +241,22 @@ NcclTestsLog parse_text(std::string_view text, std::string_view name) {
 
 NcclTestsLog parse_json(std::string_view text, std::string_view name) {
   nlohmann::json doc;
+  // nlohmann keeps the last of two equal keys: a duplicate is an error, as in every reader.
+  std::vector<std::vector<std::string>> keys;  // per open object
+  const nlohmann::json::parser_callback_t no_duplicates =
+      [&keys, name](int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+        if (event == nlohmann::json::parse_event_t::object_start) keys.emplace_back();
+        if (event == nlohmann::json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+        if (event == nlohmann::json::parse_event_t::key && !keys.empty()) {
+          const std::string key = parsed.get<std::string>();
+          if (std::find(keys.back().begin(), keys.back().end(), key) != keys.back().end())
+            throw InputError(std::string(name) + ": duplicate key \"" + key + "\"");
+          keys.back().push_back(key);
+        }
+        return true;
+      };
   try {
-    doc = nlohmann::json::parse(text);
+    doc = nlohmann::json::parse(text, no_duplicates);
   } catch (const nlohmann::json::exception& e) {
     // parse_error, and out_of_range for a number beyond a double (1e400).
     throw InputError(std::string(name) + ": not valid JSON: " + e.what());
@@ -233,7 +284,12 @@ NcclTestsLog parse_json(std::string_view text, std::string_view name) {
       };
       const long threads = per_process("nthreads");
       const long gpus = per_process("ngpus");
-      log.ranks = static_cast<int>(static_cast<long>(cfg["devices"].size()) * threads * gpus);
+      const long ranks = static_cast<long>(cfg["devices"].size()) * threads * gpus;
+      if (ranks > kMaxLogRanks) {
+        bad("config", std::to_string(ranks) + " ranks (devices x nthreads x ngpus), more than " +
+                          std::to_string(kMaxLogRanks));
+      }
+      log.ranks = static_cast<int>(ranks);
       const nlohmann::json& d0 = cfg["devices"].front();
       if (d0.is_object()) {
         const std::string host = d0.value("hostname", std::string());
@@ -265,6 +321,7 @@ NcclTestsLog parse_json(std::string_view text, std::string_view name) {
     auto whole_at = [&](const nlohmann::json& obj, const char* key, const std::string& path) {
       const double v = number_at(obj, key, path);
       if (!(v < 0x1p64)) bad(path, std::string("\"") + key + "\" is too large");
+      if (v != std::floor(v)) bad(path, std::string("\"") + key + "\" is not a whole number");
       return static_cast<std::uint64_t>(v);
     };
     row.bytes = whole_at(r, "size", where);
@@ -277,6 +334,9 @@ NcclTestsLog parse_json(std::string_view text, std::string_view name) {
     const std::string op = where + ".out_of_place";
     row.time_us = o.contains("time") ? number_at(o, "time", op) : number_at(o, "cpu_time", op);
     if (row.time_us <= 0) bad(op, "\"time\" must be > 0");
+    if (const std::string p = time_problem(row.time_us); !p.empty())
+      bad(op, "\"time\" " + nlohmann::json(row.time_us).dump() + " us is " + p);
+    if (const std::string p = redop_problem(row.redop); !p.empty()) bad(where, p);
     if (o.contains("alg_bw")) row.algbw_GBps = number_at(o, "alg_bw", op);
     if (o.contains("bus_bw")) row.busbw_GBps = number_at(o, "bus_bw", op);
     if (o.contains("nwrong") && !o["nwrong"].is_null()) row.wrong = number_at(o, "nwrong", op);

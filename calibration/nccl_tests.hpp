@@ -35,6 +35,9 @@
 
 namespace ssim::calib {
 
+// The most ranks a log may say it ran (as calibrate's --log-ranks).
+inline constexpr int kMaxLogRanks = 65536;
+
 struct NcclTestsRow {
   int line = 0;  // in the text; the 1-based result index in JSON
   std::uint64_t bytes = 0;

@@ -12,6 +12,26 @@ constexpr const char* kReportRequest =
 
 }  // namespace
 
+// A message may quote what the user gave (a name, a flag value, a line of a file): control
+// characters other than line breaks and tabs are shown as \xNN, so no escape sequence
+// reaches the terminal.
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
 void check_failed(const char* file, int line, const char* expr, const std::string& what) {
   throw InternalError(std::string("internal check failed at ") + file + ":" + std::to_string(line) +
                       ": " + expr + (what.empty() ? "" : " (" + what + ")"));
@@ -19,20 +39,20 @@ void check_failed(const char* file, int line, const char* expr, const std::strin
 
 int report_exception(std::string_view program, std::ostream& err, std::string_view context) {
   const std::string prefix = std::string(program) + ": error: " +
-                             (context.empty() ? std::string() : std::string(context) + ": ");
+                             (context.empty() ? std::string() : printable(context) + ": ");
   try {
     throw;
   } catch (const Interrupted& e) {
     err << program << ": interrupted: " << e.what() << "\n";
     return 128 + e.signal_number();
   } catch (const InputError& e) {
-    err << prefix << e.what() << "\n";
+    err << prefix << printable(e.what()) << "\n";
     return kExitInput;
   } catch (const UsageError& e) {
-    err << prefix << e.what() << "\n";
+    err << prefix << printable(e.what()) << "\n";
     return kExitUsage;
   } catch (const ResourceError& e) {
-    err << prefix << e.what() << "\n";
+    err << prefix << printable(e.what()) << "\n";
     return kExitResource;
   } catch (const std::bad_alloc&) {
     err << prefix
@@ -41,10 +61,11 @@ int report_exception(std::string_view program, std::ostream& err, std::string_vi
            "count, chunks, iterations or sweep points.\n";
     return kExitResource;
   } catch (const InternalError& e) {
-    err << prefix << e.what() << kReportRequest << "\n";
+    err << prefix << printable(e.what()) << kReportRequest << "\n";
     return kExitInternal;
   } catch (const std::exception& e) {
-    err << prefix << "internal error: unexpected exception: " << e.what() << kReportRequest << "\n";
+    err << prefix << "internal error: unexpected exception: " << printable(e.what())
+        << kReportRequest << "\n";
     return kExitInternal;
   } catch (...) {
     err << prefix << "internal error: unexpected exception of unknown type" << kReportRequest

@@ -70,6 +70,10 @@ enum ExitCode : int {
 // after the prefix: "PROGRAM: error: CONTEXT: ...".
 int report_exception(std::string_view program, std::ostream& err, std::string_view context = {});
 
+// `text` with its control characters other than line breaks and tabs shown as \xNN: what every
+// error message goes through before it is printed, since messages quote what the user gave.
+std::string printable(std::string_view text);
+
 [[noreturn]] void check_failed(const char* file, int line, const char* expr,
                                const std::string& what);
 

@@ -51,7 +51,8 @@ double lookup(std::string_view unit, const std::array<Unit, N>& table, std::stri
 }
 
 constexpr const char* kTimeUnits = "s, ms, us, ns, ps";
-constexpr std::array<Unit, 5> kTime{{{"s", 1.0}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}, {"ps", 1e-12}}};
+constexpr std::array<Unit, 5> kTime{
+    {{"s", 1.0}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}, {"ps", 1e-12}}};
 
 constexpr const char* kByteUnits = "B, KB, MB, GB, TB, KiB, MiB, GiB, TiB";
 constexpr std::array<Unit, 9> kBytes{{{"B", 1.0},
@@ -108,7 +109,8 @@ constexpr std::array<Unit, 5> kPerByte{
 Seconds parse_time(std::string_view text) {
   auto [value, unit] = split_number(text, "time", kTimeUnits);
   if (unit.empty() && value != 0.0) {
-    throw InputError("invalid time '" + std::string(text) + "': a unit is required (" + kTimeUnits + ")");
+    throw InputError("invalid time '" + std::string(text) + "': a unit is required (" + kTimeUnits +
+                     ")");
   }
   double factor = unit.empty() ? 1.0 : lookup(unit, kTime, text, "time", kTimeUnits);
   if (value < 0) throw InputError("invalid time '" + std::string(text) + "': must not be negative");
@@ -159,7 +161,11 @@ SecondsPerByte parse_seconds_per_byte(std::string_view text) {
                      kPerByteUnits + ")");
   }
   double factor = unit.empty() ? 1.0 : lookup(unit, kPerByte, text, "per-byte cost", kPerByteUnits);
-  if (value < 0) throw InputError("invalid per-byte cost '" + std::string(text) + "': must not be negative");
+  if (value < 0)
+    throw InputError("invalid per-byte cost '" + std::string(text) + "': must not be negative");
+  // A second per byte is far beyond any machine; larger values only overflow the times.
+  if (value * factor > 1.0)
+    throw InputError("invalid per-byte cost '" + std::string(text) + "': must be at most 1s/B");
   return SecondsPerByte{value * factor};
 }
 
@@ -169,11 +175,16 @@ std::string format_time(Seconds t) {
   if (v == 0) return "0s";
   if (!std::isfinite(v)) return v != v ? "nan" : (v > 0 ? "inf" : "-inf");
   // From 1e6 s on, exponent form: a fixed-point 1e299 would be 300 digits.
-  if (std::fabs(v) >= 1e6) std::snprintf(buf, sizeof buf, "%.3es", v);
-  else if (std::fabs(v) >= 1) std::snprintf(buf, sizeof buf, "%.3fs", v);
-  else if (std::fabs(v) >= 1e-3) std::snprintf(buf, sizeof buf, "%.3fms", v * 1e3);
-  else if (std::fabs(v) >= 1e-6) std::snprintf(buf, sizeof buf, "%.3fus", v * 1e6);
-  else std::snprintf(buf, sizeof buf, "%.3fns", v * 1e9);
+  if (std::fabs(v) >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.3es", v);
+  else if (std::fabs(v) >= 1)
+    std::snprintf(buf, sizeof buf, "%.3fs", v);
+  else if (std::fabs(v) >= 1e-3)
+    std::snprintf(buf, sizeof buf, "%.3fms", v * 1e3);
+  else if (std::fabs(v) >= 1e-6)
+    std::snprintf(buf, sizeof buf, "%.3fus", v * 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%.3fns", v * 1e9);
   return buf;
 }
 

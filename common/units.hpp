@@ -47,7 +47,7 @@ Bytes parse_bytes_with_unit(std::string_view text);
 // or bits (bps, b/s, bit/s) per second, prefixes k/K M G T (x1000) or Ki Mi Gi Ti (x1024).
 // Must be > 0.
 BytesPerSecond parse_bandwidth(std::string_view text);
-// "0.1ns/B", "1e-12s/B", "0". Non-negative.
+// "0.1ns/B", "1e-12s/B", "0". Non-negative, at most 1 s/B.
 SecondsPerByte parse_seconds_per_byte(std::string_view text);
 
 // Human-readable forms used in tables: "3.000us", "1GiB", "450GiB/s".

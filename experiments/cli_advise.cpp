@@ -32,11 +32,12 @@ struct AdviseArgs {
   std::string policy = "previous";
   std::string network = "alphabeta";
   std::string gamma;
-  std::vector<std::string> algorithms;
+  std::string algorithms;  // comma-separated; "" for every algorithm
   int iterations = 200;
   long long seed = 1;
   int jobs = 0;
   std::string max_memory;
+  std::string max_time;
   std::string trace;  // FILE: the recommended algorithm's trace
   int trace_iteration = 0;
   int trace_links = -1;
@@ -159,7 +160,8 @@ std::string advise_document(const AdviseArgs& a) {
   } catch (const InputError& e) {
     throw InputError(std::string("--size: ") + e.what());
   }
-  std::vector<std::string> algs = a.algorithms;
+  std::vector<std::string> algs =
+      a.algorithms.empty() ? std::vector<std::string>() : split_list("--algorithms", a.algorithms);
   if (algs.empty()) {
     for (const alg::AlgorithmInfo& info : alg::algorithms()) algs.push_back(info.name);
   }
@@ -206,6 +208,7 @@ void run_advise(const AdviseArgs& a) {
   const ConfigReader reader = ConfigReader::from_string(advise_document(a), "stragglesim advise");
   const Experiment e = load_experiment(reader);
   check_experiment_memory(MemoryBudget::from_flag(a.max_memory), e, a.jobs);
+  check_experiment_time(TimeBudget::from_flag(a.max_time), e, a.jobs);
   if (const std::string note = experiment_time_note(e, a.jobs); !note.empty()) std::cerr << "stragglesim: note: " << note << "\n";
   const ExperimentRuns runs = run_experiment_in_memory(e, a.jobs, a.threads);
   if (const std::string w = shared_link_warning(e, runs.summaries); !w.empty())
@@ -277,7 +280,7 @@ void run_advise(const AdviseArgs& a) {
                        std::to_string(e.iterations - 1) + ")");
     }
     const sim::SimulationResult t =
-        write_trace(run_config(e, best), a.trace_iteration, a.trace_links, a.trace, a.max_memory, "stragglesim advise");
+        write_trace(run_config(e, best), a.trace_iteration, a.trace_links, a.trace, a.max_memory, a.max_time, "stragglesim advise");
     std::cout << "trace of " << e.algorithms[best].label << ", iteration " << a.trace_iteration << " ("
               << format_time(t.iterations.back().completion) << "): " << a.trace << "\n";
   }
@@ -319,8 +322,7 @@ void add_advise_command(CLI::App& app) {
       ->check(CLI::IsMember({"alphabeta", "flow"}));
   cmd->add_option("--gamma", a->gamma, "Reduce cost, e.g. 0.05ns/B (default 0)");
   cmd->add_option("--algorithms", a->algorithms,
-                  "Candidates, comma-separated (default: every algorithm)")
-      ->delimiter(',');
+                  "Candidates, comma-separated (default: every algorithm)");
   cmd->add_option("-n,--iterations", a->iterations, "Iterations per algorithm (default 200)")
       ->check(CLI::Range(1, 10'000'000));
   cmd->add_option("--seed", a->seed, "Seed (default 1)")->check(non_negative_number());
@@ -336,6 +338,7 @@ void add_advise_command(CLI::App& app) {
   add_trace_links_option(*cmd, a->trace_links);
   cmd->get_option("--trace-links")->needs(trace);
   add_max_memory_option(*cmd, a->max_memory);
+  add_max_time_option(*cmd, a->max_time);
   add_threads_option(*cmd, a->threads, "; used only with --jobs 1, else each run gets one");
   cmd->callback([a] { run_advise(*a); });
 }

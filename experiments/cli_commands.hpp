@@ -67,6 +67,18 @@ CLI::Validator positive_number();
 // --max-memory SIZE on a subcommand (common/memory_budget.hpp; "" when not given: the default).
 void add_max_memory_option(CLI::App& cmd, std::string& text);
 
+// A comma-separated flag value ("ring,rhd") as its items; InputError naming `flag` for an empty
+// item ("ring,,rhd", a trailing comma) or an item given twice.
+std::vector<std::string> split_list(const std::string& flag, const std::string& text);
+
+// Every numeric (FLOAT) option of `app` and its subcommands refuses nan and inf before CLI11
+// converts it (a range check passes NaN, since every comparison with it is false).
+void require_finite_numbers(CLI::App& app);
+
+// --max-time DURATION on a subcommand (common/time_budget.hpp; "" when not given: the default,
+// one hour of estimated work).
+void add_max_time_option(CLI::App& cmd, std::string& text);
+
 // The one warning when the alpha-beta model ignores link sharing (sim::find_shared_link).
 std::string shared_link_warning(const sim::SharedLink& s);
 
@@ -104,6 +116,6 @@ void add_trace_links_option(CLI::App& cmd, int& k);
 // simulation is prefixed with `where`.
 sim::SimulationResult write_trace(sim::SimulationConfig config, int iteration, int trace_links,
                                   const std::string& path, const std::string& max_memory,
-                                  const std::string& where);
+                                  const std::string& max_time, const std::string& where);
 
 }  // namespace ssim::exp

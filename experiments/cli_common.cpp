@@ -1,12 +1,14 @@
 // Helpers shared by the subcommands: flag checks, the --max-memory option and the warning
 // when the alpha-beta model ignores shared links.
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <iostream>
 #include <string>
 
 #include "common/error.hpp"
 #include "common/memory_budget.hpp"
+#include "common/time_budget.hpp"
 #include "experiments/cli_commands.hpp"
 #include "experiments/experiment.hpp"
 #include "experiments/resource_check.hpp"
@@ -45,6 +47,57 @@ void add_max_memory_option(CLI::App& cmd, std::string& text) {
             return "";
           },
           "SIZE"));
+}
+
+std::vector<std::string> split_list(const std::string& flag, const std::string& text) {
+  std::vector<std::string> items;
+  std::size_t begin = 0;
+  while (true) {
+    const std::size_t comma = std::min(text.find(',', begin), text.size());
+    const std::string item = text.substr(begin, comma - begin);
+    if (item.empty())
+      throw InputError(flag + " '" + text + "': an empty item (two commas, or a comma at an end)");
+    for (const std::string& seen : items) {
+      if (seen == item) throw InputError(flag + " '" + text + "': '" + item + "' is listed twice");
+    }
+    items.push_back(item);
+    if (comma == text.size()) break;
+    begin = comma + 1;
+  }
+  return items;
+}
+
+void require_finite_numbers(CLI::App& app) {
+  for (CLI::Option* o : app.get_options()) {
+    if (o->get_type_name().find("FLOAT") == std::string::npos) continue;
+    o->check(CLI::Validator(
+        [](std::string& text) -> std::string {
+          char* end = nullptr;
+          const double v = std::strtod(text.c_str(), &end);
+          if (end != text.c_str() && *end == '\0' && !std::isfinite(v))
+            return "must be a finite number, got '" + text + "'";
+          return "";
+        },
+        ""));
+  }
+  for (CLI::App* sub : app.get_subcommands({})) require_finite_numbers(*sub);
+}
+
+void add_max_time_option(CLI::App& cmd, std::string& text) {
+  cmd.add_option("--max-time", text,
+                 "Refuse work estimated to take longer than DURATION, e.g. 30min, 2h, 1d (default: "
+                 "1h)")
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            try {
+              TimeBudget::from_flag(value);
+            } catch (const InputError& e) {
+              const std::string what = e.what();
+              return what.substr(what.find(": ") + 2);  // CLI11 adds the option's name
+            }
+            return "";
+          },
+          "DURATION"));
 }
 
 std::string shared_link_warning(const sim::SharedLink& s) {
@@ -92,7 +145,7 @@ void add_trace_links_option(CLI::App& cmd, int& k) {
 
 sim::SimulationResult write_trace(sim::SimulationConfig config, int iteration, int trace_links,
                                   const std::string& path, const std::string& max_memory,
-                                  const std::string& where) {
+                                  const std::string& max_time, const std::string& where) {
   config.iterations = iteration + 1;
   config.trace_iteration = iteration;
   if (trace_links >= 0) config.trace_links = trace_links;
@@ -101,6 +154,7 @@ sim::SimulationResult write_trace(sim::SimulationConfig config, int iteration, i
   OutputFile out(path);
   config.trace_out = &out.stream();
   check_simulation_memory(MemoryBudget::from_flag(max_memory), config);
+  check_simulation_time(TimeBudget::from_flag(max_time), config);
   sim::SimulationResult r;
   try {
     r = sim::run_simulation(config);

@@ -8,6 +8,7 @@
 #include "common/error.hpp"
 #include "common/units.hpp"
 #include "experiments/cli_commands.hpp"
+#include "experiments/resource_check.hpp"
 #include "lowering/plan.hpp"
 
 namespace ssim::exp {
@@ -23,6 +24,8 @@ struct LowerArgs {
   std::uint64_t align = lowering::kDefaultAlign;
   std::string format = "text";
   std::string output;
+  std::string max_memory;
+  std::string max_time;
 };
 
 std::string share(std::uint64_t part, std::uint64_t whole) {
@@ -152,6 +155,10 @@ void run_lower(const LowerArgs& a) {
   } catch (const InputError& e) {
     throw InputError(std::string("--align: ") + e.what());
   }
+  if (info.supports_ranks(a.ranks)) {
+    check_lower_resources(MemoryBudget::from_flag(a.max_memory), TimeBudget::from_flag(a.max_time),
+                          info.name, a.ranks, options);
+  }
   const alg::Schedule s = alg::generate(a.algorithm, a.ranks, options);
   const lowering::Plan plan = lowering::lower(s, bytes.value, dtype, a.align);
   write_output(a.output, a.format == "json" ? plan_json(plan).dump(2) + "\n" : plan_text(plan));
@@ -186,6 +193,8 @@ void add_lower_command(CLI::App& app) {
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   cmd->add_option("-o,--output", args->output, "Write to FILE instead of stdout");
+  add_max_memory_option(*cmd, args->max_memory);
+  add_max_time_option(*cmd, args->max_time);
   cmd->callback([args] { run_lower(*args); });
 }
 

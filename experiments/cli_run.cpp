@@ -38,6 +38,7 @@ struct RunArgs {
   bool resume = false;
   bool force = false;
   std::string max_memory;
+  std::string max_time;
   std::string trace;     // POINT: trace one run instead of running the experiment
   int trace_links = -1;  // -1: every link that carries traffic
   int threads = 0;  // 0: every core (used only with --jobs 1)
@@ -275,7 +276,7 @@ void run_trace(const RunArgs& a, const Experiment& e) {
   const std::size_t nalg = e.algorithms.size();
   const InterruptGuard guard("stragglesim run: stopping; the trace is not written");
   const sim::SimulationResult r =
-      write_trace(run_config(e, tp.run), tp.iteration, a.trace_links, path, a.max_memory, e.file);
+      write_trace(run_config(e, tp.run), tp.iteration, a.trace_links, path, a.max_memory, a.max_time, e.file);
   std::cout << "run " << tp.run << " (" << e.algorithms[tp.run % nalg].label
             << (e.axes.empty() ? std::string() : " at " + e.point_label(tp.run / nalg)) << "), iteration "
             << tp.iteration << ": completion " << format_time(r.iterations.back().completion) << "; wrote " << path
@@ -305,6 +306,8 @@ void run_run(const RunArgs& a) {
   o.resume = a.resume;
   o.force = a.force;
   if (!a.shard.empty()) o.shard = parse_shard(a.shard);
+  check_experiment_time(TimeBudget::from_flag(a.max_time), e, a.jobs,
+                        o.shard ? 1.0 / o.shard->count : 1.0);
   o.peers = group ? group->peers() : nullptr;
   std::cerr << "stragglesim run: " << e.name << " (" << path << "): " << e.run_count() << " runs"
             << (o.shard ? ", shard " + a.shard : std::string())
@@ -505,6 +508,7 @@ void add_run_command(CLI::App& app) {
   for (const char* other : {"--dry-run", "--shard", "--resume", "--force", "--plot-format"})
     trace->excludes(cmd->get_option(other));
   add_max_memory_option(*cmd, args->max_memory);
+  add_max_time_option(*cmd, args->max_time);
   add_threads_option(*cmd, args->threads, "; used only with --jobs 1, else each run gets one");
   cmd->callback([args] { run_run(*args); });
 }

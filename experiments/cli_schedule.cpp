@@ -142,6 +142,7 @@ struct ScheduleArgs {
   std::string format = "text";
   std::string output;
   std::string max_memory;
+  std::string max_time;
   int nchunksperloop = 0;
   std::string min_bytes, max_bytes;
 };
@@ -150,8 +151,10 @@ void run_schedule(const ScheduleArgs& a) {
   const alg::AlgorithmInfo& info = alg::find_algorithm(a.algorithm);
   const alg::Options options = algorithm_options(info, a.options, a.straggler);
   const MemoryBudget budget = MemoryBudget::from_flag(a.max_memory);
-  if (info.supports_ranks(a.ranks))
+  if (info.supports_ranks(a.ranks)) {
     check_schedule_memory(budget, info.name, a.ranks, options, /*verify=*/true);
+    check_schedule_time(TimeBudget::from_flag(a.max_time), info.name, a.ranks, options);
+  }
   const bool msccl = a.format == "msccl-xml" || a.format == "msccl";
   if (!msccl && (a.nchunksperloop != 0 || !a.min_bytes.empty() || !a.max_bytes.empty()))
     throw InputError(
@@ -293,6 +296,8 @@ struct RoundsArgs {
   std::string ranks = "3..130";
   std::string stragglers = "1";
   std::string format = "text";
+  std::string max_memory;
+  std::string max_time;
 };
 
 // StragglAR's rounds after the last late rank arrives vs the lower bound n-k-1+ceil(log2 n),
@@ -300,6 +305,29 @@ struct RoundsArgs {
 void run_rounds(const RoundsArgs& a) {
   const auto [n_lo, n_hi] = parse_span("--ranks", a.ranks, 3, 4096);
   const auto [k_lo, k_hi] = parse_span("--stragglers", a.stragglers, 1, 4094);
+  // Every schedule of the table is generated and verified: refuse a table beyond the limits
+  // before the first one (the time summed, the memory of the largest).
+  const MemoryBudget budget = MemoryBudget::from_flag(a.max_memory);
+  const TimeBudget limit = TimeBudget::from_flag(a.max_time);
+  // Summed over a grid of at most 256 x 256 (k, n) points, each standing for its cell.
+  const int k_step = std::max(1, (k_hi - k_lo + 1) / 256), n_step = std::max(1, (n_hi - n_lo + 1) / 256);
+  double seconds = 0;
+  for (int k = k_lo; k <= k_hi; k += k_step) {
+    for (int n = std::max(n_lo, k + 2); n <= n_hi; n += n_step) {
+      alg::Options o;
+      o.set("stragglers", std::to_string(k));
+      seconds += schedule_seconds("stragglar", n, o, /*verify=*/true) * k_step * n_step;
+    }
+  }
+  if (k_lo + 2 <= n_hi) {
+    alg::Options o;
+    o.set("stragglers", std::to_string(k_lo));
+    check_schedule_memory(budget, "stragglar", n_hi, o, /*verify=*/true);
+  }
+  limit.require(seconds,
+               "generating and verifying the StragglAR schedules for --ranks " + a.ranks +
+                   " --stragglers " + a.stragglers,
+               "give smaller ranges");
   std::ostringstream os;
   if (a.format == "csv") os << "ranks,stragglers,rounds,bound,gap\n";
   if (a.format == "markdown") os << "| n | k | rounds | bound | gap |\n|---|---|---|---|---|\n";
@@ -377,6 +405,7 @@ void add_schedule_commands(CLI::App& app) {
   sched->add_option("--max-bytes", args->max_bytes,
                     "msccl-xml: largest tensor the runtime uses the file for (default: no limit)");
   add_max_memory_option(*sched, args->max_memory);
+  add_max_time_option(*sched, args->max_time);
   sched->callback([args] { run_schedule(*args); });
 
   auto path = std::make_shared<std::string>();
@@ -400,6 +429,8 @@ void add_schedule_commands(CLI::App& app) {
                      "Late-rank counts K or K..L (default 1)");
   rounds->add_option("--format", rargs->format, "Output format")
       ->check(CLI::IsMember({"text", "csv", "markdown"}));
+  add_max_memory_option(*rounds, rargs->max_memory);
+  add_max_time_option(*rounds, rargs->max_time);
   rounds->callback([rargs] { run_rounds(*rargs); });
 }
 
@@ -411,6 +442,8 @@ alg::Options algorithm_options(const alg::AlgorithmInfo& info,
     if (eq == std::string::npos || eq == 0) {
       throw InputError("--option '" + kv + "': expected key=value");
     }
+    if (options.has(kv.substr(0, eq)))
+      throw InputError("--option '" + kv + "': " + kv.substr(0, eq) + " is given twice");
     options.set(kv.substr(0, eq), kv.substr(eq + 1));
   }
   if (straggler >= 0) {

@@ -26,6 +26,7 @@ struct SimulateArgs {
   int iterations = 0;  // 0: as configured
   long long seed = -1;  // -1: as configured
   std::string max_memory;
+  std::string max_time;
   int threads = 0;  // 0: every core
 };
 
@@ -178,6 +179,7 @@ void run_simulate(const SimulateArgs& a) {
     c.trace_out = &trace->stream();
   }
   check_simulation_memory(MemoryBudget::from_flag(a.max_memory), c);
+  check_simulation_time(TimeBudget::from_flag(a.max_time), c);
   if (const std::string note = simulation_time_note(c); !note.empty()) std::cerr << "stragglesim: note: " << note << "\n";
   sim::SimulationResult r;
   try {
@@ -212,6 +214,7 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--seed", args->seed, "Override the configured seed")
       ->check(non_negative_number());
   add_max_memory_option(*cmd, args->max_memory);
+  add_max_time_option(*cmd, args->max_time);
   add_threads_option(*cmd, args->threads);
   cmd->callback([args] { run_simulate(*args); });
 }

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <unordered_set>
 
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
@@ -213,11 +214,10 @@ Axis load_axis(const ConfigNode& sweep, const std::string& key) {
       a.value_nodes.push_back(v);
     }
   }
+  std::unordered_set<std::string> labels;
   for (std::size_t i = 0; i < a.out.labels.size(); ++i) {
-    for (std::size_t j = 0; j < i; ++j) {
-      if (a.out.labels[i] == a.out.labels[j])
-        a.value_nodes[i].fail("the value is listed twice in sweep." + key);
-    }
+    if (!labels.insert(a.out.labels[i]).second)
+      a.value_nodes[i].fail("the value is listed twice in sweep." + key);
   }
   // Numeric values for plots; one unit per axis (a bare 0 fits any), else the axis is categorical.
   std::string unit;
@@ -504,8 +504,9 @@ Experiment load_experiment(const ConfigReader& reader) {
         // gpus_per_node from a hierarchical topology (run_config sets it per run).
         alg::Options node_options = e.algorithms[i].options;
         const std::optional<ConfigNode> options_node =
-            where.is_map() && where.has("options") ? std::optional<ConfigNode>(where.child("options"))
-                                                   : std::nullopt;
+            where.is_map() && where.has("options")
+                ? std::optional<ConfigNode>(where.child("options"))
+                : std::nullopt;
         apply_node_structure(point.config.topology, info, node_options, options_node);
         if (options_node) {
           check_algorithm_options(info, n, node_options, *options_node);

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -19,6 +20,39 @@ std::string join_path(const std::string& base, const std::string& key) {
 
 constexpr int kMaxDepth = 256;
 
+// YAML::Load of the whole text, refusing a second document (which yaml-cpp would ignore).
+YAML::Node load_one_document(const std::string& text, const std::string& name) {
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(text);
+  } catch (const YAML::ParserException& e) {
+    throw InputError(name + ":" + std::to_string(e.mark.line + 1) + ":" +
+                     std::to_string(e.mark.column + 1) + ": malformed YAML: " + e.msg);
+  }
+  if (docs.size() > 1) {
+    const YAML::Mark m = docs[1].Mark();
+    throw InputError(name + (m.line >= 0 ? ":" + std::to_string(m.line + 1) : std::string()) +
+                     ": a second YAML document (after '---'): a config is one document");
+  }
+  return docs.empty() ? YAML::Node() : docs.front();
+}
+
+// Control characters (C0, DEL, C1) in a string: "U+001B at byte 3"; "" when there is none.
+std::string control_character(const std::string& s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const bool c1 = c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+                    static_cast<unsigned char>(s[i + 1]) <= 0x9F;
+    if (c < 0x20 || c == 0x7F || c1) {
+      char buf[48];
+      std::snprintf(buf, sizeof buf, "U+%04X at byte %zu",
+                    c1 ? static_cast<unsigned>(static_cast<unsigned char>(s[i + 1])) : c, i + 1);
+      return buf;
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 // yaml-cpp accepts keys that are null or maps (`? :`) and keeps both of two equal keys (lookups
@@ -27,6 +61,13 @@ void ConfigReader::check_keys(const YAML::Node& node, const std::string& path, i
   const ConfigNode here(this, node, path);
   if (depth > kMaxDepth)
     here.fail("nested more than " + std::to_string(kMaxDepth) + " levels deep");
+  // Aliases share nodes: a few lines can stand for millions of list items. Counted as
+  // expanded, since that is what the loader would walk.
+  if (++nodes_checked_ > kMaxConfigNodes) {
+    here.fail("the document has more than " + std::to_string(kMaxConfigNodes) +
+              " values once its aliases (*name) are expanded; a config this large is refused "
+              "before it is read (put long lists of samples in a CSV file)");
+  }
   if (node.IsSequence()) {
     for (std::size_t i = 0; i < node.size(); ++i)
       check_keys(node[i], path + "[" + std::to_string(i) + "]", depth + 1);
@@ -51,12 +92,7 @@ void ConfigReader::check_keys(const YAML::Node& node, const std::string& path, i
 
 ConfigReader::ConfigReader(const std::string& path) : file_(path) {
   const std::string text = read_input_file(path);
-  try {
-    root_ = YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
-    throw InputError(path + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                     ": malformed YAML: " + e.msg);
-  }
+  root_ = load_one_document(text, path);
   if (!root_.IsDefined() || root_.IsNull()) throw InputError(path + ": the file is empty");
   check_keys(root_, "", 0);
 }
@@ -64,12 +100,7 @@ ConfigReader::ConfigReader(const std::string& path) : file_(path) {
 ConfigReader ConfigReader::from_string(const std::string& text, const std::string& name) {
   ConfigReader r;
   r.file_ = name;
-  try {
-    r.root_ = YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
-    throw InputError(name + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                     ": malformed YAML: " + e.msg);
-  }
+  r.root_ = load_one_document(text, name);
   if (!r.root_.IsDefined() || r.root_.IsNull()) throw InputError(name + ": the document is empty");
   r.check_keys(r.root_, "", 0);
   return r;
@@ -100,7 +131,9 @@ void ConfigNode::fail(const std::string& what) const {
   if (m.line >= 0) os << ":" << m.line + 1 << ":" << m.column + 1;
   os << ": " << (path_.empty() ? std::string("(top level)") : path_) << ": " << what;
   if (node_.IsDefined() && !node_.IsNull()) {
-    const std::string t = text();
+    std::string t = text();
+    // A long list or map is quoted by its start, not in full.
+    if (t.size() > 200) t = t.substr(0, 160) + "... (" + std::to_string(t.size()) + " characters)";
     if (what.find("'" + t + "'") == std::string::npos) os << " (value: " << t << ")";
   }
   throw InputError(os.str());
@@ -108,6 +141,9 @@ void ConfigNode::fail(const std::string& what) const {
 
 std::string ConfigNode::as_string() const {
   if (!node_.IsScalar()) fail("expected a string");
+  // Strings are printed (names, labels, paths): no escape sequence reaches a terminal.
+  if (const std::string at = control_character(node_.Scalar()); !at.empty())
+    fail("a control character (" + at + ") is not allowed in a string");
   return node_.Scalar();
 }
 
@@ -126,7 +162,8 @@ double ConfigNode::as_double(double lo, double hi) const {
   const std::string& s = node_.Scalar();
   double v = 0;
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || ptr != s.data() + s.size() || !std::isfinite(v)) fail("expected a number");
+  if (ec != std::errc() || ptr != s.data() + s.size() || !std::isfinite(v))
+    fail("expected a number");
   if (v < lo || v > hi) {
     std::ostringstream os;
     os << "must be in [" << lo << ", " << hi << "]";
@@ -157,7 +194,9 @@ auto with_unit(const ConfigNode& n, F parse) {
 Seconds ConfigNode::as_time() const { return with_unit(*this, parse_time); }
 Bytes ConfigNode::as_bytes() const { return with_unit(*this, parse_bytes_with_unit); }
 BytesPerSecond ConfigNode::as_bandwidth() const { return with_unit(*this, parse_bandwidth); }
-SecondsPerByte ConfigNode::as_seconds_per_byte() const { return with_unit(*this, parse_seconds_per_byte); }
+SecondsPerByte ConfigNode::as_seconds_per_byte() const {
+  return with_unit(*this, parse_seconds_per_byte);
+}
 
 std::string ConfigNode::as_input_file(const std::string& base_dir, const std::string& what) const {
   std::filesystem::path p = as_string();
@@ -185,7 +224,13 @@ std::string ConfigNode::as_choice(std::initializer_list<const char*> choices) co
 bool ConfigNode::has(const std::string& key) const {
   if (!node_.IsMap()) return false;
   const YAML::Node v = node_[key];
-  return v.IsDefined() && !v.IsNull();
+  if (!v.IsDefined()) return false;
+  // An empty or null value is no default: `policy: ~` must not silently mean the default.
+  if (v.IsNull()) {
+    ConfigNode(reader_, v, join_path(path_, key))
+        .fail("no value (empty or null); give a value, or leave the key out for the default");
+  }
+  return true;
 }
 
 void ConfigNode::require_map() const {
@@ -231,6 +276,8 @@ void ConfigNode::allow_only(std::initializer_list<const char*> allowed) const {
 std::vector<ConfigNode> ConfigNode::items(bool scalar_ok) const {
   std::vector<ConfigNode> out;
   if (node_.IsSequence()) {
+    if (node_.size() == 0)
+      fail("an empty list; give at least one item, or leave the key out for the default");
     for (std::size_t i = 0; i < node_.size(); ++i) {
       out.emplace_back(reader_, node_[i], path_ + "[" + std::to_string(i) + "]");
     }
@@ -243,18 +290,36 @@ std::vector<ConfigNode> ConfigNode::items(bool scalar_ok) const {
   fail("expected a list");
 }
 
-std::string ConfigNode::get_string(const std::string& key, std::optional<std::string> fallback) const {
+std::vector<ConfigNode> ConfigNode::unique_items(bool scalar_ok) const {
+  std::vector<ConfigNode> out = items(scalar_ok);
+  std::unordered_map<std::string, std::size_t> seen;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (!out[i].is_scalar()) continue;
+    const auto [first, fresh] = seen.emplace(out[i].text(), i);
+    if (!fresh) {
+      const YAML::Mark m = out[first->second].yaml().Mark();
+      out[i].fail(
+          "'" + out[i].text() + "' is listed twice" +
+          (m.line >= 0 ? " (first at line " + std::to_string(m.line + 1) + ")" : std::string()));
+    }
+  }
+  return out;
+}
+
+std::string ConfigNode::get_string(const std::string& key,
+                                   std::optional<std::string> fallback) const {
   if (!has(key) && fallback) return *fallback;
   return child(key).as_string();
 }
 
-std::int64_t ConfigNode::get_int(const std::string& key, std::optional<std::int64_t> fallback, std::int64_t lo,
-                                 std::int64_t hi) const {
+std::int64_t ConfigNode::get_int(const std::string& key, std::optional<std::int64_t> fallback,
+                                 std::int64_t lo, std::int64_t hi) const {
   if (!has(key) && fallback) return *fallback;
   return child(key).as_int(lo, hi);
 }
 
-double ConfigNode::get_double(const std::string& key, std::optional<double> fallback, double lo, double hi) const {
+double ConfigNode::get_double(const std::string& key, std::optional<double> fallback, double lo,
+                              double hi) const {
   if (!has(key) && fallback) return *fallback;
   return child(key).as_double(lo, hi);
 }
@@ -274,12 +339,14 @@ Bytes ConfigNode::get_bytes(const std::string& key, std::optional<Bytes> fallbac
   return child(key).as_bytes();
 }
 
-BytesPerSecond ConfigNode::get_bandwidth(const std::string& key, std::optional<BytesPerSecond> fallback) const {
+BytesPerSecond ConfigNode::get_bandwidth(const std::string& key,
+                                         std::optional<BytesPerSecond> fallback) const {
   if (!has(key) && fallback) return *fallback;
   return child(key).as_bandwidth();
 }
 
-std::string ConfigNode::get_choice(const std::string& key, std::initializer_list<const char*> choices,
+std::string ConfigNode::get_choice(const std::string& key,
+                                   std::initializer_list<const char*> choices,
                                    std::optional<std::string> fallback) const {
   if (!has(key) && fallback) return *fallback;
   return child(key).as_choice(choices);

@@ -63,7 +63,9 @@ class ConfigNode {
   // One of `choices`; the error lists them.
   std::string as_choice(std::initializer_list<const char*> choices) const;
 
-  // Map access. `has` is true for present, non-null keys.
+  // Map access. `has` is true for present keys; a key present with an empty or null value is
+  // an error (null never stands for the default). Strings (as_string) must not hold control
+  // characters.
   bool has(const std::string& key) const;
   ConfigNode child(const std::string& key) const;  // required: error names the missing key
   std::optional<ConfigNode> maybe(const std::string& key) const;
@@ -72,18 +74,24 @@ class ConfigNode {
   void allow_only(std::initializer_list<const char*> keys) const;
   std::vector<std::string> keys() const;  // in document order
 
-  // Sequence access (a scalar counts as a one-element list when `scalar_ok`).
+  // Sequence access (a scalar counts as a one-element list when `scalar_ok`). An empty list is
+  // an error (leaving the key out gives the default); so, in unique_items, is a scalar item
+  // written twice.
   std::vector<ConfigNode> items(bool scalar_ok = false) const;
+  std::vector<ConfigNode> unique_items(bool scalar_ok = false) const;
 
   // Shorthands: typed value of a key, with a default when absent.
-  std::string get_string(const std::string& key, std::optional<std::string> fallback = std::nullopt) const;
-  std::int64_t get_int(const std::string& key, std::optional<std::int64_t> fallback, std::int64_t lo,
-                       std::int64_t hi) const;
-  double get_double(const std::string& key, std::optional<double> fallback, double lo, double hi) const;
+  std::string get_string(const std::string& key,
+                         std::optional<std::string> fallback = std::nullopt) const;
+  std::int64_t get_int(const std::string& key, std::optional<std::int64_t> fallback,
+                       std::int64_t lo, std::int64_t hi) const;
+  double get_double(const std::string& key, std::optional<double> fallback, double lo,
+                    double hi) const;
   bool get_bool(const std::string& key, std::optional<bool> fallback) const;
   Seconds get_time(const std::string& key, std::optional<Seconds> fallback = std::nullopt) const;
   Bytes get_bytes(const std::string& key, std::optional<Bytes> fallback = std::nullopt) const;
-  BytesPerSecond get_bandwidth(const std::string& key, std::optional<BytesPerSecond> fallback = std::nullopt) const;
+  BytesPerSecond get_bandwidth(const std::string& key,
+                               std::optional<BytesPerSecond> fallback = std::nullopt) const;
   std::string get_choice(const std::string& key, std::initializer_list<const char*> choices,
                          std::optional<std::string> fallback = std::nullopt) const;
 
@@ -92,6 +100,9 @@ class ConfigNode {
   YAML::Node node_;
   std::string path_;
 };
+
+// The most values (map entries and list items, aliases expanded) a config document may have.
+inline constexpr std::size_t kMaxConfigNodes = 1'000'000;
 
 class ConfigReader {
  public:
@@ -110,6 +121,7 @@ class ConfigReader {
   void check_keys(const YAML::Node& node, const std::string& path, int depth) const;
   std::string file_;
   YAML::Node root_;
+  mutable std::size_t nodes_checked_ = 0;
 };
 
 }  // namespace ssim::exp

@@ -209,7 +209,7 @@ void load_prediction(const ConfigNode& node, int ranks, sim::SimulationConfig& c
     c.adaptive_fallbacks = {"ring"};
     return;
   }
-  for (const ConfigNode& item : node.child("fallback").items(/*scalar_ok=*/true)) {
+  for (const ConfigNode& item : node.child("fallback").unique_items(/*scalar_ok=*/true)) {
     const std::string name = item.as_string();
     const alg::AlgorithmInfo* info = nullptr;
     try {

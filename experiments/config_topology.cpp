@@ -32,6 +32,11 @@ topo::Topology load_custom(const ConfigNode& node) {
     }
   }
   if (t.gpu_count() < 2) node.child("nodes").fail("a custom topology needs at least 2 GPUs");
+  if (t.gpu_count() > kMaxRanks) {
+    node.child("nodes").fail("a custom topology of " + std::to_string(t.gpu_count()) +
+                             " GPUs: at most " + std::to_string(kMaxRanks) +
+                             ", as for every topology");
+  }
   for (const ConfigNode& l : node.child("links").items()) {
     l.allow_only({"from", "to", "bandwidth", "latency", "class", "duplex"});
     auto endpoint = [&](const char* key) {

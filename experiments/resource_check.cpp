@@ -130,35 +130,75 @@ void check_simulation_memory(const MemoryBudget& budget, const sim::SimulationCo
       simulation_bytes(c),
       "simulating " + c.algorithm + " on " + std::to_string(c.topology.gpu_count()) + " ranks (" +
           count_text(size.transfers) + " transfers, " + std::to_string(c.iterations) +
-          (c.iterations == 1 ? " iteration" : " iterations") + (c.trace_iteration ? ", traced" : "") + ")",
+          (c.iterations == 1 ? " iteration" : " iterations") +
+          (c.trace_iteration ? ", traced" : "") + ")",
       fewer(c.algorithm) + (c.per_rank_times ? ", fewer iterations or no --per-rank" : ""));
 }
-
-namespace {
 
 double simulation_seconds(const sim::SimulationConfig& c) {
   const double per_transfer =
       c.network == sim::NetworkKind::flow ? kFlowSecondsPerTransfer : kAlphabetaSecondsPerTransfer;
-  return schedule_size(c.algorithm, c.topology.gpu_count(), c.options).transfers * c.iterations * per_transfer;
+  const double n = c.topology.gpu_count();
+  return c.iterations *
+         (schedule_size(c.algorithm, c.topology.gpu_count(), c.options).transfers * per_transfer +
+          kSecondsPerIteration + n * kSecondsPerRankIteration);
+}
+
+double schedule_seconds(const std::string& algorithm, int ranks, const alg::Options& options,
+                        bool verify) {
+  const alg::ScheduleSize size = schedule_size(algorithm, ranks, options);
+  // Chunks moved: a bandwidth-optimal allreduce moves each chunk about twice per rank; a
+  // transfer moves at least one.
+  const double moved = std::max(size.transfers, 2.0 * ranks * size.chunks);
+  return size.transfers * kGenerateSecondsPerTransfer +
+         (verify ? moved * ranks * kVerifySecondsPerChunkRank : 0.0);
+}
+
+void check_schedule_time(const TimeBudget& limit, const std::string& algorithm, int ranks,
+                         const alg::Options& options) {
+  limit.require(schedule_seconds(algorithm, ranks, options, /*verify=*/true),
+                "generating and verifying the " + algorithm + " schedule for " +
+                    std::to_string(ranks) + " ranks",
+                fewer(algorithm));
+}
+
+void check_lower_resources(const MemoryBudget& budget, const TimeBudget& limit,
+                           const std::string& algorithm, int ranks, const alg::Options& options) {
+  const alg::ScheduleSize size = schedule_size(algorithm, ranks, options);
+  const std::string what = "lowering the " + algorithm + " schedule for " + std::to_string(ranks) +
+                           " ranks (" + count_text(size.transfers) + " transfers)";
+  budget.require(size.transfers * (kScheduleBytesPerTransfer + kLowerBytesPerTransfer), what,
+                 fewer(algorithm));
+  limit.require(schedule_seconds(algorithm, ranks, options, /*verify=*/false) +
+                    size.transfers * kLowerSecondsPerTransfer,
+                what, fewer(algorithm));
+}
+
+namespace {
+
+std::string simulation_what(const sim::SimulationConfig& c) {
+  const alg::ScheduleSize size = schedule_size(c.algorithm, c.topology.gpu_count(), c.options);
+  return "simulating " + c.algorithm + " on " + std::to_string(c.topology.gpu_count()) +
+         " ranks (" + count_text(size.transfers) + " transfers, " + std::to_string(c.iterations) +
+         (c.iterations == 1 ? " iteration" : " iterations") + ", " +
+         std::string(sim::to_string(c.network)) + std::string(" model)");
 }
 
 std::string time_note(double seconds, const std::string& what) {
   if (seconds < 60) return "";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, seconds < 3600 ? "%.0f minutes" : "%.1f hours",
-                seconds < 3600 ? seconds / 60 : seconds / 3600);
-  return what + " may take about " + buf + " (an estimate from the transfers and iterations; Ctrl-C stops it)";
+  return what + " may take about " + format_duration(seconds) +
+         " (an estimate from the transfers and iterations; Ctrl-C stops it)";
 }
 
-}  // namespace
+struct ExperimentTime {
+  double seconds = 0;  // wall time with `jobs` runs at once
+  std::string longest;
+};
 
-std::string simulation_time_note(const sim::SimulationConfig& c) {
-  return time_note(simulation_seconds(c), "this simulation");
-}
-
-std::string experiment_time_note(const Experiment& e, int jobs) {
+ExperimentTime experiment_seconds(const Experiment& e, int jobs) {
   if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   double total = 0, longest = 0;
+  std::string longest_run;
   for (const SweepPoint& p : e.points) {
     for (const ExperimentAlgorithm& a : e.algorithms) {
       sim::SimulationConfig c = p.config;
@@ -166,10 +206,36 @@ std::string experiment_time_note(const Experiment& e, int jobs) {
       c.options = a.options;
       const double s = simulation_seconds(c);
       total += s;
-      longest = std::max(longest, s);
+      if (s > longest) {
+        longest = s;
+        longest_run = simulation_what(c);
+      }
     }
   }
-  return time_note(std::max(longest, total / jobs), "the " + std::to_string(e.run_count()) + " runs");
+  return {std::max(longest, total / jobs), longest_run};
+}
+
+}  // namespace
+
+void check_simulation_time(const TimeBudget& limit, const sim::SimulationConfig& c) {
+  limit.require(simulation_seconds(c), simulation_what(c),
+                fewer(c.algorithm) + ", fewer iterations or the alphabeta model");
+}
+
+void check_experiment_time(const TimeBudget& limit, const Experiment& e, int jobs, double share) {
+  const ExperimentTime t = experiment_seconds(e, jobs);
+  limit.require(t.seconds * share,
+                "the " + std::to_string(e.run_count()) + " runs (the longest: " + t.longest + ")",
+                "use fewer ranks, sweep points, algorithms or iterations, or more --jobs");
+}
+
+std::string simulation_time_note(const sim::SimulationConfig& c) {
+  return time_note(simulation_seconds(c), "this simulation");
+}
+
+std::string experiment_time_note(const Experiment& e, int jobs) {
+  return time_note(experiment_seconds(e, jobs).seconds,
+                   "the " + std::to_string(e.run_count()) + " runs");
 }
 
 void check_experiment_memory(const MemoryBudget& budget, const Experiment& e, int jobs) {
@@ -198,7 +264,8 @@ void check_experiment_memory(const MemoryBudget& budget, const Experiment& e, in
   budget.require(
       parallel * largest + results,
       "simulating " + std::to_string(e.run_count()) + " run" + (e.run_count() == 1 ? "" : "s") +
-          " of " + std::to_string(e.iterations) + (e.iterations == 1 ? " iteration on " : " iterations on ") + std::to_string(parallel) +
+          " of " + std::to_string(e.iterations) +
+          (e.iterations == 1 ? " iteration on " : " iterations on ") + std::to_string(parallel) +
           " thread" + (parallel == 1 ? "" : "s") + " (the largest: " + largest_run + ")",
       "use fewer ranks, algorithms with fewer transfers, fewer --jobs or fewer iterations");
 }

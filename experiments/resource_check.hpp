@@ -11,6 +11,7 @@
 
 #include "algorithms/registry.hpp"
 #include "common/memory_budget.hpp"
+#include "common/time_budget.hpp"
 #include "sim/simulation.hpp"
 
 namespace ssim::exp {
@@ -46,11 +47,42 @@ void check_simulation_memory(const MemoryBudget& budget, const sim::SimulationCo
 // run's results.
 void check_experiment_memory(const MemoryBudget& budget, const Experiment& e, int jobs);
 
-// Time: about kAlphabetaSecondsPerTransfer (kFlowSecondsPerTransfer) per transfer and iteration
-// (measured: ring, 2048 ranks, 2 iterations: 0.6 s and 12 s on one core of the development
-// machine). Beyond a minute, a note for stderr says how long to expect; "" otherwise.
+// Time (common/time_budget.hpp, --max-time): estimates from the problem size, measured on one
+// core of the development machine and meant to hold within a factor of a few, checked before
+// the work starts; beyond the limit the work is refused with the estimate. Below it, from a
+// minute on, a note for stderr says how long to expect.
+// A simulation: about kAlphabetaSecondsPerTransfer (kFlowSecondsPerTransfer) per transfer and
+// iteration (ring, 2048 ranks, 2 iterations: 0.6 s and 12 s), plus kSecondsPerIteration and
+// kSecondsPerRankIteration for each iteration's arrivals and results (ring, 8 ranks, 1e6
+// iterations: 22 s).
 inline constexpr double kAlphabetaSecondsPerTransfer = 40e-9;
 inline constexpr double kFlowSecondsPerTransfer = 800e-9;
+inline constexpr double kSecondsPerIteration = 15e-6;
+inline constexpr double kSecondsPerRankIteration = 100e-9;
+// Generating a schedule, per transfer; verifying it, per chunk moved and rank (the verifier's
+// bit sets); writing its text or JSON form, per transfer (`schedule ring --ranks 2048`: 3 s;
+// `rhd`: 17 s); lowering it and writing the per-rank plan, per transfer (`lower ring --ranks
+// 1024`: 39 s and 1.4 GB for 2.1e6 transfers).
+inline constexpr double kGenerateSecondsPerTransfer = 300e-9;
+inline constexpr double kVerifySecondsPerChunkRank = 0.25e-9;
+inline constexpr double kLowerSecondsPerTransfer = 20e-6;
+inline constexpr double kLowerBytesPerTransfer = 700;
+
+double simulation_seconds(const sim::SimulationConfig& config);
+// Generating (and verifying) the schedule of `algorithm` for `ranks`.
+double schedule_seconds(const std::string& algorithm, int ranks, const alg::Options& options,
+                        bool verify);
+// `schedule`: the time to generate, verify and write it.
+void check_schedule_time(const TimeBudget& limit, const std::string& algorithm, int ranks,
+                         const alg::Options& options);
+// `lower`: the schedule, its per-rank plan and the plan's text or JSON (memory and time).
+void check_lower_resources(const MemoryBudget& budget, const TimeBudget& limit,
+                           const std::string& algorithm, int ranks, const alg::Options& options);
+// One simulation (`simulate`) and an experiment's runs (`run`, `advise`: `jobs` at a time).
+void check_simulation_time(const TimeBudget& limit, const sim::SimulationConfig& config);
+// `share`: the fraction of the runs this process does (a shard's).
+void check_experiment_time(const TimeBudget& limit, const Experiment& e, int jobs,
+                           double share = 1.0);
 std::string simulation_time_note(const sim::SimulationConfig& config);
 std::string experiment_time_note(const Experiment& e, int jobs);
 

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <string>
 
+#include "algorithms/registry.hpp"
 #include "common/error.hpp"
 #include "common/units.hpp"
 #include "schema/result_csv.hpp"
@@ -144,8 +145,7 @@ NcclTestsSettings resolve_nccl_tests_flags(const NcclTestsFlags& f) {
   if (f.factor && *f.factor < 2)
     throw InputError("-f (size factor) must be >= 2, got " + std::to_string(*f.factor));
   if (!f.step.empty()) {
-    if (f.factor)
-      throw InputError("-f (size factor) and -i (size increment) exclude each other");
+    if (f.factor) throw InputError("-f (size factor) and -i (size increment) exclude each other");
     s.sizes = size_sweep_linear(min, max, parse_size(f.step));
   } else {
     s.sizes = size_sweep(min, max, f.factor.value_or(2));
@@ -175,7 +175,8 @@ NcclTestsSettings resolve_nccl_tests_flags(const NcclTestsFlags& f) {
     const auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0)
       throw InputError("-O/--option expects KEY=VALUE, got '" + kv + "'");
-    s.algorithm_options[kv.substr(0, eq)] = kv.substr(eq + 1);
+    if (!s.algorithm_options.emplace(kv.substr(0, eq), kv.substr(eq + 1)).second)
+      throw InputError("-O/--option '" + kv + "': " + kv.substr(0, eq) + " is given twice");
   }
   if (s.algorithm_options.count("straggler"))
     throw InputError("set the straggler with --straggler, not -O straggler=...");
@@ -184,6 +185,42 @@ NcclTestsSettings resolve_nccl_tests_flags(const NcclTestsFlags& f) {
   s.csv = f.csv;
   s.json = f.json;
   return s;
+}
+
+void check_options_for_some_rank_count(const std::string& algorithm,
+                                       const std::map<std::string, std::string>& options,
+                                       std::optional<int> straggler) {
+  const alg::AlgorithmInfo& info = alg::find_algorithm(algorithm);
+  if (straggler && *straggler < 0)
+    throw InputError("--straggler must be a rank >= 0, got " + std::to_string(*straggler));
+  // Every count up to 64, then powers of two and their halfway points (hierarchical shapes
+  // want multiples of the node size): a generator is cheap to set up, not to run.
+  std::vector<int> counts;
+  for (int n = 2; n <= kMaxRanks; n = n < 64 ? n + 1 : (n & (n - 1)) == 0 ? n + n / 2 : (n / 3) * 4)
+    counts.push_back(n);
+  std::optional<std::string> error;
+  bool tried = false;
+  for (auto it = counts.rbegin(); it != counts.rend(); ++it) {
+    const int n = *it;
+    if (!info.supports_ranks(n) || (straggler && *straggler >= n)) continue;
+    alg::Options o{options};
+    if (info.straggler_aware) o.set("straggler", std::to_string(straggler.value_or(n - 1)));
+    tried = true;
+    try {
+      if (info.check_options) info.check_options(n, o);
+      alg::generate_rounds(info.name, n, o);
+      return;
+    } catch (const InputError& e) {
+      if (!error)
+        error = "-O/--option: " + std::string(e.what()) + " (for " + std::to_string(n) + " ranks)";
+    }
+  }
+  if (!tried) {
+    throw InputError("--straggler " + std::to_string(straggler.value_or(0)) + ": " + info.name +
+                     " supports no rank count up to " + std::to_string(kMaxRanks) +
+                     " with that straggler");
+  }
+  throw InputError(*error);
 }
 
 std::string nccl_env(const char* variable) {

@@ -109,6 +109,15 @@ void add_nccl_tests_flags(CLI::App& app, NcclTestsFlags& flags, std::string_view
 // a bad --delay.
 NcclTestsSettings resolve_nccl_tests_flags(const NcclTestsFlags& flags);
 
+// The -O options of registry algorithm `algorithm` (with `straggler` for a straggler-aware
+// one), checked before the rank count is known (no --ranks, no device, a wrong mpirun -np):
+// InputError when no rank count from 2 to kMaxRanks takes them, with the message for the
+// largest that the algorithm supports. Values that fit some rank count pass; the run checks
+// them again for its own.
+void check_options_for_some_rank_count(const std::string& algorithm,
+                                       const std::map<std::string, std::string>& options,
+                                       std::optional<int> straggler);
+
 // The result CSV's options column (schema/result_csv.hpp) of a run with the -O `options`, of a
 // straggler-aware algorithm built for `schedule_straggler` (else -1): `straggler` is added only
 // where the rows' straggler column does not imply it (a run without a delay implies n-1).

@@ -63,6 +63,10 @@ void check_align(std::uint64_t align, DType dtype) {
                      " B must be a power of two and at least the " + std::string(to_string(dtype)) +
                      " element size (" + std::to_string(size) + " B)");
   }
+  if (align > kMaxAlign) {
+    throw InputError("alignment " + std::to_string(align) + " B is above the largest, " +
+                     std::to_string(kMaxAlign) + " B (every chunk is padded to a multiple of it)");
+  }
 }
 
 BufferLayout make_layout(std::uint64_t bytes, int chunks, DType dtype, std::uint64_t align) {

@@ -67,6 +67,9 @@ std::size_t dtype_size(DType dtype);
 
 // Chunk boundaries, sends and receives start on multiples of this many bytes by default.
 inline constexpr std::uint64_t kDefaultAlign = 128;
+// The largest alignment: a page. Every chunk is padded to a multiple of it, so a larger one
+// would pad a small buffer to gigabytes or terabytes per rank.
+inline constexpr std::uint64_t kMaxAlign = 4096;
 // InputError unless `align` is a power of two and at least dtype_size(dtype).
 void check_align(std::uint64_t align, DType dtype);
 

@@ -51,7 +51,19 @@ std::string json_string(std::string_view s) {
 // next slice's ts, and rounding is monotone, so slices placed apart stay apart.
 using Nanos = long long;
 
-Nanos to_nanos(double seconds) { return std::llround(seconds * 1e9); }
+// A time the trace cannot hold as nanoseconds (infinite, or beyond 2^62 ns, about 146 years: a
+// denormal bandwidth) is the input error the simulation reports for an overflowing time.
+Nanos to_nanos(double seconds) {
+  const double ns = seconds * 1e9;
+  if (!(std::fabs(ns) < 0x1p62)) {
+    throw InputError(
+        "the simulated time overflows the trace (" +
+        std::string(std::isfinite(ns) ? "beyond 146 years" : "infinite") +
+        "): a bandwidth, latency, delay or size is outside any physical range (e.g. a bandwidth "
+        "of 1e-300B/s)");
+  }
+  return std::llround(ns);
+}
 
 std::string micros_of(Nanos ns) {
   char buf[32];

@@ -52,6 +52,7 @@ int run(int argc, char** argv) {
   ssim::exp::add_train_command(app);
   ssim::exp::add_fit_delays_command(app);
   ssim::exp::add_lower_command(app);
+  ssim::exp::require_finite_numbers(app);
   try {
     check_first_argument(app, argc, argv);
     app.parse(argc, argv);
@@ -59,7 +60,7 @@ int run(int argc, char** argv) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
       return app.exit(e);  // --help, --version
     const std::vector<CLI::App*> parsed = app.get_subcommands();
-    std::cerr << "stragglesim: error: " << e.what() << "\nRun 'stragglesim "
+    std::cerr << "stragglesim: error: " << ssim::printable(e.what()) << "\nRun 'stragglesim "
               << (parsed.empty() ? std::string("--help'") : parsed.front()->get_name() + " --help'")
               << " for usage.\n";
     return ssim::kExitUsage;

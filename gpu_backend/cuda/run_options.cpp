@@ -83,7 +83,15 @@ void validate_without_device(const RunOptions& o) {
   const std::optional<int> n = known_ranks(o);
   if (!n && o.transport == Transport::single_gpu)
     throw InputError("--transport single-gpu needs --ranks (how many ranks to put on the GPU)");
-  if (!n) return;
+  if (!n) {
+    // The rank count comes from the device count: check what does not depend on it now, so
+    // that a bad flag is said as such, not hidden behind "no CUDA device".
+    if (o.algorithm != kNcclAlgorithm)
+      check_options_for_some_rank_count(o.algorithm, o.algorithm_options, o.straggler);
+    else if (o.straggler && *o.straggler < 0)
+      throw InputError("--straggler must be a rank >= 0, got " + std::to_string(*o.straggler));
+    return;
+  }
   if (*n < 2 || *n > kMaxRanks) {
     throw InputError("--ranks must be in [2, " + std::to_string(kMaxRanks) + "], got " +
                      std::to_string(*n));

@@ -26,6 +26,8 @@ void validate_mpi_options(const MpiRunOptions& o, int ranks) {
     throw InputError("algorithm mpi (MPI_Allreduce) takes no options");
   if (o.straggler && *o.straggler < 0)
     throw InputError("--straggler must be a rank >= 0, got " + std::to_string(*o.straggler));
+  if (o.algorithm != kMpiAlgorithm && (ranks < 2 || ranks > kMaxRanks))
+    check_options_for_some_rank_count(o.algorithm, o.algorithm_options, o.straggler);
   if (ranks < 2) {
     throw InputError("stragglesim-mpi runs one rank per MPI process and needs at least 2, got " +
                      std::to_string(ranks) + " (start it with mpirun -np N)");

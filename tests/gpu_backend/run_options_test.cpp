@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -89,6 +91,36 @@ TEST(NcclTestsFlags, BadValuesNameTheFlag) {
   EXPECT_NE(error_of({"-d", "fp8"}).find("unknown data type 'fp8'"), std::string::npos);
   EXPECT_NE(error_of({"-i", "0", "-b", "1K", "-e", "2K"}).find("-i (size increment) must be > 0"),
             std::string::npos);
+}
+
+TEST(NcclTestsFlags, AnOptionKeyGivenTwiceIsAnError) {
+  EXPECT_EQ(error_of({"-O", "segments=4", "-O", "segments=8"}),
+            "-O/--option 'segments=8': segments is given twice");
+}
+
+// Without --ranks (the rank count would come from the devices) or under a wrong mpirun -np, a
+// bad -O value or --straggler is still said as such, before any device or process count.
+std::string options_error(const std::string& algorithm, std::map<std::string, std::string> o,
+                          std::optional<int> straggler) {
+  try {
+    check_options_for_some_rank_count(algorithm, o, straggler);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(NcclTestsFlags, OptionsAreCheckedBeforeTheRankCountIsKnown) {
+  EXPECT_EQ(options_error("tree", {{"segments", "4"}}, std::nullopt), "(no error)");
+  EXPECT_EQ(options_error("stragglar", {}, 5), "(no error)");
+  EXPECT_EQ(options_error("hierarchical", {{"gpus_per_node", "4"}}, std::nullopt), "(no error)");
+  EXPECT_NE(options_error("tree", {{"segments", "0"}}, std::nullopt).find("segments"),
+            std::string::npos);
+  EXPECT_NE(options_error("stragglar", {{"stragglers", "0"}}, std::nullopt).find("stragglers"),
+            std::string::npos);
+  EXPECT_NE(options_error("ring", {{"bogus", "1"}}, std::nullopt).find("has no option 'bogus'"),
+            std::string::npos);
+  EXPECT_EQ(options_error("ring", {}, -1), "--straggler must be a rank >= 0, got -1");
 }
 
 TEST(NcclTestsFlags, RankAverages) {
