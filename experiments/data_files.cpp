@@ -62,7 +62,7 @@ std::string data_file(const std::string& relative) {
 std::string data_dirs_text() {
   std::string text;
   for (const std::string& d : data_dirs()) text += (text.empty() ? "" : ", ") + d;
-  return text.empty() ? "(none: /proc/self/exe unreadable; set STRAGGLESIM_DATA_DIR)" : text;
+  return text.empty() ? "no folder (/proc/self/exe unreadable)" : text;
 }
 
 }  // namespace ssim::exp

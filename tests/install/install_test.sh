@@ -32,8 +32,9 @@ cat >"$tmp/fake_python" <<FAKE
 echo "\$@" >>"$tmp/plot_calls"
 FAKE
 chmod +x "$tmp/fake_python"
-STRAGGLESIM_PYTHON=$tmp/fake_python "$bin" run -o "$tmp/out" -n 3 -q >"$tmp/run.out" 2>"$tmp/run.err" ||
-  { cat "$tmp/run.err" >&2; fail "installed stragglesim run exited $?"; }
+rc=0
+STRAGGLESIM_PYTHON=$tmp/fake_python "$bin" run -o "$tmp/out" -n 3 -q >"$tmp/run.out" 2>"$tmp/run.err" || rc=$?
+[[ $rc -eq 0 ]] || { cat "$tmp/run.err" >&2; fail "installed stragglesim run exited $rc"; }
 [[ -f $tmp/out/results.csv ]] || fail "no results.csv in $tmp/out"
 grep -q "$share/configs/experiments/default.yaml" "$tmp/out/results.json" ||
   fail "results.json does not name the shipped default experiment $share/configs/experiments/default.yaml"
