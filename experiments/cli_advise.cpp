@@ -14,6 +14,7 @@
 #include "common/error.hpp"
 #include "experiments/cli_commands.hpp"
 #include "experiments/config.hpp"
+#include "experiments/data_files.hpp"
 #include "experiments/experiment.hpp"
 #include "experiments/resource_check.hpp"
 
@@ -67,13 +68,9 @@ std::string checked_distribution(const std::string& flag, const std::string& tex
 }
 
 std::string shipped_topology(const std::string& name) {
-  for (const char* base : {".", STRAGGLESIM_SOURCE_ROOT}) {
-    const std::filesystem::path p =
-        std::filesystem::path(base) / "configs" / "topologies" / (name + ".yaml");
-    std::error_code ec;
-    if (std::filesystem::is_regular_file(p, ec)) return std::filesystem::absolute(p, ec).string();
-  }
-  return "";
+  const std::string p = data_file("configs/topologies/" + name + ".yaml");
+  std::error_code ec;
+  return p.empty() ? p : std::filesystem::absolute(p, ec).string();
 }
 
 // --topology: a YAML file, a shipped topology's name, an inline YAML map, or

@@ -16,6 +16,7 @@
 #include "common/interrupt.hpp"
 #include "experiments/cli_commands.hpp"
 #include "experiments/config.hpp"
+#include "experiments/data_files.hpp"
 #include "experiments/experiment.hpp"
 #include "experiments/journal.hpp"
 #include "experiments/resource_check.hpp"
@@ -62,14 +63,6 @@ int shell(const std::string& command) {
   return status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-// A file of the source tree: under the working directory when run from the repository root,
-// else where the binary was built from.
-std::string source_file(const std::string& relative) {
-  if (std::filesystem::exists(relative)) return relative;
-  const std::filesystem::path built = std::filesystem::path(STRAGGLESIM_SOURCE_ROOT) / relative;
-  return std::filesystem::exists(built) ? built.string() : relative;
-}
-
 // plot.py needs matplotlib, which Debian installs for /usr/bin/python3; a python3 earlier on
 // PATH (pyenv, a venv) may lack it, so each candidate is asked to import it.
 std::string python_with_matplotlib() {
@@ -98,12 +91,23 @@ std::string plot_format_error(const std::string& text) {
   }
 }
 
+// configs/experiments/default.yaml of the shipped data (experiments/data_files.hpp).
+std::string default_experiment() {
+  const std::string path = data_file("configs/experiments/default.yaml");
+  if (path.empty())
+    throw UsageError("no experiment given and the default, configs/experiments/default.yaml, is in none of " +
+                     data_dirs_text() + " (set STRAGGLESIM_DATA_DIR to the folder holding configs/)");
+  return path;
+}
+
 void make_plots(const std::string& dir, const std::string& formats) {
   const char* env = std::getenv("STRAGGLESIM_PLOT_SCRIPT");
-  const std::string script = env ? std::string(env) : source_file("experiments/plot.py");
+  const std::string script = env ? std::string(env) : data_file("plot.py");
   std::error_code ec;
-  if (!std::filesystem::exists(script, ec)) {
-    std::cerr << "stragglesim run: plots skipped: " << script << " not found\n";
+  if (script.empty() || !std::filesystem::exists(script, ec)) {
+    std::cerr << "stragglesim run: plots skipped: "
+              << (script.empty() ? "plot.py not found in " + data_dirs_text() : script + " not found")
+              << "\n";
     return;
   }
   const std::string py = python_with_matplotlib();
@@ -114,7 +118,8 @@ void make_plots(const std::string& dir, const std::string& formats) {
               << script << " " << dir << "\n";
     return;
   }
-  std::cout << std::flush;
+  std::cout << "drawing plots into " << dir << " (" << formats << ", one plot.py process)...\n"
+            << std::flush;
   const int rc = shell(shell_quote(py) + " " + shell_quote(script) + " --format " +
                        shell_quote(formats) + " " + shell_quote(dir));
   if (rc != 0) std::cerr << "stragglesim run: plots not made: plot.py exited with " << rc << "\n";
@@ -284,8 +289,7 @@ void run_trace(const RunArgs& a, const Experiment& e) {
 }
 
 void run_run(const RunArgs& a) {
-  const std::string path =
-      a.config.empty() ? source_file("configs/experiments/default.yaml") : a.config;
+  const std::string path = a.config.empty() ? default_experiment() : a.config;
   // Under mpirun: rank 0 leads and the others serve; alone (no launcher, no MPI build): nullptr.
   std::unique_ptr<RunGroup> group = join_run_group();
   if (group && !a.trace.empty())

@@ -1,0 +1,24 @@
+// Where the shipped data (configs/, plot.py) lies for this binary:
+//   1. $STRAGGLESIM_DATA_DIR when set (a folder holding configs/ and plot.py, or a source tree);
+//   2. an installed binary (PREFIX/bin/stragglesim): PREFIX/share/stragglesim, found from
+//      /proc/self/exe;
+//   3. a binary run from its build tree: the source tree it was built from.
+//   std::string yaml = ssim::exp::data_file("configs/experiments/default.yaml");
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ssim::exp {
+
+// The folders searched, in order (none of them need exist).
+std::vector<std::string> data_dirs();
+
+// `relative` (e.g. "configs/topologies/dgx_h100.yaml", "plot.py") under the first data folder
+// that has it; "" when none has. "plot.py" is also found as experiments/plot.py of a source tree.
+std::string data_file(const std::string& relative);
+
+// The folders data_dirs() names, for messages: "A, B".
+std::string data_dirs_text();
+
+}  // namespace ssim::exp

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# `cmake --install` into a temporary prefix, then the installed stragglesim run from another
+# folder: it must find the shipped default experiment and plot.py under PREFIX/share/stragglesim
+# (not the source tree), print its version, and say where it looked when the data is missing.
+# Usage: install_test.sh BUILD_DIR EXPECTED_VERSION
+set -euo pipefail
+build=$1
+version=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+unset STRAGGLESIM_DATA_DIR STRAGGLESIM_PLOT_SCRIPT STRAGGLESIM_PYTHON
+
+cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log" >&2; fail "cmake --install"; }
+bin=$tmp/prefix/bin/stragglesim
+share=$tmp/prefix/share/stragglesim
+[[ -x $bin ]] || fail "no $bin"
+[[ -f $share/plot.py ]] || fail "no $share/plot.py"
+[[ -f $share/configs/experiments/default.yaml ]] || fail "no shipped default experiment"
+[[ -f $share/configs/topologies/dgx_h100.yaml ]] || fail "no shipped topologies"
+
+mkdir "$tmp/elsewhere"
+cd "$tmp/elsewhere"
+
+out=$("$bin" --version)
+[[ $out == "stragglesim $version" ]] || fail "--version printed '$out', expected 'stragglesim $version'"
+
+# The default experiment, with a stand-in python that records how plot.py is called.
+cat >"$tmp/fake_python" <<FAKE
+#!/bin/sh
+[ "\$1" = -c ] && exit 0   # "import matplotlib": present
+echo "\$@" >>"$tmp/plot_calls"
+FAKE
+chmod +x "$tmp/fake_python"
+rc=0
+STRAGGLESIM_PYTHON=$tmp/fake_python "$bin" run -o "$tmp/out" -n 3 -q >"$tmp/run.out" 2>"$tmp/run.err" || rc=$?
+[[ $rc -eq 0 ]] || { cat "$tmp/run.err" >&2; fail "installed stragglesim run exited $rc"; }
+[[ -f $tmp/out/results.csv ]] || fail "no results.csv in $tmp/out"
+grep -q "$share/configs/experiments/default.yaml" "$tmp/out/results.json" ||
+  fail "results.json does not name the shipped default experiment $share/configs/experiments/default.yaml"
+[[ ! -e $tmp/elsewhere/results ]] || fail "wrote results/ into the working directory despite -o"
+grep -q "drawing plots" "$tmp/run.out" || fail "no 'drawing plots' line: $(cat "$tmp/run.out")"
+[[ $(wc -l <"$tmp/plot_calls") -eq 1 ]] || fail "plot.py called $(wc -l <"$tmp/plot_calls") times, expected once"
+grep -q "^$share/plot.py --format png $tmp/out\$" "$tmp/plot_calls" ||
+  fail "plot.py call was: $(cat "$tmp/plot_calls")"
+
+# A binary copied away from its share/ folder finds nothing, says where it looked, and exits non-zero;
+# STRAGGLESIM_DATA_DIR points it at the data.
+mkdir "$tmp/copy"
+cp "$bin" "$tmp/copy/stragglesim"
+if "$tmp/copy/stragglesim" run -o "$tmp/out2" --no-plots -n 3 -q >/dev/null 2>"$tmp/copy.err"; then
+  fail "a copied binary without data ran"
+fi
+grep -q "STRAGGLESIM_DATA_DIR" "$tmp/copy.err" || fail "copied binary's error: $(cat "$tmp/copy.err")"
+[[ $(wc -l <"$tmp/copy.err") -eq 1 ]] || fail "more than one error line: $(cat "$tmp/copy.err")"
+STRAGGLESIM_DATA_DIR=$share "$tmp/copy/stragglesim" run -o "$tmp/out2" --no-plots -n 3 -q >/dev/null ||
+  fail "STRAGGLESIM_DATA_DIR=$share not used"
+[[ -f $tmp/out2/results.csv ]] || fail "no results.csv with STRAGGLESIM_DATA_DIR"
+echo "install test passed"
