@@ -146,15 +146,18 @@ TEST(CliMpiRun, AFailingRunEndsEveryRankWithTheMessage) {
   const CommandResult one = run_cli("run " + yaml + " -o " + dir + "/one -j 1 -q --no-plots");
   ASSERT_EQ(one.rc, 1);
   for (int ranks : {2, 3}) {
-    const CommandResult r = run_mpi(ranks, "run " + yaml + " -o " + dir + "/np -j 1 -q --no-plots");
+    // A folder per process count: the first one's partial results would be refused as an
+    // earlier run's (add --force to replace them).
+    const std::string np = "/np" + std::to_string(ranks);
+    const CommandResult r = run_mpi(ranks, "run " + yaml + " -o " + dir + np + " -j 1 -q --no-plots");
     EXPECT_NE(r.rc, 0);
     EXPECT_NE(r.rc, 124) << "mpirun hung";
     EXPECT_TRUE(contains(r.err, "run 2 (") && contains(r.err, "ring) failed: no route")) << r.err;
     EXPECT_EQ(occurrences(r.err, "failed: no route"), 1) << r.err;
-    EXPECT_TRUE(contains(r.err, "the 2 runs of the 1 sweep point before it are in " + dir +
-                                    "/np/results.csv (partial)"))
+    EXPECT_TRUE(contains(r.err, "the 2 runs of the 1 sweep point before it are in " + dir + np +
+                                    "/results.csv (partial)"))
         << r.err;
-    EXPECT_EQ(slurp(dir + "/np/results.csv"), slurp(dir + "/one/results.csv"));
+    EXPECT_EQ(slurp(dir + np + "/results.csv"), slurp(dir + "/one/results.csv"));
   }
   // A YAML error: one message (rank 0's), not one per rank.
   std::ofstream(dir + "/bad.yaml")
