@@ -66,44 +66,6 @@ class CliFaults : public ::testing::Test {
   std::string dir_, yaml_;
 };
 
-// Starts `stragglesim args...`; its stderr goes to `err`, its stdout to `err`.out.
-pid_t start(const std::vector<std::string>& args, const std::string& err) {
-  const pid_t child = fork();
-  if (child == 0) {
-    const int fd = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int out = open((err + ".out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 2);
-    dup2(out, 1);
-    std::vector<char*> argv{const_cast<char*>(STRAGGLESIM_BIN)};
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(STRAGGLESIM_BIN, argv.data());
-    _exit(127);
-  }
-  return child;
-}
-
-std::size_t line_count(const std::string& path) {
-  const std::string text = slurp(path);
-  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
-}
-
-// Waits (up to 120 s) until `path` has `lines` lines (nullopt) or `child` ended (its status).
-std::optional<int> wait_for_lines(const std::string& path, std::size_t lines, pid_t child) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (line_count(path) >= lines) return std::nullopt;
-    int status = 0;
-    if (waitpid(child, &status, WNOHANG) == child) return status;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  ADD_FAILURE() << "no progress in 120 s";
-  kill(child, SIGKILL);
-  int status = 0;
-  waitpid(child, &status, 0);
-  return status;
-}
-
 // Kills (SIGKILL) or interrupts (SIGINT) the run at seeded random points, each time after one to
 // three more journal lines, resuming with one or two threads, until it ends by itself.
 TEST_F(CliFaults, RandomKillsAndInterruptsThenResume) {
@@ -117,7 +79,7 @@ TEST_F(CliFaults, RandomKillsAndInterruptsThenResume) {
     if (round > 0) args.push_back("--resume");
     const std::size_t target = (round == 0 ? 1 : line_count(journal)) + 1 + rng() % 3;
     const bool sigkill = rng() % 2 == 0;
-    const pid_t child = start(args, err);
+    const pid_t child = start_cli(args, err);
     std::optional<int> status = wait_for_lines(journal, target, child);
     if (!status) {
       kill(child, sigkill ? SIGKILL : SIGINT);
@@ -153,7 +115,7 @@ TEST_F(CliFaults, KilledShardsResumeAndMerge) {
   for (int i = 1; i <= 2; ++i) {
     const std::string out = dir_ + "/shard-" + std::to_string(i), shard = std::to_string(i) + "/2";
     const pid_t child =
-        start({"run", yaml_, "-o", out, "--shard", shard, "-j", "1", "-q"}, dir_ + "/err");
+        start_cli({"run", yaml_, "-o", out, "--shard", shard, "-j", "1", "-q"}, dir_ + "/err");
     if (!wait_for_lines(out + "/journal.jsonl", 2 + rng() % 2, child)) {
       kill(child, SIGKILL);
       int status = 0;
@@ -230,8 +192,8 @@ TEST_F(CliFaults, TwoRunsIntoOneFolder) {
       a.push_back("--force");
       b.push_back("--force");
     }
-    const pid_t pa = start(a, dir_ + "/err7");
-    const pid_t pb = start(b, dir_ + "/err9");
+    const pid_t pa = start_cli(a, dir_ + "/err7");
+    const pid_t pb = start_cli(b, dir_ + "/err9");
     int sa = 0, sb = 0;
     ASSERT_EQ(waitpid(pa, &sa, 0), pa);
     ASSERT_EQ(waitpid(pb, &sb, 0), pb);

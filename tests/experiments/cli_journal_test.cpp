@@ -403,41 +403,6 @@ TEST_F(CliJournal, FolderInUseIsRefusedNamingTheHolder) {
   EXPECT_FALSE(fs::exists(lock));
 }
 
-// Starts `stragglesim args...` in the background; its stderr goes to `err`, its stdout to
-// `err`.out.
-pid_t start(const std::vector<std::string>& args, const std::string& err) {
-  const pid_t child = fork();
-  if (child == 0) {
-    const int fd = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int out = open((err + ".out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 2);
-    dup2(out, 1);
-    std::vector<char*> argv{const_cast<char*>(STRAGGLESIM_BIN)};
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(STRAGGLESIM_BIN, argv.data());
-    _exit(127);
-  }
-  return child;
-}
-
-std::size_t line_count(const std::string& path) {
-  const std::string text = slurp(path);
-  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
-}
-
-// Waits (up to 120 s) until `path` has `lines` lines or `child` has ended; true for the former.
-bool wait_for_lines(const std::string& path, std::size_t lines, pid_t child) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (line_count(path) >= lines) return true;
-    int status = 0;
-    if (waitpid(child, &status, WNOHANG) == child) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
-
 TEST(CliSignals, InterruptStopsCleanlyAndResumeFinishes) {
   const std::string dir = temp_dir("signals");
   const std::string yaml = experiment_file(dir, 3000);
@@ -445,8 +410,9 @@ TEST(CliSignals, InterruptStopsCleanlyAndResumeFinishes) {
   for (const int sig : {SIGINT, SIGTERM}) {
     const std::string out = dir + "/sig" + std::to_string(sig);
     const pid_t child =
-        start({"run", yaml, "-o", out, "-j", "1", "--no-plots", "--seed", "7"}, dir + "/err");
-    ASSERT_TRUE(wait_for_lines(out + "/journal.jsonl", 3, child)) << slurp(dir + "/err");
+        start_cli({"run", yaml, "-o", out, "-j", "1", "--no-plots", "--seed", "7"}, dir + "/err");
+    ASSERT_FALSE(wait_for_lines(out + "/journal.jsonl", 3, child).has_value())
+        << slurp(dir + "/err");
     kill(child, sig);
     int status = 0;
     ASSERT_EQ(waitpid(child, &status, 0), child);
@@ -484,7 +450,7 @@ TEST(CliSignals, InterruptedTraceIsRemoved) {
                         "iterations: 1\n";
   const std::string out = dir + "/out";
   fs::create_directories(out);
-  const pid_t child = start({"simulate", cfg, "--trace", out + "/t.json"}, dir + "/err");
+  const pid_t child = start_cli({"simulate", cfg, "--trace", out + "/t.json"}, dir + "/err");
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   bool writing = false;
   while (!writing && std::chrono::steady_clock::now() < deadline) {

@@ -9,11 +9,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace ssim::testing {
 
@@ -75,6 +81,46 @@ inline void expect_char_device(const std::string& path, unsigned major_number,
   EXPECT_TRUE(S_ISCHR(st.st_mode)) << path << " is no longer a device after " << after;
   EXPECT_EQ(major(st.st_rdev), major_number) << after;
   EXPECT_EQ(minor(st.st_rdev), minor_number) << after;
+}
+
+// Starts `stragglesim args...` in the background (no shell); its stderr goes to `err`, its
+// stdout to `err`.out. For tests that signal or kill the running process.
+inline pid_t start_cli(const std::vector<std::string>& args, const std::string& err) {
+  const pid_t child = fork();
+  if (child == 0) {
+    const int fd = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int out = open((err + ".out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 2);
+    dup2(out, 1);
+    std::vector<char*> argv{const_cast<char*>(STRAGGLESIM_BIN)};
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(STRAGGLESIM_BIN, argv.data());
+    _exit(127);
+  }
+  return child;
+}
+
+inline std::size_t line_count(const std::string& path) {
+  const std::string text = slurp(path);
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+// Waits (up to 120 s) until `path` has `lines` lines (nullopt) or `child` has ended (its wait
+// status). After 120 s without either the test fails and the child is killed.
+inline std::optional<int> wait_for_lines(const std::string& path, std::size_t lines, pid_t child) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (line_count(path) >= lines) return std::nullopt;
+    int status = 0;
+    if (waitpid(child, &status, WNOHANG) == child) return status;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ADD_FAILURE() << "no progress in 120 s";
+  kill(child, SIGKILL);
+  int status = 0;
+  waitpid(child, &status, 0);
+  return status;
 }
 
 }  // namespace ssim::testing
