@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "common/error.hpp"
 
@@ -29,11 +31,17 @@ std::string own_command_line() {
   return text.empty() ? std::string("stragglesim") : text.substr(0, 2000);
 }
 
+// The holder writes its name right after it takes the lock: a reader that comes in between
+// waits for it a little (up to about 0.5 s) before it gives up on the name.
 std::string read_holder(int fd) {
-  char buf[2048];
-  const ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
-  std::string text = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
-  while (!text.empty() && text.back() == '\n') text.pop_back();
+  std::string text;
+  for (int attempt = 0; attempt < 100 && text.empty(); ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    char buf[2048];
+    const ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    text = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+  }
   return text.empty() ? std::string("a process that has not written its name yet") : text;
 }
 

@@ -175,9 +175,11 @@ TEST(CliMpiRun, AFailingRunEndsEveryRankWithTheMessage) {
                           "bandwidth: 1GB/s, latency: 1us}\n";
   const std::string good = experiment_file(dir);
   for (const std::string& helper : {other, dir + "/missing.yaml"}) {
+    // A folder per case: the first case's journal would be refused as an earlier run's.
+    const std::string mixed = dir + (helper == other ? "/mixed-other" : "/mixed-missing");
     const CommandResult r =
-        run_mpi(1, "run " + good + " -o " + dir + "/mixed -q --no-plots : -np 1 " +
-                       STRAGGLESIM_BIN + " run " + helper + " -o " + dir + "/mixed -q");
+        run_mpi(1, "run " + good + " -o " + mixed + " -q --no-plots : -np 1 " + STRAGGLESIM_BIN +
+                       " run " + helper + " -o " + mixed + " -q");
     EXPECT_NE(r.rc, 0);
     EXPECT_NE(r.rc, 124) << "mpirun hung";
     EXPECT_EQ(occurrences(r.err, "stragglesim: error:"), 1) << r.err;
