@@ -313,10 +313,12 @@ void run_run(const RunArgs& a) {
   check_experiment_time(TimeBudget::from_flag(a.max_time), e, a.jobs,
                         o.shard ? 1.0 / o.shard->count : 1.0);
   o.peers = group ? group->peers() : nullptr;
-  std::cerr << "stragglesim run: " << e.name << " (" << path << "): " << e.run_count() << " runs"
-            << (o.shard ? ", shard " + a.shard : std::string())
-            << (o.peers ? ", " + std::to_string(group->size()) + " MPI processes" : std::string()) << " -> "
-            << e.output << "\n";
+  if (!a.quiet) {
+    std::cerr << "stragglesim run: " << e.name << " (" << path << "): " << e.run_count() << " runs"
+              << (o.shard ? ", shard " + a.shard : std::string())
+              << (o.peers ? ", " + std::to_string(group->size()) + " MPI processes" : std::string())
+              << " -> " << e.output << "\n";
+  }
   std::optional<ExperimentResult> done;
   {
     const InterruptGuard guard(

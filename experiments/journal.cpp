@@ -173,6 +173,13 @@ Shard parse_shard(const std::string& text) {
   if (slash == std::string::npos) {
     throw InputError("--shard '" + text + "': expected I/N with integers 1 <= I <= N (e.g. --shard 2/8)");
   }
+  if (text.substr(0, slash) == "0") {
+    // Slurm array indices (SLURM_ARRAY_TASK_ID) often start at 0; shards count from 1.
+    const std::string count = text.substr(slash + 1);
+    throw InputError(
+        "--shard '" + text + "': shards count from 1 (1/" + count + " .. " + count + "/" + count +
+        "); for a 0-based index such as $SLURM_ARRAY_TASK_ID give --shard $((ID+1))/" + count);
+  }
   Shard s{parse_positive(text.substr(0, slash), text), parse_positive(text.substr(slash + 1), text)};
   if (s.index > s.count) {
     throw InputError("--shard '" + text + "': shard " + std::to_string(s.index) + " of " + std::to_string(s.count) +

@@ -112,9 +112,25 @@ TEST(CliShard, BadShardFlags) {
     EXPECT_EQ(r.rc, 1) << bad;
     EXPECT_TRUE(contains(r.err, "--shard '" + std::string(bad) + "'")) << bad << ": " << r.err;
   }
+  // Slurm arrays count from 0: the message says shards count from 1 and how to shift.
+  const CommandResult zero = run_cli("run " + yaml + " -o " + dir + "/x --shard 0/3");
+  EXPECT_TRUE(contains(zero.err, "shards count from 1 (1/3 .. 3/3)")) << zero.err;
+  EXPECT_TRUE(contains(zero.err, "--shard $((ID+1))/3")) << zero.err;
   const CommandResult r = run_cli("run " + yaml + " -o " + dir + "/none --resume");
   EXPECT_EQ(r.rc, 1);
   EXPECT_TRUE(contains(r.err, "no journal here")) << r.err;
+  fs::remove_all(dir);
+}
+
+// -q: nothing on stderr (no banner, no progress) for a run that succeeds; the summary stays on
+// stdout.
+TEST(CliShard, QuietPrintsNothingOnStderr) {
+  const std::string dir = temp_dir("quiet");
+  const std::string yaml = experiment_file(dir);
+  const CommandResult r = run_cli("run " + yaml + " -o " + dir + "/q -q --no-plots");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_TRUE(contains(r.out, "wrote ")) << r.out;
   fs::remove_all(dir);
 }
 
