@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sets up, builds, and runs the main job: `stragglesim run`, the default experiment
+# Sets up, builds, and runs the main job: `stragglesim run --force`, the default experiment
 # (configs/experiments/default.yaml -> results/default/: results.csv, results.json, plots and a
 # summary table). Arguments, if any, replace the default command line, e.g.
 #   scripts/run.sh run configs/experiments/paper_scaling.yaml
@@ -11,6 +11,8 @@ STRAGGLESIM_BUILD_DIR=${STRAGGLESIM_BUILD_DIR:-$root/build} "$root/scripts/build
 build=${STRAGGLESIM_BUILD_DIR:-$root/build}
 cd "$root"
 if [[ $# -eq 0 ]]; then
-  set -- run
+  # The default job's own folder: a rerun replaces results/default/, and only once it succeeded
+  # (`run` alone refuses a folder holding an earlier run).
+  set -- run --force
 fi
 exec "$build/experiments/stragglesim" "$@"
