@@ -71,9 +71,11 @@ TEST(CliRun, PlotsOrASayWhyNot) {
                          "stragglers: {delay: 2ms}\niterations: 2\nsweep: {ranks: [4, 8]}\n";
   const CommandResult r = run_cli("run " + yaml + " -o " + dir + " -q");
   ASSERT_EQ(r.rc, 0) << r.err;
-  // Plotting never fails the run: either the PNGs exist or stderr says why not.
+  // Plotting never fails the run: either the PNGs exist or stderr says why not. The two
+  // iterations are identical (a constant delay), so the output says why there is no CDF.
   const bool plotted = std::filesystem::exists(dir + "/speedup_vs_ranks.png") &&
-                       std::filesystem::exists(dir + "/time_cdf.png");
+                       !std::filesystem::exists(dir + "/speedup_cdf.png") &&
+                       contains(r.out, "no speedup_cdf: the 2 iterations of each run are identical");
   EXPECT_TRUE(plotted || contains(r.err, "plots")) << r.out << r.err;
   std::filesystem::remove_all(dir);
   std::remove(yaml.c_str());
@@ -98,7 +100,7 @@ TEST(CliRun, PlotFormatsAndTheCdfOnlyWithSeveralIterations) {
                          "iterations: 4\nsweep: {ranks: [4, 8], policy: [oracle, fixed]}\n";
   const CommandResult r = run_cli("run " + yaml + " -o " + dir + " -q --plot-format png,svg,pdf");
   ASSERT_EQ(r.rc, 0) << r.err;
-  for (const char* stem : {"speedup_vs_ranks", "speedup_vs_policy", "time_cdf"}) {
+  for (const char* stem : {"speedup_vs_ranks", "speedup_vs_policy", "speedup_cdf"}) {
     for (const char* ext : {"png", "svg", "pdf"}) {
       const std::string f = dir + "/" + stem + "." + ext;
       EXPECT_TRUE(std::filesystem::exists(f) && std::filesystem::file_size(f) > 1000)
@@ -107,7 +109,7 @@ TEST(CliRun, PlotFormatsAndTheCdfOnlyWithSeveralIterations) {
     }
   }
   EXPECT_TRUE(contains(slurp(dir + "/speedup_vs_ranks.svg"), "95% CI, paired bootstrap"));
-  EXPECT_FALSE(contains(r.out, "no time_cdf")) << r.out;
+  EXPECT_FALSE(contains(r.out, "no speedup_cdf")) << r.out;
 
   // One iteration: no CDF, and the output says why.
   std::filesystem::remove_all(dir);
@@ -115,8 +117,8 @@ TEST(CliRun, PlotFormatsAndTheCdfOnlyWithSeveralIterations) {
   ASSERT_EQ(one.rc, 0) << one.err;
   EXPECT_TRUE(std::filesystem::exists(dir + "/speedup_vs_ranks.png")) << one.out << one.err;
   EXPECT_FALSE(std::filesystem::exists(dir + "/speedup_vs_ranks.svg"));  // png by default
-  EXPECT_FALSE(std::filesystem::exists(dir + "/time_cdf.png"));
-  EXPECT_TRUE(contains(one.out, "no time_cdf: 1 iteration per run, a CDF needs several"))
+  EXPECT_FALSE(std::filesystem::exists(dir + "/speedup_cdf.png"));
+  EXPECT_TRUE(contains(one.out, "no speedup_cdf: 1 iteration per run, a CDF needs several"))
       << one.out;
   std::filesystem::remove_all(dir);
   std::remove(yaml.c_str());

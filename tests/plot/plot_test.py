@@ -1,0 +1,160 @@
+"""Tests of experiments/plot.py: paging (no panel dropped), the critical delay, which figures a
+results folder gets and why others are not drawn. Run by ctest (plot_py); skipped (exit 77)
+without matplotlib."""
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+try:
+    import matplotlib  # noqa: F401
+except ImportError:
+    print("no matplotlib: skipped")
+    sys.exit(77)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SPEC = importlib.util.spec_from_file_location("plot", os.path.join(HERE, "..", "..", "experiments", "plot.py"))
+plot = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(plot)
+
+
+def write_results(folder, axes, times, iterations=1, algorithms=("ring", "stragglar")):
+    """A results folder as `stragglesim run` writes it, reduced to what plot.py reads.
+    `times(values, label, iteration)` gives each run's time in seconds."""
+    points = []
+    rows = []
+    combos = [[]]
+    for a in axes:
+        combos = [c + [v] for c in combos for v in a["values"]]
+    for k, combo in enumerate(combos):
+        values = {a["key"]: v for a, v in zip(axes, combo)}
+        mean = {label: sum(times(values, label, i) for i in range(iterations)) / iterations for label in algorithms}
+        points.append({"point": k, "values": values,
+                       "summary": {label: {"speedup": mean["ring"] / mean[label]} for label in algorithms}})
+        for label in algorithms:
+            for i in range(iterations):
+                t = times(values, label, i)
+                rows.append(f"{k},{label},{i},{t},{t}")
+    result = {"algorithms": [{"label": label} for label in algorithms], "axes": axes, "baseline": "ring",
+              "experiment": {"name": "t"}, "iterations": iterations, "metric": "completion", "points": points}
+    with open(os.path.join(folder, "results.json"), "w") as f:
+        json.dump(result, f)
+    with open(os.path.join(folder, "results.csv"), "w") as f:
+        f.write("point,label,iteration,time_s,after_last_arrival_s\n" + "\n".join(rows) + "\n")
+
+
+SIZE = {"key": "size", "values": ["1MiB", "64MiB", "1GiB"], "numeric": [2.0 ** 20, 2.0 ** 26, 2.0 ** 30],
+        "unit": "B", "straggler_delay": False}
+DELAY = {"key": "delay", "values": ["0", "1ms", "2ms", "4ms"], "numeric": [0, 1e-3, 2e-3, 4e-3], "unit": "s",
+         "straggler_delay": True}
+
+
+def stragglar_wins_late(values, label, _i):
+    """Ring takes 2 ms + delay; StragglAR 2.5 ms + delay / 2: it wins from a 1 ms delay on."""
+    d = float(dict(zip(DELAY["values"], DELAY["numeric"]))[values["delay"]])
+    return 2e-3 + d if label == "ring" else 2.5e-3 + d / 2
+
+
+class Paging(unittest.TestCase):
+    def test_every_item_on_some_page_and_groups_kept(self):
+        for n in range(1, 60):
+            for group in (1, 2, 3, 4):
+                pages = plot.paginate(list(range(n)), 12, group)
+                self.assertEqual([x for p in pages for x in p], list(range(n)))
+                self.assertTrue(all(len(p) <= 12 for p in pages))
+                if n > 12 and n % group == 0:
+                    self.assertTrue(all(len(p) % group == 0 for p in pages), (n, group, pages))
+
+    def test_pages_are_balanced(self):
+        self.assertEqual([len(p) for p in plot.paginate(list(range(16)), 12, 2)], [8, 8])
+        self.assertEqual([len(p) for p in plot.paginate(list(range(13)), 12)], [7, 6])
+
+
+class CriticalDelay(unittest.TestCase):
+    def test_interpolated_between_the_last_loss_and_the_first_win(self):
+        self.assertAlmostEqual(plot.critical_delay([0, 1, 2], [0.5, 0.9, 1.1]), 1.5)
+
+    def test_a_win_that_does_not_last_does_not_count(self):
+        self.assertAlmostEqual(plot.critical_delay([0, 1, 2, 3], [1.2, 0.8, 0.9, 1.1]), 2.5)
+
+    def test_ties_are_not_wins(self):
+        self.assertIsNone(plot.critical_delay([0, 1, 2], [1.0, 1.0, 1.0]))
+        self.assertIsNone(plot.critical_delay([0, 1, 2], [1.5, 1.2, 0.9]))
+
+    def test_winning_everywhere(self):
+        self.assertEqual(plot.critical_delay([0, 1, 2], [1.1, 1.2, 1.3]), 0)
+
+
+class Figures(unittest.TestCase):
+    def run_plot(self, folder):
+        from io import StringIO
+        out, old = StringIO(), sys.stdout
+        sys.stdout = out
+        try:
+            rc = plot.main(["plot.py", folder])
+        finally:
+            sys.stdout = old
+        self.assertEqual(rc, 0)
+        return out.getvalue()
+
+    def test_size_by_delay_gets_a_heatmap_with_the_critical_delay(self):
+        with tempfile.TemporaryDirectory() as d:
+            write_results(d, [SIZE, DELAY], stragglar_wins_late)
+            out = self.run_plot(d)
+            for stem in ("speedup_vs_size", "speedup_vs_delay", "speedup_heatmap"):
+                self.assertTrue(os.path.getsize(os.path.join(d, stem + ".png")) > 1000, out)
+            self.assertIn("no speedup_cdf: 1 iteration per run", out)
+        # ring 2 ms + d, stragglar 2.5 ms + d/2: equal at d = 1 ms (a tie), wins after it.
+        self.assertAlmostEqual(plot.critical_delay(DELAY["numeric"], [(2e-3 + d) / (2.5e-3 + d / 2)
+                                                                     for d in DELAY["numeric"]]), 1e-3, places=9)
+
+    def test_more_than_twelve_panels_go_on_pages_none_dropped(self):
+        ranks = {"key": "ranks", "values": [str(r) for r in (4, 8, 16, 32, 64, 128, 256)],
+                 "numeric": [4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0], "unit": "", "straggler_delay": False}
+        with tempfile.TemporaryDirectory() as d:
+            write_results(d, [ranks, DELAY], lambda v, label, i: stragglar_wins_late(v, label, i) * int(v["ranks"]))
+            out = self.run_plot(d)
+            # speedup_vs_delay: one panel per rank count (7); speedup_vs_ranks: one per delay (4)
+            self.assertTrue(os.path.exists(os.path.join(d, "speedup_vs_delay.png")))
+            self.assertFalse(os.path.exists(os.path.join(d, "speedup_vs_delay_2.png")))
+        with tempfile.TemporaryDirectory() as d:
+            many = dict(ranks, values=[str(r) for r in range(4, 30)], numeric=[float(r) for r in range(4, 30)])
+            write_results(d, [many, DELAY], stragglar_wins_late)
+            out = self.run_plot(d)
+            # 26 rank counts: speedup_vs_delay needs 3 pages of at most 12 panels
+            for stem in ("speedup_vs_delay", "speedup_vs_delay_2", "speedup_vs_delay_3"):
+                self.assertTrue(os.path.exists(os.path.join(d, stem + ".png")), out)
+            self.assertFalse(os.path.exists(os.path.join(d, "speedup_vs_delay_4.png")))
+
+    def test_identical_iterations_get_no_cdf_random_ones_do(self):
+        with tempfile.TemporaryDirectory() as d:
+            write_results(d, [DELAY], stragglar_wins_late, iterations=5)
+            out = self.run_plot(d)
+            self.assertIn("no speedup_cdf: the 5 iterations of each run are identical", out)
+            self.assertFalse(os.path.exists(os.path.join(d, "speedup_cdf.png")))
+        with tempfile.TemporaryDirectory() as d:
+            write_results(d, [DELAY], lambda v, label, i: stragglar_wins_late(v, label, i) * (1 + 0.1 * i),
+                          iterations=5)
+            out = self.run_plot(d)
+            self.assertTrue(os.path.exists(os.path.join(d, "speedup_cdf.png")), out)
+
+    def test_a_categorical_axis_also_gets_absolute_times(self):
+        ecmp = {"key": "topology.ecmp", "values": ["false", "true"], "numeric": [None, None], "unit": "",
+                "straggler_delay": False}
+        with tempfile.TemporaryDirectory() as d:
+            write_results(d, [ecmp, DELAY], stragglar_wins_late)
+            self.run_plot(d)
+            self.assertTrue(os.path.exists(os.path.join(d, "time_vs_topology_ecmp.png")))
+            self.assertTrue(os.path.exists(os.path.join(d, "speedup_vs_topology_ecmp.png")))
+
+    def test_titles_in_words(self):
+        self.assertEqual(plot.axis_words("delay"), "straggler delay [delay]")
+        self.assertEqual(plot.value_words("topology.ecmp", "true"), "ECMP on")
+        self.assertEqual(plot.value_words("ranks", "8"), "8 GPUs")
+        self.assertEqual(plot.value_words("size", "64MiB"), "64MiB")
+
+
+if __name__ == "__main__":
+    unittest.main()
