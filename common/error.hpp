@@ -53,7 +53,7 @@ class Interrupted : public std::runtime_error {
   int signal_;
 };
 
-// One exit code per class of error (README, "Errors and exit codes").
+// One exit code per class of error (docs/cli.md, "Errors, exit codes and resource limits").
 enum ExitCode : int {
   kExitOk = 0,
   kExitInput = 1,     // bad input: a file, a config value, a unit

@@ -5,8 +5,8 @@
 //   BytesPerSecond bw = parse_bandwidth("450GiB/s");   // or "400Gbps", "50GB/s"
 //   SecondsPerByte g = parse_seconds_per_byte("0.1ns/B");
 //
-// Time is double seconds throughout the project (see README, "Time"). Sizes are integers.
-// Every parser throws ssim::InputError naming the offending text and the accepted units;
+// Time is double seconds throughout the project (see docs/cli.md, "Time and units"). Sizes are
+// integers. Every parser throws ssim::InputError naming the offending text and the accepted units;
 // callers that know a file, line and key add them.
 #pragma once
 

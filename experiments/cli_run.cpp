@@ -472,7 +472,7 @@ void add_run_command(CLI::App& app) {
                                      "parameter sweep; CSV, JSON, plots, summary");
   cmd->add_option(
       "experiment", args->config,
-      "Experiment YAML (default configs/experiments/default.yaml; see README, \"Experiments\")");
+      "Experiment YAML (default configs/experiments/default.yaml; see docs/user_guide.md)");
   cmd->add_option("-o,--output", args->output,
                   "Output folder (default: the experiment's output, results/NAME)");
   cmd->add_option("-j,--jobs", args->jobs, "Parallel runs (default: hardware concurrency)")

@@ -208,7 +208,8 @@ void add_train_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "train",
       "What stragglers cost a data-parallel training job (YAML): step time, idle time, GPU-hours");
-  cmd->add_option("config", args->config, "Training YAML (see README, \"Training jobs\")")
+  cmd->add_option("config", args->config,
+                  "Training YAML (see docs/user_guide.md, \"Training jobs\")")
       ->required();
   cmd->add_flag("--json", args->json, "Print the results as JSON instead of a table");
   cmd->add_option("--steps-csv", args->steps_csv,

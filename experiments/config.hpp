@@ -153,7 +153,7 @@ std::optional<SecondsPerByte> load_calibrated_gamma(const ConfigNode& topology);
 
 namespace ssim::exp {
 
-// An experiment (`stragglesim run`, README "Experiments"):
+// An experiment (`stragglesim run`, docs/user_guide.md):
 //   name: paper_scaling                       default: the file's stem
 //   description: free text
 //   topology: <topology>                      required (inline or a file, as above)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Rebuilds the seed corpora fuzz/corpus/<harness>/ from the shipped files (README "Fuzzing"):
+# Rebuilds the seed corpora fuzz/corpus/<harness>/ from the shipped files (docs/testing.md "Fuzzing"):
 # configs, schedules written by `stragglesim schedule`, tests/data/calibration. Configs that
 # name a topology file get a second copy with the topology inlined, since a harness reads text
 # with no folder to resolve paths against.

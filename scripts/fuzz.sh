@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses (fuzz/) with clang, ASan and UBSan into build-fuzz/ and runs
-# each for SECONDS (default 600) on a copy of its seed corpus (README "Fuzzing").
+# each for SECONDS (default 600) on a copy of its seed corpus (docs/testing.md "Fuzzing").
 #   scripts/fuzz.sh [SECONDS] [HARNESS...]    harnesses: simulate_config experiment_config
 #                                             topology schedule_json calibration_csv (default all)
 # Environment: STRAGGLESIM_FUZZ_BUILD_DIR (default build-fuzz), STRAGGLESIM_FUZZ_JOBS (harnesses

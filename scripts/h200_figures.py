@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The figures of README "Measured on an H200", from the committed data.
+"""The figures of docs/calibration.md "Measured on an H200", from the committed data.
 
     python3 scripts/h200_figures.py [--stragglesim build/experiments/stragglesim] [--out DIR]
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages stragglesim needs when they are missing (as root), or says
 # exactly what is missing (otherwise). CUDA and NCCL are not Debian packages: the GPU backend
-# is built when they are found (see README, "GPU backend").
+# is built when they are found (see docs/gpu.md).
 set -euo pipefail
 # `setup.sh --fuzz` (scripts/fuzz.sh): also clang and its libFuzzer runtime, needed only for fuzzing.
 

@@ -120,7 +120,8 @@ struct RunOptions {
   // for any count. Not used by the event engine or with record_timeline. A parallel round costs
   // two fork-join steps (microseconds idle, far more on a loaded machine where a woken worker
   // waits for a core); on the 2-core machine of bench/flow_bench.cpp they paid at 16384
-  // transfers per round and lost at 4096 (README "Flow model and threads"). Tests lower it.
+  // transfers per round and lost at 4096 (docs/benchmarks.md "Flow model and threads"). Tests lower
+  // it.
   int threads = 1;
   std::size_t parallel_round = 16384;
 };

@@ -1,10 +1,14 @@
 cmake_minimum_required(VERSION 3.22)
 # Fails when the README's Layout table and the repository's top-level folders disagree: every
 # folder (but .git, hidden ones, build*/ and results/, which are outputs) has a row, and every
-# row names a folder that exists.
-#   cmake -DROOT=<repository> -P check_readme_layout.cmake
+# row names a folder that exists; and when README.md has more than MAX_LINES lines (default 250:
+# the README is read in five minutes, the rest belongs in docs/).
+#   cmake -DROOT=<repository> [-DMAX_LINES=N] -P check_readme_layout.cmake
 if(NOT ROOT)
   message(FATAL_ERROR "usage: cmake -DROOT=<repository> -P check_readme_layout.cmake")
+endif()
+if(NOT MAX_LINES)
+  set(MAX_LINES 250)
 endif()
 file(STRINGS "${ROOT}/README.md" lines)
 set(in_layout FALSE)
@@ -41,8 +45,18 @@ foreach(r IN LISTS rows)
     string(APPEND errors "the README's Layout table lists ${r}/, which does not exist\n")
   endif()
 endforeach()
+# file(STRINGS) skips empty lines: count the newlines instead (a last line without one counts).
+file(READ "${ROOT}/README.md" text)
+string(REGEX MATCHALL "\n" newlines "${text}")
+list(LENGTH newlines line_count)
+if(NOT text STREQUAL "" AND NOT text MATCHES "\n$")
+  math(EXPR line_count "${line_count} + 1")
+endif()
+if(line_count GREATER MAX_LINES)
+  string(APPEND errors "README.md has ${line_count} lines, more than ${MAX_LINES}: move reference material into docs/ and link it\n")
+endif()
 if(errors)
   message(FATAL_ERROR "README layout:\n${errors}")
 endif()
 list(LENGTH rows n)
-message(STATUS "README layout ok: ${n} folders")
+message(STATUS "README layout ok: ${n} folders, ${line_count} lines")

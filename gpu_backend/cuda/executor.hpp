@@ -43,7 +43,7 @@
 // max finish - min arrival, after_last_arrival = max finish - max arrival over every rank of
 // every process, delay = the straggler's arrival - its start (measured, not the one asked
 // for). %globaltimer is one clock per GPU; the driver sets the GPUs of one machine from the
-// same host clock, GPUs of different machines are not comparable (see the README). Check:
+// same host clock, GPUs of different machines are not comparable (see docs/gpu.md). Check:
 // a kernel counts the elements that differ from the exact AllReduce; one number per rank comes
 // back; only when it is not 0 is the buffer copied back to find the first wrong element.
 #pragma once

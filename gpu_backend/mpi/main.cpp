@@ -7,7 +7,7 @@
 //   mpirun -np 8 stragglesim-mpi --algo stragglar -b 1M -e 64M -f 4 --delay 5ms --csv runs.csv
 //   mpirun -np 4 stragglesim-mpi --algo mpi -b 64K -e 64M -f 4 -n 20 -w 5 -a 3 -J runs.json
 //
-// Exit codes follow the one error policy (common/error.hpp, README "Errors, exit codes and
+// Exit codes follow the one error policy (common/error.hpp, docs/cli.md "Errors, exit codes and
 // resource limits"): 0 when every element checked out; 1 on bad input (one message from rank 0,
 // every rank exits); 2 on a bad command line; 3 when MPI fails; 4 when the check finds wrong
 // elements or on an unexpected error. An error only one rank knows is reported by that rank,

@@ -157,8 +157,8 @@ TEST(MscclXml, ReaderBoundsConnectionBuffers) {
       << stuck;
 }
 
-// Larger rank counts, sampled, up to the largest each algorithm exports at (README), and the
-// next one refused with the limit named.
+// Larger rank counts, sampled, up to the largest each algorithm exports at (docs/gpu.md, "MSCCL XML
+// export"), and the next one refused with the limit named.
 TEST(MscclXml, LargerRankCountsUpToTheLimits) {
   for (const auto& [name, n] : std::vector<std::pair<std::string, int>>{{"ring", 24},
                                                                         {"ring", 129},
@@ -181,7 +181,7 @@ TEST(MscclXml, LargerRankCountsUpToTheLimits) {
   }
 }
 
-// The largest rank counts README states, per algorithm (default options and nchunksperloop):
+// The largest rank counts docs/gpu.md states, per algorithm (default options and nchunksperloop):
 // they export, one more is an input error naming the limit.
 TEST(MscclXml, LargestRankCountsInTheReadme) {
   for (const auto& [name, n, limit] : std::vector<std::tuple<std::string, int, std::string>>{

@@ -62,8 +62,8 @@ TEST(Stragglar, PowersOfTwoMeetTheBoundExactly) {
   }
 }
 
-// README.md's table: every n in 3..130 meets the lower bound n-2+ceil(log2 n); n = 33 = 2^5+1
-// (where the doubling construction gives up and the greedy needs one round more) through the
+// algorithms/README.md's table: every n in 3..130 meets the lower bound n-2+ceil(log2 n); n = 33 =
+// 2^5+1 (where the doubling construction gives up and the greedy needs one round more) through the
 // searched template of stragglar_tables.hpp.
 TEST(Stragglar, RoundCountsMeetTheLowerBound) {
   for (int n = 3; n <= 130; ++n) {

@@ -1,7 +1,7 @@
 // Issue 15: every broken input a hostile user tried, fed through the CLI exactly as reported.
 // Each must end in one "stragglesim: error: " message with the exit code of its class
-// (1 input, 2 usage, 3 resource; README "Errors and exit codes"), quickly, never a crash,
-// "unexpected error" or a silent wrong result.
+// (1 input, 2 usage, 3 resource; docs/cli.md "Errors, exit codes and resource limits"), quickly,
+// never a crash, "unexpected error" or a silent wrong result.
 #include <gtest/gtest.h>
 
 #include <filesystem>

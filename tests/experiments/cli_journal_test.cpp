@@ -1,5 +1,6 @@
-// The journal, the output folder and signals through the built binary (README, "Crash-safe,
-// sharded and MPI runs" and "Errors"): damaged journals are named by FILE:LINE, re-run by
+// The journal, the output folder and signals through the built binary (docs/cli.md,
+// "Crash-safe, sharded and MPI runs" and "Errors"): damaged journals are named by FILE:LINE, re-run
+// by
 // --resume and refused by merge; a folder in use or holding an earlier run is refused; SIGINT
 // and SIGTERM stop cleanly with the --resume command. Every case checks what is on disk after.
 #include <fcntl.h>

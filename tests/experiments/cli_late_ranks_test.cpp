@@ -121,8 +121,8 @@ TEST(CliLateRanks, SimulateAndRunWithPredictionK) {
   ASSERT_EQ(e.rc, 0) << e.err;
   const nlohmann::json res = nlohmann::json::parse(slurp(dir + "/results.json"));
   const nlohmann::json& s = res["points"][0]["summary"];
-  // Measured (README, shipped experiments): the k = 2 schedule beats Ring and stays within
-  // 2% of the one-straggler schedule (0.7% behind it here).
+  // Measured (docs/user_guide.md, "Shipped experiments"): the k = 2 schedule beats Ring and stays
+  // within 2% of the one-straggler schedule (0.7% behind it here).
   const double k2 = s["k2"]["mean_completion_s"].get<double>();
   EXPECT_LT(k2, 0.96 * s["ring"]["mean_completion_s"].get<double>());
   EXPECT_LT(k2, 1.02 * s["stragglar"]["mean_completion_s"].get<double>());

@@ -1,8 +1,8 @@
 // The shared-device model calibrated on the committed H200 measurements
 // (data/measured/h200/2026-11-26): one parameter set fitted on the no-delay graph-launch runs,
 // checked on every run and on the held-out ones (5 ms delay, delay sweep), and the shipped
-// configs/topologies/h200_single_gpu.yaml is that fit. The bounds are the figures README
-// "Measured on an H200" reports, rounded up a little.
+// configs/topologies/h200_single_gpu.yaml is that fit. The bounds are the figures
+// docs/calibration.md "Measured on an H200" reports, rounded up a little.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -22,9 +22,10 @@
 namespace ssim::exp {
 namespace {
 
-// The figures reached (README "Measured on an H200"), rounded up by 0.5 to 1.5 points. Issue
-// 22 asks for a median <= 5% over all rows and per algorithm, p95 <= 15%, held-out median <= 8%
-// and the crossover within 0.3 ms; the p95 and four algorithms' medians are missed (README).
+// The figures reached (docs/calibration.md "Measured on an H200"), rounded up by 0.5 to 1.5 points.
+// Issue 22 asks for a median <= 5% over all rows and per algorithm, p95 <= 15%, held-out median <=
+// 8% and the crossover within 0.3 ms; the p95 and four algorithms' medians are missed
+// (docs/calibration.md).
 constexpr double kMedianAll = 0.05;      // reached 4.4%
 constexpr double kP95All = 0.22;         // reached 21.2%
 constexpr double kMedianHeldOut = 0.05;  // reached 4.1%
@@ -166,8 +167,8 @@ TEST(H200Calibration, StragglarCrossesRingWhereTheSweepDoes) {
 // The direct transport (data/measured/h200/2026-11-26-direct, `--transport direct`): the same
 // model with copy_factor 0 (fused kernels read the senders' data; sim/shared_device.hpp),
 // fitted on its no-delay graph-launch runs; configs/topologies/h200_direct.yaml is that fit.
-// Reached (README "Measured on an H200", direct transport), bounds rounded up by 0.5 to 1
-// point: median 6.3% over all rows, p95 25.1%, held-out median 6.9%.
+// Reached (docs/calibration.md "Measured on an H200", direct transport), bounds rounded up by 0.5
+// to 1 point: median 6.3% over all rows, p95 25.1%, held-out median 6.9%.
 constexpr double kDirectMedianAll = 0.07;
 constexpr double kDirectP95All = 0.26;
 constexpr double kDirectMedianHeldOut = 0.075;

@@ -74,8 +74,8 @@ TEST(GpuCli, BadInputGivesOneClearMessage) {
   }
 }
 
-// The one error policy (README "Errors, exit codes and resource limits"): a bad command line is
-// a usage error, exit 2, with the program's prefix and a pointer to --help, as in stragglesim.
+// The one error policy (docs/cli.md "Errors, exit codes and resource limits"): a bad command line
+// is a usage error, exit 2, with the program's prefix and a pointer to --help, as in stragglesim.
 TEST(GpuCli, BadCommandLineIsAUsageError) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"run --ranks 2 --bogus",

@@ -227,7 +227,7 @@ TEST(MpiCli, NcclTestsFlagsStepCheckAverageAndJson) {
 TEST(MpiCli, UnknownFlagIsReportedOnce) {
   SSIM_REQUIRE_MPIRUN();
   const MpiResult r = run_mpi(2, "--bogus-flag");
-  EXPECT_EQ(r.rc, 2);  // a usage error (README "Errors, exit codes and resource limits")
+  EXPECT_EQ(r.rc, 2);  // a usage error (docs/cli.md "Errors, exit codes and resource limits")
   EXPECT_EQ(occurrences(r.err, "--bogus-flag"), 1) << r.err;
   EXPECT_EQ(occurrences(r.err, "stragglesim-mpi: error: "), 1) << r.err;
   EXPECT_TRUE(contains(r.err, "Run 'stragglesim-mpi --help' for usage.")) << r.err;
