@@ -23,6 +23,7 @@
 #include "common/random.hpp"
 #include "experiments/experiment_output.hpp"
 #include "experiments/journal.hpp"
+#include "experiments/resource_check.hpp"
 #include "schema/result_csv.hpp"
 
 namespace ssim::exp {
@@ -82,9 +83,7 @@ sim::SimulationConfig run_config(const Experiment& e, std::size_t run) {
 }
 
 double estimated_run_cost(const Experiment& e, std::size_t run) {
-  const sim::SimulationConfig& c = e.points[run / e.algorithms.size()].config;
-  const double n = c.topology.gpu_count();
-  return n * n * std::max(c.iterations, 1);
+  return simulation_seconds(run_config(e, run));
 }
 
 namespace {
@@ -172,8 +171,11 @@ class ProgressReporter {
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.2fs", seconds);
       *log_ << "[" << done << "/" << total_ << "] run " << run << " " << what << ": " << buf
-            << (where.empty() ? "" : " on " + where) << "\n"
-            << std::flush;
+            << (where.empty() ? "" : " on " + where);
+      if (done < total_ && done_cost_ > 0) {
+        *log_ << "  ETA " << duration_text(since(start_) * (total_cost_ - done_cost_) / done_cost_);
+      }
+      *log_ << "\n" << std::flush;
     } else if (mode_ == Progress::bar) {
       draw(done);
     }

@@ -114,9 +114,10 @@ struct ExperimentResult {
 
 enum class Progress { automatic, bar, lines, none };
 
-// The progress ETA's estimate of a run's cost: ranks^2 x iterations, a proxy for the
-// transfers the simulator handles (Ring, Direct and StragglAR move O(n^2) chunks per
-// iteration; RHD and the trees fewer, which only makes the estimate cautious).
+// The progress ETA's estimate of a run's cost: the --max-time guard's estimate of its
+// simulation (resource_check.hpp: the schedule's transfers x iterations x the network model's
+// cost per transfer, plus the per-iteration work), so that flow-model runs, large schedules
+// and many iterations weigh what they cost.
 double estimated_run_cost(const Experiment& e, std::size_t run);
 
 // The progress bar for a terminal `columns` wide, without the carriage return: "[###---]

@@ -14,6 +14,7 @@
 #include "common/error.hpp"
 #include "experiments/config.hpp"
 #include "experiments/experiment.hpp"
+#include "experiments/resource_check.hpp"
 #include "schema/result_csv.hpp"
 
 namespace ssim::exp {
@@ -369,20 +370,30 @@ TEST(ExperimentRunner, AFailingRunKeepsThePointsBeforeIt) {
   }
 }
 
-// The ETA weighs runs by ranks^2 x iterations: after the 4-rank run of a 4-and-8-rank sweep,
-// four fifths of the work remain, not one half.
+// The ETA weighs runs by their estimated simulation time (resource_check.hpp), so a sweep
+// whose large or flow-model points come last is not promised the pace of its small ones.
 TEST(ExperimentProgress, EtaWeighsRunsByCost) {
   const Experiment e = load(
-      "topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us}\n"
-      "algorithms: [ring]\nsize: 1MiB\niterations: 3\nsweep: {ranks: [4, 8]}\n");
-  EXPECT_DOUBLE_EQ(estimated_run_cost(e, 0), 4.0 * 4 * 3);
-  EXPECT_DOUBLE_EQ(estimated_run_cost(e, 1), 8.0 * 8 * 3);
-  const double small = estimated_run_cost(e, 0), total = small + estimated_run_cost(e, 1);
-  // 1 of 2 runs done in 10 s: a run count would say 10 s left; the cost says 40 s.
-  const std::string line = progress_line(1, 2, small, total, 10.0, 80);
+      "topology: {kind: switch, ranks: 256, bandwidth: 450GiB/s, latency: 3us}\n"
+      "algorithms: [ring]\nsize: 1MiB\niterations: 3\n"
+      "sweep: {ranks: [64, 256], network.model: [alphabeta, flow]}\n");
+  ASSERT_EQ(e.run_count(), 4u);
+  std::map<std::pair<int, bool>, double> cost;  // (ranks, flow) -> cost
+  for (std::size_t r = 0; r < e.run_count(); ++r) {
+    const sim::SimulationConfig c = run_config(e, r);
+    EXPECT_DOUBLE_EQ(estimated_run_cost(e, r), simulation_seconds(c));
+    cost[{c.topology.gpu_count(), c.network == sim::NetworkKind::flow}] = estimated_run_cost(e, r);
+  }
+  ASSERT_EQ(cost.size(), 4u);
+  const double small = cost[{64, false}], large = cost[{256, false}], flow = cost[{64, true}];
+  EXPECT_GT(large, 10 * small);  // ring: 2 n (n - 1) transfers per iteration
+  EXPECT_GT(flow, 10 * small);   // the flow model costs 20x more per transfer
+  // 1 of 2 runs done in 10 s, the done one a fifth of the cost: a run count would say 10 s left,
+  // the cost says 40 s.
+  const std::string line = progress_line(1, 2, 1.0, 5.0, 10.0, 80);
   EXPECT_NE(line.find("1/2 runs 10s  ETA 40s"), std::string::npos) << line;
   EXPECT_NE(line.find("[######------------------------] "), std::string::npos) << line;
-  EXPECT_EQ(progress_line(2, 2, total, total, 50.0, 80).find("ETA"), std::string::npos);
+  EXPECT_EQ(progress_line(2, 2, 5.0, 5.0, 50.0, 80).find("ETA"), std::string::npos);
 }
 
 // A redraw never reaches the terminal's last column, so it never wraps: the bar shrinks, then
