@@ -36,8 +36,9 @@ const Case kCases[] = {
     // MSCCL++'s direct loads: fingerprints taken when they were added, already streamed.
     {"oneshot", "", "", 0x7147d000730b6c44ull},
     {"twoshot", "", "", 0x223ae96382089a45ull},
-    {"nvls", "", "", 0x0ull},  // taken from the first version (in-network reductions)
-    {"nvls", "pipeline", "3", 0x0ull},
+    // In-switch reduction: taken when it was added (rounds with switch_reduces).
+    {"nvls", "", "", 0x56f8411c701db0c3ull},
+    {"nvls", "pipeline", "3", 0x436ed61e37e3d506ull},
     {"direct", "", "", 0xbb8a97eb79d3c7aeull},
     {"direct", "straggler", "0", 0x3e3074da7b64ad8cull},
     {"direct", "straggler", "n/2", 0xa3425e118cae45deull},
