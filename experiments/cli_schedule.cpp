@@ -70,6 +70,28 @@ void append_text_round(std::string& out, const alg::Round& r, std::size_t index)
     }
     out += t.op == Op::reduce ? '+' : '=';
   }
+  // In-network reductions: {members}>>{receivers} cB..E, '+' when the switch sums several
+  // members, '=' for a multicast of one.
+  for (std::size_t k = 0; k < r.switch_reduces.size(); ++k) {
+    const alg::SwitchReduce& g = r.switch_reduces[k];
+    out.append(k || !r.transfers.empty() ? " | {" : " {");
+    for (std::size_t i = 0; i < g.members.size(); ++i) {
+      if (i) out += ',';
+      append_number(out, g.members[i]);
+    }
+    out.append("}>>{");
+    for (std::size_t i = 0; i < g.receivers.size(); ++i) {
+      if (i) out += ',';
+      append_number(out, g.receivers[i]);
+    }
+    out.append("} c");
+    append_number(out, g.chunk_begin);
+    if (g.chunk_count() > 1) {
+      out.append("..");
+      append_number(out, g.chunk_end - 1);
+    }
+    out += g.members.size() > 1 ? '+' : '=';
+  }
   out += '\n';
 }
 

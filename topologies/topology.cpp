@@ -410,15 +410,15 @@ void Topology::set_switch_reduction(int vertex, SwitchReduction reduction) {
   impl_->check_vertex(vertex, "set_switch_reduction");
   Node& n = impl_->graph[vertex];
   if (n.kind != NodeKind::switch_node) {
-    throw InputError("reduce: " + n.name + " is a GPU, not a switch; only a switch can reduce");
+    throw InputError("vertex " + n.name + " is a GPU, not a switch; only a switch can reduce");
   }
   if (!std::isfinite(reduction.bandwidth.value) || reduction.bandwidth.value <= 0) {
-    throw InputError("reduce: the reduction bandwidth of switch " + n.name +
+    throw InputError("the reduction bandwidth of switch " + n.name +
                      " must be finite and > 0, got " + format_bandwidth(reduction.bandwidth));
   }
   if (!std::isfinite(reduction.latency.value) || reduction.latency.value < 0 ||
       reduction.latency.value > kMaxLinkLatency) {
-    throw InputError("reduce: the reduction latency of switch " + n.name +
+    throw InputError("the reduction latency of switch " + n.name +
                      " must be in [0, 1s], got " + format_time(reduction.latency));
   }
   n.reduce = reduction;
