@@ -39,6 +39,10 @@ std::string text_header(const Schedule& s, std::size_t rounds) {
     os << " (arrival order)";
   }
   os << "\n# a>b cK+ : a sends chunk K to b, b reduces; '=' : b copies; cK..M : chunks K to M\n";
+  if (alg::find_algorithm(s.algorithm).in_network) {
+    os << "# {m,...}>>{r,...} cK+ : the switch sums chunk K of ranks m and delivers it to ranks r; "
+          "'=' : one rank's chunk multicast\n";
+  }
   return os.str();
 }
 

@@ -31,6 +31,8 @@ TEST(CliNvls, ListedScheduledAndVerified) {
   EXPECT_TRUE(contains(list.out, "nvls  (n >= 2)")) << list.out;
   const CommandResult text = run_cli("schedule nvls -r 3");
   ASSERT_EQ(text.rc, 0) << text.err;
+  EXPECT_TRUE(contains(text.out, "# {m,...}>>{r,...} cK+ : the switch sums chunk K of ranks m"))
+      << text.out;
   EXPECT_TRUE(contains(
       text.out,
       "R0 switch-reduce-scatter: {0,1,2}>>{0} c0+ | {0,1,2}>>{1} c1+ | {0,1,2}>>{2} c2+\n"))
