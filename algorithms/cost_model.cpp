@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "algorithms/schedule.hpp"
+#include "common/error.hpp"
 
 namespace ssim::alg {
 
@@ -167,6 +168,11 @@ double dbtree_cost(int n, double bytes, int segments, const CostParams& p) {
 // Per round, each rank's ports start free when it reached the round; transfers in order.
 double schedule_cost(const Schedule& s, double bytes, const CostParams& p,
                      std::span<const double> arrival) {
+  if (s.has_switch_reduces()) {  // InputError: in-network reductions are not point-to-point
+    throw InputError("schedule_cost: " + s.algorithm +
+                     " reduces in a switch, which this point-to-point evaluation does not cost "
+                     "(its closed form and the simulator's alpha-beta model do)");
+  }
   const std::size_t n = static_cast<std::size_t>(s.ranks);
   std::vector<double> ready(n, 0.0), send_free(n), recv_free(n), done(n);
   if (!arrival.empty()) ready.assign(arrival.begin(), arrival.end());

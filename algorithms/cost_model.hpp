@@ -24,6 +24,11 @@ struct CostParams {
   double alpha = 0.0;  // seconds per message
   double beta = 0.0;   // seconds per byte (1 / bandwidth)
   double gamma = 0.0;  // seconds per byte reduced, at the receiver
+  // In-network reductions (algorithms with AlgorithmInfo::in_network): the reducing switch's
+  // seconds per reduced byte (1 / its reduction bandwidth; 0: never the bottleneck) and its
+  // latency per reduction.
+  double switch_beta = 0.0;
+  double switch_latency = 0.0;
 };
 
 // Paper formulas (StragglAR, arXiv 2505.23523 v2: Table 1 and the alpha-beta model of section

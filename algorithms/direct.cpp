@@ -19,7 +19,7 @@ RoundStream direct_rounds(int n) {
   RoundStream ag = ring_allgather_rounds(iota_ranks(n - 1), 0, "allgather");
   while (const Round* r = ag.next()) co_yield *r;
 
-  Round round{"straggler-exchange", {}};
+  Round round{"straggler-exchange", {}, {}};
   round.add(0, last, 0, n - 1, Op::reduce);
   round.add(last, 0, 0, n - 1, Op::reduce);
   co_yield round;

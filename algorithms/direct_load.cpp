@@ -22,7 +22,7 @@ namespace ssim::alg {
 namespace {
 
 RoundStream oneshot_rounds(int n) {
-  Round round{"load-reduce", {}};
+  Round round{"load-reduce", {}, {}};
   round.transfers.reserve(static_cast<std::size_t>(n) * static_cast<std::size_t>(n - 1));
   for (int i = 1; i < n; ++i) {
     for (int r = 0; r < n; ++r) round.add((r + i) % n, r, 0, 1, Op::reduce);
@@ -31,7 +31,7 @@ RoundStream oneshot_rounds(int n) {
 }
 
 RoundStream twoshot_rounds(int n) {
-  Round round{"reduce-scatter", {}};
+  Round round{"reduce-scatter", {}, {}};
   round.transfers.reserve(static_cast<std::size_t>(n) * static_cast<std::size_t>(n - 1));
   for (int i = 1; i < n; ++i) {
     for (int r = 0; r < n; ++r) round.add((r + i) % n, r, r, r + 1, Op::reduce);

@@ -18,7 +18,7 @@ namespace ssim::alg {
 namespace {
 
 RoundStream direct_rs_ag_rounds(int n) {
-  Round round{"reduce-scatter", {}};
+  Round round{"reduce-scatter", {}, {}};
   round.transfers.reserve(static_cast<std::size_t>(n) * static_cast<std::size_t>(n - 1));
   for (int i = 1; i < n; ++i) {
     for (int r = 0; r < n; ++r) {

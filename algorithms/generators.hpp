@@ -23,6 +23,9 @@ AlgorithmInfo halving_doubling_info();  // halving_doubling.cpp
 AlgorithmInfo direct_rs_ag_info();      // direct_rs_ag.cpp
 AlgorithmInfo oneshot_info();           // direct_load.cpp
 AlgorithmInfo twoshot_info();           // direct_load.cpp
+AlgorithmInfo nvls_info();              // nvls.cpp
+// nvls's closed form with `slices` pipeline slices (nvls.cpp).
+double nvls_cost(int n, double bytes, int slices, const CostParams& p);
 AlgorithmInfo straggler_tree_info();    // straggler_tree.cpp
 AlgorithmInfo hierarchical_info();      // hierarchical.cpp
 AlgorithmInfo stragglar_hier_info();    // stragglar_hier.cpp

@@ -98,7 +98,7 @@ RoundStream intra_rounds(int nodes, int g, int b, bool reduce_scatter) {
     rings.push_back(reduce_scatter ? ring_reduce_scatter_rounds(iota_ranks(g), 0, "")
                                    : ring_allgather_rounds(iota_ranks(g), 0, ""));
   }
-  Round round{reduce_scatter ? "reduce-scatter" : "allgather", {}};
+  Round round{reduce_scatter ? "reduce-scatter" : "allgather", {}, {}};
   for (;;) {
     round.transfers.clear();
     for (int j = 0; j < nodes; ++j) {

@@ -417,6 +417,11 @@ std::vector<int> msccl_nchunksperloop_candidates(int chunks) {
 }
 
 MscclExported schedule_to_msccl_xml(const Schedule& s, const MscclExport& ex) {
+  if (s.has_switch_reduces()) {
+    throw InputError(
+        "msccl-xml: the schedule has in-network reductions (switch_reduces), which "
+        "MSCCL's XML (point-to-point send/recv/reduce steps) cannot express");
+  }
   if (s.collective != Collective::allreduce)
     throw InputError("msccl-xml: only AllReduce schedules are exported, got " +
                      std::string(to_string(s.collective)));

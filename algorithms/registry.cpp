@@ -33,19 +33,13 @@ double size_log2(int n) { return n <= 1 ? 0.0 : std::ceil(std::log2(static_cast<
 
 const std::vector<AlgorithmInfo>& algorithms() {
   static const std::vector<AlgorithmInfo> registry = {
-      ring_info(),
-      rhd_info(),
-      direct_info(),
-      tree_info(),
-      dbtree_info(),
-      straggler_tree_info(),
-      stragglar_info(),
-      halving_doubling_info(),
-      direct_rs_ag_info(),
-      oneshot_info(),
-      twoshot_info(),
-      hierarchical_info(),
-      stragglar_hier_info(),
+      ring_info(),         rhd_info(),
+      direct_info(),       tree_info(),
+      dbtree_info(),       straggler_tree_info(),
+      stragglar_info(),    halving_doubling_info(),
+      direct_rs_ag_info(), oneshot_info(),
+      twoshot_info(),      nvls_info(),
+      hierarchical_info(), stragglar_hier_info(),
   };
   return registry;
 }

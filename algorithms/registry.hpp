@@ -86,6 +86,10 @@ struct AlgorithmInfo {
   // Optional: validates option values for `ranks` without generating (InputError naming the
   // option), so that configs can report them at their keys; generate() checks them too.
   std::function<void(int, const Options&)> check_options = nullptr;
+  // Its schedules reduce in a switch (Round::switch_reduces): only a topology with a reducing
+  // switch and the alpha-beta model run them; lowering, the GPU executors, the MSCCL export
+  // and the closed-form calibration do not.
+  bool in_network = false;
 };
 
 const std::vector<AlgorithmInfo>& algorithms();

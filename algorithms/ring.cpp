@@ -17,7 +17,7 @@ std::vector<int> iota_ranks(int n) {
 RoundStream ring_reduce_scatter_rounds(std::vector<int> members, int first_chunk,
                                        std::string phase) {
   const int m = static_cast<int>(members.size());
-  Round round{std::move(phase), {}};
+  Round round{std::move(phase), {}, {}};
   round.transfers.resize(static_cast<std::size_t>(m));
   for (int k = 0; k + 1 < m; ++k) {
     int c = ((-k - 1) % m + m) % m;  // member 0's chunk, minus first_chunk
@@ -34,7 +34,7 @@ RoundStream ring_reduce_scatter_rounds(std::vector<int> members, int first_chunk
 // In step k member i forwards chunk (i - k) mod m, which it completed (k = 0) or received.
 RoundStream ring_allgather_rounds(std::vector<int> members, int first_chunk, std::string phase) {
   const int m = static_cast<int>(members.size());
-  Round round{std::move(phase), {}};
+  Round round{std::move(phase), {}, {}};
   round.transfers.resize(static_cast<std::size_t>(m));
   for (int k = 0; k + 1 < m; ++k) {
     int c = ((-k) % m + m) % m;  // member 0's chunk, minus first_chunk

@@ -39,8 +39,15 @@ Schedule Schedule::make(Collective collective, std::string algorithm, int ranks,
 }
 
 Round& Schedule::add_round(std::string phase) {
-  rounds.push_back(Round{std::move(phase), {}});
+  rounds.push_back(Round{std::move(phase), {}, {}});
   return rounds.back();
+}
+
+bool Schedule::has_switch_reduces() const {
+  for (const Round& r : rounds) {
+    if (!r.switch_reduces.empty()) return true;
+  }
+  return false;
 }
 
 std::size_t Schedule::transfer_count() const {
@@ -65,6 +72,10 @@ void Schedule::relabel(const std::vector<int>& perm) {
     for (Transfer& t : round.transfers) {
       t.src = perm[t.src];
       t.dst = perm[t.dst];
+    }
+    for (SwitchReduce& g : round.switch_reduces) {
+      for (int& m : g.members) m = perm[m];
+      for (int& r : g.receivers) r = perm[r];
     }
   }
   if (straggler) straggler = perm[*straggler];

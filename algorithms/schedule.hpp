@@ -43,9 +43,26 @@ struct Transfer {
   bool operator==(const Transfer&) const = default;
 };
 
+// An in-network reduction (NVLS, SHARP): the switch that all `members` and `receivers` are
+// attached to sums chunks [chunk_begin, chunk_end) of every member, as each held them at the
+// start of the round, and delivers the sum to every receiver (multicast), which replaces its
+// chunks with it after the round (like a copy). With one member it is a multicast of that
+// member's chunks. The switch is named only through the ranks: which switch, and whether it
+// can reduce, is the simulator's question (its topology), not the schedule's.
+struct SwitchReduce {
+  std::vector<int> members;    // contributors, distinct
+  std::vector<int> receivers;  // distinct; may include members
+  std::int32_t chunk_begin = 0;
+  std::int32_t chunk_end = 0;
+
+  std::int32_t chunk_count() const { return chunk_end - chunk_begin; }
+  bool operator==(const SwitchReduce&) const = default;
+};
+
 struct Round {
   std::string phase;  // optional label: "reduce-scatter", "straggler-exchange", "broadcast", ...
   std::vector<Transfer> transfers;
+  std::vector<SwitchReduce> switch_reduces;  // in-network reductions (empty for most schedules)
 
   void add(int src, int dst, int chunk_begin, int chunk_end, Op op) {
     transfers.push_back(Transfer{src, dst, chunk_begin, chunk_end, op});
@@ -69,6 +86,8 @@ struct Schedule {
 
   Round& add_round(std::string phase = {});
   std::size_t transfer_count() const;
+  // Whether any round has an in-network reduction (executors that cannot run one refuse).
+  bool has_switch_reduces() const;
   // Appends `other`'s rounds (same ranks and chunks required).
   void append(const Schedule& other);
   // Renames ranks: rank r becomes perm[r] everywhere (transfers, straggler and late ranks).

@@ -34,6 +34,15 @@ json round_to_json(const Round& round) {
   json r = json::object();
   if (!round.phase.empty()) r["phase"] = round.phase;
   r["transfers"] = std::move(transfers);
+  if (!round.switch_reduces.empty()) {  // absent otherwise: files without it read as before
+    json ops = json::array();
+    for (const SwitchReduce& g : round.switch_reduces) {
+      ops.push_back(json{{"members", g.members},
+                         {"receivers", g.receivers},
+                         {"chunks", json::array({g.chunk_begin, g.chunk_end})}});
+    }
+    r["switch_reduces"] = std::move(ops);
+  }
   return r;
 }
 
@@ -110,7 +119,8 @@ class DuplicateKeys {
 using Keys = std::span<const char* const>;
 constexpr std::array<const char*, 8> kTopKeys = {"collective", "algorithm", "ranks",   "chunks",
                                                  "straggler",  "late",      "options", "rounds"};
-constexpr std::array<const char*, 2> kRoundKeys = {"phase", "transfers"};
+constexpr std::array<const char*, 3> kRoundKeys = {"phase", "switch_reduces", "transfers"};
+constexpr std::array<const char*, 3> kSwitchKeys = {"chunks", "members", "receivers"};
 constexpr std::array<const char*, 4> kTransferKeys = {"src", "dst", "chunks", "op"};
 
 bool is_one_of(std::string_view key, Keys keys) {
@@ -301,6 +311,41 @@ Transfer read_transfer_members(const Reader& in, const Object& t, std::size_t ri
   return tr;
 }
 
+// The in-network reductions of round `ri` (the value of its "switch_reduces" key), checked for
+// form against the header's ranks and chunks; the verifier checks the rest.
+std::vector<SwitchReduce> read_switch_reduces(const Reader& in, const json& v, std::size_t ri,
+                                              int ranks, int chunks) {
+  const std::string path = round_path(ri) + ".switch_reduces";
+  if (!v.is_array()) in.fail(path, "expected an array, got " + std::string(v.type_name()));
+  std::vector<SwitchReduce> out;
+  for (std::size_t k = 0; k < v.size(); ++k) {
+    const std::string gpath = path + "[" + std::to_string(k) + "]";
+    const json& g = v[k];
+    if (!g.is_object()) in.fail(gpath, "expected an object, got " + std::string(g.type_name()));
+    in.only_keys(g, gpath, kSwitchKeys);
+    SwitchReduce op;
+    for (const char* key : {"members", "receivers"}) {
+      const json& list = in.member(g, gpath, key);
+      const std::string lpath = gpath + "." + key;
+      if (!list.is_array() || list.empty())
+        in.fail(lpath, "expected a non-empty array of ranks, got " + list.dump());
+      std::vector<int>& ranks_out = std::string_view(key) == "members" ? op.members : op.receivers;
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        ranks_out.push_back(
+            in.integer(list[i], lpath + "[" + std::to_string(i) + "]", 0, ranks - 1));
+      }
+    }
+    const json& ch = in.member(g, gpath, "chunks");
+    if (!ch.is_array() || ch.size() != 2)
+      in.fail(gpath + ".chunks", "expected [begin, end], got " + ch.dump());
+    op.chunk_begin = in.integer(ch[0], gpath + ".chunks[0]", 0, chunks - 1);
+    op.chunk_end = in.integer(ch[1], gpath + ".chunks[1]", 1, chunks);
+    if (op.chunk_end <= op.chunk_begin) in.fail(gpath + ".chunks", "empty range " + ch.dump());
+    out.push_back(std::move(op));
+  }
+  return out;
+}
+
 Transfer read_transfer(const Reader& in, const json& t, std::size_t ri, std::size_t ti, int ranks, int chunks) {
   if (!t.is_object()) in.fail(transfer_path(ri, ti), "expected an object, got " + std::string(t.type_name()));
   return read_transfer_members(in, t, ri, ti, ranks, chunks);
@@ -381,6 +426,9 @@ Schedule read_schedule_json(std::string_view text, std::string_view source_name)
     round.transfers.reserve(ts.size());
     for (std::size_t ti = 0; ti < ts.size(); ++ti) {
       round.transfers.push_back(read_transfer(in, ts[ti], ri, ti, s.ranks, s.chunks));
+    }
+    if (auto it = r.find("switch_reduces"); it != r.end()) {
+      round.switch_reduces = read_switch_reduces(in, *it, ri, s.ranks, s.chunks);
     }
   }
   return s;
@@ -602,7 +650,7 @@ class StreamHandler {
  private:
   enum class Kind { object, array, scalar };
   enum class Ctx { root, rounds, round, transfers, transfer };
-  enum class Target { header, phase, member, rounds };
+  enum class Target { header, phase, member, rounds, switch_reduces };
   struct Frame {
     bool object = false;
     std::string key;
@@ -767,6 +815,8 @@ class StreamHandler {
         ctx_.push_back(Ctx::round);
         unknown_round_.reset();
         phase_.reset();
+        switch_reduces_.reset();
+        round_.switch_reduces.clear();
         transfers_present_ = false;
         transfers_type_.clear();
         transfer_error_.reset();
@@ -777,6 +827,7 @@ class StreamHandler {
       }
       case Ctx::round:
         if (key_ == "phase") return capture(Target::phase, kind, v);
+        if (key_ == "switch_reduces") return capture(Target::switch_reduces, kind, v);
         if (key_ == "transfers") {
           transfers_present_ = true;
           if (kind == Kind::array) {
@@ -817,6 +868,9 @@ class StreamHandler {
         break;
       case Target::phase:
         phase_ = std::move(v);
+        break;
+      case Target::switch_reduces:
+        switch_reduces_ = std::move(v);
         break;
       case Target::rounds:
         rounds_ = std::move(v);
@@ -886,6 +940,10 @@ class StreamHandler {
       if (!transfers_present_) in_.fail(rpath, "missing key 'transfers'");
       if (!transfers_type_.empty()) in_.fail(rpath + ".transfers", "expected an array, got " + transfers_type_);
       if (transfer_error_) throw InputError(*transfer_error_);
+      if (switch_reduces_) {
+        round_.switch_reduces =
+            read_switch_reduces(in_, *switch_reduces_, round_index_ - 1, ranks_, chunks_);
+      }
     } catch (const InputError& e) {
       round_error_ = e.what();
       return;
@@ -955,6 +1013,7 @@ class StreamHandler {
   Round round_;
   std::optional<std::string> unknown_round_;
   std::optional<json> phase_;
+  std::optional<json> switch_reduces_;
   bool transfers_present_ = false;
   std::string transfers_type_;
   std::optional<std::string> transfer_error_;

@@ -22,7 +22,7 @@ RoundStream straggler_tree_rounds(int n, int segments) {
   RoundStream up = tree_phase_rounds(others, segments, {heap_tree(iota_ranks(others))}, segments,
                                      /*reduce=*/true);
   while (const Round* r = up.next()) co_yield *r;
-  Round round{"straggler-exchange", {}};
+  Round round{"straggler-exchange", {}, {}};
   round.add(0, n - 1, 0, segments, Op::reduce);
   round.add(n - 1, 0, 0, segments, Op::reduce);
   co_yield round;

@@ -24,6 +24,18 @@ std::string list_ranks(const std::vector<int>& ranks) {
   return os.str();
 }
 
+std::string describe(const SwitchReduce& g) {
+  std::ostringstream os;
+  os << "switch reduction of ranks {" << list_ranks(g.members) << "} to {"
+     << list_ranks(g.receivers) << "}, chunks [" << g.chunk_begin << ", " << g.chunk_end << ")";
+  return os.str();
+}
+
+// "transfer 3" or, for the writes of in-network reductions (negative ids), "switch reduction 0".
+std::string writer_name(int id) {
+  return id >= 0 ? "transfer " + std::to_string(id) : "switch reduction " + std::to_string(-id - 1);
+}
+
 }  // namespace
 
 std::string VerifyError::to_string() const {
@@ -186,6 +198,78 @@ std::optional<VerifyError> SymbolicState::apply(const Round& round, int round_in
       writes.push_back(PendingWrite{t.dst, c, t.src, ti, t.op});
     }
   }
+  // In-network reductions: the switch's sum of chunk c is the union of the members' sets, which
+  // must be disjoint (else a contribution is counted twice); every receiver's chunk c becomes
+  // that sum, as a copy would. Each sum holds one reference until the round is committed.
+  std::vector<Cell>& sums = scratch_.sums;
+  for (Cell c : sums) release(c);
+  sums.clear();
+  std::vector<Interval>& acc0 = scratch_.acc;
+  std::vector<Interval>& src0 = scratch_.src;
+  std::vector<Interval>& merged0 = scratch_.merged;
+  auto release_sums = [&] {
+    for (Cell c : sums) release(c);
+    sums.clear();
+  };
+  for (std::size_t k = 0; k < round.switch_reduces.size(); ++k) {
+    const SwitchReduce& g = round.switch_reduces[k];
+    const int id = -static_cast<int>(k) - 1;
+    auto fail = [&](const std::string& what) {
+      release_sums();
+      return VerifyError{
+          round_index, -1,
+          "switch reduction " + std::to_string(k) + " (" + describe(g) + ") " + what};
+    };
+    if (g.members.empty()) return fail("has no members");
+    if (g.receivers.empty()) return fail("has no receivers");
+    for (const std::vector<int>* list : {&g.members, &g.receivers}) {
+      for (std::size_t i = 0; i < list->size(); ++i) {
+        const int r = (*list)[i];
+        if (r < 0 || r >= ranks_)
+          return fail("names rank " + std::to_string(r) + ", out of range [0, " +
+                      std::to_string(ranks_) + ")");
+        for (std::size_t j = 0; j < i; ++j) {
+          if ((*list)[j] == r) return fail("lists rank " + std::to_string(r) + " twice");
+        }
+      }
+    }
+    if (g.members.size() == 1 && g.receivers.size() == 1 && g.receivers[0] == g.members[0]) {
+      return fail("delivers a rank's own data back to it only");
+    }
+    if (g.chunk_begin >= g.chunk_end) return fail("empty chunk range");
+    if (g.chunk_begin < 0 || g.chunk_end > chunks_)
+      return fail("chunk range outside [0, " + std::to_string(chunks_) + ")");
+    for (int c = g.chunk_begin; c < g.chunk_end; ++c) {
+      acc0.clear();
+      for (int m : g.members) {
+        if (size_of(cell(m, c)) == 0) {
+          return fail("has rank " + std::to_string(m) + " contribute chunk " + std::to_string(c) +
+                      " but it holds no data for it");
+        }
+        intervals(cell(m, c), src0);
+        merged0.clear();
+        std::size_t i = 0, j = 0;
+        while (i < acc0.size() || j < src0.size()) {
+          const bool take_acc = j == src0.size() || (i < acc0.size() && acc0[i].lo < src0[j].lo);
+          const Interval next = take_acc ? acc0[i++] : src0[j++];
+          if (!merged0.empty() && next.lo < merged0.back().hi) {
+            return fail("double count: the switch's sum of chunk " + std::to_string(c) +
+                        " adds the contribution of rank " + std::to_string(next.lo) +
+                        " twice (member rank " + std::to_string(m) + " brings it again)");
+          }
+          if (!merged0.empty() && next.lo == merged0.back().hi) {
+            merged0.back().hi = next.hi;
+          } else {
+            merged0.push_back(next);
+          }
+        }
+        acc0.swap(merged0);
+      }
+      const std::size_t sum = sums.size();
+      sums.push_back(make(acc0));
+      for (int r : g.receivers) writes.push_back(PendingWrite{r, c, -1, id, Op::copy, sum});
+    }
+  }
   std::stable_sort(writes.begin(), writes.end(), [](const PendingWrite& a, const PendingWrite& b) {
     return a.dst != b.dst ? a.dst < b.dst : a.chunk < b.chunk;
   });
@@ -196,6 +280,8 @@ std::optional<VerifyError> SymbolicState::apply(const Round& round, int round_in
   results.clear();
   auto abandon = [&](VerifyError e) {
     for (const auto& r : results) release(r.second);
+    for (Cell c : sums) release(c);
+    sums.clear();
     return std::optional<VerifyError>(std::move(e));
   };
   std::vector<Interval>& acc = scratch_.acc;
@@ -211,13 +297,19 @@ std::optional<VerifyError> SymbolicState::apply(const Round& round, int round_in
                                       [](const PendingWrite& w) { return w.op == Op::copy; });
     if (any_copy && end - g > 1) {
       const PendingWrite& second = writes[g + 1];
-      return abandon(VerifyError{round_index, second.transfer,
-                                 "conflicting writes: rank " + std::to_string(dst) + " receives chunk " +
-                                     std::to_string(chunk) + " more than once in this round and one is a copy "
-                                     "(also written by transfer " + std::to_string(writes[g].transfer) + ")"});
+      const bool second_is_transfer = second.transfer >= 0;
+      return abandon(
+          VerifyError{round_index, second_is_transfer ? second.transfer : -1,
+                      (second_is_transfer ? std::string() : writer_name(second.transfer) + ": ") +
+                          "conflicting writes: rank " + std::to_string(dst) + " receives chunk " +
+                          std::to_string(chunk) +
+                          " more than once in this round and one is a copy "
+                          "(also written by " +
+                          writer_name(writes[g].transfer) + ")"});
     }
     if (any_copy) {
-      const Cell c = cell(writes[g].src, chunk);
+      const Cell c =
+          writes[g].sum != PendingWrite::kNoSum ? sums[writes[g].sum] : cell(writes[g].src, chunk);
       retain(c);
       results.emplace_back(index, c);
       g = end;
@@ -272,6 +364,8 @@ std::optional<VerifyError> SymbolicState::apply(const Round& round, int round_in
     release(cells_[index]);
     cells_[index] = value;
   }
+  for (Cell c : sums) release(c);
+  sums.clear();
   return std::nullopt;
 }
 
@@ -317,6 +411,11 @@ bool RoundVerifier::add(const Round& round) {
     sum.chunks_received[t.dst] += t.chunk_count();
   }
   for (const Transfer& t : round.transfers) sends_[t.src] = receives_[t.dst] = 0;
+  sum.switch_reduces += round.switch_reduces.size();
+  for (const SwitchReduce& g : round.switch_reduces) {
+    for (int m : g.members) sum.chunks_sent[m] += g.chunk_count();
+    for (int r : g.receivers) sum.chunks_received[r] += g.chunk_count();
+  }
   return true;
 }
 
@@ -355,6 +454,7 @@ std::string format_summary(const ScheduleSummary& s) {
   os << "ranks: " << s.ranks << "\nchunks: " << s.chunks << "\nrounds: " << s.rounds
      << "\ntransfers: " << s.transfers << "\nmax sends per rank in one round: " << s.max_sends_per_rank_round
      << "\nmax receives per rank in one round: " << s.max_receives_per_rank_round;
+  if (s.switch_reduces > 0) os << "\nswitch reductions: " << s.switch_reduces;
   if (!s.chunks_sent.empty()) {
     auto [lo, hi] = std::minmax_element(s.chunks_sent.begin(), s.chunks_sent.end());
     std::int64_t total = 0;

@@ -36,6 +36,7 @@ struct ScheduleSummary {
   int chunks = 0;
   int rounds = 0;
   std::size_t transfers = 0;
+  std::size_t switch_reduces = 0;       // in-network reductions (Round::switch_reduces)
   int max_sends_per_rank_round = 0;     // most transfers one rank sends in one round
   int max_receives_per_rank_round = 0;  // most transfers one rank receives in one round
   std::vector<std::int64_t> chunks_sent;      // per rank, over the whole schedule
@@ -111,17 +112,20 @@ class SymbolicState {
   void release(Cell c);
 
   struct PendingWrite {
+    static constexpr std::size_t kNoSum = ~std::size_t{0};
     int dst;
     int chunk;
-    int src;
-    int transfer;
+    int src;       // -1 for the write of an in-network reduction
+    int transfer;  // index in the round, or -1 - k for in-network reduction k
     Op op;
+    std::size_t sum = kNoSum;  // an in-network reduction's result: index into Scratch::sums
   };
   // Buffers reused from round to round.
   struct Scratch {
     std::vector<PendingWrite> writes;
     std::vector<std::pair<std::size_t, Cell>> results;
     std::vector<Interval> acc, src, merged;
+    std::vector<Cell> sums;  // the round's in-network sums, one reference each
   };
 
   int ranks_;

@@ -487,6 +487,9 @@ std::string describe(const SizeRange& range) {
 std::optional<CostCoefficients> linear_cost_coefficients(const alg::AlgorithmInfo& algorithm,
                                                          int ranks, double bytes,
                                                          const alg::Options& options) {
+  // An in-switch reduction's time depends on the switch's reduction bandwidth through a max()
+  // (nvls.cpp): not a least-squares row of (alpha, beta, gamma).
+  if (algorithm.in_network) return std::nullopt;
   const CostCoefficients k{
       .alpha =
           algorithm.cost(ranks, bytes, alg::CostParams{.alpha = 1, .beta = 0, .gamma = 0}, options),

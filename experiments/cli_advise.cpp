@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "algorithms/registry.hpp"
@@ -160,7 +161,24 @@ std::string advise_document(const AdviseArgs& a) {
   std::vector<std::string> algs =
       a.algorithms.empty() ? std::vector<std::string>() : split_list("--algorithms", a.algorithms);
   if (algs.empty()) {
-    for (const alg::AlgorithmInfo& info : alg::algorithms()) algs.push_back(info.name);
+    // Algorithms that reduce in a switch only where the topology's switch reduces (and the
+    // model costs it); asked for by name, they are checked like any experiment's.
+    std::optional<bool> reduces;
+    for (const alg::AlgorithmInfo& info : alg::algorithms()) {
+      if (info.in_network) {
+        if (a.network != "alphabeta") continue;
+        if (!reduces) {
+          const ConfigReader r =
+              ConfigReader::from_string("topology: " + topology_yaml(a), "--topology");
+          const topo::Topology t = load_topology(r.root().child("topology"), ".");
+          std::vector<int> all(static_cast<std::size_t>(t.gpu_count()));
+          for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+          reduces = t.reducing_switch_of(all) >= 0;
+        }
+        if (!*reduces) continue;
+      }
+      algs.push_back(info.name);
+    }
   }
   std::ostringstream y;
   y << "name: advise\n";

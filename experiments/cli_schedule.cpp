@@ -39,6 +39,10 @@ std::string text_header(const Schedule& s, std::size_t rounds) {
     os << " (arrival order)";
   }
   os << "\n# a>b cK+ : a sends chunk K to b, b reduces; '=' : b copies; cK..M : chunks K to M\n";
+  if (alg::find_algorithm(s.algorithm).in_network) {
+    os << "# {m,...}>>{r,...} cK+ : the switch sums chunk K of ranks m and delivers it to ranks r; "
+          "'=' : one rank's chunk multicast\n";
+  }
   return os.str();
 }
 
@@ -69,6 +73,28 @@ void append_text_round(std::string& out, const alg::Round& r, std::size_t index)
       append_number(out, t.chunk_end - 1);
     }
     out += t.op == Op::reduce ? '+' : '=';
+  }
+  // In-network reductions: {members}>>{receivers} cB..E, '+' when the switch sums several
+  // members, '=' for a multicast of one.
+  for (std::size_t k = 0; k < r.switch_reduces.size(); ++k) {
+    const alg::SwitchReduce& g = r.switch_reduces[k];
+    out.append(k || !r.transfers.empty() ? " | {" : " {");
+    for (std::size_t i = 0; i < g.members.size(); ++i) {
+      if (i) out += ',';
+      append_number(out, g.members[i]);
+    }
+    out.append("}>>{");
+    for (std::size_t i = 0; i < g.receivers.size(); ++i) {
+      if (i) out += ',';
+      append_number(out, g.receivers[i]);
+    }
+    out.append("} c");
+    append_number(out, g.chunk_begin);
+    if (g.chunk_count() > 1) {
+      out.append("..");
+      append_number(out, g.chunk_end - 1);
+    }
+    out += g.members.size() > 1 ? '+' : '=';
   }
   out += '\n';
 }

@@ -80,6 +80,10 @@ void check_algorithm_options(const alg::AlgorithmInfo& info, int ranks, const al
 // own default applies). `options_node` may be absent (no options map given).
 void apply_node_structure(const topo::Topology& topology, const alg::AlgorithmInfo& info,
                           alg::Options& options, const std::optional<ConfigNode>& options_node);
+// An algorithm that reduces in a switch (AlgorithmInfo::in_network) needs a topology with a
+// reducing switch and the alphabeta network model; fails at `at` otherwise. No-op for others.
+void check_in_network(const alg::AlgorithmInfo& info, const topo::Topology& topology,
+                      sim::NetworkKind network, const ConfigNode& at);
 // prediction.k (c.late_count) applied to a straggler-aware algorithm's options: sets
 // stragglers=k when they do not say, fails at `k_node` when they say otherwise or the
 // algorithm takes one late rank only.

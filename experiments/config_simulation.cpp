@@ -22,6 +22,7 @@ void load_collective(const ConfigNode& node, int ranks, sim::SimulationConfig& c
     name.fail("algorithm " + info->name + " does not support the topology's " + std::to_string(ranks) +
               " ranks (supported: " + info->supported_ranks + ")");
   }
+  check_in_network(*info, c.topology, c.network, name);
   c.algorithm = info->name;
   c.size = node.get_bytes("size");
   if (c.size.value == 0) node.child("size").fail("size must be > 0");
@@ -55,6 +56,23 @@ void load_collective(const ConfigNode& node, int ranks, sim::SimulationConfig& c
 }
 
 }  // namespace
+
+void check_in_network(const alg::AlgorithmInfo& info, const topo::Topology& topology,
+                      sim::NetworkKind network, const ConfigNode& at) {
+  if (!info.in_network) return;
+  // The in-network algorithms so far (nvls) reduce all ranks in one switch.
+  std::vector<int> all(static_cast<std::size_t>(topology.gpu_count()));
+  for (std::size_t r = 0; r < all.size(); ++r) all[r] = static_cast<int>(r);
+  if (topology.reducing_switch_of(all) < 0) {
+    at.fail("algorithm " + info.name + " reduces in a switch, and topology '" + topology.name +
+            "' has no reducing switch that joins all its ranks (give its switch a reduce: "
+            "{bandwidth, latency} key; docs/in_network_reduction.md)");
+  }
+  if (network != sim::NetworkKind::alphabeta || topology.shared_device) {
+    at.fail("algorithm " + info.name +
+            " reduces in a switch, which only the alphabeta network model costs");
+  }
+}
 
 void apply_node_structure(const topo::Topology& topology, const alg::AlgorithmInfo& info,
                           alg::Options& options, const std::optional<ConfigNode>& options_node) {

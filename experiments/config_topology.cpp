@@ -19,16 +19,63 @@ topo::Topology generate_at(const ConfigNode& node, F make) {
   }
 }
 
+// `reduce: {bandwidth: ..., latency: ...}`: a switch's in-network reduction (NVLS, SHARP).
+topo::SwitchReduction parse_reduce(const ConfigNode& r) {
+  r.require_map();
+  r.allow_only({"bandwidth", "latency"});
+  return topo::SwitchReduction{r.get_bandwidth("bandwidth"), r.get_time("latency")};
+}
+
+// Marks every switch with a link of class `link_class` to a GPU as reducing (the NVSwitches of
+// a hierarchical topology: "nvlink"; its leaves or rails: "nic"); errors at `at`.
+void reduce_switches(topo::Topology& t, const std::string& link_class,
+                     const topo::SwitchReduction& r, const ConfigNode& at) {
+  int marked = 0;
+  for (int v = 0; v < t.node_count(); ++v) {
+    if (t.node(v).kind != topo::NodeKind::switch_node) continue;
+    bool feeds_gpu = false;
+    for (int l : t.out_links(v)) {
+      const topo::Link& link = t.link(l);
+      feeds_gpu = feeds_gpu ||
+                  (link.link_class == link_class && t.node(link.to).kind == topo::NodeKind::gpu);
+    }
+    if (!feeds_gpu) continue;
+    try {
+      t.set_switch_reduction(v, r);
+    } catch (const InputError& e) {
+      at.fail(e.what());
+    }
+    ++marked;
+  }
+  if (marked == 0) {
+    at.fail("this topology has no switch joined to GPUs by " + link_class +
+            " links (one GPU per node has no NVSwitch)");
+  }
+}
+
 topo::Topology load_custom(const ConfigNode& node) {
   topo::Topology t;
   for (const ConfigNode& n : node.child("nodes").items()) {
-    n.allow_only({"name", "type"});
+    n.allow_only({"name", "type", "reduce"});
     const std::string name = n.get_string("name");
     if (t.find_vertex(name) >= 0) n.child("name").fail("duplicate node name '" + name + "'");
     if (n.get_choice("type", {"gpu", "switch"}, "gpu") == "gpu") {
+      if (n.has("reduce")) {
+        n.child("reduce").fail("reduce on GPU node '" + name +
+                               "': only a switch (type: switch) can reduce");
+      }
       t.add_gpu(name);
     } else {
-      t.add_switch(name);
+      const int v = t.add_switch(name);
+      if (n.has("reduce")) {
+        const ConfigNode r = n.child("reduce");
+        const topo::SwitchReduction red = parse_reduce(r);
+        try {
+          t.set_switch_reduction(v, red);
+        } catch (const InputError& e) {
+          r.fail(e.what());
+        }
+      }
     }
   }
   if (t.gpu_count() < 2) node.child("nodes").fail("a custom topology needs at least 2 GPUs");
@@ -77,9 +124,19 @@ topo::Topology load_inline(const ConfigNode& node) {
       }
     }
   };
+  if (kind != "switch" && kind != "hierarchical" && kind != "custom" && node.has("reduce")) {
+    node.child("reduce").fail("a " + kind +
+                              " topology has no switch that could reduce (a reducing switch is "
+                              "possible in kinds switch, hierarchical (nvlink, fabric) and "
+                              "custom (a switch node))");
+  }
   topo::Topology t;
   if (kind == "switch" || kind == "fully_connected" || kind == "ring") {
-    allow({"ranks", "bandwidth", "latency"});
+    if (kind == "switch") {
+      allow({"ranks", "bandwidth", "latency", "reduce"});
+    } else {
+      allow({"ranks", "bandwidth", "latency"});
+    }
     const int ranks = static_cast<int>(node.get_int("ranks", std::nullopt, 2, kMaxRanks));
     const BytesPerSecond bw = node.get_bandwidth("bandwidth");
     const Seconds lat = node.get_time("latency");
@@ -88,6 +145,10 @@ topo::Topology load_inline(const ConfigNode& node) {
       if (kind == "ring") return topo::make_ring({.ranks = ranks, .bandwidth = bw, .latency = lat});
       return topo::make_fully_connected({.ranks = ranks, .bandwidth = bw, .latency = lat});
     });
+    if (node.has("reduce")) {
+      const ConfigNode r = node.child("reduce");
+      reduce_switches(t, "nvlink", parse_reduce(r), r);
+    }
   } else if (kind == "torus2d" || kind == "torus3d") {
     const bool three = kind == "torus3d";
     if (three) {
@@ -120,7 +181,7 @@ topo::Topology load_inline(const ConfigNode& node) {
     p.nodes = static_cast<int>(node.get_int("nodes", std::nullopt, 1, kMaxRanks));
     p.gpus_per_node = static_cast<int>(node.get_int("gpus_per_node", std::nullopt, 1, 1024));
     const ConfigNode nv = node.child("nvlink");
-    nv.allow_only({"bandwidth", "latency"});
+    nv.allow_only({"bandwidth", "latency", "reduce"});
     p.nvlink_bandwidth = nv.get_bandwidth("bandwidth");
     p.nvlink_latency = nv.get_time("latency");
     const ConfigNode nic = node.child("nic");
@@ -128,7 +189,7 @@ topo::Topology load_inline(const ConfigNode& node) {
     p.nic_bandwidth = nic.get_bandwidth("bandwidth");
     p.nic_latency = nic.get_time("latency");
     const ConfigNode fab = node.child("fabric");
-    fab.allow_only({"kind", "spines", "bandwidth", "latency", "nodes_per_leaf"});
+    fab.allow_only({"kind", "spines", "bandwidth", "latency", "nodes_per_leaf", "reduce"});
     p.fabric = fab.get_choice("kind", {"leaf_spine", "rail_optimized"}) == "leaf_spine"
                    ? topo::FabricKind::leaf_spine
                    : topo::FabricKind::rail_optimized;
@@ -137,6 +198,15 @@ topo::Topology load_inline(const ConfigNode& node) {
     p.spine_latency = fab.get_time("latency", p.nic_latency);
     p.nodes_per_leaf = static_cast<int>(fab.get_int("nodes_per_leaf", 1, 1, kMaxRanks));
     t = generate_at(node, [&] { return topo::make_hierarchical(p); });
+    // NVLS: the NVSwitch of each node; SHARP/CollNet: the switches the NICs plug into.
+    if (nv.has("reduce")) {
+      const ConfigNode r = nv.child("reduce");
+      reduce_switches(t, "nvlink", parse_reduce(r), r);
+    }
+    if (fab.has("reduce")) {
+      const ConfigNode r = fab.child("reduce");
+      reduce_switches(t, "nic", parse_reduce(r), r);
+    }
   } else if (kind == "shared_device") {
     allow({"ranks", "memory_bandwidth", "copy_latency", "apply_latency", "launch_time",
            "copy_factor", "reduce_factor", "apply_copy_factor", "unaligned_factor",

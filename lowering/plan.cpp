@@ -106,6 +106,13 @@ void check_structure(const alg::Schedule& s) {
   if (s.ranks < 1)
     throw InputError("schedule has " + std::to_string(s.ranks) + " ranks (need >= 1)");
   for (std::size_t ri = 0; ri < s.rounds.size(); ++ri) {
+    if (!s.rounds[ri].switch_reduces.empty()) {
+      throw InputError(
+          "schedule round " + std::to_string(ri) +
+          ": in-network reductions (switch_reduces) cannot be lowered to "
+          "point-to-point plans (on NVLS-capable GPUs they would be multimem.ld_reduce "
+          "and multimem.st on a multicast buffer, which the executors do not implement)");
+    }
     const auto& transfers = s.rounds[ri].transfers;
     for (std::size_t ti = 0; ti < transfers.size(); ++ti) {
       const alg::Transfer& t = transfers[ti];

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <deque>
+#include <limits>
 #include <string>
 #include <unordered_map>
 
@@ -261,6 +262,152 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
       touched.push_back(r);
     }
   };
+  // In-network reductions (alg::SwitchReduce), after the round's transfers. The reductions of a
+  // round through one switch form a batch that starts when every rank in it has reached the
+  // round and is done with its transfers of the round (members: send port, receivers: receive
+  // port), and ends for all at once: start + the largest up link latency + the switch's
+  // reduction latency (when the batch reduces) + the largest down link latency + the longest
+  // of (bytes a member sends up / its up link's bandwidth, bytes a receiver gets / its down
+  // link's bandwidth, bytes reduced / the switch's reduction bandwidth). So the batch's
+  // reductions share the links and the switch as they would running side by side. A reduction
+  // with one member is a multicast: it uses no reduction bandwidth.
+  const topo::Topology& topology = routes.topology();
+  struct SwitchPorts {
+    int vertex = -1;
+    std::vector<int> up, down;  // per physical rank: link rank -> switch, switch -> rank (-1: none)
+  };
+  std::vector<SwitchPorts> switch_ports;
+  std::vector<std::uint64_t> switch_link_bytes;
+  std::vector<std::uint64_t> up_load(un, 0), down_load(un, 0);
+  std::vector<std::uint32_t> in_batch(un, 0);
+  std::uint32_t batch_stamp = 0;
+  std::vector<int> participants, batch_ranks;
+  std::vector<std::size_t> op_switch;
+  auto switch_round = [&](const alg::Round& round, std::uint32_t k) {
+    if (options.record_timeline || options.trace) {
+      throw InputError("round " + std::to_string(k - 1) +
+                       " has in-network reductions, which traces and timelines do not record "
+                       "(they hold point-to-point transfers)");
+    }
+    if (switch_link_bytes.empty())
+      switch_link_bytes.assign(static_cast<std::size_t>(topology.link_count()), 0);
+    op_switch.clear();
+    for (std::size_t j = 0; j < round.switch_reduces.size(); ++j) {
+      const alg::SwitchReduce& op = round.switch_reduces[j];
+      participants.clear();
+      for (const std::vector<int>* list : {&op.members, &op.receivers}) {
+        for (int r : *list) {
+          SSIM_CHECK(r >= 0 && r < n, "switch reduction rank out of range");
+          participants.push_back(map ? map[r] : r);
+        }
+      }
+      SSIM_CHECK(!op.members.empty() && !op.receivers.empty() && 0 <= op.chunk_begin &&
+                     op.chunk_begin < op.chunk_end && op.chunk_end <= chunks,
+                 "switch reduction out of range");
+      const int sw = topology.reducing_switch_of(participants);
+      if (sw < 0) {
+        std::sort(participants.begin(), participants.end());
+        participants.erase(std::unique(participants.begin(), participants.end()), participants.end());
+        std::string list;
+        for (std::size_t i = 0; i < participants.size() && i < 8; ++i)
+          list += (i ? ", " : "") + std::to_string(participants[i]);
+        if (participants.size() > 8) list += ", ...";
+        throw InputError("round " + std::to_string(k - 1) + ", switch reduction " +
+                         std::to_string(j) + ": topology '" + topology.name +
+                         "' has no reducing switch that joins ranks {" + list +
+                         "} (give the switch a reduce: {bandwidth, latency} key)");
+      }
+      std::size_t index = 0;
+      while (index < switch_ports.size() && switch_ports[index].vertex != sw) ++index;
+      if (index == switch_ports.size()) {
+        SwitchPorts p;
+        p.vertex = sw;
+        p.up.assign(un, -1);
+        p.down.assign(un, -1);
+        for (int l : topology.in_links(sw)) {
+          const topo::Link& link = topology.link(l);
+          const int r = topology.node(link.from).rank;
+          if (r >= 0 && p.up[static_cast<std::size_t>(r)] < 0)
+            p.up[static_cast<std::size_t>(r)] = l;
+        }
+        for (int l : topology.out_links(sw)) {
+          const topo::Link& link = topology.link(l);
+          const int r = topology.node(link.to).rank;
+          if (r >= 0 && p.down[static_cast<std::size_t>(r)] < 0)
+            p.down[static_cast<std::size_t>(r)] = l;
+        }
+        switch_ports.push_back(std::move(p));
+      }
+      op_switch.push_back(index);
+    }
+    // One batch per switch, in the order of each switch's first reduction in the round.
+    for (std::size_t first = 0; first < op_switch.size(); ++first) {
+      const std::size_t sw_index = op_switch[first];
+      if (std::find(op_switch.begin(), op_switch.begin() + static_cast<std::ptrdiff_t>(first),
+                    sw_index) != op_switch.begin() + static_cast<std::ptrdiff_t>(first))
+        continue;  // batch done already
+      const SwitchPorts& ports = switch_ports[sw_index];
+      const topo::SwitchReduction& reduction = *topology.node(ports.vertex).reduce;
+      ++batch_stamp;
+      batch_ranks.clear();
+      double start = -std::numeric_limits<double>::infinity(), up_latency = 0, down_latency = 0;
+      std::uint64_t reduced = 0;
+      auto join = [&](int r) {
+        touch(r, k);
+        if (in_batch[static_cast<std::size_t>(r)] != batch_stamp) {
+          in_batch[static_cast<std::size_t>(r)] = batch_stamp;
+          up_load[static_cast<std::size_t>(r)] = down_load[static_cast<std::size_t>(r)] = 0;
+          batch_ranks.push_back(r);
+        }
+      };
+      for (std::size_t j = first; j < op_switch.size(); ++j) {
+        if (op_switch[j] != sw_index) continue;
+        const alg::SwitchReduce& op = round.switch_reduces[j];
+        const std::uint64_t m =
+            alg::chunk_bytes(bytes.value, chunks, op.chunk_begin, op.chunk_end).length;
+        if (op.members.size() > 1) reduced += m;
+        for (int member : op.members) {
+          const int r = map ? map[member] : member;
+          join(r);
+          up_load[static_cast<std::size_t>(r)] += m;
+          start = std::max(start, send_free[r]);
+          up_latency = std::max(up_latency,
+                                topology.link(ports.up[static_cast<std::size_t>(r)]).latency.value);
+        }
+        for (int receiver : op.receivers) {
+          const int r = map ? map[receiver] : receiver;
+          join(r);
+          down_load[static_cast<std::size_t>(r)] += m;
+          start = std::max(start, recv_free[r]);
+          down_latency = std::max(
+              down_latency, topology.link(ports.down[static_cast<std::size_t>(r)]).latency.value);
+        }
+      }
+      double busy = static_cast<double>(reduced) / reduction.bandwidth.value;
+      for (int r : batch_ranks) {
+        const std::size_t ur = static_cast<std::size_t>(r);
+        if (up_load[ur] > 0) {
+          const topo::Link& link = topology.link(ports.up[ur]);
+          busy = std::max(busy, static_cast<double>(up_load[ur]) / link.bandwidth.value);
+          switch_link_bytes[static_cast<std::size_t>(ports.up[ur])] += up_load[ur];
+        }
+        if (down_load[ur] > 0) {
+          const topo::Link& link = topology.link(ports.down[ur]);
+          busy = std::max(busy, static_cast<double>(down_load[ur]) / link.bandwidth.value);
+          switch_link_bytes[static_cast<std::size_t>(ports.down[ur])] += down_load[ur];
+        }
+      }
+      const double latency =
+          up_latency + (reduced > 0 ? reduction.latency.value : 0.0) + down_latency;
+      const double end = start + latency + busy;
+      for (int r : batch_ranks) {
+        const std::size_t ur = static_cast<std::size_t>(r);
+        if (up_load[ur] > 0) send_free[ur] = end;
+        if (down_load[ur] > 0) recv_free[ur] = end;
+        done[ur] = std::max(done[ur], end);
+      }
+    }
+  };
   // A round on a single-switch topology.
   auto star_round = [&](const alg::Round& round, std::uint32_t k) {
     std::int32_t index = 0;
@@ -275,6 +422,7 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
       received_bytes[static_cast<std::size_t>(d)] += m;
       time_transfer(t, s, d, m, star->route(s, d), k, index++);
     }
+    if (!round.switch_reduces.empty()) switch_round(round, k);
     for (int r : touched) ready[r] = done[r];
   };
 
@@ -318,6 +466,7 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
       route_bytes[ri] += m;
       time_transfer(t, s, d, m, routes.route(ri), k, index++);
     }
+    if (!round.switch_reduces.empty()) switch_round(round, k);
     for (int r : touched) ready[r] = done[r];
   };
 
@@ -410,7 +559,8 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
     ++k;
     const std::size_t size = round->transfers.size();
     bool done_in_parallel = false;
-    if (threads > 1 && size >= options.parallel_round && size <= 0xffffffffu) {
+    if (threads > 1 && size >= options.parallel_round && size <= 0xffffffffu &&
+        round->switch_reduces.empty()) {
       if (!par) par = std::make_unique<ParallelPass>(threads, un);
       done_in_parallel = run_parallel(*round, k);
     }
@@ -424,8 +574,10 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
       result.link_bytes[static_cast<std::size_t>(star->up[r])] += sent_bytes[r];
       result.link_bytes[static_cast<std::size_t>(star->down[r])] += received_bytes[r];
     }
-    link_utilization(result, routes.topology());
   }
+  for (std::size_t l = 0; l < switch_link_bytes.size(); ++l)
+    result.link_bytes[l] += switch_link_bytes[l];
+  if (star || !switch_link_bytes.empty()) link_utilization(result, routes.topology());
   return result;
 }
 
@@ -808,27 +960,53 @@ Executor::Executor(const alg::Schedule& schedule, const topo::Topology& topology
 
 Executor::~Executor() = default;
 
+namespace {
+
+// Passes rounds on and refuses one with in-network reductions (alg::SwitchReduce): only the
+// alpha-beta dataflow pass costs them; the event engine (flow model) and the shared-device model
+// cost point-to-point transfers only.
+class PointToPointRounds final : public RoundSource {
+ public:
+  PointToPointRounds(RoundSource& inner, std::string model)
+      : inner_(inner), model_(std::move(model)) {}
+  int ranks() const override { return inner_.ranks(); }
+  int chunks() const override { return inner_.chunks(); }
+  const alg::Round* next() override {
+    const alg::Round* r = inner_.next();
+    if (r && !r->switch_reduces.empty()) {
+      throw InputError("round " + std::to_string(index_) +
+                       " of the schedule has in-network reductions (switch_reduces), which the " +
+                       model_ + " does not cost (the alphabeta network model does)");
+    }
+    ++index_;
+    return r;
+  }
+
+ private:
+  RoundSource& inner_;
+  std::string model_;
+  std::size_t index_ = 0;
+};
+
+}  // namespace
+
 IterationResult Executor::run(std::span<const Seconds> arrival, const RunOptions& options) {
-  if (routes_.topology().shared_device) {
-    ScheduleRounds rounds(schedule_);
-    return run_shared_device(rounds, routes_.topology(), bytes_, arrival, options);
-  }
-  if (network_.kind == NetworkKind::alphabeta && !options.use_event_engine) {
-    ScheduleRounds rounds(schedule_);
-    return run_alphabeta(rounds, routes_, network_.gamma, bytes_, arrival, options);
-  }
   ScheduleRounds rounds(schedule_);
   return run(rounds, arrival, options);
 }
 
-IterationResult Executor::run(RoundSource& rounds, std::span<const Seconds> arrival,
+IterationResult Executor::run(RoundSource& source, std::span<const Seconds> arrival,
                               const RunOptions& options) {
-  SSIM_CHECK(rounds.ranks() == schedule_.ranks && rounds.chunks() == schedule_.chunks,
+  SSIM_CHECK(source.ranks() == schedule_.ranks && source.chunks() == schedule_.chunks,
              "streamed rounds of another schedule");
-  if (routes_.topology().shared_device)
+  if (routes_.topology().shared_device) {
+    PointToPointRounds rounds(source, "shared-device model");
     return run_shared_device(rounds, routes_.topology(), bytes_, arrival, options);
+  }
   if (network_.kind == NetworkKind::alphabeta && !options.use_event_engine)
-    return run_alphabeta(rounds, routes_, network_.gamma, bytes_, arrival, options);
+    return run_alphabeta(source, routes_, network_.gamma, bytes_, arrival, options);
+  PointToPointRounds rounds(
+      source, network_.kind == NetworkKind::flow ? "flow network model" : "event engine");
   if (!events_)
     events_ = std::make_unique<EventRun>(schedule_.ranks, schedule_.chunks, routes_, network_, bytes_);
   return events_->run(rounds, arrival, options);

@@ -406,6 +406,60 @@ int Topology::add_switch(std::string vertex_name) {
   return v;
 }
 
+void Topology::set_switch_reduction(int vertex, SwitchReduction reduction) {
+  impl_->check_vertex(vertex, "set_switch_reduction");
+  Node& n = impl_->graph[vertex];
+  if (n.kind != NodeKind::switch_node) {
+    throw InputError("vertex " + n.name + " is a GPU, not a switch; only a switch can reduce");
+  }
+  if (!std::isfinite(reduction.bandwidth.value) || reduction.bandwidth.value <= 0) {
+    throw InputError("the reduction bandwidth of switch " + n.name +
+                     " must be finite and > 0, got " + format_bandwidth(reduction.bandwidth));
+  }
+  if (!std::isfinite(reduction.latency.value) || reduction.latency.value < 0 ||
+      reduction.latency.value > kMaxLinkLatency) {
+    throw InputError("the reduction latency of switch " + n.name +
+                     " must be in [0, 1s], got " + format_time(reduction.latency));
+  }
+  n.reduce = reduction;
+}
+
+bool Topology::has_reducing_switch() const {
+  for (int v = 0; v < node_count(); ++v) {
+    if (impl_->graph[v].reduce) return true;
+  }
+  return false;
+}
+
+int Topology::reducing_switch_of(std::span<const int> ranks) const {
+  SSIM_CHECK(!ranks.empty(), "reducing_switch_of: no ranks");
+  auto linked = [&](int rank, int sw) {
+    const int v = vertex_of_rank(rank);
+    bool up = false, down = false;
+    for (int l : out_links(v)) up = up || link(l).to == sw;
+    for (int l : in_links(v)) down = down || link(l).from == sw;
+    return up && down;
+  };
+  const int first = vertex_of_rank(ranks[0]);
+  std::vector<int> candidates;
+  for (int l : out_links(first)) {
+    const int sw = link(l).to;
+    if (impl_->graph[sw].reduce) candidates.push_back(sw);
+  }
+  std::sort(candidates.begin(), candidates.end());
+  for (int sw : candidates) {
+    bool all = true;
+    for (int r : ranks) {
+      if (!linked(r, sw)) {
+        all = false;
+        break;
+      }
+    }
+    if (all) return sw;
+  }
+  return -1;
+}
+
 int Topology::add_link(int from, int to, BytesPerSecond bandwidth, Seconds latency,
                        std::string link_class) {
   impl_->check_vertex(from, "add_link");

@@ -55,10 +55,20 @@ namespace ssim::topo {
 
 enum class NodeKind : std::uint8_t { gpu, switch_node };
 
+// In-network reduction of a switch (NVSwitch NVLS, InfiniBand SHARP): the switch sums the
+// contributions its members send up and sends the sum down (multicast). `bandwidth` is the
+// switch's reduction throughput in reduced (output) bytes per second, shared by the reductions in
+// flight at once; `latency` is added once per reduction, between the last byte up and the result.
+struct SwitchReduction {
+  BytesPerSecond bandwidth;
+  Seconds latency;
+};
+
 struct Node {
   NodeKind kind = NodeKind::gpu;
   std::string name;
   int rank = -1;  // GPU rank, -1 for switches
+  std::optional<SwitchReduction> reduce;  // switches only: set when the switch reduces
 };
 
 struct Link {
@@ -141,6 +151,15 @@ class Topology {
   const Node& node(int vertex) const;
   const Link& link(int id) const;
   int vertex_of_rank(int rank) const;
+  // Marks a switch as reducing (Node::reduce). InputError: not a switch, bandwidth not finite and
+  // > 0, latency not in [0, 1 s].
+  void set_switch_reduction(int vertex, SwitchReduction reduction);
+  // Whether any switch reduces.
+  bool has_reducing_switch() const;
+  // The reducing switch that every rank of `ranks` (at least one) is linked to directly, both
+  // ways (an up link rank -> switch and a down link switch -> rank): the lowest such vertex id,
+  // or -1 when there is none. Ranks out of range: InputError.
+  int reducing_switch_of(std::span<const int> ranks) const;
   // Link ids leaving `vertex`, in insertion order.
   std::vector<int> out_links(int vertex) const;
   // Link ids entering `vertex`, in insertion order.

@@ -36,6 +36,9 @@ const Case kCases[] = {
     // MSCCL++'s direct loads: fingerprints taken when they were added, already streamed.
     {"oneshot", "", "", 0x7147d000730b6c44ull},
     {"twoshot", "", "", 0x223ae96382089a45ull},
+    // In-switch reduction: taken when it was added (rounds with switch_reduces).
+    {"nvls", "", "", 0x56f8411c701db0c3ull},
+    {"nvls", "pipeline", "3", 0x436ed61e37e3d506ull},
     {"direct", "", "", 0xbb8a97eb79d3c7aeull},
     {"direct", "straggler", "0", 0x3e3074da7b64ad8cull},
     {"direct", "straggler", "n/2", 0xa3425e118cae45deull},
@@ -70,8 +73,8 @@ std::vector<int> ranks_of(const Case& c) {
   for (int n = algorithm == "stragglar" ? k + 2 : 2; n <= 70; ++n) v.push_back(n);
   for (int n : {127, 128, 129, 255, 256, 257, 600}) {
     if (k > 1 && n > 129) continue;
-    const bool all_to_all =
-        algorithm == "direct_rs_ag" || algorithm == "oneshot" || algorithm == "twoshot";
+    const bool all_to_all = algorithm == "direct_rs_ag" || algorithm == "oneshot" ||
+                            algorithm == "twoshot" || algorithm == "nvls";
     if (!all_to_all || n <= 256) v.push_back(n);  // n^2 transfers per round
   }
   return v;
@@ -100,6 +103,16 @@ std::uint64_t mix_round(std::uint64_t h, const Round& r) {
     h = mix(h, t.chunk_begin);
     h = mix(h, t.chunk_end);
     h = mix(h, static_cast<int>(t.op));
+  }
+  // In-network reductions, only where a round has some (the fingerprints above predate them).
+  if (!r.switch_reduces.empty()) h = mix(h, static_cast<std::int64_t>(r.switch_reduces.size()));
+  for (const SwitchReduce& g : r.switch_reduces) {
+    h = mix(h, static_cast<std::int64_t>(g.members.size()));
+    for (int m : g.members) h = mix(h, m);
+    h = mix(h, static_cast<std::int64_t>(g.receivers.size()));
+    for (int x : g.receivers) h = mix(h, x);
+    h = mix(h, g.chunk_begin);
+    h = mix(h, g.chunk_end);
   }
   return h;
 }

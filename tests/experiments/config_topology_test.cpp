@@ -39,6 +39,77 @@ TEST(ConfigTopology, EveryShippedTopologyFileLoads) {
   EXPECT_EQ(load("topologies/h100_4x8_rail.yaml").gpu_count(), 32);
 }
 
+TEST(ConfigTopology, ReducingSwitch) {
+  const std::string sw = "kind: switch\nranks: 4\nbandwidth: 400GB/s\nlatency: 2us\n";
+  const topo::Topology t = load(sw + "reduce: {bandwidth: 1TB/s, latency: 0.5us}\n");
+  ASSERT_TRUE(t.has_reducing_switch());
+  const int all[] = {0, 1, 2, 3};
+  const int s = t.reducing_switch_of(all);
+  ASSERT_EQ(s, 4);  // GPUs first, then the switch
+  ASSERT_TRUE(t.node(s).reduce.has_value());
+  EXPECT_DOUBLE_EQ(t.node(s).reduce->bandwidth.value, 1e12);
+  EXPECT_DOUBLE_EQ(t.node(s).reduce->latency.value, 0.5e-6);
+  EXPECT_FALSE(load(sw).has_reducing_switch());
+  EXPECT_EQ(load(sw).reducing_switch_of(all), -1);
+
+  // hierarchical: NVSwitches (nvlink) and, separately, the switches the NICs plug into (fabric).
+  const std::string h =
+      "kind: hierarchical\nnodes: 2\ngpus_per_node: 4\n"
+      "nic: {bandwidth: 50GB/s, latency: 1us}\nfabric: {kind: rail_optimized, spines: 0";
+  const topo::Topology nvls = load(h +
+                                   "}\nnvlink: {bandwidth: 400GB/s, latency: 2us, reduce: "
+                                   "{bandwidth: 500GB/s, latency: 1us}}\n");
+  const int node0[] = {0, 1, 2, 3}, node1[] = {4, 5, 6, 7}, rail0[] = {0, 4}, both[] = {0, 1, 4};
+  EXPECT_GE(nvls.reducing_switch_of(node0), 0);
+  EXPECT_GE(nvls.reducing_switch_of(node1), 0);
+  EXPECT_NE(nvls.reducing_switch_of(node0), nvls.reducing_switch_of(node1));
+  EXPECT_EQ(nvls.reducing_switch_of(rail0), -1);
+  EXPECT_EQ(nvls.reducing_switch_of(both), -1);
+  const topo::Topology sharp = load(
+      h +
+      ", reduce: {bandwidth: 50GB/s, latency: 1us}}\nnvlink: {bandwidth: 400GB/s, latency: 2us}\n");
+  EXPECT_EQ(sharp.reducing_switch_of(node0), -1);
+  EXPECT_GE(sharp.reducing_switch_of(rail0), 0);
+
+  // custom: on a switch node only.
+  const std::string c =
+      "kind: custom\nnodes:\n  - {name: a}\n  - {name: b}\n  - {name: s, type: switch, reduce: "
+      "{bandwidth: 100GB/s, latency: 1us}}\nlinks:\n  - {from: a, to: s, bandwidth: 10GB/s, "
+      "latency: 1us}\n"
+      "  - {from: b, to: s, bandwidth: 10GB/s, latency: 1us}\n";
+  const int ab[] = {0, 1};
+  EXPECT_EQ(load(c).reducing_switch_of(ab), 2);
+
+  // Bad input: one message naming file, line and key.
+  EXPECT_EQ(error_of(sw + "reduce: {bandwidth: 0GB/s, latency: 1us}\n")
+                .rfind("t.yaml:5:21: reduce.bandwidth:", 0),
+            0u)
+      << error_of(sw + "reduce: {bandwidth: 0GB/s, latency: 1us}\n");
+  EXPECT_NE(error_of(sw + "reduce: {bandwidth: -1GB/s, latency: 1us}\n").find("reduce.bandwidth"),
+            std::string::npos);
+  EXPECT_NE(error_of(sw + "reduce: {bandwidth: 100, latency: 1us}\n").find("a unit is required"),
+            std::string::npos);
+  EXPECT_NE(error_of(sw + "reduce: {latency: 1us}\n").find("bandwidth"), std::string::npos);
+  EXPECT_NE(error_of(sw + "reduce: {bandwidth: 1TB/s, latency: -1us}\n").find("reduce.latency"),
+            std::string::npos);
+  EXPECT_NE(error_of(sw + "reduce: {bandwidth: 1TB/s, latency: 1us, lanes: 2}\n").find("lanes"),
+            std::string::npos);
+  const std::string ring = "kind: ring\nranks: 4\nbandwidth: 400GB/s\nlatency: 2us\n";
+  EXPECT_EQ(error_of(ring + "reduce: {bandwidth: 1TB/s, latency: 1us}\n")
+                .rfind("t.yaml:5:9: reduce: a ring topology has no switch that could reduce", 0),
+            0u)
+      << error_of(ring + "reduce: {bandwidth: 1TB/s, latency: 1us}\n");
+  std::string gpu = c;
+  gpu.replace(gpu.find("{name: a}"), 9, "{name: a, reduce: {bandwidth: 1TB/s, latency: 1us}}");
+  EXPECT_NE(error_of(gpu).find("reduce on GPU node 'a'"), std::string::npos) << error_of(gpu);
+  const std::string h1 =
+      "kind: hierarchical\nnodes: 2\ngpus_per_node: 1\nnic: {bandwidth: 50GB/s, latency: 1us}\n"
+      "fabric: {kind: leaf_spine, spines: 1}\n"
+      "nvlink: {bandwidth: 400GB/s, latency: 2us, reduce: {bandwidth: 500GB/s, latency: 1us}}\n";
+  EXPECT_NE(error_of(h1).find("no switch joined to GPUs by nvlink links"), std::string::npos)
+      << error_of(h1);
+}
+
 TEST(ConfigTopology, SharedDevice) {
   const topo::Topology t = load(
       "kind: shared_device\nranks: 4\nmemory_bandwidth: 4TB/s\ncopy_latency: 3us\n"
@@ -99,7 +170,7 @@ TEST(ConfigTopology, ErrorsNameLineKeyAndValue) {
             "t.yaml:2:8: ranks: must be in [2, 65536] (value: 1)");
   EXPECT_EQ(error_of("kind: switch\nranks: 8\nbandwidth: 1GB/s\nlatency: 3us\nx: 4\n"),
             "t.yaml:5:4: x: unknown key 'x' for a switch topology (allowed: kind, ecmp, name, description, "
-            "provenance, ranks, bandwidth, latency) (value: 4)");
+            "provenance, ranks, bandwidth, latency, reduce) (value: 4)");
   EXPECT_EQ(error_of("kind: switch\nranks: 8\nbandwidth: 1GB/s\n"),
             "t.yaml:1:1: (top level): missing required key 'latency' (value: {kind: switch, ranks: 8, bandwidth: "
             "1GB/s})");

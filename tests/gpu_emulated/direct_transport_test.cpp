@@ -81,6 +81,7 @@ constexpr DType kTypes[] = {DType::float32, DType::float64, DType::int32,
 TEST_F(Direct, EveryAlgorithmOnOneDevice) {
   int case_index = 0;
   for (const alg::AlgorithmInfo& info : alg::algorithms()) {
+    if (info.in_network) continue;  // switch reductions: switch_reduce_test, nvls_test
     for (int n : {2, 3, 4, 5, 8}) {
       if (!info.supports_ranks(n)) continue;
       const DType dtype = kTypes[case_index++ % 6];
@@ -118,6 +119,7 @@ TEST_F(Direct, EveryDtype) {
 // DeviceGroup::direct), and the events that order the rounds cross devices.
 TEST_F(Direct, OneRankPerDeviceThroughPeerAccess) {
   for (const alg::AlgorithmInfo& info : alg::algorithms()) {
+    if (info.in_network) continue;  // switch reductions: switch_reduce_test, nvls_test
     for (int n : {3, 8}) {
       if (!info.supports_ranks(n)) continue;
       DeviceGroup group = DeviceGroup::direct(n, one_per_device(n));

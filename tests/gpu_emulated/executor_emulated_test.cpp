@@ -81,6 +81,7 @@ TEST_F(Emulated, EveryAlgorithmEveryStragglerOverNccl) {
   for (int n : kRanks) {
     DeviceGroup group = DeviceGroup::all_local(n);
     for (const alg::AlgorithmInfo& info : alg::algorithms()) {
+      if (info.in_network) continue;  // switch reductions: switch_reduce_test, nvls_test
       if (!info.supports_ranks(n)) continue;
       for (int straggler : straggler_positions(n)) {
         const std::string what =
@@ -101,6 +102,7 @@ TEST_F(Emulated, EveryDtypeEveryAlgorithm) {
     for (DType dtype : {DType::float32, DType::float64, DType::int32, DType::int64, DType::float16,
                         DType::bfloat16}) {
       for (const alg::AlgorithmInfo& info : alg::algorithms()) {
+        if (info.in_network) continue;  // switch reductions: switch_reduce_test, nvls_test
         if (!info.supports_ranks(n)) continue;
         expect_exact(
             group,
@@ -156,6 +158,7 @@ TEST_F(Emulated, ADelayIsMeasuredWhateverRanBeforeIt) {
   for (int n : {3, 4, 6}) {
     DeviceGroup group = DeviceGroup::all_local(n);
     for (const alg::AlgorithmInfo& info : alg::algorithms()) {
+      if (info.in_network) continue;  // switch reductions: switch_reduce_test, nvls_test
       if (!info.straggler_aware || !info.supports_ranks(n)) continue;
       for (int straggler : {n - 1, 0}) {
         auto aware = [&](double delay) {
@@ -183,6 +186,7 @@ TEST_F(Emulated, Phase1AsNcclReduceScatter) {
   for (int n : kRanks) {
     DeviceGroup group = DeviceGroup::all_local(n);
     for (const alg::AlgorithmInfo& info : alg::algorithms()) {
+      if (info.in_network) continue;  // switch reductions: switch_reduce_test, nvls_test
       if (!info.straggler_aware || !info.supports_ranks(n)) continue;
       for (int straggler : straggler_positions(n)) {
         PreparedCollective c;
@@ -204,6 +208,7 @@ TEST_F(Emulated, EveryAlgorithmOnTheSingleGpuTransport) {
   for (int n : kRanks) {
     DeviceGroup group = DeviceGroup::single_gpu(n, 0);
     for (const alg::AlgorithmInfo& info : alg::algorithms()) {
+      if (info.in_network) continue;  // switch reductions: switch_reduce_test, nvls_test
       if (!info.supports_ranks(n)) continue;
       for (int straggler : straggler_positions(n)) {
         expect_exact(group,

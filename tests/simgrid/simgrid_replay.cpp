@@ -204,6 +204,7 @@ std::vector<Case> sweep_cases() {
   std::vector<Case> cases;
   std::mt19937_64 rng(15);
   for (const ssim::alg::AlgorithmInfo& info : ssim::alg::algorithms()) {
+    if (info.in_network) continue;  // switch reductions: switch_reduce_test, nvls_test
     for (int n : {4, 7, 8, 16}) {
       if (!info.supports_ranks(n)) continue;
       for (const char* topo : {"switch", "ring", "fat_tree"}) {

@@ -110,6 +110,7 @@ constexpr std::array<DType, 6> kTypes = {DType::float32, DType::float64, DType::
 // Every registered algorithm, n = 2..12, both orders of a round's kernels: exact.
 TEST(DirectPlan, ExactInEitherOrderForEveryAlgorithm) {
   for (const alg::AlgorithmInfo& info : alg::algorithms()) {
+    if (info.in_network) continue;  // switch reductions: switch_reduce_test, nvls_test
     for (int n = 2; n <= 12; ++n) {
       if (!info.supports_ranks(n)) continue;
       const DType dtype = kTypes[static_cast<std::size_t>(n) % kTypes.size()];
@@ -130,6 +131,7 @@ TEST(DirectPlan, ExactInEitherOrderForEveryAlgorithm) {
 // the same round; sources parallel the items; senders and stagers list the right ranks.
 TEST(DirectPlan, StagedExactlyWhereTheSenderWritesTheSourceInTheSameRound) {
   for (const alg::AlgorithmInfo& info : alg::algorithms()) {
+    if (info.in_network) continue;  // switch reductions: switch_reduce_test, nvls_test
     for (int n : {2, 3, 4, 5, 8}) {
       if (!info.supports_ranks(n)) continue;
       const alg::Schedule s = alg::generate(info.name, n, alg::Options{});
@@ -224,6 +226,7 @@ TEST(DirectPlan, ARingStagesNothing) {
 TEST(DirectPlan, SameRoundConflictsOfTheRegistry) {
   std::string conflicted;
   for (const alg::AlgorithmInfo& info : alg::algorithms()) {
+    if (info.in_network) continue;  // switch reductions: switch_reduce_test, nvls_test
     std::string at;
     for (int n = 2; n <= 9; ++n) {
       if (!info.supports_ranks(n)) continue;

@@ -136,6 +136,7 @@ TEST_F(SingleGpuExecutor, EveryAlgorithmIsExact) {
     for (int n : {2, 3, 4, 5, 8}) {
       DeviceGroup group = one_gpu_group(transport, n);
       for (const alg::AlgorithmInfo& info : alg::algorithms()) {
+        if (info.in_network) continue;  // switch reductions: switch_reduce_test, nvls_test
         if (!info.supports_ranks(n)) continue;
         const int chunks = alg::generate(info.name, n, alg::Options{}).chunks;
         for (std::size_t t = 0; t < kTypes.size(); ++t) {
@@ -218,6 +219,7 @@ TEST_F(NcclExecutor, EveryAlgorithmNcclAndPhase1AsReduceScatter) {
   const int n = std::min(testing::gpu_count(), 8);
   DeviceGroup group = DeviceGroup::all_local(n);
   for (const alg::AlgorithmInfo& info : alg::algorithms()) {
+    if (info.in_network) continue;  // switch reductions: switch_reduce_test, nvls_test
     if (!info.supports_ranks(n)) continue;
     const int chunks = alg::generate(info.name, n, alg::Options{}).chunks;
     expect_exact(group, prepared(info.name, n, large_count(chunks) * 4, DType::float32), info.name);

@@ -54,7 +54,8 @@ std::vector<schema::ResultRow> read_rows(const std::string& path) {
 TEST(MpiCli, EveryAlgorithmComputesTheExactSum) {
   SSIM_REQUIRE_MPIRUN();
   std::vector<std::string> names;
-  for (const alg::AlgorithmInfo& a : alg::algorithms()) names.push_back(a.name);
+  for (const alg::AlgorithmInfo& a : alg::algorithms())
+    if (!a.in_network) names.push_back(a.name);  // switch reductions do not lower
   names.emplace_back("mpi");
   const char* dtypes[] = {"float32", "int64", "half", "float64", "int32", "bf16"};
   for (std::size_t i = 0; i < names.size(); ++i) {

@@ -1,0 +1,103 @@
+// `nvls` and reducing switches from the command line: listing, schedules, simulation on the
+// shipped DGX H100 topology, and the refusals (no reducing switch, flow model, lowering).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_support.hpp"
+
+namespace ssim::testing {
+namespace {
+
+bool contains(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
+
+CommandResult simulate(const std::string& yaml, const std::string& flags = "") {
+  const std::string path = "/tmp/ssim_nvls_" + std::to_string(::getpid()) + ".yaml";
+  std::ofstream(path) << yaml;
+  CommandResult r = run_cli("simulate " + path + " " + flags);
+  std::remove(path.c_str());
+  return r;
+}
+
+const std::string kDgx = std::string("topology: {file: ") + STRAGGLESIM_SOURCE_DIR +
+                         "/configs/topologies/dgx_h100.yaml}\n";
+
+TEST(CliNvls, ListedScheduledAndVerified) {
+  const CommandResult list = run_cli("algorithms");
+  ASSERT_EQ(list.rc, 0) << list.err;
+  EXPECT_TRUE(contains(list.out, "nvls  (n >= 2)")) << list.out;
+  const CommandResult text = run_cli("schedule nvls -r 3");
+  ASSERT_EQ(text.rc, 0) << text.err;
+  EXPECT_TRUE(contains(text.out, "# {m,...}>>{r,...} cK+ : the switch sums chunk K of ranks m"))
+      << text.out;
+  EXPECT_TRUE(contains(
+      text.out,
+      "R0 switch-reduce-scatter: {0,1,2}>>{0} c0+ | {0,1,2}>>{1} c1+ | {0,1,2}>>{2} c2+\n"))
+      << text.out;
+  EXPECT_TRUE(
+      contains(text.out, "R1 switch-allgather: {0}>>{1,2} c0= | {1}>>{0,2} c1= | {2}>>{0,1} c2=\n"))
+      << text.out;
+  const CommandResult json = run_cli("schedule nvls -r 5 --option pipeline=3 --format json");
+  ASSERT_EQ(json.rc, 0) << json.err;
+  const CommandResult ok = run_cli("verify -", json.out);
+  ASSERT_EQ(ok.rc, 0) << ok.err;
+  EXPECT_TRUE(contains(ok.out, "switch reductions: 30")) << ok.out;  // 4 rounds: 5, 10, 10, 5
+}
+
+TEST(CliNvls, RefusedWhereItCannotRun) {
+  const CommandResult lower = run_cli("lower nvls --ranks 4 --bytes 64KiB");
+  EXPECT_EQ(lower.rc, 1);
+  EXPECT_TRUE(contains(lower.err, "in-network reductions (switch_reduces) cannot be lowered"))
+      << lower.err;
+  const CommandResult xml = run_cli("schedule nvls -r 4 --format msccl-xml");
+  EXPECT_EQ(xml.rc, 1);
+  EXPECT_TRUE(contains(xml.err, "msccl-xml: the schedule has in-network reductions")) << xml.err;
+
+  const std::string plain =
+      "topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us}\n";
+  const CommandResult none = simulate(plain + "collective: {algorithm: nvls, size: 1GiB}\n");
+  EXPECT_EQ(none.rc, 1);
+  EXPECT_TRUE(
+      contains(none.err,
+               ":2:25: collective.algorithm: algorithm nvls reduces in a switch, and topology "
+               "'switch(8)' has no reducing switch that joins all its ranks"))
+      << none.err;
+  const CommandResult flow =
+      simulate(kDgx + "network: {model: flow}\ncollective: {algorithm: nvls, size: 1GiB}\n");
+  EXPECT_EQ(flow.rc, 1);
+  EXPECT_TRUE(contains(
+      flow.err, "algorithm nvls reduces in a switch, which only the alphabeta network model costs"))
+      << flow.err;
+  const CommandResult bad = simulate(
+      "topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us, reduce: {bandwidth: "
+      "0GB/s, latency: "
+      "1us}}\ncollective: {algorithm: nvls, size: 1GiB}\n");
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_TRUE(contains(bad.err, "topology.reduce.bandwidth")) << bad.err;
+}
+
+// On the shipped DGX H100 (450 GiB/s links, alpha 3 us, reduction 274 GB/s and 1 us), 1 GiB,
+// pipeline 1: round 0 is bound by the switch (2^30 B / 274 GB/s = 3.9187 ms > 2^30 B / 450 GiB/s
+// = 2.2222 ms), round 1 multicasts 7/8 GiB down each link (1.9444 ms):
+//   T = 2 x 3 us + 1 us + 2^30 / 274e9 + 7/8 x 2^30 / (450 x 2^30) = 5.8701 ms.
+TEST(CliNvls, SimulatesOnTheShippedDgxH100) {
+  const CommandResult r = simulate(kDgx + "collective: {algorithm: nvls, size: 1GiB}\n", "--json");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const double want = 7e-6 + 1073741824.0 / 274e9 + 7.0 / 8 / 450;
+  EXPECT_NEAR(j["iterations"][0]["after_last_arrival_s"].get<double>(), want, 1e-12);
+  const CommandResult advise =
+      run_cli("advise --topology dgx_h100 --size 1GiB --delay-dist 1ms --iterations 3");
+  ASSERT_EQ(advise.rc, 0) << advise.err;
+  EXPECT_TRUE(contains(advise.out, "nvls")) << advise.out;
+  const CommandResult plain =
+      run_cli("advise --topology switch:450GiB/s:3us --ranks 8 --size 1GiB --iterations 1");
+  ASSERT_EQ(plain.rc, 0) << plain.err;
+  EXPECT_FALSE(contains(plain.out, "nvls")) << plain.out;
+}
+
+}  // namespace
+}  // namespace ssim::testing

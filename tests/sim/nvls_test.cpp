@@ -1,0 +1,212 @@
+// In-network reductions in the simulator (alpha-beta model) and the `nvls` algorithm: a
+// hand-derived case, the closed form against the simulator, the bytes on the links, the refusals.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <vector>
+
+#include "algorithms/generators.hpp"
+#include "algorithms/registry.hpp"
+#include "algorithms/verifier.hpp"
+#include "common/error.hpp"
+#include "sim/executor.hpp"
+#include "topologies/generators.hpp"
+
+namespace ssim::sim {
+namespace {
+
+// n GPUs on one switch: links of `bandwidth` each way, GPU-to-GPU latency `alpha` (alpha/2 per
+// link); the switch reduces at `reduce_bw` with latency `reduce_lat` (no reduction when 0).
+topo::Topology reducing_switch(int n, double bandwidth, double alpha, double reduce_bw,
+                               double reduce_lat) {
+  topo::Topology t = topo::make_switch(
+      {.ranks = n, .bandwidth = BytesPerSecond{bandwidth}, .latency = Seconds{alpha}});
+  if (reduce_bw > 0) t.set_switch_reduction(n, {BytesPerSecond{reduce_bw}, Seconds{reduce_lat}});
+  return t;
+}
+
+IterationResult run(const alg::Schedule& s, const topo::Topology& t, std::uint64_t bytes,
+                    std::vector<Seconds> arrival = {}, NetworkKind kind = NetworkKind::alphabeta) {
+  if (arrival.empty()) arrival.assign(static_cast<std::size_t>(s.ranks), Seconds{0});
+  Executor ex(s, t, NetworkConfig{kind, SecondsPerByte{0}}, Bytes{bytes});
+  return ex.run(arrival);
+}
+
+alg::Schedule nvls(int n, int pipeline = 1) {
+  alg::Options o;
+  o.set("pipeline", std::to_string(pipeline));
+  return alg::generate("nvls", n, o);
+}
+
+TEST(Nvls, VerifiesForManyRankCountsAndPipelines) {
+  for (int n = 2; n <= 40; ++n) {
+    for (int p : {1, 2, 5}) {
+      const alg::VerifyResult v = alg::verify(nvls(n, p));
+      ASSERT_TRUE(v.ok()) << n << " " << p << ": " << v.error->to_string();
+      EXPECT_EQ(v.summary.rounds, p + 1);
+    }
+  }
+}
+
+// 4 ranks, links of 100 GB/s, alpha 2 us (1 us per link), the switch reduces at 150 GB/s with
+// 0.5 us latency; s = 4 MB, pipeline 1: four chunks of 1 MB.
+//   round 0 (reduce-scatter): each rank sends its 4 chunks up (4 MB / 100 GB/s = 40 us), gets
+//     its reduced chunk down (1 MB: 10 us); the switch reduces 4 MB (26.67 us at 150 GB/s).
+//     Latency 1 + 0.5 + 1 us. End 2.5 + 40 = 42.5 us.
+//   round 1 (multicast): each rank sends 1 MB up (10 us), gets 3 MB down (30 us); no reduction.
+//     Latency 1 + 1 us. End 42.5 + 2 + 30 = 74.5 us.
+// At 50 GB/s of reduction the switch is the bottleneck of round 0 (80 us): 82.5 + 32 = 114.5 us.
+TEST(Nvls, HandDerivedAlphaBeta) {
+  const alg::Schedule s = nvls(4);
+  const IterationResult fast = run(s, reducing_switch(4, 100e9, 2e-6, 150e9, 0.5e-6), 4'000'000);
+  EXPECT_NEAR(fast.completion.value, 74.5e-6, 1e-15);
+  const IterationResult slow = run(s, reducing_switch(4, 100e9, 2e-6, 50e9, 0.5e-6), 4'000'000);
+  EXPECT_NEAR(slow.completion.value, 114.5e-6, 1e-15);
+  // Every rank's up link carries s + s/n, its down link s/n + (n-1) s/n = s.
+  const topo::Topology t = reducing_switch(4, 100e9, 2e-6, 150e9, 0.5e-6);
+  for (int r = 0; r < 4; ++r) {
+    for (int l : t.out_links(t.vertex_of_rank(r))) EXPECT_EQ(fast.link_bytes[l], 5'000'000u) << r;
+    for (int l : t.in_links(t.vertex_of_rank(r))) EXPECT_EQ(fast.link_bytes[l], 4'000'000u) << r;
+  }
+}
+
+// The closed form (nvls.cpp) equals the simulation wherever the chunks divide evenly.
+TEST(Nvls, ClosedFormEqualsSimulation) {
+  for (int n : {2, 3, 4, 8, 16}) {
+    for (int p : {1, 2, 4, 8}) {
+      for (double reduce_bw : {1e12, 300e9, 100e9}) {
+        const double bw = 450e9, alpha = 3e-6, lat = 0.7e-6;
+        const std::uint64_t bytes = std::uint64_t{1} << 26;  // divisible by n p for these n, p
+        if (bytes % static_cast<std::uint64_t>(n * p) != 0) continue;
+        const IterationResult r =
+            run(nvls(n, p), reducing_switch(n, bw, alpha, reduce_bw, lat), bytes);
+        alg::CostParams c{.alpha = alpha,
+                          .beta = 1 / bw,
+                          .gamma = 0,
+                          .switch_beta = 1 / reduce_bw,
+                          .switch_latency = lat};
+        alg::Options o;
+        o.set("pipeline", std::to_string(p));
+        const double want = alg::find_algorithm("nvls").cost(n, static_cast<double>(bytes), c, o);
+        EXPECT_NEAR(r.completion.value, want, 1e-12 * want) << n << " " << p << " " << reduce_bw;
+      }
+    }
+  }
+  // Pipelining pays off for large messages: with the links the bottleneck, 8 slices on 8 ranks
+  // take 9 alpha + s beta (1 + 7 (1+1/8) + 7/8) / 8 = 9 alpha + (78/64) s beta, within 13/12 of
+  // the s (1+1/n) beta = (72/64) s beta that every rank's up link must carry.
+  const alg::CostParams c{.alpha = 3e-6, .beta = 1 / 450e9, .gamma = 0, .switch_beta = 0, .switch_latency = 0};
+  const double s = 1 << 30;
+  EXPECT_LT(alg::nvls_cost(8, s, 8, c), alg::nvls_cost(8, s, 1, c));
+  EXPECT_NEAR(alg::nvls_cost(8, s, 8, c), 9 * 3e-6 + 78.0 / 64 * s / 450e9, 1e-15);
+}
+
+// A late rank delays everything by its delay: its contribution must reach the switch before
+// any chunk is reduced (nothing is hidden).
+TEST(Nvls, AStragglerIsNotHidden) {
+  const topo::Topology t = reducing_switch(8, 450e9, 3e-6, 1e12, 0.5e-6);
+  const alg::Schedule s = nvls(8, 4);
+  const IterationResult base = run(s, t, 1 << 24);
+  std::vector<Seconds> arrival(8, Seconds{0});
+  arrival[5] = Seconds{1e-3};
+  const IterationResult late = run(s, t, 1 << 24, arrival);
+  EXPECT_NEAR(late.after_last_arrival.value, base.completion.value, 1e-15);
+  EXPECT_NEAR(late.completion.value, 1e-3 + base.completion.value, 1e-15);
+}
+
+// The straggler-aware variant of docs/in_network_reduction.md, built here to measure it (it is
+// not registered): while rank n-1 is late, the early ranks reduce-scatter through the switch
+// (P rounds: chunk p(n-1)+c summed over the early ranks, to rank c); after it arrives, round k
+// reduces {c, n-1} of slice k to c and c multicasts slice k-1 to everyone else.
+alg::Schedule straggler_aware_nvls(int n, int slices) {
+  const int e = n - 1, late = n - 1;
+  alg::Schedule s = alg::Schedule::make(alg::Collective::allreduce, "nvls-aware", n, e * slices);
+  std::vector<int> early;
+  for (int r = 0; r < e; ++r) early.push_back(r);
+  for (int p = 0; p < slices; ++p) {
+    alg::Round& r = s.add_round("early-reduce-scatter");
+    for (int c = 0; c < e; ++c) r.switch_reduces.push_back({early, {c}, p * e + c, p * e + c + 1});
+  }
+  for (int k = 0; k <= slices; ++k) {
+    alg::Round& r = s.add_round("fold-in-straggler");
+    for (int c = 0; c < e; ++c) {
+      if (k < slices) r.switch_reduces.push_back({{c, late}, {c}, k * e + c, k * e + c + 1});
+      if (k >= 1) {
+        std::vector<int> others;
+        for (int x = 0; x < n; ++x)
+          if (x != c) others.push_back(x);
+        r.switch_reduces.push_back({{c}, others, (k - 1) * e + c, (k - 1) * e + c});
+        r.switch_reduces.back().chunk_end += 1;
+      }
+    }
+  }
+  return s;
+}
+
+// After the straggler arrives the variant moves its s bytes up and s down (the others' links
+// carry less), and the switch still reduces s bytes: with q = s/P,
+//   T_after = (P+1) alpha + P lambda + P max(q beta, q beta_r) + q beta,
+// against nvls's max(q beta, q beta_r) + (P-1) max(q (1+1/n) beta, q beta_r) + q (n-1)/n beta
+// (+ the same latencies). Where the switch's reduction bandwidth binds (beta_r > (1+1/n) beta,
+// as assumed for DGX H100: 274 GB/s < 429 GB/s) the variant loses q beta / n; where the links
+// bind it wins s beta (P-2)/(n P), at most 1/(n+1) of nvls's time.
+TEST(Nvls, StragglerAwareVariantWinsOnlyWhenTheLinksBind) {
+  const int n = 8, slices = 8;
+  const double bw = 450.0 * (1 << 30), alpha = 3e-6, lambda = 1e-6, delay = 10e-3;
+  const std::uint64_t bytes = std::uint64_t{7} << 27;  // 896 MiB: chunks of s / (7 x 8) and s / (8 x 8)
+  const alg::Schedule aware = straggler_aware_nvls(n, slices);
+  ASSERT_TRUE(alg::verify(aware).ok()) << alg::verify(aware).error->to_string();
+  std::vector<Seconds> arrival(static_cast<std::size_t>(n), Seconds{0});
+  arrival.back() = Seconds{delay};
+  const double q = static_cast<double>(bytes) / slices, beta = 1 / bw;
+  for (const double reduce_bw : {274e9, 1e15}) {
+    const topo::Topology t = reducing_switch(n, bw, alpha, reduce_bw, lambda);
+    const double a = run(aware, t, bytes, arrival).after_last_arrival.value;
+    const double v = run(nvls(n, slices), t, bytes, arrival).after_last_arrival.value;
+    const double br = 1 / reduce_bw;
+    const double want_a =
+        (slices + 1) * alpha + slices * lambda + slices * std::max(q * beta, q * br) + q * beta;
+    EXPECT_NEAR(a, want_a, 1e-12 * want_a) << reduce_bw;
+    std::cout << "n=8, 896 MiB, P=8, straggler 10 ms late, reduction " << reduce_bw / 1e9
+              << " GB/s: nvls " << v * 1e6 << " us after the last arrival, aware variant "
+              << a * 1e6 << " us\n";
+    if (reduce_bw < bw / (1 + 1.0 / n)) {
+      EXPECT_NEAR(a - v, q * beta / n, 1e-9 * v);  // loses
+    } else {
+      EXPECT_NEAR(v - a, static_cast<double>(bytes) * beta * (slices - 2) / (n * slices),
+                  1e-9 * v);  // wins
+    }
+  }
+}
+
+TEST(Nvls, RefusesWhereItCannotRun) {
+  const alg::Schedule s = nvls(4);
+  try {
+    run(s, reducing_switch(4, 100e9, 2e-6, 0, 0), 1 << 20);
+    FAIL() << "ran without a reducing switch";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "round 0, switch reduction 0: topology 'switch(4)' has no reducing switch "
+                  "that joins ranks {0, 1, 2, 3}"),
+              std::string::npos)
+        << e.what();
+  }
+  try {
+    run(s, reducing_switch(4, 100e9, 2e-6, 1e12, 0), 1 << 20, {}, NetworkKind::flow);
+    FAIL() << "ran on the flow model";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("which the flow network model does not cost"),
+              std::string::npos)
+        << e.what();
+  }
+  const topo::Topology t = reducing_switch(4, 100e9, 2e-6, 1e12, 0);
+  Executor ex(s, t, NetworkConfig{}, Bytes{1 << 20});
+  RunOptions o;
+  o.record_timeline = true;
+  EXPECT_THROW(ex.run(std::vector<Seconds>(4, Seconds{0}), o), InputError);
+}
+
+}  // namespace
+}  // namespace ssim::sim
