@@ -19,12 +19,14 @@ RoundStream ring_reduce_scatter_rounds(std::vector<int> members, int first_chunk
   const int m = static_cast<int>(members.size());
   Round round{std::move(phase), {}, {}};
   round.transfers.resize(static_cast<std::size_t>(m));
+  // Senders, receivers and the op are the same in every step: only the chunks are rewritten.
+  for (int i = 0; i < m; ++i)
+    round.transfers[i] = Transfer{members[i], members[i + 1 == m ? 0 : i + 1], 0, 0, Op::reduce};
   for (int k = 0; k + 1 < m; ++k) {
     int c = ((-k - 1) % m + m) % m;  // member 0's chunk, minus first_chunk
-    for (int i = 0; i < m; ++i) {
-      const int next = i + 1 == m ? 0 : i + 1;
-      round.transfers[i] = Transfer{members[i], members[next], first_chunk + c, first_chunk + c + 1,
-                                    Op::reduce};
+    for (Transfer& t : round.transfers) {
+      t.chunk_begin = first_chunk + c;
+      t.chunk_end = first_chunk + c + 1;
       c = c + 1 == m ? 0 : c + 1;
     }
     co_yield round;
@@ -36,12 +38,13 @@ RoundStream ring_allgather_rounds(std::vector<int> members, int first_chunk, std
   const int m = static_cast<int>(members.size());
   Round round{std::move(phase), {}, {}};
   round.transfers.resize(static_cast<std::size_t>(m));
+  for (int i = 0; i < m; ++i)
+    round.transfers[i] = Transfer{members[i], members[i + 1 == m ? 0 : i + 1], 0, 0, Op::copy};
   for (int k = 0; k + 1 < m; ++k) {
     int c = ((-k) % m + m) % m;  // member 0's chunk, minus first_chunk
-    for (int i = 0; i < m; ++i) {
-      const int next = i + 1 == m ? 0 : i + 1;
-      round.transfers[i] =
-          Transfer{members[i], members[next], first_chunk + c, first_chunk + c + 1, Op::copy};
+    for (Transfer& t : round.transfers) {
+      t.chunk_begin = first_chunk + c;
+      t.chunk_end = first_chunk + c + 1;
       c = c + 1 == m ? 0 : c + 1;
     }
     co_yield round;

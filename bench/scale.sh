@@ -1,64 +1,114 @@
 #!/usr/bin/env bash
-# Scale cases of issue 11 through the real CLI: one process per case under /usr/bin/time -v,
-# printing wall and CPU seconds, transfers per second (per wall second) and peak RSS, against
-# the targets (on a 2-core machine; CPU time is the figure to trust on a shared one).
+# Scale cases through the real CLI, one process per case under /usr/bin/time, against a fixed
+# machine reference (bench/scale_reference.cpp, compiled here with -O2 and run before and after
+# the cases): a figure given as a ratio to the reference holds across machines, where seconds
+# do not. Prints per case: CPU seconds (user + system, the figure to trust on a shared
+# machine), wall seconds, peak RSS, CPU / reference CPU, CPU ns per transfer, and the target.
+# Not a test: nothing fails when a target is missed (the last column says so).
 #
-#   bench/scale.sh                         # uses build/experiments/stragglesim
-#   bench/scale.sh path/to/stragglesim     # or another binary
-#   SCALE_CASES="ring16384 schedule" bench/scale.sh   # a subset (names below)
-# The verify_* cases need 1.9 GB of free space under $TMPDIR for their input.
+#   bench/scale.sh                          # uses build/experiments/stragglesim
+#   bench/scale.sh --skip-65536             # without ring 65536 (about a minute of CPU)
+#   bench/scale.sh path/to/stragglesim      # another binary
+#   SCALE_CASES="ring16384 ring16384_threads2" bench/scale.sh   # a subset (names below)
+# Environment: CXX (compiler of the reference, default c++). The verify_* cases (not run by
+# default) need 1.9 GB of free space under $TMPDIR for their input.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-bin=${1:-$root/build/experiments/stragglesim}
+skip65536=0
+bin=$root/build/experiments/stragglesim
+for arg in "$@"; do
+  case $arg in
+    --skip-65536) skip65536=1 ;;
+    -h | --help)
+      sed -n '2,14p' "$0"
+      exit 0
+      ;;
+    -*)
+      echo "scale.sh: unknown option $arg (see --help)" >&2
+      exit 1
+      ;;
+    *) bin=$arg ;;
+  esac
+done
+if [[ ! -x $bin ]]; then
+  echo "scale.sh: $bin is not an executable (build the stragglesim target first)" >&2
+  exit 1
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+"${CXX:-c++}" -O2 -std=c++20 "$root/bench/scale_reference.cpp" -o "$tmp/reference"
 
-# name | target seconds | target peak RSS MiB | command (arguments of stragglesim)
+cfg=$root/bench/configs
+# name | default (1: run unless SCALE_CASES names others) | target CPU s | command (stragglesim
+# arguments). Targets: issue 27 (the ring, StragglAR and rhd cases), issue 11 (the others).
 cases=(
-  "ring4096|2|256|simulate $root/bench/configs/ring_switch_4096.yaml --json"
-  "ring16384|5|256|simulate $root/bench/configs/ring_switch_16384.yaml --json"
-  "ring65536|120|1024|simulate $root/bench/configs/ring_switch_65536.yaml --json"
-  "stragglar4096_switch|2|512|simulate $root/bench/configs/stragglar_switch_4096.yaml --json"
-  "stragglar4096_ring|6|512|simulate $root/bench/configs/stragglar_ring_4096.yaml --json"
-  "schedule|5|1024|schedule stragglar --ranks 4096"
-  # verify FILE streamed, FILE written first by `schedule ALGO --ranks 4096 --format json`
-  # (1.9 GB each, not timed); no target in the issue: the bounds are what streaming should keep
-  "verify_stragglar4096|120|1024|verify $tmp/stragglar4096.json"
-  "verify_ring4096|120|1024|verify $tmp/ring4096.json"
+  "ring16384|1|4|simulate $cfg/ring_switch_16384.yaml --json --threads 1"
+  "ring65536|1|60|simulate $cfg/ring_switch_65536.yaml --json --threads 1"
+  "stragglar4096|1|1.2|simulate $cfg/stragglar_switch_4096.yaml --json --threads 1"
+  "rhd1024_flow|1|0.35|simulate $cfg/rhd_flow_ring_1024.yaml --json"
+  "ring16384_default|1|-|simulate $cfg/ring_switch_16384.yaml --json"
+  "ring16384_threads2|0|-|simulate $cfg/ring_switch_16384.yaml --json --threads 2"
+  "ring4096|0|2|simulate $cfg/ring_switch_4096.yaml --json --threads 1"
+  "stragglar4096_ring|0|6|simulate $cfg/stragglar_ring_4096.yaml --json --threads 1"
+  "schedule|0|5|schedule stragglar --ranks 4096"
+  # verify FILE, FILE written first by `schedule ALGO --ranks 4096 --format json` (not timed)
+  "verify_stragglar4096|0|-|verify $tmp/stragglar4096.json"
+  "verify_ring4096|0|-|verify $tmp/ring4096.json"
 )
-printf '%-22s %9s %9s %14s %9s  %s\n' case wall_s cpu_s transfers/s rss_MiB targets
+
+# CPU seconds, wall seconds and peak RSS (MiB) of one command, from GNU time's output.
+measure() {
+  /usr/bin/time -f '%U %S %e %M' -o "$tmp/time" "$@" >"$tmp/out" 2>"$tmp/err"
+}
+times() {
+  awk '{ printf "%.2f %.2f %.0f\n", $1 + $2, $3, $4 / 1024 }' "$tmp/time"
+}
+reference() {
+  measure "$tmp/reference" || {
+    echo "scale.sh: the reference failed" >&2
+    exit 1
+  }
+  times
+}
+
+read -r ref1 ref1_wall _ < <(reference)
+printf '%-20s %8s %8s %8s %8s %10s  %s\n' case cpu_s wall_s rss_MiB x_ref ns/transfer target
 for c in "${cases[@]}"; do
-  IFS='|' read -r name t_max rss_max args <<<"$c"
-  if [[ -n ${SCALE_CASES:-} && " $SCALE_CASES " != *" $name "* ]]; then continue; fi
+  IFS='|' read -r name default target args <<<"$c"
+  if [[ -n ${SCALE_CASES:-} ]]; then
+    [[ " $SCALE_CASES " == *" $name "* ]] || continue
+  elif [[ $default != 1 || ($name == ring65536 && $skip65536 == 1) ]]; then
+    continue
+  fi
   if [[ $name == verify_* ]]; then
     algo=${name#verify_}
     "$bin" schedule "${algo%4096}" --ranks 4096 --format json -o "$tmp/$algo.json"
   fi
   # shellcheck disable=SC2086
-  /usr/bin/time -v -o "$tmp/time" "$bin" $args >"$tmp/out" 2>"$tmp/err" || {
-    printf '%-22s failed: %s\n' "$name" "$(tail -1 "$tmp/err")"
+  if ! measure "$bin" $args; then
+    printf '%-20s failed: %s\n' "$name" "$(tail -1 "$tmp/err")"
     continue
-  }
+  fi
   if [[ $name == verify_* ]]; then rm -f "$tmp/${name#verify_}.json"; fi
-  python3 - "$name" "$t_max" "$rss_max" "$tmp/out" "$tmp/time" <<'PY'
+  transfers=$(python3 - "$name" "$tmp/out" <<'PY'
 import json, re, sys
-name, t_max, rss_max, out, tfile = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5]
-text = open(tfile).read()
-def field(label):
-    return re.search(re.escape(label) + r": ([\d:.]+)", text).group(1)
-rss = int(field("Maximum resident set size (kbytes)")) / 1024
-cpu = float(field("User time (seconds)")) + float(field("System time (seconds)"))
-wall = 0.0
-for part in field("Elapsed (wall clock) time (h:mm:ss or m:ss)").split(":"):
-    wall = wall * 60 + float(part)
+name, out = sys.argv[1], sys.argv[2]
 if name == "schedule":  # text output: one line per round, ' | ' between transfers
-    transfers = sum(line.count(" | ") + 1 for line in open(out) if line.startswith("R"))
+    print(sum(line.count(" | ") + 1 for line in open(out) if line.startswith("R")))
 elif name.startswith("verify_"):  # the summary's "transfers: N"
-    transfers = int(re.search(r"^transfers: (\d+)$", open(out).read(), re.M).group(1))
+    print(re.search(r"^transfers: (\d+)$", open(out).read(), re.M).group(1))
 else:
-    transfers = json.load(open(out))["schedule"]["transfers"]
-ok = cpu <= t_max and rss <= rss_max
-print(f"{name:<22} {wall:9.2f} {cpu:9.2f} {transfers / wall / 1e6:12.1f} M {rss:9.0f}  "
-      f"<= {t_max:g} s, <= {rss_max:g} MiB: {'ok' if ok else 'MISSED'}")
+    print(json.load(open(out))["schedule"]["transfers"])
 PY
+)
+  # The ratio is to the reference run before the cases (the one after is printed below).
+  read -r cpu wall rss < <(times)
+  awk -v n="$name" -v cpu="$cpu" -v wall="$wall" -v rss="$rss" -v ref="$ref1" \
+    -v tr="$transfers" -v tg="$target" 'BEGIN {
+      verdict = tg == "-" ? "-" : (cpu <= tg ? "<= " tg " s: ok" : "<= " tg " s: MISSED")
+      printf "%-20s %8.2f %8.2f %8d %8.2f %10.2f  %s\n", n, cpu, wall, rss, cpu / ref,
+        cpu * 1e9 / tr, verdict }'
 done
+read -r ref2 ref2_wall _ < <(reference)
+printf '%-20s %8.2f %8.2f (before the cases: %.2f s CPU, %.2f s wall; the ratios use that one)\n' \
+  reference "$ref2" "$ref2_wall" "$ref1" "$ref1_wall"

@@ -43,7 +43,7 @@ struct AdviseArgs {
   std::string trace;  // FILE: the recommended algorithm's trace
   int trace_iteration = 0;
   int trace_links = -1;
-  int threads = 0;  // 0: every core (used only with --jobs 1)
+  int threads = 1;  // used only with --jobs 1 (docs/scale.md: why one by default)
 };
 
 std::string yaml_quoted(const std::string& s) {

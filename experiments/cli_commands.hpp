@@ -59,7 +59,7 @@ void add_advise_command(CLI::App& app);
 // Sign checks for numeric flags, with short messages ("--seed: must be >= 0, got -5"; CLI11's
 // NonNegativeNumber prints DBL_MAX in all its 309 digits).
 // --threads N (1..1024): threads of the alpha-beta dataflow pass inside one simulation.
-// `threads` stays 0 (every core) when the flag is absent.
+// `threads` keeps its default (1 in every command) when the flag is absent.
 void add_threads_option(CLI::App& cmd, int& threads, const std::string& extra = "");
 CLI::Validator non_negative_number();
 CLI::Validator positive_number();

@@ -167,8 +167,9 @@ sim::SimulationResult write_trace(sim::SimulationConfig config, int iteration, i
 
 void add_threads_option(CLI::App& cmd, int& threads, const std::string& extra) {
   cmd.add_option("--threads", threads,
-                 "Threads of the alpha-beta dataflow pass within a simulation (default: every "
-                 "core; results are identical for any count)" +
+                 "Threads of the alpha-beta dataflow pass within a simulation (default 1: more "
+                 "cost CPU and gain little on a shared machine, docs/scale.md; results are "
+                 "identical for any count)" +
                      extra)
       ->check(CLI::Validator(
           [](std::string& text) -> std::string {

@@ -42,7 +42,7 @@ struct RunArgs {
   std::string max_time;
   std::string trace;     // POINT: trace one run instead of running the experiment
   int trace_links = -1;  // -1: every link that carries traffic
-  int threads = 0;  // 0: every core (used only with --jobs 1)
+  int threads = 1;  // used only with --jobs 1 (docs/scale.md: why one by default)
 };
 
 struct MergeArgs {

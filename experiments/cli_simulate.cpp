@@ -27,7 +27,7 @@ struct SimulateArgs {
   long long seed = -1;  // -1: as configured
   std::string max_memory;
   std::string max_time;
-  int threads = 0;  // 0: every core
+  int threads = 1;  // one: more cost CPU on a shared machine (docs/scale.md)
 };
 
 std::string fixed(double v, int digits) {

@@ -188,6 +188,91 @@ std::pair<std::size_t, std::size_t> block(std::size_t size, int p, int parts) {
   return {size * q / P, size * (q + 1) / P};
 }
 
+// The single-switch round when nothing is recorded (no timeline, no trace): the same
+// arithmetic as time_transfer on StarRoutes::route, bit for bit, in one loop over raw per-rank
+// arrays with the route's terms precomputed per rank. The route's latency is
+// (0.0 + up latency) + down latency, summed in that order as before; its inverse bandwidth
+// 1 / min(up, down) equals max(1 / up, 1 / down) exactly, since a correctly rounded division
+// is monotone, so no division is left per transfer.
+struct StarPass {
+  int n = 0, chunks = 0;
+  const int* map = nullptr;
+  double gamma = 0;
+  std::uint64_t base = 0, remainder = 0;  // ChunkSizes
+  double* ready = nullptr;
+  double* send_free = nullptr;
+  double* recv_free = nullptr;
+  double* done = nullptr;
+  std::uint32_t* stamp = nullptr;
+  std::uint64_t* sent = nullptr;
+  std::uint64_t* received = nullptr;
+  int* touched = nullptr;              // room for n ranks
+  const double* up_latency = nullptr;  // 0.0 + the up link's latency
+  const double* down_latency = nullptr;
+  const double* up_inverse = nullptr;  // 1 / bandwidth
+  const double* down_inverse = nullptr;
+
+  void run(const alg::Transfer* t, std::size_t size, std::uint32_t k) const {
+    // Locals, so that the compiler keeps them in registers across the stores below.
+    const int n = this->n, chunks = this->chunks;
+    const int* const map = this->map;
+    const double gamma = this->gamma;
+    const std::uint64_t base = this->base, remainder = this->remainder;
+    double* const ready = this->ready;
+    double* const send_free = this->send_free;
+    double* const recv_free = this->recv_free;
+    double* const done = this->done;
+    std::uint32_t* const stamp = this->stamp;
+    std::uint64_t* const sent = this->sent;
+    std::uint64_t* const received = this->received;
+    int* const touched = this->touched;
+    const double* const up_latency = this->up_latency;
+    const double* const down_latency = this->down_latency;
+    const double* const up_inverse = this->up_inverse;
+    const double* const down_inverse = this->down_inverse;
+    std::size_t count = 0;
+    const std::uint32_t un = static_cast<std::uint32_t>(n);
+    for (std::size_t j = 0; j < size; ++j) {
+      const alg::Transfer& x = t[j];
+      if (static_cast<std::uint32_t>(x.src) >= un || static_cast<std::uint32_t>(x.dst) >= un ||
+          x.src == x.dst || x.chunk_begin < 0 || x.chunk_begin > x.chunk_end ||
+          x.chunk_end > chunks) [[unlikely]]
+        check_transfer(x, n, chunks);
+      const std::size_t s = static_cast<std::size_t>(map ? map[x.src] : x.src);
+      const std::size_t d = static_cast<std::size_t>(map ? map[x.dst] : x.dst);
+      if (stamp[s] != k) {
+        stamp[s] = k;
+        send_free[s] = recv_free[s] = done[s] = ready[s];
+        touched[count++] = static_cast<int>(s);
+      }
+      if (stamp[d] != k) {
+        stamp[d] = k;
+        send_free[d] = recv_free[d] = done[d] = ready[d];
+        touched[count++] = static_cast<int>(d);
+      }
+      const std::uint64_t m =
+          base * static_cast<std::uint64_t>(x.chunk_end - x.chunk_begin) +
+          (x.chunk_end == chunks && x.chunk_end > x.chunk_begin ? remainder : 0);
+      sent[s] += m;
+      received[d] += m;
+      const double md = static_cast<double>(m);
+      const double latency = up_latency[s] + down_latency[d];
+      const double inverse = std::max(up_inverse[s], down_inverse[d]);
+      const double start = std::max(send_free[s], recv_free[d]);
+      const double end = start + (latency + md * inverse);
+      const double reduced = x.op == alg::Op::reduce ? end + gamma * md : end;
+      send_free[s] = end;
+      recv_free[d] = end;
+      done[s] = std::max(done[s], end);
+      done[d] = std::max(done[d], reduced);
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::size_t r = static_cast<std::size_t>(touched[i]);
+      ready[r] = done[r];
+    }
+  }
+};
+
 }  // namespace
 
 IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPerByte gamma,
@@ -217,6 +302,37 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
   // pair) and bytes are counted per rank (sent: its up link, received: its down link).
   const StarRoutes* star = routes.star();
   std::vector<std::uint64_t> sent_bytes(star ? un : 0, 0), received_bytes(star ? un : 0, 0);
+  // Nothing recorded: the star rounds run in StarPass (the same results, faster).
+  const bool star_fast = star && !options.record_timeline && !options.trace;
+  std::vector<double> star_terms(star_fast ? 4 * un : 0);
+  StarPass fast;
+  if (star_fast) {
+    for (std::size_t r = 0; r < un; ++r) {
+      star_terms[r] = 0.0 + star->up_latency[r];
+      star_terms[un + r] = star->down_latency[r];
+      star_terms[2 * un + r] = 1.0 / star->up_bandwidth[r];
+      star_terms[3 * un + r] = 1.0 / star->down_bandwidth[r];
+    }
+    touched.resize(un);
+    fast = StarPass{n,
+                    chunks,
+                    map,
+                    g,
+                    sizes.base,
+                    sizes.remainder,
+                    ready.data(),
+                    send_free.data(),
+                    recv_free.data(),
+                    done.data(),
+                    stamp.data(),
+                    sent_bytes.data(),
+                    received_bytes.data(),
+                    touched.data(),
+                    star_terms.data(),
+                    star_terms.data() + un,
+                    star_terms.data() + 2 * un,
+                    star_terms.data() + 3 * un};
+  }
 
   IterationResult result;
   result.ranks = n;
@@ -432,8 +548,12 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
   constexpr std::size_t kAhead = 8;
   std::vector<std::uint32_t> round_routes;
   auto sequential_round = [&](const alg::Round& round, std::uint32_t k) {
-    touched.clear();
     const std::size_t size = round.transfers.size();
+    if (star_fast) {
+      fast.run(round.transfers.data(), size, k);
+      return;
+    }
+    touched.clear();
     if (star) {
       star_round(round, k);
       return;
@@ -717,10 +837,10 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
     std::vector<alg::Transfer> transfers;
     std::vector<std::uint8_t> wait;  // ends not yet in the round + port predecessors not done
     std::vector<std::int32_t> send_next, recv_next;  // serial: the next transfer at the port
-    std::vector<std::uint32_t> group_begin;  // CSR: group g's items, g - first_group
-    std::vector<std::uint32_t> items;        // (transfer in the round << 1) | (0 send, 1 receive)
-    std::vector<std::uint64_t> group_next;   // the rank's next group (global), or kNone
-    std::size_t finished = 0;                // transfers done (both ends)
+    std::vector<std::uint32_t> group_begin;          // CSR: group g's items, g - first_group
+    std::vector<std::uint32_t> items;       // (transfer in the round << 1) | (0 send, 1 receive)
+    std::vector<std::uint64_t> group_next;  // the rank's next group (global), or kNone
+    std::size_t finished = 0;               // transfers done (both ends)
   };
   int physical(int r) const { return map_ ? map_[r] : r; }
 
@@ -751,8 +871,9 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
     const std::size_t size = round->transfers.size();
     SSIM_CHECK(size < (std::size_t{1} << 31), "round too large for the event engine");
     if (size == 0) return true;  // no transfers: nothing waits for it
-    SSIM_CHECK(window_.empty() || next_transfer_ - window_.front().first + size < (std::uint64_t{1} << 32),
-               "too many transfers in flight for the event engine (2^32)");
+    SSIM_CHECK(
+        window_.empty() || next_transfer_ - window_.front().first + size < (std::uint64_t{1} << 32),
+        "too many transfers in flight for the event engine (2^32)");
     Window& w = window_.emplace_back(spare());
     w.first = next_transfer_;
     w.first_group = next_group_;
@@ -1008,7 +1129,8 @@ IterationResult Executor::run(RoundSource& source, std::span<const Seconds> arri
   PointToPointRounds rounds(
       source, network_.kind == NetworkKind::flow ? "flow network model" : "event engine");
   if (!events_)
-    events_ = std::make_unique<EventRun>(schedule_.ranks, schedule_.chunks, routes_, network_, bytes_);
+    events_ =
+        std::make_unique<EventRun>(schedule_.ranks, schedule_.chunks, routes_, network_, bytes_);
   return events_->run(rounds, arrival, options);
 }
 

@@ -1,5 +1,5 @@
 // --threads on simulate, run and advise: bad values are usage errors (exit 2) naming the flag;
-// any thread count gives the same output.
+// the default is one thread; any thread count gives the same output.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -24,6 +24,18 @@ TEST(CliThreads, BadValuesAreUsageErrors) {
           << r.err;
       EXPECT_NE(r.err.find("got '" + value + "'"), std::string::npos) << r.err;
     }
+  }
+}
+
+// One thread unless --threads says otherwise (docs/scale.md "Threads": on a loaded machine a
+// second thread cost CPU and wall time); the help says so on every command that takes the flag.
+TEST(CliThreads, DefaultIsOneThread) {
+  for (const std::string command : {"simulate", "run", "advise"}) {
+    const CommandResult r = run_cli(command + " --help");
+    ASSERT_EQ(r.rc, 0) << command << "\n" << r.err;
+    const std::size_t at = r.out.find("--threads");
+    ASSERT_NE(at, std::string::npos) << command << "\n" << r.out;
+    EXPECT_NE(r.out.find("(default 1:", at), std::string::npos) << command << "\n" << r.out;
   }
 }
 

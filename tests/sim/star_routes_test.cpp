@@ -51,8 +51,8 @@ bool is_star(const topo::Topology& t) { return RouteCache(t).star() != nullptr; 
 TEST(StarRoutes, FoundOnSingleSwitchesOnly) {
   EXPECT_TRUE(is_star(testing::switch_of(8, 450e9, 3e-6)));
   EXPECT_TRUE(is_star(testing::switch_of(2, 450e9, 3e-6)));
-  EXPECT_FALSE(is_star(topo::make_ring(
-      {.ranks = 8, .bandwidth = BytesPerSecond{50e9}, .latency = Seconds{1e-6}})));
+  EXPECT_FALSE(is_star(
+      topo::make_ring({.ranks = 8, .bandwidth = BytesPerSecond{50e9}, .latency = Seconds{1e-6}})));
   EXPECT_FALSE(is_star(topo::make_fully_connected(
       {.ranks = 4, .bandwidth = BytesPerSecond{50e9}, .latency = Seconds{1e-6}})));
   std::mt19937_64 rng(3);
@@ -113,8 +113,9 @@ TEST(StarRoutes, SameResultsAsTheGeneralPath) {
     }
     const topo::Topology star = random_star(rng, n);
     const topo::Topology general = with_dead_end(star);
-    const NetworkConfig net{NetworkKind::alphabeta,
-                            SecondsPerByte{rng() % 2 ? 0.0 : 1e-12 * static_cast<double>(rng() % 7)}};
+    const NetworkConfig net{
+        NetworkKind::alphabeta,
+        SecondsPerByte{rng() % 2 ? 0.0 : 1e-12 * static_cast<double>(rng() % 7)}};
     const Bytes bytes{static_cast<std::uint64_t>(s.chunks) * (1 + rng() % 100000) + rng() % 97};
     Executor fast(s, star, net, bytes);
     Executor slow(s, general, net, bytes);
@@ -167,6 +168,59 @@ TEST(StarRoutes, SameResultsAsTheGeneralPath) {
       ASSERT_TRUE(same_bits(streamed.finish[r].value, want.finish[r].value)) << name;
   }
   EXPECT_GT(cases, 60);
+}
+
+// The pass without a timeline or trace (StarPass: per-rank terms, no division per transfer)
+// against the general path at larger n, on a uniform switch and on per-GPU links, streamed and
+// materialized, with and without the parallel rounds: the same finish times, bit for bit, and
+// the same link bytes.
+TEST(StarRoutes, FastPassMatchesTheGeneralPathAtLargerN) {
+  std::mt19937_64 rng(77);
+  int cases = 0;
+  for (const int n : {64, 127, 512}) {
+    for (const char* name : {"ring", "rhd", "stragglar", "dbtree", "direct"}) {
+      if (!alg::find_algorithm(name).supports_ranks(n)) continue;
+      if (std::string(name) == "direct" && n > 256) continue;
+      const alg::Schedule s = alg::generate(name, n, alg::Options{});
+      for (const bool uniform : {true, false}) {
+        const topo::Topology star =
+            uniform ? testing::switch_of(n, 450e9 * 1.25, 3e-6) : random_star(rng, n);
+        const topo::Topology general = with_dead_end(star);
+        const NetworkConfig net{NetworkKind::alphabeta, SecondsPerByte{uniform ? 0.0 : 3e-12}};
+        const Bytes bytes{(std::uint64_t{1} << 30) + 12345};
+        Executor fast(s, star, net, bytes);
+        Executor slow(s, general, net, bytes);
+        ASSERT_NE(fast.routes().star(), nullptr);
+        ASSERT_EQ(slow.routes().star(), nullptr);
+        const std::vector<Seconds> arrival =
+            testing::at(testing::random_arrivals(rng, n, 1000, 1e-7));
+        RunOptions options;
+        if (s.straggler) options.rank_map = straggler_rank_map(s, n / 3);
+        const IterationResult want = slow.run(arrival, options);
+        for (const int threads : {1, 2}) {
+          RunOptions o = options;
+          o.threads = threads;
+          o.parallel_round = threads == 1 ? 16384 : 1;
+          const std::string what = std::string(name) + " n=" + std::to_string(n) +
+                                   (uniform ? " uniform" : " per-GPU links") + " threads " +
+                                   std::to_string(threads);
+          ScheduleRounds rounds(s);
+          for (const IterationResult& got : {fast.run(arrival, o), fast.run(rounds, arrival, o)}) {
+            ASSERT_EQ(got.finish.size(), want.finish.size()) << what;
+            for (int r = 0; r < n; ++r)
+              ASSERT_TRUE(same_bits(got.finish[r].value, want.finish[r].value))
+                  << what << " rank " << r;
+            ASSERT_TRUE(same_bits(got.completion.value, want.completion.value)) << what;
+            ASSERT_EQ(got.transfers, want.transfers) << what;
+            for (std::size_t l = 0; l < got.link_bytes.size(); ++l)
+              ASSERT_EQ(got.link_bytes[l], want.link_bytes[l]) << what << " link " << l;
+          }
+          ++cases;
+        }
+      }
+    }
+  }
+  EXPECT_GE(cases, 40);
 }
 
 }  // namespace
