@@ -27,7 +27,9 @@ namespace ssim::alg {
 // One round per line, so large schedules stay greppable and diffable.
 void write_schedule_json(std::ostream& os, const Schedule& schedule);
 // The same output written round by round (for streamed schedules): the header from a Schedule
-// whose rounds are ignored, then each round, then finish().
+// whose rounds are ignored, then each round, then finish(). Text is formatted into a buffer
+// (std::to_chars) and written to `os` in blocks of about 1 MiB; finish() writes the rest. Check
+// `os` after round() to stop early on a failed write.
 class ScheduleJsonWriter {
  public:
   ScheduleJsonWriter(std::ostream& os, const Schedule& header);
@@ -35,7 +37,10 @@ class ScheduleJsonWriter {
   void finish();
 
  private:
+  static constexpr std::size_t kFlushBytes = std::size_t{1} << 20;
+  void flush();
   std::ostream& os_;
+  std::string buffer_;
   std::size_t rounds_ = 0;
 };
 std::string schedule_to_json(const Schedule& schedule);
