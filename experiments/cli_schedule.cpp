@@ -11,6 +11,7 @@
 
 #include "algorithms/msccl_xml.hpp"
 #include "algorithms/registry.hpp"
+#include "algorithms/schedule_bin.hpp"
 #include "algorithms/schedule_json.hpp"
 #include "algorithms/stragglar.hpp"
 #include "algorithms/verifier.hpp"
@@ -194,7 +195,7 @@ void run_schedule(const ScheduleArgs& a) {
   }
   // Streamed: each round is generated, verified and written, then dropped.
   alg::GeneratedRounds g = alg::generate_rounds(a.algorithm, a.ranks, options);
-  const bool text = a.format != "json";
+  const bool text = a.format == "text";
   std::size_t rounds = 0;
   if (text) {  // the header states the round count: from the generator, else a counting pass
     if (g.round_count) {
@@ -208,17 +209,22 @@ void run_schedule(const ScheduleArgs& a) {
   std::ostream& os = out.stream();
   alg::RoundVerifier verifier(g.header);
   std::optional<alg::ScheduleJsonWriter> json;
+  std::optional<alg::ScheduleBinWriter> bin;
   std::string buffer;
   if (text) {
     buffer = text_header(g.header, rounds);
+  } else if (a.format == "bin") {
+    bin.emplace(os, g.header);
   } else {
     json.emplace(os, g.header);
   }
   std::size_t index = 0;
   while (const alg::Round* r = g.stream.next()) {
     verifier.add(*r);
-    if (json) {
-      json->round(*r);
+    if (json || bin) {
+      if (json) json->round(*r);
+      if (bin) bin->round(*r);
+      if (!os) out.flush();  // throws OutputError naming the file: stop generating
     } else {
       append_text_round(buffer, *r, index);
       if (buffer.size() > (1u << 20)) {
@@ -230,6 +236,7 @@ void run_schedule(const ScheduleArgs& a) {
     ++index;
   }
   if (json) json->finish();
+  if (bin) bin->finish();
   os.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
   const alg::VerifyResult v = verifier.finish();
   if (!v.ok() || (text && index != rounds)) {
@@ -240,8 +247,8 @@ void run_schedule(const ScheduleArgs& a) {
   out.commit();
 }
 
-// Streamed: each round is verified as soon as it is read (alg::verify_schedule_json), so a file
-// of any size is read in memory for the verifier's state and one round.
+// Streamed: each round is verified as soon as it is read (alg::verify_schedule_file: JSON or the
+// binary form), so a file of any size is read in memory for the verifier's state and one round.
 void run_verify(const std::string& path, const std::string& max_memory) {
   const MemoryBudget budget = MemoryBudget::from_flag(max_memory);
   const std::string name = path == "-" ? "<stdin>" : path;
@@ -251,7 +258,7 @@ void run_verify(const std::string& path, const std::string& max_memory) {
     file.open(path, std::ios::binary);
     if (!file) throw InputError(path + ": cannot open file for reading");
   }
-  const alg::StreamedVerify v = alg::verify_schedule_json(
+  const alg::StreamedVerify v = alg::verify_schedule_file(
       path == "-" ? std::cin : file, name, [&budget](const Schedule& header) {
         check_verify_memory(budget, header.ranks, header.chunks);
       });
@@ -310,7 +317,8 @@ void run_rounds(const RoundsArgs& a) {
   const MemoryBudget budget = MemoryBudget::from_flag(a.max_memory);
   const TimeBudget limit = TimeBudget::from_flag(a.max_time);
   // Summed over a grid of at most 256 x 256 (k, n) points, each standing for its cell.
-  const int k_step = std::max(1, (k_hi - k_lo + 1) / 256), n_step = std::max(1, (n_hi - n_lo + 1) / 256);
+  const int k_step = std::max(1, (k_hi - k_lo + 1) / 256),
+            n_step = std::max(1, (n_hi - n_lo + 1) / 256);
   double seconds = 0;
   for (int k = k_lo; k <= k_hi; k += k_step) {
     for (int n = std::max(n_lo, k + 2); n <= n_hi; n += n_step) {
@@ -325,9 +333,9 @@ void run_rounds(const RoundsArgs& a) {
     check_schedule_memory(budget, "stragglar", n_hi, o, /*verify=*/true);
   }
   limit.require(seconds,
-               "generating and verifying the StragglAR schedules for --ranks " + a.ranks +
-                   " --stragglers " + a.stragglers,
-               "give smaller ranges");
+                "generating and verifying the StragglAR schedules for --ranks " + a.ranks +
+                    " --stragglers " + a.stragglers,
+                "give smaller ranges");
   std::ostringstream os;
   if (a.format == "csv") os << "ranks,stragglers,rounds,bound,gap\n";
   if (a.format == "markdown") os << "| n | k | rounds | bound | gap |\n|---|---|---|---|---|\n";
@@ -392,8 +400,11 @@ void add_schedule_commands(CLI::App& app) {
   sched->add_option("--straggler", args->straggler, "Straggler rank for straggler-aware algorithms")
       ->check(non_negative_number());
   sched->add_option("--option", args->options, "Algorithm option key=value (repeatable)");
-  sched->add_option("--format", args->format, "Output format: text, json, msccl-xml (alias msccl)")
-      ->check(CLI::IsMember({"text", "json", "msccl-xml", "msccl"}));
+  sched
+      ->add_option("--format", args->format,
+                   "Output format: text, json, bin (the compact binary form, "
+                   "docs/schedule_format.md), msccl-xml (alias msccl)")
+      ->check(CLI::IsMember({"text", "json", "bin", "msccl-xml", "msccl"}));
   sched->add_option("-o,--output", args->output, "Write to FILE instead of stdout");
   sched
       ->add_option("--nchunksperloop", args->nchunksperloop,
@@ -411,8 +422,10 @@ void add_schedule_commands(CLI::App& app) {
   auto path = std::make_shared<std::string>();
   auto verify_memory = std::make_shared<std::string>();
   CLI::App* ver = app.add_subcommand(
-      "verify", "Verify a schedule in the JSON form; print its summary or first error");
-  ver->add_option("file", *path, "Schedule JSON file, or - for stdin")->required();
+      "verify", "Verify a schedule file (JSON or binary); print its summary or first error");
+  ver->add_option("file", *path,
+                  "Schedule file (JSON or binary, told apart by the first bytes), or - for stdin")
+      ->required();
   add_max_memory_option(*ver, *verify_memory);
   ver->callback([path, verify_memory] { run_verify(*path, *verify_memory); });
 
