@@ -5,7 +5,9 @@
 namespace ssim::testing {
 namespace {
 
-bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+bool contains(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
 
 TEST(CliSchedule, JsonPipesIntoVerify) {
   const CommandResult gen = run_cli("schedule ring --ranks 8 --format json");
@@ -14,6 +16,31 @@ TEST(CliSchedule, JsonPipesIntoVerify) {
   ASSERT_EQ(ver.rc, 0) << ver.err;
   EXPECT_TRUE(contains(ver.out, "ok: ring is a correct allreduce")) << ver.out;
   EXPECT_TRUE(contains(ver.out, "rounds: 14")) << ver.out;
+}
+
+TEST(CliSchedule, BinaryFormWritesAndVerifies) {
+  const std::string path = "/tmp/ssim_cli_stragglar9.bin";
+  const std::string json_path = "/tmp/ssim_cli_stragglar9.json";
+  ASSERT_EQ(run_cli("schedule stragglar -r 9 --option stragglers=3 --format bin -o " + path).rc, 0);
+  ASSERT_EQ(
+      run_cli("schedule stragglar -r 9 --option stragglers=3 --format json -o " + json_path).rc, 0);
+  const CommandResult bin = run_cli("verify " + path), json = run_cli("verify " + json_path);
+  EXPECT_EQ(bin.rc, 0) << bin.err;
+  EXPECT_EQ(bin.out, json.out);
+  EXPECT_TRUE(contains(bin.out, "ok: stragglar is a correct allreduce")) << bin.out;
+  // From a pipe too.
+  const CommandResult gen = run_cli("schedule ring --ranks 8 --format bin");
+  ASSERT_EQ(gen.rc, 0) << gen.err;
+  const CommandResult piped = run_cli("verify -", gen.out);
+  EXPECT_EQ(piped.rc, 0) << piped.err;
+  EXPECT_TRUE(contains(piped.out, "rounds: 14")) << piped.out;
+  // A truncated file: exit 1, the file and the byte named.
+  const CommandResult cut = run_cli("verify -", gen.out.substr(0, gen.out.size() - 3));
+  EXPECT_EQ(cut.rc, 1);
+  EXPECT_TRUE(contains(cut.err, "<stdin>: byte ")) << cut.err;
+  EXPECT_TRUE(contains(cut.err, "truncated: the file ends in the CRC-32")) << cut.err;
+  std::remove(path.c_str());
+  std::remove(json_path.c_str());
 }
 
 TEST(CliSchedule, TextFormatHasOneLinePerRound) {
