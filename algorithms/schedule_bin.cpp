@@ -399,12 +399,17 @@ class Collect : public ScheduleJsonSink {
 
 class Verify : public ScheduleJsonSink {
  public:
-  explicit Verify(const std::function<void(const Schedule&)>& before) : before_(before) {}
+  Verify(const std::function<void(const Schedule&)>& before,
+         const std::function<void(const Round&)>& each)
+      : before_(before), each_(each) {}
   void header(const Schedule& header) override {
     if (before_) before_(header);
     verifier_.emplace(header);
   }
-  void round(const Round& round) override { verifier_->add(round); }
+  void round(const Round& round) override {
+    verifier_->add(round);
+    if (each_) each_(round);
+  }
   VerifyResult finish() {
     SSIM_CHECK(verifier_.has_value(), "a schedule read without error has its header");
     return verifier_->finish();
@@ -412,6 +417,7 @@ class Verify : public ScheduleJsonSink {
 
  private:
   const std::function<void(const Schedule&)>& before_;
+  const std::function<void(const Round&)>& each_;
   std::optional<RoundVerifier> verifier_;
 };
 
@@ -463,7 +469,8 @@ Schedule read_schedule_any(std::string_view bytes, std::string_view source_name)
 }
 
 StreamedVerify verify_schedule_file(std::istream& in, std::string_view source_name,
-                                    const std::function<void(const Schedule& header)>& before) {
+                                    const std::function<void(const Schedule& header)>& before,
+                                    const std::function<void(const Round& round)>& each) {
   const std::istream::pos_type start = in.tellg();
   std::string head(sizeof kScheduleBinMagic, '\0');
   in.read(head.data(), static_cast<std::streamsize>(head.size()));
@@ -471,7 +478,7 @@ StreamedVerify verify_schedule_file(std::istream& in, std::string_view source_na
   head.resize(static_cast<std::size_t>(in.gcount()));
   if (head.size() == sizeof kScheduleBinMagic &&
       std::memcmp(head.data(), kScheduleBinMagic, head.size()) == 0) {
-    Verify sink(before);
+    Verify sink(before, each);
     StreamedVerify out;
     out.header = read_schedule_bin(in, source_name, sink, /*magic_read=*/true);
     out.result = sink.finish();
@@ -480,14 +487,14 @@ StreamedVerify verify_schedule_file(std::istream& in, std::string_view source_na
   if (start != std::istream::pos_type(-1)) {
     in.clear();
     in.seekg(start);
-    if (in) return verify_schedule_json(in, source_name, before);
+    if (in) return verify_schedule_json(in, source_name, before, each);
     throw InputError(std::string(source_name) + ": read failed (cannot read the input again)");
   }
   // A pipe: the bytes read so far, then the rest (read by the nlohmann reader, as it cannot seek).
   in.clear(in.rdstate() & ~std::ios::failbit & ~std::ios::eofbit);
   PrefixedBuf buf(std::move(head), in);
   std::istream joined(&buf);
-  return verify_schedule_json(joined, source_name, before);
+  return verify_schedule_json(joined, source_name, before, each);
 }
 
 }  // namespace ssim::alg

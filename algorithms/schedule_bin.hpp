@@ -58,9 +58,11 @@ Schedule read_schedule_bin(std::istream& in, std::string_view source_name, Sched
 // The whole schedule in memory (tests, small files).
 Schedule read_schedule_bin(std::string_view bytes, std::string_view source_name);
 
-// `stragglesim verify`: a binary schedule (its magic) or JSON (anything else), streamed.
+// `stragglesim verify`: a binary schedule (its magic) or JSON (anything else), streamed; `before`
+// and `each` as for verify_schedule_json.
 StreamedVerify verify_schedule_file(std::istream& in, std::string_view source_name,
-                                    const std::function<void(const Schedule& header)>& before = {});
+                                    const std::function<void(const Schedule& header)>& before = {},
+                                    const std::function<void(const Round& round)>& each = {});
 
 // A whole schedule file in memory, JSON or binary by its first bytes.
 Schedule read_schedule_any(std::string_view bytes, std::string_view source_name);

@@ -1431,12 +1431,17 @@ class FastJsonReader {
 
 class VerifySink : public ScheduleJsonSink {
  public:
-  explicit VerifySink(const std::function<void(const Schedule&)>& before) : before_(before) {}
+  VerifySink(const std::function<void(const Schedule&)>& before,
+             const std::function<void(const Round&)>& each)
+      : before_(before), each_(each) {}
   void header(const Schedule& header) override {
     if (before_) before_(header);
     verifier_.emplace(header);
   }
-  void round(const Round& round) override { verifier_->add(round); }
+  void round(const Round& round) override {
+    verifier_->add(round);
+    if (each_) each_(round);
+  }
   VerifyResult finish() {
     SSIM_CHECK(verifier_.has_value(), "a schedule read without error has its header");
     return verifier_->finish();
@@ -1444,6 +1449,7 @@ class VerifySink : public ScheduleJsonSink {
 
  private:
   const std::function<void(const Schedule&)>& before_;
+  const std::function<void(const Round&)>& each_;
   std::optional<RoundVerifier> verifier_;
 };
 
@@ -1460,13 +1466,14 @@ Schedule read_schedule_json(std::istream& in, std::string_view source_name,
 }
 
 StreamedVerify verify_schedule_json(std::istream& in, std::string_view source_name,
-                                    const std::function<void(const Schedule& header)>& before) {
+                                    const std::function<void(const Schedule& header)>& before,
+                                    const std::function<void(const Round& round)>& each) {
   StreamedVerify out;
   // A stream that can be read again (a file, a string) takes the fast path first; what it gives
   // up on is read again by the nlohmann reader, with a fresh verifier.
   const std::istream::pos_type start = in.tellg();
   if (start != std::istream::pos_type(-1)) {
-    VerifySink fast_sink(before);
+    VerifySink fast_sink(before, each);
     FastJsonReader fast(in, source_name, fast_sink);
     if (fast.read(&out.header)) {
       out.result = fast_sink.finish();
@@ -1477,7 +1484,7 @@ StreamedVerify verify_schedule_json(std::istream& in, std::string_view source_na
     if (!in)
       throw InputError(std::string(source_name) + ": read failed (cannot read the input again)");
   }
-  VerifySink sink(before);
+  VerifySink sink(before, each);
   out.header = read_schedule_json(in, source_name, sink);
   out.result = sink.finish();
   return out;

@@ -67,13 +67,16 @@ class ScheduleJsonSink {
 Schedule read_schedule_json(std::istream& in, std::string_view source_name, ScheduleJsonSink& sink);
 
 // `stragglesim verify`: reads `in` streamed and verifies each round as it arrives (RoundVerifier).
-// `before` sees the header before the verifier is built (the CLI's memory check); what it throws
-// is rethrown, unless the input has a form error.
+// `before` sees the header before the verifier is built (the CLI's memory check); `each` sees every
+// round after the verifier (a caller that keeps them); what they throw is rethrown, unless the
+// input has a form error. When the fast path gives up and the input is read again, `before` is
+// called again and `each` starts again from the first round.
 struct StreamedVerify {
   Schedule header;  // no rounds
   VerifyResult result;
 };
 StreamedVerify verify_schedule_json(std::istream& in, std::string_view source_name,
-                                    const std::function<void(const Schedule& header)>& before = {});
+                                    const std::function<void(const Schedule& header)>& before = {},
+                                    const std::function<void(const Round& round)>& each = {});
 
 }  // namespace ssim::alg
