@@ -146,9 +146,49 @@ std::string plan_text(const lowering::Plan& plan) {
   return os.str();
 }
 
-// A schedule file (JSON or binary, "-" for stdin), read streamed and verified round by round; the
-// rounds are kept while they fit the memory budget with their lowering.
-alg::Schedule load_schedule_file(const std::string& path, const MemoryBudget& budget) {
+void run_lower(const LowerArgs& a) {
+  if (!a.schedule_file.empty() &&
+      (!a.algorithm.empty() || a.ranks != 0 || !a.options.empty() || a.straggler >= 0)) {
+    throw InputError(
+        "--schedule FILE takes the place of the algorithm, --ranks, --option and --straggler: "
+        "give one or the other");
+  }
+  if (a.schedule_file.empty() && a.algorithm.empty())
+    throw UsageError("give an algorithm, or --schedule FILE");
+  if (a.schedule_file.empty() && a.ranks == 0) throw UsageError("--ranks is required");
+  Bytes bytes;
+  try {
+    bytes = parse_bytes(a.bytes);
+  } catch (const InputError& e) {
+    throw InputError(std::string("--bytes: ") + e.what());
+  }
+  const lowering::DType dtype = lowering::parse_dtype(a.dtype);
+  try {
+    lowering::check_align(a.align, dtype);
+  } catch (const InputError& e) {
+    throw InputError(std::string("--align: ") + e.what());
+  }
+  alg::Schedule s;
+  if (!a.schedule_file.empty()) {
+    s = load_schedule_file(a.schedule_file, MemoryBudget::from_flag(a.max_memory),
+                           kScheduleBytesPerTransfer + kLowerBytesPerTransfer, "lowering");
+  } else {
+    const alg::AlgorithmInfo& info = alg::find_algorithm(a.algorithm);
+    const alg::Options options = algorithm_options(info, a.options, a.straggler);
+    if (info.supports_ranks(a.ranks)) {
+      check_lower_resources(MemoryBudget::from_flag(a.max_memory),
+                            TimeBudget::from_flag(a.max_time), info.name, a.ranks, options);
+    }
+    s = alg::generate(a.algorithm, a.ranks, options);
+  }
+  const lowering::Plan plan = lowering::lower(s, bytes.value, dtype, a.align);
+  write_output(a.output, a.format == "json" ? plan_json(plan).dump(2) + "\n" : plan_text(plan));
+}
+
+}  // namespace
+
+alg::Schedule load_schedule_file(const std::string& path, const MemoryBudget& budget,
+                                 double bytes_per_transfer, const std::string& what) {
   const std::string name = path == "-" ? "<stdin>" : path;
   std::ifstream file;
   if (path != "-") {
@@ -168,64 +208,25 @@ alg::Schedule load_schedule_file(const std::string& path, const MemoryBudget& bu
       [&](const alg::Round& round) {
         transfers += static_cast<double>(round.transfers.size());
         if (transfers > 2 * checked + 65536) {  // checked as it doubles
-          budget.require(transfers * (kScheduleBytesPerTransfer + kLowerBytesPerTransfer),
-                         "lowering the schedule of " + name + " (" +
+          budget.require(transfers * bytes_per_transfer,
+                         what + " the schedule of " + name + " (" +
                              std::to_string(static_cast<long long>(transfers)) +
                              " transfers and more)",
-                         "lower a smaller schedule");
+                         "give a smaller schedule");
           checked = transfers;
         }
         s.rounds.push_back(round);
       });
   if (!v.result.ok()) throw InputError(name + ": " + v.result.error->to_string());
-  budget.require(transfers * (kScheduleBytesPerTransfer + kLowerBytesPerTransfer),
-                 "lowering the schedule of " + name + " (" +
+  budget.require(transfers * bytes_per_transfer,
+                 what + " the schedule of " + name + " (" +
                      std::to_string(static_cast<long long>(transfers)) + " transfers)",
-                 "lower a smaller schedule");
+                 "give a smaller schedule");
   std::vector<alg::Round> rounds = std::move(s.rounds);
   s = v.header;
   s.rounds = std::move(rounds);
   return s;
 }
-
-void run_lower(const LowerArgs& a) {
-  if (!a.schedule_file.empty() &&
-      (!a.algorithm.empty() || a.ranks != 0 || !a.options.empty() || a.straggler >= 0)) {
-    throw InputError(
-        "--schedule FILE takes the place of the algorithm, --ranks, --option and --straggler: "
-        "give one or the other");
-  }
-  if (a.schedule_file.empty() && (a.algorithm.empty() || a.ranks == 0))
-    throw InputError("give an algorithm and --ranks, or --schedule FILE");
-  Bytes bytes;
-  try {
-    bytes = parse_bytes(a.bytes);
-  } catch (const InputError& e) {
-    throw InputError(std::string("--bytes: ") + e.what());
-  }
-  const lowering::DType dtype = lowering::parse_dtype(a.dtype);
-  try {
-    lowering::check_align(a.align, dtype);
-  } catch (const InputError& e) {
-    throw InputError(std::string("--align: ") + e.what());
-  }
-  alg::Schedule s;
-  if (!a.schedule_file.empty()) {
-    s = load_schedule_file(a.schedule_file, MemoryBudget::from_flag(a.max_memory));
-  } else {
-    const alg::AlgorithmInfo& info = alg::find_algorithm(a.algorithm);
-    const alg::Options options = algorithm_options(info, a.options, a.straggler);
-    if (info.supports_ranks(a.ranks)) {
-      check_lower_resources(MemoryBudget::from_flag(a.max_memory),
-                            TimeBudget::from_flag(a.max_time), info.name, a.ranks, options);
-    }
-    s = alg::generate(a.algorithm, a.ranks, options);
-  }
-  const lowering::Plan plan = lowering::lower(s, bytes.value, dtype, a.align);
-  write_output(a.output, a.format == "json" ? plan_json(plan).dump(2) + "\n" : plan_text(plan));
-}
-
-}  // namespace
 
 void add_lower_command(CLI::App& app) {
   auto args = std::make_shared<LowerArgs>();

@@ -137,6 +137,7 @@ std::string msccl_summary(const Schedule& s, int per_loop, std::int64_t min_byte
 
 struct ScheduleArgs {
   std::string algorithm;
+  std::string from;
   int ranks = 0;
   int straggler = -1;
   std::vector<std::string> options;
@@ -148,7 +149,61 @@ struct ScheduleArgs {
   std::string min_bytes, max_bytes;
 };
 
+// `schedule --from FILE`: a schedule file (JSON or binary), verified, written in another form.
+void run_schedule_from(const ScheduleArgs& a) {
+  if (!a.algorithm.empty() || a.ranks != 0 || !a.options.empty() || a.straggler >= 0) {
+    throw InputError(
+        "--from FILE takes the place of the algorithm, --ranks, --option and --straggler: give "
+        "one or the other");
+  }
+  const bool msccl = a.format == "msccl-xml" || a.format == "msccl";
+  if (!msccl && (a.nchunksperloop != 0 || !a.min_bytes.empty() || !a.max_bytes.empty()))
+    throw InputError(
+        "--nchunksperloop, --min-bytes and --max-bytes apply to --format msccl-xml only");
+  const MemoryBudget budget = MemoryBudget::from_flag(a.max_memory);
+  const Schedule s = load_schedule_file(a.from, budget, kScheduleBytesPerTransfer, "converting");
+  const std::string name = a.from == "-" ? "<stdin>" : a.from;
+  if (msccl) {
+    alg::MscclExport ex;
+    ex.nchunksperloop = a.nchunksperloop;
+    ex.min_bytes = a.min_bytes.empty() ? 0 : bytes_flag("--min-bytes", a.min_bytes);
+    ex.max_bytes = a.max_bytes.empty() ? 0 : bytes_flag("--max-bytes", a.max_bytes);
+    if (ex.max_bytes != 0 && ex.min_bytes > ex.max_bytes) {
+      throw InputError("--min-bytes " + a.min_bytes + " is above --max-bytes " + a.max_bytes +
+                       ": the runtime would never use the file");
+    }
+    const int per_loop = a.nchunksperloop > 0
+                             ? a.nchunksperloop
+                             : alg::msccl_nchunksperloop_candidates(s.chunks).front();
+    const double steps = alg::msccl_transmission_count(s, std::max(per_loop, s.chunks));
+    budget.require(steps * 300,
+                   "the MSCCL XML of " + name + " (" +
+                       std::to_string(static_cast<long long>(steps)) + " steps)",
+                   "export a smaller schedule");
+    const alg::MscclExported file = alg::schedule_to_msccl_xml(s, ex);
+    write_output_file(a.output, file.xml);
+    (a.output.empty() || a.output == "-" ? std::cerr : std::cout)
+        << msccl_summary(s, file.nchunksperloop, ex.min_bytes, ex.max_bytes);
+    return;
+  }
+  OutputFile out(a.output);
+  std::ostream& os = out.stream();
+  if (a.format == "text") {
+    std::string buffer = text_header(s, s.rounds.size());
+    for (std::size_t i = 0; i < s.rounds.size(); ++i) append_text_round(buffer, s.rounds[i], i);
+    os.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+  } else if (a.format == "bin") {
+    alg::write_schedule_bin(os, s);
+  } else {
+    alg::write_schedule_json(os, s);
+  }
+  out.commit();
+}
+
 void run_schedule(const ScheduleArgs& a) {
+  if (!a.from.empty()) return run_schedule_from(a);
+  if (a.algorithm.empty()) throw UsageError("give an algorithm, or --from FILE");
+  if (a.ranks == 0) throw UsageError("--ranks is required");
   const alg::AlgorithmInfo& info = alg::find_algorithm(a.algorithm);
   const alg::Options options = algorithm_options(info, a.options, a.straggler);
   const MemoryBudget budget = MemoryBudget::from_flag(a.max_memory);
@@ -391,11 +446,13 @@ void add_schedule_commands(CLI::App& app) {
   auto args = std::make_shared<ScheduleArgs>();
   CLI::App* sched =
       app.add_subcommand("schedule", "Generate, verify and print an AllReduce schedule");
-  sched->add_option("algorithm", args->algorithm, "Algorithm name (see `stragglesim algorithms`)")
-      ->required();
+  sched->add_option("algorithm", args->algorithm,
+                    "Algorithm name (see `stragglesim algorithms`), or none with --from");
+  sched->add_option("--from", args->from,
+                    "Read this schedule file (JSON or binary; - for stdin), verify it and write it "
+                    "in --format instead of generating one");
   add_retired_rank_flag(*sched);
-  sched->add_option("-r,--ranks", args->ranks, "Number of ranks")
-      ->required()
+  sched->add_option("-r,--ranks", args->ranks, "Number of ranks (with an algorithm)")
       ->check(CLI::Range(1, 1 << 20));
   sched->add_option("--straggler", args->straggler, "Straggler rank for straggler-aware algorithms")
       ->check(non_negative_number());

@@ -68,9 +68,11 @@ TEST(CliLower, ScheduleFilesLowerLikeTheAlgorithm) {
   EXPECT_NE(r.err.find("--schedule FILE takes the place of the algorithm"), std::string::npos)
       << r.err;
   r = run_cli("lower --bytes 1MiB");
-  EXPECT_EQ(r.rc, 1);
-  EXPECT_NE(r.err.find("give an algorithm and --ranks, or --schedule FILE"), std::string::npos)
-      << r.err;
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("give an algorithm, or --schedule FILE"), std::string::npos) << r.err;
+  r = run_cli("lower ring --bytes 1MiB");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--ranks is required"), std::string::npos) << r.err;
   // A schedule that is not correct is not lowered: the verifier's message, exit 1.
   r = run_cli("lower --schedule " + data_path("schedules/double_count.json") + " --bytes 1MiB");
   EXPECT_EQ(r.rc, 1);

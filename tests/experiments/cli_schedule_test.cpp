@@ -43,6 +43,38 @@ TEST(CliSchedule, BinaryFormWritesAndVerifies) {
   std::remove(json_path.c_str());
 }
 
+TEST(CliSchedule, FromAFileConvertsBetweenTheForms) {
+  const std::string bin = "/tmp/ssim_cli_from_tree.bin", json = "/tmp/ssim_cli_from_tree.json";
+  const std::string back = "/tmp/ssim_cli_from_tree_back.json";
+  ASSERT_EQ(run_cli("schedule tree -r 6 --option segments=3 --format bin -o " + bin).rc, 0);
+  ASSERT_EQ(run_cli("schedule tree -r 6 --option segments=3 --format json -o " + json).rc, 0);
+  // bin -> JSON gives the generated JSON byte for byte; JSON -> bin the generated binary.
+  ASSERT_EQ(run_cli("schedule --from " + bin + " --format json -o " + back).rc, 0);
+  EXPECT_EQ(run_cli("verify " + back).out, run_cli("verify " + json).out);
+  const CommandResult a = run_cli("schedule --from " + back + " --format json");
+  const CommandResult b = run_cli("schedule tree -r 6 --option segments=3 --format json");
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_EQ(run_cli("schedule --from " + json + " --format bin").out,
+            run_cli("schedule tree -r 6 --option segments=3 --format bin").out);
+  EXPECT_EQ(run_cli("schedule --from " + bin).out,
+            run_cli("schedule tree -r 6 --option segments=3").out);
+  EXPECT_EQ(run_cli("schedule --from " + bin + " --format msccl-xml").out,
+            run_cli("schedule tree -r 6 --option segments=3 --format msccl-xml").out);
+  CommandResult r = run_cli("schedule tree --from " + bin);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(contains(r.err, "--from FILE takes the place of the algorithm")) << r.err;
+  r = run_cli("schedule --format json");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_TRUE(contains(r.err, "give an algorithm, or --from FILE")) << r.err;
+  r = run_cli("schedule --from " + data_path("schedules/double_count.json") + " --format bin -o " +
+              back);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(contains(r.err, "double_count.json: round 1, transfer 0")) << r.err;
+  std::remove(bin.c_str());
+  std::remove(json.c_str());
+  std::remove(back.c_str());
+}
+
 TEST(CliSchedule, TextFormatHasOneLinePerRound) {
   const CommandResult r = run_cli("schedule ring -r 4");
   ASSERT_EQ(r.rc, 0) << r.err;
