@@ -2,17 +2,18 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cstring>
 #include <exception>
 #include <functional>
-#include <iterator>
 #include <istream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <span>
-#include <type_traits>
 #include <sstream>
+#include <type_traits>
 #include <vector>
 
 #include "algorithms/verifier.hpp"
@@ -22,29 +23,6 @@ namespace ssim::alg {
 namespace {
 
 using nlohmann::json;
-
-json round_to_json(const Round& round) {
-  json transfers = json::array();
-  for (const Transfer& t : round.transfers) {
-    transfers.push_back(json{{"src", t.src},
-                             {"dst", t.dst},
-                             {"chunks", json::array({t.chunk_begin, t.chunk_end})},
-                             {"op", std::string(to_string(t.op))}});
-  }
-  json r = json::object();
-  if (!round.phase.empty()) r["phase"] = round.phase;
-  r["transfers"] = std::move(transfers);
-  if (!round.switch_reduces.empty()) {  // absent otherwise: files without it read as before
-    json ops = json::array();
-    for (const SwitchReduce& g : round.switch_reduces) {
-      ops.push_back(json{{"members", g.members},
-                         {"receivers", g.receivers},
-                         {"chunks", json::array({g.chunk_begin, g.chunk_end})}});
-    }
-    r["switch_reduces"] = std::move(ops);
-  }
-  return r;
-}
 
 // Converts a byte offset into "line L, column C" (both 1-based).
 std::string position_of(std::string_view text, std::size_t byte) {
@@ -144,16 +122,19 @@ class Reader {
   }
 
   int integer(const json& v, const std::string& path, long long lo, long long hi) const {
-    if (!v.is_number_integer()) fail(path, "expected an integer, got " + std::string(v.type_name()) + " " + v.dump());
+    if (!v.is_number_integer())
+      fail(path, "expected an integer, got " + std::string(v.type_name()) + " " + v.dump());
     const long long x = v.get<long long>();
     if (x < lo || x > hi) {
-      fail(path, "value " + std::to_string(x) + " out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+      fail(path, "value " + std::to_string(x) + " out of range [" + std::to_string(lo) + ", " +
+                     std::to_string(hi) + "]");
     }
     return static_cast<int>(x);
   }
 
   std::string string(const json& v, const std::string& path) const {
-    if (!v.is_string()) fail(path, "expected a string, got " + std::string(v.type_name()) + " " + v.dump());
+    if (!v.is_string())
+      fail(path, "expected a string, got " + std::string(v.type_name()) + " " + v.dump());
     return v.get<std::string>();
   }
 
@@ -196,7 +177,8 @@ Schedule read_header(const Reader& in, const json& doc) {
       in.fail("collective", e.what());
     }
   }
-  if (auto it = doc.find("algorithm"); it != doc.end() && !it->is_null()) s.algorithm = in.string(*it, "algorithm");
+  if (auto it = doc.find("algorithm"); it != doc.end() && !it->is_null())
+    s.algorithm = in.string(*it, "algorithm");
   s.ranks = in.integer(in.member(doc, "(top level)", "ranks"), "ranks", 1, kMaxRanks);
   s.chunks = in.integer(in.member(doc, "(top level)", "chunks"), "chunks", 1, kMaxChunks);
   if (auto it = doc.find("straggler"); it != doc.end() && !it->is_null()) {
@@ -244,7 +226,8 @@ class Members {
   const std::string* first_unknown(Keys keys) const {
     const std::string* first = nullptr;
     for (std::size_t i = 0; i < size_; ++i) {
-      if (!is_one_of(items_[i].first, keys) && (!first || items_[i].first < *first)) first = &items_[i].first;
+      if (!is_one_of(items_[i].first, keys) && (!first || items_[i].first < *first))
+        first = &items_[i].first;
     }
     return first;
   }
@@ -269,8 +252,8 @@ const std::string* first_unknown(const Members& obj, Keys keys) { return obj.fir
 // Transfer `ti` of round `ri` (an object: a json one or Members), checked against the header's
 // ranks and chunks.
 template <typename Object>
-Transfer read_transfer_members(const Reader& in, const Object& t, std::size_t ri, std::size_t ti, int ranks,
-                               int chunks) {
+Transfer read_transfer_members(const Reader& in, const Object& t, std::size_t ri, std::size_t ti,
+                               int ranks, int chunks) {
   // The path is spelled out only when something is wrong: this runs once per transfer.
   const auto field = [&](const char* key) -> const json& {
     const json* v = find_member(t, key);
@@ -294,7 +277,8 @@ Transfer read_transfer_members(const Reader& in, const Object& t, std::size_t ri
     in.fail(transfer_path(ri, ti) + ".chunks", "expected [begin, end], got " + ch.dump());
   tr.chunk_begin = integer(ch[0], ".chunks[0]", 0, chunks - 1);
   tr.chunk_end = integer(ch[1], ".chunks[1]", 1, chunks);
-  if (tr.chunk_end <= tr.chunk_begin) in.fail(transfer_path(ri, ti) + ".chunks", "empty range " + ch.dump());
+  if (tr.chunk_end <= tr.chunk_begin)
+    in.fail(transfer_path(ri, ti) + ".chunks", "empty range " + ch.dump());
   const json& op = field("op");
   if (op.is_string() && op.get_ref<const std::string&>() == "reduce") {
     tr.op = Op::reduce;
@@ -346,8 +330,10 @@ std::vector<SwitchReduce> read_switch_reduces(const Reader& in, const json& v, s
   return out;
 }
 
-Transfer read_transfer(const Reader& in, const json& t, std::size_t ri, std::size_t ti, int ranks, int chunks) {
-  if (!t.is_object()) in.fail(transfer_path(ri, ti), "expected an object, got " + std::string(t.type_name()));
+Transfer read_transfer(const Reader& in, const json& t, std::size_t ri, std::size_t ti, int ranks,
+                       int chunks) {
+  if (!t.is_object())
+    in.fail(transfer_path(ri, ti), "expected an object, got " + std::string(t.type_name()));
   return read_transfer_members(in, t, ri, ti, ranks, chunks);
 }
 
@@ -357,22 +343,105 @@ ScheduleJsonWriter::ScheduleJsonWriter(std::ostream& os, const Schedule& s) : os
   json header = json::object();
   header["collective"] = std::string(to_string(s.collective));
   header["algorithm"] = s.algorithm;
-  header["ranks"] = s.ranks;
-  header["chunks"] = s.chunks;
   header["straggler"] = s.straggler ? json(*s.straggler) : json(nullptr);
   header["options"] = s.options;
-  os << "{\"collective\": " << header["collective"].dump() << ", \"algorithm\": " << header["algorithm"].dump()
-     << ", \"ranks\": " << s.ranks << ", \"chunks\": " << s.chunks << ", \"straggler\": " << header["straggler"].dump()
-     << ", \"options\": " << header["options"].dump();
-  if (!s.late.empty()) os << ", \"late\": " << json(s.late).dump();
-  os << ",\n \"rounds\": [";
+  buffer_ = "{\"collective\": " + header["collective"].dump() +
+            ", \"algorithm\": " + header["algorithm"].dump() +
+            ", \"ranks\": " + std::to_string(s.ranks) +
+            ", \"chunks\": " + std::to_string(s.chunks) +
+            ", \"straggler\": " + header["straggler"].dump() +
+            ", \"options\": " + header["options"].dump();
+  if (!s.late.empty()) buffer_ += ", \"late\": " + json(s.late).dump();
+  buffer_ += ",\n \"rounds\": [";
 }
 
+namespace {
+
+void append_int(std::string& out, std::int32_t v) {
+  char digits[16];
+  const char* end = std::to_chars(digits, digits + sizeof digits, v).ptr;
+  out.append(digits, static_cast<std::size_t>(end - digits));
+}
+
+// The phase as nlohmann's dump() writes a string: printable ASCII other than '"' and '\\' as is,
+// anything else (escapes, UTF-8, which dump() checks) through dump() itself.
+void append_phase(std::string& out, const std::string& phase) {
+  for (const char c : phase) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u >= 0x7f || c == '"' || c == '\\') {
+      out += json(phase).dump();
+      return;
+    }
+  }
+  out += '"';
+  out += phase;
+  out += '"';
+}
+
+}  // namespace
+
+// Byte for byte what nlohmann's dump() of the round as a json object gives (keys sorted, no
+// spaces), without building the json value: one round is all this writes at a time.
 void ScheduleJsonWriter::round(const Round& round) {
-  os_ << (rounds_++ ? ",\n  " : "\n  ") << round_to_json(round).dump();
+  std::string& out = buffer_;
+  out.append(rounds_++ ? ",\n  " : "\n  ");
+  out += '{';
+  if (!round.phase.empty()) {
+    out.append("\"phase\":");
+    append_phase(out, round.phase);
+    out += ',';
+  }
+  if (!round.switch_reduces.empty()) {  // absent otherwise: files without it read as before
+    out.append("\"switch_reduces\":[");
+    bool first_op = true;
+    for (const SwitchReduce& g : round.switch_reduces) {
+      out.append(first_op ? "{\"chunks\":[" : ",{\"chunks\":[");
+      first_op = false;
+      append_int(out, g.chunk_begin);
+      out += ',';
+      append_int(out, g.chunk_end);
+      out.append("],\"members\":[");
+      for (std::size_t i = 0; i < g.members.size(); ++i) {
+        if (i) out += ',';
+        append_int(out, g.members[i]);
+      }
+      out.append("],\"receivers\":[");
+      for (std::size_t i = 0; i < g.receivers.size(); ++i) {
+        if (i) out += ',';
+        append_int(out, g.receivers[i]);
+      }
+      out.append("]}");
+    }
+    out.append("],");
+  }
+  out.append("\"transfers\":[");
+  bool first = true;
+  for (const Transfer& t : round.transfers) {
+    out.append(first ? "{\"chunks\":[" : ",{\"chunks\":[");
+    first = false;
+    append_int(out, t.chunk_begin);
+    out += ',';
+    append_int(out, t.chunk_end);
+    out.append("],\"dst\":");
+    append_int(out, t.dst);
+    out.append(t.op == Op::reduce ? ",\"op\":\"reduce\",\"src\":" : ",\"op\":\"copy\",\"src\":");
+    append_int(out, t.src);
+    out += '}';
+    if (out.size() >= kFlushBytes) flush();
+  }
+  out.append("]}");
+  if (out.size() >= kFlushBytes) flush();
 }
 
-void ScheduleJsonWriter::finish() { os_ << (rounds_ == 0 ? "]}\n" : "\n ]}\n"); }
+void ScheduleJsonWriter::flush() {
+  os_.write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
+  buffer_.clear();
+}
+
+void ScheduleJsonWriter::finish() {
+  buffer_.append(rounds_ == 0 ? "]}\n" : "\n ]}\n");
+  flush();
+}
 
 void write_schedule_json(std::ostream& os, const Schedule& s) {
   ScheduleJsonWriter writer(os, s);
@@ -396,10 +465,12 @@ Schedule read_schedule_json(std::string_view text, std::string_view source_name)
                       });
   } catch (const json::parse_error& e) {
     std::string what = e.what();
-    // nlohmann's message starts with "[json.exception.parse_error.101] parse error at line L, column C: ..."
+    // nlohmann's message starts with "[json.exception.parse_error.101] parse error at line L,
+    // column C: ..."
     const auto colon = what.find(": ");
-    throw InputError(std::string(source_name) + ": " + position_of(text, e.byte > 0 ? e.byte - 1 : 0) +
-                     ": malformed JSON: " + (colon == std::string::npos ? what : what.substr(colon + 2)));
+    throw InputError(
+        std::string(source_name) + ": " + position_of(text, e.byte > 0 ? e.byte - 1 : 0) +
+        ": malformed JSON: " + (colon == std::string::npos ? what : what.substr(colon + 2)));
   } catch (const json::exception& e) {  // e.g. out_of_range 406: a number beyond double, 1e400
     const std::string what = e.what();
     const auto bracket = what.find("] ");
@@ -409,10 +480,12 @@ Schedule read_schedule_json(std::string_view text, std::string_view source_name)
   Reader in(source_name);
   if (duplicates.first())
     in.fail(*duplicates.first(), "duplicate key (a key may appear once per object)");
-  if (!doc.is_object()) in.fail("(top level)", "expected an object, got " + std::string(doc.type_name()));
+  if (!doc.is_object())
+    in.fail("(top level)", "expected an object, got " + std::string(doc.type_name()));
   Schedule s = read_header(in, doc);
   const json& rounds = in.member(doc, "(top level)", "rounds");
-  if (!rounds.is_array()) in.fail("rounds", "expected an array, got " + std::string(rounds.type_name()));
+  if (!rounds.is_array())
+    in.fail("rounds", "expected an array, got " + std::string(rounds.type_name()));
   s.rounds.reserve(rounds.size());
   for (std::size_t ri = 0; ri < rounds.size(); ++ri) {
     const std::string rpath = round_path(ri);
@@ -420,9 +493,11 @@ Schedule read_schedule_json(std::string_view text, std::string_view source_name)
     if (!r.is_object()) in.fail(rpath, "expected an object, got " + std::string(r.type_name()));
     in.only_keys(r, rpath, kRoundKeys);
     Round& round = s.add_round();
-    if (auto it = r.find("phase"); it != r.end() && !it->is_null()) round.phase = in.string(*it, rpath + ".phase");
+    if (auto it = r.find("phase"); it != r.end() && !it->is_null())
+      round.phase = in.string(*it, rpath + ".phase");
     const json& ts = in.member(r, rpath, "transfers");
-    if (!ts.is_array()) in.fail(rpath + ".transfers", "expected an array, got " + std::string(ts.type_name()));
+    if (!ts.is_array())
+      in.fail(rpath + ".transfers", "expected an array, got " + std::string(ts.type_name()));
     round.transfers.reserve(ts.size());
     for (std::size_t ti = 0; ti < ts.size(); ++ti) {
       round.transfers.push_back(read_transfer(in, ts[ti], ri, ti, s.ranks, s.chunks));
@@ -466,7 +541,9 @@ class StreamInput {
     bool operator==(const iterator& other) const { return at_end() == other.at_end(); }
 
    private:
-    bool at_end() const { return input_ == nullptr || (input_->pos_ == input_->size_ && !input_->refill()); }
+    bool at_end() const {
+      return input_ == nullptr || (input_->pos_ == input_->size_ && !input_->refill());
+    }
     StreamInput* input_ = nullptr;
   };
 
@@ -521,10 +598,10 @@ class StreamInput {
 
   std::istream& in_;
   std::vector<char> buffer_;
-  std::size_t size_ = 0, pos_ = 0;    // bytes in the buffer, the next one to read
-  std::uint64_t base_ = 0;            // stream offset of buffer_[0]
-  std::uint64_t lines_ = 0;           // newlines before base_
-  std::int64_t last_newline_ = -1;    // offset of the last newline before base_
+  std::size_t size_ = 0, pos_ = 0;  // bytes in the buffer, the next one to read
+  std::uint64_t base_ = 0;          // stream offset of buffer_[0]
+  std::uint64_t lines_ = 0;         // newlines before base_
+  std::int64_t last_newline_ = -1;  // offset of the last newline before base_
   bool eof_ = false;
 };
 
@@ -625,8 +702,9 @@ class StreamHandler {
       // As the DOM reader: nlohmann's "[json.exception.parse_error.101] parse error at line L,
       // column C: ..." becomes our position and the text after the first ": ".
       const auto colon = what.find(": ");
-      throw InputError(std::string(in_.source()) + ": " + input_.position(e.byte > 0 ? e.byte - 1 : 0) +
-                       ": malformed JSON: " + (colon == std::string::npos ? what : what.substr(colon + 2)));
+      throw InputError(
+          std::string(in_.source()) + ": " + input_.position(e.byte > 0 ? e.byte - 1 : 0) +
+          ": malformed JSON: " + (colon == std::string::npos ? what : what.substr(colon + 2)));
     }
     const auto bracket = what.find("] ");  // e.g. out_of_range 406: a number beyond double, 1e400
     throw InputError(std::string(in_.source()) + ": malformed JSON: " +
@@ -777,7 +855,8 @@ class StreamHandler {
     }
   }
   static void keep_first(std::optional<std::string>& first, const std::string& key) {
-    if (!first || key < *first) first = key;  // the DOM's objects are sorted: the least key comes first
+    if (!first || key < *first)
+      first = key;  // the DOM's objects are sorted: the least key comes first
   }
   bool form_error() const {
     return duplicate_ || !top_type_.empty() || unknown_top_ || round_error_ || header_failed_;
@@ -809,7 +888,8 @@ class StreamHandler {
         ++round_index_;
         if (form_error()) return skip(kind);
         if (kind != Kind::object) {
-          round_error_ = message(round_path(round_index_ - 1), "expected an object, got " + type_of(kind, v));
+          round_error_ =
+              message(round_path(round_index_ - 1), "expected an object, got " + type_of(kind, v));
           return skip(kind);
         }
         ctx_.push_back(Ctx::round);
@@ -883,8 +963,8 @@ class StreamHandler {
 
   void finish_transfer() {
     try {
-      round_.transfers.push_back(
-          read_transfer_members(in_, members_, round_index_ - 1, transfer_index_ - 1, ranks_, chunks_));
+      round_.transfers.push_back(read_transfer_members(in_, members_, round_index_ - 1,
+                                                       transfer_index_ - 1, ranks_, chunks_));
     } catch (const InputError& e) {
       transfer_error_ = e.what();
     }
@@ -897,13 +977,15 @@ class StreamHandler {
       ctx_.push_back(Ctx::rounds);
       return;
     }
-    if (rounds_started_ || form_error()) {  // a second "rounds" or an earlier error: that one is reported
+    if (rounds_started_ ||
+        form_error()) {  // a second "rounds" or an earlier error: that one is reported
       skip_ = 1;
       return;
     }
     rounds_started_ = true;
     // Everything read_header() checks is then final, except "late" without its "straggler".
-    if (!header_.contains("collective") || !header_.contains("ranks") || !header_.contains("chunks") ||
+    if (!header_.contains("collective") || !header_.contains("ranks") ||
+        !header_.contains("chunks") ||
         (header_.contains("late") && !header_.contains("straggler"))) {
       buffered_ = true;
       target_ = Target::rounds;
@@ -938,7 +1020,8 @@ class StreamHandler {
       if (unknown_round_) in_.unknown_key(rpath, *unknown_round_, kRoundKeys);
       if (phase_ && !phase_->is_null()) round_.phase = in_.string(*phase_, rpath + ".phase");
       if (!transfers_present_) in_.fail(rpath, "missing key 'transfers'");
-      if (!transfers_type_.empty()) in_.fail(rpath + ".transfers", "expected an array, got " + transfers_type_);
+      if (!transfers_type_.empty())
+        in_.fail(rpath + ".transfers", "expected an array, got " + transfers_type_);
       if (transfer_error_) throw InputError(*transfer_error_);
       if (switch_reduces_) {
         round_.switch_reduces =
@@ -1024,14 +1107,414 @@ class StreamHandler {
   std::exception_ptr sink_error_;
 };
 
+// The fast path of the streamed reader, for the files `schedule` writes: a hand-written scanner of
+// the subset of JSON a well-formed schedule uses (integers without sign, fraction or exponent;
+// strings without escapes or control characters, except a round's phase, which nlohmann decodes;
+// each key once; "rounds" after "collective", "ranks" and "chunks" and last; any whitespace). It
+// hands rounds to the sink as the streamed reader does. On anything outside that subset, valid or
+// not, it gives up (returns false), and the caller reads the input again with the nlohmann reader,
+// which then finds the same header and rounds or reports the problem with its message: the fast
+// path never reports a form error itself.
+class FastJsonReader {
+ public:
+  FastJsonReader(std::istream& in, std::string_view source, ScheduleJsonSink& sink)
+      : in_(in), source_(source), sink_(sink), buffer_(kBlock) {}
+
+  // True: the input was read to its end without a problem (header in *header); false: give up.
+  bool read(Schedule* header) {
+    ws();
+    if (!eat('{')) return false;
+    if (!read_header_members(header)) return false;
+    if (!read_rounds()) return false;
+    ws();
+    if (!eat('}')) return false;
+    ws();
+    if (peek() != kEof) return false;
+    if (in_.bad()) throw InputError(std::string(source_) + ": read failed");
+    if (sink_error_) std::rethrow_exception(sink_error_);
+    return true;
+  }
+
+ private:
+  static constexpr int kEof = -1;
+  static constexpr std::size_t kBlock = std::size_t{1} << 20;
+  static constexpr std::size_t kMaxHeaderBytes = std::size_t{1} << 24;
+
+  // --- input
+  int peek() {
+    if (pos_ == size_ && !refill()) return kEof;
+    return static_cast<unsigned char>(buffer_[pos_]);
+  }
+  bool refill() {
+    if (eof_) return false;
+    in_.read(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
+    size_ = static_cast<std::size_t>(in_.gcount());
+    pos_ = 0;
+    if (size_ == 0) {
+      eof_ = true;
+      if (in_.bad()) throw InputError(std::string(source_) + ": read failed");
+    }
+    return size_ > 0;
+  }
+  bool eat(char c) {
+    if (peek() != static_cast<unsigned char>(c)) return false;
+    ++pos_;
+    return true;
+  }
+  void ws() {
+    for (;;) {
+      while (pos_ < size_) {
+        const char c = buffer_[pos_];
+        if (c != ' ' && c != '\n' && c != '\r' && c != '\t') return;
+        ++pos_;
+      }
+      if (!refill()) return;
+    }
+  }
+  // A string without escapes or control characters, its opening quote already read; `capture`
+  // receives its bytes. False: not such a string.
+  bool plain_string(std::string& capture) {
+    capture.clear();
+    for (;;) {
+      const std::size_t start = pos_;
+      while (pos_ < size_) {
+        const auto u = static_cast<unsigned char>(buffer_[pos_]);
+        if (u == '"' || u == '\\' || u < 0x20) break;
+        ++pos_;
+      }
+      capture.append(buffer_.data() + start, pos_ - start);
+      if (pos_ < size_) {
+        if (buffer_[pos_] != '"') return false;
+        ++pos_;
+        return true;
+      }
+      if (!refill()) return false;
+      if (capture.size() > kMaxHeaderBytes) return false;
+    }
+  }
+  // A key and its colon.
+  bool key(std::string& k) {
+    ws();
+    if (!eat('"') || !plain_string(k)) return false;
+    ws();
+    return eat(':');
+  }
+  // An integer in [lo, hi]: digits only (no sign, fraction, exponent or leading zero).
+  bool integer(long long lo, long long hi, std::int32_t& out) {
+    ws();
+    long long v = 0;
+    int digits = 0;
+    for (;;) {
+      int c = peek();
+      if (c < '0' || c > '9') {
+        if (digits == 0 || c == '.' || c == 'e' || c == 'E') return false;
+        break;
+      }
+      if (digits == 1 && v == 0) return false;  // a leading zero: not JSON
+      if (++digits > 10) return false;
+      v = v * 10 + (c - '0');
+      ++pos_;
+    }
+    if (v < lo || v > hi) return false;
+    out = static_cast<std::int32_t>(v);
+    return true;
+  }
+  bool literal(const char* word) {
+    for (const char* w = word; *w; ++w)
+      if (!eat(*w)) return false;
+    return true;
+  }
+
+  // A header value's text (any JSON value), copied into `raw` for nlohmann to parse.
+  bool raw_value(std::string& raw) {
+    int depth = 0;
+    bool in_string = false, escaped = false;
+    for (;;) {
+      const int c = peek();
+      if (c == kEof || raw.size() > kMaxHeaderBytes) return false;
+      if (in_string) {
+        if (escaped) {
+          escaped = false;
+        } else if (c == '\\') {
+          escaped = true;
+        } else if (c == '"') {
+          in_string = false;
+          if (depth == 0) {
+            raw += static_cast<char>(c);
+            ++pos_;
+            return true;
+          }
+        }
+      } else if (c == '"') {
+        in_string = true;
+      } else if (c == '{' || c == '[') {
+        ++depth;
+      } else if (c == '}' || c == ']') {
+        if (depth == 0) return !raw.empty();
+        if (--depth == 0) {
+          raw += static_cast<char>(c);
+          ++pos_;
+          return true;
+        }
+      } else if (c == ',' && depth == 0) {
+        return !raw.empty();
+      }
+      raw += static_cast<char>(c);
+      ++pos_;
+    }
+  }
+
+  // The members before "rounds" (its key and colon read on success), parsed by nlohmann and
+  // checked by read_header() as the other readers do.
+  bool read_header_members(Schedule* header) {
+    json doc = json::object();
+    std::string k, raw;
+    for (;;) {
+      if (!key(k)) return false;
+      if (k == "rounds") break;
+      if (!is_one_of(k, kTopKeys) || doc.contains(k)) return false;
+      ws();
+      raw.clear();
+      if (!raw_value(raw)) return false;
+      DuplicateKeys duplicates;
+      try {
+        doc[k] =
+            json::parse(raw, [&duplicates](int depth, json::parse_event_t event, json& parsed) {
+              return duplicates(depth, event, parsed);
+            });
+      } catch (const json::exception&) {
+        return false;
+      }
+      if (duplicates.first()) return false;
+      ws();
+      if (!eat(',')) return false;
+    }
+    if (!doc.contains("collective") || !doc.contains("ranks") || !doc.contains("chunks") ||
+        (doc.contains("late") && !doc.contains("straggler")))
+      return false;
+    try {
+      *header = read_header(Reader(source_), doc);
+    } catch (const InputError&) {
+      return false;
+    }
+    ranks_ = header->ranks;
+    chunks_ = header->chunks;
+    try {
+      sink_.header(*header);
+      sink_open_ = true;
+    } catch (...) {
+      sink_error_ = std::current_exception();
+    }
+    return true;
+  }
+
+  bool read_rounds() {
+    ws();
+    if (!eat('[')) return false;
+    ws();
+    if (eat(']')) return true;
+    for (;;) {
+      if (!read_round()) return false;
+      ws();
+      if (eat(']')) return true;
+      if (!eat(',')) return false;
+    }
+  }
+
+  bool read_round() {
+    ws();
+    if (!eat('{')) return false;
+    round_.phase.clear();
+    round_.transfers.clear();
+    bool phase = false, transfers = false;
+    for (;;) {
+      if (!key(key_)) return false;
+      ws();
+      if (key_ == "phase" && !phase) {
+        phase = true;
+        if (peek() == 'n') {
+          if (!literal("null")) return false;
+        } else if (!eat('"') || !phase_string()) {
+          return false;
+        }
+      } else if (key_ == "transfers" && !transfers) {
+        transfers = true;
+        if (!read_transfers()) return false;
+      } else {
+        return false;
+      }
+      ws();
+      if (eat('}')) break;
+      if (!eat(',')) return false;
+    }
+    if (!transfers) return false;
+    if (sink_open_) {
+      try {
+        sink_.round(round_);
+      } catch (...) {
+        sink_error_ = std::current_exception();
+        sink_open_ = false;
+      }
+    }
+    return true;
+  }
+
+  // The phase string after its opening quote: plain, or decoded by nlohmann (escapes, UTF-8).
+  bool phase_string() {
+    std::string& text = round_.phase;
+    text.clear();
+    bool plain = true, escaped = false;
+    for (;;) {
+      const int c = peek();
+      if (c == kEof || text.size() > kMaxHeaderBytes) return false;
+      ++pos_;
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+        plain = false;
+      } else if (c == '"') {
+        break;
+      } else if (c >= 0x80) {
+        plain = false;
+      } else if (c < 0x20) {
+        return false;
+      }
+      text += static_cast<char>(c);
+    }
+    if (plain) return true;
+    try {
+      text = json::parse("\"" + text + "\"").get<std::string>();
+    } catch (const json::exception&) {
+      return false;
+    }
+    return true;
+  }
+
+  bool read_transfers() {
+    if (!eat('[')) return false;
+    ws();
+    if (eat(']')) return true;
+    for (;;) {
+      if (!read_transfer()) return false;
+      ws();
+      if (eat(']')) return true;
+      if (!eat(',')) return false;
+    }
+  }
+
+  // The form `schedule` writes, {"chunks":[B,E],"dst":D,"op":"reduce","src":S}, matched in the
+  // buffer; false (nothing consumed) for anything else or too near the buffer's end.
+  bool canonical_transfer() {
+    if (size_ - pos_ < 128) return false;
+    const char* p = buffer_.data() + pos_;
+    const auto literal = [&p](const char* text, std::size_t n) {
+      if (std::memcmp(p, text, n) != 0) return false;
+      p += n;
+      return true;
+    };
+    const auto number = [&p](long long lo, long long hi, std::int32_t& out) {
+      long long v = 0;
+      const char* first = p;
+      while (*p >= '0' && *p <= '9' && p - first < 10) v = v * 10 + (*p++ - '0');
+      if (p == first || (*first == '0' && p - first > 1) || v < lo || v > hi) return false;
+      out = static_cast<std::int32_t>(v);
+      return true;
+    };
+    Transfer t;
+    if (!literal("{\"chunks\":[", 11) || !number(0, chunks_ - 1, t.chunk_begin) ||
+        !literal(",", 1) || !number(1, chunks_, t.chunk_end) || !literal("],\"dst\":", 8) ||
+        !number(0, ranks_ - 1, t.dst) || !literal(",\"op\":\"", 7))
+      return false;
+    if (literal("reduce\"", 7)) {
+      t.op = Op::reduce;
+    } else if (literal("copy\"", 5)) {
+      t.op = Op::copy;
+    } else {
+      return false;
+    }
+    if (!literal(",\"src\":", 7) || !number(0, ranks_ - 1, t.src) || *p != '}' ||
+        t.chunk_end <= t.chunk_begin)
+      return false;
+    pos_ = static_cast<std::size_t>(p + 1 - buffer_.data());
+    round_.transfers.push_back(t);
+    return true;
+  }
+
+  bool read_transfer() {
+    ws();
+    if (canonical_transfer()) return true;
+    if (!eat('{')) return false;
+    Transfer t;
+    unsigned seen = 0;
+    for (;;) {
+      if (!key(key_)) return false;
+      unsigned bit = 0;
+      if (key_ == "src") {
+        bit = 1;
+        if (!integer(0, ranks_ - 1, t.src)) return false;
+      } else if (key_ == "dst") {
+        bit = 2;
+        if (!integer(0, ranks_ - 1, t.dst)) return false;
+      } else if (key_ == "chunks") {
+        bit = 4;
+        ws();
+        if (!eat('[') || !integer(0, chunks_ - 1, t.chunk_begin)) return false;
+        ws();
+        if (!eat(',') || !integer(1, chunks_, t.chunk_end)) return false;
+        ws();
+        if (!eat(']') || t.chunk_end <= t.chunk_begin) return false;
+      } else if (key_ == "op") {
+        bit = 8;
+        ws();
+        if (!eat('"') || !plain_string(op_)) return false;
+        if (op_ == "reduce") {
+          t.op = Op::reduce;
+        } else if (op_ == "copy") {
+          t.op = Op::copy;
+        } else {
+          return false;
+        }
+      } else {
+        return false;
+      }
+      if (seen & bit) return false;
+      seen |= bit;
+      ws();
+      if (eat('}')) break;
+      if (!eat(',')) return false;
+    }
+    if (seen != 15) return false;
+    round_.transfers.push_back(t);
+    return true;
+  }
+
+  std::istream& in_;
+  std::string_view source_;
+  ScheduleJsonSink& sink_;
+  std::vector<char> buffer_;
+  std::size_t size_ = 0, pos_ = 0;
+  bool eof_ = false;
+  int ranks_ = 0, chunks_ = 0;
+  Round round_;
+  std::string key_, op_;
+  bool sink_open_ = false;
+  std::exception_ptr sink_error_;
+};
+
 class VerifySink : public ScheduleJsonSink {
  public:
-  explicit VerifySink(const std::function<void(const Schedule&)>& before) : before_(before) {}
+  VerifySink(const std::function<void(const Schedule&)>& before,
+             const std::function<void(const Round&)>& each)
+      : before_(before), each_(each) {}
   void header(const Schedule& header) override {
     if (before_) before_(header);
     verifier_.emplace(header);
   }
-  void round(const Round& round) override { verifier_->add(round); }
+  void round(const Round& round) override {
+    verifier_->add(round);
+    if (each_) each_(round);
+  }
   VerifyResult finish() {
     SSIM_CHECK(verifier_.has_value(), "a schedule read without error has its header");
     return verifier_->finish();
@@ -1039,12 +1522,14 @@ class VerifySink : public ScheduleJsonSink {
 
  private:
   const std::function<void(const Schedule&)>& before_;
+  const std::function<void(const Round&)>& each_;
   std::optional<RoundVerifier> verifier_;
 };
 
 }  // namespace
 
-Schedule read_schedule_json(std::istream& in, std::string_view source_name, ScheduleJsonSink& sink) {
+Schedule read_schedule_json(std::istream& in, std::string_view source_name,
+                            ScheduleJsonSink& sink) {
   const Reader reader(source_name);
   StreamInput input(in);
   StreamHandler handler(reader, input, sink);
@@ -1054,9 +1539,25 @@ Schedule read_schedule_json(std::istream& in, std::string_view source_name, Sche
 }
 
 StreamedVerify verify_schedule_json(std::istream& in, std::string_view source_name,
-                                    const std::function<void(const Schedule& header)>& before) {
-  VerifySink sink(before);
+                                    const std::function<void(const Schedule& header)>& before,
+                                    const std::function<void(const Round& round)>& each) {
   StreamedVerify out;
+  // A stream that can be read again (a file, a string) takes the fast path first; what it gives
+  // up on is read again by the nlohmann reader, with a fresh verifier.
+  const std::istream::pos_type start = in.tellg();
+  if (start != std::istream::pos_type(-1)) {
+    VerifySink fast_sink(before, each);
+    FastJsonReader fast(in, source_name, fast_sink);
+    if (fast.read(&out.header)) {
+      out.result = fast_sink.finish();
+      return out;
+    }
+    in.clear();
+    in.seekg(start);
+    if (!in)
+      throw InputError(std::string(source_name) + ": read failed (cannot read the input again)");
+  }
+  VerifySink sink(before, each);
   out.header = read_schedule_json(in, source_name, sink);
   out.result = sink.finish();
   return out;

@@ -27,7 +27,9 @@ namespace ssim::alg {
 // One round per line, so large schedules stay greppable and diffable.
 void write_schedule_json(std::ostream& os, const Schedule& schedule);
 // The same output written round by round (for streamed schedules): the header from a Schedule
-// whose rounds are ignored, then each round, then finish().
+// whose rounds are ignored, then each round, then finish(). Text is formatted into a buffer
+// (std::to_chars) and written to `os` in blocks of about 1 MiB; finish() writes the rest. Check
+// `os` after round() to stop early on a failed write.
 class ScheduleJsonWriter {
  public:
   ScheduleJsonWriter(std::ostream& os, const Schedule& header);
@@ -35,7 +37,10 @@ class ScheduleJsonWriter {
   void finish();
 
  private:
+  static constexpr std::size_t kFlushBytes = std::size_t{1} << 20;
+  void flush();
   std::ostream& os_;
+  std::string buffer_;
   std::size_t rounds_ = 0;
 };
 std::string schedule_to_json(const Schedule& schedule);
@@ -62,13 +67,16 @@ class ScheduleJsonSink {
 Schedule read_schedule_json(std::istream& in, std::string_view source_name, ScheduleJsonSink& sink);
 
 // `stragglesim verify`: reads `in` streamed and verifies each round as it arrives (RoundVerifier).
-// `before` sees the header before the verifier is built (the CLI's memory check); what it throws
-// is rethrown, unless the input has a form error.
+// `before` sees the header before the verifier is built (the CLI's memory check); `each` sees every
+// round after the verifier (a caller that keeps them); what they throw is rethrown, unless the
+// input has a form error. When the fast path gives up and the input is read again, `before` is
+// called again and `each` starts again from the first round.
 struct StreamedVerify {
   Schedule header;  // no rounds
   VerifyResult result;
 };
 StreamedVerify verify_schedule_json(std::istream& in, std::string_view source_name,
-                                    const std::function<void(const Schedule& header)>& before = {});
+                                    const std::function<void(const Schedule& header)>& before = {},
+                                    const std::function<void(const Round& round)>& each = {});
 
 }  // namespace ssim::alg

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "algorithms/registry.hpp"
+#include "common/memory_budget.hpp"
 #include "common/output_file.hpp"
 #include "sim/simulation.hpp"
 
@@ -92,8 +93,15 @@ std::string shared_link_warning(const Experiment& e,
 // The generator options of `schedule` and `lower`: `--option key=value` items plus `--straggler R`
 // (-1: not given), checked against `info` (InputError for a malformed item, a straggler for an
 // algorithm that is not straggler-aware, or the straggler given twice).
-alg::Options algorithm_options(const alg::AlgorithmInfo& info, const std::vector<std::string>& items,
-                               int straggler);
+alg::Options algorithm_options(const alg::AlgorithmInfo& info,
+                               const std::vector<std::string>& items, int straggler);
+
+// A schedule file of `lower --schedule` and `schedule --from` (JSON or binary; "-" for stdin),
+// read streamed, verified round by round (InputError with the verifier's message if it is not a
+// correct schedule) and kept; refused (ResourceError) as it grows beyond `budget` at
+// `bytes_per_transfer` (what the caller will build from it, the kept schedule included).
+alg::Schedule load_schedule_file(const std::string& path, const MemoryBudget& budget,
+                                 double bytes_per_transfer, const std::string& what);
 
 // Reads a whole file, or stdin for "-" (common/input_file.hpp: regular files within the size
 // limit). Throws InputError naming the path when it cannot.

@@ -1,11 +1,16 @@
-// `stragglesim lower`: the per-rank point-to-point plan the executors run for one schedule,
-// size and element type (lowering/plan.hpp), as text or JSON.
+// `stragglesim lower`: the per-rank point-to-point plan the executors run for one schedule (an
+// algorithm of the registry, or a schedule file, JSON or binary), size and element type
+// (lowering/plan.hpp), as text or JSON.
 #include <cstdio>
+#include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "algorithms/registry.hpp"
+#include "algorithms/schedule_bin.hpp"
 #include "common/error.hpp"
+#include "common/input_file.hpp"
 #include "common/units.hpp"
 #include "experiments/cli_commands.hpp"
 #include "experiments/resource_check.hpp"
@@ -16,6 +21,7 @@ namespace {
 
 struct LowerArgs {
   std::string algorithm;
+  std::string schedule_file;
   int ranks = 0;
   std::string bytes;
   std::string dtype = "float32";
@@ -141,8 +147,15 @@ std::string plan_text(const lowering::Plan& plan) {
 }
 
 void run_lower(const LowerArgs& a) {
-  const alg::AlgorithmInfo& info = alg::find_algorithm(a.algorithm);
-  const alg::Options options = algorithm_options(info, a.options, a.straggler);
+  if (!a.schedule_file.empty() &&
+      (!a.algorithm.empty() || a.ranks != 0 || !a.options.empty() || a.straggler >= 0)) {
+    throw InputError(
+        "--schedule FILE takes the place of the algorithm, --ranks, --option and --straggler: "
+        "give one or the other");
+  }
+  if (a.schedule_file.empty() && a.algorithm.empty())
+    throw UsageError("give an algorithm, or --schedule FILE");
+  if (a.schedule_file.empty() && a.ranks == 0) throw UsageError("--ranks is required");
   Bytes bytes;
   try {
     bytes = parse_bytes(a.bytes);
@@ -155,26 +168,78 @@ void run_lower(const LowerArgs& a) {
   } catch (const InputError& e) {
     throw InputError(std::string("--align: ") + e.what());
   }
-  if (info.supports_ranks(a.ranks)) {
-    check_lower_resources(MemoryBudget::from_flag(a.max_memory), TimeBudget::from_flag(a.max_time),
-                          info.name, a.ranks, options);
+  alg::Schedule s;
+  if (!a.schedule_file.empty()) {
+    s = load_schedule_file(a.schedule_file, MemoryBudget::from_flag(a.max_memory),
+                           kScheduleBytesPerTransfer + kLowerBytesPerTransfer, "lowering");
+  } else {
+    const alg::AlgorithmInfo& info = alg::find_algorithm(a.algorithm);
+    const alg::Options options = algorithm_options(info, a.options, a.straggler);
+    if (info.supports_ranks(a.ranks)) {
+      check_lower_resources(MemoryBudget::from_flag(a.max_memory),
+                            TimeBudget::from_flag(a.max_time), info.name, a.ranks, options);
+    }
+    s = alg::generate(a.algorithm, a.ranks, options);
   }
-  const alg::Schedule s = alg::generate(a.algorithm, a.ranks, options);
   const lowering::Plan plan = lowering::lower(s, bytes.value, dtype, a.align);
   write_output(a.output, a.format == "json" ? plan_json(plan).dump(2) + "\n" : plan_text(plan));
 }
 
 }  // namespace
 
+alg::Schedule load_schedule_file(const std::string& path, const MemoryBudget& budget,
+                                 double bytes_per_transfer, const std::string& what) {
+  const std::string name = path == "-" ? "<stdin>" : path;
+  std::ifstream file;
+  if (path != "-") {
+    check_input_file(path, /*size_limit=*/false);
+    file.open(path, std::ios::binary);
+    if (!file) throw InputError(path + ": cannot open file for reading");
+  }
+  alg::Schedule s;
+  double transfers = 0, checked = 0;
+  const alg::StreamedVerify v = alg::verify_schedule_file(
+      path == "-" ? std::cin : file, name,
+      [&](const alg::Schedule& header) {
+        check_verify_memory(budget, header.ranks, header.chunks);
+        s.rounds.clear();  // read again after the fast path gave up: from the first round
+        transfers = checked = 0;
+      },
+      [&](const alg::Round& round) {
+        transfers += static_cast<double>(round.transfers.size());
+        if (transfers > 2 * checked + 65536) {  // checked as it doubles
+          budget.require(transfers * bytes_per_transfer,
+                         what + " the schedule of " + name + " (" +
+                             std::to_string(static_cast<long long>(transfers)) +
+                             " transfers and more)",
+                         "give a smaller schedule");
+          checked = transfers;
+        }
+        s.rounds.push_back(round);
+      });
+  if (!v.result.ok()) throw InputError(name + ": " + v.result.error->to_string());
+  budget.require(transfers * bytes_per_transfer,
+                 what + " the schedule of " + name + " (" +
+                     std::to_string(static_cast<long long>(transfers)) + " transfers)",
+                 "give a smaller schedule");
+  std::vector<alg::Round> rounds = std::move(s.rounds);
+  s = v.header;
+  s.rounds = std::move(rounds);
+  return s;
+}
+
 void add_lower_command(CLI::App& app) {
   auto args = std::make_shared<LowerArgs>();
   CLI::App* cmd = app.add_subcommand(
       "lower", "Print the per-rank point-to-point plan the executors run for a schedule");
-  cmd->add_option("algorithm", args->algorithm, "Algorithm name (see `stragglesim algorithms`)")
-      ->required();
+  cmd->add_option("algorithm", args->algorithm,
+                  "Algorithm name (see `stragglesim algorithms`), or none with --schedule");
+  cmd->add_option(
+      "--schedule", args->schedule_file,
+      "Lower this schedule file (JSON or binary, verified first; - for stdin) instead of "
+      "an algorithm");
   add_retired_rank_flag(*cmd);
-  cmd->add_option("-r,--ranks", args->ranks, "Number of ranks")
-      ->required()
+  cmd->add_option("-r,--ranks", args->ranks, "Number of ranks (with an algorithm)")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--bytes,-b", args->bytes, "Buffer size per rank: 4096, 64KiB, 1MiB, ...")
       ->required();

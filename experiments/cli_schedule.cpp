@@ -11,6 +11,7 @@
 
 #include "algorithms/msccl_xml.hpp"
 #include "algorithms/registry.hpp"
+#include "algorithms/schedule_bin.hpp"
 #include "algorithms/schedule_json.hpp"
 #include "algorithms/stragglar.hpp"
 #include "algorithms/verifier.hpp"
@@ -162,6 +163,7 @@ std::string msccl_summary(const Schedule& s, int per_loop, std::int64_t min_byte
 
 struct ScheduleArgs {
   std::string algorithm;
+  std::string from;
   int ranks = 0;
   int straggler = -1;
   std::vector<std::string> options;
@@ -173,7 +175,61 @@ struct ScheduleArgs {
   std::string min_bytes, max_bytes;
 };
 
+// `schedule --from FILE`: a schedule file (JSON or binary), verified, written in another form.
+void run_schedule_from(const ScheduleArgs& a) {
+  if (!a.algorithm.empty() || a.ranks != 0 || !a.options.empty() || a.straggler >= 0) {
+    throw InputError(
+        "--from FILE takes the place of the algorithm, --ranks, --option and --straggler: give "
+        "one or the other");
+  }
+  const bool msccl = a.format == "msccl-xml" || a.format == "msccl";
+  if (!msccl && (a.nchunksperloop != 0 || !a.min_bytes.empty() || !a.max_bytes.empty()))
+    throw InputError(
+        "--nchunksperloop, --min-bytes and --max-bytes apply to --format msccl-xml only");
+  const MemoryBudget budget = MemoryBudget::from_flag(a.max_memory);
+  const Schedule s = load_schedule_file(a.from, budget, kScheduleBytesPerTransfer, "converting");
+  const std::string name = a.from == "-" ? "<stdin>" : a.from;
+  if (msccl) {
+    alg::MscclExport ex;
+    ex.nchunksperloop = a.nchunksperloop;
+    ex.min_bytes = a.min_bytes.empty() ? 0 : bytes_flag("--min-bytes", a.min_bytes);
+    ex.max_bytes = a.max_bytes.empty() ? 0 : bytes_flag("--max-bytes", a.max_bytes);
+    if (ex.max_bytes != 0 && ex.min_bytes > ex.max_bytes) {
+      throw InputError("--min-bytes " + a.min_bytes + " is above --max-bytes " + a.max_bytes +
+                       ": the runtime would never use the file");
+    }
+    const int per_loop = a.nchunksperloop > 0
+                             ? a.nchunksperloop
+                             : alg::msccl_nchunksperloop_candidates(s.chunks).front();
+    const double steps = alg::msccl_transmission_count(s, std::max(per_loop, s.chunks));
+    budget.require(steps * 300,
+                   "the MSCCL XML of " + name + " (" +
+                       std::to_string(static_cast<long long>(steps)) + " steps)",
+                   "export a smaller schedule");
+    const alg::MscclExported file = alg::schedule_to_msccl_xml(s, ex);
+    write_output_file(a.output, file.xml);
+    (a.output.empty() || a.output == "-" ? std::cerr : std::cout)
+        << msccl_summary(s, file.nchunksperloop, ex.min_bytes, ex.max_bytes);
+    return;
+  }
+  OutputFile out(a.output);
+  std::ostream& os = out.stream();
+  if (a.format == "text") {
+    std::string buffer = text_header(s, s.rounds.size());
+    for (std::size_t i = 0; i < s.rounds.size(); ++i) append_text_round(buffer, s.rounds[i], i);
+    os.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+  } else if (a.format == "bin") {
+    alg::write_schedule_bin(os, s);
+  } else {
+    alg::write_schedule_json(os, s);
+  }
+  out.commit();
+}
+
 void run_schedule(const ScheduleArgs& a) {
+  if (!a.from.empty()) return run_schedule_from(a);
+  if (a.algorithm.empty()) throw UsageError("give an algorithm, or --from FILE");
+  if (a.ranks == 0) throw UsageError("--ranks is required");
   const alg::AlgorithmInfo& info = alg::find_algorithm(a.algorithm);
   const alg::Options options = algorithm_options(info, a.options, a.straggler);
   const MemoryBudget budget = MemoryBudget::from_flag(a.max_memory);
@@ -220,7 +276,7 @@ void run_schedule(const ScheduleArgs& a) {
   }
   // Streamed: each round is generated, verified and written, then dropped.
   alg::GeneratedRounds g = alg::generate_rounds(a.algorithm, a.ranks, options);
-  const bool text = a.format != "json";
+  const bool text = a.format == "text";
   std::size_t rounds = 0;
   if (text) {  // the header states the round count: from the generator, else a counting pass
     if (g.round_count) {
@@ -234,17 +290,22 @@ void run_schedule(const ScheduleArgs& a) {
   std::ostream& os = out.stream();
   alg::RoundVerifier verifier(g.header);
   std::optional<alg::ScheduleJsonWriter> json;
+  std::optional<alg::ScheduleBinWriter> bin;
   std::string buffer;
   if (text) {
     buffer = text_header(g.header, rounds);
+  } else if (a.format == "bin") {
+    bin.emplace(os, g.header);
   } else {
     json.emplace(os, g.header);
   }
   std::size_t index = 0;
   while (const alg::Round* r = g.stream.next()) {
     verifier.add(*r);
-    if (json) {
-      json->round(*r);
+    if (json || bin) {
+      if (json) json->round(*r);
+      if (bin) bin->round(*r);
+      if (!os) out.flush();  // throws OutputError naming the file: stop generating
     } else {
       append_text_round(buffer, *r, index);
       if (buffer.size() > (1u << 20)) {
@@ -256,6 +317,7 @@ void run_schedule(const ScheduleArgs& a) {
     ++index;
   }
   if (json) json->finish();
+  if (bin) bin->finish();
   os.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
   const alg::VerifyResult v = verifier.finish();
   if (!v.ok() || (text && index != rounds)) {
@@ -266,8 +328,8 @@ void run_schedule(const ScheduleArgs& a) {
   out.commit();
 }
 
-// Streamed: each round is verified as soon as it is read (alg::verify_schedule_json), so a file
-// of any size is read in memory for the verifier's state and one round.
+// Streamed: each round is verified as soon as it is read (alg::verify_schedule_file: JSON or the
+// binary form), so a file of any size is read in memory for the verifier's state and one round.
 void run_verify(const std::string& path, const std::string& max_memory) {
   const MemoryBudget budget = MemoryBudget::from_flag(max_memory);
   const std::string name = path == "-" ? "<stdin>" : path;
@@ -277,7 +339,7 @@ void run_verify(const std::string& path, const std::string& max_memory) {
     file.open(path, std::ios::binary);
     if (!file) throw InputError(path + ": cannot open file for reading");
   }
-  const alg::StreamedVerify v = alg::verify_schedule_json(
+  const alg::StreamedVerify v = alg::verify_schedule_file(
       path == "-" ? std::cin : file, name, [&budget](const Schedule& header) {
         check_verify_memory(budget, header.ranks, header.chunks);
       });
@@ -336,7 +398,8 @@ void run_rounds(const RoundsArgs& a) {
   const MemoryBudget budget = MemoryBudget::from_flag(a.max_memory);
   const TimeBudget limit = TimeBudget::from_flag(a.max_time);
   // Summed over a grid of at most 256 x 256 (k, n) points, each standing for its cell.
-  const int k_step = std::max(1, (k_hi - k_lo + 1) / 256), n_step = std::max(1, (n_hi - n_lo + 1) / 256);
+  const int k_step = std::max(1, (k_hi - k_lo + 1) / 256),
+            n_step = std::max(1, (n_hi - n_lo + 1) / 256);
   double seconds = 0;
   for (int k = k_lo; k <= k_hi; k += k_step) {
     for (int n = std::max(n_lo, k + 2); n <= n_hi; n += n_step) {
@@ -351,9 +414,9 @@ void run_rounds(const RoundsArgs& a) {
     check_schedule_memory(budget, "stragglar", n_hi, o, /*verify=*/true);
   }
   limit.require(seconds,
-               "generating and verifying the StragglAR schedules for --ranks " + a.ranks +
-                   " --stragglers " + a.stragglers,
-               "give smaller ranges");
+                "generating and verifying the StragglAR schedules for --ranks " + a.ranks +
+                    " --stragglers " + a.stragglers,
+                "give smaller ranges");
   std::ostringstream os;
   if (a.format == "csv") os << "ranks,stragglers,rounds,bound,gap\n";
   if (a.format == "markdown") os << "| n | k | rounds | bound | gap |\n|---|---|---|---|---|\n";
@@ -409,17 +472,22 @@ void add_schedule_commands(CLI::App& app) {
   auto args = std::make_shared<ScheduleArgs>();
   CLI::App* sched =
       app.add_subcommand("schedule", "Generate, verify and print an AllReduce schedule");
-  sched->add_option("algorithm", args->algorithm, "Algorithm name (see `stragglesim algorithms`)")
-      ->required();
+  sched->add_option("algorithm", args->algorithm,
+                    "Algorithm name (see `stragglesim algorithms`), or none with --from");
+  sched->add_option("--from", args->from,
+                    "Read this schedule file (JSON or binary; - for stdin), verify it and write it "
+                    "in --format instead of generating one");
   add_retired_rank_flag(*sched);
-  sched->add_option("-r,--ranks", args->ranks, "Number of ranks")
-      ->required()
+  sched->add_option("-r,--ranks", args->ranks, "Number of ranks (with an algorithm)")
       ->check(CLI::Range(1, 1 << 20));
   sched->add_option("--straggler", args->straggler, "Straggler rank for straggler-aware algorithms")
       ->check(non_negative_number());
   sched->add_option("--option", args->options, "Algorithm option key=value (repeatable)");
-  sched->add_option("--format", args->format, "Output format: text, json, msccl-xml (alias msccl)")
-      ->check(CLI::IsMember({"text", "json", "msccl-xml", "msccl"}));
+  sched
+      ->add_option("--format", args->format,
+                   "Output format: text, json, bin (the compact binary form, "
+                   "docs/schedule_format.md), msccl-xml (alias msccl)")
+      ->check(CLI::IsMember({"text", "json", "bin", "msccl-xml", "msccl"}));
   sched->add_option("-o,--output", args->output, "Write to FILE instead of stdout");
   sched
       ->add_option("--nchunksperloop", args->nchunksperloop,
@@ -437,8 +505,10 @@ void add_schedule_commands(CLI::App& app) {
   auto path = std::make_shared<std::string>();
   auto verify_memory = std::make_shared<std::string>();
   CLI::App* ver = app.add_subcommand(
-      "verify", "Verify a schedule in the JSON form; print its summary or first error");
-  ver->add_option("file", *path, "Schedule JSON file, or - for stdin")->required();
+      "verify", "Verify a schedule file (JSON or binary); print its summary or first error");
+  ver->add_option("file", *path,
+                  "Schedule file (JSON or binary, told apart by the first bytes), or - for stdin")
+      ->required();
   add_max_memory_option(*ver, *verify_memory);
   ver->callback([path, verify_memory] { run_verify(*path, *verify_memory); });
 

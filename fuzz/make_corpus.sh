@@ -10,7 +10,7 @@ bin=${1:-$root/build/stragglesim}
 corpus=$root/fuzz/corpus
 # Regression inputs (issue15_*, and crash inputs once fixed) are kept; the rest is rebuilt.
 find "$corpus" -type f ! -name 'issue*' -delete 2>/dev/null || true
-mkdir -p "$corpus"/{simulate_config,experiment_config,topology,schedule_json,calibration_csv}
+mkdir -p "$corpus"/{simulate_config,experiment_config,topology,schedule_json,schedule_bin,calibration_csv}
 
 # A config with `topology: {file: ../topologies/X.yaml}` -> the same with X's keys inline.
 inline_topology() {
@@ -49,6 +49,8 @@ for spec in "ring 4" "ring 5" "rhd 6" "dbtree 6" "direct 4" "stragglar 5" "halvi
   set -- $spec
   "$bin" schedule "$1" --ranks "$2" --format json >"$corpus/schedule_json/$1_$2.json" 2>/dev/null ||
     rm -f "$corpus/schedule_json/$1_$2.json"
+  "$bin" schedule "$1" --ranks "$2" --format bin -o "$corpus/schedule_bin/$1_$2.bin" 2>/dev/null ||
+    rm -f "$corpus/schedule_bin/$1_$2.bin"
 done
 
 cp "$root"/tests/data/calibration/*.csv "$root"/tests/data/calibration/*.txt "$corpus/calibration_csv/"

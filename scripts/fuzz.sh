@@ -2,7 +2,7 @@
 # Builds the libFuzzer harnesses (fuzz/) with clang, ASan and UBSan into build-fuzz/ and runs
 # each for SECONDS (default 600) on a copy of its seed corpus (docs/testing.md "Fuzzing").
 #   scripts/fuzz.sh [SECONDS] [HARNESS...]    harnesses: simulate_config experiment_config
-#                                             topology schedule_json calibration_csv (default all)
+#                                             topology schedule_json schedule_bin calibration_csv (default all)
 # Environment: STRAGGLESIM_FUZZ_BUILD_DIR (default build-fuzz), STRAGGLESIM_FUZZ_JOBS (harnesses
 # run at once, default 1), CXX (default clang++). Findings (crash-*, timeout-*, oom-*) and each
 # run's log land in build-fuzz/runs/<harness>/; replay one with
@@ -11,7 +11,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-600}
 [[ $# -gt 0 ]] && shift
-all=(simulate_config experiment_config topology schedule_json calibration_csv)
+all=(simulate_config experiment_config topology schedule_json schedule_bin calibration_csv)
 harnesses=("$@")
 [[ ${#harnesses[@]} -eq 0 ]] && harnesses=("${all[@]}")
 for h in "${harnesses[@]}"; do

@@ -3,6 +3,7 @@
 // write and on corrupted, reordered and mutated files.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 #include <string>
@@ -69,6 +70,125 @@ std::string replace_once(std::string text, const std::string& from, const std::s
   return text;
 }
 
+// An input stream that cannot seek (a pipe): verify_schedule_json reads it with the nlohmann reader
+// only, so comparing it with a string stream (the fast path first) compares the two paths.
+class PipeBuf : public std::streambuf {
+ public:
+  explicit PipeBuf(std::string text) : text_(std::move(text)) {
+    setg(text_.data(), text_.data(), text_.data() + text_.size());
+  }
+
+ private:
+  std::string text_;
+};
+
+std::string pipe_outcome(const std::string& text) {
+  return outcome([&] {
+    PipeBuf buf(text);
+    std::istream in(&buf);
+    return verify_schedule_json(in, "plan.json").result;
+  });
+}
+
+// The writer against nlohmann's dump() of the same document (what it wrote before it formatted
+// numbers itself), with phases and options that need escapes.
+std::string reference_json(const Schedule& s) {
+  using nlohmann::json;
+  std::string out =
+      "{\"collective\": " + json(std::string(to_string(s.collective))).dump() +
+      ", \"algorithm\": " + json(s.algorithm).dump() + ", \"ranks\": " + std::to_string(s.ranks) +
+      ", \"chunks\": " + std::to_string(s.chunks) +
+      ", \"straggler\": " + (s.straggler ? json(*s.straggler) : json(nullptr)).dump() +
+      ", \"options\": " + json(s.options).dump();
+  if (!s.late.empty()) out += ", \"late\": " + json(s.late).dump();
+  out += ",\n \"rounds\": [";
+  for (std::size_t i = 0; i < s.rounds.size(); ++i) {
+    json transfers = json::array();
+    for (const Transfer& t : s.rounds[i].transfers)
+      transfers.push_back({{"src", t.src},
+                           {"dst", t.dst},
+                           {"chunks", {t.chunk_begin, t.chunk_end}},
+                           {"op", std::string(to_string(t.op))}});
+    json r = json::object();
+    if (!s.rounds[i].phase.empty()) r["phase"] = s.rounds[i].phase;
+    r["transfers"] = transfers;
+    if (!s.rounds[i].switch_reduces.empty()) {
+      json ops = json::array();
+      for (const SwitchReduce& g : s.rounds[i].switch_reduces)
+        ops.push_back({{"members", g.members},
+                       {"receivers", g.receivers},
+                       {"chunks", {g.chunk_begin, g.chunk_end}}});
+      r["switch_reduces"] = ops;
+    }
+    out += (i ? ",\n  " : "\n  ") + r.dump();
+  }
+  return out + (s.rounds.empty() ? "]}\n" : "\n ]}\n");
+}
+
+TEST(ScheduleJsonStream, TheWriterWritesWhatNlohmannWrote) {
+  for (const AlgorithmInfo& info : algorithms()) {
+    for (int n : {2, 5, 16}) {
+      if (!info.supports_ranks(n)) continue;
+      const Schedule s = generate(info.name, n, {});
+      EXPECT_EQ(schedule_to_json(s), reference_json(s)) << info.name << " " << n;
+    }
+  }
+  Schedule s = Schedule::make(Collective::reduce_scatter, "q\"uote", 3, 3);
+  s.options["k\\ey"] = "tab\there";
+  s.straggler = 2;
+  s.late = {0, 2};
+  s.add_round("a \"quoted\" \\ phase\n").add(0, 1, 0, 1, Op::reduce);
+  s.add_round(
+       "gr\xc3\xbc\xc3\x9f"
+       "e")
+      .add(2, 1, 1, 3, Op::copy);
+  s.add_round();
+  s.add_round("\x01").add(1, 0, 2, 3, Op::copy);
+  EXPECT_EQ(schedule_to_json(s), reference_json(s));
+  EXPECT_EQ(schedule_to_json(Schedule::make(Collective::allgather, "", 1, 1)),
+            reference_json(Schedule::make(Collective::allgather, "", 1, 1)));
+  EXPECT_EQ(read_schedule_json(schedule_to_json(s), "plan.json"), s);
+}
+
+TEST(ScheduleJsonStream, TheFastPathAndTheNlohmannReaderAgree) {
+  // Valid files in other shapes than `schedule` writes: spaces, keys in other orders, phases
+  // with escapes and UTF-8, null phases. The seekable stream takes the fast path, the pipe not.
+  const Schedule ring = generate("ring", 6, {});
+  const std::string pretty = nlohmann::json::parse(schedule_to_json(ring)).dump(2);
+  std::string crlf;
+  for (char c : schedule_to_json(ring))
+    crlf += c == '\n' ? std::string("\r\n\t") : std::string(1, c);
+  const std::string small =
+      R"({"collective": "allreduce", "ranks": 2, "chunks": 2, "options": {"x": "1"},
+    "rounds": [ {"transfers": [{"op": "reduce", "src": 0, "dst": 1, "chunks": [0, 1]},
+                               { "dst" : 0 , "src" : 1 , "chunks" : [ 1 , 2 ] , "op" : "reduce" }],
+                 "phase": "r\u00e9duce \"1\""},
+                {"phase": null, "transfers": [{"src": 1, "dst": 0, "chunks": [0, 1], "op": "copy"},
+                                              {"src": 0, "dst": 1, "chunks": [1, 2], "op": "copy"}]},
+                {"phase": "gr\u00fc\u00dfe", "transfers": []}]} )";
+  for (const std::string& text : {schedule_to_json(ring), pretty, crlf, small}) {
+    const std::string fast = same_outcome(text);
+    EXPECT_EQ(fast.rfind("ok: ", 0), 0u) << fast;
+    EXPECT_EQ(pipe_outcome(text), fast);
+  }
+  EXPECT_NE(stream_outcome(small).find("r\xc3\xa9"
+                                       "duce \"1\" x1"),
+            std::string::npos)
+      << stream_outcome(small);
+  // A long valid file read through several of the fast path's 1 MiB blocks.
+  const std::string big = schedule_to_json(generate("direct", 180, {}));
+  ASSERT_GT(big.size(), std::size_t{3} << 20) << big.size();
+  EXPECT_EQ(stream_outcome(big), pipe_outcome(big));
+  // Errors far into a long file: the fast path gives up and the nlohmann reader names them.
+  for (std::size_t at : {(std::size_t{1} << 20) - 1, std::size_t{1} << 20,
+                         (std::size_t{1} << 20) + 1, (std::size_t{3} << 20) - 17}) {
+    const std::string bad = big.substr(0, at) + "x" + big.substr(at);
+    const std::string r = stream_outcome(bad);
+    EXPECT_EQ(r, pipe_outcome(bad));
+    EXPECT_EQ(r.rfind("input error: plan.json: ", 0), 0u) << r;
+  }
+}
+
 TEST(ScheduleJsonStream, EveryGeneratedScheduleVerifiesTheSameWay) {
   const std::vector<std::string> all = generated_schedules();
   ASSERT_GT(all.size(), 40u);
@@ -88,8 +208,9 @@ TEST(ScheduleJsonStream, PositionsPastTheReadBuffer) {
   // far in, name the same line and column as the DOM reader.
   const std::string text = schedule_to_json(generate("ring", 48, {}));
   ASSERT_GT(text.size(), 150010u);
-  for (std::size_t at : {std::size_t{65534}, std::size_t{65535}, std::size_t{65536}, std::size_t{65537},
-                         std::size_t{131071}, std::size_t{131072}, std::size_t{150001}, text.size() - 7}) {
+  for (std::size_t at :
+       {std::size_t{65534}, std::size_t{65535}, std::size_t{65536}, std::size_t{65537},
+        std::size_t{131071}, std::size_t{131072}, std::size_t{150001}, text.size() - 7}) {
     // A syntax error, or inside a string a bad value: the same either way.
     same_outcome(text.substr(0, at) + "#" + text.substr(at));
     EXPECT_NE(same_outcome(text.substr(0, at)).find("plan.json: line "), std::string::npos);
@@ -111,21 +232,26 @@ TEST(ScheduleJsonStream, CorruptedRoundsFailTheSameWay) {
        "rounds[0].transfers[0].src: expected an integer, got string \"0\""},
       {replace_once(text, t0, R"({"chunks":{"a":1},"dst":1,"op":"reduce","src":0})"),
        "rounds[0].transfers[0].chunks: expected [begin, end], got {\"a\":1}"},
-      {replace_once(text, t0, R"({"chunks":[3,4],"dst":1,"op":3,"src":0})"), "op: expected a string"},
-      {replace_once(text, t0, R"({"chunks":[3,4],"dst":1,"op":"sum","src":0})"), "unknown op 'sum'"},
+      {replace_once(text, t0, R"({"chunks":[3,4],"dst":1,"op":3,"src":0})"),
+       "op: expected a string"},
+      {replace_once(text, t0, R"({"chunks":[3,4],"dst":1,"op":"sum","src":0})"),
+       "unknown op 'sum'"},
       {replace_once(text, t0, "[1]"), "rounds[0].transfers[0]: expected an object, got array"},
       {replace_once(text, t0, R"({"chunks":[3,4],"dst":1,"op":"reduce","src":0,"zz":[1],"aa":2})"),
        "rounds[0].transfers[0]: unknown key 'aa'"},
-      {replace_once(text, R"("transfers":[)", R"("zz":1,"transfers":[)"), "rounds[0]: unknown key 'zz'"},
+      {replace_once(text, R"("transfers":[)", R"("zz":1,"transfers":[)"),
+       "rounds[0]: unknown key 'zz'"},
       {replace_once(text, R"("transfers":[)" + t0, R"("transfers":{"a":[)" + t0 + "]}, \"x\": [0"),
        "rounds[0]: unknown key 'x'"},
       {replace_once(text, R"({"phase":"reduce-scatter","transfers":[)" + t0 + ",",
                     R"({"phase":5,"transfers":["x",)"),
        "rounds[0].phase: expected a string, got number 5"},
-      {replace_once(text, "\"rounds\": [", "\"rounds\": [7, "), "rounds[0]: expected an object, got number"},
+      {replace_once(text, "\"rounds\": [", "\"rounds\": [7, "),
+       "rounds[0]: expected an object, got number"},
       {replace_once(text, "\"ranks\": 4", "\"ranks\": 4, \"ranks\": 5"), "ranks: duplicate key"},
       {replace_once(text, "\"ranks\": 4", "\"ranks\": 3"), "value 3 out of range [0, 2]"},
-      {replace_once(text, "\"ranks\": 4", "\"ranks\": 99999999999"), "ranks: value 99999999999 out of range"},
+      {replace_once(text, "\"ranks\": 4", "\"ranks\": 99999999999"),
+       "ranks: value 99999999999 out of range"},
       {replace_once(text, "\"options\": {}", "\"options\": {}, \"zeta\": 1, \"beta\": [2]"),
        "(top level): unknown key 'beta'"},
       {"[1e400]", "malformed JSON: number overflow parsing '1e400'"},
@@ -144,16 +270,19 @@ TEST(ScheduleJsonStream, CorruptedRoundsFailTheSameWay) {
   dup.insert(text.rfind(last), last + ",");
   EXPECT_NE(same_outcome(dup).find("invalid: round 5"), std::string::npos);
   std::string bad_chunk = text;
-  bad_chunk.replace(text.rfind(last), last.size(), R"({"chunks":[2,5],"dst":1,"op":"copy","src":0})");
+  bad_chunk.replace(text.rfind(last), last.size(),
+                    R"({"chunks":[2,5],"dst":1,"op":"copy","src":0})");
   EXPECT_NE(same_outcome(bad_chunk).find("rounds[5].transfers"), std::string::npos);
   // A form error after a verifier error: the form error wins, as with the DOM reader.
   std::string both = replace_once(text, t0, t0 + "," + t0);
   both.replace(both.rfind(last), last.size(), R"({"chunks":[2,3],"dst":1,"op":"copy","src":-1})");
-  EXPECT_NE(same_outcome(both).find("rounds[5].transfers[0].src: value -1 out of range"), std::string::npos);
+  EXPECT_NE(same_outcome(both).find("rounds[5].transfers[0].src: value -1 out of range"),
+            std::string::npos);
 }
 
 TEST(ScheduleJsonStream, HeaderKeysInAnyOrder) {
-  const std::string rounds = R"("rounds": [{"transfers": [{"src": 0, "dst": 1, "chunks": [0, 1], "op": "reduce"},
+  const std::string rounds =
+      R"("rounds": [{"transfers": [{"src": 0, "dst": 1, "chunks": [0, 1], "op": "reduce"},
                                                   {"src": 1, "dst": 0, "chunks": [1, 2], "op": "reduce"}]},
                                    {"transfers": [{"src": 1, "dst": 0, "chunks": [0, 1], "op": "copy"},
                                                   {"src": 0, "dst": 1, "chunks": [1, 2], "op": "copy"}]}])";
@@ -163,15 +292,17 @@ TEST(ScheduleJsonStream, HeaderKeysInAnyOrder) {
            "{\"collective\": \"allreduce\", \"ranks\": 2, \"chunks\": 2, " + rounds + "}",
            "{" + rounds + ", \"chunks\": 2, \"ranks\": 2}",
            "{\"ranks\": 2, \"chunks\": 2, " + rounds + ", \"collective\": \"allreduce\"}",
-           "{\"collective\": \"allreduce\", \"ranks\": 2, \"chunks\": 2, \"late\": [0, 1], " + rounds +
-               ", \"straggler\": 1}",
+           "{\"collective\": \"allreduce\", \"ranks\": 2, \"chunks\": 2, \"late\": [0, 1], " +
+               rounds + ", \"straggler\": 1}",
        }) {
     EXPECT_EQ(same_outcome(text).rfind("ok: ", 0), 0u) << text;
   }
   for (const auto& [text, expected] : std::vector<std::pair<std::string, std::string>>{
-           {"{\"collective\": \"allreduce\", \"ranks\": 2, \"chunks\": 2, " + rounds + ", \"straggler\": 2}",
+           {"{\"collective\": \"allreduce\", \"ranks\": 2, \"chunks\": 2, " + rounds +
+                ", \"straggler\": 2}",
             "plan.json: straggler: value 2 out of range [0, 1]"},
-           {"{\"collective\": \"allreduce\", \"ranks\": 2, \"chunks\": 2, " + rounds + ", \"collective\": 1}",
+           {"{\"collective\": \"allreduce\", \"ranks\": 2, \"chunks\": 2, " + rounds +
+                ", \"collective\": 1}",
             "collective: duplicate key"},
            {"{\"collective\": \"allreduce\", \"ranks\": 2, \"chunks\": 3, " + rounds + "}",
             "invalid: at the end rank 0 holds chunk 2 without"},
@@ -194,7 +325,9 @@ TEST(ScheduleJsonStream, HeaderKeysInAnyOrder) {
 class Recorder : public ScheduleJsonSink {
  public:
   void header(const Schedule& h) override { events.push_back("header " + std::to_string(h.ranks)); }
-  void round(const Round& r) override { events.push_back("round " + std::to_string(r.transfers.size())); }
+  void round(const Round& r) override {
+    events.push_back("round " + std::to_string(r.transfers.size()));
+  }
   std::vector<std::string> events;
 };
 
@@ -205,8 +338,8 @@ TEST(ScheduleJsonStream, RoundsReachTheSinkWhileTheFileIsRead) {
   std::istringstream in(cut);
   Recorder sink;
   EXPECT_THROW(read_schedule_json(in, "plan.json", sink), InputError);
-  EXPECT_EQ(sink.events, (std::vector<std::string>{"header 4", "round 4", "round 4", "round 4", "round 4",
-                                                   "round 4"}));
+  EXPECT_EQ(sink.events, (std::vector<std::string>{"header 4", "round 4", "round 4", "round 4",
+                                                   "round 4", "round 4"}));
 }
 
 TEST(ScheduleJsonStream, TheSinksErrorComesAfterTheFormErrors) {
@@ -223,7 +356,8 @@ TEST(ScheduleJsonStream, TheSinksErrorComesAfterTheFormErrors) {
 }
 
 TEST(ScheduleJsonStream, DeepNestingIsRefusedByName) {
-  const std::string deep = "{\"options\": {\"a\": " + std::string(600, '[') + std::string(600, ']') + "}}";
+  const std::string deep =
+      "{\"options\": {\"a\": " + std::string(600, '[') + std::string(600, ']') + "}}";
   const std::string r = stream_outcome(deep);
   EXPECT_NE(r.find("plan.json: line 1, column 529: malformed JSON: nested deeper than 512 levels"),
             std::string::npos)
@@ -245,9 +379,15 @@ TEST(ScheduleJsonStream, RandomMutationsFailTheSameWay) {
       const std::size_t at = rng() % text.size();
       const char c = alphabet[rng() % alphabet.size()];
       switch (rng() % 3) {
-        case 0: text[at] = c; break;
-        case 1: text.erase(at, 1); break;
-        default: text.insert(at, 1, c); break;
+        case 0:
+          text[at] = c;
+          break;
+        case 1:
+          text.erase(at, 1);
+          break;
+        default:
+          text.insert(at, 1, c);
+          break;
       }
     }
     accepted += same_outcome(text).rfind("ok: ", 0) == 0;

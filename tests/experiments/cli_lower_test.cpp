@@ -52,6 +52,45 @@ TEST(CliLower, JsonPlanOfEveryAlgorithmIsAlignedAndMatched) {
   }
 }
 
+TEST(CliLower, ScheduleFilesLowerLikeTheAlgorithm) {
+  const std::string bin = "/tmp/ssim_cli_lower_rhd8.bin", json = "/tmp/ssim_cli_lower_rhd8.json";
+  ASSERT_EQ(run_cli("schedule rhd --ranks 8 --format bin -o " + bin).rc, 0);
+  ASSERT_EQ(run_cli("schedule rhd --ranks 8 --format json -o " + json).rc, 0);
+  const CommandResult direct = run_cli("lower rhd --ranks 8 --bytes 1MiB --format json");
+  ASSERT_EQ(direct.rc, 0) << direct.err;
+  for (const std::string& file : {bin, json}) {
+    const CommandResult r = run_cli("lower --schedule " + file + " --bytes 1MiB --format json");
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.out, direct.out) << file;
+  }
+  CommandResult r = run_cli("lower rhd --schedule " + bin + " --bytes 1MiB");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("--schedule FILE takes the place of the algorithm"), std::string::npos)
+      << r.err;
+  r = run_cli("lower --bytes 1MiB");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("give an algorithm, or --schedule FILE"), std::string::npos) << r.err;
+  r = run_cli("lower ring --bytes 1MiB");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--ranks is required"), std::string::npos) << r.err;
+  // A schedule that is not correct is not lowered: the verifier's message, exit 1.
+  r = run_cli("lower --schedule " + data_path("schedules/double_count.json") + " --bytes 1MiB");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("double_count.json: round 1, transfer 0"), std::string::npos) << r.err;
+  // A truncated file: the byte named.
+  const CommandResult ring = run_cli("schedule ring --ranks 4 --format bin");
+  ASSERT_EQ(ring.rc, 0);
+  std::string cut = ring.out;
+  r = run_cli("lower --schedule - --bytes 1MiB", cut.substr(0, cut.size() - 1));
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("<stdin>: byte "), std::string::npos) << r.err;
+  r = run_cli("lower --schedule " + bin + " --bytes 1MiB --max-memory 1KiB");
+  EXPECT_EQ(r.rc, 3);
+  EXPECT_NE(r.err.find("lowering the schedule of " + bin), std::string::npos) << r.err;
+  std::remove(bin.c_str());
+  std::remove(json.c_str());
+}
+
 TEST(CliLower, TextFormCountsAlignedTransfers) {
   const CommandResult r = run_cli("lower ring --ranks 4 --bytes 64KiB");
   ASSERT_EQ(r.rc, 0) << r.err;

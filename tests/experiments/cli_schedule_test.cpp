@@ -5,7 +5,9 @@
 namespace ssim::testing {
 namespace {
 
-bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+bool contains(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
 
 TEST(CliSchedule, JsonPipesIntoVerify) {
   const CommandResult gen = run_cli("schedule ring --ranks 8 --format json");
@@ -14,6 +16,63 @@ TEST(CliSchedule, JsonPipesIntoVerify) {
   ASSERT_EQ(ver.rc, 0) << ver.err;
   EXPECT_TRUE(contains(ver.out, "ok: ring is a correct allreduce")) << ver.out;
   EXPECT_TRUE(contains(ver.out, "rounds: 14")) << ver.out;
+}
+
+TEST(CliSchedule, BinaryFormWritesAndVerifies) {
+  const std::string path = "/tmp/ssim_cli_stragglar9.bin";
+  const std::string json_path = "/tmp/ssim_cli_stragglar9.json";
+  ASSERT_EQ(run_cli("schedule stragglar -r 9 --option stragglers=3 --format bin -o " + path).rc, 0);
+  ASSERT_EQ(
+      run_cli("schedule stragglar -r 9 --option stragglers=3 --format json -o " + json_path).rc, 0);
+  const CommandResult bin = run_cli("verify " + path), json = run_cli("verify " + json_path);
+  EXPECT_EQ(bin.rc, 0) << bin.err;
+  EXPECT_EQ(bin.out, json.out);
+  EXPECT_TRUE(contains(bin.out, "ok: stragglar is a correct allreduce")) << bin.out;
+  // From a pipe too.
+  const CommandResult gen = run_cli("schedule ring --ranks 8 --format bin");
+  ASSERT_EQ(gen.rc, 0) << gen.err;
+  const CommandResult piped = run_cli("verify -", gen.out);
+  EXPECT_EQ(piped.rc, 0) << piped.err;
+  EXPECT_TRUE(contains(piped.out, "rounds: 14")) << piped.out;
+  // A truncated file: exit 1, the file and the byte named.
+  const CommandResult cut = run_cli("verify -", gen.out.substr(0, gen.out.size() - 3));
+  EXPECT_EQ(cut.rc, 1);
+  EXPECT_TRUE(contains(cut.err, "<stdin>: byte ")) << cut.err;
+  EXPECT_TRUE(contains(cut.err, "truncated: the file ends in the CRC-32")) << cut.err;
+  std::remove(path.c_str());
+  std::remove(json_path.c_str());
+}
+
+TEST(CliSchedule, FromAFileConvertsBetweenTheForms) {
+  const std::string bin = "/tmp/ssim_cli_from_tree.bin", json = "/tmp/ssim_cli_from_tree.json";
+  const std::string back = "/tmp/ssim_cli_from_tree_back.json";
+  ASSERT_EQ(run_cli("schedule tree -r 6 --option segments=3 --format bin -o " + bin).rc, 0);
+  ASSERT_EQ(run_cli("schedule tree -r 6 --option segments=3 --format json -o " + json).rc, 0);
+  // bin -> JSON gives the generated JSON byte for byte; JSON -> bin the generated binary.
+  ASSERT_EQ(run_cli("schedule --from " + bin + " --format json -o " + back).rc, 0);
+  EXPECT_EQ(run_cli("verify " + back).out, run_cli("verify " + json).out);
+  const CommandResult a = run_cli("schedule --from " + back + " --format json");
+  const CommandResult b = run_cli("schedule tree -r 6 --option segments=3 --format json");
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_EQ(run_cli("schedule --from " + json + " --format bin").out,
+            run_cli("schedule tree -r 6 --option segments=3 --format bin").out);
+  EXPECT_EQ(run_cli("schedule --from " + bin).out,
+            run_cli("schedule tree -r 6 --option segments=3").out);
+  EXPECT_EQ(run_cli("schedule --from " + bin + " --format msccl-xml").out,
+            run_cli("schedule tree -r 6 --option segments=3 --format msccl-xml").out);
+  CommandResult r = run_cli("schedule tree --from " + bin);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(contains(r.err, "--from FILE takes the place of the algorithm")) << r.err;
+  r = run_cli("schedule --format json");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_TRUE(contains(r.err, "give an algorithm, or --from FILE")) << r.err;
+  r = run_cli("schedule --from " + data_path("schedules/double_count.json") + " --format bin -o " +
+              back);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(contains(r.err, "double_count.json: round 1, transfer 0")) << r.err;
+  std::remove(bin.c_str());
+  std::remove(json.c_str());
+  std::remove(back.c_str());
 }
 
 TEST(CliSchedule, TextFormatHasOneLinePerRound) {
