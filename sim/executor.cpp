@@ -549,7 +549,9 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
   std::vector<std::uint32_t> round_routes;
   auto sequential_round = [&](const alg::Round& round, std::uint32_t k) {
     const std::size_t size = round.transfers.size();
-    if (star_fast) {
+    // StarPass times point-to-point transfers only: a round with in-network reductions takes
+    // the general star round, which times them too.
+    if (star_fast && round.switch_reduces.empty()) {
       fast.run(round.transfers.data(), size, k);
       return;
     }
