@@ -233,16 +233,20 @@ void run_advise(const AdviseArgs& a) {
   const sim::SimulationConfig& c = e.points.front().config;
   const std::size_t nalg = e.algorithms.size();
 
-  // Share of iterations in which each algorithm is the fastest (ties go to every tied one).
+  // Share of iterations in which each algorithm is the fastest; an iteration that several tie
+  // for (within 1e-9) is split among them, so the column sums to 100%.
   std::vector<double> wins(nalg, 0.0);
   const std::size_t iters = r.front().iterations.size();
   for (std::size_t i = 0; i < iters; ++i) {
     double best = r[0].iterations[i].completion.value;
     for (std::size_t k = 1; k < nalg; ++k)
       best = std::min(best, r[k].iterations[i].completion.value);
+    std::size_t tied = 0;
+    for (std::size_t k = 0; k < nalg; ++k)
+      if (r[k].iterations[i].completion.value <= best * (1 + 1e-9)) ++tied;
     for (std::size_t k = 0; k < nalg; ++k) {
       if (r[k].iterations[i].completion.value <= best * (1 + 1e-9))
-        wins[k] += 1.0 / static_cast<double>(iters);
+        wins[k] += 1.0 / static_cast<double>(iters * tied);
     }
   }
   std::vector<std::size_t> order(nalg);
@@ -258,15 +262,19 @@ void run_advise(const AdviseArgs& a) {
             << "\n";
   std::cout << "completion = first arrival to last finish (what the step waits)\n\n";
   const std::string base = e.algorithms[e.baseline].label;
-  char line[256];
-  std::snprintf(line, sizeof line, "%-4s %-10s %12s %12s %16s %9s %8s\n", "rank", "algorithm",
-                "mean", "p90", "after last arr.", ("vs " + base).c_str(), "fastest");
+  // The algorithm column as wide as the longest label, so that every row lines up.
+  int width = 10;
+  for (const ExperimentAlgorithm& alg : e.algorithms)
+    width = std::max(width, static_cast<int>(alg.label.size()));
+  char line[512];
+  std::snprintf(line, sizeof line, "%-4s %-*s %12s %12s %16s %9s %8s\n", "rank", width,
+                "algorithm", "mean", "p90", "after last arr.", ("vs " + base).c_str(), "fastest");
   std::cout << line;
   for (std::size_t i = 0; i < nalg; ++i) {
     const std::size_t k = order[i];
     char speed[32];
     std::snprintf(speed, sizeof speed, "%.3fx", s[k].speedup);
-    std::snprintf(line, sizeof line, "%-4zu %-10s %12s %12s %16s %9s %8s\n", i + 1,
+    std::snprintf(line, sizeof line, "%-4zu %-*s %12s %12s %16s %9s %8s\n", i + 1, width,
                   e.algorithms[k].label.c_str(), format_time(Seconds{s[k].mean_completion}).c_str(),
                   format_time(Seconds{s[k].p90_completion}).c_str(),
                   format_time(Seconds{s[k].mean_after_last_arrival}).c_str(), speed,

@@ -1,9 +1,12 @@
 // `stragglesim run` and `stragglesim advise` through the built binary.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
 
 #include "cli_support.hpp"
 
@@ -192,6 +195,40 @@ TEST(CliAdvise, RanksTheCandidates) {
       "5");
   ASSERT_EQ(shorthand.rc, 0) << shorthand.err;
   EXPECT_TRUE(contains(shorthand.out, "switch(16), 16 ranks, 64MiB")) << shorthand.out;
+}
+
+// Every row lines up under the header whatever the label lengths (halving_doubling,
+// straggler_tree), and the "fastest" column sums to 100%: an iteration that several algorithms
+// tie for (rhd and halving_doubling on one switch) is split among them, not counted twice.
+TEST(CliAdvise, TheTableLinesUpAndTheFastestColumnSumsTo100) {
+  const CommandResult r = run_cli(
+      "advise --topology dgx_h100 --size 1GiB --delay-dist '{distribution: lognormal, mean: 9.5ms, "
+      "p90: 18.8ms}' --persistence 0.9 --iterations 40");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string line, header;
+  double fastest = 0;
+  int rows = 0;
+  bool long_label = false;
+  while (std::getline(lines, line)) {
+    if (line.rfind("rank algorithm", 0) == 0) {
+      header = line;
+      continue;
+    }
+    if (header.empty() || line.empty() || !std::isdigit(static_cast<unsigned char>(line[0]))) continue;
+    ++rows;
+    long_label = long_label || contains(line, "halving_doubling");
+    EXPECT_EQ(line.size(), header.size()) << "\n" << header << "\n" << line;
+    // The mean column ends where the header's "mean" ends.
+    const std::size_t mean_end = header.find("mean") + 4;
+    ASSERT_LT(mean_end, line.size());
+    EXPECT_EQ(line[mean_end - 1], 's') << line;  // a time ends in s (ms, us, s)
+    EXPECT_EQ(line[mean_end], ' ') << line;
+    fastest += std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  EXPECT_GT(rows, 10) << r.out;
+  EXPECT_TRUE(long_label) << r.out;
+  EXPECT_NEAR(fastest, 100.0, 0.1 * rows) << r.out;
 }
 
 TEST(CliAdvise, BadFlagsNameTheFlag) {
