@@ -512,11 +512,18 @@ SimFit fit_by_simulation(const std::vector<MeasuredFile>& files, const SimFitOpt
   // 1e-6 (relative) or the evaluations run out.
   mo.max_restarts = 100;
   mo.tolerance = 1e-6;
-  const calib::MinimizeResult m = calib::minimize_positive(objective, free, mo);
-  fit.values = values_at(m.x);
-  fit.objective = m.value;
-  fit.evaluations = m.evaluations;
-  fit.converged = m.converged && std::isfinite(m.value);
+  if (free.empty()) {
+    // Every parameter given: a prediction, no fit (compare_by_simulation).
+    fit.objective = objective({});
+    fit.evaluations = 1;
+    fit.converged = std::isfinite(fit.objective);
+  } else {
+    const calib::MinimizeResult m = calib::minimize_positive(objective, free, mo);
+    fit.values = values_at(m.x);
+    fit.objective = m.value;
+    fit.evaluations = m.evaluations;
+    fit.converged = m.converged && std::isfinite(m.value);
+  }
   std::vector<std::size_t> all(cases.size());
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
   simulate(fit.values, all);
@@ -524,6 +531,40 @@ SimFit fit_by_simulation(const std::vector<MeasuredFile>& files, const SimFitOpt
     for (std::size_t r : pt.rows) fit.rows[r].simulated = cases[pt.sim].result;
   }
   return fit;
+}
+
+SimFit compare_by_simulation(const std::vector<MeasuredFile>& files, SimFitOptions options,
+                             const std::map<std::string, double>& values) {
+  for (const ParamSpec& s : specs(options.kind)) {
+    auto v = values.find(s.name);
+    const double value = v != values.end() ? v->second : s.start;
+    // An infinite value is the kind's "no cap" default (operation_bandwidth), kept by leaving
+    // the parameter out of `fixed`; fit_by_simulation refuses other non-finite values.
+    if (std::isinf(value) && std::isinf(s.start)) {
+      options.fixed.erase(s.name);
+      continue;
+    }
+    options.fixed[s.name] = value;
+  }
+  options.fit.clear();
+  return fit_by_simulation(files, options);
+}
+
+std::map<std::string, double> topology_parameters(const topo::Topology& topology) {
+  if (!topology.shared_device) {
+    throw InputError("topology '" + topology.name +
+                     "': parameters are read from shared_device topologies only");
+  }
+  const topo::SharedDevice& d = *topology.shared_device;
+  return {{"memory_bandwidth", d.memory_bandwidth.value},
+          {"copy_latency", d.copy_latency.value},
+          {"apply_latency", d.apply_latency.value},
+          {"launch_time", d.launch_time.value},
+          {"operation_bandwidth", d.operation_bandwidth.value},
+          {"copy_factor", d.copy_factor},
+          {"reduce_factor", d.reduce_factor},
+          {"apply_copy_factor", d.apply_copy_factor},
+          {"unaligned_factor", d.unaligned_factor}};
 }
 
 }  // namespace ssim::exp

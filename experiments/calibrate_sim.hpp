@@ -97,6 +97,17 @@ struct SimFit {
 // a fit that does not converge is returned with converged = false (the caller refuses it).
 SimFit fit_by_simulation(const std::vector<MeasuredFile>& files, const SimFitOptions& options);
 
+// A prediction without a fit: every row of `files` simulated on `options.kind` with the
+// parameters at `values` (those missing at the kind's defaults; options.fixed and options.fit are
+// replaced), compared with the measured ones; objective is the RMS over the points not held out.
+// Used to check a calibrated file against runs of another machine (docs/calibration.md).
+SimFit compare_by_simulation(const std::vector<MeasuredFile>& files, SimFitOptions options,
+                             const std::map<std::string, double>& values);
+
+// The parameters (as fit_by_simulation names them) of a shared_device topology, e.g. one loaded
+// from a calibrated file; InputError for another kind.
+std::map<std::string, double> topology_parameters(const topo::Topology& topology);
+
 // The topology of `kind` with these parameter values (missing ones at their defaults).
 topo::Topology make_fitted_topology(const std::string& kind,
                                     const std::map<std::string, double>& values, int ranks);

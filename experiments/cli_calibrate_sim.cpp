@@ -182,8 +182,15 @@ void run_calibrate_by_simulation(const std::string& input, const std::string& ki
   std::cout << "compared: time_s when delay_s = 0, after_last_arrival_s when delay_s > 0; fit: "
                "bounded Nelder-Mead on log-parameters (seed "
             << o.seed << "), RMS of (simulated - median measured) / median measured per run\n";
-  std::cout << "fit: " << (f.converged ? "converged" : "DID NOT CONVERGE") << " after "
-            << f.evaluations << " evaluations, RMS relative error " << pct(f.objective) << "\n";
+  if (f.fitted.empty()) {
+    // Every parameter fixed: a prediction of these rows from given values, nothing fitted
+    // ("fitted rows" below are the rows not held out).
+    std::cout << "fit: none (every parameter fixed: a prediction), RMS relative error "
+              << pct(f.objective) << " over the rows not held out\n";
+  } else {
+    std::cout << "fit: " << (f.converged ? "converged" : "DID NOT CONVERGE") << " after "
+              << f.evaluations << " evaluations, RMS relative error " << pct(f.objective) << "\n";
+  }
   for (const std::string& p : f.parameters) {
     const bool fitted = std::find(f.fitted.begin(), f.fitted.end(), p) != f.fitted.end();
     std::cout << "  " << p << std::string(p.size() < 20 ? 20 - p.size() : 1, ' ')

@@ -70,6 +70,34 @@ TEST(CliCalibrateSim, FitsRingAndRhdAndWritesATopologyValidateReads) {
   for (const std::string& p : {yaml, yaml2, rows}) std::remove(p.c_str());
 }
 
+// Every parameter fixed: a prediction of the rows from given values (docs/calibration.md,
+// "Predicting another GPU"), nothing fitted, the errors those values give.
+TEST(CliCalibrateSim, EveryParameterFixedIsAPrediction) {
+  const std::string fixed =
+      " --fix memory_bandwidth=4323.81GB/s --fix copy_latency=2.73336us --fix "
+      "apply_latency=0.869225us --fix launch_time=0.172383us --fix unaligned_factor=1.30163";
+  const CommandResult r = run_cli("calibrate " + kData + "graph-d0-ring.csv " + kData +
+                                  "graph-d5ms-ring.csv --topology-kind shared_device --holdout "
+                                  "'delay_s>0'" +
+                                  fixed);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "fit: none (every parameter fixed: a prediction)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "memory_bandwidth    4324 GB/s  (fixed)")) << r.out;
+  EXPECT_FALSE(contains(r.out, "(fitted)")) << r.out;
+  // A much lower bandwidth is a worse prediction: the errors are those of the given values.
+  const CommandResult slow = run_cli(
+      "calibrate " + kData + "graph-d0-ring.csv --topology-kind shared_device" +
+      std::string(" --fix memory_bandwidth=1000GB/s --fix copy_latency=2.73336us --fix "
+                  "apply_latency=0.869225us --fix launch_time=0.172383us --fix "
+                  "unaligned_factor=1.30163"));
+  ASSERT_EQ(slow.rc, 0) << slow.err;
+  auto rms = [](const std::string& out) {
+    const auto at = out.find("RMS relative error ");
+    return std::stod(out.substr(at + 19));
+  };
+  EXPECT_GT(rms(slow.out), 2 * rms(r.out)) << slow.out << r.out;
+}
+
 TEST(CliCalibrateSim, NodeStructuredAlgorithmsNeedTheirOption) {
   const std::string args = "calibrate " + kData + "graph-d0-ring.csv " + kData +
                            "graph-d0-hierarchical.csv --topology-kind shared_device";
