@@ -2,7 +2,8 @@
 # The GPU measurement campaign: on a machine with an NVIDIA GPU, one command checks the binaries,
 # lists the devices, runs the `gpu`-labelled tests, measures the device's copy bandwidth and runs
 # the whole matrix (every algorithm x sizes x delays x transports x launch modes, a delay sweep,
-# rank counts, element types), writing everything into one folder with a summary table.
+# rank counts, element types, the misalignment probe), writing everything into one folder with a
+# summary table.
 #
 #   scripts/gpu_campaign.sh [-o DIR] [--bin DIR] [--tests FILE] [--budget SECONDS] [--quick]
 #
@@ -198,6 +199,18 @@ for t in half bf16 float64; do
   for a in ring stragglar dbtree; do
     run "${transports[0]}-dtype-$t-$a" --transport "${transports[0]}" --ranks 8 --algo "$a" -d "$t" \
       -b 1M -e 64M -f 8 -n 5 -w 1 -c 5
+  done
+done
+
+# 6. The misalignment probe (scripts/port_topology.py carries a calibrated model to another GPU
+#    with it): StragglAR at 224 MiB (chunks of 32 MiB, 16-byte aligned) and at 256 MiB (chunks of
+#    S/7, not aligned), 8 ranks, per transport; --quick: 28 MiB and 32 MiB.
+if (( quick )); then probe_sizes=(29360128 33554432); probe_iters=(-n 3 -w 1 -c 1)
+else probe_sizes=(234881024 268435456); probe_iters=(-n 10 -w 3 -c 1); fi
+for tr in "${transports[@]}"; do
+  for b in "${probe_sizes[@]}"; do
+    run "$tr-unaligned-stragglar-$b" --transport "$tr" --ranks 8 --algo stragglar -b "$b" \
+      "${probe_iters[@]}"
   done
 done
 

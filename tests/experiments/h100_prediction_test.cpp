@@ -1,12 +1,15 @@
 // Predicting another GPU (issue 22, "scaling honesty"): the shared-device model calibrated on the
-// H200 (configs/topologies/h200_*.yaml) with only memory_bandwidth changed to the H100's measured
-// copy bandwidth (configs/topologies/h100_*.yaml) against the runs of the same campaign on an
-// NVIDIA H100 80GB HBM3 (data/measured/h100/2026-11-26). Nothing is fitted to the H100 data.
-// The bounds are the figures docs/calibration.md "Predicting another GPU" reports (python3
-// scripts/h100_prediction.py), rounded up by about half a point.
+// H200 (configs/topologies/h200_*.yaml), carried to the H100 by two measured numbers
+// (configs/topologies/h100_*.yaml, written by scripts/port_topology.py: the copy bandwidth of
+// data/measured/h100/2026-11-26/ceilings.txt and the misalignment probe of
+// data/measured/unaligned/2026-11-26), and with memory_bandwidth alone changed, against the runs
+// of the same campaign on an NVIDIA H100 80GB HBM3 (data/measured/h100/2026-11-26). Nothing is
+// fitted to the H100 campaign. The bounds are the figures docs/calibration.md "Predicting another
+// GPU" reports (python3 scripts/h100_prediction.py), rounded up by about half a point.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -14,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/stats.hpp"
 #include "experiments/calibrate_sim.hpp"
 #include "experiments/config.hpp"
 
@@ -62,14 +66,34 @@ double measured_copy_bandwidth() {
   return 0;
 }
 
-TEST(H100Prediction, TheShippedFilesAreTheH200FitWithTheH100CopyBandwidth) {
-  for (const char* t : {"single_gpu", "direct"}) {
-    const auto h200 = parameters(std::string("h200_") + t + ".yaml");
-    const auto h100 = parameters(std::string("h100_") + t + ".yaml");
+// The misalignment probe: StragglAR's time per byte at 256 MiB (chunks of S/7, unaligned) over
+// 224 MiB (chunks of 32 MiB), the median of the timed iterations.
+double probe_slowdown(const std::string& gpu, const std::string& transport) {
+  const std::string dir = kRoot + "/data/measured/unaligned/2026-11-26/" + gpu + "/";
+  auto median = [&](const std::string& bytes) {
+    const auto files = read_measured_files({dir + transport + "-stragglar-" + bytes + ".csv"});
+    std::vector<double> t;
+    for (const auto& r : files.at(0).runs) t.push_back(r.row.time.value);
+    return quantile(t, 0.5);
+  };
+  return (median("268435456") / 256) / (median("234881024") / 224);
+}
+
+TEST(H100Prediction, TheShippedFilesAreTheH200FitCarriedByTwoMeasuredNumbers) {
+  for (const auto& [t, transport] : std::map<std::string, std::string>{
+           {"single_gpu", "single-gpu"}, {"direct", "direct"}}) {
+    const auto h200 = parameters("h200_" + t + ".yaml");
+    const auto h100 = parameters("h100_" + t + ".yaml");
     ASSERT_EQ(h200.size(), h100.size());
+    const double r200 = probe_slowdown("h200", transport), r100 = probe_slowdown("h100", transport);
+    // The probe sees the misaligned chunks cost about twice as much on the H200.
+    EXPECT_GT(r200 - 1, 1.8 * (r100 - 1)) << transport;
+    const double u = 1 + (h200.at("unaligned_factor") - 1) * (r100 - 1) / (r200 - 1);
     for (const auto& [name, value] : h200) {
       if (name == "memory_bandwidth") {
         EXPECT_NEAR(h100.at(name), measured_copy_bandwidth(), 1e-6 * value) << t;
+      } else if (name == "unaligned_factor") {
+        EXPECT_NEAR(h100.at(name), u, 1e-5 * u) << t;
       } else {
         EXPECT_EQ(h100.at(name), value) << t << " " << name;
       }
@@ -81,9 +105,8 @@ struct Bounds {
   double median_8_ranks, p95_8_ranks, median_delayed, median_rank_counts;
 };
 
-void check(const std::string& transport, const std::string& topology_file, const Bounds& b,
-           const std::map<std::string, double>& per_algorithm) {
-  const auto values = parameters(topology_file);
+void check(const std::string& transport, const std::map<std::string, double>& values,
+           const Bounds& b, const std::map<std::string, double>& per_algorithm) {
   const SimFit eight = compare_by_simulation(
       read_measured_files(files(transport, {"graph-d0-", "graph-d5ms-", "sweep-"})), options(),
       values);
@@ -103,29 +126,94 @@ void check(const std::string& transport, const std::string& topology_file, const
   EXPECT_LE(abs_error_quantile(ranks.rows, 0.5), b.median_rank_counts);
 }
 
+// The H200 fit with memory_bandwidth alone changed (the issue's recipe).
+std::map<std::string, double> bandwidth_only(const std::string& t) {
+  auto v = parameters("h200_" + t + ".yaml");
+  v["memory_bandwidth"] = measured_copy_bandwidth();
+  return v;
+}
+
 TEST(H100Prediction, TheSingleGpuTransport) {
-  // Reached: median 5.9%, p95 27.5%, delayed rows 6.2%, rank counts 9.2%.
-  check("single-gpu", "h100_single_gpu.yaml", {0.064, 0.28, 0.067, 0.096},
+  // Reached: median 4.3%, p95 24.8%, delayed rows 3.7%, rank counts 6.1%.
+  check("single-gpu", parameters("h100_single_gpu.yaml"), {0.048, 0.253, 0.042, 0.066},
         {{"ring", 0.031},
          {"rhd", 0.035},
          {"tree", 0.036},
          {"dbtree", 0.031},
          {"stragglar_hier", 0.045},
-         {"stragglar", 0.183},       // the model's worst: docs/calibration.md
-         {"direct_rs_ag", 0.181}});  // likewise
+         {"stragglar", 0.057},
+         {"direct_rs_ag", 0.181}});  // the worst: docs/calibration.md
+}
+
+TEST(H100Prediction, TheSingleGpuTransportWithTheBandwidthAlone) {
+  // Reached: median 5.9%, p95 27.5%, delayed rows 6.2%, rank counts 9.2%; StragglAR 17.8%.
+  check("single-gpu", bandwidth_only("single_gpu"), {0.064, 0.28, 0.067, 0.097},
+        {{"stragglar", 0.183}});
 }
 
 TEST(H100Prediction, TheDirectTransport) {
+  // Reached: median 6.3%, p95 31.8%, delayed rows 4.3%, rank counts 12.0%.
+  check("direct", parameters("h100_direct.yaml"), {0.068, 0.323, 0.048, 0.125},
+        {{"ring", 0.049}, {"rhd", 0.042}, {"stragglar", 0.048}, {"direct_rs_ag", 0.262}});
+}
+
+TEST(H100Prediction, TheDirectTransportWithTheBandwidthAlone) {
   // Reached: median 6.6%, p95 31.8%, delayed rows 5.4%, rank counts 12.6%.
-  check("direct", "h100_direct.yaml", {0.071, 0.323, 0.059, 0.131},
-        {{"ring", 0.049}, {"rhd", 0.042}, {"stragglar", 0.066}, {"direct_rs_ag", 0.262}});
+  check("direct", bandwidth_only("direct"), {0.071, 0.323, 0.059, 0.131}, {{"stragglar", 0.066}});
+}
+
+// StragglAR's crossover delay over Ring at 256 MiB (the delay sweep), measured and simulated,
+// each by linear interpolation of Ring / StragglAR (time after the last arrival) between the
+// swept delays, as scripts/h100_prediction.py and scripts/h200_figures.py compute it.
+std::pair<double, double> crossovers(const std::string& transport,
+                                     const std::map<std::string, double>& values) {
+  const SimFit f =
+      compare_by_simulation(read_measured_files(files(transport, {"sweep-"})), options(), values);
+  // file's nominal delay -> delays, and per algorithm measured and simulated times
+  std::map<std::string, std::vector<double>> delay;
+  std::map<std::pair<std::string, std::string>, std::vector<double>> measured, simulated;
+  for (const ComparedRow& r : f.rows) {
+    const std::string name = std::filesystem::path(r.file).filename().string();
+    const std::string nominal = name.substr(0, name.rfind('-'));
+    delay[nominal].push_back(r.delay);
+    measured[{nominal, r.algorithm}].push_back(r.measured);
+    simulated[{nominal, r.algorithm}].push_back(r.simulated);
+  }
+  std::vector<std::array<double, 3>> p;  // delay, ring / stragglar measured, simulated
+  for (const auto& [nominal, d] : delay) {
+    auto ratio = [&](auto& m) {
+      return quantile(m.at({nominal, "ring"}), 0.5) / quantile(m.at({nominal, "stragglar"}), 0.5);
+    };
+    p.push_back({quantile(d, 0.5), ratio(measured), ratio(simulated)});
+  }
+  std::sort(p.begin(), p.end());
+  auto cross = [&](int k) {
+    for (std::size_t i = 0; i + 1 < p.size(); ++i) {
+      const double r0 = p[i][k], r1 = p[i + 1][k];
+      if (r0 < 1 && r1 >= 1) return p[i][0] + (1 - r0) * (p[i + 1][0] - p[i][0]) / (r1 - r0);
+    }
+    return -1.0;
+  };
+  return {cross(1), cross(2)};
+}
+
+TEST(H100Prediction, StragglarCrossesRingWhereTheSweepDoes) {
+  // single-gpu: measured 1.23 ms, simulated 1.36 ms (the issue asks for 0.3 ms; with the
+  // bandwidth alone 2.24 ms); direct: measured 0.880 ms, simulated 0.889 ms.
+  const auto [m1, s1] = crossovers("single-gpu", parameters("h100_single_gpu.yaml"));
+  EXPECT_NEAR(m1, 1.2284e-3, 0.01e-3);
+  EXPECT_NEAR(s1, m1, 0.3e-3);
+  EXPECT_GT(crossovers("single-gpu", bandwidth_only("single_gpu")).second - m1, 0.9e-3);
+  const auto [m2, s2] = crossovers("direct", parameters("h100_direct.yaml"));
+  EXPECT_NEAR(m2, 0.8798e-3, 0.01e-3);
+  EXPECT_NEAR(s2, m2, 0.03e-3);
 }
 
 // What the one changed number is worth: the H200's own bandwidth predicts the H100 far worse, so
 // the figures above come from the copy bandwidth and not from slack in the bounds.
 TEST(H100Prediction, TheH200BandwidthPredictsTheH100Worse) {
   const auto h200 = parameters("h200_single_gpu.yaml");
-  const auto h100 = parameters("h100_single_gpu.yaml");
+  const auto h100 = bandwidth_only("single_gpu");
   const auto measured =
       read_measured_files(files("single-gpu", {"graph-d0-", "graph-d5ms-", "sweep-"}));
   const SimFit with_h200 = compare_by_simulation(measured, options(), h200);

@@ -31,6 +31,14 @@ if [[ -n $sim ]]; then
     { cat "$tmp/out/summary.txt"; fail "bytes moved of ring at 16 MiB is not 1.057 GB"; }
 fi
 
+# The misalignment probe: StragglAR at the aligned and the unaligned size, per transport.
+"$root/scripts/gpu_campaign.sh" --quick --no-tests --bin "$tmp/bin" -o "$tmp/probe" \
+  --only '^single-gpu-unaligned-' >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "the probe failed"; }
+for b in 29360128 33554432; do
+  grep -q "^measured,stragglar,8,$b," "$tmp/probe/single-gpu-unaligned-stragglar-$b.csv" ||
+    fail "no probe run of stragglar at $b bytes"
+done
+
 # A non-empty output folder is refused and left as it was; so is an unknown flag.
 before=$(ls -l "$tmp/out" | md5sum)
 "$root/scripts/gpu_campaign.sh" --quick --bin "$tmp/bin" -o "$tmp/out" >"$tmp/log" 2>&1
