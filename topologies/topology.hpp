@@ -117,7 +117,9 @@ struct SharedDevice {
   double reduce_factor = 3;         // per byte the apply reduces (2 reads + 1 write)
   double apply_copy_factor = 2;     // per byte the apply copies into place (read + write)
   // Multiplies the memory bytes of an operation's chunks whose offset or length in the buffer is
-  // not a multiple of 16 bytes (kernels fall back from 16-byte vector accesses); 1: no penalty.
+  // not a multiple of 16 bytes (the IR's byte rule); measured, not derived: on a GPU those are
+  // chunks of an odd stride, which ran slower on the single-GPU transport (docs/DESIGN.md); 1: no
+  // penalty.
   double unaligned_factor = 1;
   // The most memory bytes per second one operation can move alone (infinity: no cap).
   BytesPerSecond operation_bandwidth{std::numeric_limits<double>::infinity()};
