@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "algorithms/schedule_verify_sink.hpp"
 #include "algorithms/verifier.hpp"
 #include "common/error.hpp"
 
@@ -1502,30 +1503,6 @@ class FastJsonReader {
   std::exception_ptr sink_error_;
 };
 
-class VerifySink : public ScheduleJsonSink {
- public:
-  VerifySink(const std::function<void(const Schedule&)>& before,
-             const std::function<void(const Round&)>& each)
-      : before_(before), each_(each) {}
-  void header(const Schedule& header) override {
-    if (before_) before_(header);
-    verifier_.emplace(header);
-  }
-  void round(const Round& round) override {
-    verifier_->add(round);
-    if (each_) each_(round);
-  }
-  VerifyResult finish() {
-    SSIM_CHECK(verifier_.has_value(), "a schedule read without error has its header");
-    return verifier_->finish();
-  }
-
- private:
-  const std::function<void(const Schedule&)>& before_;
-  const std::function<void(const Round&)>& each_;
-  std::optional<RoundVerifier> verifier_;
-};
-
 }  // namespace
 
 Schedule read_schedule_json(std::istream& in, std::string_view source_name,
@@ -1546,7 +1523,7 @@ StreamedVerify verify_schedule_json(std::istream& in, std::string_view source_na
   // up on is read again by the nlohmann reader, with a fresh verifier.
   const std::istream::pos_type start = in.tellg();
   if (start != std::istream::pos_type(-1)) {
-    VerifySink fast_sink(before, each);
+    detail::VerifyingSink fast_sink(before, each);
     FastJsonReader fast(in, source_name, fast_sink);
     if (fast.read(&out.header)) {
       out.result = fast_sink.finish();
@@ -1557,7 +1534,7 @@ StreamedVerify verify_schedule_json(std::istream& in, std::string_view source_na
     if (!in)
       throw InputError(std::string(source_name) + ": read failed (cannot read the input again)");
   }
-  VerifySink sink(before, each);
+  detail::VerifyingSink sink(before, each);
   out.header = read_schedule_json(in, source_name, sink);
   out.result = sink.finish();
   return out;
