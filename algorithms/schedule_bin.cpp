@@ -68,7 +68,7 @@ std::uint32_t crc32(std::uint32_t crc, const void* data, std::size_t size) {
 
 // --- writer
 
-ScheduleBinWriter::ScheduleBinWriter(std::ostream& os, const Schedule& s) : os_(os) {
+ScheduleBinWriter::ScheduleBinWriter(std::ostream& os, const Schedule& s) : ScheduleWriter(os) {
   SSIM_CHECK(s.ranks >= 1 && static_cast<std::uint64_t>(s.ranks) <= kMaxRanks && s.chunks >= 1 &&
                  static_cast<std::uint64_t>(s.chunks) <= kMaxChunks,
              "a schedule's ranks and chunks are in range");
@@ -127,8 +127,7 @@ void ScheduleBinWriter::round(const Round& round) {
 
 void ScheduleBinWriter::flush() {
   crc_ = crc32(crc_, buffer_.data(), buffer_.size());
-  os_.write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
-  buffer_.clear();
+  write_buffer();
 }
 
 void ScheduleBinWriter::finish() {
@@ -137,8 +136,7 @@ void ScheduleBinWriter::finish() {
   put_varint(buffer_, transfers_);
   crc_ = crc32(crc_, buffer_.data(), buffer_.size());
   for (int i = 0; i < 4; ++i) buffer_ += static_cast<char>((crc_ >> (8 * i)) & 0xff);
-  os_.write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
-  buffer_.clear();
+  write_buffer();
 }
 
 void write_schedule_bin(std::ostream& os, const Schedule& s) {

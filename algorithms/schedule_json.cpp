@@ -340,7 +340,7 @@ Transfer read_transfer(const Reader& in, const json& t, std::size_t ri, std::siz
 
 }  // namespace
 
-ScheduleJsonWriter::ScheduleJsonWriter(std::ostream& os, const Schedule& s) : os_(os) {
+ScheduleJsonWriter::ScheduleJsonWriter(std::ostream& os, const Schedule& s) : ScheduleWriter(os) {
   json header = json::object();
   header["collective"] = std::string(to_string(s.collective));
   header["algorithm"] = s.algorithm;
@@ -428,20 +428,15 @@ void ScheduleJsonWriter::round(const Round& round) {
     out.append(t.op == Op::reduce ? ",\"op\":\"reduce\",\"src\":" : ",\"op\":\"copy\",\"src\":");
     append_int(out, t.src);
     out += '}';
-    if (out.size() >= kFlushBytes) flush();
+    if (out.size() >= kFlushBytes) write_buffer();
   }
   out.append("]}");
-  if (out.size() >= kFlushBytes) flush();
-}
-
-void ScheduleJsonWriter::flush() {
-  os_.write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
-  buffer_.clear();
+  if (out.size() >= kFlushBytes) write_buffer();
 }
 
 void ScheduleJsonWriter::finish() {
   buffer_.append(rounds_ == 0 ? "]}\n" : "\n ]}\n");
-  flush();
+  write_buffer();
 }
 
 void write_schedule_json(std::ostream& os, const Schedule& s) {

@@ -6,7 +6,7 @@
 #include <iostream>
 #include <iterator>
 #include <limits>
-#include <optional>
+#include <memory>
 #include <sstream>
 
 #include "algorithms/msccl_xml.hpp"
@@ -289,22 +289,20 @@ void run_schedule(const ScheduleArgs& a) {
   OutputFile out(a.output);
   std::ostream& os = out.stream();
   alg::RoundVerifier verifier(g.header);
-  std::optional<alg::ScheduleJsonWriter> json;
-  std::optional<alg::ScheduleBinWriter> bin;
+  std::unique_ptr<alg::ScheduleWriter> writer;
   std::string buffer;
   if (text) {
     buffer = text_header(g.header, rounds);
   } else if (a.format == "bin") {
-    bin.emplace(os, g.header);
+    writer = std::make_unique<alg::ScheduleBinWriter>(os, g.header);
   } else {
-    json.emplace(os, g.header);
+    writer = std::make_unique<alg::ScheduleJsonWriter>(os, g.header);
   }
   std::size_t index = 0;
   while (const alg::Round* r = g.stream.next()) {
     verifier.add(*r);
-    if (json || bin) {
-      if (json) json->round(*r);
-      if (bin) bin->round(*r);
+    if (writer) {
+      writer->round(*r);
       if (!os) out.flush();  // throws OutputError naming the file: stop generating
     } else {
       append_text_round(buffer, *r, index);
@@ -316,8 +314,7 @@ void run_schedule(const ScheduleArgs& a) {
     }
     ++index;
   }
-  if (json) json->finish();
-  if (bin) bin->finish();
+  if (writer) writer->finish();
   os.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
   const alg::VerifyResult v = verifier.finish();
   if (!v.ok() || (text && index != rounds)) {
