@@ -1,7 +1,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <iterator>
@@ -325,22 +324,10 @@ void run_schedule(const ScheduleArgs& a) {
   out.commit();
 }
 
-// Streamed: each round is verified as soon as it is read (alg::verify_schedule_file: JSON or the
+// Streamed: each round is verified as soon as it is read (verify_schedule_input: JSON or the
 // binary form), so a file of any size is read in memory for the verifier's state and one round.
 void run_verify(const std::string& path, const std::string& max_memory) {
-  const MemoryBudget budget = MemoryBudget::from_flag(max_memory);
-  const std::string name = path == "-" ? "<stdin>" : path;
-  std::ifstream file;
-  if (path != "-") {
-    check_input_file(path, /*size_limit=*/false);
-    file.open(path, std::ios::binary);
-    if (!file) throw InputError(path + ": cannot open file for reading");
-  }
-  const alg::StreamedVerify v = alg::verify_schedule_file(
-      path == "-" ? std::cin : file, name, [&budget](const Schedule& header) {
-        check_verify_memory(budget, header.ranks, header.chunks);
-      });
-  if (!v.result.ok()) throw InputError(name + ": " + v.result.error->to_string());
+  const alg::StreamedVerify v = verify_schedule_input(path, MemoryBudget::from_flag(max_memory));
   std::cout << "ok: " << (v.header.algorithm.empty() ? "schedule" : v.header.algorithm)
             << " is a correct " << alg::to_string(v.header.collective) << "\n"
             << alg::format_summary(v.result.summary);
