@@ -1,0 +1,43 @@
+// Test support for the tests of `stragglesim run` with journals, shards and MPI (cli_journal,
+// cli_shard, mpi/cli_mpi_run): their scratch folders and the experiment they run.
+#pragma once
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace ssim::testing {
+
+inline bool contains(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
+
+// /tmp/ssim_<suite>_<tag>_<pid>, emptied of what an earlier run of this process id left there;
+// not created.
+inline std::string scratch_dir(const std::string& suite, const std::string& tag) {
+  const std::string dir = "/tmp/ssim_" + suite + "_" + tag + "_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+// Writes DIR/NAME.yaml (DIR created if missing) and returns its path: 3 algorithms on a switch
+// of 8 ranks, one straggler with an exponential delay of mean 1ms and exponential base delays,
+// so that iterations differ; `iterations`, `seed` and the `sweep` map (YAML flow text) as given.
+inline std::string write_run_experiment(const std::string& dir, const std::string& name,
+                                        int iterations, int seed, const std::string& sweep) {
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/" + name + ".yaml";
+  std::ofstream(path) << "topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us}\n"
+                         "algorithms: [stragglar, ring, rhd]\n"
+                         "size: 64MiB\n"
+                         "stragglers: {count: 1, delay: {distribution: exponential, mean: 1ms}}\n"
+                         "iterations: "
+                      << iterations << "\nseed: " << seed << "\nsweep: " << sweep
+                      << "\n"
+                         "delays: {base: {distribution: exponential, mean: 10us}}\n";
+  return path;
+}
+
+}  // namespace ssim::testing
