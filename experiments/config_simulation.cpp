@@ -57,6 +57,13 @@ alg::Options load_algorithm_options(const alg::AlgorithmInfo& info, int ranks,
       options.set(key, v.as_string());
     }
   }
+  check_algorithm_entry_options(info, ranks, topology, options, node, name);
+  return options;
+}
+
+void check_algorithm_entry_options(const alg::AlgorithmInfo& info, int ranks,
+                                   const topo::Topology& topology, alg::Options& options,
+                                   const std::optional<ConfigNode>& node, const ConfigNode& at) {
   apply_node_structure(topology, info, options, node);
   if (node) {
     check_algorithm_options(info, ranks, options, *node);
@@ -64,10 +71,9 @@ alg::Options load_algorithm_options(const alg::AlgorithmInfo& info, int ranks,
     try {
       info.check_options(ranks, options);
     } catch (const InputError& e) {
-      name.fail(e.what());
+      at.fail(e.what());
     }
   }
-  return options;
 }
 
 void check_in_network(const alg::AlgorithmInfo& info, const topo::Topology& topology,
