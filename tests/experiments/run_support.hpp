@@ -1,5 +1,6 @@
 // Test support for the tests of `stragglesim run` with journals, shards and MPI (cli_journal,
-// cli_shard, mpi/cli_mpi_run): their scratch folders and the experiment they run.
+// cli_shard, mpi/cli_mpi_run): their scratch folders and the experiments they run (the one with
+// a failing point also in experiment_runner).
 #pragma once
 
 #include <unistd.h>
@@ -39,5 +40,21 @@ inline std::string write_run_experiment(const std::string& dir, const std::strin
                          "delays: {base: {distribution: exponential, mean: 10us}}\n";
   return path;
 }
+
+// Two sweep points of ring and rhd on a custom topology; the second point's link set leaves g2
+// unreachable, so every run of point 1 fails when it routes (after the 2 runs of point 0).
+inline constexpr const char* kFailingPointExperiment =
+    "topology:\n"
+    "  kind: custom\n"
+    "  nodes: [{name: g0}, {name: g1}, {name: g2}, {name: sw, type: switch}]\n"
+    "  links: []\n"
+    "algorithms: [ring, rhd]\nsize: 1MiB\niterations: 2\n"
+    "sweep:\n"
+    "  topology.links:\n"
+    "    - [{from: g0, to: sw, bandwidth: 1GB/s, latency: 1us}, {from: g1, to: sw, bandwidth: "
+    "1GB/s, latency: 1us},\n"
+    "       {from: g2, to: sw, bandwidth: 1GB/s, latency: 1us}]\n"
+    "    - [{from: g0, to: sw, bandwidth: 1GB/s, latency: 1us}, {from: g1, to: sw, bandwidth: "
+    "1GB/s, latency: 1us}]\n";
 
 }  // namespace ssim::testing

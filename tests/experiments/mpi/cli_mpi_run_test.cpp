@@ -121,19 +121,7 @@ TEST(CliMpiRun, AFailingRunEndsEveryRankWithTheMessage) {
   const std::string dir = temp_dir("fail");
   fs::create_directories(dir);
   const std::string yaml = dir + "/fail.yaml";
-  std::ofstream(yaml)
-      << "topology:\n"
-         "  kind: custom\n"
-         "  nodes: [{name: g0}, {name: g1}, {name: g2}, {name: sw, type: switch}]\n"
-         "  links: []\n"
-         "algorithms: [ring, rhd]\nsize: 1MiB\niterations: 2\n"
-         "sweep:\n"
-         "  topology.links:\n"
-         "    - [{from: g0, to: sw, bandwidth: 1GB/s, latency: 1us}, {from: g1, to: sw, bandwidth: "
-         "1GB/s, latency: 1us},\n"
-         "       {from: g2, to: sw, bandwidth: 1GB/s, latency: 1us}]\n"
-         "    - [{from: g0, to: sw, bandwidth: 1GB/s, latency: 1us}, {from: g1, to: sw, bandwidth: "
-         "1GB/s, latency: 1us}]\n";
+  std::ofstream(yaml) << kFailingPointExperiment;
   const CommandResult one = run_cli("run " + yaml + " -o " + dir + "/one -j 1 -q --no-plots");
   ASSERT_EQ(one.rc, 1);
   for (int ranks : {2, 3}) {
