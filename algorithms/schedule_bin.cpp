@@ -6,11 +6,11 @@
 #include <cstring>
 #include <exception>
 #include <map>
-#include <optional>
 #include <sstream>
 #include <streambuf>
 #include <unordered_map>
 
+#include "algorithms/schedule_verify_sink.hpp"
 #include "algorithms/verifier.hpp"
 #include "common/error.hpp"
 
@@ -68,7 +68,7 @@ std::uint32_t crc32(std::uint32_t crc, const void* data, std::size_t size) {
 
 // --- writer
 
-ScheduleBinWriter::ScheduleBinWriter(std::ostream& os, const Schedule& s) : os_(os) {
+ScheduleBinWriter::ScheduleBinWriter(std::ostream& os, const Schedule& s) : ScheduleWriter(os) {
   SSIM_CHECK(s.ranks >= 1 && static_cast<std::uint64_t>(s.ranks) <= kMaxRanks && s.chunks >= 1 &&
                  static_cast<std::uint64_t>(s.chunks) <= kMaxChunks,
              "a schedule's ranks and chunks are in range");
@@ -127,8 +127,7 @@ void ScheduleBinWriter::round(const Round& round) {
 
 void ScheduleBinWriter::flush() {
   crc_ = crc32(crc_, buffer_.data(), buffer_.size());
-  os_.write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
-  buffer_.clear();
+  write_buffer();
 }
 
 void ScheduleBinWriter::finish() {
@@ -137,8 +136,7 @@ void ScheduleBinWriter::finish() {
   put_varint(buffer_, transfers_);
   crc_ = crc32(crc_, buffer_.data(), buffer_.size());
   for (int i = 0; i < 4; ++i) buffer_ += static_cast<char>((crc_ >> (8 * i)) & 0xff);
-  os_.write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
-  buffer_.clear();
+  write_buffer();
 }
 
 void write_schedule_bin(std::ostream& os, const Schedule& s) {
@@ -403,30 +401,6 @@ class Collect : public ScheduleJsonSink {
   Schedule& s_;
 };
 
-class Verify : public ScheduleJsonSink {
- public:
-  Verify(const std::function<void(const Schedule&)>& before,
-         const std::function<void(const Round&)>& each)
-      : before_(before), each_(each) {}
-  void header(const Schedule& header) override {
-    if (before_) before_(header);
-    verifier_.emplace(header);
-  }
-  void round(const Round& round) override {
-    verifier_->add(round);
-    if (each_) each_(round);
-  }
-  VerifyResult finish() {
-    SSIM_CHECK(verifier_.has_value(), "a schedule read without error has its header");
-    return verifier_->finish();
-  }
-
- private:
-  const std::function<void(const Schedule&)>& before_;
-  const std::function<void(const Round&)>& each_;
-  std::optional<RoundVerifier> verifier_;
-};
-
 // Bytes already read from a stream that cannot seek, then the rest of the stream.
 class PrefixedBuf : public std::streambuf {
  public:
@@ -484,7 +458,7 @@ StreamedVerify verify_schedule_file(std::istream& in, std::string_view source_na
   head.resize(static_cast<std::size_t>(in.gcount()));
   if (head.size() == sizeof kScheduleBinMagic &&
       std::memcmp(head.data(), kScheduleBinMagic, head.size()) == 0) {
-    Verify sink(before, each);
+    detail::VerifyingSink sink(before, each);
     StreamedVerify out;
     out.header = read_schedule_bin(in, source_name, sink, /*magic_read=*/true);
     out.result = sink.finish();

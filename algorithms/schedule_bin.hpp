@@ -24,6 +24,7 @@
 
 #include "algorithms/schedule.hpp"
 #include "algorithms/schedule_json.hpp"
+#include "algorithms/schedule_writer.hpp"
 
 namespace ssim::alg {
 
@@ -31,17 +32,15 @@ namespace ssim::alg {
 inline constexpr char kScheduleBinMagic[8] = {'\x89', 'S', 'S', 'I', 'M', '\r', '\n', '\x1a'};
 inline constexpr std::uint8_t kScheduleBinVersion = 1;
 
-class ScheduleBinWriter {
+// Round by round, as ScheduleWriter says; the CRC-32 runs over the bytes as they are written.
+class ScheduleBinWriter final : public ScheduleWriter {
  public:
   ScheduleBinWriter(std::ostream& os, const Schedule& header);
-  void round(const Round& round);
-  void finish();
+  void round(const Round& round) override;
+  void finish() override;
 
  private:
-  static constexpr std::size_t kFlushBytes = std::size_t{1} << 20;
-  void flush();
-  std::ostream& os_;
-  std::string buffer_;
+  void flush();  // the CRC-32 of the buffer, then the buffer to the stream
   std::uint32_t crc_ = 0;
   std::uint64_t rounds_ = 0, transfers_ = 0;
   std::vector<std::string> phases_;

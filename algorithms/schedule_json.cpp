@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "algorithms/schedule_verify_sink.hpp"
 #include "algorithms/verifier.hpp"
 #include "common/error.hpp"
 
@@ -339,7 +340,7 @@ Transfer read_transfer(const Reader& in, const json& t, std::size_t ri, std::siz
 
 }  // namespace
 
-ScheduleJsonWriter::ScheduleJsonWriter(std::ostream& os, const Schedule& s) : os_(os) {
+ScheduleJsonWriter::ScheduleJsonWriter(std::ostream& os, const Schedule& s) : ScheduleWriter(os) {
   json header = json::object();
   header["collective"] = std::string(to_string(s.collective));
   header["algorithm"] = s.algorithm;
@@ -427,20 +428,15 @@ void ScheduleJsonWriter::round(const Round& round) {
     out.append(t.op == Op::reduce ? ",\"op\":\"reduce\",\"src\":" : ",\"op\":\"copy\",\"src\":");
     append_int(out, t.src);
     out += '}';
-    if (out.size() >= kFlushBytes) flush();
+    if (out.size() >= kFlushBytes) write_buffer();
   }
   out.append("]}");
-  if (out.size() >= kFlushBytes) flush();
-}
-
-void ScheduleJsonWriter::flush() {
-  os_.write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
-  buffer_.clear();
+  if (out.size() >= kFlushBytes) write_buffer();
 }
 
 void ScheduleJsonWriter::finish() {
   buffer_.append(rounds_ == 0 ? "]}\n" : "\n ]}\n");
-  flush();
+  write_buffer();
 }
 
 void write_schedule_json(std::ostream& os, const Schedule& s) {
@@ -1502,30 +1498,6 @@ class FastJsonReader {
   std::exception_ptr sink_error_;
 };
 
-class VerifySink : public ScheduleJsonSink {
- public:
-  VerifySink(const std::function<void(const Schedule&)>& before,
-             const std::function<void(const Round&)>& each)
-      : before_(before), each_(each) {}
-  void header(const Schedule& header) override {
-    if (before_) before_(header);
-    verifier_.emplace(header);
-  }
-  void round(const Round& round) override {
-    verifier_->add(round);
-    if (each_) each_(round);
-  }
-  VerifyResult finish() {
-    SSIM_CHECK(verifier_.has_value(), "a schedule read without error has its header");
-    return verifier_->finish();
-  }
-
- private:
-  const std::function<void(const Schedule&)>& before_;
-  const std::function<void(const Round&)>& each_;
-  std::optional<RoundVerifier> verifier_;
-};
-
 }  // namespace
 
 Schedule read_schedule_json(std::istream& in, std::string_view source_name,
@@ -1546,7 +1518,7 @@ StreamedVerify verify_schedule_json(std::istream& in, std::string_view source_na
   // up on is read again by the nlohmann reader, with a fresh verifier.
   const std::istream::pos_type start = in.tellg();
   if (start != std::istream::pos_type(-1)) {
-    VerifySink fast_sink(before, each);
+    detail::VerifyingSink fast_sink(before, each);
     FastJsonReader fast(in, source_name, fast_sink);
     if (fast.read(&out.header)) {
       out.result = fast_sink.finish();
@@ -1557,7 +1529,7 @@ StreamedVerify verify_schedule_json(std::istream& in, std::string_view source_na
     if (!in)
       throw InputError(std::string(source_name) + ": read failed (cannot read the input again)");
   }
-  VerifySink sink(before, each);
+  detail::VerifyingSink sink(before, each);
   out.header = read_schedule_json(in, source_name, sink);
   out.result = sink.finish();
   return out;

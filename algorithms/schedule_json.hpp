@@ -20,27 +20,22 @@
 #include <string_view>
 
 #include "algorithms/schedule.hpp"
+#include "algorithms/schedule_writer.hpp"
 #include "algorithms/verifier.hpp"
 
 namespace ssim::alg {
 
 // One round per line, so large schedules stay greppable and diffable.
 void write_schedule_json(std::ostream& os, const Schedule& schedule);
-// The same output written round by round (for streamed schedules): the header from a Schedule
-// whose rounds are ignored, then each round, then finish(). Text is formatted into a buffer
-// (std::to_chars) and written to `os` in blocks of about 1 MiB; finish() writes the rest. Check
-// `os` after round() to stop early on a failed write.
-class ScheduleJsonWriter {
+// The same output written round by round (for streamed schedules; ScheduleWriter says how). Text
+// is formatted into the buffer with std::to_chars.
+class ScheduleJsonWriter final : public ScheduleWriter {
  public:
   ScheduleJsonWriter(std::ostream& os, const Schedule& header);
-  void round(const Round& round);
-  void finish();
+  void round(const Round& round) override;
+  void finish() override;
 
  private:
-  static constexpr std::size_t kFlushBytes = std::size_t{1} << 20;
-  void flush();
-  std::ostream& os_;
-  std::string buffer_;
   std::size_t rounds_ = 0;
 };
 std::string schedule_to_json(const Schedule& schedule);

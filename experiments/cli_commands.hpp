@@ -6,11 +6,13 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "algorithms/registry.hpp"
+#include "algorithms/schedule_json.hpp"
 #include "common/memory_budget.hpp"
 #include "common/output_file.hpp"
 #include "sim/simulation.hpp"
@@ -95,6 +97,16 @@ std::string shared_link_warning(const Experiment& e,
 // algorithm that is not straggler-aware, or the straggler given twice).
 alg::Options algorithm_options(const alg::AlgorithmInfo& info,
                                const std::vector<std::string>& items, int straggler);
+
+// A schedule file of `verify`, `lower --schedule` and `schedule --from` (JSON or binary by its
+// first bytes; "-" for stdin), read streamed and verified round by round: InputError naming the
+// file if it cannot be read or is not a correct schedule, ResourceError if the verifier's state
+// would not fit `budget` (check_verify_memory, on the header before `before` sees it). `before`
+// and `each` as for alg::verify_schedule_file.
+alg::StreamedVerify verify_schedule_input(
+    const std::string& path, const MemoryBudget& budget,
+    const std::function<void(const alg::Schedule& header)>& before = {},
+    const std::function<void(const alg::Round& round)>& each = {});
 
 // A schedule file of `lower --schedule` and `schedule --from` (JSON or binary; "-" for stdin),
 // read streamed, verified round by round (InputError with the verifier's message if it is not a

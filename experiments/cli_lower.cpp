@@ -187,8 +187,9 @@ void run_lower(const LowerArgs& a) {
 
 }  // namespace
 
-alg::Schedule load_schedule_file(const std::string& path, const MemoryBudget& budget,
-                                 double bytes_per_transfer, const std::string& what) {
+alg::StreamedVerify verify_schedule_input(const std::string& path, const MemoryBudget& budget,
+                                          const std::function<void(const alg::Schedule&)>& before,
+                                          const std::function<void(const alg::Round&)>& each) {
   const std::string name = path == "-" ? "<stdin>" : path;
   std::ifstream file;
   if (path != "-") {
@@ -196,12 +197,25 @@ alg::Schedule load_schedule_file(const std::string& path, const MemoryBudget& bu
     file.open(path, std::ios::binary);
     if (!file) throw InputError(path + ": cannot open file for reading");
   }
-  alg::Schedule s;
-  double transfers = 0, checked = 0;
   const alg::StreamedVerify v = alg::verify_schedule_file(
       path == "-" ? std::cin : file, name,
       [&](const alg::Schedule& header) {
         check_verify_memory(budget, header.ranks, header.chunks);
+        if (before) before(header);
+      },
+      each);
+  if (!v.result.ok()) throw InputError(name + ": " + v.result.error->to_string());
+  return v;
+}
+
+alg::Schedule load_schedule_file(const std::string& path, const MemoryBudget& budget,
+                                 double bytes_per_transfer, const std::string& what) {
+  const std::string name = path == "-" ? "<stdin>" : path;
+  alg::Schedule s;
+  double transfers = 0, checked = 0;
+  const alg::StreamedVerify v = verify_schedule_input(
+      path, budget,
+      [&](const alg::Schedule&) {
         s.rounds.clear();  // read again after the fast path gave up: from the first round
         transfers = checked = 0;
       },
@@ -217,7 +231,6 @@ alg::Schedule load_schedule_file(const std::string& path, const MemoryBudget& bu
         }
         s.rounds.push_back(round);
       });
-  if (!v.result.ok()) throw InputError(name + ": " + v.result.error->to_string());
   budget.require(transfers * bytes_per_transfer,
                  what + " the schedule of " + name + " (" +
                      std::to_string(static_cast<long long>(transfers)) + " transfers)",

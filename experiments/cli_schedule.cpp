@@ -1,12 +1,11 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <iterator>
 #include <limits>
-#include <optional>
+#include <memory>
 #include <sstream>
 
 #include "algorithms/msccl_xml.hpp"
@@ -175,6 +174,35 @@ struct ScheduleArgs {
   std::string min_bytes, max_bytes;
 };
 
+// `schedule --format msccl-xml`: the verified schedule `s` exported to the output, and what the
+// runtime will run it for to stdout next to a file, else to stderr. `what` names the schedule in
+// the memory check, `smaller` says how to pass it.
+void write_msccl(const Schedule& s, const ScheduleArgs& a, const MemoryBudget& budget,
+                 const std::string& what, const std::string& smaller) {
+  alg::MscclExport ex;
+  ex.nchunksperloop = a.nchunksperloop;
+  ex.min_bytes = a.min_bytes.empty() ? 0 : bytes_flag("--min-bytes", a.min_bytes);
+  ex.max_bytes = a.max_bytes.empty() ? 0 : bytes_flag("--max-bytes", a.max_bytes);
+  if (ex.max_bytes != 0 && ex.min_bytes > ex.max_bytes) {
+    throw InputError("--min-bytes " + a.min_bytes + " is above --max-bytes " + a.max_bytes +
+                     ": the runtime would never use the file");
+  }
+  // Per transmission: ~150 B of XML and ~150 B of step state while it is built (measured:
+  // rhd, 2048 ranks, 45 MB of XML for 0.3 M transmissions), the schedule kept alongside.
+  const int per_loop = a.nchunksperloop > 0
+                           ? a.nchunksperloop
+                           : alg::msccl_nchunksperloop_candidates(s.chunks).front();
+  const double steps = alg::msccl_transmission_count(s, std::max(per_loop, s.chunks));
+  budget.require(
+      steps * 300,
+      "the MSCCL XML of " + what + " (" + std::to_string(static_cast<long long>(steps)) + " steps)",
+      smaller);
+  const alg::MscclExported file = alg::schedule_to_msccl_xml(s, ex);
+  write_output_file(a.output, file.xml);
+  (a.output.empty() || a.output == "-" ? std::cerr : std::cout)
+      << msccl_summary(s, file.nchunksperloop, ex.min_bytes, ex.max_bytes);
+}
+
 // `schedule --from FILE`: a schedule file (JSON or binary), verified, written in another form.
 void run_schedule_from(const ScheduleArgs& a) {
   if (!a.algorithm.empty() || a.ranks != 0 || !a.options.empty() || a.straggler >= 0) {
@@ -189,29 +217,7 @@ void run_schedule_from(const ScheduleArgs& a) {
   const MemoryBudget budget = MemoryBudget::from_flag(a.max_memory);
   const Schedule s = load_schedule_file(a.from, budget, kScheduleBytesPerTransfer, "converting");
   const std::string name = a.from == "-" ? "<stdin>" : a.from;
-  if (msccl) {
-    alg::MscclExport ex;
-    ex.nchunksperloop = a.nchunksperloop;
-    ex.min_bytes = a.min_bytes.empty() ? 0 : bytes_flag("--min-bytes", a.min_bytes);
-    ex.max_bytes = a.max_bytes.empty() ? 0 : bytes_flag("--max-bytes", a.max_bytes);
-    if (ex.max_bytes != 0 && ex.min_bytes > ex.max_bytes) {
-      throw InputError("--min-bytes " + a.min_bytes + " is above --max-bytes " + a.max_bytes +
-                       ": the runtime would never use the file");
-    }
-    const int per_loop = a.nchunksperloop > 0
-                             ? a.nchunksperloop
-                             : alg::msccl_nchunksperloop_candidates(s.chunks).front();
-    const double steps = alg::msccl_transmission_count(s, std::max(per_loop, s.chunks));
-    budget.require(steps * 300,
-                   "the MSCCL XML of " + name + " (" +
-                       std::to_string(static_cast<long long>(steps)) + " steps)",
-                   "export a smaller schedule");
-    const alg::MscclExported file = alg::schedule_to_msccl_xml(s, ex);
-    write_output_file(a.output, file.xml);
-    (a.output.empty() || a.output == "-" ? std::cerr : std::cout)
-        << msccl_summary(s, file.nchunksperloop, ex.min_bytes, ex.max_bytes);
-    return;
-  }
+  if (msccl) return write_msccl(s, a, budget, name, "export a smaller schedule");
   OutputFile out(a.output);
   std::ostream& os = out.stream();
   if (a.format == "text") {
@@ -249,30 +255,8 @@ void run_schedule(const ScheduleArgs& a) {
       throw InternalError("generated " + info.name + " schedule for " + std::to_string(a.ranks) +
                           " ranks fails verification: " + v.error->to_string());
     }
-    alg::MscclExport ex;
-    ex.nchunksperloop = a.nchunksperloop;
-    ex.min_bytes = a.min_bytes.empty() ? 0 : bytes_flag("--min-bytes", a.min_bytes);
-    ex.max_bytes = a.max_bytes.empty() ? 0 : bytes_flag("--max-bytes", a.max_bytes);
-    if (ex.max_bytes != 0 && ex.min_bytes > ex.max_bytes) {
-      throw InputError("--min-bytes " + a.min_bytes + " is above --max-bytes " + a.max_bytes +
-                       ": the runtime would never use the file");
-    }
-    // Per transmission: ~150 B of XML and ~150 B of step state while it is built (measured:
-    // rhd, 2048 ranks, 45 MB of XML for 0.3 M transmissions), the schedule kept alongside.
-    const int per_loop = a.nchunksperloop > 0
-                             ? a.nchunksperloop
-                             : alg::msccl_nchunksperloop_candidates(s.chunks).front();
-    const double steps = alg::msccl_transmission_count(s, std::max(per_loop, s.chunks));
-    budget.require(steps * 300,
-                   "the MSCCL XML of " + info.name + " for " + std::to_string(a.ranks) +
-                       " ranks (" + std::to_string(static_cast<long long>(steps)) + " steps)",
-                   "export fewer ranks");
-    const alg::MscclExported file = alg::schedule_to_msccl_xml(s, ex);
-    write_output_file(a.output, file.xml);
-    // What the runtime will run it for: to stdout next to a file, else to stderr.
-    (a.output.empty() || a.output == "-" ? std::cerr : std::cout)
-        << msccl_summary(s, file.nchunksperloop, ex.min_bytes, ex.max_bytes);
-    return;
+    return write_msccl(s, a, budget, info.name + " for " + std::to_string(a.ranks) + " ranks",
+                       "export fewer ranks");
   }
   // Streamed: each round is generated, verified and written, then dropped.
   alg::GeneratedRounds g = alg::generate_rounds(a.algorithm, a.ranks, options);
@@ -289,22 +273,20 @@ void run_schedule(const ScheduleArgs& a) {
   OutputFile out(a.output);
   std::ostream& os = out.stream();
   alg::RoundVerifier verifier(g.header);
-  std::optional<alg::ScheduleJsonWriter> json;
-  std::optional<alg::ScheduleBinWriter> bin;
+  std::unique_ptr<alg::ScheduleWriter> writer;
   std::string buffer;
   if (text) {
     buffer = text_header(g.header, rounds);
   } else if (a.format == "bin") {
-    bin.emplace(os, g.header);
+    writer = std::make_unique<alg::ScheduleBinWriter>(os, g.header);
   } else {
-    json.emplace(os, g.header);
+    writer = std::make_unique<alg::ScheduleJsonWriter>(os, g.header);
   }
   std::size_t index = 0;
   while (const alg::Round* r = g.stream.next()) {
     verifier.add(*r);
-    if (json || bin) {
-      if (json) json->round(*r);
-      if (bin) bin->round(*r);
+    if (writer) {
+      writer->round(*r);
       if (!os) out.flush();  // throws OutputError naming the file: stop generating
     } else {
       append_text_round(buffer, *r, index);
@@ -316,8 +298,7 @@ void run_schedule(const ScheduleArgs& a) {
     }
     ++index;
   }
-  if (json) json->finish();
-  if (bin) bin->finish();
+  if (writer) writer->finish();
   os.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
   const alg::VerifyResult v = verifier.finish();
   if (!v.ok() || (text && index != rounds)) {
@@ -328,22 +309,10 @@ void run_schedule(const ScheduleArgs& a) {
   out.commit();
 }
 
-// Streamed: each round is verified as soon as it is read (alg::verify_schedule_file: JSON or the
+// Streamed: each round is verified as soon as it is read (verify_schedule_input: JSON or the
 // binary form), so a file of any size is read in memory for the verifier's state and one round.
 void run_verify(const std::string& path, const std::string& max_memory) {
-  const MemoryBudget budget = MemoryBudget::from_flag(max_memory);
-  const std::string name = path == "-" ? "<stdin>" : path;
-  std::ifstream file;
-  if (path != "-") {
-    check_input_file(path, /*size_limit=*/false);
-    file.open(path, std::ios::binary);
-    if (!file) throw InputError(path + ": cannot open file for reading");
-  }
-  const alg::StreamedVerify v = alg::verify_schedule_file(
-      path == "-" ? std::cin : file, name, [&budget](const Schedule& header) {
-        check_verify_memory(budget, header.ranks, header.chunks);
-      });
-  if (!v.result.ok()) throw InputError(name + ": " + v.result.error->to_string());
+  const alg::StreamedVerify v = verify_schedule_input(path, MemoryBudget::from_flag(max_memory));
   std::cout << "ok: " << (v.header.algorithm.empty() ? "schedule" : v.header.algorithm)
             << " is a correct " << alg::to_string(v.header.collective) << "\n"
             << alg::format_summary(v.result.summary);

@@ -19,6 +19,7 @@
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
 #include "experiments/config.hpp"
+#include "experiments/config_algorithm.hpp"
 #include "experiments/experiment.hpp"
 
 namespace ssim::exp {
@@ -508,16 +509,8 @@ Experiment load_experiment(const ConfigReader& reader) {
             where.is_map() && where.has("options")
                 ? std::optional<ConfigNode>(where.child("options"))
                 : std::nullopt;
-        apply_node_structure(point.config.topology, info, node_options, options_node);
-        if (options_node) {
-          check_algorithm_options(info, n, node_options, *options_node);
-        } else if (info.check_options) {
-          try {
-            info.check_options(n, node_options);
-          } catch (const InputError& err) {
-            where.fail(err.what());
-          }
-        }
+        check_algorithm_entry_options(info, n, point.config.topology, node_options, options_node,
+                                      where);
         if (point.config.late_count) {
           const ConfigNode k = ConfigNode(&reader, doc, "").child("prediction").child("k");
           alg::Options options = e.algorithms[i].options;

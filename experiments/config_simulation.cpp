@@ -3,6 +3,7 @@
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
 #include "experiments/config.hpp"
+#include "experiments/config_algorithm.hpp"
 
 namespace ssim::exp {
 namespace {
@@ -12,6 +13,17 @@ namespace {
 void load_collective(const ConfigNode& node, int ranks, sim::SimulationConfig& c) {
   node.allow_only({"algorithm", "size", "options"});
   const ConfigNode name = node.child("algorithm");
+  const alg::AlgorithmInfo& info = load_algorithm_name(name, ranks);
+  check_in_network(info, c.topology, c.network, name);
+  c.algorithm = info.name;
+  c.size = node.get_bytes("size");
+  if (c.size.value == 0) node.child("size").fail("size must be > 0");
+  c.options = load_algorithm_options(info, ranks, c.topology, node.maybe("options"), name);
+}
+
+}  // namespace
+
+const alg::AlgorithmInfo& load_algorithm_name(const ConfigNode& name, int ranks) {
   const alg::AlgorithmInfo* info = nullptr;
   try {
     info = &alg::find_algorithm(name.as_string());
@@ -19,43 +31,50 @@ void load_collective(const ConfigNode& node, int ranks, sim::SimulationConfig& c
     name.fail(e.what());
   }
   if (!info->supports_ranks(ranks)) {
-    name.fail("algorithm " + info->name + " does not support the topology's " + std::to_string(ranks) +
-              " ranks (supported: " + info->supported_ranks + ")");
+    name.fail("algorithm " + info->name + " does not support the topology's " +
+              std::to_string(ranks) + " ranks (supported: " + info->supported_ranks + ")");
   }
-  check_in_network(*info, c.topology, c.network, name);
-  c.algorithm = info->name;
-  c.size = node.get_bytes("size");
-  if (c.size.value == 0) node.child("size").fail("size must be > 0");
-  if (auto opts = node.maybe("options")) {
-    opts->require_map();
-    for (const std::string& key : opts->keys()) {
-      const ConfigNode v = opts->child(key);
-      const bool known = std::any_of(info->options.begin(), info->options.end(),
+  return *info;
+}
+
+alg::Options load_algorithm_options(const alg::AlgorithmInfo& info, int ranks,
+                                    const topo::Topology& topology,
+                                    const std::optional<ConfigNode>& node, const ConfigNode& name) {
+  alg::Options options;
+  if (node) {
+    node->require_map();
+    for (const std::string& key : node->keys()) {
+      const ConfigNode v = node->child(key);
+      const bool known = std::any_of(info.options.begin(), info.options.end(),
                                      [&](const alg::OptionSpec& s) { return s.name == key; });
       if (!known) {
         std::string list;
-        for (const alg::OptionSpec& s : info->options) list += (list.empty() ? "" : ", ") + s.name;
-        v.fail("algorithm " + info->name + " has no option '" + key + "' (" +
+        for (const alg::OptionSpec& s : info.options) list += (list.empty() ? "" : ", ") + s.name;
+        v.fail("algorithm " + info.name + " has no option '" + key + "' (" +
                (list.empty() ? std::string("it takes no options") : "options: " + list) + ")");
       }
       if (key == "straggler") v.as_int(0, ranks - 1);
-      c.options.set(key, v.as_string());
+      options.set(key, v.as_string());
     }
   }
-  const auto opts = node.maybe("options");
-  apply_node_structure(c.topology, *info, c.options, opts);
-  if (opts) {
-    check_algorithm_options(*info, ranks, c.options, *opts);
-  } else if (info->check_options) {
+  check_algorithm_entry_options(info, ranks, topology, options, node, name);
+  return options;
+}
+
+void check_algorithm_entry_options(const alg::AlgorithmInfo& info, int ranks,
+                                   const topo::Topology& topology, alg::Options& options,
+                                   const std::optional<ConfigNode>& node, const ConfigNode& at) {
+  apply_node_structure(topology, info, options, node);
+  if (node) {
+    check_algorithm_options(info, ranks, options, *node);
+  } else if (info.check_options) {
     try {
-      info->check_options(ranks, c.options);
+      info.check_options(ranks, options);
     } catch (const InputError& e) {
-      node.child("algorithm").fail(e.what());
+      at.fail(e.what());
     }
   }
 }
-
-}  // namespace
 
 void check_in_network(const alg::AlgorithmInfo& info, const topo::Topology& topology,
                       sim::NetworkKind network, const ConfigNode& at) {

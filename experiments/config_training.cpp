@@ -6,6 +6,7 @@
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
 #include "experiments/config.hpp"
+#include "experiments/config_algorithm.hpp"
 
 namespace ssim::exp {
 namespace {
@@ -27,39 +28,9 @@ sim::TrainingAlgorithm load_algorithm(const ConfigNode& item, const topo::Topolo
   const int ranks = topology.gpu_count();
   const ConfigNode name = item.is_map() ? item.child("algorithm") : item;
   if (item.is_map()) item.allow_only({"algorithm", "options"});
-  const alg::AlgorithmInfo* info = nullptr;
-  try {
-    info = &alg::find_algorithm(name.as_string());
-  } catch (const InputError& e) {
-    name.fail(e.what());
-  }
-  if (!info->supports_ranks(ranks)) {
-    name.fail("algorithm " + info->name + " does not support the topology's " +
-              std::to_string(ranks) + " ranks (supported: " + info->supported_ranks + ")");
-  }
-  sim::TrainingAlgorithm a{info->name, {}};
-  std::optional<ConfigNode> opts = item.is_map() ? item.maybe("options") : std::nullopt;
-  if (opts) {
-    opts->require_map();
-    for (const std::string& key : opts->keys()) {
-      const ConfigNode v = opts->child(key);
-      const bool known = std::any_of(info->options.begin(), info->options.end(),
-                                     [&](const alg::OptionSpec& s) { return s.name == key; });
-      if (!known) v.fail("algorithm " + info->name + " has no option '" + key + "'");
-      if (key == "straggler") v.as_int(0, ranks - 1);
-      a.options.set(key, v.as_string());
-    }
-  }
-  apply_node_structure(topology, *info, a.options, opts);
-  if (opts) {
-    check_algorithm_options(*info, ranks, a.options, *opts);
-  } else if (info->check_options) {
-    try {
-      info->check_options(ranks, a.options);
-    } catch (const InputError& e) {
-      name.fail(e.what());
-    }
-  }
+  const alg::AlgorithmInfo& info = load_algorithm_name(name, ranks);
+  const std::optional<ConfigNode> opts = item.is_map() ? item.maybe("options") : std::nullopt;
+  sim::TrainingAlgorithm a{info.name, load_algorithm_options(info, ranks, topology, opts, name)};
   if (a.options.has("stragglers") && a.options.get_int("stragglers", 1, 1, 1 << 30) > 1)
     opts->child("stragglers").fail("the training model runs schedules built for one late rank");
   return a;

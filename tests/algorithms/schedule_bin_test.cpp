@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -11,6 +12,7 @@
 
 #include "algorithms/registry.hpp"
 #include "algorithms/schedule_json.hpp"
+#include "algorithms/schedule_writer.hpp"
 #include "algorithms/verifier.hpp"
 #include "common/error.hpp"
 
@@ -92,6 +94,36 @@ TEST(ScheduleBin, JsonToBinToJsonIsIdenticalForEveryAlgorithm) {
 
 // Version 1 has no field for in-network reductions: a schedule with them is refused, never
 // written without them.
+// Both writers through their shared interface (schedule_writer.hpp), with rounds far larger than
+// the 1 MiB blocks they write in: the blocks of a round come out whole, in order, and the binary
+// CRC-32 covers all of them.
+TEST(ScheduleBin, TheWritersWriteBlocksWithinARound) {
+  for (const bool bin : {true, false}) {
+    // Over 1 MiB a round: about 4 bytes a transfer in binary, about 50 in JSON.
+    const int transfers = bin ? 300000 : 30000;
+    Schedule s = Schedule::make(Collective::allreduce, "big", 3, 3);
+    s.options["k"] = "v";
+    for (int r = 0; r < 3; ++r) {
+      Round& round = s.add_round("phase " + std::to_string(r % 2));
+      for (int i = 0; i < transfers; ++i)
+        round.add((i + r) % 3, (i + r + 1) % 3, i % 3, i % 3 + 1, i % 2 ? Op::copy : Op::reduce);
+    }
+    std::ostringstream os;
+    std::unique_ptr<ScheduleWriter> w;
+    if (bin) {
+      w = std::make_unique<ScheduleBinWriter>(os, s);
+    } else {
+      w = std::make_unique<ScheduleJsonWriter>(os, s);
+    }
+    for (const Round& r : s.rounds) w->round(r);
+    w->finish();
+    const std::string bytes = os.str();
+    ASSERT_GT(bytes.size(), std::size_t{3} << 20) << bin;
+    EXPECT_EQ(bytes, bin ? schedule_to_bin(s) : schedule_to_json(s));
+    EXPECT_EQ(read_schedule_any(bytes, bin ? "plan.bin" : "plan.json"), s) << bin;
+  }
+}
+
 TEST(ScheduleBin, InNetworkReductionsAreRefused) {
   const Schedule s = generate("nvls", 4, {});
   ASSERT_TRUE(s.has_switch_reduces());

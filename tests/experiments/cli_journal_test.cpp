@@ -23,36 +23,22 @@
 
 #include "cli_support.hpp"
 #include "results_compare.hpp"
+#include "run_support.hpp"
 
 namespace ssim::testing {
 namespace {
 
 namespace fs = std::filesystem;
 
-bool contains(const std::string& s, const std::string& what) {
-  return s.find(what) != std::string::npos;
-}
-
 std::string temp_dir(const std::string& tag) {
-  const std::string dir = "/tmp/ssim_cli_journal_" + tag + "_" + std::to_string(::getpid());
-  fs::remove_all(dir);
+  const std::string dir = scratch_dir("cli_journal", tag);
   fs::create_directories(dir);
   return dir;
 }
 
-// 2 points x 3 algorithms = 6 runs, random delays so that iterations differ.
+// 2 points x 3 algorithms = 6 runs.
 std::string experiment_file(const std::string& dir, int iterations = 12) {
-  const std::string path = dir + "/exp.yaml";
-  std::ofstream(path) << "topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us}\n"
-                         "algorithms: [stragglar, ring, rhd]\n"
-                         "size: 64MiB\n"
-                         "stragglers: {count: 1, delay: {distribution: exponential, mean: 1ms}}\n"
-                         "iterations: "
-                      << iterations
-                      << "\nseed: 7\n"
-                         "sweep: {ranks: [4, 8]}\n"
-                         "delays: {base: {distribution: exponential, mean: 10us}}\n";
-  return path;
+  return write_run_experiment(dir, "exp", iterations, /*seed=*/7, "{ranks: [4, 8]}");
 }
 
 std::vector<std::string> lines_of(const std::string& text) {

@@ -15,36 +15,22 @@
 
 #include "cli_support.hpp"
 #include "results_compare.hpp"
+#include "run_support.hpp"
 
 namespace ssim::testing {
 namespace {
 
 namespace fs = std::filesystem;
 
-bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
-
-// A small experiment: 3 ranks counts x 2 delays x 3 algorithms = 18 runs, random delays so that
-// iterations differ, a few hundred iterations so a run takes a few milliseconds.
-std::string experiment_file(const std::string& dir, const std::string& name = "shards", int iterations = 40) {
-  fs::create_directories(dir);
-  const std::string path = dir + "/" + name + ".yaml";
-  std::ofstream(path) << "topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us}\n"
-                         "algorithms: [stragglar, ring, rhd]\n"
-                         "size: 64MiB\n"
-                         "stragglers: {count: 1, delay: {distribution: exponential, mean: 1ms}}\n"
-                         "iterations: "
-                      << iterations
-                      << "\nseed: 7\n"
-                         "sweep: {ranks: [4, 8, 16], delays.base.mean: [10us, 100us]}\n"
-                         "delays: {base: {distribution: exponential, mean: 10us}}\n";
-  return path;
+// A small experiment: 3 ranks counts x 2 delays x 3 algorithms = 18 runs, a few hundred
+// iterations so a run takes a few milliseconds.
+std::string experiment_file(const std::string& dir, const std::string& name = "shards",
+                            int iterations = 40) {
+  return write_run_experiment(dir, name, iterations, /*seed=*/7,
+                              "{ranks: [4, 8, 16], delays.base.mean: [10us, 100us]}");
 }
 
-std::string temp_dir(const std::string& tag) {
-  const std::string dir = "/tmp/ssim_cli_shard_" + tag + "_" + std::to_string(::getpid());
-  fs::remove_all(dir);
-  return dir;
-}
+std::string temp_dir(const std::string& tag) { return scratch_dir("cli_shard", tag); }
 
 TEST(CliShard, ThreeShardsMergeToTheSameFilesAsOneRun) {
   const std::string dir = temp_dir("merge");

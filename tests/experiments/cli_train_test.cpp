@@ -125,6 +125,12 @@ TEST(CliTrain, BadInputNamesFileLineAndKeyAndWritesNothing) {
       {with("count: 4", "count: 0"), ":12:", "workload.model.layers[1].count"},
       {with("steps: 50", "steps: 0"), ":13:", "steps"},
       {with("[ring, ", "[ring, nope, "), ":2:", "algorithms[1]"},
+      {with("{algorithm: stragglar}", "{algorithm: stragglar, options: {bogus: 1}}"), ":2:",
+       "algorithms[1].options.bogus: algorithm stragglar has no option 'bogus' (options: "
+       "straggler, phase1, stragglers, late)"},
+      {with("[ring, ", "[{algorithm: ring, options: {segments: 2}}, "), ":2:",
+       "algorithms[0].options.segments: algorithm ring has no option 'segments' (it takes no "
+       "options)"},
   };
   const std::string steps = temp("bad_steps.csv");
   for (const Case& c : cases) {

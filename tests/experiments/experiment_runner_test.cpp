@@ -15,6 +15,7 @@
 #include "experiments/config.hpp"
 #include "experiments/experiment.hpp"
 #include "experiments/resource_check.hpp"
+#include "run_support.hpp"
 #include "schema/result_csv.hpp"
 
 namespace ssim::exp {
@@ -331,20 +332,7 @@ TEST(ExperimentRunner, SummaryShowsWinnerLossesAndCriticalDelay) {
 }
 
 TEST(ExperimentRunner, AFailingRunKeepsThePointsBeforeIt) {
-  // The second link set leaves g2 unreachable: every run of point 1 fails when it routes.
-  const Experiment e = load(
-      "topology:\n"
-      "  kind: custom\n"
-      "  nodes: [{name: g0}, {name: g1}, {name: g2}, {name: sw, type: switch}]\n"
-      "  links: []\n"
-      "algorithms: [ring, rhd]\nsize: 1MiB\niterations: 2\n"
-      "sweep:\n"
-      "  topology.links:\n"
-      "    - [{from: g0, to: sw, bandwidth: 1GB/s, latency: 1us}, {from: g1, to: sw, bandwidth: "
-      "1GB/s, latency: 1us},\n"
-      "       {from: g2, to: sw, bandwidth: 1GB/s, latency: 1us}]\n"
-      "    - [{from: g0, to: sw, bandwidth: 1GB/s, latency: 1us}, {from: g1, to: sw, bandwidth: "
-      "1GB/s, latency: 1us}]\n");
+  const Experiment e = load(ssim::testing::kFailingPointExperiment);
   for (int jobs : {1, 2}) {
     const std::string dir = temp_dir("fail" + std::to_string(jobs));
     std::string message;

@@ -15,6 +15,7 @@
 
 #include "../cli_support.hpp"
 #include "../results_compare.hpp"
+#include "../run_support.hpp"
 #include "tests/mpi_support.hpp"
 
 namespace ssim::testing {
@@ -27,35 +28,19 @@ CommandResult run_mpi(int ranks, const std::string& args) {
   return CommandResult{m.rc, m.out, m.err};
 }
 
-bool contains(const std::string& s, const std::string& what) {
-  return s.find(what) != std::string::npos;
-}
-
 int occurrences(const std::string& text, const std::string& part) {
   int n = 0;
   for (auto pos = text.find(part); pos != std::string::npos; pos = text.find(part, pos + 1)) ++n;
   return n;
 }
 
-// 3 ranks counts x 2 delays x 3 algorithms = 18 runs of unequal cost (ranks^2), random delays.
+// 3 ranks counts x 2 delays x 3 algorithms = 18 runs of unequal cost (ranks^2).
 std::string experiment_file(const std::string& dir) {
-  fs::create_directories(dir);
-  const std::string path = dir + "/mpi.yaml";
-  std::ofstream(path) << "topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us}\n"
-                         "algorithms: [stragglar, ring, rhd]\n"
-                         "size: 64MiB\n"
-                         "stragglers: {count: 1, delay: {distribution: exponential, mean: 1ms}}\n"
-                         "iterations: 30\nseed: 11\n"
-                         "sweep: {ranks: [4, 8, 16], delays.base.mean: [10us, 100us]}\n"
-                         "delays: {base: {distribution: exponential, mean: 10us}}\n";
-  return path;
+  return write_run_experiment(dir, "mpi", /*iterations=*/30, /*seed=*/11,
+                              "{ranks: [4, 8, 16], delays.base.mean: [10us, 100us]}");
 }
 
-std::string temp_dir(const std::string& tag) {
-  const std::string dir = "/tmp/ssim_cli_mpi_" + tag + "_" + std::to_string(::getpid());
-  fs::remove_all(dir);
-  return dir;
-}
+std::string temp_dir(const std::string& tag) { return scratch_dir("cli_mpi", tag); }
 
 TEST(CliMpiRun, TwoAndThreeRanksWriteTheSameFilesAsOneThread) {
   SSIM_REQUIRE_MPIRUN();
@@ -136,19 +121,7 @@ TEST(CliMpiRun, AFailingRunEndsEveryRankWithTheMessage) {
   const std::string dir = temp_dir("fail");
   fs::create_directories(dir);
   const std::string yaml = dir + "/fail.yaml";
-  std::ofstream(yaml)
-      << "topology:\n"
-         "  kind: custom\n"
-         "  nodes: [{name: g0}, {name: g1}, {name: g2}, {name: sw, type: switch}]\n"
-         "  links: []\n"
-         "algorithms: [ring, rhd]\nsize: 1MiB\niterations: 2\n"
-         "sweep:\n"
-         "  topology.links:\n"
-         "    - [{from: g0, to: sw, bandwidth: 1GB/s, latency: 1us}, {from: g1, to: sw, bandwidth: "
-         "1GB/s, latency: 1us},\n"
-         "       {from: g2, to: sw, bandwidth: 1GB/s, latency: 1us}]\n"
-         "    - [{from: g0, to: sw, bandwidth: 1GB/s, latency: 1us}, {from: g1, to: sw, bandwidth: "
-         "1GB/s, latency: 1us}]\n";
+  std::ofstream(yaml) << kFailingPointExperiment;
   const CommandResult one = run_cli("run " + yaml + " -o " + dir + "/one -j 1 -q --no-plots");
   ASSERT_EQ(one.rc, 1);
   for (int ranks : {2, 3}) {
