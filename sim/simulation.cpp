@@ -241,10 +241,9 @@ SimulationResult run_simulation(const SimulationConfig& config) {
   const DelayGenerator delays(config.delays, n, config.seed, config.policy, default_straggler);
 
   // Adaptive: the candidates besides the configured algorithm, each with its executor.
-  AdaptiveChoice fallbacks(schedule.straggler ? config.adaptive_fallbacks
-                                              : std::vector<std::string>{},
-                           info.name, n, {}, config.topology,
-                           NetworkConfig{config.network, config.gamma}, config.size);
+  AdaptiveChoice fallbacks(
+      schedule.straggler ? config.adaptive_fallbacks : std::vector<std::string>{}, info.name, n, {},
+      config.topology, NetworkConfig{config.network, config.gamma}, config.size);
   std::vector<Seconds>
       previous_arrival;  // adaptive / several late ranks: the last iteration's arrivals
   bool previous_late = false;  // whether a rank was late in the last iteration
