@@ -32,6 +32,19 @@ struct TrainArgs {
 
 std::string options_text(const alg::Options& o) { return canonical_options(o.values()); }
 
+// The policy as configured: adaptive is previous with fallbacks.
+std::string policy_name(const sim::TrainingConfig& c) {
+  return c.adaptive_fallbacks.empty() ? std::string(sim::to_string(c.policy)) : "adaptive";
+}
+
+// What a collective ran, for the steps CSV: the algorithm, with "@R" for the rank that played
+// a straggler-aware schedule's straggler ("@R+R'..." one per group).
+void write_choice(std::ostream& out, const sim::BucketChoice& b) {
+  out << b.algorithm;
+  for (std::size_t g = 0; g < b.stragglers.size(); ++g)
+    out << (g == 0 ? '@' : '+') << b.stragglers[g];
+}
+
 std::string fixed(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
@@ -75,6 +88,15 @@ std::string summary_table(const std::string& path, const sim::TrainingConfig& c,
         "lost;\n"
         "stale: mean steps of other ranks' updates a rank lacks (its effect on accuracy is not "
         "modelled).\n";
+  for (const sim::TrainingRun& run : r.runs) {
+    if (run.adaptive_collectives == 0) continue;
+    std::string fallbacks;
+    for (const std::string& f : c.adaptive_fallbacks)
+      fallbacks += (fallbacks.empty() ? "" : ", ") + f;
+    os << "adaptive: " << run.algorithm << " " << run.mode.describe() << " ran a fallback ("
+       << fallbacks << ") in " << fixed(100 * run.fallback_fraction, 1) << "% of "
+       << run.adaptive_collectives << " collectives\n";
+  }
   return os.str();
 }
 
@@ -87,7 +109,8 @@ nlohmann::json summary_json(const std::string& path, const sim::TrainingConfig& 
                  {"ranks", r.ranks},
                  {"network", std::string(sim::to_string(c.network))},
                  {"delays", c.delays.describe()},
-                 {"policy", std::string(sim::to_string(c.policy))},
+                 {"policy", policy_name(c)},
+                 {"fallbacks", c.adaptive_fallbacks},
                  {"steps", c.steps},
                  {"seed", c.seed},
                  {"cluster_gpus", r.cluster_gpus},
@@ -95,6 +118,9 @@ nlohmann::json summary_json(const std::string& path, const sim::TrainingConfig& 
                  {"layers", c.layers.size()},
                  {"bucket_cap_bytes", c.bucket_cap.value},
                  {"optimizer_s", c.optimizer.value}};
+  if (c.policy == sim::StragglerPolicy::eager) {
+    j["config"]["detection_s"] = c.detection.value_or(sim::default_detection(c.topology)).value;
+  }
   j["forward_s"] = r.forward.value;
   j["backward_s"] = r.backward.value;
   j["gradient_bytes"] = r.gradient_bytes;
@@ -121,6 +147,8 @@ nlohmann::json summary_json(const std::string& path, const sim::TrainingConfig& 
                     {"mean_staleness_steps", run.mean_staleness},
                     {"max_staleness_steps", run.max_staleness},
                     {"straggler_aware", run.straggler_aware},
+                    {"adaptive_collectives", run.adaptive_collectives},
+                    {"fallback_fraction", run.fallback_fraction},
                     {"mean_step_s", run.mean_step.value},
                     {"p50_step_s", run.p50_step.value},
                     {"p90_step_s", run.p90_step.value},
@@ -152,7 +180,7 @@ void run_train(const TrainArgs& a) {
   if (!a.steps_csv.empty()) {
     steps.emplace(a.steps_csv);
     steps->stream() << "algorithm,options,mode,step,step_time_s,end_s,mean_idle_s,max_idle_s,"
-                       "slowest_rank,exposed_comm_s\n";
+                       "slowest_rank,exposed_comm_s,bucket_runs,average_run\n";
   }
   if (!a.ranks_csv.empty()) ranks.emplace(a.ranks_csv);
   sim::StepCallback on_step;
@@ -163,7 +191,14 @@ void run_train(const TrainArgs& a) {
           << csv_field(run.mode.describe()) << ',' << s.step << ',' << csv_number(s.step_time.value)
           << ',' << csv_number(s.end.value) << ',' << csv_number(s.mean_idle.value) << ','
           << csv_number(s.max_idle.value) << ',' << s.slowest_rank << ','
-          << csv_number(s.exposed_comm.value) << '\n';
+          << csv_number(s.exposed_comm.value) << ',';
+      for (std::size_t b = 0; b < s.buckets.size(); ++b) {
+        if (b > 0) out << ' ';
+        write_choice(out, s.buckets[b]);
+      }
+      out << ',';
+      if (s.average) write_choice(out, *s.average);
+      out << '\n';
     };
   }
   sim::TrainingResult r;

@@ -213,15 +213,31 @@ sim::TrainingConfig load_training_config(const ConfigReader& reader) {
   if (auto pred = root.maybe("prediction")) {
     sim::SimulationConfig s;
     load_prediction(*pred, ranks, s, /*policy_swept=*/false);
-    if (!s.adaptive_fallbacks.empty() || s.policy == sim::StragglerPolicy::eager) {
-      pred->child("policy").fail("the training model takes policy oracle, fixed or previous");
-    }
     if (s.late_count && *s.late_count > 1)
       pred->child("k").fail("the training model takes one late rank");
     c.policy = s.policy;
     c.straggler = s.straggler;
+    c.adaptive_fallbacks = s.adaptive_fallbacks;
+    c.detection = s.detection;
     if (c.policy == sim::StragglerPolicy::fixed && !c.straggler)
       pred->fail("policy fixed needs a rank");
+    // load_prediction checked the fallbacks against the rank count; grouped modes run them
+    // on each group's ranks too (when an algorithm is straggler-aware, so that they can run).
+    const bool aware = std::any_of(c.algorithms.begin(), c.algorithms.end(), [](const auto& a) {
+      return alg::find_algorithm(a.name).straggler_aware;
+    });
+    if (aware && pred->has("fallback")) {
+      const auto items = pred->child("fallback").items(/*scalar_ok=*/true);
+      for (std::size_t i = 0; i < c.adaptive_fallbacks.size(); ++i) {
+        const alg::AlgorithmInfo& info = alg::find_algorithm(c.adaptive_fallbacks[i]);
+        for (const sim::SyncSpec& m : c.modes) {
+          if (m.mode != sim::SyncMode::grouped || info.supports_ranks(ranks / m.groups)) continue;
+          items[i].fail(info.name + " does not support groups of " +
+                        std::to_string(ranks / m.groups) + " ranks (" + m.describe() +
+                        "; supported: " + info.supported_ranks + ")");
+        }
+      }
+    }
   }
   c.steps = static_cast<int>(root.get_int("steps", 100, 1, 10'000'000));
   c.seed = static_cast<std::uint64_t>(root.get_int("seed", 1, 0, INT64_MAX));

@@ -12,7 +12,9 @@ namespace ssim::exp {
 //   algorithms: [ring, {algorithm: stragglar, options: {...}}]     required, at least one
 //   modes: [synchronous, {mode: grouped, groups: G, every: K}, {mode: local_sgd, every: K}]
 //                                         default [synchronous]; G >= 2 divides the ranks, K >= 1
-//   prediction: {policy: oracle | fixed | previous, rank: R}      default oracle
+//   prediction: {policy: oracle | fixed | previous | adaptive | eager, rank: R,
+//                fallback: ALGO or [ALGO, ...], detection: TIME}  default oracle; as in
+//                                         simulations (load_prediction); k > 1 is refused
 //   workload:
 //     samples_per_gpu: 8                  per step (default 1)
 //     gradient_bytes_per_param: 4         default 4 (fp32 gradients)

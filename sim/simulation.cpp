@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/error.hpp"
+#include "sim/adaptive.hpp"
 #include "sim/trace.hpp"
 
 namespace ssim::sim {
@@ -240,22 +241,9 @@ SimulationResult run_simulation(const SimulationConfig& config) {
   const DelayGenerator delays(config.delays, n, config.seed, config.policy, default_straggler);
 
   // Adaptive: the candidates besides the configured algorithm, each with its executor.
-  struct Candidate {
-    std::string name;
-    alg::Schedule schedule;
-    std::unique_ptr<Executor> executor;
-  };
-  std::vector<Candidate> fallbacks;
-  if (schedule.straggler && !config.adaptive_fallbacks.empty()) {
-    // Reserved: each executor refers to its candidate's schedule, which must not move.
-    fallbacks.reserve(config.adaptive_fallbacks.size());
-    for (const std::string& name : config.adaptive_fallbacks) {
-      if (name == info.name) continue;
-      Candidate& c = fallbacks.emplace_back(Candidate{name, alg::generate(name, n, alg::Options{}), nullptr});
-      c.executor = std::make_unique<Executor>(c.schedule, config.topology,
-                                              NetworkConfig{config.network, config.gamma}, config.size);
-    }
-  }
+  AdaptiveChoice fallbacks(
+      schedule.straggler ? config.adaptive_fallbacks : std::vector<std::string>{}, info.name, n, {},
+      config.topology, NetworkConfig{config.network, config.gamma}, config.size);
   std::vector<Seconds>
       previous_arrival;  // adaptive / several late ranks: the last iteration's arrivals
   bool previous_late = false;  // whether a rank was late in the last iteration
@@ -327,31 +315,16 @@ SimulationResult run_simulation(const SimulationConfig& config) {
       std::string chosen;  // adaptive only: what ran
       if (!fallbacks.empty()) {
         chosen = info.name;
-        std::vector<Seconds> predicted(static_cast<std::size_t>(n), Seconds{0});
-        if (!previous_arrival.empty()) {
-          // Each predicted late rank late by its lead then over the last early rank.
-          std::vector<double> sorted;
-          for (const Seconds& t : previous_arrival) sorted.push_back(t.value);
-          std::sort(sorted.begin(), sorted.end());
-          const std::size_t k = static_cast<std::size_t>(std::max(late_k, 1));
-          const double early = sorted[sorted.size() - k - 1];
-          for (std::size_t i = 0; i < k; ++i) {
-            const int rank = late_k > 1 ? predicted_late[i] : a.predicted_straggler;
-            predicted[static_cast<std::size_t>(rank)] =
-                Seconds{sorted[sorted.size() - k + i] - early};
-          }
-        }
-        double best = executor.run(predicted, RunOptions{options.rank_map, false, false}).completion.value;
-        for (Candidate& c : fallbacks) {
-          const double t = c.executor->run(predicted, RunOptions{}).completion.value;
-          if (t < best) {
-            best = t;
-            run_on = c.executor.get();
-            ran = &c.schedule;
-            chosen = c.name;
-          }
-        }
-        if (run_on != &executor) {
+        const std::vector<int> late =
+            late_k > 1 ? predicted_late : std::vector<int>{a.predicted_straggler};
+        const std::vector<Seconds> predicted =
+            AdaptiveChoice::predicted_arrivals(previous_arrival, late, n);
+        const int pick = fallbacks.choose(executor, options.rank_map, predicted);
+        if (pick >= 0) {
+          AdaptiveChoice::Candidate& c = fallbacks[static_cast<std::size_t>(pick)];
+          run_on = c.executor.get();
+          ran = &c.schedule;
+          chosen = c.name;
           options.rank_map.clear();
           ++fallback_runs;
         }

@@ -83,10 +83,13 @@ void check_config(const TrainingConfig& c) {
   if (!(c.optimizer.value >= 0) || !std::isfinite(c.optimizer.value))
     throw InputError("optimizer time must be >= 0");
   if (c.cluster_gpus < 0) throw InputError("cluster GPUs must be >= 0");
-  if (c.policy == StragglerPolicy::eager)
-    throw InputError(
-        "prediction policy eager is not supported by the training model (oracle, fixed or "
-        "previous)");
+  for (const std::string& name : c.adaptive_fallbacks) {
+    const alg::AlgorithmInfo& info = alg::find_algorithm(name);
+    if (info.straggler_aware)
+      throw InputError("adaptive fallback " + name + " must be a baseline, not straggler-aware");
+  }
+  if (c.detection && (!(c.detection->value >= 0) || !std::isfinite(c.detection->value)))
+    throw InputError("eager detection latency must be >= 0");
   if (c.policy == StragglerPolicy::fixed && !c.straggler)
     throw InputError("prediction policy fixed needs a rank");
   if (c.straggler && (*c.straggler < 0 || *c.straggler >= n))
@@ -116,10 +119,17 @@ struct PassTotals {
   double last_end = 0;
   std::vector<double> idle_sum, idle_max, delay_sum;
   double exposed_sum = 0;
+  int adaptive_runs = 0;  // collectives that chose under the adaptive policy
+  int fallback_runs = 0;  // of those, the ones that ran a fallback
 };
 
 // One collective on every group of ranks (one group: all ranks), with the straggler-aware
-// algorithms' straggler played, in each group, by the rank the policy predicts there.
+// algorithms' straggler played, in each group, by the rank the policy predicts there. Under the
+// adaptive policy (c.adaptive_fallbacks) a straggler-aware algorithm competes with the
+// fallbacks (sim::AdaptiveChoice, as in run_simulation) on the arrivals predicted from this
+// collective's previous run: each group's predicted rank late by the lead it had there over
+// the group's second-to-last; one algorithm runs in every group. Under eager each group starts
+// at eager_start's times within the group, the group's last arrival playing the straggler.
 class Collective {
  public:
   // `group` is the schedule of one group; `groups` of them run side by side.
@@ -127,22 +137,33 @@ class Collective {
       : c_(c), group_(group), groups_(groups), m_(group.ranks) {
     if (groups > 1) merged_ = side_by_side(group, groups);
     const alg::Schedule& run = groups > 1 ? merged_ : group_;
-    executor_ =
-        std::make_unique<Executor>(run, c.topology, NetworkConfig{c.network, c.gamma}, bytes);
+    const NetworkConfig network{c.network, c.gamma};
+    executor_ = std::make_unique<Executor>(run, c.topology, network, bytes);
     previous_.assign(static_cast<std::size_t>(groups), -1);
+    stragglers_.assign(static_cast<std::size_t>(groups), 0);
+    if (group.straggler && !c.adaptive_fallbacks.empty()) {
+      std::function<alg::Schedule(alg::Schedule)> arrange;
+      if (groups > 1) arrange = [groups](alg::Schedule s) { return side_by_side(s, groups); };
+      adaptive_ = std::make_unique<AdaptiveChoice>(c.adaptive_fallbacks, group.algorithm, m_,
+                                                   arrange, c.topology, network, bytes);
+    }
+    eager_ = c.policy == StragglerPolicy::eager && group.straggler.has_value();
+    if (eager_) detection_ = c.detection.value_or(default_detection(c.topology));
   }
 
   // Per physical rank, when it is done; `arrival` per physical rank.
   const std::vector<Seconds>& run(const std::vector<Seconds>& arrival) {
     options_.rank_map.clear();
+    ran_ = -1;
     if (group_.straggler) {
       options_.rank_map.resize(arrival.size());
+      if (eager_) start_.assign(arrival.begin(), arrival.end());
       for (int g = 0; g < groups_; ++g) {
         const std::span<const Seconds> mine(arrival.data() + g * m_, static_cast<std::size_t>(m_));
         const int last = latest_ranks(mine, 1).back();
         const std::size_t ug = static_cast<std::size_t>(g);
         int predicted = last;
-        if (c_.policy != StragglerPolicy::oracle) {
+        if (c_.policy != StragglerPolicy::oracle && c_.policy != StragglerPolicy::eager) {
           // fixed: the given rank where it is in the group, else the group's last; previous:
           // the group's last arrival the previous time, the first time as fixed.
           const int given = c_.straggler.value_or(c_.topology.gpu_count() - 1) - g * m_;
@@ -151,16 +172,56 @@ class Collective {
             predicted = previous_[ug];
         }
         previous_[ug] = last;
+        stragglers_[ug] = g * m_ + predicted;
         const std::vector<int> local = straggler_rank_map(group_, predicted);
         for (int r = 0; r < m_; ++r)
           options_.rank_map[static_cast<std::size_t>(g * m_ + r)] = g * m_ + local[r];
+        if (eager_) {
+          const std::vector<Seconds> s = eager_start(mine, std::vector<int>{predicted}, detection_);
+          std::copy(s.begin(), s.end(), start_.begin() + g * m_);
+        }
+        if (adaptive_) {
+          if (predicted_.empty()) predicted_.resize(arrival.size());
+          const std::span<const Seconds> before =
+              last_arrival_.empty() ? std::span<const Seconds>{}
+                                    : std::span<const Seconds>(last_arrival_.data() + g * m_,
+                                                               static_cast<std::size_t>(m_));
+          const std::vector<Seconds> p =
+              AdaptiveChoice::predicted_arrivals(before, std::vector<int>{predicted}, m_);
+          std::copy(p.begin(), p.end(), predicted_.begin() + g * m_);
+        }
+      }
+      if (adaptive_) {
+        ran_ = adaptive_->choose(*executor_, options_.rank_map, predicted_);
+        last_arrival_.assign(arrival.begin(), arrival.end());
       }
     }
-    result_ = executor_->run(arrival, options_);
+    const std::vector<Seconds>& start = eager_ ? start_ : arrival;
+    if (ran_ >= 0) {
+      result_ = (*adaptive_)[static_cast<std::size_t>(ran_)].executor->run(start, RunOptions{});
+    } else {
+      result_ = executor_->run(start, options_);
+    }
     return result_.finish;
   }
 
-  void reset() { std::fill(previous_.begin(), previous_.end(), -1); }
+  void reset() {
+    std::fill(previous_.begin(), previous_.end(), -1);
+    last_arrival_.clear();
+  }
+
+  // What the last run() ran: the algorithm or an adaptive fallback, and for a straggler-aware
+  // schedule the physical rank that played its straggler in each group (else empty).
+  std::string_view ran() const {
+    return ran_ >= 0 ? std::string_view((*adaptive_)[static_cast<std::size_t>(ran_)].name)
+                     : std::string_view(group_.algorithm);
+  }
+  std::span<const int> stragglers() const {
+    return group_.straggler && ran_ < 0 ? std::span<const int>(stragglers_)
+                                        : std::span<const int>{};
+  }
+  bool ran_fallback() const { return ran_ >= 0; }
+  bool adaptive() const { return adaptive_ != nullptr; }
 
   // The first link the model does not share (alpha-beta only), with the schedule's rank labels.
   std::optional<SharedLink> shared_link() {
@@ -175,6 +236,14 @@ class Collective {
   int groups_, m_;
   std::unique_ptr<Executor> executor_;
   std::vector<int> previous_;
+  std::vector<int> stragglers_;  // per group, the physical rank predicted in the last run
+  std::unique_ptr<AdaptiveChoice> adaptive_;
+  std::vector<Seconds> last_arrival_;  // adaptive: the previous run's arrivals
+  std::vector<Seconds> predicted_;     // adaptive: the arrivals the choice runs on
+  int ran_ = -1;                       // the last run's candidate, -1: the algorithm
+  bool eager_ = false;
+  Seconds detection_{0};
+  std::vector<Seconds> start_;  // eager: when each rank starts
   RunOptions options_;
   IterationResult result_;
 };
@@ -213,6 +282,16 @@ class StepModel {
     if (average_) average_->reset();
     const double own = forward_ + backward_ + c_.optimizer.value;
     double previous_end = 0;
+    choices_.resize(bucket_.size());
+    // What a collective ran, for the step record and the fallback count.
+    auto record = [&t](const Collective& col, BucketChoice& out) {
+      out.algorithm = col.ran();
+      out.stragglers = col.stragglers();
+      if (col.adaptive()) {
+        ++t.adaptive_runs;
+        t.fallback_runs += col.ran_fallback() ? 1 : 0;
+      }
+    };
     for (int s = 0; s < c_.steps; ++s) {
       if (delays) {
         const IterationArrivals a = delays->iteration(s);
@@ -229,13 +308,16 @@ class StepModel {
           arrival[r] = Seconds{std::max(bwd[r] + buckets_[b].ready.value, comm_free[r])};
         const std::vector<Seconds>& finish = bucket_[b]->run(arrival);
         for (std::size_t r = 0; r < un; ++r) comm_free[r] = finish[r].value;
+        record(*bucket_[b], choices_[b]);
       }
       for (std::size_t r = 0; r < un; ++r)
         end[r] = std::max(bwd[r] + backward_, comm_free[r]) + c_.optimizer.value;
-      if (average_ && (s + 1) % mode_.every == 0) {
+      const bool averaged = average_ && (s + 1) % mode_.every == 0;
+      if (averaged) {
         for (std::size_t r = 0; r < un; ++r) arrival[r] = Seconds{end[r]};
         const std::vector<Seconds>& finish = average_->run(arrival);
         for (std::size_t r = 0; r < un; ++r) end[r] = finish[r].value;
+        record(*average_, average_choice_);
       }
       double step_end = 0, idle_sum = 0, idle_max = 0, max_delay = -1;
       int slowest = 0;
@@ -256,7 +338,8 @@ class StepModel {
       t.exposed_sum += exposed;
       if (on_step) {
         on_step(StepRecord{s, Seconds{step_end - previous_end}, Seconds{step_end},
-                           Seconds{idle_sum / n_}, Seconds{idle_max}, slowest, Seconds{exposed}});
+                           Seconds{idle_sum / n_}, Seconds{idle_max}, slowest, Seconds{exposed},
+                           choices_, averaged ? &average_choice_ : nullptr});
       }
       previous_end = step_end;
       start.swap(end);
@@ -282,6 +365,8 @@ class StepModel {
   double forward_ = 0, backward_ = 0;
   std::vector<std::unique_ptr<Collective>> bucket_;
   std::unique_ptr<Collective> average_;
+  std::vector<BucketChoice> choices_;  // this step's, per bucket
+  BucketChoice average_choice_;
 };
 
 }  // namespace
@@ -305,6 +390,15 @@ TrainingResult run_training(const TrainingConfig& c, const StepCallback& on_step
           throw InputError("algorithm " + info.name + " does not support " + std::to_string(ranks) +
                            " ranks (supported: " + info.supported_ranks + ")" +
                            (ranks != n ? " (the groups of " + mode.describe() + ")" : ""));
+        }
+        for (const std::string& name :
+             info.straggler_aware ? c.adaptive_fallbacks : std::vector<std::string>{}) {
+          const alg::AlgorithmInfo& f = alg::find_algorithm(name);
+          if (!f.supports_ranks(ranks)) {
+            throw InputError("adaptive fallback " + f.name + " does not support " +
+                             std::to_string(ranks) + " ranks (supported: " + f.supported_ranks +
+                             ")" + (ranks != n ? " (the groups of " + mode.describe() + ")" : ""));
+          }
         }
       }
       const alg::Schedule schedule = alg::generate(info.name, n, a.options);
@@ -340,6 +434,11 @@ TrainingResult run_training(const TrainingConfig& c, const StepCallback& on_step
         if (on_step) on_step(run, r);
       });
       const PassTotals baseline = model.run(nullptr, {});
+      run.adaptive_collectives = delayed.adaptive_runs;
+      run.fallback_fraction =
+          delayed.adaptive_runs > 0
+              ? static_cast<double>(delayed.fallback_runs) / delayed.adaptive_runs
+              : 0.0;
 
       const double steps = c.steps;
       std::vector<double> times;

@@ -35,7 +35,12 @@
 // forward + backward + optimizer), the time it waited for the collective beyond its own compute.
 // Straggler-aware algorithms play their straggler by the predicted rank per bucket (policy
 // oracle: the rank that enters the bucket's collective last; fixed: c.straggler; previous: the
-// one that entered the same bucket last in the previous step, step 0 c.straggler or N-1).
+// one that entered the same bucket last in the previous step, step 0 c.straggler or N-1; eager:
+// as oracle, every rank starting at eager_start(its entry, the last early entry + detection)).
+// Adaptive (c.adaptive_fallbacks, policy previous) chooses per collective with the code of
+// run_simulation (sim::AdaptiveChoice): the algorithm or a fallback, whichever is fastest on
+// the entries predicted from the same bucket's collective in the previous step (the predicted
+// rank late by its lead then over the second-to-last; step 0: nobody late).
 //
 // The same job without delays (every d_r = 0) is run beside it: lost fraction = 1 - T0 / T (T,
 // T0 the mean step times), GPU-hours lost per day = cluster_gpus * 24 * lost fraction.
@@ -45,11 +50,14 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "algorithms/registry.hpp"
 #include "common/units.hpp"
+#include "sim/adaptive.hpp"
 #include "sim/delays.hpp"
 #include "sim/network.hpp"
 #include "sim/simulation.hpp"
@@ -120,11 +128,28 @@ struct TrainingConfig {
   std::vector<TrainingAlgorithm> algorithms;
   std::vector<SyncSpec> modes = {SyncSpec{}};  // each mode runs with each algorithm
   DelayModel delays;
-  StragglerPolicy policy = StragglerPolicy::oracle;  // oracle, fixed or previous
-  std::optional<int> straggler;                      // fixed's rank, previous's first guess
-  int steps = 1;                                     // >= 1
+  StragglerPolicy policy = StragglerPolicy::oracle;
+  std::optional<int> straggler;  // fixed's rank, previous's first guess
+  // The adaptive policy (as SimulationConfig::adaptive_fallbacks, with policy previous): when
+  // not empty, every collective of a straggler-aware algorithm runs whichever of it and these
+  // baselines is fastest on the arrivals predicted from the same collective in the previous
+  // step (sim::AdaptiveChoice).
+  std::vector<std::string> adaptive_fallbacks;
+  // The eager policy's detection latency (SimulationConfig::detection); unset:
+  // default_detection(topology).
+  std::optional<Seconds> detection;
+  int steps = 1;  // >= 1
   std::uint64_t seed = 0;
   int cluster_gpus = 0;  // for GPU-hours lost per day; 0: the rank count
+};
+
+// What one collective of a step ran: the algorithm or, under the adaptive policy, the fallback
+// it chose; for a straggler-aware schedule the physical rank that played its straggler in each
+// group (one group unless grouped; empty when a schedule without a straggler ran). Views into
+// the model, valid during the step callback.
+struct BucketChoice {
+  std::string_view algorithm;
+  std::span<const int> stragglers;
 };
 
 // One step of one run, handed to TrainingRunCallbacks::step as it completes.
@@ -136,6 +161,8 @@ struct StepRecord {
   Seconds max_idle;
   int slowest_rank = 0;  // the rank with the largest delay this step (lowest on ties)
   Seconds exposed_comm;  // end - max_r (S_r + d_r + forward + backward) - optimizer, >= 0
+  std::span<const BucketChoice> buckets;  // per bucket, in bucket order (none under local_sgd)
+  const BucketChoice* average = nullptr;  // the parameter average, on the steps it ran
 };
 
 struct TrainingRun {
@@ -144,6 +171,10 @@ struct TrainingRun {
   alg::Options options;  // as run (straggler-aware ones with their straggler)
   bool straggler_aware = false;
   int buckets = 0;
+  // Adaptive policy: how many collectives (buckets and parameter averages) of the delayed run
+  // chose between the algorithm and the fallbacks, and the fraction of them that ran a fallback.
+  int adaptive_collectives = 0;
+  double fallback_fraction = 0.0;
   std::vector<Seconds> step_times;  // per step
   Seconds mean_step;
   Seconds p50_step, p90_step, p99_step, max_step;
@@ -179,7 +210,8 @@ using StepCallback = std::function<void(const TrainingRun& run, const StepRecord
 // InputError on a bad configuration (no layers, algorithms or modes, groups < 2 or not dividing
 // the ranks, every < 1, a compute time <= 0, an unknown
 // algorithm or one that does not support the rank count, bad options, steps < 1, a bucket cap
-// larger than the gradients, an invalid delay model, a policy other than oracle/fixed/previous).
+// larger than the gradients, an invalid delay model, a straggler-aware or unknown adaptive
+// fallback or one that does not support the ranks or a group's ranks, a negative detection).
 TrainingResult run_training(const TrainingConfig& config, const StepCallback& on_step = {});
 
 }  // namespace ssim::sim

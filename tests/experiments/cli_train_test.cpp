@@ -99,6 +99,57 @@ TEST(CliTrain, ShippedConfigsRun) {
   EXPECT_GT(configs, 0);
 }
 
+// Replaces the first `from` in `yaml`.
+std::string with_in(std::string yaml, const std::string& from, const std::string& to) {
+  const std::size_t at = yaml.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return yaml.replace(at, from.size(), to);
+}
+
+TEST(CliTrain, AdaptiveAndEagerPolicies) {
+  // StragglAR alone, rank 2 late by 2 ms on every step.
+  const std::string job = with_in(kJob, "[ring, {algorithm: stragglar}]", "[stragglar]");
+  const std::string steps = temp("adaptive_steps.csv");
+  const CommandResult a = train(job + "prediction: {policy: adaptive, fallback: [ring]}\n",
+                                "--json --steps-csv " + steps);
+  ASSERT_EQ(a.rc, 0) << a.err;
+  const nlohmann::json j = nlohmann::json::parse(a.out);
+  EXPECT_EQ(j["config"]["policy"], "adaptive");
+  EXPECT_EQ(j["config"]["fallbacks"], nlohmann::json::array({"ring"}));
+  // Step 0 has no prediction (nobody late: ring wins); from step 1 on StragglAR for rank 2 in
+  // the first four buckets. The last one (the embedding's, full right after the fourth) is
+  // entered by every rank when the fourth is reduced, which waited for rank 2: nobody is late
+  // there, and ring runs it. Fallbacks: 5 + 49 of 250 collectives.
+  EXPECT_EQ(j["runs"][0]["adaptive_collectives"], 5 * 50);
+  EXPECT_NEAR(double(j["runs"][0]["fallback_fraction"]), 54.0 / 250, 1e-12);
+  const std::string s = slurp(steps);
+  EXPECT_TRUE(contains(s, "exposed_comm_s,bucket_runs,average_run\n")) << s.substr(0, 200);
+  EXPECT_TRUE(contains(s, ",ring ring ring ring ring,\n")) << s.substr(0, 400);
+  EXPECT_TRUE(contains(s, ",stragglar@2 stragglar@2 stragglar@2 stragglar@2 ring,\n"));
+  std::remove(steps.c_str());
+  const CommandResult table = train(job + "prediction: {policy: adaptive}\n");
+  ASSERT_EQ(table.rc, 0) << table.err;
+  EXPECT_TRUE(contains(table.out,
+                       "adaptive: stragglar synchronous ran a fallback (ring) in 21.6% of 250 "
+                       "collectives\n"))
+      << table.out;
+
+  // Eager: StragglAR for rank 2 from step 0 on; a detection latency costs step time.
+  const CommandResult e0 =
+      train(job + "prediction: {policy: eager, detection: 0us}\n", "--json --steps-csv " + steps);
+  ASSERT_EQ(e0.rc, 0) << e0.err;
+  const std::string es = slurp(steps);
+  EXPECT_FALSE(contains(es, "ring")) << es.substr(0, 400);
+  EXPECT_TRUE(contains(es, "\nstragglar,,synchronous,0,"));
+  std::remove(steps.c_str());
+  const CommandResult e1 = train(job + "prediction: {policy: eager, detection: 5ms}\n", "--json");
+  ASSERT_EQ(e1.rc, 0) << e1.err;
+  const nlohmann::json j0 = nlohmann::json::parse(e0.out), j1 = nlohmann::json::parse(e1.out);
+  EXPECT_EQ(j0["config"]["policy"], "eager");
+  EXPECT_EQ(double(j1["config"]["detection_s"]), 0.005);
+  EXPECT_GT(double(j1["runs"][0]["mean_step_s"]), double(j0["runs"][0]["mean_step_s"]) + 0.001);
+}
+
 // Replaces the first `from` in kJob.
 std::string with(const std::string& from, const std::string& to) {
   std::string s = kJob;
@@ -131,6 +182,18 @@ TEST(CliTrain, BadInputNamesFileLineAndKeyAndWritesNothing) {
       {with("[ring, ", "[{algorithm: ring, options: {segments: 2}}, "), ":2:",
        "algorithms[0].options.segments: algorithm ring has no option 'segments' (it takes no "
        "options)"},
+      {with("steps: 50", "prediction: {policy: previous, fallback: ring}\nsteps: 50"),
+       ":13:", "prediction.fallback"},
+      {with("steps: 50", "prediction: {policy: adaptive, fallback: [stragglar]}\nsteps: 50"),
+       ":13:", "prediction.fallback[0]"},
+      {with("steps: 50", "prediction: {policy: adaptive, fallback: [nope]}\nsteps: 50"),
+       ":13:", "prediction.fallback[0]"},
+      {with("steps: 50", "prediction: {policy: adaptive, detection: 1us}\nsteps: 50"),
+       ":13:", "prediction.detection"},
+      {with("steps: 50", "prediction: {policy: eager, detection: -1us}\nsteps: 50"),
+       ":13:", "prediction.detection"},
+      {with("steps: 50", "prediction:\n  policy: eager\n  k: 2\nsteps: 50"),
+       ":15:", "prediction.k"},
   };
   const std::string steps = temp("bad_steps.csv");
   for (const Case& c : cases) {

@@ -168,6 +168,125 @@ TEST(Training, StragglerAwarePredictionMatters) {
   EXPECT_NEAR(right, oracle, 1e-12);
 }
 
+// 8 ranks, two buckets per step, StragglAR; rank 6 late by `late` on every step (0: nobody).
+TrainingConfig stragglar_job(double late) {
+  TrainingConfig c = two_ranks();
+  c.topology = switch_of(8, 1e9, 1e-6);
+  if (late > 0)
+    c.delays.stragglers.push_back({.rank = 6, .extra = Distribution::constant(Seconds{late})});
+  c.algorithms = {{"stragglar", {}}};
+  c.steps = 10;
+  return c;
+}
+
+// Per step, what each bucket ran ("stragglar@6", "ring").
+std::vector<std::vector<std::string>> bucket_runs(const TrainingConfig& c, TrainingRun* out) {
+  std::vector<std::vector<std::string>> runs;
+  TrainingResult r = run_training(c, [&](const TrainingRun&, const StepRecord& s) {
+    std::vector<std::string>& step = runs.emplace_back();
+    for (const BucketChoice& b : s.buckets) {
+      std::string what(b.algorithm);
+      for (const int rank : b.stragglers) what += "@" + std::to_string(rank);
+      step.push_back(what);
+    }
+  });
+  *out = r.runs.at(0);
+  return runs;
+}
+
+TEST(Training, AdaptiveRunsStragglarWhenARankIsLateAndTheFallbackWhenNone) {
+  // Rank 6 late by 3 ms every step: from step 1 on every bucket runs StragglAR for rank 6 (step
+  // 0 has no prediction: nobody late, the fallback wins), so the step times from step 1 on are
+  // those of the previous policy; ring alone is slower.
+  TrainingConfig c = stragglar_job(0.003);
+  c.policy = StragglerPolicy::previous;
+  TrainingRun previous, adaptive, ring;
+  bucket_runs(c, &previous);
+  c.adaptive_fallbacks = {"ring"};
+  const auto runs = bucket_runs(c, &adaptive);
+  ASSERT_EQ(runs.size(), 10u);
+  EXPECT_EQ(runs[0], (std::vector<std::string>{"ring", "ring"}));
+  for (std::size_t s = 1; s < runs.size(); ++s)
+    EXPECT_EQ(runs[s], (std::vector<std::string>{"stragglar@6", "stragglar@6"})) << s;
+  EXPECT_EQ(adaptive.adaptive_collectives, 20);
+  EXPECT_NEAR(adaptive.fallback_fraction, 0.1, 1e-12);
+  for (std::size_t s = 2; s < 10; ++s)
+    EXPECT_NEAR(adaptive.step_times[s].value, previous.step_times[s].value, 1e-12) << s;
+  TrainingConfig r = c;
+  r.algorithms = {{"ring", {}}};
+  bucket_runs(r, &ring);
+  EXPECT_LT(adaptive.mean_step.value, ring.mean_step.value);
+  EXPECT_LT(previous.mean_step.value, ring.mean_step.value);
+
+  // Nobody late: every bucket of every step runs the fallback, at ring's step time, which beats
+  // StragglAR's.
+  c = stragglar_job(0);
+  c.policy = StragglerPolicy::previous;
+  bucket_runs(c, &previous);
+  c.adaptive_fallbacks = {"ring"};
+  for (const auto& step : bucket_runs(c, &adaptive))
+    EXPECT_EQ(step, (std::vector<std::string>{"ring", "ring"}));
+  EXPECT_EQ(adaptive.fallback_fraction, 1.0);
+  r = c;
+  r.algorithms = {{"ring", {}}};
+  r.adaptive_fallbacks.clear();
+  bucket_runs(r, &ring);
+  EXPECT_NEAR(adaptive.mean_step.value, ring.mean_step.value, 1e-12);
+  EXPECT_LT(ring.mean_step.value, previous.mean_step.value);
+  // The job without delays runs under the same policy.
+  EXPECT_NEAR(adaptive.baseline_mean_step.value, ring.baseline_mean_step.value, 1e-12);
+}
+
+TEST(Training, AdaptiveChoosesOnceForAllGroups) {
+  // Two groups of 4 (every 4 steps an average over all 8): rank 6 (group 1's rank 2) is late;
+  // the buckets run StragglAR side by side, rank 6 the straggler of group 1 and group 0's
+  // previous last (rank 0: on a tie the lowest rank counts as the last) of group 0.
+  TrainingConfig c = stragglar_job(0.003);
+  c.modes = {SyncSpec{SyncMode::grouped, 2, 4}};
+  c.policy = StragglerPolicy::previous;
+  c.adaptive_fallbacks = {"ring"};
+  std::vector<std::string> averages;
+  std::vector<std::string> first, last;
+  const TrainingResult r = run_training(c, [&](const TrainingRun&, const StepRecord& s) {
+    if (s.average) averages.emplace_back(s.average->algorithm);
+    last.clear();
+    for (const BucketChoice& b : s.buckets) {
+      std::string what(b.algorithm);
+      for (const int rank : b.stragglers) what += "@" + std::to_string(rank);
+      last.push_back(what);
+    }
+    if (s.step == 0) first = last;
+  });
+  EXPECT_EQ(first, (std::vector<std::string>{"ring", "ring"}));  // no prediction yet
+  EXPECT_EQ(last, (std::vector<std::string>{"stragglar@0@6", "stragglar@0@6"}));
+  ASSERT_EQ(averages.size(), 2u);  // steps 3 and 7
+  EXPECT_GT(r.runs.at(0).adaptive_collectives, 20);
+}
+
+TEST(Training, EagerPlaysTheLastArrivalAfterTheDetectionLatency) {
+  // Rank 6 late every step: eager gives it the straggler's role from step 0 on (previous guesses
+  // rank 7 at step 0; fixed at rank 2 is always wrong); its detection latency delays the early
+  // ranks, which costs step time once it exceeds the straggler's lead.
+  TrainingConfig c = stragglar_job(0.003);
+  c.policy = StragglerPolicy::fixed;
+  c.straggler = 2;
+  const double wrong = run_training(c).runs[0].mean_step.value;
+  c.policy = StragglerPolicy::oracle;
+  const double oracle = run_training(c).runs[0].mean_step.value;
+  c.policy = StragglerPolicy::eager;
+  c.detection = Seconds{0};
+  TrainingRun eager0, eager_slow;
+  for (const auto& step : bucket_runs(c, &eager0))
+    EXPECT_EQ(step, (std::vector<std::string>{"stragglar@6", "stragglar@6"}));
+  EXPECT_LT(eager0.mean_step.value, wrong);
+  EXPECT_NEAR(eager0.mean_step.value, oracle, 1e-4 * oracle);
+  c.detection = Seconds{0.010};
+  bucket_runs(c, &eager_slow);
+  EXPECT_GT(eager_slow.mean_step.value, eager0.mean_step.value + 0.005);
+  // Without delays it costs the detection latency where the collective is exposed.
+  EXPECT_GT(eager_slow.baseline_mean_step.value, eager0.baseline_mean_step.value);
+}
+
 double ring_time_on(const topo::Topology& t, std::uint64_t bytes) {
   const alg::Schedule s = alg::generate("ring", t.gpu_count(), {});
   Executor ex(s, t, NetworkConfig{}, Bytes{bytes});
@@ -268,7 +387,14 @@ TEST(Training, BadInput) {
   c.bucket_cap = Bytes{8'000'001};
   EXPECT_THROW(run_training(c), InputError);
   c = two_ranks();
+  c.algorithms = {{"stragglar", {}}};
+  c.adaptive_fallbacks = {"stragglar"};  // a fallback must be a baseline
+  EXPECT_THROW(run_training(c), InputError);
+  c.adaptive_fallbacks = {"no_such_algorithm"};
+  EXPECT_THROW(run_training(c), InputError);
+  c = two_ranks();
   c.policy = StragglerPolicy::eager;
+  c.detection = Seconds{-1e-6};
   EXPECT_THROW(run_training(c), InputError);
   c = two_ranks();
   c.algorithms = {{"no_such_algorithm", {}}};
