@@ -3,7 +3,8 @@
 // 8 chunks and one scratch chunk, one CUDA stream each. A round: rank r copies chunk r of rank
 // r-1's data into its scratch (cudaMemcpyAsync, device to device), then adds its scratch into
 // its own chunk r (a float4 kernel). Timed: the copies alone, the adds alone, both; median of
-// 20 after 3 warm-up rounds. Prints GB/s of bytes read + written.
+// 20 after 3 warm-up rounds; and the same with a float4 copy kernel in place of
+// cudaMemcpyAsync. Prints GB/s of bytes read + written.
 #include <cuda_runtime.h>
 #include <algorithm>
 #include <cstdio>
@@ -17,6 +18,10 @@ __global__ void add4(float4* __restrict__ d, const float4* __restrict__ s, size_
     a.x += b.x; a.y += b.y; a.z += b.z; a.w += b.w;
     d[i] = a;
   }
+}
+
+__global__ void copy4(float4* __restrict__ d, const float4* __restrict__ s, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) d[i] = s[i];
 }
 
 int main() {
@@ -37,6 +42,7 @@ int main() {
       for (int r = 1; r < n; ++r) CK(cudaStreamWaitEvent(st[r], t0));
       for (int r = 0; r < n; ++r) {
         char* own = data[r] + chunk * r;
+        if (what & 4) copy4<<<sms * 2, 512, 0, st[r]>>>(reinterpret_cast<float4*>(scratch[r]), reinterpret_cast<const float4*>(data[(r + n - 1) % n] + chunk * r), chunk / 16);
         if (what & 1) CK(cudaMemcpyAsync(scratch[r], data[(r + n - 1) % n] + chunk * r, chunk, cudaMemcpyDeviceToDevice, st[r]));
         if (what & 2) add4<<<sms * 2, 512, 0, st[r]>>>(reinterpret_cast<float4*>(own), reinterpret_cast<const float4*>(scratch[r]), chunk / 16);
         CK(cudaEventRecord(join[r], st[r]));
@@ -48,12 +54,13 @@ int main() {
       return ms;
     };
     std::printf("chunk=%zu", chunk);
-    for (int what : {1, 2, 3}) {
+    for (int what : {1, 2, 3, 4, 6}) {
       std::vector<float> t;
       for (int i = 0; i < 23; ++i) { float ms = round(what); if (i >= 3) t.push_back(ms); }
       std::sort(t.begin(), t.end());
-      const double bytes = double(n) * chunk * (what == 1 ? 2 : what == 2 ? 3 : 5);
-      std::printf(" %s_GBps_rw=%.0f", what == 1 ? "copy" : what == 2 ? "add" : "both", bytes / (t[t.size() / 2] * 1e-3) / 1e9);
+      const double bytes = double(n) * chunk * (what == 1 || what == 4 ? 2 : what == 2 ? 3 : 5);
+      const char* name = what == 1 ? "memcpy" : what == 2 ? "add" : what == 3 ? "memcpy+add" : what == 4 ? "copykernel" : "copykernel+add";
+      std::printf(" %s=%.0f", name, bytes / (t[t.size() / 2] * 1e-3) / 1e9);
     }
     std::printf("\n");
     for (int r = 0; r < n; ++r) { CK(cudaFree(data[r])); CK(cudaFree(scratch[r])); }
