@@ -35,6 +35,7 @@ struct RunArgs {
   std::string phase1 = "schedule";
   std::string id_timeout = "60s";
   std::string launch = "graph";
+  std::string copy = "memcpy";
   std::string timeout = "60s";
 };
 
@@ -58,6 +59,7 @@ ssim::gpu::RunOptions to_options(const ssim::gpu::NcclTestsFlags& flags, const R
   o.transport = a.transport.empty() ? Transport::direct : parse_transport(a.transport);
   o.id_timeout = ssim::parse_time(a.id_timeout);
   o.launch = parse_launch(a.launch);
+  o.copy = parse_copy_mode(a.copy);
   o.timeout = ssim::parse_time(a.timeout);
   return o;
 }
@@ -135,6 +137,11 @@ int run_program(int argc, char** argv) {
   run->add_option("--launch", a.launch,
                   "graph: capture each size's iteration once into CUDA graphs and launch them "
                   "(host issue cost outside the timing); eager: issue every call each iteration")
+      ->capture_default_str();
+  run->add_option("--copy", a.copy,
+                  "single-gpu transport: copy receives into scratch with memcpy "
+                  "(cudaMemcpyAsync) or kernel (16-byte vectors; no slowdown at odd chunk "
+                  "strides)")
       ->capture_default_str();
   run->add_option("--timeout", a.timeout,
                   "watchdog per size: abort the communicators and fail, naming the rank and "

@@ -50,6 +50,14 @@ Launch parse_launch(std::string_view name) {
   throw InputError("unknown launch mode '" + std::string(name) + "' (expected graph or eager)");
 }
 
+std::string_view to_string(CopyMode mode) { return mode == CopyMode::memcpy ? "memcpy" : "kernel"; }
+
+CopyMode parse_copy_mode(std::string_view name) {
+  if (name == "memcpy") return CopyMode::memcpy;
+  if (name == "kernel") return CopyMode::kernel;
+  throw InputError("unknown copy mode '" + std::string(name) + "' (expected memcpy or kernel)");
+}
+
 int kernel_dtype(DType dtype) {
   switch (dtype) {
     case DType::float32:

@@ -69,6 +69,15 @@ std::string_view to_string(Launch launch);
 // "graph" or "eager"; anything else is an InputError listing them.
 Launch parse_launch(std::string_view name);
 
+// How the single-GPU transport copies a receive into the receiver's scratch: memcpy
+// (cudaMemcpyAsync, device to device) or kernel (launch_copy: 16-byte vectors). The memcpy
+// slows down by up to a third for chunks of an odd stride (8 MiB + 128 B) where the kernel
+// does not (data/measured/unaligned/2026-11-26).
+enum class CopyMode : std::uint8_t { memcpy, kernel };
+std::string_view to_string(CopyMode mode);
+// "memcpy" or "kernel"; anything else is an InputError listing them.
+CopyMode parse_copy_mode(std::string_view name);
+
 // The kernel's code for a DType (kernels.hpp).
 int kernel_dtype(DType dtype);
 

@@ -29,7 +29,10 @@ void print_header(std::ostream& out, const RunOptions& o, int ranks, const Devic
   out << "# " << o.iterations << " iterations after " << o.warmup << " warm-up, check "
       << (o.check_iterations > 0 ? std::to_string(o.check_iterations) + " per size (device)"
                                  : std::string("off"))
-      << ", launch " << to_string(o.launch) << ", watchdog " << format_time(o.timeout)
+      << ", launch " << to_string(o.launch)
+      << (o.transport == Transport::single_gpu ? std::string(", copy ") + std::string(to_string(o.copy))
+                                                : std::string())
+      << ", watchdog " << format_time(o.timeout)
       << " per size\n";
   out << "# clock: %globaltimer stamps; time = each rank's finish - start, " << to_string(o.average)
       << " over ranks (-a); after-last = max finish - max arrival\n";
@@ -174,6 +177,7 @@ SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
   settings.delay = o.delay;
   settings.straggler = o.delay.value > 0 ? straggler_rank(o, ranks) : -1;
   settings.launch = o.launch;
+  settings.copy = o.copy;
   settings.timeout = o.timeout;
   settings.average = o.average;
   if (leader) print_header(out, o, ranks, *group, settings);
@@ -228,7 +232,10 @@ SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
         row.nccl_algo = nccl_algo;
         row.nccl_proto = nccl_proto;
         row.options = options;
-        row.transport = std::string(to_string(o.transport));
+        // The single-GPU transport with kernel copies is another machine behaviour (no
+        // slowdown at odd chunk strides): its rows say so.
+        row.transport = std::string(to_string(o.transport)) +
+                        (o.copy == CopyMode::kernel ? "+kernel-copy" : "");
         csv->write(row);
       }
     }

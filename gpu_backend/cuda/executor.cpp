@@ -844,9 +844,15 @@ void CollectiveRun::Impl::issue_single_gpu_rounds() {
         const P2P& p = step.recvs[v];
         const RankState& sender = states[static_cast<std::size_t>(p.peer)];
         SSIM_CUDA(cudaStreamWaitEvent(stream, sender.ready.get(), 0));
-        SSIM_CUDA(cudaMemcpyAsync(states[i].scratch.get() + p.offset,
-                                  sender.data.get() + ds.recv_source_offsets[v], p.count * elem,
-                                  cudaMemcpyDeviceToDevice, stream));
+        if (settings.copy == CopyMode::kernel) {
+          SSIM_CUDA(launch_copy(states[i].scratch.get() + p.offset,
+                                sender.data.get() + ds.recv_source_offsets[v], p.count * elem,
+                                max_blocks(i), stream));
+        } else {
+          SSIM_CUDA(cudaMemcpyAsync(states[i].scratch.get() + p.offset,
+                                    sender.data.get() + ds.recv_source_offsets[v], p.count * elem,
+                                    cudaMemcpyDeviceToDevice, stream));
+        }
       }
       SSIM_CUDA(cudaEventRecord(states[i].copied.get(), stream));
     }

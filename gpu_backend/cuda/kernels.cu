@@ -287,6 +287,35 @@ cudaError_t launch_apply(int dtype, void* data, const void* scratch, const Apply
   return cudaErrorInvalidValue;
 }
 
+__global__ void copy_kernel(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src,
+                            std::uint64_t bytes) {
+  const std::uint64_t first = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+  std::uint64_t done = 0;
+  if (reinterpret_cast<std::uint64_t>(dst) % 16 == 0 &&
+      reinterpret_cast<std::uint64_t>(src) % 16 == 0) {
+    const std::uint64_t vectors = bytes / 16;
+    auto* d = reinterpret_cast<uint4*>(dst);
+    const auto* s = reinterpret_cast<const uint4*>(src);
+    for (std::uint64_t i = first; i < vectors; i += stride) d[i] = s[i];
+    done = vectors * 16;
+  }
+  for (std::uint64_t i = done + first; i < bytes; i += stride) dst[i] = src[i];
+}
+
+cudaError_t launch_copy(void* dst, const void* src, std::uint64_t bytes, int max_blocks,
+                        cudaStream_t stream) {
+  if (dst == nullptr || src == nullptr || max_blocks < 1) return cudaErrorInvalidValue;
+  if (bytes == 0) return cudaSuccess;
+  constexpr int kThreads = 256;
+  const std::uint64_t wanted = (bytes / 16 + kThreads - 1) / kThreads;
+  const auto blocks =
+      static_cast<unsigned>(std::max<std::uint64_t>(1, std::min<std::uint64_t>(wanted, max_blocks)));
+  copy_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<unsigned char*>(dst),
+                                               static_cast<const unsigned char*>(src), bytes);
+  return cudaGetLastError();
+}
+
 cudaError_t launch_spin(const std::uint64_t* start, std::uint64_t ns, int priority,
                         cudaStream_t stream) {
   if (start == nullptr) return cudaErrorInvalidValue;

@@ -67,6 +67,11 @@ struct ExpectedSums {
 cudaError_t launch_apply(int dtype, void* data, const void* scratch, const ApplyItem* items,
                          int n_items, std::uint64_t max_count, int max_blocks, cudaStream_t stream);
 
+// A device-to-device copy of `bytes` bytes as a kernel: 16-byte vectors when both addresses are
+// 16-byte aligned (the rest byte by byte), the grid capped at `max_blocks` blocks.
+cudaError_t launch_copy(void* dst, const void* src, std::uint64_t bytes, int max_blocks,
+                        cudaStream_t stream);
+
 // The direct transport's fused kernel: for each of the `n_items` (1..65535) items, loads the
 // source (another rank's data buffer, directly) and reduces it into, or copies it over, `data`,
 // writing once. Items of one launch must write disjoint ranges (as apply's). Each block does a

@@ -56,6 +56,7 @@ struct RunOptions {
   std::string json;               // -J: the table as nccl-tests JSON; empty: none
   std::vector<std::string> args;  // the command line, for the JSON
   Launch launch = Launch::graph;
+  CopyMode copy = CopyMode::memcpy;  // --copy: the single-GPU transport's copies into scratch
   Seconds timeout{60.0};  // the watchdog's budget per size
   std::string timeline;   // per-rank, per-round stamps CSV path; empty: none
 };

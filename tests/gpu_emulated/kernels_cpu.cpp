@@ -204,6 +204,20 @@ cudaError_t launch_direct(int dtype, void* data, const DirectItem* items, int n_
       1000 + max_count * elem / 100);
 }
 
+cudaError_t launch_copy(void* dst, const void* src, std::uint64_t bytes, int max_blocks,
+                        cudaStream_t stream) {
+  if (dst == nullptr || src == nullptr || max_blocks < 1) return cudaErrorInvalidValue;
+  if (bytes == 0) return cudaSuccess;
+  return emu::launch(
+      stream, "copy", {{dst, 1}, {src, 1}},
+      [=](emu::KernelContext& k) {
+        k.read(src, bytes, "copy source");
+        k.write(dst, bytes, "copy destination");
+        std::memmove(dst, src, bytes);
+      },
+      1000 + bytes / 100);
+}
+
 cudaError_t launch_spin(const std::uint64_t* start, std::uint64_t ns, int priority,
                         cudaStream_t stream) {
   if (start == nullptr) return cudaErrorInvalidValue;
