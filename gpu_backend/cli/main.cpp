@@ -169,7 +169,8 @@ int run_program(int argc, char** argv) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
       return app.exit(e);  // --help
     const std::vector<CLI::App*> parsed = app.get_subcommands();
-    std::cerr << "stragglesim-gpu: error: " << ssim::printable(e.what()) << "\nRun 'stragglesim-gpu "
+    std::cerr << "stragglesim-gpu: error: " << ssim::printable(e.what())
+              << "\nRun 'stragglesim-gpu "
               << (parsed.empty() ? std::string("--help'") : parsed.front()->get_name() + " --help'")
               << " for usage.\n";
     return ssim::kExitUsage;

@@ -30,10 +30,10 @@ void print_header(std::ostream& out, const RunOptions& o, int ranks, const Devic
       << (o.check_iterations > 0 ? std::to_string(o.check_iterations) + " per size (device)"
                                  : std::string("off"))
       << ", launch " << to_string(o.launch)
-      << (o.transport == Transport::single_gpu ? std::string(", copy ") + std::string(to_string(o.copy))
-                                                : std::string())
-      << ", watchdog " << format_time(o.timeout)
-      << " per size\n";
+      << (o.transport == Transport::single_gpu
+              ? std::string(", copy ") + std::string(to_string(o.copy))
+              : std::string())
+      << ", watchdog " << format_time(o.timeout) << " per size\n";
   out << "# clock: %globaltimer stamps; time = each rank's finish - start, " << to_string(o.average)
       << " over ranks (-a); after-last = max finish - max arrival\n";
   if (settings.delay.value > 0) {

@@ -96,7 +96,7 @@ struct IterationSettings {
   int straggler = -1;  // the delayed rank
   Launch launch = Launch::graph;
   CopyMode copy = CopyMode::memcpy;  // the single-GPU transport's copies into scratch
-  Seconds timeout{60.0};  // the watchdog's budget for every run() of one CollectiveRun
+  Seconds timeout{60.0};             // the watchdog's budget for every run() of one CollectiveRun
   RankAverage average = RankAverage::mean;  // how rank_time combines the ranks' own times
 };
 

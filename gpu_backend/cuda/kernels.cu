@@ -309,8 +309,8 @@ cudaError_t launch_copy(void* dst, const void* src, std::uint64_t bytes, int max
   if (bytes == 0) return cudaSuccess;
   constexpr int kThreads = 256;
   const std::uint64_t wanted = (bytes / 16 + kThreads - 1) / kThreads;
-  const auto blocks =
-      static_cast<unsigned>(std::max<std::uint64_t>(1, std::min<std::uint64_t>(wanted, max_blocks)));
+  const auto blocks = static_cast<unsigned>(
+      std::max<std::uint64_t>(1, std::min<std::uint64_t>(wanted, max_blocks)));
   copy_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<unsigned char*>(dst),
                                                static_cast<const unsigned char*>(src), bytes);
   return cudaGetLastError();

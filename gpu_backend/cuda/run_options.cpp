@@ -43,8 +43,10 @@ void validate_without_device(const RunOptions& o) {
   }
   if (o.timeout.value <= 0) throw InputError("--timeout must be > 0");
   if (o.copy == CopyMode::kernel && o.transport != Transport::single_gpu) {
-    throw InputError("--copy kernel: only the single-gpu transport copies receives into scratch "
-                     "(transport " + std::string(to_string(o.transport)) + ")");
+    throw InputError(
+        "--copy kernel: only the single-gpu transport copies receives into scratch "
+        "(transport " +
+        std::string(to_string(o.transport)) + ")");
   }
   if (o.algorithm_options.count("straggler"))
     throw InputError("set the straggler with --straggler, not --option straggler=...");

@@ -57,8 +57,8 @@ struct RunOptions {
   std::vector<std::string> args;  // the command line, for the JSON
   Launch launch = Launch::graph;
   CopyMode copy = CopyMode::memcpy;  // --copy: the single-GPU transport's copies into scratch
-  Seconds timeout{60.0};  // the watchdog's budget per size
-  std::string timeline;   // per-rank, per-round stamps CSV path; empty: none
+  Seconds timeout{60.0};             // the watchdog's budget per size
+  std::string timeline;              // per-rank, per-round stamps CSV path; empty: none
 };
 
 bool one_process_per_gpu(const RunOptions& o);

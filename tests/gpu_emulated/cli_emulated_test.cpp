@@ -180,12 +180,16 @@ TEST(EmulatedCli, SingleGpuKernelCopies) {
   }
   const auto memcpy = run_cli("run --algo ring --transport single-gpu --ranks 4 -b 64K -n 1");
   EXPECT_TRUE(contains(memcpy.out, ", copy memcpy,")) << memcpy.out;
-  const auto direct = run_cli("run --algo ring --transport direct --copy kernel --ranks 4 -b 64K "
-                              "-n 1 --csv " + csv);
+  const auto direct = run_cli(
+      "run --algo ring --transport direct --copy kernel --ranks 4 -b 64K "
+      "-n 1 --csv " +
+      csv);
   EXPECT_EQ(direct.rc, 1);
   EXPECT_TRUE(contains(direct.err, "--copy kernel: only the single-gpu transport")) << direct.err;
-  const auto bogus = run_cli("run --algo ring --transport single-gpu --copy dma --ranks 4 -b 64K "
-                             "-n 1 --csv " + csv);
+  const auto bogus = run_cli(
+      "run --algo ring --transport single-gpu --copy dma --ranks 4 -b 64K "
+      "-n 1 --csv " +
+      csv);
   EXPECT_EQ(bogus.rc, 1);
   EXPECT_TRUE(contains(bogus.err, "unknown copy mode 'dma' (expected memcpy or kernel)"))
       << bogus.err;

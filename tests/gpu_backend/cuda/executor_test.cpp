@@ -24,6 +24,7 @@
 
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
+#include "gpu_backend/cuda/kernels.hpp"
 #include "tests/gpu_backend/cuda/device_support.hpp"
 #ifdef SSIM_TEST_ON_EMULATOR
 #include "tests/gpu_emulated/emulator.hpp"
@@ -154,6 +155,66 @@ TEST_F(SingleGpuExecutor, EveryAlgorithmIsExact) {
       }
     }
   }
+}
+
+// --copy kernel: the single-GPU transport's receives copied by launch_copy instead of
+// cudaMemcpyAsync; every algorithm still exact, with and without a delay.
+TEST_F(SingleGpuExecutor, KernelCopiesAreExact) {
+  SSIM_REQUIRE_GPUS(1);
+  for (int n : {3, 8}) {
+    DeviceGroup group = DeviceGroup::single_gpu(n, 0);
+    for (const alg::AlgorithmInfo& info : alg::algorithms()) {
+      if (info.in_network || !info.supports_ranks(n)) continue;
+      const int chunks = alg::generate(info.name, n, alg::Options{}).chunks;
+      for (int t : {0, 1}) {
+        const DType dtype = t == 0 ? DType::float32 : DType::int64;
+        const std::uint64_t count = t == 0 ? small_count(chunks) : large_count(chunks);
+        IterationSettings settings =
+            t == 1 ? IterationSettings{Seconds{1e-4}, n - 1} : IterationSettings{};
+        settings.copy = CopyMode::kernel;
+        expect_exact(group, prepared(info.name, n, count * dtype_size(dtype), dtype),
+                     info.name + " n=" + std::to_string(n) + " kernel copies", settings);
+      }
+    }
+  }
+}
+
+// launch_copy itself at every relative alignment: 16-byte vectors where both addresses allow,
+// bytes one by one otherwise; nothing outside [dst, dst + bytes) is touched.
+TEST_F(SingleGpuExecutor, LaunchCopyAtEveryAlignment) {
+  SSIM_REQUIRE_GPUS(1);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  constexpr std::size_t kBuffer = 1 << 16;
+  unsigned char* src = nullptr;
+  unsigned char* dst = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&src), kBuffer), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dst), kBuffer), cudaSuccess);
+  std::vector<unsigned char> in(kBuffer), out(kBuffer), expect(kBuffer);
+  for (std::size_t i = 0; i < kBuffer; ++i) in[i] = static_cast<unsigned char>(i * 7 + 3);
+  ASSERT_EQ(cudaMemcpyAsync(src, in.data(), kBuffer, cudaMemcpyHostToDevice, stream), cudaSuccess);
+  for (std::size_t so : {0, 1, 4, 15, 16}) {
+    for (std::size_t d_o : {0, 3, 16}) {
+      for (std::size_t bytes : {1, 17, 4096, 40000}) {
+        std::vector<unsigned char> zero(kBuffer, 0xAB);
+        ASSERT_EQ(cudaMemcpyAsync(dst, zero.data(), kBuffer, cudaMemcpyHostToDevice, stream),
+                  cudaSuccess);
+        ASSERT_EQ(launch_copy(dst + d_o, src + so, bytes, 4, stream), cudaSuccess);
+        ASSERT_EQ(cudaMemcpyAsync(out.data(), dst, kBuffer, cudaMemcpyDeviceToHost, stream),
+                  cudaSuccess);
+        ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+        expect = zero;
+        std::copy(in.begin() + static_cast<std::ptrdiff_t>(so),
+                  in.begin() + static_cast<std::ptrdiff_t>(so + bytes),
+                  expect.begin() + static_cast<std::ptrdiff_t>(d_o));
+        EXPECT_EQ(out, expect) << "src+" << so << " dst+" << d_o << " " << bytes << " B";
+      }
+    }
+  }
+  EXPECT_EQ(cudaFree(src), cudaSuccess);
+  EXPECT_EQ(cudaFree(dst), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
 }
 
 // Ring over 3 ranks with round 0's first transfer (rank 0 -> 1, chunk 2) turned into a copy:
