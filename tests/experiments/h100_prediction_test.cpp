@@ -180,7 +180,11 @@ std::pair<double, double> crossovers(const std::string& transport,
     simulated[{nominal, r.algorithm}].push_back(r.simulated);
   }
   std::vector<std::array<double, 3>> p;  // delay, ring / stragglar measured, simulated
-  for (const auto& [nominal, d] : delay) {
+  for (const auto& entry : delay) {
+    // (not a structured binding: lambdas may not capture those before C++20's relaxation in
+    // clang 16)
+    const std::string& nominal = entry.first;
+    const std::vector<double>& d = entry.second;
     auto ratio = [&](auto& m) {
       return quantile(m.at({nominal, "ring"}), 0.5) / quantile(m.at({nominal, "stragglar"}), 0.5);
     };
