@@ -238,6 +238,42 @@ def scaling(binary, out):
             print("| %d | %s | %s |" % (n, size_text(b), " | ".join(cells)))
 
 
+def rank_check(binary, out):
+    """The shipped 8-rank files against the runs at 4, 16, 32 and 64 ranks (DATA_DIRECT,
+    TRANSPORT-ranksN-*.csv): every parameter fixed, nothing fitted (as
+    H200Calibration.RankCountsTheFitNeverSaw)."""
+    for transport, topology in (("single-gpu", "h200_single_gpu.yaml"), ("direct", "h200_direct.yaml")):
+        files = sorted(os.path.join(DATA_DIRECT, f) for f in os.listdir(DATA_DIRECT)
+                       if f.startswith(transport + "-ranks") and f.endswith(".csv"))
+        fix = []
+        with open(os.path.join(ROOT, "configs", "topologies", topology)) as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key in ("memory_bandwidth", "copy_latency", "apply_latency", "launch_time",
+                           "operation_bandwidth", "copy_factor", "reduce_factor",
+                           "apply_copy_factor", "unaligned_factor"):
+                    fix += ["--fix", "%s=%s" % (key, value.strip())]
+        rows_csv = os.path.join(out, "ranks-%s.csv" % transport)
+        run([binary, "calibrate"] + files + ["--topology-kind", "shared_device", "--holdout",
+                                             "delay_s>0", "--rows-output", rows_csv] + fix)
+        with open(rows_csv, newline="") as f:
+            rows = list(csv.DictReader(f))
+        print("\nRank counts the 8-rank fit never saw, --transport %s (%s, %d rows):\n"
+              % (transport, topology, len(rows)))
+        print("| ranks | median, no delay | median, 2 ms | p95 |")
+        print("|---|---|---|---|")
+        for n in sorted({int(r["ranks"]) for r in rows}):
+            e = lambda d: [abs(float(r["error"])) for r in rows
+                           if int(r["ranks"]) == n and (float(r["delay_s"]) > 0) == d]
+            q = lambda v, p: sorted(v)[min(len(v) - 1, int(p * len(v)))]
+            print("| %d | %.1f%% | %.1f%% | %.1f%% |"
+                  % (n, 100 * statistics.median(e(False)), 100 * statistics.median(e(True)),
+                     100 * q(e(False) + e(True), 0.95)))
+        allv = lambda d: [abs(float(r["error"])) for r in rows if (float(r["delay_s"]) > 0) == d]
+        print("| all | %.1f%% | %.1f%% | |" % (100 * statistics.median(allv(False)),
+                                              100 * statistics.median(allv(True))))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--stragglesim", default=os.path.join(ROOT, "build", "experiments", "stragglesim"))
@@ -254,6 +290,7 @@ def main():
     table(rows)
     sweep_crossover(rows)
     scaling(a.stragglesim, a.out)
+    rank_check(a.stragglesim, a.out)
     print("\nDirect transport (%s):\n" % os.path.relpath(DATA_DIRECT, ROOT))
     summary(calibrate_direct(a.stragglesim, a.out),
             ("all", "fitted (direct-graph-d0)", "held out (direct-graph-d5ms, direct-sweep)"))
