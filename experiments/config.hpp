@@ -34,6 +34,13 @@
 namespace ssim::exp {
 
 topo::Topology load_topology(const ConfigNode& node, const std::string& base_dir);
+// `{astra_sim: FILE[, gigabyte: 2^30|1e9]}`: ASTRA-sim's analytical network YAML as a
+// multi-dimensional topology (experiments/config_peer_topology.cpp); load_topology calls it.
+topo::Topology load_astra_sim_network(const ConfigNode& entry, const std::string& base_dir);
+// Whether a topology document is an ASTRA-sim network file (npus_count and no kind), and the
+// topology it describes (`gigabyte`: bytes per GB of its bandwidths; `path` for messages).
+bool is_astra_sim_network(const ConfigNode& root);
+topo::Topology astra_sim_network(const ConfigNode& root, const std::string& path, double gigabyte);
 
 // A distribution: a bare time ("5ms" = constant) or a map
 //   {distribution: none|constant|uniform|normal|lognormal|exponential|pareto|empirical, ...}

@@ -466,6 +466,10 @@ Experiment load_experiment(const ConfigReader& reader) {
         const auto [end, ec] = std::from_chars(label.data(), label.data() + label.size(), ranks);
         if (!value.is_map() || ec != std::errc() || end != label.data() + label.size())
           ranks = value.as_int(2, 65536);
+        if (tnode.has("astra_sim") || is_astra_sim_network(tnode)) {
+          value.fail("sweep.ranks cannot set the NPU counts of an ASTRA-sim network file; write "
+                     "one file per size and sweep topology instead");
+        }
         const std::string kind = tnode.get_string("kind");
         if (kind == "switch" || kind == "fully_connected" || kind == "ring" || kind == "fat_tree" ||
             kind == "shared_device") {

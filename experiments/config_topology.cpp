@@ -247,6 +247,8 @@ topo::Topology load_topology(const ConfigNode& node, const std::string& base_dir
     file_node = node;
   } else {
     node.require_map();
+    if (node.has("astra_sim")) return load_astra_sim_network(node, base_dir);
+    if (is_astra_sim_network(node)) return astra_sim_network(node, "", 1073741824.0);
     if (node.has("file")) {
       node.allow_only({"file"});
       file_node = node.child("file");
@@ -255,6 +257,8 @@ topo::Topology load_topology(const ConfigNode& node, const std::string& base_dir
   if (!file_node) return load_inline(node);
   const std::filesystem::path path = file_node->as_input_file(base_dir, "topology file");
   const ConfigReader reader(path.string());
+  if (is_astra_sim_network(reader.root()))
+    return astra_sim_network(reader.root(), path.string(), 1073741824.0);
   topo::Topology t = load_inline(reader.root());
   if (t.description.empty()) t.description = "from " + path.string();
   return t;

@@ -181,6 +181,68 @@ Topology make_torus3d(const Torus3dParams& p) {
   return make_torus("torus3d", {p.x, p.y, p.z}, p.bandwidth, p.latency, "torus");
 }
 
+Topology make_multi_dim(const MultiDimParams& p) {
+  const std::string topo = "multi_dim";
+  check_range(topo, "dimensions", static_cast<long long>(p.dims.size()), 1, 8);
+  long long total = 1;
+  static constexpr const char* kBlock[] = {"ring", "fully_connected", "switch"};
+  std::string shape;
+  for (std::size_t d = 0; d < p.dims.size(); ++d) {
+    const Dimension& dim = p.dims[d];
+    const std::string what = "dimension " + std::to_string(d);
+    check_range(topo, (what + " size").c_str(), dim.size, 1, kMaxGeneratedRanks);
+    if (dim.block == BuildingBlock::fully_connected)
+      check_range(topo, (what + " size (fully_connected)").c_str(), dim.size, 1, 1024);
+    check_bandwidth(topo, (what + " bandwidth").c_str(), dim.bandwidth);
+    check_latency(topo, (what + " latency").c_str(), dim.latency);
+    total *= dim.size;
+    if (total > kMaxGeneratedRanks) break;
+    shape += (d > 0 ? " x " : "") + std::string(kBlock[static_cast<int>(dim.block)]) + "(" +
+             std::to_string(dim.size) + ")";
+  }
+  if (total < 2 || total > kMaxGeneratedRanks) {
+    throw InputError(topo + ": the product of the sizes must be in [2, " +
+                     std::to_string(kMaxGeneratedRanks) + "], got " + std::to_string(total));
+  }
+  Topology t;
+  t.name = "multi_dim(" + shape + ")";
+  t.description = "multi_dim: " + shape + "; per dimension, per link:";
+  const int n = static_cast<int>(total);
+  for (int r = 0; r < n; ++r) t.add_gpu("gpu" + std::to_string(r));
+  int stride = 1;
+  for (std::size_t d = 0; d < p.dims.size(); ++d) {
+    const Dimension& dim = p.dims[d];
+    const std::string cls = "dim" + std::to_string(d);
+    t.description += " " + cls + " " + per_link(dim.bandwidth, dim.latency) + ";";
+    const int size = dim.size;
+    // Each group: a rank whose coordinate d is 0 (its first member) plus c * stride.
+    for (int first = 0; first < n && size > 1; ++first) {
+      if ((first / stride) % size != 0) continue;
+      if (dim.block == BuildingBlock::ring) {
+        for (int c = 0; c < size; ++c) {
+          if (size == 2 && c == 1) break;  // two GPUs: one link each way
+          t.add_duplex_link(first + c * stride, first + ((c + 1) % size) * stride, dim.bandwidth,
+                            dim.latency, cls);
+        }
+      } else if (dim.block == BuildingBlock::fully_connected) {
+        for (int a = 0; a < size; ++a) {
+          for (int b = a + 1; b < size; ++b) {
+            t.add_duplex_link(first + a * stride, first + b * stride, dim.bandwidth, dim.latency,
+                              cls);
+          }
+        }
+      } else {
+        const int sw = t.add_switch(cls + "-switch" + std::to_string(first));
+        for (int c = 0; c < size; ++c)
+          t.add_duplex_link(first + c * stride, sw, dim.bandwidth, dim.latency, cls);
+      }
+    }
+    stride *= size;
+  }
+  t.description.pop_back();
+  return t;
+}
+
 int fat_tree_hosts(int k, int tiers) { return tiers == 2 ? k * k / 2 : k * k * k / 4; }
 
 Topology make_fat_tree(const FatTreeParams& p) {

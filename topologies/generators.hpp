@@ -21,6 +21,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "common/units.hpp"
 #include "topologies/topology.hpp"
@@ -78,6 +79,28 @@ struct Torus3dParams {
   Seconds latency;
 };
 Topology make_torus3d(const Torus3dParams& p);
+
+// A multi-dimensional network as ASTRA-sim's analytical backend builds one (its network YAML:
+// `topology`, `npus_count`, `bandwidth`, `latency` per dimension). Rank = c0 + n0 * (c1 + n1 *
+// (c2 + ...)): dimension 0 varies fastest. For each dimension d and each group of GPUs that
+// differ only in coordinate d, the group is joined by that dimension's building block:
+// - ring: GPU c linked each way to c+1 mod n (n == 2: one link each way; n == 1: none);
+// - fully_connected: a link each way between every pair of the group;
+// - switch: one switch per group, an up and a down link per GPU.
+// Every latency is per link (per hop), so two GPUs of a switch group are 2 x latency apart (a
+// make_switch latency is the whole GPU-to-GPU path). Link class "dimN". Sizes >= 1, product in
+// [2, 65536]; a fully_connected group at most 1024 GPUs; at most 8 dimensions.
+enum class BuildingBlock { ring, fully_connected, switch_node };
+struct Dimension {
+  BuildingBlock block = BuildingBlock::ring;
+  int size = 0;
+  BytesPerSecond bandwidth;
+  Seconds latency;
+};
+struct MultiDimParams {
+  std::vector<Dimension> dims;
+};
+Topology make_multi_dim(const MultiDimParams& p);
 
 // k-ary fat tree of radix-k switches with GPUs as hosts; latency per link.
 // - tiers = 2 (leaf-spine): k leaves with k/2 hosts each and k/2 spines, every leaf linked to

@@ -163,5 +163,34 @@ TEST(CliSimulate, MissingFileAndBadFlags) {
   EXPECT_TRUE(contains(r.err, "--trace-iteration 3 is past the last iteration (0)")) << r.err;
 }
 
+// A network written for ASTRA-sim, read as it is: ring AllReduce on its 1-D Ring of 8 NPUs at
+// 50 GB/s (2^30 B/s, as ASTRA-sim converts) and 500 ns per hop is 2(n-1) neighbour steps of
+// 500 ns + (64 MiB / 8) / (50 x 2^30 B/s) = 14 x 156.75 us = 2.1945 ms, ASTRA-sim's
+// congestion-unaware cost of the same steps.
+TEST(CliSimulate, AnAstraSimNetworkFile) {
+  const std::string dir = ::testing::TempDir() + "cli_astra_sim_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/network.yml")
+      << "topology: [ Ring ]\nnpus_count: [ 8 ]\nbandwidth: [ 50.0 ]\nlatency: [ 500.0 ]\n";
+  std::ofstream(dir + "/sim.yaml") << "topology: {astra_sim: network.yml}\n"
+                                      "network: {model: alphabeta}\n"
+                                      "collective: {algorithm: ring, size: 64MiB}\n"
+                                      "iterations: 1\n";
+  const CommandResult r = run_cli("simulate " + dir + "/sim.yaml --json");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_NEAR(j.at("mean_completion_s").get<double>(), 14 * (500e-9 + 8388608 / (50.0 * (1 << 30))),
+              1e-12);
+  // A missing network file: one message naming the config's line and key.
+  std::ofstream(dir + "/bad.yaml") << "topology: {astra_sim: missing.yml}\n"
+                                      "network: {model: alphabeta}\n"
+                                      "collective: {algorithm: ring, size: 64MiB}\n";
+  const CommandResult bad = run_cli("simulate " + dir + "/bad.yaml");
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_TRUE(contains(bad.err, "bad.yaml:1")) << bad.err;
+  EXPECT_TRUE(contains(bad.err, "astra_sim")) << bad.err;
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace ssim::testing

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 #include "common/error.hpp"
 #include "experiments/config.hpp"
@@ -181,6 +183,96 @@ TEST(ConfigTopology, ErrorsNameLineKeyAndValue) {
             std::string::npos);
   EXPECT_NE(error_of("{kind: fat_tree, k: 5, bandwidth: 1GB/s, latency: 1us}").find("t.yaml:1:1: (top level): "),
             std::string::npos);
+}
+
+// ASTRA-sim's analytical network YAML (`topology`, `npus_count`, `bandwidth` in GB/s = 2^30 B/s
+// per link, `latency` in ns per hop) read as a topology: the same network as our own kinds where
+// one exists (its Switch latency is per hop: our switch's GPU-to-GPU latency is twice it).
+class AstraSimNetwork : public ::testing::Test {
+ protected:
+  std::string dir_ = ::testing::TempDir() + "astra_sim_network_test";
+  void SetUp() override { std::filesystem::create_directories(dir_); }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ + "/" + name) << text;
+    return dir_ + "/" + name;
+  }
+  topo::Topology astra(const std::string& network, const std::string& extra = "") {
+    write("n.yml", network);
+    const ConfigReader r = ConfigReader::from_string("astra_sim: n.yml" + extra + "\n", "t.yaml");
+    return load_topology(r.root(), dir_);
+  }
+  std::string astra_error(const std::string& network, const std::string& extra = "") {
+    try {
+      astra(network, extra);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "no error";
+  }
+};
+
+TEST_F(AstraSimNetwork, OneDimensionIsOurOwnKind) {
+  const std::string lists = "npus_count: [8]\nbandwidth: [50.0]\nlatency: [500.0]\n";
+  const topo::Topology ring = astra("topology: [Ring]\n" + lists);
+  const topo::Topology our_ring =
+      load("kind: ring\nranks: 8\nbandwidth: 50GiB/s\nlatency: 500ns\n");
+  const topo::Topology sw = astra("topology: [Switch]\n" + lists);
+  const topo::Topology our_switch =
+      load("kind: switch\nranks: 8\nbandwidth: 50GiB/s\nlatency: 1us\n");
+  const topo::Topology fc = astra("topology: [FullyConnected]\n" + lists);
+  const topo::Topology our_fc =
+      load("kind: fully_connected\nranks: 8\nbandwidth: 50GiB/s\nlatency: 500ns\n");
+  for (int s = 0; s < 8; ++s) {
+    for (int d = 0; d < 8; ++d) {
+      if (s == d) continue;
+      for (const auto& [a, b] : {std::pair{&ring, &our_ring}, {&sw, &our_switch}, {&fc, &our_fc}}) {
+        const topo::Route x = a->route(s, d), y = b->route(s, d);
+        EXPECT_EQ(x.links.size(), y.links.size()) << a->name << " " << s << "->" << d;
+        EXPECT_NEAR(x.latency.value, y.latency.value, 1e-18) << a->name;
+        EXPECT_DOUBLE_EQ(x.bandwidth.value, y.bandwidth.value) << a->name;
+      }
+    }
+  }
+  EXPECT_NE(ring.description.find("from ASTRA-sim network"), std::string::npos);
+  // Forks that count a GB as 1e9 bytes.
+  EXPECT_DOUBLE_EQ(
+      astra("topology: [Ring]\n" + lists, "\ngigabyte: 1e9").route(0, 1).bandwidth.value, 50e9);
+}
+
+TEST_F(AstraSimNetwork, MultiDimensional) {
+  const topo::Topology t = astra(
+      "topology: [ Ring, FullyConnected, Switch ]\nnpus_count: [ 4, 2, 2 ]\n"
+      "bandwidth: [ 50.0, 25.0, 12.5 ]  # GB/s\nlatency: [ 500.0, 500.0, 500.0 ]  # ns\n");
+  EXPECT_EQ(t.gpu_count(), 16);
+  EXPECT_NEAR(t.route(0, 8).latency.value, 1e-6, 1e-18);  // the Switch dimension: 2 hops
+  EXPECT_DOUBLE_EQ(t.route(0, 8).bandwidth.value, 12.5 * (1ull << 30));
+  EXPECT_NEAR(t.route(0, 4).latency.value, 0.5e-6, 1e-18);  // FullyConnected: 1 hop
+  // The file named as a topology file is recognised (npus_count and no kind).
+  const ConfigReader r = ConfigReader::from_string("file: n.yml\n", "t.yaml");
+  const topo::Topology same = load_topology(r.root(), dir_);
+  EXPECT_EQ(same.link_count(), t.link_count());
+  EXPECT_DOUBLE_EQ(same.route(0, 8).bandwidth.value, t.route(0, 8).bandwidth.value);
+}
+
+TEST_F(AstraSimNetwork, BadInputNamesTheFileAndKey) {
+  const std::string ok = "npus_count: [8]\nbandwidth: [50]\nlatency: [500]\n";
+  auto has = [](const std::string& e, const std::string& what) {
+    return e.find(what) != std::string::npos && e.find("n.yml") != std::string::npos;
+  };
+  EXPECT_PRED2(has, astra_error("topology: [Torus]\n" + ok), "Ring, FullyConnected, Switch");
+  EXPECT_PRED2(has, astra_error("topology: [Ring, Ring]\n" + ok), "one entry per dimension");
+  EXPECT_PRED2(has, astra_error("topology: [Ring]\n" + ok + "links_count: [2]\n"), "links_count");
+  EXPECT_PRED2(has,
+               astra_error("topology: [Ring]\nnpus_count: [1]\nbandwidth: [50]\nlatency: [5]\n"),
+               "at least 2");
+  EXPECT_PRED2(has,
+               astra_error("topology: [Ring]\nnpus_count: [8]\nbandwidth: [0]\nlatency: [5]\n"),
+               "bandwidth");
+  EXPECT_PRED2(has, astra_error("topology: [Ring]\nnpus_count: [8]\nlatency: [5]\n"), "bandwidth");
+  EXPECT_NE(astra_error("topology: [Ring]\n" + ok, "\ngigabyte: 1000").find("gigabyte"),
+            std::string::npos);
+  EXPECT_NE(astra_error("topology: [Ring]\n" + ok, "\necmp: true").find("ecmp"), std::string::npos);
 }
 
 }  // namespace

@@ -339,5 +339,44 @@ TEST(Generators, SameParametersSameTopologyAndRoutes) {
   }
 }
 
+// ASTRA-sim's multi-dimensional network: Ring(4) x Switch(2) x FullyConnected(3), dimension 0
+// fastest. Latencies are per hop, so a switch pair is two latencies apart; a route between GPUs
+// that differ in two dimensions takes the hops of both.
+TEST(MultiDim, BuildingBlocksPerDimension) {
+  const Topology t = make_multi_dim(
+      {.dims = {{BuildingBlock::ring, 4, BytesPerSecond{50e9}, us(1)},
+                {BuildingBlock::switch_node, 2, BytesPerSecond{25e9}, us(10)},
+                {BuildingBlock::fully_connected, 3, BytesPerSecond{10e9}, us(100)}}});
+  EXPECT_EQ(t.gpu_count(), 24);
+  // links: ring 6 groups x 4 duplex; switch 12 groups x 2 duplex; fully connected 8 groups x 3.
+  EXPECT_EQ(t.link_count(), 2 * (6 * 4 + 12 * 2 + 8 * 3));
+  EXPECT_EQ(t.node_count(), 24 + 12);
+  const Route ring = t.route(0, 2);  // c0 0 -> 2: two ring hops either way (lowest ids)
+  EXPECT_EQ(ring.links.size(), 2u);
+  EXPECT_NEAR(ring.latency.value, 2e-6, 1e-15);
+  EXPECT_DOUBLE_EQ(ring.bandwidth.value, 50e9);
+  const Route sw = t.route(1, 5);  // c1 0 -> 1 through that group's switch
+  EXPECT_EQ(classes(t, sw), (std::vector<std::string>{"dim1", "dim1"}));
+  EXPECT_NEAR(sw.latency.value, 20e-6, 1e-15);
+  EXPECT_DOUBLE_EQ(sw.bandwidth.value, 25e9);
+  const Route fc = t.route(3, 19);  // c2 0 -> 2: one direct link
+  EXPECT_EQ(classes(t, fc), (std::vector<std::string>{"dim2"}));
+  EXPECT_NEAR(fc.latency.value, 100e-6, 1e-15);
+  const Route both = t.route(0, 6);  // (0,0,0) -> (2,1,0): 2 ring hops + the switch
+  EXPECT_NEAR(both.latency.value, 22e-6, 1e-15);
+  EXPECT_DOUBLE_EQ(both.bandwidth.value, 25e9);
+  // size 2 rings have one duplex link; size 1 dimensions none.
+  const Topology two = make_multi_dim(
+      {.dims = {{BuildingBlock::ring, 2, kBw, kLat}, {BuildingBlock::switch_node, 1, kBw, kLat}}});
+  EXPECT_EQ(two.link_count(), 2);
+  EXPECT_EQ(two.node_count(), 2);
+  EXPECT_THROW(make_multi_dim({.dims = {{BuildingBlock::ring, 1, kBw, kLat}}}), InputError);
+  EXPECT_THROW(make_multi_dim({.dims = {}}), InputError);
+  EXPECT_THROW(make_multi_dim({.dims = {{BuildingBlock::ring, 4, BytesPerSecond{0}, kLat}}}),
+               InputError);
+  EXPECT_THROW(make_multi_dim({.dims = {{BuildingBlock::fully_connected, 1025, kBw, kLat}}}),
+               InputError);
+}
+
 }  // namespace
 }  // namespace ssim::topo
