@@ -2,8 +2,8 @@
 # The GPU measurement campaign: on a machine with an NVIDIA GPU, one command checks the binaries,
 # lists the devices, runs the `gpu`-labelled tests, measures the device's copy bandwidth and runs
 # the whole matrix (every algorithm x sizes x delays x transports x launch modes, a delay sweep,
-# rank counts, element types, the misalignment probe), writing everything into one folder with a
-# summary table.
+# rank counts, element types, the misalignment probe, the launch probe when built), writing
+# everything into one folder with a summary table.
 #
 #   scripts/gpu_campaign.sh [-o DIR] [--bin DIR] [--tests FILE] [--budget SECONDS] [--quick]
 #
@@ -24,6 +24,7 @@
 # Written into DIR: devices.txt, nvidia-smi.txt, gtest.log + gtest.xml, ceilings.txt (the copy
 # and add bandwidth, bytes read + written, when python3 with PyTorch is there), one NAME.csv
 # (result rows) and NAME.txt (the table) per run, tl-NAME.csv timelines of the main matrix,
+# launch.txt (the launch probe's table, when $bin/launch_probe exists),
 # campaign.log (every command with its exit status and time) and summary.txt. Exit status: 0
 # when every run and test passed with every checked element exact, 1 otherwise (the rest of the
 # campaign still runs), 2 on a usage error.
@@ -213,6 +214,21 @@ for tr in "${transports[@]}"; do
       "${probe_iters[@]}"
   done
 done
+
+# 7. The launch probe (scripts/probes/launch_probe.cu, built beside stragglesim-gpu):
+#    what one operation costs to start on this GPU, 4 to 64 streams, 4 KiB each, which the
+#    8-rank runs cannot pin down (docs/calibration.md, "Rank counts the fit never saw").
+if [[ -x $bin/launch_probe ]]; then
+  if over_budget; then skipped+=(launch_probe)
+  else
+    s=$SECONDS; rc=0
+    timeout 120 "$bin/launch_probe" >"$out/launch.txt" 2>&1 || rc=$?
+    [[ $rc -eq 0 ]] || status=1
+    note "launch_probe rc=$rc $((SECONDS - s))s"
+  fi
+else
+  note "launch probe: skipped (no $bin/launch_probe: cmake --build build --target launch_probe)"
+fi
 
 # The summary: per run name and size, the median time after the last arrival, the arrival
 # spread, and the bandwidth of the bytes moved against the measured copy bandwidth.
