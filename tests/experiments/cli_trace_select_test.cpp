@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <limits>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -40,13 +40,18 @@ class CliTraceSelect : public ::testing::Test {
     return path;
   }
   // 8 ranks in the flow model, rank 5 late by 100 us: waits, overlaps and link counters.
-  std::string config(const std::string& algorithm = "ring", const std::string& model = "flow") const {
+  std::string config(const std::string& algorithm = "ring",
+                     const std::string& model = "flow") const {
     return file(algorithm + model + ".yaml",
                 "topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us}\n"
-                "network: {model: " + model + "}\n"
-                "collective: {algorithm: " + algorithm + ", size: 64MiB}\n"
-                "delays: {persistent: [{rank: 5, delay: 100us}]}\n"
-                "iterations: 1\n");
+                "network: {model: " +
+                    model +
+                    "}\n"
+                    "collective: {algorithm: " +
+                    algorithm +
+                    ", size: 64MiB}\n"
+                    "delays: {persistent: [{rank: 5, delay: 100us}]}\n"
+                    "iterations: 1\n");
   }
   std::size_t entries() const {
     return static_cast<std::size_t>(std::distance(std::filesystem::directory_iterator(dir_),
@@ -76,15 +81,18 @@ long long ns(double micros) { return std::llround(micros * 1000.0); }
 
 // The transfer slices of the full trace that a selection keeps: by rank (pid - 1), round and
 // overlap with [from, to] in ns.
-std::multiset<std::string> expected_transfers(const nlohmann::json& full, const std::set<int>& ranks,
-                                              const std::set<int>& rounds, long long from, long long to) {
+std::multiset<std::string> expected_transfers(const nlohmann::json& full,
+                                              const std::set<int>& ranks,
+                                              const std::set<int>& rounds, long long from,
+                                              long long to) {
   std::multiset<std::string> out;
   for (nlohmann::json e : full) {
     if (e.at("ph") != "X" || e.at("cat") != "transfer") continue;
     const int rank = e.at("pid").get<int>() - 1;
     const int round = e.at("args").at("round");
     const long long a = ns(e.at("ts")), b = a + ns(e.at("dur"));
-    if ((ranks.empty() || ranks.count(rank)) && (rounds.empty() || rounds.count(round)) && b >= from && a <= to) {
+    if ((ranks.empty() || ranks.count(rank)) && (rounds.empty() || rounds.count(round)) &&
+        b >= from && a <= to) {
       e.erase("tid");
       out.insert(e.dump());
     }
@@ -104,7 +112,8 @@ TEST_F(CliTraceSelect, RanksAndRoundsKeepExactlyTheirEvents) {
   const std::string cfg = config();
   const std::string full = file("full.json"), sel = file("sel.json");
   ASSERT_EQ(run_cli("simulate " + cfg + " --trace " + full).rc, 0);
-  const CommandResult r = run_cli("simulate " + cfg + " --trace " + sel + " --trace-ranks 0-1,5 --trace-rounds 2-4,9");
+  const CommandResult r =
+      run_cli("simulate " + cfg + " --trace " + sel + " --trace-ranks 0-1,5 --trace-rounds 2-4,9");
   ASSERT_EQ(r.rc, 0) << r.err;
   const nlohmann::json all = events_of(full), some = events_of(sel);
   const std::multiset<std::string> want =
@@ -128,7 +137,8 @@ TEST_F(CliTraceSelect, WindowKeepsOverlappingSlicesWhole) {
   const std::string cfg = config("rhd");
   const std::string full = file("full.json"), sel = file("sel.json");
   ASSERT_EQ(run_cli("simulate " + cfg + " --trace " + full).rc, 0);
-  const CommandResult r = run_cli("simulate " + cfg + " --trace " + sel + " --trace-window 120us:180us");
+  const CommandResult r =
+      run_cli("simulate " + cfg + " --trace " + sel + " --trace-window 120us:180us");
   ASSERT_EQ(r.rc, 0) << r.err;
   const long long from = 120'000, to = 180'000;
   const nlohmann::json all = events_of(full), some = events_of(sel);
@@ -156,8 +166,8 @@ TEST_F(CliTraceSelect, WindowKeepsOverlappingSlicesWhole) {
   std::map<std::string, std::map<long long, double>> full_counters, counters;
   for (const nlohmann::json& e : all) {
     if (e.at("ph") == "C")
-      full_counters[std::to_string(e.at("pid").get<int>()) + e.at("name").get<std::string>()][ns(e.at("ts"))] =
-          e.at("args").begin().value().get<double>();
+      full_counters[std::to_string(e.at("pid").get<int>()) + e.at("name").get<std::string>()]
+                   [ns(e.at("ts"))] = e.at("args").begin().value().get<double>();
   }
   for (const nlohmann::json& e : some) {
     if (e.at("ph") != "C") continue;
@@ -183,7 +193,8 @@ TEST_F(CliTraceSelect, WindowKeepsOverlappingSlicesWhole) {
       continue;
     }
     for (const auto& [t, v] : got->second) EXPECT_EQ(v, at(t)) << track << " at " << t;
-    if (at(from) != 0) EXPECT_TRUE(got->second.count(from)) << track << " has no value at the window's start";
+    if (at(from) != 0)
+      EXPECT_TRUE(got->second.count(from)) << track << " has no value at the window's start";
   }
 }
 
@@ -197,7 +208,8 @@ Estimate estimate_of(const std::string& err) {
   std::smatch m;
   EXPECT_TRUE(std::regex_search(err, m, re)) << err;
   if (m.empty()) return {};
-  const std::map<std::string, double> unit{{"B", 1}, {"KiB", 1024}, {"MiB", 1 << 20}, {"GiB", 1 << 30}};
+  const std::map<std::string, double> unit{
+      {"B", 1}, {"KiB", 1024}, {"MiB", 1 << 20}, {"GiB", 1 << 30}};
   return {std::stod(m[3]), std::stod(m[1]) * unit.at(m[2])};
 }
 
@@ -205,14 +217,15 @@ TEST_F(CliTraceSelect, EstimateIsWithinAQuarterOfTheTrace) {
   struct Case {
     std::string algorithm, model, select;
   };
-  for (const Case& c : {Case{"ring", "flow", ""}, Case{"rhd", "alphabeta", ""}, Case{"stragglar", "flow", ""},
-                        Case{"ring", "flow", "--trace-ranks 2-6 --trace-window 50us:"},
-                        Case{"rhd", "flow", "--trace-rounds 1-3 --trace-links 2"},
-                        Case{"stragglar", "alphabeta", "--trace-window :150us --trace-ranks 0,7"}}) {
+  for (const Case& c :
+       {Case{"ring", "flow", ""}, Case{"rhd", "alphabeta", ""}, Case{"stragglar", "flow", ""},
+        Case{"ring", "flow", "--trace-ranks 2-6 --trace-window 50us:"},
+        Case{"rhd", "flow", "--trace-rounds 1-3 --trace-links 2"},
+        Case{"stragglar", "alphabeta", "--trace-window :150us --trace-ranks 0,7"}}) {
     SCOPED_TRACE(c.algorithm + " " + c.model + " " + c.select);
     const std::string cfg = config(c.algorithm, c.model), trace = file("t.json");
-    const CommandResult refused = run_cli("simulate " + cfg + " --trace " + trace + " " + c.select +
-                                          " --trace-max-size 1B");
+    const CommandResult refused =
+        run_cli("simulate " + cfg + " --trace " + trace + " " + c.select + " --trace-max-size 1B");
     ASSERT_EQ(refused.rc, 1) << refused.err;
     const Estimate e = estimate_of(refused.err);
     ASSERT_EQ(run_cli("simulate " + cfg + " --trace " + trace + " " + c.select).rc, 0);
@@ -229,7 +242,8 @@ TEST_F(CliTraceSelect, RefusalAboveTheLimitWritesNothing) {
   const std::string cfg = config();
   const std::string trace = file("t.json", "old content\n");
   const std::size_t before = entries();
-  const CommandResult r = run_cli("simulate " + cfg + " --trace " + trace + " --trace-max-size 80KiB");
+  const CommandResult r =
+      run_cli("simulate " + cfg + " --trace " + trace + " --trace-max-size 80KiB");
   EXPECT_EQ(r.rc, 1);
   EXPECT_TRUE(contains(r.err, "above --trace-max-size 80KiB")) << r.err;
   EXPECT_TRUE(contains(r.err, "--trace-ranks 0-")) << "a rank range that fits: " << r.err;
@@ -244,8 +258,8 @@ TEST_F(CliTraceSelect, RefusalAboveTheLimitWritesNothing) {
     return s;
   }();
   ASSERT_FALSE(m.empty()) << r.err;
-  const CommandResult fits =
-      run_cli("simulate " + cfg + " --trace " + trace + " --trace-max-size 80KiB --trace-ranks " + m[1].str());
+  const CommandResult fits = run_cli("simulate " + cfg + " --trace " + trace +
+                                     " --trace-max-size 80KiB --trace-ranks " + m[1].str());
   EXPECT_EQ(fits.rc, 0) << fits.err;
   EXPECT_LE(slurp(trace).size(), 80u * 1024 * 5 / 4);
   // Small traces: no progress lines.
@@ -261,10 +275,12 @@ TEST_F(CliTraceSelect, BadSelectorsNameTheOptionAndToken) {
   for (const Case& c :
        {Case{"--trace-ranks 0-x", "--trace-ranks: bad token '0-x' in '0-x'"},
         Case{"--trace-ranks 1,,2", "--trace-ranks: bad token '' in '1,,2'"},
-        Case{"--trace-ranks 5-2", "--trace-ranks: bad token '5-2' in '5-2': the range ends before it starts"},
+        Case{"--trace-ranks 5-2",
+             "--trace-ranks: bad token '5-2' in '5-2': the range ends before it starts"},
         Case{"--trace-ranks 0-8", "--trace-ranks: rank 8 in '0-8' is past the last rank (7)"},
         Case{"--trace-ranks -1", "--trace-ranks: bad token '-1'"},
-        Case{"--trace-rounds 3,99", "--trace-rounds: round 99 in '3,99' is past the last round of ring (13)"},
+        Case{"--trace-rounds 3,99",
+             "--trace-rounds: round 99 in '3,99' is past the last round of ring (13)"},
         Case{"--trace-rounds a", "--trace-rounds: bad token 'a' in 'a'"},
         Case{"--trace-window 3ms", "--trace-window: bad token '3ms'"},
         Case{"--trace-window 2:3ms", "--trace-window: bad token '2' in '2:3ms'"},
