@@ -534,7 +534,7 @@ TraceCounter::TraceCounter(const alg::Schedule& schedule, const topo::Topology* 
     const bool kept = s.select.rank(r);
     for (int k = 0; k < 6; ++k) s.add(r, kMetaBytes, kept);  // process and track names, sorting
     const Nanos a = s.at(arrival[static_cast<std::size_t>(r)].value);
-    s.slice(r, kWaitBytes, kept, 0, a, false);
+    s.slice(r, kWaitBytes, kept, 0, a, true);  // "arrival": a wait, none when 0
     if (s.window.holds(a)) s.add(r, kInstantBytes, kept);
   }
 }
