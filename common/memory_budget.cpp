@@ -25,7 +25,12 @@ std::string format_memory(double bytes) {
     ++i;
   }
   char buf[64];
-  std::snprintf(buf, sizeof buf, bytes < 1e6 ? "%.3g%s" : "%.2e%s", bytes, names[i]);
+  // 1000 to 1023 of a unit: whole ("1010MiB"), not "1.01e+03MiB".
+  std::snprintf(buf, sizeof buf,
+                bytes < 1000  ? "%.3g%s"
+                : bytes < 1e6 ? "%.0f%s"
+                              : "%.2e%s",
+                bytes, names[i]);
   return buf;
 }
 

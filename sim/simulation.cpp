@@ -108,8 +108,7 @@ class SharedLinkFinder {
     if (found_) {  // how many of the round's transfers use the link
       for (const alg::Transfer& t : r.transfers) {
         const auto links = routes_.links(routes_.route(routes_.find(t.src, t.dst)), scratch_);
-        if (std::find(links.begin(), links.end(), found_->link) != links.end())
-          ++found_->transfers;
+        if (std::find(links.begin(), links.end(), found_->link) != links.end()) ++found_->transfers;
       }
     }
   }
@@ -181,7 +180,8 @@ std::optional<SharedLink> find_shared_link(const alg::Schedule& schedule, RouteC
 
 bool streams_rounds(const SimulationConfig& c) {
   if (c.trace_iteration || c.rounds == RoundFeed::materialized) return false;
-  if (!c.adaptive_fallbacks.empty() && alg::find_algorithm(c.algorithm).straggler_aware) return false;
+  if (!c.adaptive_fallbacks.empty() && alg::find_algorithm(c.algorithm).straggler_aware)
+    return false;
   if (c.rounds == RoundFeed::streamed) return true;
   const alg::AlgorithmInfo& info = alg::find_algorithm(c.algorithm);
   return info.size && info.size(c.topology.gpu_count(), c.options).transfers > kStreamMinTransfers;
@@ -214,8 +214,9 @@ SimulationResult run_simulation(const SimulationConfig& config) {
                      " is outside 0.." + std::to_string(config.iterations - 1));
   }
   if (config.trace_links && config.network != NetworkKind::flow) {
-    throw InputError("trace links: link utilization counters need the flow model (network: "
-                     "{model: flow}); the alphabeta model has no link rates");
+    throw InputError(
+        "trace links: link utilization counters need the flow model (network: "
+        "{model: flow}); the alphabeta model has no link rates");
   }
   if (config.trace_links && *config.trace_links < 0) {
     throw InputError("trace links must be >= 0, got " + std::to_string(*config.trace_links));
@@ -245,7 +246,7 @@ SimulationResult run_simulation(const SimulationConfig& config) {
       schedule.straggler ? config.adaptive_fallbacks : std::vector<std::string>{}, info.name, n, {},
       config.topology, NetworkConfig{config.network, config.gamma}, config.size);
   std::vector<Seconds>
-      previous_arrival;  // adaptive / several late ranks: the last iteration's arrivals
+      previous_arrival;        // adaptive / several late ranks: the last iteration's arrivals
   bool previous_late = false;  // whether a rank was late in the last iteration
   int fallback_runs = 0;
   // A schedule built for k >= 2 late ranks: the policy predicts the k latest ranks (oracle:
@@ -341,12 +342,22 @@ SimulationResult run_simulation(const SimulationConfig& config) {
         to.title = info.name + ", " + std::to_string(n) + " ranks, " + format_bytes(config.size) +
                    ", iteration " + std::to_string(a.iteration);
         if (config.trace_links) {
-          const IterationResult probe = run_on->run(start, RunOptions{options.rank_map, false, false});
+          const IterationResult probe =
+              run_on->run(start, RunOptions{options.rank_map, false, false});
           to.links = busiest_links(probe.link_bytes, *config.trace_links);
         }
-        writer = std::make_unique<ChromeTraceWriter>(
-            config.trace_out ? *config.trace_out : trace_text, *ran, &config.topology, start,
-            std::move(to));
+        to.select = config.trace_select;
+        if (config.trace_estimated) {
+          TraceCounter counter(*ran, &config.topology, start, to);
+          RunOptions count{options.rank_map, false, false};
+          count.trace = &counter;
+          (void)run_on->run(start, count);
+          config.trace_estimated(counter.estimate());
+        }
+        to.progress = config.trace_progress;
+        writer =
+            std::make_unique<ChromeTraceWriter>(config.trace_out ? *config.trace_out : trace_text,
+                                                *ran, &config.topology, start, std::move(to));
         options.trace = writer.get();
         options.record_timeline = config.trace_out == nullptr;
       }
@@ -354,10 +365,9 @@ SimulationResult run_simulation(const SimulationConfig& config) {
       if (stream) {
         // The first iteration takes the stream generated above (and finds the shared link on
         // the way); later ones generate the rounds again.
-        StreamRounds rounds(schedule, first_run ? std::move(generated.stream)
-                                                : alg::generate_rounds(config.algorithm, n,
-                                                                       config.options)
-                                                      .stream);
+        StreamRounds rounds(
+            schedule, first_run ? std::move(generated.stream)
+                                : alg::generate_rounds(config.algorithm, n, config.options).stream);
         if (first_run && scan) {
           SharedLinkScan scanned(rounds, shared);
           r = executor.run(scanned, start, options);

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <span>
@@ -35,6 +36,7 @@
 #include "sim/delays.hpp"
 #include "sim/executor.hpp"
 #include "sim/network.hpp"
+#include "sim/trace.hpp"
 #include "topologies/topology.hpp"
 
 namespace ssim::sim {
@@ -95,6 +97,14 @@ struct SimulationConfig {
   // nullopt: every link that carries traffic; K: the K links that carry the most bytes in the
   // traced iteration (found by running it once more before it is traced), 0: none.
   std::optional<int> trace_links;
+  // Which events the trace keeps (sim/trace.hpp; default all).
+  TraceSelection trace_select;
+  // When set: called at the traced iteration before anything of the trace is written, with
+  // what the trace will hold, counted by a run of that iteration that writes nothing
+  // (TraceCounter); it may throw to refuse the trace.
+  std::function<void(const TraceEstimate&)> trace_estimated;
+  // Told every 65536 trace events written: events and bytes so far.
+  std::function<void(std::uint64_t, std::uint64_t)> trace_progress;
   // Keep every iteration's per-rank arrival and finish times in the summaries (memory grows
   // with iterations x ranks, so off by default).
   bool per_rank_times = false;

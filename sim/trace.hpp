@@ -44,13 +44,16 @@
 // "otherData", written last, carries the run's summary.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <ostream>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "algorithms/schedule.hpp"
@@ -59,11 +62,76 @@
 
 namespace ssim::sim {
 
+// Which events a trace keeps (default: all). A transfer side belongs to its rank (the sender
+// for "send", the receiver for "recv") and to its schedule round. A slice is kept when its rank
+// and round are selected and it overlaps the window [from, to] (times since the first arrival,
+// the trace's zero; bounds included); kept slices are written whole, not clipped to the window.
+// A flow arrow is kept when both its slices are (both ranks selected and the transfer overlaps
+// the window). Track names, arrivals and queue counters only for selected ranks; queue counters
+// count the transfers of the selected rounds. Counter tracks (queues, links) follow the window:
+// the value in effect at `from` is written at `from`, then every change up to `to`. Link
+// counters follow the window only (TraceOptions::links selects links).
+struct TraceSelection {
+  std::vector<char> ranks;  // per rank, 1: kept; empty: every rank
+  // Round indices kept, as [first, last] ranges sorted by first; empty: every round.
+  std::vector<std::pair<long long, long long>> rounds;
+  std::optional<Seconds> from, to;
+
+  bool rank(int r) const {
+    return ranks.empty() || (r >= 0 && static_cast<std::size_t>(r) < ranks.size() &&
+                             ranks[static_cast<std::size_t>(r)]);
+  }
+  bool round(int k) const {
+    if (rounds.empty()) return true;
+    // The last range starting at or before k.
+    auto it = std::upper_bound(rounds.begin(), rounds.end(), static_cast<long long>(k),
+                               [](long long v, const auto& range) { return v < range.first; });
+    return it != rounds.begin() && k <= std::prev(it)->second;
+  }
+  bool windowed() const { return from.has_value() || to.has_value(); }
+};
+
+// What a trace with a selection will hold, counted by TraceCounter before it is written.
+// Bytes are estimated from the average size of each kind of event (numbers vary in length).
+struct TraceEstimate {
+  std::uint64_t events = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t link_events = 0;  // link utilization counters (flow model) among `events`
+  std::uint64_t link_bytes = 0;
+  // Per rank: the bytes its events take when the rank is selected (with the selection's rounds
+  // and window; arrows counted as if the peer were selected too), to suggest a rank range.
+  std::vector<std::uint64_t> rank_bytes;
+  int rounds = 0;         // the traced schedule's round count
+  std::string algorithm;  // the traced schedule's
+};
+
 struct TraceOptions {
   std::string title;
   // Link utilization counters (flow model): nullopt = every link that carries traffic; else
   // exactly the listed topology link ids (empty: none).
   std::optional<std::vector<int>> links;
+  TraceSelection select;
+  // Told every 65536 events written: the events and bytes written so far.
+  std::function<void(std::uint64_t events, std::uint64_t bytes)> progress;
+};
+
+// A sink that writes nothing and counts what ChromeTraceWriter would write for the same run
+// with the same options (a run of the iteration before the one that writes the trace).
+class TraceCounter final : public TimelineSink {
+ public:
+  TraceCounter(const alg::Schedule& schedule, const topo::Topology* topology,
+               std::span<const Seconds> arrival, const TraceOptions& options);
+  ~TraceCounter();
+  TraceCounter(const TraceCounter&) = delete;
+  TraceCounter& operator=(const TraceCounter&) = delete;
+  void transfer_side(const TransferRecord& record, Side side) override;
+  void flow_rate(std::span<const int> links, double old_rate, double new_rate,
+                 Seconds now) override;
+  TraceEstimate estimate() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 class ChromeTraceWriter final : public TimelineSink {

@@ -437,7 +437,8 @@ TEST(CliSignals, InterruptedTraceIsRemoved) {
                         "iterations: 1\n";
   const std::string out = dir + "/out";
   fs::create_directories(out);
-  const pid_t child = start_cli({"simulate", cfg, "--trace", out + "/t.json"}, dir + "/err");
+  const pid_t child = start_cli(
+      {"simulate", cfg, "--trace", out + "/t.json", "--trace-max-size", "1GiB"}, dir + "/err");
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   bool writing = false;
   while (!writing && std::chrono::steady_clock::now() < deadline) {
