@@ -520,6 +520,13 @@ Experiment load_experiment(const ConfigReader& reader, ConfigCommand command) {
     root.child("algorithms")
         .fail(what + " (simulate runs one algorithm: list one, or give algorithm: NAME)");
   }
+  // Swept values put into a topology file's document report errors at their place in this one.
+  if (&topo_reader != &reader) {
+    for (const Axis& a : axes) {
+      if (a.target != Target::topology) continue;
+      for (const ConfigNode& v : a.value_nodes) topo_reader.adopt(v.yaml(), reader, v.path());
+    }
+  }
   // `ranks: N`: the topology's rank count, as one value of sweep.ranks would set it.
   const std::optional<ConfigNode> ranks_node = root.maybe("ranks");
   if (ranks_node) {

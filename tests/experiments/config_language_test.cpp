@@ -278,6 +278,11 @@ TEST(ConfigLanguage, TopologyFileWithOverrides) {
   EXPECT_HAS(simulate_error("topology: {file: " + rail +
                             ", nic: {bandwdth: 1GB/s}}\nalgorithm: ring\nsize: 1MiB\n"),
              "unknown key 'bandwdth'");
+  // A swept value of a topology file's key, likewise.
+  EXPECT_EQ(run_error("topology: {file: " + rail +
+                      "}\nalgorithms: [ring]\nsize: 1MiB\nsweep: {topology.ecmp: [true, maybe]}\n"),
+            "sweep point 2 of 2 (topology.ecmp=maybe): exp.yaml:4:31: sweep.topology.ecmp[1]: "
+            "expected true or false (value: maybe)");
 }
 
 // The keys simulate did not take before: delays.trace/persistent in run, ranks:, algorithm:;
