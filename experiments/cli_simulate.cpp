@@ -379,7 +379,10 @@ void add_simulate_command(CLI::App& app) {
   auto args = std::make_shared<SimulateArgs>();
   CLI::App* cmd = app.add_subcommand(
       "simulate", "Simulate one AllReduce configuration (YAML) over many iterations");
-  cmd->add_option("config", args->config, "Simulation YAML (see docs/user_guide.md)")->required();
+  cmd->add_option("config", args->config,
+                  "YAML: one point and one algorithm of an experiment, in the keys of `run` or "
+                  "with collective: (docs/user_guide.md#one-config-language)")
+      ->required();
   cmd->add_flag("--json", args->json, "Print the results as JSON instead of a table");
   cmd->add_flag(
       "--per-rank", args->per_rank,

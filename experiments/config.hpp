@@ -7,7 +7,8 @@
 //   sim::DelayModel d = load_delay_model(node, /*ranks=*/8, dir);
 //
 // Topology YAML (inline, or `{file: path}` / a bare path string naming a topology file whose
-// top level is such a map; relative paths resolve against the including file's folder):
+// top level is such a map, `{file: path, key: value, ...}` overriding its keys; relative paths
+// resolve against the including file's folder):
 //   kind: switch | fully_connected | ring     ranks, bandwidth, latency
 //   kind: torus2d | torus3d                   x, y[, z], bandwidth, latency
 //   kind: fat_tree                            k, tiers (2|3), bandwidth, latency[, oversubscription, ranks]
@@ -20,6 +21,7 @@
 //   ecmp: true|false (any kind; default false); name, description, provenance: free text
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -42,6 +44,18 @@ topo::Topology load_astra_sim_network(const ConfigNode& entry, const std::string
 bool is_astra_sim_network(const ConfigNode& root);
 topo::Topology astra_sim_network(const ConfigNode& root, const std::string& path, double gigabyte);
 
+// A topology entry opened for loading: the inline map, or the root of the topology file it
+// names with the entry's other keys laid over it (`{file: dgx_h100.yaml, ecmp: true}`; a map
+// value merges key by key, e.g. `nic: {bandwidth: 200Gbps}`). An error in an overriding value
+// names the including file, line and key.
+struct TopologySource {
+  std::unique_ptr<ConfigReader> file_reader;  // the topology file, when the entry names one
+  std::string file;                           // its path, resolved; empty when inline
+  std::string dir;                            // relative paths inside the topology resolve here
+  ConfigNode node;                            // the topology's map
+};
+TopologySource open_topology(const ConfigNode& entry, const std::string& base_dir);
+
 // A distribution: a bare time ("5ms" = constant) or a map
 //   {distribution: none|constant|uniform|normal|lognormal|exponential|pareto|empirical, ...}
 // with value | low, high | mean, stddev | mu, sigma or mean, p90 | mean | scale, shape |
@@ -54,16 +68,12 @@ sim::Distribution load_distribution(const ConfigNode& node, const std::string& b
 //   persistent: [{rank, delay: <distribution>, persistence: 0..1}]
 sim::DelayModel load_delay_model(const ConfigNode& node, const std::string& base_dir);
 
-// A simulation (`stragglesim simulate`):
-//   topology: <topology>                                  required
-//   network: {model: alphabeta | flow, gamma: 0.1ns/B}     default alphabeta, gamma 0
-//   collective: {algorithm: NAME, size: 1GiB, options: {key: value}}
-//   delays: <delay model>                                  default: everyone arrives at 0
-//   prediction: {policy: oracle | fixed | previous, rank: R}
-//       default: fixed at options.straggler when that is given, else oracle
-//   iterations: 1                                          default 1
-//   seed: 1                                                default 1
-// Rank-dependent fields (straggler ranks, options) are checked against the topology's GPUs.
+// A simulation (`stragglesim simulate`): one point of an experiment, read by load_experiment
+// (ConfigCommand::simulate: the same keys, see below) and resolved by run_config for its one
+// algorithm. Several points or algorithms: an error at `sweep` or `algorithms` that names
+// `stragglesim run`. simulate's own form `collective: {algorithm: NAME, size: 1GiB, options:
+// {...}}` stands for `algorithm:` and `size:`; with it, iterations default to 1 (else 20).
+// The seed of a file without a sweep is its `seed` (point_seed).
 sim::SimulationConfig load_simulation_config(const ConfigReader& reader);
 
 // The `prediction` map of simulate and experiment configs, for `ranks` ranks:
@@ -170,18 +180,26 @@ namespace ssim::exp {
 //   topology: <topology>                      required (inline or a file, as above)
 //   network: {model: alphabeta | flow, gamma: 0.1ns/B}
 //   algorithms: [ring, {algorithm: dbtree, label: dbtree8, options: {segments: 8}}, ...]
+//                                             or algorithm: ENTRY for one
 //   baseline: ring                            a label; default the first algorithm
 //   metric: completion | after_last_arrival   summary and plots (default completion)
 //   size: 1GiB                                required unless swept
-//   delays: {base: <distribution>}            every rank, every iteration
+//   delays: <delay model>                     base (every rank, every iteration), trace,
+//                                             persistent (as above)
 //   stragglers: {count: 1 | ranks: [..], delay: <distribution>, persistence: 1.0}
 //                                             count k: persistent stragglers on ranks n-1 .. n-k
-//   prediction: {policy: oracle | fixed | previous, rank: R}   fixed: default the schedule's straggler
+//   prediction: {policy: oracle | fixed | previous, rank: R}
+//                                             fixed: default the schedule's straggler; absent:
+//                                             oracle, or fixed for an algorithm whose options
+//                                             name a straggler (run_config)
+//   ranks: 16                                 the topology's rank count, as sweep.ranks sets it
 //   iterations: 20   seed: 1   output: results/<name>
 //   sweep:                                    the cartesian product of the axes, in this order
-//     ranks: [4, 8, 16]                       the topology's rank count (hierarchical: nodes x gpus)
+//     ranks: [4, 8, 16]                       the topology's rank count (hierarchical: nodes x
+//                                             gpus_per_node)
 //     size: [1MiB, 1GiB] | {min: 256KiB, max: 4GiB, factor: 4}
-//     delay: [0, 1ms, 5ms]                    stragglers.delay; any distribution parameter by path,
+//     delay: [0, 1ms, 5ms]                    stragglers.delay; any distribution parameter by
+//                                             path,
 //                                             e.g. stragglers.delay.mean, delays.base.p90
 //     stragglers: [1, 2]   persistence: [0.8, 0.9]   policy: [oracle, previous]   gamma: [...]
 //     topology.bandwidth: [...]               any topology parameter by its key path
@@ -189,6 +207,10 @@ namespace ssim::exp {
 // an error in a swept value names the sweep point and points at the value in the sweep list.
 // Points are loaded by patching the reader's document in place and restoring it: do not use
 // the same reader from another thread while this runs.
-Experiment load_experiment(const ConfigReader& reader);
+// `simulate` reads the same document for `stragglesim simulate` (load_simulation_config): it
+// also takes `collective:`, and refuses more than one point or algorithm before loading any
+// point; `run` refuses `collective:` with a message that names `simulate`.
+enum class ConfigCommand { run, simulate };
+Experiment load_experiment(const ConfigReader& reader, ConfigCommand command = ConfigCommand::run);
 
 }  // namespace ssim::exp

@@ -249,41 +249,80 @@ Axis load_axis(const ConfigNode& sweep, const std::string& key) {
   return a;
 }
 
-std::vector<ExperimentAlgorithm> load_algorithms(const ConfigNode& list,
-                                                 std::vector<ConfigNode>& name_nodes) {
-  std::vector<ExperimentAlgorithm> out;
-  const auto items = list.items();
-  if (items.empty()) list.fail("give at least one algorithm");
-  for (const ConfigNode& item : items) {
-    ExperimentAlgorithm a;
-    if (item.is_map()) item.allow_only({"algorithm", "label", "options"});
-    // Initialized, never assigned: assigning a ConfigNode assigns its YAML::Node, which
-    // rewrites the node it refers to in the document.
-    const ConfigNode name_node = item.is_map() ? item.child("algorithm") : item;
-    const alg::AlgorithmInfo* info = nullptr;
-    try {
-      info = &alg::find_algorithm(name_node.as_string());
-    } catch (const InputError& e) {
-      name_node.fail(e.what());
+// One algorithm entry: a name, or {algorithm, label, options} (`collective:`: {algorithm,
+// options}, its size read by the caller).
+ExperimentAlgorithm load_algorithm_entry(const ConfigNode& item, bool collective) {
+  ExperimentAlgorithm a;
+  if (item.is_map()) {
+    if (collective) {
+      item.allow_only({"algorithm", "size", "options"});
+    } else {
+      item.allow_only({"algorithm", "label", "options"});
     }
-    a.name = info->name;
-    a.label = item.is_map() ? item.get_string("label", a.name) : a.name;
-    if (auto opts = item.is_map() ? item.maybe("options") : std::nullopt) {
-      opts->require_map();
-      for (const std::string& key : opts->keys()) {
-        const bool known = std::any_of(info->options.begin(), info->options.end(),
-                                       [&](const alg::OptionSpec& s) { return s.name == key; });
-        if (!known) {
-          std::string names;
-          for (const alg::OptionSpec& s : info->options)
-            names += (names.empty() ? "" : ", ") + s.name;
-          opts->child(key).fail(
-              "algorithm " + info->name + " has no option '" + key + "' (" +
-              (names.empty() ? std::string("it takes no options") : "options: " + names) + ")");
-        }
-        a.options.set(key, opts->child(key).as_string());
+  }
+  // Initialized, never assigned: assigning a ConfigNode assigns its YAML::Node, which
+  // rewrites the node it refers to in the document.
+  const ConfigNode name_node = item.is_map() ? item.child("algorithm") : item;
+  const alg::AlgorithmInfo* info = nullptr;
+  try {
+    info = &alg::find_algorithm(name_node.as_string());
+  } catch (const InputError& e) {
+    name_node.fail(e.what());
+  }
+  a.name = info->name;
+  a.label = item.is_map() && !collective ? item.get_string("label", a.name) : a.name;
+  if (auto opts = item.is_map() ? item.maybe("options") : std::nullopt) {
+    opts->require_map();
+    for (const std::string& key : opts->keys()) {
+      const bool known = std::any_of(info->options.begin(), info->options.end(),
+                                     [&](const alg::OptionSpec& s) { return s.name == key; });
+      if (!known) {
+        std::string names;
+        for (const alg::OptionSpec& s : info->options)
+          names += (names.empty() ? "" : ", ") + s.name;
+        opts->child(key).fail(
+            "algorithm " + info->name + " has no option '" + key + "' (" +
+            (names.empty() ? std::string("it takes no options") : "options: " + names) + ")");
+      }
+      a.options.set(key, opts->child(key).as_string());
+    }
+  }
+  return a;
+}
+
+// The document's algorithms: `algorithms: [...]`, `algorithm: ENTRY` (one) or, for simulate,
+// `collective: {algorithm, size, options}`; `entries` gets each entry's node.
+std::vector<ExperimentAlgorithm> load_algorithms(const ConfigNode& root, ConfigCommand command,
+                                                 std::vector<ConfigNode>& entries) {
+  const int given = root.has("algorithms") + root.has("algorithm") + root.has("collective");
+  if (given == 0) {
+    root.fail(command == ConfigCommand::simulate
+                  ? "missing required key 'algorithm' (a name; or algorithms: with one entry, or "
+                    "collective: {algorithm, size})"
+                  : "missing required key 'algorithms' (a list; or algorithm: NAME for one)");
+  }
+  if (given > 1) {
+    for (const char* key : {"algorithm", "collective"}) {
+      if (root.has(key)) {
+        root.child(key).fail(
+            "give the algorithms once: one of algorithms: [...], algorithm: NAME and "
+            "collective: {algorithm, size}");
       }
     }
+  }
+  std::vector<ExperimentAlgorithm> out;
+  if (root.has("collective")) {
+    const ConfigNode c = root.child("collective");
+    c.require_map();
+    entries.push_back(c);
+    out.push_back(load_algorithm_entry(c, /*collective=*/true));
+    return out;
+  }
+  const std::vector<ConfigNode> items = root.has("algorithm")
+                                            ? std::vector<ConfigNode>{root.child("algorithm")}
+                                            : root.child("algorithms").items();
+  for (const ConfigNode& item : items) {
+    ExperimentAlgorithm a = load_algorithm_entry(item, /*collective=*/false);
     for (const ExperimentAlgorithm& other : out) {
       if (other.label == a.label) {
         item.fail("algorithm label '" + a.label +
@@ -291,7 +330,7 @@ std::vector<ExperimentAlgorithm> load_algorithms(const ConfigNode& list,
       }
     }
     out.push_back(std::move(a));
-    name_nodes.push_back(item);
+    entries.push_back(item);
   }
   return out;
 }
@@ -308,11 +347,26 @@ sim::SimulationConfig load_point(const ConfigNode& root, topo::Topology topology
         sim::parse_network_kind(net->get_choice("model", {"alphabeta", "flow"}, "alphabeta"));
     if (net->has("gamma")) c.gamma = net->child("gamma").as_seconds_per_byte();
   }
-  c.size = root.get_bytes("size");
-  if (c.size.value == 0) root.child("size").fail("size must be > 0");
+  // simulate's `collective:` carries the size; a top-level (or swept) size besides it is one
+  // too many.
+  if (root.has("collective")) {
+    if (root.has("size")) root.child("size").fail("collective: gives the size already");
+    const ConfigNode coll = root.child("collective");
+    c.size = coll.get_bytes("size");
+    if (c.size.value == 0) coll.child("size").fail("size must be > 0");
+  } else {
+    c.size = root.get_bytes("size");
+    if (c.size.value == 0) root.child("size").fail("size must be > 0");
+  }
   if (auto d = root.maybe("delays")) {
-    d->allow_only({"base"});
-    if (d->has("base")) c.delays.base = load_distribution(d->child("base"), dir);
+    c.delays = load_delay_model(*d, dir);
+    if (auto list = d->maybe("persistent")) {
+      for (const ConfigNode& item : list->items()) item.child("rank").as_int(0, n - 1);
+    }
+    if (c.delays.trace && c.delays.trace->ranks() != n) {
+      d->child("trace").fail("the trace has " + std::to_string(c.delays.trace->ranks()) +
+                             " ranks but the topology has " + std::to_string(n));
+    }
   }
   if (auto s = root.maybe("stragglers")) {
     s->allow_only({"count", "ranks", "delay", "persistence"});
@@ -327,6 +381,12 @@ sim::SimulationConfig load_point(const ConfigNode& root, topo::Topology topology
     } else {
       const int count = static_cast<int>(s->get_int("count", 1, 0, n - 1));
       for (int i = 0; i < count; ++i) ranks.push_back(n - 1 - i);
+    }
+    for (const sim::PersistentStraggler& p : c.delays.stragglers) {
+      if (std::find(ranks.begin(), ranks.end(), p.rank) != ranks.end()) {
+        s->fail("rank " + std::to_string(p.rank) +
+                " is a straggler here and in delays.persistent: give it once");
+      }
     }
     if (!ranks.empty()) {
       const sim::Distribution delay = load_distribution(s->child("delay"), dir);
@@ -352,12 +412,28 @@ sim::SimulationConfig load_point(const ConfigNode& root, topo::Topology topology
 
 }  // namespace
 
-Experiment load_experiment(const ConfigReader& reader) {
+Experiment load_experiment(const ConfigReader& reader, ConfigCommand command) {
   const ConfigNode root = reader.root();
   root.require_map();
-  root.allow_only({"name", "description", "topology", "network", "algorithms", "baseline", "metric",
-                   "size", "delays", "stragglers", "prediction", "iterations", "seed", "output",
-                   "sweep"});
+  const bool simulate = command == ConfigCommand::simulate;
+  if (!simulate && root.has("collective")) {
+    root.child("collective")
+        .fail(
+            "this is a `simulate` configuration (collective: one algorithm at one size): use "
+            "`stragglesim simulate " +
+            reader.file() +
+            "`; to compare algorithms with `run`, list them under algorithms: and give size: "
+            "at the top level");
+  }
+  if (simulate) {
+    root.allow_only({"name", "description", "topology", "network", "algorithms", "algorithm",
+                     "collective", "baseline", "metric", "size", "delays", "stragglers",
+                     "prediction", "iterations", "seed", "output", "sweep", "ranks"});
+  } else {
+    root.allow_only({"name", "description", "topology", "network", "algorithms", "algorithm",
+                     "baseline", "metric", "size", "delays", "stragglers", "prediction",
+                     "iterations", "seed", "output", "sweep", "ranks"});
+  }
   const std::string dir = reader.directory();
   Experiment e;
   e.file = reader.file();
@@ -366,8 +442,18 @@ Experiment load_experiment(const ConfigReader& reader) {
     root.child("name").fail("name must be non-empty without slashes (it names the output folder)");
   }
   e.description = root.get_string("description", "");
+  // The topology: inline in this document, or the root of a topology file (with this
+  // document's overrides laid over it).
+  const TopologySource topo_source = open_topology(root.child("topology"), dir);
+  e.topology_file = topo_source.file;
+  const ConfigReader& topo_reader = topo_source.node.reader();
+  const std::string& topo_dir = topo_source.dir;
+  YAML::Node doc = root.yaml();
+  YAML::Node topo_doc = topo_source.node.yaml();
+  const std::string topo_path = topo_source.node.path();
+
   std::vector<ConfigNode> algorithm_nodes;
-  e.algorithms = load_algorithms(root.child("algorithms"), algorithm_nodes);
+  e.algorithms = load_algorithms(root, command, algorithm_nodes);
   if (auto b = root.maybe("baseline")) {
     const std::string label = b->as_string();
     const auto it = std::find_if(e.algorithms.begin(), e.algorithms.end(),
@@ -379,27 +465,12 @@ Experiment load_experiment(const ConfigReader& reader) {
       root.get_choice("metric", {"completion", "after_last_arrival"}, "completion") == "completion"
           ? Metric::completion
           : Metric::after_last_arrival;
-  e.iterations = static_cast<int>(root.get_int("iterations", 20, 1, 10'000'000));
+  // simulate's `collective:` form keeps its own default of one iteration.
+  e.iterations =
+      static_cast<int>(root.get_int("iterations", root.has("collective") ? 1 : 20, 1, 10'000'000));
   e.seed = static_cast<std::uint64_t>(root.get_int("seed", 1, 0, INT64_MAX));
   e.output = root.get_string("output", "results/" + e.name);
   if (e.output.empty()) root.child("output").fail("output must name a folder");
-
-  // The topology: inline in this document, or the root of a topology file.
-  const ConfigNode topo_entry = root.child("topology");
-  std::unique_ptr<ConfigReader> topo_file;
-  std::string topo_dir = dir;
-  if (topo_entry.is_scalar() || (topo_entry.is_map() && topo_entry.has("file"))) {
-    const ConfigNode f = topo_entry.is_scalar() ? topo_entry : topo_entry.child("file");
-    if (topo_entry.is_map()) topo_entry.allow_only({"file"});
-    const std::filesystem::path path = f.as_input_file(dir, "topology file");
-    topo_file = std::make_unique<ConfigReader>(path.string());
-    topo_dir = topo_file->directory();
-    e.topology_file = path.string();
-  }
-  const ConfigReader& topo_reader = topo_file ? *topo_file : reader;
-  YAML::Node doc = root.yaml();
-  YAML::Node topo_doc = topo_file ? topo_file->root().yaml() : YAML::Node(root.yaml()["topology"]);
-  const std::string topo_path = topo_file ? "" : "topology";
 
   std::vector<Axis> axes;
   if (auto sweep = root.maybe("sweep")) {
@@ -421,15 +492,48 @@ Experiment load_experiment(const ConfigReader& reader) {
                                  " (both set the same parameter)");
       }
     }
-  } else if (!root.has("size")) {
+  } else if (!root.has("size") && !root.has("collective")) {
     root.fail("missing required key 'size' (or sweep it)");
   }
   for (const Axis& a : axes) e.axes.push_back(a.out);
+  e.default_prediction =
+      !root.has("prediction") && std::none_of(axes.begin(), axes.end(), [](const Axis& a) {
+        return a.target == Target::document && a.path[0] == "prediction";
+      });
 
   std::size_t total = 1;
   for (const Axis& a : axes) {
     total *= a.values.size();
     if (total > 1'000'000) root.child("sweep").fail("the sweep has more than 1000000 points");
+  }
+  if (simulate && (total > 1 || e.algorithms.size() > 1)) {
+    const std::string what =
+        "this is a `run` experiment (" + std::to_string(total) +
+        (total == 1 ? " point" : " points") +
+        (e.algorithms.size() > 1 ? ", " + std::to_string(e.algorithms.size()) + " algorithms"
+                                 : std::string()) +
+        "): use `stragglesim run " + reader.file() + "`";
+    if (total > 1) {
+      root.child("sweep").fail(what +
+                               " (simulate runs one point: give every sweep axis one value)");
+    }
+    root.child("algorithms")
+        .fail(what + " (simulate runs one algorithm: list one, or give algorithm: NAME)");
+  }
+  // Swept values put into a topology file's document report errors at their place in this one.
+  if (&topo_reader != &reader) {
+    for (const Axis& a : axes) {
+      if (a.target != Target::topology) continue;
+      for (const ConfigNode& v : a.value_nodes) topo_reader.adopt(v.yaml(), reader, v.path());
+    }
+  }
+  // `ranks: N`: the topology's rank count, as one value of sweep.ranks would set it.
+  const std::optional<ConfigNode> ranks_node = root.maybe("ranks");
+  if (ranks_node) {
+    ranks_node->as_int(2, 65536);
+    if (std::any_of(axes.begin(), axes.end(),
+                    [](const Axis& a) { return a.target == Target::ranks; }))
+      ranks_node->fail("ranks is swept (sweep.ranks): leave it out here");
   }
   std::map<std::vector<std::size_t>, topo::Topology> topologies;  // by the topology axes' values
   std::vector<std::size_t> idx(axes.size(), 0);
@@ -453,15 +557,12 @@ Experiment load_experiment(const ConfigReader& reader) {
           topo_key.push_back(idx[k]);
         }
       }
-      for (std::size_t k = 0; k < axes.size(); ++k) {
-        const Axis& a = axes[k];
-        if (a.target != Target::ranks) continue;
-        topo_key.push_back(idx[k]);
+      // The topology's rank count from sweep.ranks or the top-level `ranks:`.
+      const auto set_ranks = [&](const YAML::Node& yaml, const ConfigNode& value,
+                                 const std::string& label) {
         const ConfigNode tnode(&topo_reader, topo_doc, topo_path);
-        const ConfigNode value = a.value_nodes[idx[k]];
         // A {min, max, factor} range's values are its labels; a value in a list is checked here
         // (a map in the list, `ranks: [{}]`, is an error at that value).
-        const std::string& label = a.out.labels[idx[k]];
         std::int64_t ranks = 0;
         const auto [end, ec] = std::from_chars(label.data(), label.data() + label.size(), ranks);
         if (!value.is_map() || ec != std::errc() || end != label.data() + label.size())
@@ -473,7 +574,7 @@ Experiment load_experiment(const ConfigReader& reader) {
         const std::string kind = tnode.get_string("kind");
         if (kind == "switch" || kind == "fully_connected" || kind == "ring" || kind == "fat_tree" ||
             kind == "shared_device") {
-          patch.set(topo_doc, {"ranks"}, a.values[idx[k]], value);
+          patch.set(topo_doc, {"ranks"}, yaml, value);
         } else if (kind == "hierarchical") {
           const std::int64_t gpn = tnode.get_int("gpus_per_node", std::nullopt, 1, 1024);
           if (ranks % gpn != 0) {
@@ -482,10 +583,17 @@ Experiment load_experiment(const ConfigReader& reader) {
           }
           patch.set(topo_doc, {"nodes"}, YAML::Node(std::to_string(ranks / gpn)), value);
         } else {
-          value.fail("sweep.ranks cannot set the rank count of a " + kind +
-                     " topology; sweep its own parameters instead (e.g. topology.x)");
+          value.fail("ranks cannot set the rank count of a " + kind +
+                     " topology; give its own parameters instead (e.g. topology.x)");
         }
+      };
+      for (std::size_t k = 0; k < axes.size(); ++k) {
+        const Axis& a = axes[k];
+        if (a.target != Target::ranks) continue;
+        topo_key.push_back(idx[k]);
+        set_ranks(a.values[idx[k]], a.value_nodes[idx[k]], a.out.labels[idx[k]]);
       }
+      if (ranks_node) set_ranks(ranks_node->yaml(), *ranks_node, ranks_node->text());
       auto cached = topologies.find(topo_key);
       if (cached == topologies.end()) {
         cached = topologies
@@ -498,15 +606,16 @@ Experiment load_experiment(const ConfigReader& reader) {
       for (std::size_t i = 0; i < e.algorithms.size(); ++i) {
         const alg::AlgorithmInfo& info = alg::find_algorithm(e.algorithms[i].name);
         const ConfigNode& where = algorithm_nodes[i];
+        const ConfigNode name = where.is_map() ? where.child("algorithm") : where;
         if (!info.supports_ranks(n)) {
-          where.fail("algorithm " + info.name + " does not support " + std::to_string(n) +
-                     " ranks (supported: " + info.supported_ranks + ")");
+          name.fail("algorithm " + info.name + " does not support " + std::to_string(n) +
+                    " ranks (supported: " + info.supported_ranks + ")");
         }
         if (e.algorithms[i].options.has("straggler")) {
           const ConfigNode s = where.child("options").child("straggler");
           s.as_int(0, n - 1);
         }
-        check_in_network(info, point.config.topology, point.config.network, where);
+        check_in_network(info, point.config.topology, point.config.network, name);
         // gpus_per_node from a hierarchical topology (run_config sets it per run).
         alg::Options node_options = e.algorithms[i].options;
         const std::optional<ConfigNode> options_node =
@@ -514,9 +623,12 @@ Experiment load_experiment(const ConfigReader& reader) {
                 ? std::optional<ConfigNode>(where.child("options"))
                 : std::nullopt;
         check_algorithm_entry_options(info, n, point.config.topology, node_options, options_node,
-                                      where);
+                                      name);
         if (point.config.late_count) {
           const ConfigNode k = ConfigNode(&reader, doc, "").child("prediction").child("k");
+          // One algorithm (simulate): k must concern it.
+          if (simulate && !info.straggler_aware)
+            k.fail("k is for straggler-aware algorithms, not " + info.name);
           alg::Options options = e.algorithms[i].options;
           apply_late_count(point.config, info, options, k);
           if (info.check_options && info.straggler_aware) {

@@ -111,6 +111,26 @@ std::string ConfigReader::directory() const {
   return p.has_parent_path() ? p.parent_path().string() : std::string(".");
 }
 
+void ConfigReader::adopt(const YAML::Node& node, const ConfigReader& owner,
+                         const std::string& path) const {
+  adopted_.push_back({node, &owner, path});
+  if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i)
+      adopt(node[i], owner, path + "[" + std::to_string(i) + "]");
+  } else if (node.IsMap()) {
+    for (auto it = node.begin(); it != node.end(); ++it)
+      adopt(it->second, owner, join_path(path, it->first.Scalar()));
+  }
+}
+
+std::pair<const std::string*, std::string> ConfigReader::origin(const YAML::Node& node,
+                                                                const std::string& path) const {
+  for (const Adopted& a : adopted_) {
+    if (a.node.is(node)) return {&a.owner->file(), a.path};
+  }
+  return {&file_, path};
+}
+
 std::string ConfigNode::text() const {
   if (node_.IsScalar()) return node_.Scalar();
   YAML::Emitter e;
@@ -123,13 +143,13 @@ std::string ConfigNode::text() const {
 void ConfigNode::fail(const std::string& what) const {
   // A message from a nested check that already names a place in this file keeps that (more
   // precise) place, so that no location is printed twice.
-  if (what.compare(0, reader_->file().size() + 1, reader_->file() + ":") == 0)
-    throw InputError(what);
+  const auto [file, path] = reader_->origin(node_, path_);
+  if (what.compare(0, file->size() + 1, *file + ":") == 0) throw InputError(what);
   std::ostringstream os;
-  os << reader_->file();
+  os << *file;
   const YAML::Mark m = node_.Mark();
   if (m.line >= 0) os << ":" << m.line + 1 << ":" << m.column + 1;
-  os << ": " << (path_.empty() ? std::string("(top level)") : path_) << ": " << what;
+  os << ": " << (path.empty() ? std::string("(top level)") : path) << ": " << what;
   if (node_.IsDefined() && !node_.IsNull()) {
     std::string t = text();
     // A long list or map is quoted by its start, not in full.

@@ -15,6 +15,7 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/units.hpp"
@@ -40,6 +41,7 @@ class ConfigNode {
 
   const std::string& path() const { return path_; }
   const YAML::Node& yaml() const { return node_; }
+  const ConfigReader& reader() const { return *reader_; }
   bool is_map() const { return node_.IsMap(); }
   bool is_sequence() const { return node_.IsSequence(); }
   bool is_scalar() const { return node_.IsScalar(); }
@@ -116,12 +118,27 @@ class ConfigReader {
   // Directory of the file, to resolve relative paths inside it ("" for strings).
   std::string directory() const;
 
+  // Values written into this document from another one (a topology file's keys overridden by
+  // the including config): `node` and everything below it report errors at their place in
+  // `owner`'s file, under `path` there.
+  void adopt(const YAML::Node& node, const ConfigReader& owner, const std::string& path) const;
+  // Where an error at `node` is reported: the owner's file and path for an adopted node, else
+  // this file and `path`.
+  std::pair<const std::string*, std::string> origin(const YAML::Node& node,
+                                                    const std::string& path) const;
+
  private:
   ConfigReader() = default;
   void check_keys(const YAML::Node& node, const std::string& path, int depth) const;
+  struct Adopted {
+    YAML::Node node;
+    const ConfigReader* owner;
+    std::string path;
+  };
   std::string file_;
   YAML::Node root_;
   mutable std::size_t nodes_checked_ = 0;
+  mutable std::vector<Adopted> adopted_;
 };
 
 }  // namespace ssim::exp

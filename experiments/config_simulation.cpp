@@ -6,22 +6,6 @@
 #include "experiments/config_algorithm.hpp"
 
 namespace ssim::exp {
-namespace {
-
-// Checks the algorithm, the rank count and the option names at their YAML nodes; option values
-// are checked by the generator when the simulation starts.
-void load_collective(const ConfigNode& node, int ranks, sim::SimulationConfig& c) {
-  node.allow_only({"algorithm", "size", "options"});
-  const ConfigNode name = node.child("algorithm");
-  const alg::AlgorithmInfo& info = load_algorithm_name(name, ranks);
-  check_in_network(info, c.topology, c.network, name);
-  c.algorithm = info.name;
-  c.size = node.get_bytes("size");
-  if (c.size.value == 0) node.child("size").fail("size must be > 0");
-  c.options = load_algorithm_options(info, ranks, c.topology, node.maybe("options"), name);
-}
-
-}  // namespace
 
 const alg::AlgorithmInfo& load_algorithm_name(const ConfigNode& name, int ranks) {
   const alg::AlgorithmInfo* info = nullptr;
@@ -154,63 +138,12 @@ void apply_late_count(const sim::SimulationConfig& c, const alg::AlgorithmInfo& 
 }
 
 sim::SimulationConfig load_simulation_config(const ConfigReader& reader) {
-  const ConfigNode root = reader.root();
-  root.allow_only({"topology", "network", "collective", "delays", "prediction", "iterations", "seed", "name"});
-  if (root.has("name"))
-    root.child("name").as_string();  // a label for the reader: a string, not a list
-  const std::string dir = reader.directory();
-  sim::SimulationConfig c;
-  c.topology = load_topology(root.child("topology"), dir);
-  const int ranks = c.topology.gpu_count();
-
-  if (auto net = root.maybe("network")) {
-    net->allow_only({"model", "gamma"});
-    c.network = sim::parse_network_kind(net->get_choice("model", {"alphabeta", "flow"}, "alphabeta"));
-    if (net->has("gamma")) c.gamma = net->child("gamma").as_seconds_per_byte();
-  }
-  load_collective(root.child("collective"), ranks, c);
-
-  if (auto delays = root.maybe("delays")) {
-    c.delays = load_delay_model(*delays, dir);
-    if (auto list = delays->maybe("persistent")) {
-      const auto items = list->items();
-      for (std::size_t i = 0; i < items.size(); ++i) items[i].child("rank").as_int(0, ranks - 1);
-    }
-    if (c.delays.trace && c.delays.trace->ranks() != ranks) {
-      delays->child("trace").fail("the trace has " + std::to_string(c.delays.trace->ranks()) +
-                                  " ranks but the topology has " + std::to_string(ranks));
-    }
-  }
-
-  if (auto pred = root.maybe("prediction")) {
-    load_prediction(*pred, ranks, c, /*policy_swept=*/false);
-    if (c.late_count) {
-      const alg::AlgorithmInfo& info = alg::find_algorithm(c.algorithm);
-      if (!info.straggler_aware)
-        pred->child("k").fail("k is for straggler-aware algorithms, not " + info.name);
-      apply_late_count(c, info, c.options, pred->child("k"));
-      if (info.check_options) {
-        try {
-          info.check_options(ranks, c.options);
-        } catch (const InputError& e) {
-          pred->child("k").fail(e.what());
-        }
-      }
-    }
-    if (c.policy == sim::StragglerPolicy::fixed && !c.straggler && !c.options.has("straggler")) {
-      pred->fail("policy fixed needs a rank (prediction.rank or collective.options.straggler)");
-    }
-  } else if (c.options.has("straggler")) {
-    c.policy = sim::StragglerPolicy::fixed;
-  }
-  if (!c.straggler && c.options.has("straggler")) c.straggler = c.options.get_int("straggler", 0, 0, ranks - 1);
-
-  c.iterations = static_cast<int>(root.get_int("iterations", 1, 1, 10'000'000));
-  c.seed = static_cast<std::uint64_t>(root.get_int("seed", 1, 0, INT64_MAX));
-  return c;
+  const Experiment e = load_experiment(reader, ConfigCommand::simulate);
+  return run_config(e, 0);
 }
 
-void load_prediction(const ConfigNode& node, int ranks, sim::SimulationConfig& c, bool policy_swept) {
+void load_prediction(const ConfigNode& node, int ranks, sim::SimulationConfig& c,
+                     bool policy_swept) {
   node.allow_only({"policy", "rank", "fallback", "k", "detection"});
   const std::string policy =
       node.get_choice("policy", {"oracle", "fixed", "previous", "adaptive", "eager"}, "oracle");

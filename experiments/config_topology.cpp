@@ -241,26 +241,53 @@ topo::Topology load_inline(const ConfigNode& node) {
 
 }  // namespace
 
-topo::Topology load_topology(const ConfigNode& node, const std::string& base_dir) {
+namespace {
+
+// Lays `value` (from the including document) over `target[key]`: maps merge key by key, any
+// other value replaces. Replaced values report errors at their place in the including file.
+void overlay(YAML::Node target, const std::string& key, const ConfigNode& value,
+             const ConfigReader& target_reader) {
+  const YAML::Node& ctarget = target;
+  if (value.is_map() && ctarget[key].IsMap()) {
+    YAML::Node inner = target[key];
+    for (const std::string& k : value.keys()) overlay(inner, k, value.child(k), target_reader);
+    return;
+  }
+  target[key] = value.yaml();
+  target_reader.adopt(value.yaml(), value.reader(), value.path());
+}
+
+}  // namespace
+
+TopologySource open_topology(const ConfigNode& entry, const std::string& base_dir) {
   std::optional<ConfigNode> file_node;
-  if (node.is_scalar()) {
-    file_node = node;
+  if (entry.is_scalar()) {
+    file_node = entry;
   } else {
-    node.require_map();
-    if (node.has("astra_sim")) return load_astra_sim_network(node, base_dir);
-    if (is_astra_sim_network(node)) return astra_sim_network(node, "", 1073741824.0);
-    if (node.has("file")) {
-      node.allow_only({"file"});
-      file_node = node.child("file");
+    entry.require_map();
+    if (entry.has("file")) file_node = entry.child("file");
+  }
+  if (!file_node) return TopologySource{nullptr, "", base_dir, entry};
+  const std::filesystem::path path = file_node->as_input_file(base_dir, "topology file");
+  auto reader = std::make_unique<ConfigReader>(path.string());
+  const ConfigNode root = reader->root();
+  root.require_map();
+  if (entry.is_map()) {
+    for (const std::string& key : entry.keys()) {
+      if (key != "file") overlay(root.yaml(), key, entry.child(key), *reader);
     }
   }
-  if (!file_node) return load_inline(node);
-  const std::filesystem::path path = file_node->as_input_file(base_dir, "topology file");
-  const ConfigReader reader(path.string());
-  if (is_astra_sim_network(reader.root()))
-    return astra_sim_network(reader.root(), path.string(), 1073741824.0);
-  topo::Topology t = load_inline(reader.root());
-  if (t.description.empty()) t.description = "from " + path.string();
+  std::string dir = reader->directory();
+  return TopologySource{std::move(reader), path.string(), std::move(dir), root};
+}
+
+topo::Topology load_topology(const ConfigNode& node, const std::string& base_dir) {
+  if (node.is_map() && node.has("astra_sim")) return load_astra_sim_network(node, base_dir);
+  const TopologySource source = open_topology(node, base_dir);
+  if (is_astra_sim_network(source.node))
+    return astra_sim_network(source.node, source.file, 1073741824.0);
+  topo::Topology t = load_inline(source.node);
+  if (!source.file.empty() && t.description.empty()) t.description = "from " + source.file;
   return t;
 }
 

@@ -39,6 +39,7 @@ std::string Experiment::point_label(std::size_t point) const {
 
 std::uint64_t point_seed(std::uint64_t seed, const std::vector<SweepAxis>& axes,
                          const std::vector<std::size_t>& value) {
+  if (axes.empty()) return seed;            // one point: the seed as given (as `simulate` uses it)
   std::uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a 64
   auto feed = [&](const std::string& s) {
     for (unsigned char ch : s) {
@@ -79,6 +80,15 @@ sim::SimulationConfig run_config(const Experiment& e, std::size_t run) {
                                    [](const alg::OptionSpec& s) { return s.name == "stragglers"; });
   if (c.late_count && *c.late_count > 1 && takes_k && !c.options.has("stragglers"))
     c.options.set("stragglers", std::to_string(*c.late_count));
+  // A schedule built for a given straggler: without a prediction, that rank is predicted
+  // (fixed); with one, it is the rank of `fixed` and of `previous`'s first iteration.
+  if (c.options.has("straggler")) {
+    if (e.default_prediction) c.policy = sim::StragglerPolicy::fixed;
+    if (!c.straggler) {
+      c.straggler = static_cast<int>(
+          c.options.get_int("straggler", 0, 0, std::max(0, c.topology.gpu_count() - 1)));
+    }
+  }
   return c;
 }
 

@@ -72,6 +72,9 @@ struct Experiment {
   std::string output;  // folder for results.csv, results.json and plots
   // The topology file, as the YAML names it resolved against its folder; empty when inline.
   std::string topology_file;
+  // No prediction given (no key, no swept policy): an algorithm whose options name a
+  // straggler runs with the fixed policy at that rank, every other one with oracle.
+  bool default_prediction = true;
 
   std::size_t run_count() const { return points.size() * algorithms.size(); }
   // "ranks=8 size=1GiB", or "-" without axes.
@@ -80,6 +83,7 @@ struct Experiment {
 
 // The seed of a sweep point: SplitMix64 of the experiment seed mixed with the FNV-1a hash of
 // "key=value;" over the axes in order. Equal axis values give equal seeds in any experiment.
+// Without axes (one point), the seed itself: the same as `simulate` of that point.
 std::uint64_t point_seed(std::uint64_t seed, const std::vector<SweepAxis>& axes,
                          const std::vector<std::size_t>& value);
 

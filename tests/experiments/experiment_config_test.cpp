@@ -237,7 +237,7 @@ TEST(ExperimentConfigErrors, MissingTopologyFile) {
 TEST(ExperimentConfigErrors, RanksOfATorusCannotBeSwept) {
   EXPECT_HAS(error_of("topology: {kind: torus2d, x: 2, y: 2, bandwidth: 1GB/s, latency: 1us}\n"
                       "algorithms: [ring]\nsize: 1MiB\nsweep: {ranks: [4]}\n"),
-             "sweep.ranks cannot set the rank count of a torus2d topology");
+             "sweep.ranks[0]: ranks cannot set the rank count of a torus2d topology");
   EXPECT_HAS(
       error_of("topology: {kind: hierarchical, nodes: 1, gpus_per_node: 8, nvlink: {bandwidth: "
                "1GB/s, latency: "
