@@ -10,13 +10,15 @@
 // top level is such a map; relative paths resolve against the including file's folder):
 //   kind: switch | fully_connected | ring     ranks, bandwidth, latency
 //   kind: torus2d | torus3d                   x, y[, z], bandwidth, latency
-//   kind: fat_tree                            k, tiers (2|3), bandwidth, latency[, oversubscription, ranks]
-//   kind: hierarchical                        nodes, gpus_per_node, nvlink: {bandwidth, latency},
+//   kind: fat_tree                            k, tiers (2|3), bandwidth, latency[,
+//   oversubscription, ranks] kind: hierarchical                        nodes, gpus_per_node,
+//   nvlink: {bandwidth, latency},
 //                                             nic: {bandwidth, latency},
 //                                             fabric: {kind: leaf_spine|rail_optimized, spines,
 //                                                      bandwidth, latency, nodes_per_leaf}
 //   kind: custom                              nodes: [{name, type: gpu|switch}],
-//                                             links: [{from, to, bandwidth, latency, class, duplex}]
+//                                             links: [{from, to, bandwidth, latency, class,
+//                                             duplex}]
 //   ecmp: true|false (any kind; default false); name, description, provenance: free text
 #pragma once
 
@@ -68,7 +70,8 @@ sim::SimulationConfig load_simulation_config(const ConfigReader& reader);
 // adaptive predicts like previous and sets c.adaptive_fallbacks (default [ring]): registry
 // algorithms that are not straggler-aware and support `ranks`. `fallback` without adaptive is
 // an error, unless the experiment sweeps the policy (then it serves the adaptive points).
-void load_prediction(const ConfigNode& node, int ranks, sim::SimulationConfig& c, bool policy_swept);
+void load_prediction(const ConfigNode& node, int ranks, sim::SimulationConfig& c,
+                     bool policy_swept);
 // Checks an algorithm's option values for `ranks` (e.g. stragglar's stragglers and late) at
 // their YAML keys under `node` (the options map).
 void check_algorithm_options(const alg::AlgorithmInfo& info, int ranks, const alg::Options& options,
@@ -81,7 +84,7 @@ void check_algorithm_options(const alg::AlgorithmInfo& info, int ranks, const al
 void apply_node_structure(const topo::Topology& topology, const alg::AlgorithmInfo& info,
                           alg::Options& options, const std::optional<ConfigNode>& options_node);
 // An algorithm that reduces in a switch (AlgorithmInfo::in_network) needs a topology with a
-// reducing switch and the alphabeta network model; fails at `at` otherwise. No-op for others.
+// reducing switch (either network model costs it); fails at `at` otherwise. No-op for others.
 void check_in_network(const alg::AlgorithmInfo& info, const topo::Topology& topology,
                       sim::NetworkKind network, const ConfigNode& at);
 // prediction.k (c.late_count) applied to a straggler-aware algorithm's options: sets
@@ -169,12 +172,12 @@ namespace ssim::exp {
 //   delays: {base: <distribution>}            every rank, every iteration
 //   stragglers: {count: 1 | ranks: [..], delay: <distribution>, persistence: 1.0}
 //                                             count k: persistent stragglers on ranks n-1 .. n-k
-//   prediction: {policy: oracle | fixed | previous, rank: R}   fixed: default the schedule's straggler
-//   iterations: 20   seed: 1   output: results/<name>
-//   sweep:                                    the cartesian product of the axes, in this order
-//     ranks: [4, 8, 16]                       the topology's rank count (hierarchical: nodes x gpus)
-//     size: [1MiB, 1GiB] | {min: 256KiB, max: 4GiB, factor: 4}
-//     delay: [0, 1ms, 5ms]                    stragglers.delay; any distribution parameter by path,
+//   prediction: {policy: oracle | fixed | previous, rank: R}   fixed: default the schedule's
+//   straggler iterations: 20   seed: 1   output: results/<name> sweep: the cartesian product of the
+//   axes, in this order
+//     ranks: [4, 8, 16]                       the topology's rank count (hierarchical: nodes x
+//     gpus) size: [1MiB, 1GiB] | {min: 256KiB, max: 4GiB, factor: 4} delay: [0, 1ms, 5ms]
+//     stragglers.delay; any distribution parameter by path,
 //                                             e.g. stragglers.delay.mean, delays.base.p90
 //     stragglers: [1, 2]   persistence: [0.8, 0.9]   policy: [oracle, previous]   gamma: [...]
 //     topology.bandwidth: [...]               any topology parameter by its key path

@@ -87,26 +87,28 @@ void check_in_network(const alg::AlgorithmInfo& info, const topo::Topology& topo
             "' has no reducing switch that joins all its ranks (give its switch a reduce: "
             "{bandwidth, latency} key; docs/in_network_reduction.md)");
   }
-  if (network != sim::NetworkKind::alphabeta || topology.shared_device) {
+  (void)network;  // both network models cost in-network reductions
+  if (topology.shared_device) {
     at.fail("algorithm " + info.name +
-            " reduces in a switch, which only the alphabeta network model costs");
+            " reduces in a switch, which the shared-device model does not cost");
   }
 }
 
 void apply_node_structure(const topo::Topology& topology, const alg::AlgorithmInfo& info,
                           alg::Options& options, const std::optional<ConfigNode>& options_node) {
-  const bool takes = std::any_of(info.options.begin(), info.options.end(),
-                                 [](const alg::OptionSpec& s) { return s.name == "gpus_per_node"; });
+  const bool takes =
+      std::any_of(info.options.begin(), info.options.end(),
+                  [](const alg::OptionSpec& s) { return s.name == "gpus_per_node"; });
   if (!takes || topology.gpus_per_node <= 0) return;
   const std::string want = std::to_string(topology.gpus_per_node);
   if (options.has("gpus_per_node")) {
     const std::string given = options.get_string("gpus_per_node", "");
     if (given != want) {
       const std::string what = "algorithm " + info.name + " option gpus_per_node=" + given +
-                               " does not match the topology's " + want +
-                               " GPUs per node (" + topology.name +
-                               "); leave it out to take it from the topology";
-      if (options_node && options_node->has("gpus_per_node")) options_node->child("gpus_per_node").fail(what);
+                               " does not match the topology's " + want + " GPUs per node (" +
+                               topology.name + "); leave it out to take it from the topology";
+      if (options_node && options_node->has("gpus_per_node"))
+        options_node->child("gpus_per_node").fail(what);
       throw InputError(what);
     }
     return;
@@ -155,7 +157,8 @@ void apply_late_count(const sim::SimulationConfig& c, const alg::AlgorithmInfo& 
 
 sim::SimulationConfig load_simulation_config(const ConfigReader& reader) {
   const ConfigNode root = reader.root();
-  root.allow_only({"topology", "network", "collective", "delays", "prediction", "iterations", "seed", "name"});
+  root.allow_only(
+      {"topology", "network", "collective", "delays", "prediction", "iterations", "seed", "name"});
   if (root.has("name"))
     root.child("name").as_string();  // a label for the reader: a string, not a list
   const std::string dir = reader.directory();
@@ -165,7 +168,8 @@ sim::SimulationConfig load_simulation_config(const ConfigReader& reader) {
 
   if (auto net = root.maybe("network")) {
     net->allow_only({"model", "gamma"});
-    c.network = sim::parse_network_kind(net->get_choice("model", {"alphabeta", "flow"}, "alphabeta"));
+    c.network =
+        sim::parse_network_kind(net->get_choice("model", {"alphabeta", "flow"}, "alphabeta"));
     if (net->has("gamma")) c.gamma = net->child("gamma").as_seconds_per_byte();
   }
   load_collective(root.child("collective"), ranks, c);
@@ -203,14 +207,16 @@ sim::SimulationConfig load_simulation_config(const ConfigReader& reader) {
   } else if (c.options.has("straggler")) {
     c.policy = sim::StragglerPolicy::fixed;
   }
-  if (!c.straggler && c.options.has("straggler")) c.straggler = c.options.get_int("straggler", 0, 0, ranks - 1);
+  if (!c.straggler && c.options.has("straggler"))
+    c.straggler = c.options.get_int("straggler", 0, 0, ranks - 1);
 
   c.iterations = static_cast<int>(root.get_int("iterations", 1, 1, 10'000'000));
   c.seed = static_cast<std::uint64_t>(root.get_int("seed", 1, 0, INT64_MAX));
   return c;
 }
 
-void load_prediction(const ConfigNode& node, int ranks, sim::SimulationConfig& c, bool policy_swept) {
+void load_prediction(const ConfigNode& node, int ranks, sim::SimulationConfig& c,
+                     bool policy_swept) {
   node.allow_only({"policy", "rank", "fallback", "k", "detection"});
   const std::string policy =
       node.get_choice("policy", {"oracle", "fixed", "previous", "adaptive", "eager"}, "oracle");
@@ -239,7 +245,8 @@ void load_prediction(const ConfigNode& node, int ranks, sim::SimulationConfig& c
   }
   c.adaptive_fallbacks.clear();
   if (policy != "adaptive") {
-    if (node.has("fallback") && !policy_swept) node.child("fallback").fail("fallback is for policy adaptive");
+    if (node.has("fallback") && !policy_swept)
+      node.child("fallback").fail("fallback is for policy adaptive");
     return;
   }
   if (!node.has("fallback")) {
@@ -254,9 +261,11 @@ void load_prediction(const ConfigNode& node, int ranks, sim::SimulationConfig& c
     } catch (const InputError& e) {
       item.fail(e.what());
     }
-    if (info->straggler_aware) item.fail("a fallback must be a baseline, not straggler-aware like " + name);
+    if (info->straggler_aware)
+      item.fail("a fallback must be a baseline, not straggler-aware like " + name);
     if (!info->supports_ranks(ranks)) {
-      item.fail(name + " does not support " + std::to_string(ranks) + " ranks (" + info->supported_ranks + ")");
+      item.fail(name + " does not support " + std::to_string(ranks) + " ranks (" +
+                info->supported_ranks + ")");
     }
     c.adaptive_fallbacks.push_back(name);
   }
