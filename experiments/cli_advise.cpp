@@ -166,18 +166,15 @@ std::string advise_document(const AdviseArgs& a) {
   if (algs.empty()) {
     // Algorithms that reduce in a switch only where the topology's switch reduces; asked for
     // by name, they are checked like any experiment's.
-    std::optional<bool> reduces;
+    std::optional<topo::Topology> t;
     for (const alg::AlgorithmInfo& info : alg::algorithms()) {
       if (info.in_network) {
-        if (!reduces) {
+        if (!t) {
           const ConfigReader r =
               ConfigReader::from_string("topology: " + topology_yaml(a), "--topology");
-          const topo::Topology t = load_topology(r.root().child("topology"), ".");
-          std::vector<int> all(static_cast<std::size_t>(t.gpu_count()));
-          for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
-          reduces = t.reducing_switch_of(all) >= 0;
+          t = load_topology(r.root().child("topology"), ".");
         }
-        if (!*reduces) continue;
+        if (t->shared_device || unreduced_group(info, *t) >= 0) continue;
       }
       algs.push_back(info.name);
     }

@@ -78,20 +78,45 @@ void check_algorithm_entry_options(const alg::AlgorithmInfo& info, int ranks,
 
 void check_in_network(const alg::AlgorithmInfo& info, const topo::Topology& topology,
                       sim::NetworkKind network, const ConfigNode& at) {
-  if (!info.in_network) return;
-  // The in-network algorithms so far (nvls) reduce all ranks in one switch.
-  std::vector<int> all(static_cast<std::size_t>(topology.gpu_count()));
-  for (std::size_t r = 0; r < all.size(); ++r) all[r] = static_cast<int>(r);
-  if (topology.reducing_switch_of(all) < 0) {
-    at.fail("algorithm " + info.name + " reduces in a switch, and topology '" + topology.name +
-            "' has no reducing switch that joins all its ranks (give its switch a reduce: "
-            "{bandwidth, latency} key; docs/in_network_reduction.md)");
-  }
   (void)network;  // both network models cost in-network reductions
-  if (topology.shared_device) {
-    at.fail("algorithm " + info.name +
-            " reduces in a switch, which the shared-device model does not cost");
+  if (!info.in_network) return;
+  const int node = unreduced_group(info, topology);
+  if (node < 0) {
+    if (topology.shared_device)
+      at.fail("algorithm " + info.name +
+              " reduces in a switch, which the shared-device model does not cost");
+    return;
   }
+  if (topology.gpus_per_node > 0 && takes_node_structure(info)) {
+    at.fail("algorithm " + info.name + " reduces in each node's switch, and topology '" +
+            topology.name + "' has no reducing switch that joins the GPUs of node " +
+            std::to_string(node) +
+            " (give its nvlink a reduce: {bandwidth, latency} key; "
+            "docs/in_network_reduction.md)");
+  }
+  at.fail("algorithm " + info.name + " reduces in a switch, and topology '" + topology.name +
+          "' has no reducing switch that joins all its ranks (give its switch a reduce: "
+          "{bandwidth, latency} key; docs/in_network_reduction.md)");
+}
+
+bool takes_node_structure(const alg::AlgorithmInfo& info) {
+  return std::any_of(info.options.begin(), info.options.end(),
+                     [](const alg::OptionSpec& s) { return s.name == "gpus_per_node"; });
+}
+
+int unreduced_group(const alg::AlgorithmInfo& info, const topo::Topology& topology) {
+  if (!info.in_network) return -1;
+  // An algorithm with a node structure (option gpus_per_node, e.g. nvls_tree) reduces each
+  // node's GPUs in that node's switch; the others (nvls) all ranks in one switch.
+  const bool per_node = takes_node_structure(info) && topology.gpus_per_node > 0;
+  const int n = topology.gpu_count();
+  const int group = per_node ? topology.gpus_per_node : n;
+  for (int first = 0; first < n; first += group) {
+    std::vector<int> ranks(static_cast<std::size_t>(group));
+    for (int r = 0; r < group; ++r) ranks[static_cast<std::size_t>(r)] = first + r;
+    if (topology.reducing_switch_of(ranks) < 0) return first / group;
+  }
+  return -1;
 }
 
 void apply_node_structure(const topo::Topology& topology, const alg::AlgorithmInfo& info,

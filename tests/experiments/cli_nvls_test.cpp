@@ -106,5 +106,54 @@ TEST(CliNvls, SimulatesOnTheShippedDgxH100) {
   EXPECT_FALSE(contains(plain.out, "nvls")) << plain.out;
 }
 
+// nvls_tree on 4 nodes of 8 (rail-optimized, 400 Gbps NICs with 2 us per link: 4 us between
+// nodes on a rail), NVLink 450 GiB/s, 3 us, whose NVSwitches reduce at 274 GB/s, 1 us; 1 GiB:
+//   2 x 3 us + 1 us + 2^30 / 274e9 + 7/8 x 2^30 / (450 x 2^30)     NVLS in every node
+//   + 6 x (4 us + 2^30 / 8 / 4 / 50e9)                             ring across 4 nodes on s/8
+// = 9.9213 ms. Without the reduce key: refused, naming the topology, node 0 and the key.
+TEST(CliNvls, NvlsTreeOnAReducingCluster) {
+  const std::string cluster =
+      "topology: {kind: hierarchical, nodes: 4, gpus_per_node: 8, nvlink: {bandwidth: 450GiB/s, "
+      "latency: 3us, reduce: {bandwidth: 274GB/s, latency: 1us}}, nic: {bandwidth: 400Gbps, "
+      "latency: 2us}, fabric: {kind: rail_optimized, spines: 4, bandwidth: 400Gbps, latency: "
+      "1us}}\n";
+  const std::string collective = "collective: {algorithm: nvls_tree, size: 1GiB}\n";
+  const double want =
+      7e-6 + 1073741824.0 / 274e9 + 7.0 / 8 / 450 + 6 * (4e-6 + 1073741824.0 / 32 / 50e9);
+  for (const char* network : {"alphabeta", "flow"}) {
+    const CommandResult r =
+        simulate(cluster + "network: {model: " + network + "}\n" + collective, "--json");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_NEAR(nlohmann::json::parse(r.out)["iterations"][0]["after_last_arrival_s"].get<double>(),
+                want, 1e-12)
+        << network;
+  }
+  std::string plain = cluster;
+  plain.replace(plain.find(", reduce: {bandwidth: 274GB/s, latency: 1us}"),
+                std::string(", reduce: {bandwidth: 274GB/s, latency: 1us}").size(), "");
+  const CommandResult none = simulate(plain + collective);
+  EXPECT_EQ(none.rc, 1);
+  EXPECT_TRUE(contains(none.err,
+                       ":2:25: collective.algorithm: algorithm nvls_tree reduces in each node's "
+                       "switch, and topology 'hierarchical(4x8,rail_optimized)' has no reducing "
+                       "switch that joins the GPUs of node 0 (give its nvlink a reduce: "
+                       "{bandwidth, latency} key"))
+      << none.err;
+  // The advisor takes nvls_tree (and not nvls, which needs one switch for all 32) there.
+  const std::string path = "/tmp/ssim_nvls_tree_" + std::to_string(::getpid()) + ".yaml";
+  std::ofstream(path) << cluster.substr(std::string("topology: ").size());
+  const CommandResult advise = run_cli("advise --topology " + path + " --size 1GiB --iterations 1");
+  std::remove(path.c_str());
+  ASSERT_EQ(advise.rc, 0) << advise.err;
+  EXPECT_TRUE(contains(advise.out, "nvls_tree")) << advise.out;
+  EXPECT_FALSE(contains(advise.out, "nvls ")) << advise.out;
+  const CommandResult json =
+      run_cli("schedule nvls_tree -r 12 --option gpus_per_node=4 --format json");
+  ASSERT_EQ(json.rc, 0) << json.err;
+  const CommandResult ok = run_cli("verify -", json.out);
+  ASSERT_EQ(ok.rc, 0) << ok.err;
+  EXPECT_TRUE(contains(ok.out, "switch reductions: 24")) << ok.out;
+}
+
 }  // namespace
 }  // namespace ssim::testing

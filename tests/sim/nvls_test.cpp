@@ -339,5 +339,93 @@ TEST(NvlsFlow, SharesLinksWithTransfers) {
   EXPECT_NEAR(run(s, t, 2'000'000).completion.value, 24e-6, 1e-15);
 }
 
+// nvls_tree on `nodes` nodes of g GPUs (rail-optimized, no spines): NVLink of 400 GB/s and
+// 2 us GPU to GPU, NICs of 50 GB/s and 1.5 us per link (3 us between nodes on a rail); each
+// node's NVSwitch reduces at `reduce_bw` with 0.6 us latency (none when reduce_bw is 0).
+topo::Topology nvls_cluster(int nodes, int g, double reduce_bw) {
+  topo::Topology t = topo::make_hierarchical({.nodes = nodes,
+                                              .gpus_per_node = g,
+                                              .nvlink_bandwidth = BytesPerSecond{400e9},
+                                              .nvlink_latency = Seconds{2e-6},
+                                              .nic_bandwidth = BytesPerSecond{50e9},
+                                              .nic_latency = Seconds{1.5e-6},
+                                              .fabric = topo::FabricKind::rail_optimized,
+                                              .spines = 0,
+                                              .spine_bandwidth = BytesPerSecond{50e9},
+                                              .spine_latency = Seconds{1e-6}});
+  if (reduce_bw > 0) {
+    for (int j = 0; j < nodes; ++j) {
+      for (int l : t.out_links(t.vertex_of_rank(j * g))) {
+        if (t.link(l).link_class == "nvlink")
+          t.set_switch_reduction(t.link(l).to, {BytesPerSecond{reduce_bw}, Seconds{0.6e-6}});
+      }
+    }
+  }
+  return t;
+}
+
+alg::Schedule nvls_tree(int n, int g) {
+  alg::Options o;
+  o.set("gpus_per_node", std::to_string(g));
+  return alg::generate("nvls_tree", n, o);
+}
+
+TEST(NvlsTree, VerifiesForManyShapes) {
+  for (int g : {2, 3, 4, 8}) {
+    for (int nodes : {1, 2, 3, 5}) {
+      const alg::VerifyResult v = alg::verify(nvls_tree(g * nodes, g));
+      ASSERT_TRUE(v.ok()) << g << "x" << nodes << ": " << v.error->to_string();
+      EXPECT_EQ(v.summary.rounds, 2 + 2 * (nodes - 1));
+    }
+  }
+}
+
+// The closed form (alg::nvls_tree_cost, intra = the NVSwitch, inter = a rail) equals the
+// simulation in both network models (no link is shared unevenly: the rails are separate).
+TEST(NvlsTree, ClosedFormEqualsSimulation) {
+  for (int g : {2, 4, 8}) {
+    for (int nodes : {1, 2, 3, 4}) {
+      for (double reduce_bw : {1e12, 200e9}) {
+        const int n = g * nodes;
+        const topo::Topology t = nvls_cluster(nodes, g, reduce_bw);
+        const alg::Schedule s = nvls_tree(n, g);
+        const std::uint64_t bytes = std::uint64_t{3} << 20 << 3;  // divisible by g * nodes
+        const alg::CostParams intra{.alpha = 2e-6,
+                                    .beta = 1 / 400e9,
+                                    .switch_beta = 1 / reduce_bw,
+                                    .switch_latency = 0.6e-6};
+        const alg::CostParams inter{.alpha = 3e-6, .beta = 1 / 50e9};
+        const double want = alg::nvls_tree_cost(n, static_cast<double>(bytes), g, intra, inter);
+        for (NetworkKind kind : {NetworkKind::alphabeta, NetworkKind::flow}) {
+          const IterationResult r = run(s, t, bytes, {}, kind);
+          EXPECT_NEAR(r.completion.value, want, 1e-12 * want)
+              << g << "x" << nodes << " " << reduce_bw << " " << to_string(kind);
+        }
+      }
+    }
+  }
+  // By hand, 2 nodes of 4, reduction at 200 GB/s, s = 8 MB: 2 x 2 us + 0.6 us + 8 MB / 200 GB/s
+  // (the switch binds: 40 us > 20 us up the links) + 3/4 x 8 MB / 400 GB/s (15 us), then a ring
+  // of 2 nodes on 2 MB pieces: 2 x (3 us + 1 MB / 50 GB/s) = 46 us. 105.6 us in all.
+  const IterationResult r = run(nvls_tree(8, 4), nvls_cluster(2, 4, 200e9), 8'000'000);
+  EXPECT_NEAR(r.completion.value, 105.6e-6, 1e-15);
+}
+
+TEST(NvlsTree, RefusedWithoutAReducingNvlinkSwitch) {
+  try {
+    run(nvls_tree(8, 4), nvls_cluster(2, 4, 0), 1 << 20);
+    FAIL() << "ran without a reducing switch";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("round 0, switch reduction 0: topology"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("has no reducing switch that joins ranks {0, 1, 2, 3}"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(nvls_tree(8, 1), InputError);  // one GPU per node: no NVSwitch
+  EXPECT_THROW(nvls_tree(8, 3), InputError);  // does not divide
+}
+
 }  // namespace
 }  // namespace ssim::sim
