@@ -27,6 +27,13 @@ AlgorithmInfo nvls_info();              // nvls.cpp
 // nvls's closed form with `slices` pipeline slices (nvls.cpp).
 double nvls_cost(int n, double bytes, int slices, const CostParams& p);
 AlgorithmInfo nvls_tree_info();  // nvls.cpp
+AlgorithmInfo collnet_info();    // hierarchical.cpp
+// collnet's closed form, G = g GPUs per node, all arriving together: intra = the node's ring
+// (alpha, beta, gamma), inter = a rail's reducing switch (alpha: NIC up + down latency, beta per
+// NIC link, switch_beta, switch_latency):
+//   T = ring_reduce_scatter(G, s) + alpha_f + lambda + max(s/G beta_f, s/G beta_r)
+//       + (G-1)(alpha + s/G beta)
+double collnet_cost(int n, double bytes, int g, const CostParams& intra, const CostParams& inter);
 // nvls_tree's closed form, G = g GPUs per node, N = n/g nodes, all arriving together: intra =
 // the node's NVSwitch (alpha GPU-to-GPU, beta per link, switch_beta, switch_latency), inter =
 // a rail's route between nodes (alpha, beta, gamma of the ring's reductions):

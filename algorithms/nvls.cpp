@@ -182,6 +182,7 @@ AlgorithmInfo nvls_tree_info() {
           },
       .check_options = [](int n, const Options& o) { (void)nvls_tree_shape(n, o); },
       .in_network = true,
+      .reduce_scope = AlgorithmInfo::ReduceScope::nodes,
   };
 }
 

@@ -87,12 +87,10 @@ void apply_node_structure(const topo::Topology& topology, const alg::AlgorithmIn
 // reducing switch (either network model costs it); fails at `at` otherwise. No-op for others.
 void check_in_network(const alg::AlgorithmInfo& info, const topo::Topology& topology,
                       sim::NetworkKind network, const ConfigNode& at);
-// For an in-network algorithm: the first group of ranks (a node, for one with option
-// gpus_per_node on a topology with a node structure; else all ranks, group 0) that no reducing
-// switch joins, or -1 when every group has one (and for other algorithms).
+// For an in-network algorithm: the first group of ranks that no reducing switch joins (a node
+// or a rail by its index, per AlgorithmInfo::reduce_scope and the topology's gpus_per_node;
+// else all ranks, group 0), or -1 when every group has one (and for other algorithms).
 int unreduced_group(const alg::AlgorithmInfo& info, const topo::Topology& topology);
-// Whether the algorithm takes option gpus_per_node.
-bool takes_node_structure(const alg::AlgorithmInfo& info);
 // prediction.k (c.late_count) applied to a straggler-aware algorithm's options: sets
 // stragglers=k when they do not say, fails at `k_node` when they say otherwise or the
 // algorithm takes one late rank only.

@@ -87,11 +87,20 @@ void check_in_network(const alg::AlgorithmInfo& info, const topo::Topology& topo
               " reduces in a switch, which the shared-device model does not cost");
     return;
   }
-  if (topology.gpus_per_node > 0 && takes_node_structure(info)) {
+  using Scope = alg::AlgorithmInfo::ReduceScope;
+  if (topology.gpus_per_node > 0 && topology.gpus_per_node < topology.gpu_count() &&
+      info.reduce_scope == Scope::nodes) {
     at.fail("algorithm " + info.name + " reduces in each node's switch, and topology '" +
             topology.name + "' has no reducing switch that joins the GPUs of node " +
             std::to_string(node) +
             " (give its nvlink a reduce: {bandwidth, latency} key; "
+            "docs/in_network_reduction.md)");
+  }
+  if (topology.gpus_per_node > 0 && info.reduce_scope == Scope::rails) {
+    at.fail("algorithm " + info.name + " reduces in each rail's inter-node switch, and topology '" +
+            topology.name + "' has no reducing switch that joins the GPUs of rail " +
+            std::to_string(node) + " (local index " + std::to_string(node) +
+            " of every node; give its fabric a reduce: {bandwidth, latency} key; "
             "docs/in_network_reduction.md)");
   }
   at.fail("algorithm " + info.name + " reduces in a switch, and topology '" + topology.name +
@@ -99,23 +108,28 @@ void check_in_network(const alg::AlgorithmInfo& info, const topo::Topology& topo
           "{bandwidth, latency} key; docs/in_network_reduction.md)");
 }
 
-bool takes_node_structure(const alg::AlgorithmInfo& info) {
-  return std::any_of(info.options.begin(), info.options.end(),
-                     [](const alg::OptionSpec& s) { return s.name == "gpus_per_node"; });
-}
-
 int unreduced_group(const alg::AlgorithmInfo& info, const topo::Topology& topology) {
   if (!info.in_network) return -1;
-  // An algorithm with a node structure (option gpus_per_node, e.g. nvls_tree) reduces each
-  // node's GPUs in that node's switch; the others (nvls) all ranks in one switch.
-  const bool per_node = takes_node_structure(info) && topology.gpus_per_node > 0;
+  using Scope = alg::AlgorithmInfo::ReduceScope;
   const int n = topology.gpu_count();
-  const int group = per_node ? topology.gpus_per_node : n;
-  for (int first = 0; first < n; first += group) {
-    std::vector<int> ranks(static_cast<std::size_t>(group));
-    for (int r = 0; r < group; ++r) ranks[static_cast<std::size_t>(r)] = first + r;
-    if (topology.reducing_switch_of(ranks) < 0) return first / group;
+  const int g = topology.gpus_per_node > 0 ? topology.gpus_per_node : n;
+  std::vector<std::vector<int>> groups;
+  if (info.reduce_scope == Scope::nodes && g < n) {
+    for (int node = 0; node < n / g; ++node) {
+      groups.emplace_back();
+      for (int l = 0; l < g; ++l) groups.back().push_back(node * g + l);
+    }
+  } else if (info.reduce_scope == Scope::rails && topology.gpus_per_node > 0) {
+    for (int l = 0; l < g; ++l) {
+      groups.emplace_back();
+      for (int node = 0; node < n / g; ++node) groups.back().push_back(node * g + l);
+    }
+  } else {
+    groups.emplace_back();
+    for (int r = 0; r < n; ++r) groups.back().push_back(r);
   }
+  for (std::size_t i = 0; i < groups.size(); ++i)
+    if (topology.reducing_switch_of(groups[i]) < 0) return static_cast<int>(i);
   return -1;
 }
 

@@ -42,6 +42,8 @@ const Case kCases[] = {
     // nvls_tree on one node (its default) is nvls with pipeline 1: the same fingerprint
     // (tests/sim/nvls_test.cpp has the multi-node shapes).
     {"nvls_tree", "", "", 0x56f8411c701db0c3ull},
+    // collnet by default (one GPU per node): one switch reduction of all ranks; taken when added.
+    {"collnet", "", "", 0xd2502fadd7ec5721ull},
     {"direct", "", "", 0xbb8a97eb79d3c7aeull},
     {"direct", "straggler", "0", 0x3e3074da7b64ad8cull},
     {"direct", "straggler", "n/2", 0xa3425e118cae45deull},

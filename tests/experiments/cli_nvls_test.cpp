@@ -155,5 +155,38 @@ TEST(CliNvls, NvlsTreeOnAReducingCluster) {
   EXPECT_TRUE(contains(ok.out, "switch reductions: 24")) << ok.out;
 }
 
+// collnet on 4 nodes of 8 whose rail switches reduce (SHARP) at 50 GB/s, 1 us; NVLink 450 GiB/s,
+// 3 us; NICs 400 Gbps, 2 us per link; 1 GiB:
+//   2 x 7 x (3 us + 2^30 / 8 / (450 x 2^30))        ring reduce-scatter and all-gather in nodes
+//   + 4 us + 1 us + 2^30 / 8 / 50e9                  each rail switch reduces its piece
+// = 6.6202 ms in both models; without fabric.reduce: refused naming the topology, rail and key.
+TEST(CliNvls, CollnetOnReducingRails) {
+  const std::string cluster =
+      "topology: {kind: hierarchical, nodes: 4, gpus_per_node: 8, nvlink: {bandwidth: 450GiB/s, "
+      "latency: 3us}, nic: {bandwidth: 400Gbps, latency: 2us}, fabric: {kind: rail_optimized, "
+      "spines: 4, bandwidth: 400Gbps, latency: 1us, reduce: {bandwidth: 50GB/s, latency: 1us}}}\n";
+  const std::string collective = "collective: {algorithm: collnet, size: 1GiB}\n";
+  const double want = 14 * (3e-6 + 1.0 / 8 / 450) + 5e-6 + 1073741824.0 / 8 / 50e9;
+  for (const char* network : {"alphabeta", "flow"}) {
+    const CommandResult r =
+        simulate(cluster + "network: {model: " + network + "}\n" + collective, "--json");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_NEAR(nlohmann::json::parse(r.out)["iterations"][0]["after_last_arrival_s"].get<double>(),
+                want, 1e-12)
+        << network;
+  }
+  std::string plain = cluster;
+  const std::string key = ", reduce: {bandwidth: 50GB/s, latency: 1us}";
+  plain.replace(plain.find(key), key.size(), "");
+  const CommandResult none = simulate(plain + collective);
+  EXPECT_EQ(none.rc, 1);
+  EXPECT_TRUE(contains(none.err,
+                       "algorithm collnet reduces in each rail's inter-node switch, and topology "
+                       "'hierarchical(4x8,rail_optimized)' has no reducing switch that joins the "
+                       "GPUs of rail 0 (local index 0 of every node; give its fabric a reduce: "
+                       "{bandwidth, latency} key"))
+      << none.err;
+}
+
 }  // namespace
 }  // namespace ssim::testing

@@ -342,7 +342,7 @@ TEST(NvlsFlow, SharesLinksWithTransfers) {
 // nvls_tree on `nodes` nodes of g GPUs (rail-optimized, no spines): NVLink of 400 GB/s and
 // 2 us GPU to GPU, NICs of 50 GB/s and 1.5 us per link (3 us between nodes on a rail); each
 // node's NVSwitch reduces at `reduce_bw` with 0.6 us latency (none when reduce_bw is 0).
-topo::Topology nvls_cluster(int nodes, int g, double reduce_bw) {
+topo::Topology nvls_cluster(int nodes, int g, double reduce_bw, double rail_reduce_bw = 0) {
   topo::Topology t = topo::make_hierarchical({.nodes = nodes,
                                               .gpus_per_node = g,
                                               .nvlink_bandwidth = BytesPerSecond{400e9},
@@ -358,6 +358,14 @@ topo::Topology nvls_cluster(int nodes, int g, double reduce_bw) {
       for (int l : t.out_links(t.vertex_of_rank(j * g))) {
         if (t.link(l).link_class == "nvlink")
           t.set_switch_reduction(t.link(l).to, {BytesPerSecond{reduce_bw}, Seconds{0.6e-6}});
+      }
+    }
+  }
+  if (rail_reduce_bw > 0) {  // SHARP in every rail switch
+    for (int local = 0; local < g; ++local) {
+      for (int l : t.out_links(t.vertex_of_rank(local))) {
+        if (t.link(l).link_class == "nic")
+          t.set_switch_reduction(t.link(l).to, {BytesPerSecond{rail_reduce_bw}, Seconds{0.6e-6}});
       }
     }
   }
@@ -425,6 +433,55 @@ TEST(NvlsTree, RefusedWithoutAReducingNvlinkSwitch) {
   }
   EXPECT_THROW(nvls_tree(8, 1), InputError);  // one GPU per node: no NVSwitch
   EXPECT_THROW(nvls_tree(8, 3), InputError);  // does not divide
+}
+
+alg::Schedule collnet(int n, int g) {
+  alg::Options o;
+  o.set("gpus_per_node", std::to_string(g));
+  return alg::generate("collnet", n, o);
+}
+
+// collnet: verified for many shapes, its closed form (alg::collnet_cost: intra = the node's
+// NVLink ring, inter = a rail's reducing switch) equals both network models.
+//   By hand, 2 nodes of 4, rails reducing at 200 GB/s, s = 8 MB: ring reduce-scatter
+//   3 x (2 us + 2 MB / 400 GB/s) = 21 us; the rail switches (one per piece) 3 us + 0.6 us +
+//   max(2 MB / 50 GB/s up and down, 2 MB / 200 GB/s) = 43.6 us; ring all-gather 21 us: 85.6 us.
+TEST(Collnet, VerifiedAndClosedFormEqualsSimulation) {
+  for (int g : {1, 2, 3, 4, 8}) {
+    for (int nodes : {2, 3, 5}) {
+      const alg::VerifyResult v = alg::verify(collnet(g * nodes, g));
+      ASSERT_TRUE(v.ok()) << g << "x" << nodes << ": " << v.error->to_string();
+      EXPECT_EQ(v.summary.rounds, 2 * (g - 1) + 1);
+    }
+  }
+  for (int g : {2, 4, 8}) {
+    for (int nodes : {2, 3, 4}) {
+      for (double rail_bw : {1e12, 20e9}) {
+        const int n = g * nodes;
+        const topo::Topology t = nvls_cluster(nodes, g, 0, rail_bw);
+        const std::uint64_t bytes = std::uint64_t{3} << 23;
+        const alg::CostParams intra{.alpha = 2e-6, .beta = 1 / 400e9};
+        const alg::CostParams inter{
+            .alpha = 3e-6, .beta = 1 / 50e9, .switch_beta = 1 / rail_bw, .switch_latency = 0.6e-6};
+        const double want = alg::collnet_cost(n, static_cast<double>(bytes), g, intra, inter);
+        for (NetworkKind kind : {NetworkKind::alphabeta, NetworkKind::flow}) {
+          EXPECT_NEAR(run(collnet(n, g), t, bytes, {}, kind).completion.value, want, 1e-12 * want)
+              << g << "x" << nodes << " " << rail_bw << " " << to_string(kind);
+        }
+      }
+    }
+  }
+  EXPECT_NEAR(run(collnet(8, 4), nvls_cluster(2, 4, 0, 200e9), 8'000'000).completion.value, 85.6e-6,
+              1e-15);
+  try {  // the rails do not reduce
+    run(collnet(8, 4), nvls_cluster(2, 4, 1e12), 1 << 20);
+    FAIL() << "ran without reducing rail switches";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("has no reducing switch that joins ranks {0, 4}"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(collnet(8, 8), InputError);  // one node: nothing to reduce across
 }
 
 }  // namespace
