@@ -13,12 +13,12 @@
 
 namespace ssim::alg {
 
-AlgorithmInfo ring_info();       // ring.cpp
-AlgorithmInfo rhd_info();        // rhd.cpp
-AlgorithmInfo direct_info();     // direct.cpp
-AlgorithmInfo tree_info();       // tree.cpp
-AlgorithmInfo dbtree_info();     // dbtree.cpp
-AlgorithmInfo stragglar_info();  // stragglar.cpp
+AlgorithmInfo ring_info();              // ring.cpp
+AlgorithmInfo rhd_info();               // rhd.cpp
+AlgorithmInfo direct_info();            // direct.cpp
+AlgorithmInfo tree_info();              // tree.cpp
+AlgorithmInfo dbtree_info();            // dbtree.cpp
+AlgorithmInfo stragglar_info();         // stragglar.cpp
 AlgorithmInfo halving_doubling_info();  // halving_doubling.cpp
 AlgorithmInfo direct_rs_ag_info();      // direct_rs_ag.cpp
 AlgorithmInfo oneshot_info();           // direct_load.cpp
@@ -26,9 +26,22 @@ AlgorithmInfo twoshot_info();           // direct_load.cpp
 AlgorithmInfo nvls_info();              // nvls.cpp
 // nvls's closed form with `slices` pipeline slices (nvls.cpp).
 double nvls_cost(int n, double bytes, int slices, const CostParams& p);
-AlgorithmInfo straggler_tree_info();    // straggler_tree.cpp
-AlgorithmInfo hierarchical_info();      // hierarchical.cpp
-AlgorithmInfo stragglar_hier_info();    // stragglar_hier.cpp
+AlgorithmInfo nvls_tree_info();  // nvls.cpp
+AlgorithmInfo collnet_info();    // hierarchical.cpp
+// collnet's closed form, G = g GPUs per node, all arriving together: intra = the node's ring
+// (alpha, beta, gamma), inter = a rail's reducing switch (alpha: NIC up + down latency, beta per
+// NIC link, switch_beta, switch_latency):
+//   T = ring_reduce_scatter(G, s) + alpha_f + lambda + max(s/G beta_f, s/G beta_r)
+//       + (G-1)(alpha + s/G beta)
+double collnet_cost(int n, double bytes, int g, const CostParams& intra, const CostParams& inter);
+// nvls_tree's closed form, G = g GPUs per node, N = n/g nodes, all arriving together: intra =
+// the node's NVSwitch (alpha GPU-to-GPU, beta per link, switch_beta, switch_latency), inter =
+// a rail's route between nodes (alpha, beta, gamma of the ring's reductions):
+//   T = 2 alpha + lambda + max(s beta, s beta_r) + (G-1)/G s beta + ring_cost(N, s/G, inter)
+double nvls_tree_cost(int n, double bytes, int g, const CostParams& intra, const CostParams& inter);
+AlgorithmInfo straggler_tree_info();  // straggler_tree.cpp
+AlgorithmInfo hierarchical_info();    // hierarchical.cpp
+AlgorithmInfo stragglar_hier_info();  // stragglar_hier.cpp
 
 // The same two as round generators (round_stream.hpp).
 RoundStream ring_reduce_scatter_rounds(std::vector<int> members, int first_chunk,

@@ -15,6 +15,7 @@
 //   T = (G-1)(alpha + s/G beta + s/G gamma) + T_inter(N, s/G) + (G-1)(alpha + s/G beta)
 // with T_inter the inter algorithm's own closed form. G = n (one node) is ring; G = 1 is the
 // inter algorithm over all ranks.
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -143,7 +144,79 @@ GeneratedRounds make_hierarchical(int n, const Options& options) {
           hierarchical_rounds(std::move(shape)), std::nullopt};
 }
 
+// collnet: SHARP in the inter-node switch. A ring reduce-scatter of the G pieces inside every
+// node (G-1 rounds, as hierarchical), then one round in which rail l's switch (the switch the
+// NICs of local l plug into: a rail of a rail-optimized fabric) sums piece l of the N nodes and
+// multicasts the sum back to them, then a ring all-gather inside every node (G-1 rounds).
+// Default G = 1: every GPU its own node, the whole buffer reduced by one switch.
+int collnet_g(int n, const Options& o) {
+  const int g = o.get_int("gpus_per_node", 1, 1, n);
+  if (n % g != 0 || n / g < 2) {
+    throw InputError("collnet option gpus_per_node=" + std::to_string(g) +
+                     ": must divide the rank count " + std::to_string(n) +
+                     " into at least 2 nodes (the switch reduces across nodes)");
+  }
+  return g;
+}
+
+RoundStream collnet_rounds(int nodes, int g) {
+  RoundStream rs = intra_rounds(nodes, g, 1, true);
+  while (const Round* r = rs.next()) co_yield *r;
+  Round round;
+  round.phase = "switch-allreduce";
+  for (int l = 0; l < g; ++l) {
+    std::vector<int> rail = rail_members(l, g, nodes);
+    round.switch_reduces.push_back(SwitchReduce{rail, rail, l, l + 1});
+  }
+  co_yield round;
+  RoundStream ag = intra_rounds(nodes, g, 1, false);
+  while (const Round* r = ag.next()) co_yield *r;
+}
+
+GeneratedRounds make_collnet(int n, const Options& o) {
+  const int g = collnet_g(n, o);
+  return {Schedule::make(Collective::allreduce, "collnet", n, g), collnet_rounds(n / g, g),
+          static_cast<std::size_t>(2 * (g - 1) + 1)};
+}
+
 }  // namespace
+
+double collnet_cost(int n, double bytes, int g, const CostParams& intra, const CostParams& inter) {
+  const double piece = bytes / g;
+  (void)n;
+  return ring_reduce_scatter_cost(g, bytes, intra) + inter.alpha + inter.switch_latency +
+         std::max(piece * inter.beta, piece * inter.switch_beta) +
+         (g - 1) * (intra.alpha + piece * intra.beta);
+}
+
+AlgorithmInfo collnet_info() {
+  return AlgorithmInfo{
+      .name = "collnet",
+      .description =
+          "SHARP (NCCL CollNet): intra-node ring reduce-scatter, each rail's inter-node switch "
+          "reduces piece l across the nodes and multicasts it back, intra-node ring allgather; "
+          "needs a reducing fabric switch per rail; (G-1)(2 alpha + 2 s/G beta) + alpha_f + "
+          "lambda + max(s/G beta_f, s/G beta_r)",
+      .supported_ranks = "n >= 2",
+      .supports_ranks = [](int n) { return n >= 2; },
+      .options = {{"gpus_per_node",
+                   "GPUs per node G, N = n/G >= 2 nodes (rank = node*G + local); experiments "
+                   "take it from a hierarchical topology",
+                   "1"}},
+      .rounds = make_collnet,
+      .cost = [](int n, double bytes, const CostParams& p,
+                 const Options& o) { return collnet_cost(n, bytes, collnet_g(n, o), p, p); },
+      // Chunks G; rounds 2(G-1) + 1; transfers n per intra round; pairs: the intra rings' n.
+      .size =
+          [](int n, const Options& o) {
+            const double g = collnet_g(n, o), r = n, rounds = 2 * (g - 1) + 1;
+            return ScheduleSize{g, rounds, (rounds - 1) * r, r, r};
+          },
+      .check_options = [](int n, const Options& o) { (void)collnet_g(n, o); },
+      .in_network = true,
+      .reduce_scope = AlgorithmInfo::ReduceScope::rails,
+  };
+}
 
 double hierarchical_cost(int n, double bytes, const CostParams& p, const Options& options) {
   const Shape shape = checked_shape(n, options);

@@ -22,6 +22,7 @@
 // up once and its reduced value comes down once, plus the 1/n the owner multicasts.
 #include <algorithm>
 
+#include "algorithms/cost_model.hpp"
 #include "algorithms/generators.hpp"
 
 namespace ssim::alg {
@@ -66,7 +67,124 @@ GeneratedRounds make_nvls(int n, const Options& o) {
           static_cast<std::size_t>(slices) + 1};
 }
 
+// nvls_tree: NVLS inside every node, a ring across nodes per rail (ranks node*G + local).
+// The buffer is cut into G pieces of B chunks (B = N, the ring's chunk count; 1 for one node).
+//   round 0     "switch-reduce-scatter": in every node at once, the node's NVSwitch sums piece
+//               l of its G GPUs and returns it to local l (multimem.ld_reduce);
+//   rounds      "inter-...": per rail l, a ring AllReduce of piece l across the N nodes
+//               (reduce-scatter then all-gather, 2(N-1) rounds), all rails at once;
+//   last round  "switch-allgather": local l multicasts piece l to the G-1 others of its node.
+// A ring and not a tree across nodes: per rail it is bandwidth-optimal (each NIC carries
+// 2(N-1)/N of its piece, where a binary tree's inner nodes carry two or three pieces unless
+// pipelined), and its closed form is exact; NCCL's NVLS_TREE uses a pipelined tree for its
+// latency at many nodes, which this schedule does not model.
+struct TreeShape {
+  int g = 0, nodes = 0, b = 1;
+};
+
+TreeShape nvls_tree_shape(int n, const Options& o) {
+  TreeShape t;
+  t.g = checked_gpus_per_node("nvls_tree", n, o, 2);
+  t.nodes = n / t.g;
+  if (t.nodes >= 2) t.b = generate_rounds("ring", t.nodes, Options{}).header.chunks;
+  return t;
+}
+
+RoundStream nvls_tree_rounds(TreeShape shape) {
+  const int g = shape.g, nodes = shape.nodes, b = shape.b;
+  Round round;
+  round.phase = "switch-reduce-scatter";
+  for (int j = 0; j < nodes; ++j) {
+    const std::vector<int> members = node_members(j, g);
+    for (int l = 0; l < g; ++l)
+      round.switch_reduces.push_back(SwitchReduce{members, {j * g + l}, l * b, (l + 1) * b});
+  }
+  co_yield round;
+  round.switch_reduces.clear();
+  if (nodes >= 2) {
+    std::vector<RoundStream> rails;
+    for (int l = 0; l < g; ++l) rails.push_back(generate_rounds("ring", nodes, Options{}).stream);
+    for (;;) {
+      round.transfers.clear();
+      bool more = true;
+      for (int l = 0; l < g; ++l) {
+        const Round* r = rails[static_cast<std::size_t>(l)].next();
+        if (!r) {
+          more = false;  // every rail has the same number of rounds
+          break;
+        }
+        round.phase = "inter-" + r->phase;
+        append_mapped(round, *r, rail_members(l, g, nodes), l * b, 1);
+      }
+      if (!more) break;
+      co_yield round;
+    }
+  }
+  round.transfers.clear();
+  round.phase = "switch-allgather";
+  for (int j = 0; j < nodes; ++j) {
+    for (int l = 0; l < g; ++l) {
+      std::vector<int> others;
+      for (int i = 0; i < g; ++i)
+        if (i != l) others.push_back(j * g + i);
+      round.switch_reduces.push_back(
+          SwitchReduce{{j * g + l}, std::move(others), l * b, (l + 1) * b});
+    }
+  }
+  co_yield round;
+}
+
+GeneratedRounds make_nvls_tree(int n, const Options& o) {
+  const TreeShape shape = nvls_tree_shape(n, o);
+  const std::size_t rounds =
+      2 + (shape.nodes >= 2 ? 2 * static_cast<std::size_t>(shape.nodes - 1) : 0);
+  return {Schedule::make(Collective::allreduce, "nvls_tree", n, shape.g * shape.b),
+          nvls_tree_rounds(shape), rounds};
+}
+
 }  // namespace
+
+double nvls_tree_cost(int n, double bytes, int g, const CostParams& intra,
+                      const CostParams& inter) {
+  const int nodes = n / g;
+  const double piece = bytes / g;
+  double t = 2 * intra.alpha + intra.switch_latency +
+             std::max(bytes * intra.beta, bytes * intra.switch_beta) + piece * (g - 1) * intra.beta;
+  if (nodes >= 2) t += ring_cost(nodes, piece, inter);
+  return t;
+}
+
+AlgorithmInfo nvls_tree_info() {
+  return AlgorithmInfo{
+      .name = "nvls_tree",
+      .description =
+          "NVLS inside each node (the NVSwitch reduces, the owner multicasts), a ring across "
+          "the N nodes per rail; needs a reducing nvlink switch; gpus_per_node G must divide n; "
+          "2 alpha + lambda + max(s beta, s beta_r) + (G-1)/G s beta + ring(N, s/G)",
+      .supported_ranks = "n >= 2",
+      .supports_ranks = [](int n) { return n >= 2; },
+      .options = {{"gpus_per_node",
+                   "GPUs per node G >= 2 (rank = node*G + local); experiments take it from a "
+                   "hierarchical topology",
+                   "n (one node)"}},
+      .rounds = make_nvls_tree,
+      .cost =
+          [](int n, double bytes, const CostParams& p, const Options& o) {
+            return nvls_tree_cost(n, bytes, nvls_tree_shape(n, o).g, p, p);
+          },
+      // Chunks G*B <= n; rounds 2 + 2(N-1); at most n transfers per round; pairs: the rails'
+      // rings, n.
+      .size =
+          [](int n, const Options& o) {
+            const TreeShape t = nvls_tree_shape(n, o);
+            const double r = n, rounds = 2.0 + 2.0 * (t.nodes - 1);
+            return ScheduleSize{static_cast<double>(t.g) * t.b, rounds, (rounds - 2) * r, r, r};
+          },
+      .check_options = [](int n, const Options& o) { (void)nvls_tree_shape(n, o); },
+      .in_network = true,
+      .reduce_scope = AlgorithmInfo::ReduceScope::nodes,
+  };
+}
 
 double nvls_cost(int n, double bytes, int slices, const CostParams& p) {
   const double q = bytes / slices;

@@ -39,6 +39,7 @@ const std::vector<AlgorithmInfo>& algorithms() {
       stragglar_info(),    halving_doubling_info(),
       direct_rs_ag_info(), oneshot_info(),
       twoshot_info(),      nvls_info(),
+      nvls_tree_info(),    collnet_info(),
       hierarchical_info(), stragglar_hier_info(),
   };
   return registry;

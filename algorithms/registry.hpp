@@ -87,9 +87,15 @@ struct AlgorithmInfo {
   // option), so that configs can report them at their keys; generate() checks them too.
   std::function<void(int, const Options&)> check_options = nullptr;
   // Its schedules reduce in a switch (Round::switch_reduces): only a topology with a reducing
-  // switch and the alpha-beta model run them; lowering, the GPU executors, the MSCCL export
-  // and the closed-form calibration do not.
+  // switch runs them (either network model); lowering, the GPU executors, the MSCCL export and
+  // the closed-form calibration do not.
   bool in_network = false;
+  // Which ranks one of its reductions joins, for the checks of experiments and advise: all
+  // ranks (nvls), each node's GPUs (nvls_tree: the NVSwitch), or each rail, the GPUs with one
+  // local index across the nodes (collnet: the rail's switch). Nodes and rails come from the
+  // topology's gpus_per_node; without one, all ranks.
+  enum class ReduceScope : std::uint8_t { all, nodes, rails };
+  ReduceScope reduce_scope = ReduceScope::all;
 };
 
 const std::vector<AlgorithmInfo>& algorithms();

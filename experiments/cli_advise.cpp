@@ -118,8 +118,10 @@ std::string topology_yaml(const AdviseArgs& a) {
 // file (errors name its line and key) and turned into the experiment's delays, stragglers and
 // prediction (the first straggler's rank is the first guess).
 std::string delays_file_yaml(const AdviseArgs& a) {
-  if (!a.delay_dist.empty() || !a.base_dist.empty() || a.straggler_rank >= 0 || a.persistence != 1.0)
-    throw UsageError("--delays FILE replaces --delay-dist, --base-dist, --straggler-rank and --persistence");
+  if (!a.delay_dist.empty() || !a.base_dist.empty() || a.straggler_rank >= 0 ||
+      a.persistence != 1.0)
+    throw UsageError(
+        "--delays FILE replaces --delay-dist, --base-dist, --straggler-rank and --persistence");
   const ConfigReader file(a.delays_file);
   const ConfigNode root = file.root();
   root.allow_only({"base", "persistent"});
@@ -144,11 +146,12 @@ std::string delays_file_yaml(const AdviseArgs& a) {
         }
         ranks += (i ? ", " : "") + it.child("rank").text();
       }
-      y << "stragglers: {ranks: [" << ranks << "], delay: " << delay << ", persistence: " << persistence
-        << "}\n";
+      y << "stragglers: {ranks: [" << ranks << "], delay: " << delay
+        << ", persistence: " << persistence << "}\n";
     }
   }
-  y << "prediction: {policy: " << a.policy << (first_rank.empty() ? "" : ", rank: " + first_rank) << "}\n";
+  y << "prediction: {policy: " << a.policy << (first_rank.empty() ? "" : ", rank: " + first_rank)
+    << "}\n";
   return y.str();
 }
 
@@ -161,21 +164,17 @@ std::string advise_document(const AdviseArgs& a) {
   std::vector<std::string> algs =
       a.algorithms.empty() ? std::vector<std::string>() : split_list("--algorithms", a.algorithms);
   if (algs.empty()) {
-    // Algorithms that reduce in a switch only where the topology's switch reduces (and the
-    // model costs it); asked for by name, they are checked like any experiment's.
-    std::optional<bool> reduces;
+    // Algorithms that reduce in a switch only where the topology's switch reduces; asked for
+    // by name, they are checked like any experiment's.
+    std::optional<topo::Topology> t;
     for (const alg::AlgorithmInfo& info : alg::algorithms()) {
       if (info.in_network) {
-        if (a.network != "alphabeta") continue;
-        if (!reduces) {
+        if (!t) {
           const ConfigReader r =
               ConfigReader::from_string("topology: " + topology_yaml(a), "--topology");
-          const topo::Topology t = load_topology(r.root().child("topology"), ".");
-          std::vector<int> all(static_cast<std::size_t>(t.gpu_count()));
-          for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
-          reduces = t.reducing_switch_of(all) >= 0;
+          t = load_topology(r.root().child("topology"), ".");
         }
-        if (!*reduces) continue;
+        if (t->shared_device || unreduced_group(info, *t) >= 0) continue;
       }
       algs.push_back(info.name);
     }
@@ -224,7 +223,8 @@ void run_advise(const AdviseArgs& a) {
   const Experiment e = load_experiment(reader);
   check_experiment_memory(MemoryBudget::from_flag(a.max_memory), e, a.jobs);
   check_experiment_time(TimeBudget::from_flag(a.max_time), e, a.jobs);
-  if (const std::string note = experiment_time_note(e, a.jobs); !note.empty()) std::cerr << "stragglesim: note: " << note << "\n";
+  if (const std::string note = experiment_time_note(e, a.jobs); !note.empty())
+    std::cerr << "stragglesim: note: " << note << "\n";
   const ExperimentRuns runs = run_experiment_in_memory(e, a.jobs, a.threads);
   if (const std::string w = shared_link_warning(e, runs.summaries); !w.empty())
     std::cerr << "stragglesim: warning: " << w << "\n";
@@ -267,8 +267,8 @@ void run_advise(const AdviseArgs& a) {
   for (const ExperimentAlgorithm& alg : e.algorithms)
     width = std::max(width, static_cast<int>(alg.label.size()));
   char line[512];
-  std::snprintf(line, sizeof line, "%-4s %-*s %12s %12s %16s %9s %8s\n", "rank", width,
-                "algorithm", "mean", "p90", "after last arr.", ("vs " + base).c_str(), "fastest");
+  std::snprintf(line, sizeof line, "%-4s %-*s %12s %12s %16s %9s %8s\n", "rank", width, "algorithm",
+                "mean", "p90", "after last arr.", ("vs " + base).c_str(), "fastest");
   std::cout << line;
   for (std::size_t i = 0; i < nalg; ++i) {
     const std::size_t k = order[i];
@@ -299,13 +299,14 @@ void run_advise(const AdviseArgs& a) {
   // The trace of the recommendation, on the arrivals the advisor simulated for that iteration.
   if (!a.trace.empty()) {
     if (a.trace_iteration >= e.iterations) {
-      throw InputError("--trace-iteration " + std::to_string(a.trace_iteration) + " is past the last iteration (" +
-                       std::to_string(e.iterations - 1) + ")");
+      throw InputError("--trace-iteration " + std::to_string(a.trace_iteration) +
+                       " is past the last iteration (" + std::to_string(e.iterations - 1) + ")");
     }
     const sim::SimulationResult t =
-        write_trace(run_config(e, best), a.trace_iteration, a.trace_links, a.trace, a.max_memory, a.max_time, "stragglesim advise");
-    std::cout << "trace of " << e.algorithms[best].label << ", iteration " << a.trace_iteration << " ("
-              << format_time(t.iterations.back().completion) << "): " << a.trace << "\n";
+        write_trace(run_config(e, best), a.trace_iteration, a.trace_links, a.trace, a.max_memory,
+                    a.max_time, "stragglesim advise");
+    std::cout << "trace of " << e.algorithms[best].label << ", iteration " << a.trace_iteration
+              << " (" << format_time(t.iterations.back().completion) << "): " << a.trace << "\n";
   }
 }
 
@@ -320,7 +321,8 @@ void add_advise_command(CLI::App& app) {
                   "Topology: YAML file, shipped name (dgx_h100), '{kind: switch, ...}' or "
                   "switch:450GiB/s:3us")
       ->required();
-  cmd->add_option("-r,--ranks", a->ranks, "Rank count (sets the topology's; default: the topology's)")
+  cmd->add_option("-r,--ranks", a->ranks,
+                  "Rank count (sets the topology's; default: the topology's)")
       ->check(CLI::Range(2, 65536));
   cmd->add_option("--size", a->size, "AllReduce size per rank, e.g. 1GiB")->required();
   cmd->add_option(

@@ -11,13 +11,15 @@
 // resolve against the including file's folder):
 //   kind: switch | fully_connected | ring     ranks, bandwidth, latency
 //   kind: torus2d | torus3d                   x, y[, z], bandwidth, latency
-//   kind: fat_tree                            k, tiers (2|3), bandwidth, latency[, oversubscription, ranks]
+//   kind: fat_tree                            k, tiers (2|3), bandwidth, latency
+//                                             [, oversubscription, ranks]
 //   kind: hierarchical                        nodes, gpus_per_node, nvlink: {bandwidth, latency},
 //                                             nic: {bandwidth, latency},
 //                                             fabric: {kind: leaf_spine|rail_optimized, spines,
 //                                                      bandwidth, latency, nodes_per_leaf}
 //   kind: custom                              nodes: [{name, type: gpu|switch}],
-//                                             links: [{from, to, bandwidth, latency, class, duplex}]
+//                                             links: [{from, to, bandwidth, latency,
+//                                                      class, duplex}]
 //   ecmp: true|false (any kind; default false); name, description, provenance: free text
 #pragma once
 
@@ -85,7 +87,8 @@ sim::SimulationConfig load_simulation_config(const ConfigReader& reader);
 // adaptive predicts like previous and sets c.adaptive_fallbacks (default [ring]): registry
 // algorithms that are not straggler-aware and support `ranks`. `fallback` without adaptive is
 // an error, unless the experiment sweeps the policy (then it serves the adaptive points).
-void load_prediction(const ConfigNode& node, int ranks, sim::SimulationConfig& c, bool policy_swept);
+void load_prediction(const ConfigNode& node, int ranks, sim::SimulationConfig& c,
+                     bool policy_swept);
 // Checks an algorithm's option values for `ranks` (e.g. stragglar's stragglers and late) at
 // their YAML keys under `node` (the options map).
 void check_algorithm_options(const alg::AlgorithmInfo& info, int ranks, const alg::Options& options,
@@ -98,9 +101,13 @@ void check_algorithm_options(const alg::AlgorithmInfo& info, int ranks, const al
 void apply_node_structure(const topo::Topology& topology, const alg::AlgorithmInfo& info,
                           alg::Options& options, const std::optional<ConfigNode>& options_node);
 // An algorithm that reduces in a switch (AlgorithmInfo::in_network) needs a topology with a
-// reducing switch and the alphabeta network model; fails at `at` otherwise. No-op for others.
+// reducing switch (either network model costs it); fails at `at` otherwise. No-op for others.
 void check_in_network(const alg::AlgorithmInfo& info, const topo::Topology& topology,
                       sim::NetworkKind network, const ConfigNode& at);
+// For an in-network algorithm: the first group of ranks that no reducing switch joins (a node
+// or a rail by its index, per AlgorithmInfo::reduce_scope and the topology's gpus_per_node;
+// else all ranks, group 0), or -1 when every group has one (and for other algorithms).
+int unreduced_group(const alg::AlgorithmInfo& info, const topo::Topology& topology);
 // prediction.k (c.late_count) applied to a straggler-aware algorithm's options: sets
 // stragglers=k when they do not say, fails at `k_node` when they say otherwise or the
 // algorithm takes one late rank only.

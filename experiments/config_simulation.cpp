@@ -62,35 +62,76 @@ void check_algorithm_entry_options(const alg::AlgorithmInfo& info, int ranks,
 
 void check_in_network(const alg::AlgorithmInfo& info, const topo::Topology& topology,
                       sim::NetworkKind network, const ConfigNode& at) {
+  (void)network;  // both network models cost in-network reductions
   if (!info.in_network) return;
-  // The in-network algorithms so far (nvls) reduce all ranks in one switch.
-  std::vector<int> all(static_cast<std::size_t>(topology.gpu_count()));
-  for (std::size_t r = 0; r < all.size(); ++r) all[r] = static_cast<int>(r);
-  if (topology.reducing_switch_of(all) < 0) {
-    at.fail("algorithm " + info.name + " reduces in a switch, and topology '" + topology.name +
-            "' has no reducing switch that joins all its ranks (give its switch a reduce: "
-            "{bandwidth, latency} key; docs/in_network_reduction.md)");
+  const int node = unreduced_group(info, topology);
+  if (node < 0) {
+    if (topology.shared_device)
+      at.fail("algorithm " + info.name +
+              " reduces in a switch, which the shared-device model does not cost");
+    return;
   }
-  if (network != sim::NetworkKind::alphabeta || topology.shared_device) {
-    at.fail("algorithm " + info.name +
-            " reduces in a switch, which only the alphabeta network model costs");
+  using Scope = alg::AlgorithmInfo::ReduceScope;
+  if (topology.gpus_per_node > 0 && topology.gpus_per_node < topology.gpu_count() &&
+      info.reduce_scope == Scope::nodes) {
+    at.fail("algorithm " + info.name + " reduces in each node's switch, and topology '" +
+            topology.name + "' has no reducing switch that joins the GPUs of node " +
+            std::to_string(node) +
+            " (give its nvlink a reduce: {bandwidth, latency} key; "
+            "docs/in_network_reduction.md)");
   }
+  if (topology.gpus_per_node > 0 && info.reduce_scope == Scope::rails) {
+    at.fail("algorithm " + info.name + " reduces in each rail's inter-node switch, and topology '" +
+            topology.name + "' has no reducing switch that joins the GPUs of rail " +
+            std::to_string(node) + " (local index " + std::to_string(node) +
+            " of every node; give its fabric a reduce: {bandwidth, latency} key; "
+            "docs/in_network_reduction.md)");
+  }
+  at.fail("algorithm " + info.name + " reduces in a switch, and topology '" + topology.name +
+          "' has no reducing switch that joins all its ranks (give its switch a reduce: "
+          "{bandwidth, latency} key; docs/in_network_reduction.md)");
+}
+
+int unreduced_group(const alg::AlgorithmInfo& info, const topo::Topology& topology) {
+  if (!info.in_network) return -1;
+  using Scope = alg::AlgorithmInfo::ReduceScope;
+  const int n = topology.gpu_count();
+  const int g = topology.gpus_per_node > 0 ? topology.gpus_per_node : n;
+  std::vector<std::vector<int>> groups;
+  if (info.reduce_scope == Scope::nodes && g < n) {
+    for (int node = 0; node < n / g; ++node) {
+      groups.emplace_back();
+      for (int l = 0; l < g; ++l) groups.back().push_back(node * g + l);
+    }
+  } else if (info.reduce_scope == Scope::rails && topology.gpus_per_node > 0) {
+    for (int l = 0; l < g; ++l) {
+      groups.emplace_back();
+      for (int node = 0; node < n / g; ++node) groups.back().push_back(node * g + l);
+    }
+  } else {
+    groups.emplace_back();
+    for (int r = 0; r < n; ++r) groups.back().push_back(r);
+  }
+  for (std::size_t i = 0; i < groups.size(); ++i)
+    if (topology.reducing_switch_of(groups[i]) < 0) return static_cast<int>(i);
+  return -1;
 }
 
 void apply_node_structure(const topo::Topology& topology, const alg::AlgorithmInfo& info,
                           alg::Options& options, const std::optional<ConfigNode>& options_node) {
-  const bool takes = std::any_of(info.options.begin(), info.options.end(),
-                                 [](const alg::OptionSpec& s) { return s.name == "gpus_per_node"; });
+  const bool takes =
+      std::any_of(info.options.begin(), info.options.end(),
+                  [](const alg::OptionSpec& s) { return s.name == "gpus_per_node"; });
   if (!takes || topology.gpus_per_node <= 0) return;
   const std::string want = std::to_string(topology.gpus_per_node);
   if (options.has("gpus_per_node")) {
     const std::string given = options.get_string("gpus_per_node", "");
     if (given != want) {
       const std::string what = "algorithm " + info.name + " option gpus_per_node=" + given +
-                               " does not match the topology's " + want +
-                               " GPUs per node (" + topology.name +
-                               "); leave it out to take it from the topology";
-      if (options_node && options_node->has("gpus_per_node")) options_node->child("gpus_per_node").fail(what);
+                               " does not match the topology's " + want + " GPUs per node (" +
+                               topology.name + "); leave it out to take it from the topology";
+      if (options_node && options_node->has("gpus_per_node"))
+        options_node->child("gpus_per_node").fail(what);
       throw InputError(what);
     }
     return;
@@ -172,7 +213,8 @@ void load_prediction(const ConfigNode& node, int ranks, sim::SimulationConfig& c
   }
   c.adaptive_fallbacks.clear();
   if (policy != "adaptive") {
-    if (node.has("fallback") && !policy_swept) node.child("fallback").fail("fallback is for policy adaptive");
+    if (node.has("fallback") && !policy_swept)
+      node.child("fallback").fail("fallback is for policy adaptive");
     return;
   }
   if (!node.has("fallback")) {
@@ -187,9 +229,11 @@ void load_prediction(const ConfigNode& node, int ranks, sim::SimulationConfig& c
     } catch (const InputError& e) {
       item.fail(e.what());
     }
-    if (info->straggler_aware) item.fail("a fallback must be a baseline, not straggler-aware like " + name);
+    if (info->straggler_aware)
+      item.fail("a fallback must be a baseline, not straggler-aware like " + name);
     if (!info->supports_ranks(ranks)) {
-      item.fail(name + " does not support " + std::to_string(ranks) + " ranks (" + info->supported_ranks + ")");
+      item.fail(name + " does not support " + std::to_string(ranks) + " ranks (" +
+                info->supported_ranks + ")");
     }
     c.adaptive_fallbacks.push_back(name);
   }

@@ -273,6 +273,77 @@ struct StarPass {
   }
 };
 
+// The reducing switches that a run's in-network reductions (alg::SwitchReduce) go through, each
+// with its links to and from the ranks, found at the first reduction that needs it.
+class ReducingSwitches {
+ public:
+  struct Ports {
+    int vertex = -1;
+    std::vector<int> up, down;  // per physical rank: link rank -> switch, switch -> rank (-1: none)
+  };
+
+  ReducingSwitches(const topo::Topology& topology, int ranks, int chunks)
+      : topology_(topology), ranks_(ranks), chunks_(chunks) {}
+
+  // The switch of reduction `j` of round `round` (0-based), as an index into ports();
+  // InputError naming the round, the reduction and the topology when no reducing switch joins
+  // its ranks. `map`: schedule rank -> physical rank (nullptr: the identity).
+  std::size_t resolve(const alg::SwitchReduce& op, const int* map, std::size_t round,
+                      std::size_t j) {
+    participants_.clear();
+    for (const std::vector<int>* list : {&op.members, &op.receivers}) {
+      for (int r : *list) {
+        SSIM_CHECK(r >= 0 && r < ranks_, "switch reduction rank out of range");
+        participants_.push_back(map ? map[r] : r);
+      }
+    }
+    SSIM_CHECK(!op.members.empty() && !op.receivers.empty() && 0 <= op.chunk_begin &&
+                   op.chunk_begin < op.chunk_end && op.chunk_end <= chunks_,
+               "switch reduction out of range");
+    const int sw = topology_.reducing_switch_of(participants_);
+    if (sw < 0) {
+      std::sort(participants_.begin(), participants_.end());
+      participants_.erase(std::unique(participants_.begin(), participants_.end()),
+                          participants_.end());
+      std::string list;
+      for (std::size_t i = 0; i < participants_.size() && i < 8; ++i)
+        list += (i ? ", " : "") + std::to_string(participants_[i]);
+      if (participants_.size() > 8) list += ", ...";
+      throw InputError("round " + std::to_string(round) + ", switch reduction " +
+                       std::to_string(j) + ": topology '" + topology_.name +
+                       "' has no reducing switch that joins ranks {" + list +
+                       "} (give the switch a reduce: {bandwidth, latency} key)");
+    }
+    std::size_t index = 0;
+    while (index < ports_.size() && ports_[index].vertex != sw) ++index;
+    if (index == ports_.size()) {
+      const std::size_t un = static_cast<std::size_t>(ranks_);
+      Ports p;
+      p.vertex = sw;
+      p.up.assign(un, -1);
+      p.down.assign(un, -1);
+      for (int l : topology_.in_links(sw)) {
+        const int r = topology_.node(topology_.link(l).from).rank;
+        if (r >= 0 && p.up[static_cast<std::size_t>(r)] < 0) p.up[static_cast<std::size_t>(r)] = l;
+      }
+      for (int l : topology_.out_links(sw)) {
+        const int r = topology_.node(topology_.link(l).to).rank;
+        if (r >= 0 && p.down[static_cast<std::size_t>(r)] < 0)
+          p.down[static_cast<std::size_t>(r)] = l;
+      }
+      ports_.push_back(std::move(p));
+    }
+    return index;
+  }
+  const Ports& ports(std::size_t index) const { return ports_[index]; }
+
+ private:
+  const topo::Topology& topology_;
+  int ranks_ = 0, chunks_ = 0;
+  std::vector<Ports> ports_;
+  std::vector<int> participants_;
+};
+
 }  // namespace
 
 IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPerByte gamma,
@@ -388,16 +459,12 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
   // reductions share the links and the switch as they would running side by side. A reduction
   // with one member is a multicast: it uses no reduction bandwidth.
   const topo::Topology& topology = routes.topology();
-  struct SwitchPorts {
-    int vertex = -1;
-    std::vector<int> up, down;  // per physical rank: link rank -> switch, switch -> rank (-1: none)
-  };
-  std::vector<SwitchPorts> switch_ports;
+  ReducingSwitches switches(topology, n, chunks);
   std::vector<std::uint64_t> switch_link_bytes;
   std::vector<std::uint64_t> up_load(un, 0), down_load(un, 0);
   std::vector<std::uint32_t> in_batch(un, 0);
   std::uint32_t batch_stamp = 0;
-  std::vector<int> participants, batch_ranks;
+  std::vector<int> batch_ranks;
   std::vector<std::size_t> op_switch;
   auto switch_round = [&](const alg::Round& round, std::uint32_t k) {
     if (options.record_timeline || options.trace) {
@@ -408,61 +475,15 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
     if (switch_link_bytes.empty())
       switch_link_bytes.assign(static_cast<std::size_t>(topology.link_count()), 0);
     op_switch.clear();
-    for (std::size_t j = 0; j < round.switch_reduces.size(); ++j) {
-      const alg::SwitchReduce& op = round.switch_reduces[j];
-      participants.clear();
-      for (const std::vector<int>* list : {&op.members, &op.receivers}) {
-        for (int r : *list) {
-          SSIM_CHECK(r >= 0 && r < n, "switch reduction rank out of range");
-          participants.push_back(map ? map[r] : r);
-        }
-      }
-      SSIM_CHECK(!op.members.empty() && !op.receivers.empty() && 0 <= op.chunk_begin &&
-                     op.chunk_begin < op.chunk_end && op.chunk_end <= chunks,
-                 "switch reduction out of range");
-      const int sw = topology.reducing_switch_of(participants);
-      if (sw < 0) {
-        std::sort(participants.begin(), participants.end());
-        participants.erase(std::unique(participants.begin(), participants.end()), participants.end());
-        std::string list;
-        for (std::size_t i = 0; i < participants.size() && i < 8; ++i)
-          list += (i ? ", " : "") + std::to_string(participants[i]);
-        if (participants.size() > 8) list += ", ...";
-        throw InputError("round " + std::to_string(k - 1) + ", switch reduction " +
-                         std::to_string(j) + ": topology '" + topology.name +
-                         "' has no reducing switch that joins ranks {" + list +
-                         "} (give the switch a reduce: {bandwidth, latency} key)");
-      }
-      std::size_t index = 0;
-      while (index < switch_ports.size() && switch_ports[index].vertex != sw) ++index;
-      if (index == switch_ports.size()) {
-        SwitchPorts p;
-        p.vertex = sw;
-        p.up.assign(un, -1);
-        p.down.assign(un, -1);
-        for (int l : topology.in_links(sw)) {
-          const topo::Link& link = topology.link(l);
-          const int r = topology.node(link.from).rank;
-          if (r >= 0 && p.up[static_cast<std::size_t>(r)] < 0)
-            p.up[static_cast<std::size_t>(r)] = l;
-        }
-        for (int l : topology.out_links(sw)) {
-          const topo::Link& link = topology.link(l);
-          const int r = topology.node(link.to).rank;
-          if (r >= 0 && p.down[static_cast<std::size_t>(r)] < 0)
-            p.down[static_cast<std::size_t>(r)] = l;
-        }
-        switch_ports.push_back(std::move(p));
-      }
-      op_switch.push_back(index);
-    }
+    for (std::size_t j = 0; j < round.switch_reduces.size(); ++j)
+      op_switch.push_back(switches.resolve(round.switch_reduces[j], map, k - 1, j));
     // One batch per switch, in the order of each switch's first reduction in the round.
     for (std::size_t first = 0; first < op_switch.size(); ++first) {
       const std::size_t sw_index = op_switch[first];
       if (std::find(op_switch.begin(), op_switch.begin() + static_cast<std::ptrdiff_t>(first),
                     sw_index) != op_switch.begin() + static_cast<std::ptrdiff_t>(first))
         continue;  // batch done already
-      const SwitchPorts& ports = switch_ports[sw_index];
+      const ReducingSwitches::Ports& ports = switches.ports(sw_index);
       const topo::SwitchReduction& reduction = *topology.node(ports.vertex).reduce;
       ++batch_stamp;
       batch_ranks.clear();
@@ -721,6 +742,7 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
         network_(network),
         sizes_(bytes.value, chunks),
         bytes_(bytes),
+        switches_(routes.topology(), ranks, chunks),
         // Port order matters only to a model that serializes ports (alphabeta); the flow model
         // shares bandwidth instead.
         serial_(network.kind == NetworkKind::alphabeta) {
@@ -750,6 +772,9 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
     last_send_.assign(un, -1);
     last_recv_.assign(un, -1);
     route_bytes_.assign(routes_.size(), 0);
+    reduction_link_bytes_.clear();
+    reductions_ = 0;
+    op_mark_.assign(un, 0);
     sink_ = options.trace;
     open_.clear();
     network_model_->observe(sink_);
@@ -774,11 +799,16 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
       finish[physical(r)] = finish_[r];
     }
     SSIM_CHECK(window_.empty(), "transfers left unfinished");
-    result.transfers = next_transfer_;
+    result.transfers = next_transfer_ - reductions_;
     result.events = engine_.processed();
     source_ = nullptr;
     timeline_ = nullptr;
     finalize(result, arrival, std::move(finish), route_bytes_, routes_);
+    if (!reduction_link_bytes_.empty()) {
+      for (std::size_t l = 0; l < reduction_link_bytes_.size(); ++l)
+        result.link_bytes[l] += reduction_link_bytes_[l];
+      link_utilization(result, routes_.topology());
+    }
     return result;
   }
 
@@ -802,6 +832,13 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
     const std::uint64_t t = global(id);
     Window& w = locate(t);
     const std::uint32_t j = static_cast<std::uint32_t>(t - w.first);
+    if (j >= w.transfers.size()) {  // an in-network reduction: done for all its ranks at once
+      const std::size_t i = j - w.transfers.size();
+      for (std::size_t x = 0; x < w.ops[i].ranks.size(); ++x)
+        part_done(static_cast<std::uint32_t>(w.ops[i].ranks[x]));
+      transfer_finished(w);
+      return;
+    }
     if (serial_) {
       for (std::int32_t next : {w.send_next[j], w.recv_next[j]}) {
         if (next >= 0 && --w.wait[static_cast<std::size_t>(next)] == 0)
@@ -830,9 +867,19 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
   static constexpr std::uint64_t kReduce = std::uint64_t{1} << 63;
   static constexpr std::uint64_t kNone = ~std::uint64_t{0};
 
+  // An in-network reduction of a window round (alg::SwitchReduce), as the flow model runs it.
+  struct Reduction {
+    std::vector<int> links;  // the members' up links, then the receivers' down links
+    int reducer = -1;        // the switch vertex whose reduction throughput it uses, or -1
+    double latency = 0;      // largest up link latency + reduction latency + largest down one
+    std::uint64_t bytes = 0;
+    std::vector<int> ranks;  // members and receivers (schedule labels), each once
+  };
+
   // One round in the window. Its transfers are numbered first, first+1, ... (global ids, in
-  // schedule order); its groups (a rank's transfers in the round, as sender or receiver, in
-  // schedule order) first_group, first_group+1, ...
+  // schedule order), then its in-network reductions; its groups (a rank's transfers in the
+  // round, as sender or receiver, in schedule order, then its reductions) first_group,
+  // first_group+1, ...
   struct Window {
     std::uint64_t first = 0, first_group = 0;
     std::int32_t index = 0;  // the round's number
@@ -842,7 +889,10 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
     std::vector<std::uint32_t> group_begin;          // CSR: group g's items, g - first_group
     std::vector<std::uint32_t> items;       // (transfer in the round << 1) | (0 send, 1 receive)
     std::vector<std::uint64_t> group_next;  // the rank's next group (global), or kNone
-    std::size_t finished = 0;               // transfers done (both ends)
+    std::vector<Reduction> ops;             // item (transfers.size() + i) << 1 is ops[i]
+    std::vector<std::uint32_t> op_wait;     // ranks of ops[i] not yet in the round
+    std::size_t finished = 0;               // transfers and reductions done (all their ends)
+    std::size_t total() const { return transfers.size() + ops.size(); }
   };
   int physical(int r) const { return map_ ? map_[r] : r; }
 
@@ -871,11 +921,17 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
     }
     const std::uint32_t k = ++round_count_;  // 1 + the round's number
     const std::size_t size = round->transfers.size();
-    SSIM_CHECK(size < (std::size_t{1} << 31), "round too large for the event engine");
-    if (size == 0) return true;  // no transfers: nothing waits for it
-    SSIM_CHECK(
-        window_.empty() || next_transfer_ - window_.front().first + size < (std::uint64_t{1} << 32),
-        "too many transfers in flight for the event engine (2^32)");
+    const std::size_t ops = round->switch_reduces.size();
+    SSIM_CHECK(size + ops < (std::size_t{1} << 31), "round too large for the event engine");
+    if (size + ops == 0) return true;  // no transfers: nothing waits for it
+    SSIM_CHECK(window_.empty() ||
+                   next_transfer_ - window_.front().first + size + ops < (std::uint64_t{1} << 32),
+               "too many transfers in flight for the event engine (2^32)");
+    if (ops > 0 && (timeline_ || sink_)) {
+      throw InputError("round " + std::to_string(k - 1) +
+                       " has in-network reductions, which traces and timelines do not record "
+                       "(they hold point-to-point transfers)");
+    }
     Window& w = window_.emplace_back(spare());
     w.first = next_transfer_;
     w.first_group = next_group_;
@@ -883,6 +939,8 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
     w.transfers.assign(round->transfers.begin(), round->transfers.end());
     w.wait.assign(size, 2);
     w.finished = 0;
+    w.ops.resize(ops);
+    w.op_wait.assign(ops, 0);
     if (serial_) {
       w.send_next.assign(size, -1);
       w.recv_next.assign(size, -1);
@@ -911,6 +969,20 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
         ps = pr = static_cast<std::int32_t>(j);
       }
     }
+    std::size_t op_items = 0;
+    for (std::size_t i = 0; i < ops; ++i) {
+      describe_reduction(round->switch_reduces[i], k, i, w.ops[i]);
+      for (int r : w.ops[i].ranks) {
+        if (stamp_[r] != k) {
+          stamp_[r] = k;
+          group_of_[r] = static_cast<std::uint32_t>(order_.size());
+          order_.push_back(r);
+        }
+      }
+      w.op_wait[i] = static_cast<std::uint32_t>(w.ops[i].ranks.size());
+      op_items += w.ops[i].ranks.size();
+    }
+    w.items.resize(2 * size + op_items);
     // CSR of the items by group.
     const std::size_t groups = order_.size();
     w.group_begin.assign(groups + 1, 0);
@@ -918,12 +990,18 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
       ++w.group_begin[group_of_[t.src] + 1];
       ++w.group_begin[group_of_[t.dst] + 1];
     }
+    for (const Reduction& op : w.ops)
+      for (int r : op.ranks) ++w.group_begin[group_of_[r] + 1];
     for (std::size_t g = 0; g < groups; ++g) w.group_begin[g + 1] += w.group_begin[g];
     fill_.assign(w.group_begin.begin(), w.group_begin.end() - 1);
     for (std::uint32_t j = 0; j < size; ++j) {
       const alg::Transfer& t = w.transfers[j];
       w.items[fill_[group_of_[t.src]]++] = j << 1;
       w.items[fill_[group_of_[t.dst]]++] = (j << 1) | 1;
+    }
+    for (std::size_t i = 0; i < ops; ++i) {
+      const std::uint32_t j = static_cast<std::uint32_t>(size + i);
+      for (int r : w.ops[i].ranks) w.items[fill_[group_of_[r]]++] = j << 1;
     }
     // Link each rank's previous group here, or make this its next group.
     w.group_next.assign(groups, kNone);
@@ -941,9 +1019,42 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
     if (timeline_) {
       for (std::uint32_t j = 0; j < size; ++j) describe(w, j, timeline_->emplace_back());
     }
-    next_transfer_ += size;
+    next_transfer_ += size + ops;
+    reductions_ += ops;
     next_group_ += groups;
     return true;
+  }
+
+  // Reduction i of round k - 1 as the flow model runs it: its switch, links and latency (as the
+  // alpha-beta batch takes them: the largest up link latency, the switch's reduction latency
+  // when it reduces, the largest down link latency) and its ranks.
+  void describe_reduction(const alg::SwitchReduce& op, std::uint32_t k, std::size_t i,
+                          Reduction& out) {
+    SSIM_CHECK(!serial_, "in-network reductions reached the alpha-beta event engine");
+    const ReducingSwitches::Ports& ports = switches_.ports(switches_.resolve(op, map_, k - 1, i));
+    const topo::Topology& topology = routes_.topology();
+    out.links.clear();
+    out.ranks.clear();
+    ++op_stamp_;
+    double up = 0, down = 0;
+    for (const std::vector<int>* list : {&op.members, &op.receivers}) {
+      const bool members = list == &op.members;
+      for (int r : *list) {
+        const std::size_t p = static_cast<std::size_t>(physical(r));
+        const int link = members ? ports.up[p] : ports.down[p];
+        out.links.push_back(link);
+        double& latency = members ? up : down;
+        latency = std::max(latency, topology.link(link).latency.value);
+        if (op_mark_[static_cast<std::size_t>(r)] != op_stamp_) {
+          op_mark_[static_cast<std::size_t>(r)] = op_stamp_;
+          out.ranks.push_back(r);
+        }
+      }
+    }
+    out.reducer = op.members.size() > 1 ? ports.vertex : -1;
+    out.latency =
+        up + (out.reducer >= 0 ? topology.node(ports.vertex).reduce->latency.value : 0.0) + down;
+    out.bytes = alg::chunk_bytes(bytes_.value, chunks_, op.chunk_begin, op.chunk_end).length;
   }
 
   // A Window to fill: a retired one (keeping its buffers) when there is one.
@@ -960,8 +1071,7 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
   // Transfer of round w done at both ends: retires the rounds at the front that are done.
   void transfer_finished(Window& w) {
     ++w.finished;
-    while (!window_.empty() && window_.front().finished == window_.front().transfers.size())
-      retire_front();
+    while (!window_.empty() && window_.front().finished == window_.front().total()) retire_front();
   }
 
   // The static fields of transfer j's record.
@@ -1009,6 +1119,11 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
     for (std::uint32_t i = begin; i < end; ++i) {
       const std::uint32_t item = w.items[i];
       const std::uint32_t j = item >> 1;
+      if (j >= w.transfers.size()) {
+        const std::size_t op = j - w.transfers.size();
+        if (--w.op_wait[op] == 0) launch_reduction(w, op);
+        continue;
+      }
       if (TransferRecord* rec = record(w.first + j, w, j))
         ((item & 1) == 0 ? rec->src_ready : rec->dst_ready) = engine_.now();
       if (--w.wait[j] == 0) launch(w, j);
@@ -1030,11 +1145,22 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
     network_model_->start(static_cast<std::uint32_t>(t), ri, m);
   }
 
+  // In-network reduction i of round w: one flow over its links (NetworkModel::start_reduction).
+  void launch_reduction(Window& w, std::size_t i) {
+    const Reduction& op = w.ops[i];
+    if (reduction_link_bytes_.empty())
+      reduction_link_bytes_.assign(static_cast<std::size_t>(routes_.topology().link_count()), 0);
+    for (int l : op.links) reduction_link_bytes_[static_cast<std::size_t>(l)] += op.bytes;
+    network_model_->start_reduction(static_cast<std::uint32_t>(w.first + w.transfers.size() + i),
+                                    op.links, op.reducer, op.latency, op.bytes);
+  }
+
   const int ranks_, chunks_;
   RouteCache& routes_;
   NetworkConfig network_;
   ChunkSizes sizes_;
   Bytes bytes_;
+  ReducingSwitches switches_;
   const bool serial_;  // the model serializes ports
   Engine engine_;
   std::unique_ptr<NetworkModel> network_model_;
@@ -1056,6 +1182,10 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
   std::vector<std::uint32_t> group_of_, fill_;       // take_round: the rank's group, CSR fill
   std::vector<int> order_;
   std::vector<std::uint64_t> route_bytes_;
+  std::vector<std::uint64_t> reduction_link_bytes_;  // per link: in-network reductions' bytes
+  std::uint64_t reductions_ = 0;                     // in-network reductions taken
+  std::vector<std::uint32_t> op_mark_;               // describe_reduction: rank seen
+  std::uint32_t op_stamp_ = 0;
   std::vector<TransferRecord>* timeline_ = nullptr;
   TimelineSink* sink_ = nullptr;
   std::unordered_map<std::uint64_t, TransferRecord> open_;  // streaming: transfers in flight
@@ -1085,8 +1215,9 @@ Executor::~Executor() = default;
 
 namespace {
 
-// Passes rounds on and refuses one with in-network reductions (alg::SwitchReduce): only the
-// alpha-beta dataflow pass costs them; the event engine (flow model) and the shared-device model
+// Passes rounds on and refuses one with in-network reductions (alg::SwitchReduce): the alpha-beta
+// dataflow pass and the flow model cost them; the alpha-beta event engine and the shared-device
+// model
 // cost point-to-point transfers only.
 class PointToPointRounds final : public RoundSource {
  public:
@@ -1099,7 +1230,7 @@ class PointToPointRounds final : public RoundSource {
     if (r && !r->switch_reduces.empty()) {
       throw InputError("round " + std::to_string(index_) +
                        " of the schedule has in-network reductions (switch_reduces), which the " +
-                       model_ + " does not cost (the alphabeta network model does)");
+                       model_ + " does not cost (the alphabeta and flow network models do)");
     }
     ++index_;
     return r;
@@ -1128,11 +1259,13 @@ IterationResult Executor::run(RoundSource& source, std::span<const Seconds> arri
   }
   if (network_.kind == NetworkKind::alphabeta && !options.use_event_engine)
     return run_alphabeta(source, routes_, network_.gamma, bytes_, arrival, options);
-  PointToPointRounds rounds(
-      source, network_.kind == NetworkKind::flow ? "flow network model" : "event engine");
   if (!events_)
     events_ =
         std::make_unique<EventRun>(schedule_.ranks, schedule_.chunks, routes_, network_, bytes_);
+  // The flow model costs in-network reductions; the alpha-beta event engine (a cross-check of
+  // the dataflow pass) does not.
+  if (network_.kind == NetworkKind::flow) return events_->run(source, arrival, options);
+  PointToPointRounds rounds(source, "event engine");
   return events_->run(rounds, arrival, options);
 }
 

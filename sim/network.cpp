@@ -151,6 +151,13 @@ void RouteCache::add_link_bytes(std::span<const std::uint64_t> route_bytes,
   if (!far.empty()) topology_->add_route_bytes(far, link_bytes);
 }
 
+void NetworkModel::start_reduction(std::uint32_t, std::span<const int>, int, double,
+                                   std::uint64_t) {
+  throw InputError("the " + std::string(to_string(kind())) +
+                   " event model does not cost in-network reductions (the alphabeta dataflow "
+                   "pass and the flow model do)");
+}
+
 namespace {
 
 // Every transfer finishes latency + bytes / bandwidth after it starts; nothing is shared.
@@ -192,11 +199,40 @@ class FlowTable {
     double remaining = 0;  // bytes still to send at time `updated`
     double rate = 0;       // bytes per second
     double updated = 0;
+    // An in-network reduction (start_reduction): its solver links, the topology links first and
+    // then the switch's reduction resource, if any; `own_topology` of them are topology links.
+    // Empty for a routed transfer.
+    std::vector<int> own;
+    std::size_t own_topology = 0;
   };
 
   FlowTable(TransferSink& sink, RouteCache& routes) : sink_(sink), routes_(routes) {
     const topo::Topology& t = routes.topology();
     for (int l = 0; l < t.link_count(); ++l) solver_.add_link(t.link(l).bandwidth.value);
+  }
+
+  // The solver link standing for the reduction throughput of switch vertex `v` (added at its
+  // first use; solver ids past the topology's links).
+  int reduction_link(int v) {
+    for (const auto& [vertex, link] : reducers_)
+      if (vertex == v) return link;
+    const topo::Topology& t = routes_.topology();
+    SSIM_CHECK(v >= 0 && v < t.node_count() && t.node(v).reduce, "not a reducing switch");
+    const int link = solver_.add_link(t.node(v).reduce->bandwidth.value);
+    reducers_.emplace_back(v, link);
+    return link;
+  }
+
+  // A flow over explicit links (start_reduction), not yet moving.
+  std::uint32_t new_reduction(std::uint32_t transfer, std::span<const int> links, int reducer,
+                              std::uint64_t bytes) {
+    SSIM_CHECK(!links.empty(), "a reduction crosses at least one link");
+    const std::uint32_t slot = new_flow(transfer, 0, bytes);
+    Flow& f = flows_[slot];
+    f.own.assign(links.begin(), links.end());
+    f.own_topology = f.own.size();
+    if (reducer >= 0) f.own.push_back(reduction_link(reducer));
+    return slot;
   }
 
   std::uint32_t new_flow(std::uint32_t transfer, std::uint32_t route, std::uint64_t bytes) {
@@ -214,10 +250,19 @@ class FlowTable {
     f.remaining = static_cast<double>(bytes);
     f.rate = 0;
     f.solver_id = -1;
+    f.own.clear();
+    f.own_topology = 0;
     return slot;
   }
 
+  // The solver links the flow crosses.
   std::span<const int> links_of(const Flow& f) const {
+    if (!f.own.empty()) return f.own;
+    return routes_.links(routes_.route(f.route));
+  }
+  // Its topology links (what a trace's link counters know).
+  std::span<const int> topology_links_of(const Flow& f) const {
+    if (!f.own.empty()) return std::span<const int>(f.own).first(f.own_topology);
     return routes_.links(routes_.route(f.route));
   }
 
@@ -232,7 +277,7 @@ class FlowTable {
   }
 
   void remove_from_solver(Flow& f, double now) {
-    if (observer_) observer_->flow_rate(links_of(f), f.rate, 0.0, Seconds{now});
+    if (observer_) observer_->flow_rate(topology_links_of(f), f.rate, 0.0, Seconds{now});
     solver_.remove_flow(f.solver_id);
     f.solver_id = -1;
   }
@@ -246,7 +291,8 @@ class FlowTable {
       Flow& g = flows_[slot];
       g.remaining = std::max(0.0, g.remaining - g.rate * (now - g.updated));
       g.updated = now;
-      if (observer_) observer_->flow_rate(links_of(g), g.rate, solver_.rate(id), Seconds{now});
+      if (observer_)
+        observer_->flow_rate(topology_links_of(g), g.rate, solver_.rate(id), Seconds{now});
       g.rate = solver_.rate(id);
       bump(g);
       schedule(slot, now + g.remaining / g.rate);
@@ -277,7 +323,8 @@ class FlowTable {
   std::vector<std::uint32_t> free_;
   std::vector<std::uint32_t> slot_of_;  // solver flow id -> slot
   std::vector<int> changed_;
-  RateObserver* observer_ = nullptr;  // told of every rate change (trace link counters)
+  std::vector<std::pair<int, int>> reducers_;  // (switch vertex, its solver link)
+  RateObserver* observer_ = nullptr;           // told of every rate change (trace link counters)
 };
 
 // The flow model. Every start (first byte arrived) and end at one time is one batch: the
@@ -298,6 +345,11 @@ class FlowNetwork final : public NetworkModel, EventHandler, FlowTable {
   void start(std::uint32_t transfer, std::uint32_t route, std::uint64_t bytes) override {
     const std::uint32_t slot = new_flow(transfer, route, bytes);
     at(engine_.now().value + routes_.route(route).latency, Entry{slot, kActivation});
+  }
+  void start_reduction(std::uint32_t transfer, std::span<const int> links, int reducer,
+                       double latency, std::uint64_t bytes) override {
+    const std::uint32_t slot = new_reduction(transfer, links, reducer, bytes);
+    at(engine_.now().value + latency, Entry{slot, kActivation});
   }
 
   void reset() override {
@@ -403,6 +455,11 @@ class ReferenceFlowNetwork final : public NetworkModel, EventHandler, FlowTable 
   void start(std::uint32_t transfer, std::uint32_t route, std::uint64_t bytes) override {
     const std::uint32_t slot = new_flow(transfer, route, bytes);
     engine_.schedule(Seconds{engine_.now().value + routes_.route(route).latency}, *this, slot);
+  }
+  void start_reduction(std::uint32_t transfer, std::span<const int> links, int reducer,
+                       double latency, std::uint64_t bytes) override {
+    const std::uint32_t slot = new_reduction(transfer, links, reducer, bytes);
+    engine_.schedule(Seconds{engine_.now().value + latency}, *this, slot);
   }
 
   void reset() override { clear_flows(); }

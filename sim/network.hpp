@@ -23,8 +23,8 @@
 //   engine.run();                                    // sink.transfer_done(0, t) was called
 #pragma once
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
@@ -204,6 +204,16 @@ class NetworkModel {
   // calls sink.transfer_done(transfer, t) at the time t its last byte has arrived. `transfer`
   // is the caller's id, opaque here.
   virtual void start(std::uint32_t transfer, std::uint32_t route, std::uint64_t bytes) = 0;
+  // Starts an in-network reduction or multicast (alg::SwitchReduce) as one flow of `bytes` over
+  // `links` (distinct topology link ids: each member's link up to the switch and each receiver's
+  // link down from it, once each: a multicast crosses a receiver's link once, not once per
+  // member) and, when `reducer` >= 0, over the reduction throughput of switch vertex `reducer`
+  // (its reduce.bandwidth, a capacity shared by every reduction through that switch, like a
+  // link). The flow moves after `latency` seconds and calls sink.transfer_done(transfer, t) when
+  // its last byte is down. All its links carry the same rate: the switch streams, so what goes
+  // up, through the reduction and down moves together. Flow models only.
+  virtual void start_reduction(std::uint32_t transfer, std::span<const int> links, int reducer,
+                               double latency, std::uint64_t bytes);
   // Forgets everything in flight (call after the engine was reset).
   virtual void reset() = 0;
   // Reports rate changes to `observer` from now on (nullptr: none). Models without rates (alpha-

@@ -39,6 +39,11 @@ const Case kCases[] = {
     // In-switch reduction: taken when it was added (rounds with switch_reduces).
     {"nvls", "", "", 0x56f8411c701db0c3ull},
     {"nvls", "pipeline", "3", 0x436ed61e37e3d506ull},
+    // nvls_tree on one node (its default) is nvls with pipeline 1: the same fingerprint
+    // (tests/sim/nvls_test.cpp has the multi-node shapes).
+    {"nvls_tree", "", "", 0x56f8411c701db0c3ull},
+    // collnet by default (one GPU per node): one switch reduction of all ranks; taken when added.
+    {"collnet", "", "", 0xd2502fadd7ec5721ull},
     {"direct", "", "", 0xbb8a97eb79d3c7aeull},
     {"direct", "straggler", "0", 0x3e3074da7b64ad8cull},
     {"direct", "straggler", "n/2", 0xa3425e118cae45deull},
@@ -74,7 +79,8 @@ std::vector<int> ranks_of(const Case& c) {
   for (int n : {127, 128, 129, 255, 256, 257, 600}) {
     if (k > 1 && n > 129) continue;
     const bool all_to_all = algorithm == "direct_rs_ag" || algorithm == "oneshot" ||
-                            algorithm == "twoshot" || algorithm == "nvls";
+                            algorithm == "twoshot" || algorithm == "nvls" ||
+                            algorithm == "nvls_tree";
     if (!all_to_all || n <= 256) v.push_back(n);  // n^2 transfers per round
   }
   return v;

@@ -1,5 +1,6 @@
 // `nvls` and reducing switches from the command line: listing, schedules, simulation on the
-// shipped DGX H100 topology, and the refusals (no reducing switch, flow model, lowering).
+// shipped DGX H100 topology (both network models), and the refusals (no reducing switch,
+// lowering).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -65,12 +66,6 @@ TEST(CliNvls, RefusedWhereItCannotRun) {
                ":2:25: collective.algorithm: algorithm nvls reduces in a switch, and topology "
                "'switch(8)' has no reducing switch that joins all its ranks"))
       << none.err;
-  const CommandResult flow =
-      simulate(kDgx + "network: {model: flow}\ncollective: {algorithm: nvls, size: 1GiB}\n");
-  EXPECT_EQ(flow.rc, 1);
-  EXPECT_TRUE(contains(
-      flow.err, "algorithm nvls reduces in a switch, which only the alphabeta network model costs"))
-      << flow.err;
   const CommandResult bad = simulate(
       "topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us, reduce: {bandwidth: "
       "0GB/s, latency: "
@@ -89,6 +84,18 @@ TEST(CliNvls, SimulatesOnTheShippedDgxH100) {
   const auto j = nlohmann::json::parse(r.out);
   const double want = 7e-6 + 1073741824.0 / 274e9 + 7.0 / 8 / 450;
   EXPECT_NEAR(j["iterations"][0]["after_last_arrival_s"].get<double>(), want, 1e-12);
+  // The flow model: nvls's rounds are symmetric (every link and the switch evenly shared), so
+  // max-min sharing ends each round when the alpha-beta batch does.
+  const CommandResult flow = simulate(
+      kDgx + "network: {model: flow}\ncollective: {algorithm: nvls, size: 1GiB}\n", "--json");
+  ASSERT_EQ(flow.rc, 0) << flow.err;
+  EXPECT_NEAR(
+      nlohmann::json::parse(flow.out)["iterations"][0]["after_last_arrival_s"].get<double>(), want,
+      1e-12);
+  const CommandResult advise_flow = run_cli(
+      "advise --topology dgx_h100 --size 1GiB --delay-dist 1ms --iterations 2 --network flow");
+  ASSERT_EQ(advise_flow.rc, 0) << advise_flow.err;
+  EXPECT_TRUE(contains(advise_flow.out, "nvls")) << advise_flow.out;
   const CommandResult advise =
       run_cli("advise --topology dgx_h100 --size 1GiB --delay-dist 1ms --iterations 3");
   ASSERT_EQ(advise.rc, 0) << advise.err;
@@ -97,6 +104,88 @@ TEST(CliNvls, SimulatesOnTheShippedDgxH100) {
       run_cli("advise --topology switch:450GiB/s:3us --ranks 8 --size 1GiB --iterations 1");
   ASSERT_EQ(plain.rc, 0) << plain.err;
   EXPECT_FALSE(contains(plain.out, "nvls")) << plain.out;
+}
+
+// nvls_tree on 4 nodes of 8 (rail-optimized, 400 Gbps NICs with 2 us per link: 4 us between
+// nodes on a rail), NVLink 450 GiB/s, 3 us, whose NVSwitches reduce at 274 GB/s, 1 us; 1 GiB:
+//   2 x 3 us + 1 us + 2^30 / 274e9 + 7/8 x 2^30 / (450 x 2^30)     NVLS in every node
+//   + 6 x (4 us + 2^30 / 8 / 4 / 50e9)                             ring across 4 nodes on s/8
+// = 9.9213 ms. Without the reduce key: refused, naming the topology, node 0 and the key.
+TEST(CliNvls, NvlsTreeOnAReducingCluster) {
+  const std::string cluster =
+      "topology: {kind: hierarchical, nodes: 4, gpus_per_node: 8, nvlink: {bandwidth: 450GiB/s, "
+      "latency: 3us, reduce: {bandwidth: 274GB/s, latency: 1us}}, nic: {bandwidth: 400Gbps, "
+      "latency: 2us}, fabric: {kind: rail_optimized, spines: 4, bandwidth: 400Gbps, latency: "
+      "1us}}\n";
+  const std::string collective = "collective: {algorithm: nvls_tree, size: 1GiB}\n";
+  const double want =
+      7e-6 + 1073741824.0 / 274e9 + 7.0 / 8 / 450 + 6 * (4e-6 + 1073741824.0 / 32 / 50e9);
+  for (const char* network : {"alphabeta", "flow"}) {
+    const CommandResult r =
+        simulate(cluster + "network: {model: " + network + "}\n" + collective, "--json");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_NEAR(nlohmann::json::parse(r.out)["iterations"][0]["after_last_arrival_s"].get<double>(),
+                want, 1e-12)
+        << network;
+  }
+  std::string plain = cluster;
+  plain.replace(plain.find(", reduce: {bandwidth: 274GB/s, latency: 1us}"),
+                std::string(", reduce: {bandwidth: 274GB/s, latency: 1us}").size(), "");
+  const CommandResult none = simulate(plain + collective);
+  EXPECT_EQ(none.rc, 1);
+  EXPECT_TRUE(contains(none.err,
+                       ":2:25: collective.algorithm: algorithm nvls_tree reduces in each node's "
+                       "switch, and topology 'hierarchical(4x8,rail_optimized)' has no reducing "
+                       "switch that joins the GPUs of node 0 (give its nvlink a reduce: "
+                       "{bandwidth, latency} key"))
+      << none.err;
+  // The advisor takes nvls_tree (and not nvls, which needs one switch for all 32) there.
+  const std::string path = "/tmp/ssim_nvls_tree_" + std::to_string(::getpid()) + ".yaml";
+  std::ofstream(path) << cluster.substr(std::string("topology: ").size());
+  const CommandResult advise = run_cli("advise --topology " + path + " --size 1GiB --iterations 1");
+  std::remove(path.c_str());
+  ASSERT_EQ(advise.rc, 0) << advise.err;
+  EXPECT_TRUE(contains(advise.out, "nvls_tree")) << advise.out;
+  EXPECT_FALSE(contains(advise.out, "nvls ")) << advise.out;
+  const CommandResult json =
+      run_cli("schedule nvls_tree -r 12 --option gpus_per_node=4 --format json");
+  ASSERT_EQ(json.rc, 0) << json.err;
+  const CommandResult ok = run_cli("verify -", json.out);
+  ASSERT_EQ(ok.rc, 0) << ok.err;
+  EXPECT_TRUE(contains(ok.out, "switch reductions: 24")) << ok.out;
+}
+
+// collnet on 4 nodes of 8 whose rail switches reduce (SHARP) at 50 GB/s, 1 us; NVLink 450 GiB/s,
+// 3 us; NICs 400 Gbps, 2 us per link; 1 GiB:
+//   2 x 7 x (3 us + 2^30 / 8 / (450 x 2^30))        ring reduce-scatter and all-gather in nodes
+//   + 4 us + 1 us + 2^30 / 8 / 50e9                  each rail switch reduces its piece
+// = 6.6202 ms in both models; without fabric.reduce: refused naming the topology, rail and key.
+TEST(CliNvls, CollnetOnReducingRails) {
+  const std::string cluster =
+      "topology: {kind: hierarchical, nodes: 4, gpus_per_node: 8, nvlink: {bandwidth: 450GiB/s, "
+      "latency: 3us}, nic: {bandwidth: 400Gbps, latency: 2us}, fabric: {kind: rail_optimized, "
+      "spines: 4, bandwidth: 400Gbps, latency: 1us, reduce: {bandwidth: 50GB/s, latency: 1us}}}\n";
+  const std::string collective = "collective: {algorithm: collnet, size: 1GiB}\n";
+  const double want = 14 * (3e-6 + 1.0 / 8 / 450) + 5e-6 + 1073741824.0 / 8 / 50e9;
+  for (const char* network : {"alphabeta", "flow"}) {
+    const CommandResult r =
+        simulate(cluster + "network: {model: " + network + "}\n" + collective, "--json");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_NEAR(nlohmann::json::parse(r.out)["iterations"][0]["after_last_arrival_s"].get<double>(),
+                want, 1e-12)
+        << network;
+  }
+  std::string plain = cluster;
+  const std::string key = ", reduce: {bandwidth: 50GB/s, latency: 1us}";
+  plain.replace(plain.find(key), key.size(), "");
+  const CommandResult none = simulate(plain + collective);
+  EXPECT_EQ(none.rc, 1);
+  EXPECT_TRUE(contains(none.err,
+                       "algorithm collnet reduces in each rail's inter-node switch, and topology "
+                       "'hierarchical(4x8,rail_optimized)' has no reducing switch that joins the "
+                       "GPUs of rail 0 (local index 0 of every node; give its fabric a reduce: "
+                       "{bandwidth, latency} key"))
+      << none.err;
 }
 
 }  // namespace

@@ -97,7 +97,8 @@ TEST(Nvls, ClosedFormEqualsSimulation) {
   // Pipelining pays off for large messages: with the links the bottleneck, 8 slices on 8 ranks
   // take 9 alpha + s beta (1 + 7 (1+1/8) + 7/8) / 8 = 9 alpha + (78/64) s beta, within 13/12 of
   // the s (1+1/n) beta = (72/64) s beta that every rank's up link must carry.
-  const alg::CostParams c{.alpha = 3e-6, .beta = 1 / 450e9, .gamma = 0, .switch_beta = 0, .switch_latency = 0};
+  const alg::CostParams c{
+      .alpha = 3e-6, .beta = 1 / 450e9, .gamma = 0, .switch_beta = 0, .switch_latency = 0};
   const double s = 1 << 30;
   EXPECT_LT(alg::nvls_cost(8, s, 8, c), alg::nvls_cost(8, s, 1, c));
   EXPECT_NEAR(alg::nvls_cost(8, s, 8, c), 9 * 3e-6 + 78.0 / 64 * s / 450e9, 1e-15);
@@ -155,7 +156,8 @@ alg::Schedule straggler_aware_nvls(int n, int slices) {
 TEST(Nvls, StragglerAwareVariantWinsOnlyWhenTheLinksBind) {
   const int n = 8, slices = 8;
   const double bw = 450.0 * (1 << 30), alpha = 3e-6, lambda = 1e-6, delay = 10e-3;
-  const std::uint64_t bytes = std::uint64_t{7} << 27;  // 896 MiB: chunks of s / (7 x 8) and s / (8 x 8)
+  const std::uint64_t bytes = std::uint64_t{7}
+                              << 27;  // 896 MiB: chunks of s / (7 x 8) and s / (8 x 8)
   const alg::Schedule aware = straggler_aware_nvls(n, slices);
   ASSERT_TRUE(alg::verify(aware).ok()) << alg::verify(aware).error->to_string();
   std::vector<Seconds> arrival(static_cast<std::size_t>(n), Seconds{0});
@@ -193,19 +195,293 @@ TEST(Nvls, RefusesWhereItCannotRun) {
               std::string::npos)
         << e.what();
   }
-  try {
-    run(s, reducing_switch(4, 100e9, 2e-6, 1e12, 0), 1 << 20, {}, NetworkKind::flow);
-    FAIL() << "ran on the flow model";
+  try {  // the flow model: the same message
+    run(s, reducing_switch(4, 100e9, 2e-6, 0, 0), 1 << 20, {}, NetworkKind::flow);
+    FAIL() << "ran without a reducing switch";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("which the flow network model does not cost"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "round 0, switch reduction 0: topology 'switch(4)' has no reducing switch "
+                  "that joins ranks {0, 1, 2, 3}"),
               std::string::npos)
         << e.what();
   }
   const topo::Topology t = reducing_switch(4, 100e9, 2e-6, 1e12, 0);
-  Executor ex(s, t, NetworkConfig{}, Bytes{1 << 20});
+  for (NetworkKind kind : {NetworkKind::alphabeta, NetworkKind::flow}) {
+    Executor ex(s, t, NetworkConfig{kind, SecondsPerByte{0}}, Bytes{1 << 20});
+    RunOptions o;
+    o.record_timeline = true;
+    EXPECT_THROW(ex.run(std::vector<Seconds>(4, Seconds{0}), o), InputError);
+  }
+  Executor ex(s, t, NetworkConfig{}, Bytes{1 << 20});  // the alpha-beta event engine
   RunOptions o;
-  o.record_timeline = true;
+  o.use_event_engine = true;
   EXPECT_THROW(ex.run(std::vector<Seconds>(4, Seconds{0}), o), InputError);
+}
+
+// The flow model, by hand. 4 ranks on a switch, links of B = 100 GB/s each way with 1 us of
+// latency, the switch reduces at R = 150 GB/s with 0.5 us latency; 8 chunks of 1 MB.
+//   round 0: A = {0,1}>>{0} chunk 0 (1 MB), B = {2,3}>>{2} chunks 1..3 (3 MB).
+//     Each is one flow over its members' up links, the switch's reduction throughput and its
+//     receiver's down link, after 1 + 0.5 + 1 = 2.5 us. A and B share only the switch: max-min
+//     gives each R/2 = 75 GB/s (the links, 100 GB/s, do not bind). A ends at
+//     2.5 + 1 MB / 75 GB/s = 15.8333 us. B then runs alone at min(B, R) = 100 GB/s with 2 MB
+//     left: it ends at 15.8333 + 20 = 35.8333 us.
+//   round 1: M = {0}>>{1,2,3} chunk 0 (1 MB), a multicast: one flow over up0 and the three down
+//     links, no reduction (latency 1 + 1 = 2 us). It starts when ranks 0..3 have all reached
+//     round 1 (35.8333 us) and moves at 100 GB/s: ends at 35.8333 + 2 + 10 = 47.8333 us.
+//   Rank 0 and 1 are done with round 0 at 15.8333 us, 2 and 3 at 35.8333 us, all at 47.8333.
+// Link bytes: up0 2 MB (A + M), up1 1 MB, up2 = up3 3 MB, down0 1 MB, down1 1 MB, down2 4 MB
+// (B + M), down3 1 MB: a multicast crosses each receiver's link once.
+// The alpha-beta batch (docs/in_network_reduction.md) ends A and B together at
+// 2.5 + max(3 MB / B, 4 MB / R) = 32.5 us and M at 32.5 + 2 + 10 = 44.5 us: it takes the largest
+// load of any one resource, the makespan of an ideal sharing, while max-min splits the switch
+// evenly, so A finishes 16.7 us earlier and B 3.3 us later than the batch says.
+alg::Schedule two_reductions_then_multicast() {
+  alg::Schedule s = alg::Schedule::make(alg::Collective::allreduce, "hand", 4, 8);
+  alg::Round r0, r1;
+  r0.switch_reduces.push_back(alg::SwitchReduce{{0, 1}, {0}, 0, 1});
+  r0.switch_reduces.push_back(alg::SwitchReduce{{2, 3}, {2}, 1, 4});
+  r1.switch_reduces.push_back(alg::SwitchReduce{{0}, {1, 2, 3}, 0, 1});
+  s.rounds = {r0, r1};
+  return s;
+}
+
+TEST(NvlsFlow, HandDerived) {
+  const alg::Schedule s = two_reductions_then_multicast();
+  const topo::Topology t = reducing_switch(4, 100e9, 2e-6, 150e9, 0.5e-6);
+  for (bool reference : {false, true}) {
+    Executor ex(s, t, NetworkConfig{NetworkKind::flow, SecondsPerByte{0}, reference},
+                Bytes{8'000'000});
+    const IterationResult r = ex.run(std::vector<Seconds>(4, Seconds{0}));
+    EXPECT_NEAR(r.completion.value, 47.5e-6 + 1e-6 / 3, 1e-15) << reference;
+    for (int rank = 0; rank < 4; ++rank)
+      EXPECT_NEAR(r.finish[rank].value, 47.5e-6 + 1e-6 / 3, 1e-15) << rank;
+    EXPECT_EQ(r.transfers, 0u);
+    const std::vector<std::uint64_t> up{2'000'000, 1'000'000, 3'000'000, 3'000'000};
+    const std::vector<std::uint64_t> down{1'000'000, 1'000'000, 4'000'000, 1'000'000};
+    for (int rank = 0; rank < 4; ++rank) {
+      for (int l : t.out_links(t.vertex_of_rank(rank))) EXPECT_EQ(r.link_bytes[l], up[rank]);
+      for (int l : t.in_links(t.vertex_of_rank(rank))) EXPECT_EQ(r.link_bytes[l], down[rank]);
+    }
+  }
+  // Round 0 alone shows when each rank is done.
+  alg::Schedule first = s;
+  first.rounds.pop_back();
+  const IterationResult r0 =
+      run(first, t, 8'000'000, std::vector<Seconds>(4, Seconds{0}), NetworkKind::flow);
+  EXPECT_NEAR(r0.finish[0].value, 15.5e-6 + 1e-6 / 3, 1e-15);
+  EXPECT_NEAR(r0.finish[1].value, 15.5e-6 + 1e-6 / 3, 1e-15);
+  EXPECT_NEAR(r0.finish[2].value, 35.5e-6 + 1e-6 / 3, 1e-15);
+  EXPECT_NEAR(r0.finish[3].value, 35.5e-6 + 1e-6 / 3, 1e-15);
+  // The alpha-beta batch differs, for the reason above.
+  const IterationResult ab = run(s, t, 8'000'000);
+  EXPECT_NEAR(ab.completion.value, 44.5e-6, 1e-15);
+  const IterationResult ab0 = run(first, t, 8'000'000);
+  for (int rank = 0; rank < 4; ++rank) EXPECT_NEAR(ab0.finish[rank].value, 32.5e-6, 1e-15);
+}
+
+// Where no two operations contend unevenly the flow model equals the alpha-beta model: one
+// reduction per round, and nvls, whose rounds load every link and the switch evenly (every
+// flow of a round ends when the batch does), with a straggler.
+TEST(NvlsFlow, EqualsAlphaBetaWithoutContention) {
+  const topo::Topology t = reducing_switch(4, 100e9, 2e-6, 150e9, 0.5e-6);
+  alg::Schedule one = alg::Schedule::make(alg::Collective::allreduce, "hand", 4, 4);
+  alg::Round r0, r1;
+  r0.switch_reduces.push_back(alg::SwitchReduce{{0, 1, 2, 3}, {1}, 0, 4});
+  r1.switch_reduces.push_back(alg::SwitchReduce{{1}, {0, 2, 3}, 0, 4});
+  one.rounds = {r0, r1};
+  const std::vector<Seconds> late{Seconds{0}, Seconds{3e-6}, Seconds{1e-6}, Seconds{0}};
+  const IterationResult f = run(one, t, 4'000'000, late, NetworkKind::flow);
+  const IterationResult a = run(one, t, 4'000'000, late);
+  EXPECT_NEAR(f.completion.value, a.completion.value, 1e-15);
+  // 3 us + 2.5 us + 4 MB / 100 GB/s, then 2 us + 4 MB / 100 GB/s.
+  EXPECT_NEAR(f.completion.value, 3e-6 + 2.5e-6 + 40e-6 + 2e-6 + 40e-6, 1e-15);
+  for (int n : {2, 4, 8}) {
+    for (int p : {1, 3}) {
+      for (double reduce_bw : {1e12, 300e9, 100e9}) {
+        const topo::Topology tn = reducing_switch(n, 450e9, 3e-6, reduce_bw, 0.7e-6);
+        const std::uint64_t bytes = std::uint64_t{1} << 26;  // divisible by n * p * 8
+        std::vector<Seconds> arrival(static_cast<std::size_t>(n), Seconds{0});
+        arrival[static_cast<std::size_t>(n - 1)] = Seconds{50e-6};
+        const alg::Schedule s = nvls(n, p);
+        const IterationResult fa = run(s, tn, bytes * 3, arrival, NetworkKind::flow);
+        const IterationResult aa = run(s, tn, bytes * 3, arrival);
+        // Pipelined with the links binding (reduction at 1e12 B/s), the rounds that both reduce
+        // and multicast contend: a multicast pays no reduction latency, so it starts lambda
+        // before the round's reductions and meanwhile runs alone at B/(n-1) (n-1 multicasts
+        // share each down link), which the batch does not credit: each of the P-1 middle rounds
+        // ends lambda/(n-1) earlier in the flow model. Elsewhere the models agree.
+        const double gain = p > 1 && reduce_bw == 1e12 ? (p - 1) * 0.7e-6 / (n - 1) : 0.0;
+        EXPECT_NEAR(aa.completion.value - fa.completion.value, gain, 1e-12 * aa.completion.value)
+            << n << " " << p << " " << reduce_bw;
+        EXPECT_EQ(fa.link_bytes, aa.link_bytes);
+      }
+    }
+  }
+}
+
+// A reduction and a point-to-point transfer share a link in the flow model (the alpha-beta
+// model would serialize them at the rank's port). Links of 100 GB/s, 1 us each; 2 chunks of
+// 1 MB. Round 0: {0,1}>>{0} chunk 0 and the copy 1 -> 2 of chunk 1, both over rank 1's up link:
+// max-min gives each 50 GB/s; both end at 2 us + 1 MB / 50 GB/s = 22 us (the reduction's
+// latency 1 + 0 + 1 us, the copy's route 2 us).
+TEST(NvlsFlow, SharesLinksWithTransfers) {
+  const topo::Topology t = reducing_switch(3, 100e9, 2e-6, 1e12, 0);
+  alg::Schedule s = alg::Schedule::make(alg::Collective::allreduce, "hand", 3, 2);
+  alg::Round r0;
+  r0.switch_reduces.push_back(alg::SwitchReduce{{0, 1}, {0}, 0, 1});
+  r0.add(1, 2, 1, 2, alg::Op::copy);
+  s.rounds = {r0};
+  const IterationResult f = run(s, t, 2'000'000, {}, NetworkKind::flow);
+  EXPECT_NEAR(f.completion.value, 22e-6, 1e-15);
+  EXPECT_EQ(f.transfers, 1u);
+  // Alpha-beta: the copy first (12 us), then the batch: 12 + 2 + 10 = 24 us.
+  EXPECT_NEAR(run(s, t, 2'000'000).completion.value, 24e-6, 1e-15);
+}
+
+// nvls_tree on `nodes` nodes of g GPUs (rail-optimized, no spines): NVLink of 400 GB/s and
+// 2 us GPU to GPU, NICs of 50 GB/s and 1.5 us per link (3 us between nodes on a rail); each
+// node's NVSwitch reduces at `reduce_bw` with 0.6 us latency (none when reduce_bw is 0).
+topo::Topology nvls_cluster(int nodes, int g, double reduce_bw, double rail_reduce_bw = 0) {
+  topo::Topology t = topo::make_hierarchical({.nodes = nodes,
+                                              .gpus_per_node = g,
+                                              .nvlink_bandwidth = BytesPerSecond{400e9},
+                                              .nvlink_latency = Seconds{2e-6},
+                                              .nic_bandwidth = BytesPerSecond{50e9},
+                                              .nic_latency = Seconds{1.5e-6},
+                                              .fabric = topo::FabricKind::rail_optimized,
+                                              .spines = 0,
+                                              .spine_bandwidth = BytesPerSecond{50e9},
+                                              .spine_latency = Seconds{1e-6}});
+  if (reduce_bw > 0) {
+    for (int j = 0; j < nodes; ++j) {
+      for (int l : t.out_links(t.vertex_of_rank(j * g))) {
+        if (t.link(l).link_class == "nvlink")
+          t.set_switch_reduction(t.link(l).to, {BytesPerSecond{reduce_bw}, Seconds{0.6e-6}});
+      }
+    }
+  }
+  if (rail_reduce_bw > 0) {  // SHARP in every rail switch
+    for (int local = 0; local < g; ++local) {
+      for (int l : t.out_links(t.vertex_of_rank(local))) {
+        if (t.link(l).link_class == "nic")
+          t.set_switch_reduction(t.link(l).to, {BytesPerSecond{rail_reduce_bw}, Seconds{0.6e-6}});
+      }
+    }
+  }
+  return t;
+}
+
+alg::Schedule nvls_tree(int n, int g) {
+  alg::Options o;
+  o.set("gpus_per_node", std::to_string(g));
+  return alg::generate("nvls_tree", n, o);
+}
+
+TEST(NvlsTree, VerifiesForManyShapes) {
+  for (int g : {2, 3, 4, 8}) {
+    for (int nodes : {1, 2, 3, 5}) {
+      const alg::VerifyResult v = alg::verify(nvls_tree(g * nodes, g));
+      ASSERT_TRUE(v.ok()) << g << "x" << nodes << ": " << v.error->to_string();
+      EXPECT_EQ(v.summary.rounds, 2 + 2 * (nodes - 1));
+    }
+  }
+}
+
+// The closed form (alg::nvls_tree_cost, intra = the NVSwitch, inter = a rail) equals the
+// simulation in both network models (no link is shared unevenly: the rails are separate).
+TEST(NvlsTree, ClosedFormEqualsSimulation) {
+  for (int g : {2, 4, 8}) {
+    for (int nodes : {1, 2, 3, 4}) {
+      for (double reduce_bw : {1e12, 200e9}) {
+        const int n = g * nodes;
+        const topo::Topology t = nvls_cluster(nodes, g, reduce_bw);
+        const alg::Schedule s = nvls_tree(n, g);
+        const std::uint64_t bytes = std::uint64_t{3} << 20 << 3;  // divisible by g * nodes
+        const alg::CostParams intra{.alpha = 2e-6,
+                                    .beta = 1 / 400e9,
+                                    .switch_beta = 1 / reduce_bw,
+                                    .switch_latency = 0.6e-6};
+        const alg::CostParams inter{.alpha = 3e-6, .beta = 1 / 50e9};
+        const double want = alg::nvls_tree_cost(n, static_cast<double>(bytes), g, intra, inter);
+        for (NetworkKind kind : {NetworkKind::alphabeta, NetworkKind::flow}) {
+          const IterationResult r = run(s, t, bytes, {}, kind);
+          EXPECT_NEAR(r.completion.value, want, 1e-12 * want)
+              << g << "x" << nodes << " " << reduce_bw << " " << to_string(kind);
+        }
+      }
+    }
+  }
+  // By hand, 2 nodes of 4, reduction at 200 GB/s, s = 8 MB: 2 x 2 us + 0.6 us + 8 MB / 200 GB/s
+  // (the switch binds: 40 us > 20 us up the links) + 3/4 x 8 MB / 400 GB/s (15 us), then a ring
+  // of 2 nodes on 2 MB pieces: 2 x (3 us + 1 MB / 50 GB/s) = 46 us. 105.6 us in all.
+  const IterationResult r = run(nvls_tree(8, 4), nvls_cluster(2, 4, 200e9), 8'000'000);
+  EXPECT_NEAR(r.completion.value, 105.6e-6, 1e-15);
+}
+
+TEST(NvlsTree, RefusedWithoutAReducingNvlinkSwitch) {
+  try {
+    run(nvls_tree(8, 4), nvls_cluster(2, 4, 0), 1 << 20);
+    FAIL() << "ran without a reducing switch";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("round 0, switch reduction 0: topology"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("has no reducing switch that joins ranks {0, 1, 2, 3}"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(nvls_tree(8, 1), InputError);  // one GPU per node: no NVSwitch
+  EXPECT_THROW(nvls_tree(8, 3), InputError);  // does not divide
+}
+
+alg::Schedule collnet(int n, int g) {
+  alg::Options o;
+  o.set("gpus_per_node", std::to_string(g));
+  return alg::generate("collnet", n, o);
+}
+
+// collnet: verified for many shapes, its closed form (alg::collnet_cost: intra = the node's
+// NVLink ring, inter = a rail's reducing switch) equals both network models.
+//   By hand, 2 nodes of 4, rails reducing at 200 GB/s, s = 8 MB: ring reduce-scatter
+//   3 x (2 us + 2 MB / 400 GB/s) = 21 us; the rail switches (one per piece) 3 us + 0.6 us +
+//   max(2 MB / 50 GB/s up and down, 2 MB / 200 GB/s) = 43.6 us; ring all-gather 21 us: 85.6 us.
+TEST(Collnet, VerifiedAndClosedFormEqualsSimulation) {
+  for (int g : {1, 2, 3, 4, 8}) {
+    for (int nodes : {2, 3, 5}) {
+      const alg::VerifyResult v = alg::verify(collnet(g * nodes, g));
+      ASSERT_TRUE(v.ok()) << g << "x" << nodes << ": " << v.error->to_string();
+      EXPECT_EQ(v.summary.rounds, 2 * (g - 1) + 1);
+    }
+  }
+  for (int g : {2, 4, 8}) {
+    for (int nodes : {2, 3, 4}) {
+      for (double rail_bw : {1e12, 20e9}) {
+        const int n = g * nodes;
+        const topo::Topology t = nvls_cluster(nodes, g, 0, rail_bw);
+        const std::uint64_t bytes = std::uint64_t{3} << 23;
+        const alg::CostParams intra{.alpha = 2e-6, .beta = 1 / 400e9};
+        const alg::CostParams inter{
+            .alpha = 3e-6, .beta = 1 / 50e9, .switch_beta = 1 / rail_bw, .switch_latency = 0.6e-6};
+        const double want = alg::collnet_cost(n, static_cast<double>(bytes), g, intra, inter);
+        for (NetworkKind kind : {NetworkKind::alphabeta, NetworkKind::flow}) {
+          EXPECT_NEAR(run(collnet(n, g), t, bytes, {}, kind).completion.value, want, 1e-12 * want)
+              << g << "x" << nodes << " " << rail_bw << " " << to_string(kind);
+        }
+      }
+    }
+  }
+  EXPECT_NEAR(run(collnet(8, 4), nvls_cluster(2, 4, 0, 200e9), 8'000'000).completion.value, 85.6e-6,
+              1e-15);
+  try {  // the rails do not reduce
+    run(collnet(8, 4), nvls_cluster(2, 4, 1e12), 1 << 20);
+    FAIL() << "ran without reducing rail switches";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("has no reducing switch that joins ranks {0, 4}"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(collnet(8, 8), InputError);  // one node: nothing to reduce across
 }
 
 }  // namespace
