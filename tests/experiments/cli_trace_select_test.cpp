@@ -177,7 +177,10 @@ TEST_F(CliTraceSelect, WindowKeepsOverlappingSlicesWhole) {
         e.at("args").begin().value().get<double>();
   }
   ASSERT_FALSE(counters.empty());
-  for (const auto& [track, values] : full_counters) {
+  for (const auto& entry : full_counters) {
+    // (not a structured binding: clang 14 does not let a lambda capture one)
+    const std::string& track = entry.first;
+    const auto& values = entry.second;
     // The full trace's step function at `t`.
     auto at = [&](long long t) {
       auto it = values.upper_bound(t);
