@@ -103,7 +103,7 @@ void apply_node_structure(const topo::Topology& topology, const alg::AlgorithmIn
 // An algorithm that reduces in a switch (AlgorithmInfo::in_network) needs a topology with a
 // reducing switch (either network model costs it); fails at `at` otherwise. No-op for others.
 void check_in_network(const alg::AlgorithmInfo& info, const topo::Topology& topology,
-                      sim::NetworkKind network, const ConfigNode& at);
+                      const ConfigNode& at);
 // For an in-network algorithm: the first group of ranks that no reducing switch joins (a node
 // or a rail by its index, per AlgorithmInfo::reduce_scope and the topology's gpus_per_node;
 // else all ranks, group 0), or -1 when every group has one (and for other algorithms).

@@ -615,7 +615,7 @@ Experiment load_experiment(const ConfigReader& reader, ConfigCommand command) {
           const ConfigNode s = where.child("options").child("straggler");
           s.as_int(0, n - 1);
         }
-        check_in_network(info, point.config.topology, point.config.network, name);
+        check_in_network(info, point.config.topology, name);
         // gpus_per_node from a hierarchical topology (run_config sets it per run).
         alg::Options node_options = e.algorithms[i].options;
         const std::optional<ConfigNode> options_node =

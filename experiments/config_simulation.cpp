@@ -61,8 +61,7 @@ void check_algorithm_entry_options(const alg::AlgorithmInfo& info, int ranks,
 }
 
 void check_in_network(const alg::AlgorithmInfo& info, const topo::Topology& topology,
-                      sim::NetworkKind network, const ConfigNode& at) {
-  (void)network;  // both network models cost in-network reductions
+                      const ConfigNode& at) {
   if (!info.in_network) return;
   const int node = unreduced_group(info, topology);
   if (node < 0) {
