@@ -23,7 +23,10 @@ case $mode in
   sanitize)
     build=${STRAGGLESIM_BUILD_DIR:-$root/build-sanitize}
     san="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
-    extra=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRAGGLESIM_GPU=OFF "-DCMAKE_CXX_FLAGS=$san"
+    # -O1 -g1 (line tables): the stacks a report needs, at about half the compile time of -O2 -g
+    # (experiments/cli_simulate.cpp: 57 s against 104 s, objects 2.3x smaller).
+    extra=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
+           -DSTRAGGLESIM_GPU=OFF "-DCMAKE_CXX_FLAGS=$san"
            "-DCMAKE_EXE_LINKER_FLAGS=$san" "-DCMAKE_SHARED_LINKER_FLAGS=$san")
     # The MPI tests get full malloc stacks and OpenMPI's components kept loaded: without them a
     # leak inside OpenMPI shows one frame or "<unknown module>" and no suppression can name it.
@@ -47,7 +50,10 @@ STRAGGLESIM_BUILD_DIR=$build "$root/scripts/build.sh" "${extra[@]}" "$@"
 jobs=${STRAGGLESIM_JOBS:-$(nproc)}
 if [[ $mode == sanitize ]]; then
   status=0
-  ctest --test-dir "$build" --output-on-failure -j "$jobs" -LE '^mpi$' || status=$?
+  # Left out here (they run in the plain and clang builds): numeric sweeps over shipped data whose
+  # code smaller tests cover under the sanitizers too; together about 320 CPU-s of the 1,600.
+  slow='^(H200Calibration\.(OneParameterSetPredictsEveryRun|StragglarCrossesRingWhereTheSweepDoes|TheShippedTopologyIsThisFit)|Alignment\.EveryTransferOfEveryAlgorithmStartsOnTheBoundary)$'
+  ctest --test-dir "$build" --output-on-failure -j "$jobs" -LE '^mpi$' -E "$slow" || status=$?
   ASAN_OPTIONS=$mpi_asan_options ctest --test-dir "$build" --output-on-failure -j "$jobs" \
     -L '^mpi$' || status=$?
   exit $status
