@@ -256,6 +256,7 @@ AlgorithmInfo hierarchical_info() {
             return ScheduleSize{g * s.b, rounds, rounds * r, r, r + g * inner.pairs + nodes * g};
           },
       .check_options = [](int n, const Options& o) { checked_shape(n, o); },
+      .one_node_equals = "ring",
   };
 }
 

@@ -183,6 +183,7 @@ AlgorithmInfo nvls_tree_info() {
       .check_options = [](int n, const Options& o) { (void)nvls_tree_shape(n, o); },
       .in_network = true,
       .reduce_scope = AlgorithmInfo::ReduceScope::nodes,
+      .one_node_equals = "nvls",
   };
 }
 

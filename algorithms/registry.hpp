@@ -96,6 +96,9 @@ struct AlgorithmInfo {
   // topology's gpus_per_node; without one, all ranks.
   enum class ReduceScope : std::uint8_t { all, nodes, rails };
   ReduceScope reduce_scope = ReduceScope::all;
+  // On one node (gpus_per_node unknown or >= n) its schedule is this algorithm's, with default
+  // options, transfer for transfer (registry_test proves it): advise leaves it out there.
+  std::string one_node_equals{};
 };
 
 const std::vector<AlgorithmInfo>& algorithms();

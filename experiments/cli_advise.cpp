@@ -155,7 +155,9 @@ std::string delays_file_yaml(const AdviseArgs& a) {
   return y.str();
 }
 
-std::string advise_document(const AdviseArgs& a) {
+// The default candidates (every algorithm the topology can run) and, in `left_out`, the names
+// left out because on this topology they are another candidate's schedule.
+std::string advise_document(const AdviseArgs& a, std::vector<std::string>* left_out = nullptr) {
   try {
     parse_bytes_with_unit(a.size);
   } catch (const InputError& e) {
@@ -167,16 +169,32 @@ std::string advise_document(const AdviseArgs& a) {
     // Algorithms that reduce in a switch only where the topology's switch reduces; asked for
     // by name, they are checked like any experiment's.
     std::optional<topo::Topology> t;
-    for (const alg::AlgorithmInfo& info : alg::algorithms()) {
-      if (info.in_network) {
-        if (!t) {
-          const ConfigReader r =
-              ConfigReader::from_string("topology: " + topology_yaml(a), "--topology");
-          t = load_topology(r.root().child("topology"), ".");
-        }
-        if (t->shared_device || unreduced_group(info, *t) >= 0) continue;
+    const auto topology = [&]() -> const topo::Topology& {
+      if (!t) {
+        const ConfigReader r =
+            ConfigReader::from_string("topology: " + topology_yaml(a), "--topology");
+        t = load_topology(r.root().child("topology"), ".");
       }
+      return *t;
+    };
+    for (const alg::AlgorithmInfo& info : alg::algorithms()) {
+      if (info.in_network &&
+          (topology().shared_device || unreduced_group(info, topology()) >= 0))
+        continue;
       algs.push_back(info.name);
+    }
+    // On one node a node-aware schedule is another candidate's (hierarchical is ring there):
+    // ranking both would only list the same time twice.
+    const int ranks = a.ranks > 0 ? a.ranks : topology().gpu_count();
+    const int g = topology().gpus_per_node;
+    if (g == 0 || g >= ranks) {
+      std::erase_if(algs, [&](const std::string& name) {
+        const alg::AlgorithmInfo& info = alg::find_algorithm(name);
+        const bool same = !info.one_node_equals.empty() &&
+                          std::find(algs.begin(), algs.end(), info.one_node_equals) != algs.end();
+        if (same && left_out) left_out->push_back(name + " (= " + info.one_node_equals + ")");
+        return same;
+      });
     }
   }
   std::ostringstream y;
@@ -219,7 +237,9 @@ std::string pct(double f) {
 }
 
 void run_advise(const AdviseArgs& a) {
-  const ConfigReader reader = ConfigReader::from_string(advise_document(a), "stragglesim advise");
+  std::vector<std::string> left_out;
+  const ConfigReader reader =
+      ConfigReader::from_string(advise_document(a, &left_out), "stragglesim advise");
   const Experiment e = load_experiment(reader);
   check_experiment_memory(MemoryBudget::from_flag(a.max_memory), e, a.jobs);
   check_experiment_time(TimeBudget::from_flag(a.max_time), e, a.jobs);
@@ -260,7 +280,13 @@ void run_advise(const AdviseArgs& a) {
             << " model; delays: " << c.delays.describe() << "; prediction "
             << sim::to_string(c.policy) << "; " << e.iterations << " iterations, seed " << e.seed
             << "\n";
-  std::cout << "completion = first arrival to last finish (what the step waits)\n\n";
+  std::cout << "completion = first arrival to last finish (what the step waits)\n";
+  if (!left_out.empty()) {
+    std::cout << "left out, the same schedule as another candidate on one node:";
+    for (std::size_t i = 0; i < left_out.size(); ++i) std::cout << (i ? ", " : " ") << left_out[i];
+    std::cout << "\n";
+  }
+  std::cout << "\n";
   const std::string base = e.algorithms[e.baseline].label;
   // The algorithm column as wide as the longest label, so that every row lines up.
   int width = 10;

@@ -252,3 +252,42 @@ TEST(StragglarHier, HandDerivedTwoByTwo) {
 
 }  // namespace
 }  // namespace ssim::alg
+
+namespace ssim::alg {
+namespace {
+
+// What AlgorithmInfo::one_node_equals claims (advise leaves such an algorithm out on one node):
+// on one node the schedule is the named algorithm's, round for round and transfer for transfer
+// (phase names and metadata aside).
+Schedule comparable(Schedule s) {
+  s.algorithm.clear();
+  s.options.clear();
+  for (Round& r : s.rounds) r.phase.clear();
+  return s;
+}
+
+TEST(OneNodeEquals, TheScheduleIsTheNamedAlgorithmsOnOneNode) {
+  int claims = 0;
+  for (const AlgorithmInfo& info : algorithms()) {
+    if (info.one_node_equals.empty()) continue;
+    ++claims;
+    for (int n : {2, 3, 4, 7, 8, 16}) {
+      SCOPED_TRACE(info.name + " n=" + std::to_string(n));
+      const Schedule own = comparable(generate(info.name, n, Options{}));
+      const Schedule other = comparable(generate(info.one_node_equals, n, Options{}));
+      EXPECT_EQ(own.chunks, other.chunks);
+      EXPECT_EQ(own.rounds.size(), other.rounds.size());
+      EXPECT_TRUE(own == other);
+      // With two nodes it is a different schedule (the claim is about one node only).
+      if (n % 2 == 0 && n >= 4) {
+        Options two;
+        two.set("gpus_per_node", std::to_string(n / 2));
+        EXPECT_FALSE(comparable(generate(info.name, n, two)) == other);
+      }
+    }
+  }
+  EXPECT_EQ(claims, 2);  // hierarchical = ring, nvls_tree = nvls
+}
+
+}  // namespace
+}  // namespace ssim::alg

@@ -100,6 +100,19 @@ TEST(CliNvls, SimulatesOnTheShippedDgxH100) {
       run_cli("advise --topology dgx_h100 --size 1GiB --delay-dist 1ms --iterations 3");
   ASSERT_EQ(advise.rc, 0) << advise.err;
   EXPECT_TRUE(contains(advise.out, "nvls")) << advise.out;
+  // One node: hierarchical is ring's schedule there and nvls_tree nvls's; each is named once,
+  // on the line that says why, and gets no row.
+  EXPECT_TRUE(contains(advise.out,
+                       "left out, the same schedule as another candidate on one node: "
+                       "nvls_tree (= nvls), hierarchical (= ring)\n"))
+      << advise.out;
+  for (const std::string name : {"hierarchical", "nvls_tree"}) {
+    std::size_t count = 0;
+    for (std::size_t at = advise.out.find(name); at != std::string::npos;
+         at = advise.out.find(name, at + 1))
+      ++count;
+    EXPECT_EQ(count, 1u) << name << "\n" << advise.out;
+  }
   const CommandResult plain =
       run_cli("advise --topology switch:450GiB/s:3us --ranks 8 --size 1GiB --iterations 1");
   ASSERT_EQ(plain.rc, 0) << plain.err;
