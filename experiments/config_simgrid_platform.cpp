@@ -114,7 +114,8 @@ class XmlReader {
     return std::string(text_.substr(start, pos_ - start));
   }
   std::string attribute_value() {
-    if (at_end() || (text_[pos_] != '"' && text_[pos_] != '\'')) fail("a quoted value was expected");
+    if (at_end() || (text_[pos_] != '"' && text_[pos_] != '\''))
+      fail("a quoted value was expected");
     const char quote = text_[pos_];
     advance(1);
     std::string value;
@@ -138,7 +139,8 @@ class XmlReader {
         else if (entity == "apos")
           value += '\'';
         else
-          fail("the entity &" + std::string(entity) + "; is not read (only &lt; &gt; &amp; &quot; &apos;)");
+          fail("the entity &" + std::string(entity) +
+               "; is not read (only &lt; &gt; &amp; &quot; &apos;)");
         advance(semi + 1 - pos_);
         continue;
       }
@@ -195,7 +197,8 @@ class XmlReader {
         return e;
       }
       if (starts("<![CDATA[")) fail("CDATA sections are not read");
-      if (text_[pos_] != '<') fail("text inside <" + e.name + "> (platform files hold elements only)");
+      if (text_[pos_] != '<')
+        fail("text inside <" + e.name + "> (platform files hold elements only)");
       e.children.push_back(element(depth + 1));
     }
   }
@@ -209,8 +212,9 @@ class XmlReader {
 // A number with one of SimGrid's units (src/xbt/xbt_parse_units.cpp): the unit's value times
 // 1000 per decimal prefix (k M G T P E Z Y) or 1024 per binary one (Ki Mi ... Yi); a bare
 // number takes the default unit, as SimGrid does (it warns).
-double value_with_unit(std::string_view text, const std::vector<std::pair<std::string, double>>& units,
-                       bool prefixed, const std::string& default_unit, bool& ok) {
+double value_with_unit(std::string_view text,
+                       const std::vector<std::pair<std::string, double>>& units, bool prefixed,
+                       const std::string& default_unit, bool& ok) {
   ok = false;
   double v = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
@@ -265,10 +269,13 @@ class PlatformReader {
   explicit PlatformReader(std::string file) : file_(std::move(file)) {}
 
   topo::Topology convert(const XmlElement& root) {
-    if (root.name != "platform") fail(root, "the root element is <" + root.name + ">: a SimGrid platform file has <platform>");
+    if (root.name != "platform")
+      fail(root, "the root element is <" + root.name + ">: a SimGrid platform file has <platform>");
     allow(root, {"version"});
     const std::string version = attr(root, "version");
-    if (version != "4.1") fail(root, "platform version \"" + version + "\": stragglesim reads version 4.1 (SimGrid 3.22 and later writes it)");
+    if (version != "4.1")
+      fail(root, "platform version \"" + version +
+                     "\": stragglesim reads version 4.1 (SimGrid 3.22 and later writes it)");
     const XmlElement* zone = nullptr;
     for (const XmlElement& c : root.children) {
       if (c.name != "zone") unsupported(c);
@@ -280,7 +287,9 @@ class PlatformReader {
     zone_id_ = attr(*zone, "id");
     const std::string routing = attr(*zone, "routing");
     if (routing != "Full") {
-      fail(*zone, "routing=\"" + routing + "\": stragglesim reads Full zones, whose routes are all written out (" + routing + " computes routes by SimGrid's own rules)");
+      fail(*zone, "routing=\"" + routing +
+                      "\": stragglesim reads Full zones, whose routes are all written out (" +
+                      routing + " computes routes by SimGrid's own rules)");
     }
     for (const XmlElement& c : zone->children) {
       if (c.name == "host")
@@ -300,20 +309,29 @@ class PlatformReader {
     throw InputError(file_ + ":" + std::to_string(e.line) + ": <" + e.name + ">: " + what);
   }
   [[noreturn]] void unsupported(const XmlElement& e) const {
-    std::string why = "is not read by stragglesim; a platform it reads is one <zone routing=\"Full\"> of <host>, <link> and <route> (with <link_ctn>) elements";
-    if (e.name == "cluster") why = "is not read (yet): write its hosts, links and routes in a Full zone";
+    std::string why =
+        "is not read by stragglesim; a platform it reads is one <zone routing=\"Full\"> of <host>, "
+        "<link> and <route> (with <link_ctn>) elements";
+    if (e.name == "cluster")
+      why = "is not read (yet): write its hosts, links and routes in a Full zone";
     if (e.name == "zone" || e.name == "AS") why = "nested zones are not read: write one Full zone";
-    if (e.name == "prop") why = "properties are not read (they configure SimGrid's plugins and models)";
-    if (e.name == "config") why = "SimGrid's configuration is not read (stragglesim's flow model has no TCP or latency factors; see the user guide)";
+    if (e.name == "prop")
+      why = "properties are not read (they configure SimGrid's plugins and models)";
+    if (e.name == "config")
+      why =
+          "SimGrid's configuration is not read (stragglesim's flow model has no TCP or latency "
+          "factors; see the user guide)";
     fail(e, why);
   }
   void allow(const XmlElement& e, std::initializer_list<const char*> keys) const {
     for (const auto& [k, v] : e.attributes) {
-      if (std::find_if(keys.begin(), keys.end(), [&](const char* a) { return k == a; }) == keys.end()) {
+      if (std::find_if(keys.begin(), keys.end(), [&](const char* a) { return k == a; }) ==
+          keys.end()) {
         std::string list;
         for (const char* a : keys) list += (list.empty() ? "" : ", ") + std::string(a);
         std::string why = "attribute " + k + " is not read (allowed: " + list + ")";
-        if (k.find("file") != std::string::npos) why += "; speed, bandwidth and state profiles are not modelled";
+        if (k.find("file") != std::string::npos)
+          why += "; speed, bandwidth and state profiles are not modelled";
         fail(e, why);
       }
     }
@@ -340,13 +358,18 @@ class PlatformReader {
     bool ok = false;
     const std::string speed = attr(e, "speed");
     const double s = value_with_unit(speed, {{"f", 1.0}, {"flops", 1.0}}, true, "f", ok);
-    if (!ok || !(s > 0)) fail(e, "speed \"" + speed + "\": a positive number of flops (e.g. 1Gf); pstate lists are not read");
+    if (!ok || !(s > 0))
+      fail(e, "speed \"" + speed +
+                  "\": a positive number of flops (e.g. 1Gf); pstate lists are not read");
     if (const std::string* core = maybe(e, "core")) {
       int c = 0;
       const auto [end, ec] = std::from_chars(core->data(), core->data() + core->size(), c);
-      if (ec != std::errc() || end != core->data() + core->size() || c < 1) fail(e, "core \"" + *core + "\": a positive integer");
+      if (ec != std::errc() || end != core->data() + core->size() || c < 1)
+        fail(e, "core \"" + *core + "\": a positive integer");
     }
-    if (host_index_.count(id) != 0) fail(e, "host " + id + " is declared twice (first at line " + std::to_string(host_lines_[static_cast<std::size_t>(host_index_[id])]) + ")");
+    if (host_index_.count(id) != 0)
+      fail(e, "host " + id + " is declared twice (first at line " +
+                  std::to_string(host_lines_[static_cast<std::size_t>(host_index_[id])]) + ")");
     host_index_[id] = static_cast<int>(hosts_.size());
     hosts_.push_back(id);
     host_lines_.push_back(e.line);
@@ -360,11 +383,27 @@ class PlatformReader {
     bool ok = false;
     const std::string bw_text = attr(e, "bandwidth");
     const double bw = value_with_unit(bw_text, {{"bps", 0.125}, {"Bps", 1.0}}, true, "Bps", ok);
-    if (!ok || !(bw > 0)) fail(e, "bandwidth \"" + bw_text + "\": a positive number with SimGrid's unit: Bps or bps, with a prefix k M G T ... (x1000) or Ki Mi Gi ... (x1024), e.g. 10GBps, 100Gbps");
+    if (!ok || !(bw > 0))
+      fail(e, "bandwidth \"" + bw_text +
+                  "\": a positive number with SimGrid's unit: Bps or bps, with a prefix k M G T "
+                  "... (x1000) or Ki Mi Gi ... (x1024), e.g. 10GBps, 100Gbps");
     double lat = 0;
     if (const std::string* l = maybe(e, "latency")) {
-      lat = value_with_unit(*l, {{"w", 604800.0}, {"d", 86400.0}, {"h", 3600.0}, {"m", 60.0}, {"s", 1.0}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}, {"ps", 1e-12}}, false, "s", ok);
-      if (!ok || !(lat >= 0)) fail(e, "latency \"" + *l + "\": a number >= 0 with SimGrid's unit: s, ms, us, ns, ps (or m, h, d, w), e.g. 50us");
+      lat = value_with_unit(*l,
+                            {{"w", 604800.0},
+                             {"d", 86400.0},
+                             {"h", 3600.0},
+                             {"m", 60.0},
+                             {"s", 1.0},
+                             {"ms", 1e-3},
+                             {"us", 1e-6},
+                             {"ns", 1e-9},
+                             {"ps", 1e-12}},
+                            false, "s", ok);
+      if (!ok || !(lat >= 0))
+        fail(e, "latency \"" + *l +
+                    "\": a number >= 0 with SimGrid's unit: s, ms, us, ns, ps (or m, h, d, w), "
+                    "e.g. 50us");
       if (lat > 1.0) fail(e, "latency \"" + *l + "\" is above 1 s (surely a unit mistake)");
     }
     const std::string* policy = maybe(e, "sharing_policy");
@@ -380,9 +419,13 @@ class PlatformReader {
       d.down = static_cast<int>(resources_.size());
       resources_.push_back(Resource{id, "_DOWN", e.line, bw, lat, 0});
     } else if (p == "FATPIPE") {
-      fail(e, "sharing_policy=\"FATPIPE\" (every flow gets the whole bandwidth, none shares it) has no stragglesim equivalent: its links are shared max-min; use SHARED or SPLITDUPLEX");
+      fail(e,
+           "sharing_policy=\"FATPIPE\" (every flow gets the whole bandwidth, none shares it) has "
+           "no stragglesim equivalent: its links are shared max-min; use SHARED or SPLITDUPLEX");
     } else {
-      fail(e, "sharing_policy=\"" + p + "\" is not read (SHARED: one capacity, crossed one way; SPLITDUPLEX: one each way)");
+      fail(e,
+           "sharing_policy=\"" + p +
+               "\" is not read (SHARED: one capacity, crossed one way; SPLITDUPLEX: one each way)");
     }
     links_[id] = d;
   }
@@ -393,7 +436,9 @@ class PlatformReader {
     const std::string dst = attr(e, "dst");
     auto host_of = [&](const std::string& name, const char* key) {
       const auto it = host_index_.find(name);
-      if (it == host_index_.end()) fail(e, std::string(key) + " \"" + name + "\" is not a host declared above (routers and zones are not read)");
+      if (it == host_index_.end())
+        fail(e, std::string(key) + " \"" + name +
+                    "\" is not a host declared above (routers and zones are not read)");
       return it->second;
     };
     const int s = host_of(src, "src");
@@ -420,15 +465,25 @@ class PlatformReader {
       const LinkDecl& l = it->second;
       const std::string* dir = maybe(c, "direction");
       const std::string direction = dir == nullptr ? "NONE" : *dir;
-      if (direction != "UP" && direction != "DOWN" && direction != "NONE") fail(c, "direction=\"" + direction + "\": UP, DOWN or NONE");
+      if (direction != "UP" && direction != "DOWN" && direction != "NONE")
+        fail(c, "direction=\"" + direction + "\": UP, DOWN or NONE");
       if (l.shared >= 0) {
-        if (direction != "NONE") fail(c, "direction=\"" + direction + "\" on SHARED link " + id + " (line " + std::to_string(l.line) + "): directions select a half of a SPLITDUPLEX link");
+        if (direction != "NONE")
+          fail(c, "direction=\"" + direction + "\" on SHARED link " + id + " (line " +
+                      std::to_string(l.line) + "): directions select a half of a SPLITDUPLEX link");
         if (symmetrical) {
-          fail(c, "the symmetrical route " + src + " <-> " + dst + " crosses SHARED link " + id + " (line " + std::to_string(l.line) + ") both ways: a SHARED link is one capacity for both directions, which stragglesim's links (one capacity per direction) cannot be; make the link SPLITDUPLEX (direction=\"UP\"/\"DOWN\" here) or the route symmetrical=\"NO\"");
+          fail(c,
+               "the symmetrical route " + src + " <-> " + dst + " crosses SHARED link " + id +
+                   " (line " + std::to_string(l.line) +
+                   ") both ways: a SHARED link is one capacity for both directions, which "
+                   "stragglesim's links (one capacity per direction) cannot be; make the link "
+                   "SPLITDUPLEX (direction=\"UP\"/\"DOWN\" here) or the route symmetrical=\"NO\"");
         }
         forward.resources.push_back(l.shared);
       } else {
-        if (direction == "NONE") fail(c, "SPLITDUPLEX link " + id + " (line " + std::to_string(l.line) + ") needs direction=\"UP\" or \"DOWN\"");
+        if (direction == "NONE")
+          fail(c, "SPLITDUPLEX link " + id + " (line " + std::to_string(l.line) +
+                      ") needs direction=\"UP\" or \"DOWN\"");
         forward.resources.push_back(direction == "UP" ? l.up : l.down);
         back.resources.push_back(direction == "UP" ? l.down : l.up);
       }
@@ -442,7 +497,9 @@ class PlatformReader {
     const auto key = std::make_pair(r.src, r.dst);
     const auto [it, inserted] = route_lines_.emplace(key, e.line);
     if (!inserted) {
-      fail(e, "a second route from " + hosts_[static_cast<std::size_t>(r.src)] + " to " + hosts_[static_cast<std::size_t>(r.dst)] + " (the first at line " + std::to_string(it->second) + ")");
+      fail(e, "a second route from " + hosts_[static_cast<std::size_t>(r.src)] + " to " +
+                  hosts_[static_cast<std::size_t>(r.dst)] + " (the first at line " +
+                  std::to_string(it->second) + ")");
     }
     for (int res : r.resources) {
       Resource& x = resources_[static_cast<std::size_t>(res)];
@@ -454,7 +511,8 @@ class PlatformReader {
   // Union-find over points: hosts 0..H-1, then the start and end of every resource.
   int find(int p) {
     while (parent_[static_cast<std::size_t>(p)] != p) {
-      parent_[static_cast<std::size_t>(p)] = parent_[static_cast<std::size_t>(parent_[static_cast<std::size_t>(p)])];
+      parent_[static_cast<std::size_t>(p)] =
+          parent_[static_cast<std::size_t>(parent_[static_cast<std::size_t>(p)])];
       p = parent_[static_cast<std::size_t>(p)];
     }
     return p;
@@ -466,7 +524,12 @@ class PlatformReader {
     const int ha = host_at_[static_cast<std::size_t>(a)];
     const int hb = host_at_[static_cast<std::size_t>(b)];
     if (ha >= 0 && hb >= 0) {
-      throw InputError(file_ + ":" + std::to_string(r.line) + ": <route>: " + describe(r) + ": with the routes before it, this route puts hosts " + hosts_[static_cast<std::size_t>(ha)] + " and " + hosts_[static_cast<std::size_t>(hb)] + " at one point of the network (each link has one start and one end, and routes meet where one link ends and the next starts; a SHARED link crossed both ways does this)");
+      throw InputError(
+          file_ + ":" + std::to_string(r.line) + ": <route>: " + describe(r) +
+          ": with the routes before it, this route puts hosts " +
+          hosts_[static_cast<std::size_t>(ha)] + " and " + hosts_[static_cast<std::size_t>(hb)] +
+          " at one point of the network (each link has one start and one end, and routes meet "
+          "where one link ends and the next starts; a SHARED link crossed both ways does this)");
     }
     parent_[static_cast<std::size_t>(b)] = a;
     if (ha < 0) host_at_[static_cast<std::size_t>(a)] = hb;
@@ -476,18 +539,24 @@ class PlatformReader {
     return x.link + (x.suffix == "_UP" ? " UP" : x.suffix == "_DOWN" ? " DOWN" : "");
   }
   std::string describe(const RouteUse& r) const {
-    return std::string(r.reverse ? "the reverse of the route, " : "the route ") + hosts_[static_cast<std::size_t>(r.src)] + " -> " + hosts_[static_cast<std::size_t>(r.dst)];
+    return std::string(r.reverse ? "the reverse of the route, " : "the route ") +
+           hosts_[static_cast<std::size_t>(r.src)] + " -> " +
+           hosts_[static_cast<std::size_t>(r.dst)];
   }
   std::string list(const std::vector<int>& resources, const std::vector<int>& to_resource) const {
     std::string s;
-    for (int x : resources) s += (s.empty() ? "" : ", ") + resource_name(to_resource.empty() ? x : to_resource[static_cast<std::size_t>(x)]);
+    for (int x : resources)
+      s += (s.empty() ? "" : ", ") +
+           resource_name(to_resource.empty() ? x : to_resource[static_cast<std::size_t>(x)]);
     return "[" + s + "]";
   }
 
   topo::Topology build(const XmlElement& zone) {
     const int h = static_cast<int>(hosts_.size());
     if (h < 2) fail(zone, "a platform of " + std::to_string(h) + " hosts: at least 2 are needed");
-    if (h > topo::kMaxGeneratedRanks) fail(zone, std::to_string(h) + " hosts: at most " + std::to_string(topo::kMaxGeneratedRanks) + ", as for every topology");
+    if (h > topo::kMaxGeneratedRanks)
+      fail(zone, std::to_string(h) + " hosts: at most " + std::to_string(topo::kMaxGeneratedRanks) +
+                     ", as for every topology");
     const int points = h + 2 * static_cast<int>(resources_.size());
     parent_.resize(static_cast<std::size_t>(points));
     std::iota(parent_.begin(), parent_.end(), 0);
@@ -497,19 +566,24 @@ class PlatformReader {
     auto head = [&](int res) { return h + 2 * res + 1; };
     for (const RouteUse& r : routes_) {
       unite(r.src, tail(r.resources.front()), r);
-      for (std::size_t i = 0; i + 1 < r.resources.size(); ++i) unite(head(r.resources[i]), tail(r.resources[i + 1]), r);
+      for (std::size_t i = 0; i + 1 < r.resources.size(); ++i)
+        unite(head(r.resources[i]), tail(r.resources[i + 1]), r);
       unite(head(r.resources.back()), r.dst, r);
     }
     std::vector<bool> routed(static_cast<std::size_t>(h), false);
-    for (const RouteUse& r : routes_) routed[static_cast<std::size_t>(r.src)] = routed[static_cast<std::size_t>(r.dst)] = true;
+    for (const RouteUse& r : routes_)
+      routed[static_cast<std::size_t>(r.src)] = routed[static_cast<std::size_t>(r.dst)] = true;
     for (int i = 0; i < h; ++i) {
       if (!routed[static_cast<std::size_t>(i)]) {
-        throw InputError(file_ + ":" + std::to_string(host_lines_[static_cast<std::size_t>(i)]) + ": <host>: host " + hosts_[static_cast<std::size_t>(i)] + " is in no route: nothing could reach it");
+        throw InputError(file_ + ":" + std::to_string(host_lines_[static_cast<std::size_t>(i)]) +
+                         ": <host>: host " + hosts_[static_cast<std::size_t>(i)] +
+                         " is in no route: nothing could reach it");
       }
     }
     topo::Topology t;
     std::vector<int> vertex(static_cast<std::size_t>(points), -1);
-    for (int i = 0; i < h; ++i) vertex[static_cast<std::size_t>(find(i))] = t.add_gpu(hosts_[static_cast<std::size_t>(i)]);
+    for (int i = 0; i < h; ++i)
+      vertex[static_cast<std::size_t>(find(i))] = t.add_gpu(hosts_[static_cast<std::size_t>(i)]);
     int switches = 0;
     auto vertex_of = [&](int point) {
       const int root = find(point);
@@ -529,7 +603,10 @@ class PlatformReader {
       const int a = vertex_of(tail(static_cast<int>(res)));
       const int b = vertex_of(head(static_cast<int>(res)));
       if (a == b) {
-        throw InputError(file_ + ":" + std::to_string(x.first_route_line) + ": <route>: link " + resource_name(static_cast<int>(res)) + " (line " + std::to_string(x.line) + ") would end where it starts: the routes cross it both ways or around a loop (a SHARED link crossed both ways: make it SPLITDUPLEX)");
+        throw InputError(file_ + ":" + std::to_string(x.first_route_line) + ": <route>: link " +
+                         resource_name(static_cast<int>(res)) + " (line " + std::to_string(x.line) +
+                         ") would end where it starts: the routes cross it both ways or around a "
+                         "loop (a SHARED link crossed both ways: make it SPLITDUPLEX)");
       }
       link_of[res] = t.add_link(a, b, BytesPerSecond{x.bandwidth}, Seconds{x.latency}, x.link);
       resource_of.push_back(static_cast<int>(res));
@@ -539,11 +616,19 @@ class PlatformReader {
       for (int res : r.resources) declared.push_back(link_of[static_cast<std::size_t>(res)]);
       const topo::Route ours = t.route(r.src, r.dst);
       if (ours.links != declared) {
-        throw InputError(file_ + ":" + std::to_string(r.line) + ": <route>: " + describe(r) + " takes " + list(r.resources, {}) + ", but on the network the routes describe stragglesim routes it over " + list(ours.links, resource_of) + " (lowest total latency, then fewest hops, then lowest link ids; SimGrid's Full zone takes the route as written): stragglesim cannot follow this route");
+        throw InputError(
+            file_ + ":" + std::to_string(r.line) + ": <route>: " + describe(r) + " takes " +
+            list(r.resources, {}) +
+            ", but on the network the routes describe stragglesim routes it over " +
+            list(ours.links, resource_of) +
+            " (lowest total latency, then fewest hops, then lowest link ids; SimGrid's Full zone "
+            "takes the route as written): stragglesim cannot follow this route");
       }
     }
     t.name = "simgrid(" + std::to_string(h) + ")";
-    t.description = "from SimGrid platform " + file_ + " [zone " + zone_id_ + ": " + std::to_string(h) + " hosts, " + std::to_string(switches) + " switches, " + std::to_string(t.link_count()) + " directed links]";
+    t.description = "from SimGrid platform " + file_ + " [zone " + zone_id_ + ": " +
+                    std::to_string(h) + " hosts, " + std::to_string(switches) + " switches, " +
+                    std::to_string(t.link_count()) + " directed links]";
     return t;
   }
 
