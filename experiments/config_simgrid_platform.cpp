@@ -3,7 +3,8 @@
 //   topology: {simgrid: platform.xml}
 //   topology: platform.xml   (or {file: ...}, --topology: recognised by starting with '<')
 //
-// What is read: one <zone routing="Full"> holding <host>, <link> and <route> elements.
+// What is read: one <zone routing="Full"> holding <host>, <link> and <route> elements, or one
+// FLAT <cluster> (expanded below into the hosts, links and routes SimGrid gives it).
 // - Hosts become GPU ranks in document order (their speed is checked, not used).
 // - A SHARED link is one capacity: it becomes one directed link, so every route must cross it
 //   the same way (a symmetrical route over it is refused). A SPLITDUPLEX link is two capacities
@@ -14,8 +15,8 @@
 //   declared route (and the reverse of a symmetrical one) must be the route stragglesim takes
 //   on that graph (lowest latency, then fewest hops, then lowest link ids), or the file is
 //   refused at that route's line.
-// Everything else (clusters, other routings, nested zones, properties, profiles, FATPIPE and
-// WIFI links) is refused at its line. The XML is read by a small reader of the subset platform
+// Everything else (other cluster kinds, other routings, nested zones, properties, profiles, FATPIPE
+// and WIFI links) is refused at its line. The XML is read by a small reader of the subset platform
 // files use: declaration, DOCTYPE, comments, elements and quoted attributes.
 #include <algorithm>
 #include <cctype>
@@ -278,11 +279,17 @@ class PlatformReader {
                      "\": stragglesim reads version 4.1 (SimGrid 3.22 and later writes it)");
     const XmlElement* zone = nullptr;
     for (const XmlElement& c : root.children) {
-      if (c.name != "zone") unsupported(c);
-      if (zone != nullptr) fail(c, "a second top-level <zone>: stragglesim reads one Full zone");
+      if (c.name != "zone" && c.name != "cluster") unsupported(c);
+      if (zone != nullptr)
+        fail(c,
+             "a second top-level <" + c.name + ">: stragglesim reads one Full zone or one cluster");
       zone = &c;
     }
-    if (zone == nullptr) fail(root, "the platform has no <zone>");
+    if (zone == nullptr) fail(root, "the platform has no <zone> (or <cluster>)");
+    if (zone->name == "cluster") {
+      cluster(*zone);
+      return build(*zone);
+    }
     allow(*zone, {"id", "routing"});
     zone_id_ = attr(*zone, "id");
     const std::string routing = attr(*zone, "routing");
@@ -311,9 +318,11 @@ class PlatformReader {
   [[noreturn]] void unsupported(const XmlElement& e) const {
     std::string why =
         "is not read by stragglesim; a platform it reads is one <zone routing=\"Full\"> of <host>, "
-        "<link> and <route> (with <link_ctn>) elements";
+        "<link> and <route> (with <link_ctn>) elements, or one <cluster>";
     if (e.name == "cluster")
-      why = "is not read (yet): write its hosts, links and routes in a Full zone";
+      why =
+          "a cluster inside a zone is not read: give the cluster as the platform's only "
+          "element, or write its hosts, links and routes in the Full zone";
     if (e.name == "zone" || e.name == "AS") why = "nested zones are not read: write one Full zone";
     if (e.name == "prop")
       why = "properties are not read (they configure SimGrid's plugins and models)";
@@ -354,7 +363,11 @@ class PlatformReader {
   void host(const XmlElement& e) {
     allow(e, {"id", "speed", "core"});
     no_children(e);
-    const std::string id = attr(e, "id");
+    declare_host(e, attr(e, "id"));
+  }
+
+  // A host (or a cluster's host) at `e`: its speed and core count are checked.
+  void declare_host(const XmlElement& e, const std::string& id) {
     bool ok = false;
     const std::string speed = attr(e, "speed");
     const double s = value_with_unit(speed, {{"f", 1.0}, {"flops", 1.0}}, true, "f", ok);
@@ -378,17 +391,23 @@ class PlatformReader {
   void link(const XmlElement& e) {
     allow(e, {"id", "bandwidth", "latency", "sharing_policy"});
     no_children(e);
-    const std::string id = attr(e, "id");
+    const std::string* policy = maybe(e, "sharing_policy");
+    declare_link(e, attr(e, "id"), attr(e, "bandwidth"), maybe(e, "latency"),
+                 policy == nullptr ? "SHARED" : *policy);
+  }
+
+  // A link (or a cluster's link) at `e`, from its attributes' text.
+  void declare_link(const XmlElement& e, const std::string& id, const std::string& bw_text,
+                    const std::string* latency, const std::string& p) {
     if (links_.count(id) != 0) fail(e, "link " + id + " is declared twice");
     bool ok = false;
-    const std::string bw_text = attr(e, "bandwidth");
     const double bw = value_with_unit(bw_text, {{"bps", 0.125}, {"Bps", 1.0}}, true, "Bps", ok);
     if (!ok || !(bw > 0))
       fail(e, "bandwidth \"" + bw_text +
                   "\": a positive number with SimGrid's unit: Bps or bps, with a prefix k M G T "
                   "... (x1000) or Ki Mi Gi ... (x1024), e.g. 10GBps, 100Gbps");
     double lat = 0;
-    if (const std::string* l = maybe(e, "latency")) {
+    if (const std::string* l = latency) {
       lat = value_with_unit(*l,
                             {{"w", 604800.0},
                              {"d", 86400.0},
@@ -406,8 +425,6 @@ class PlatformReader {
                     "e.g. 50us");
       if (lat > 1.0) fail(e, "latency \"" + *l + "\" is above 1 s (surely a unit mistake)");
     }
-    const std::string* policy = maybe(e, "sharing_policy");
-    const std::string p = policy == nullptr ? "SHARED" : *policy;
     LinkDecl d;
     d.line = e.line;
     if (p == "SHARED") {
@@ -428,6 +445,96 @@ class PlatformReader {
                "\" is not read (SHARED: one capacity, crossed one way; SPLITDUPLEX: one each way)");
     }
     links_[id] = d;
+  }
+
+  // <cluster> (SimGrid's FLAT cluster): hosts PREFIX n SUFFIX for n in `radical` (in that
+  // order), each with its private link ID_link_n (bw, lat; SPLITDUPLEX unless sharing_policy
+  // says otherwise), and, with bb_bw, the backbone ID_backbone (bb_bw, bb_lat; SHARED unless
+  // bb_sharing_policy says otherwise). The route from host i to host j: i's link UP, the
+  // backbone, j's link DOWN. So the hosts hang off one switch, and a backbone is one link
+  // between the switch's up and down sides, crossed by all traffic in one direction.
+  void cluster(const XmlElement& e) {
+    allow(e, {"id", "prefix", "suffix", "radical", "speed", "core", "bw", "lat", "sharing_policy",
+              "bb_bw", "bb_lat", "bb_sharing_policy", "topology"});
+    no_children(e);
+    zone_id_ = attr(e, "id");
+    if (const std::string* t = maybe(e, "topology"); t != nullptr && *t != "FLAT") {
+      fail(e, "topology=\"" + *t +
+                  "\": stragglesim reads FLAT clusters (a private link per host "
+                  "and an optional backbone)");
+    }
+    const std::string* prefix = maybe(e, "prefix");
+    const std::string* suffix = maybe(e, "suffix");
+    std::vector<int> numbers;
+    const std::string radical = attr(e, "radical");
+    std::size_t at = 0;
+    while (at <= radical.size()) {
+      const std::size_t comma = std::min(radical.find(',', at), radical.size());
+      const std::string item = radical.substr(at, comma - at);
+      const std::size_t dash = item.find('-');
+      int lo = -1;
+      int hi = -1;
+      auto number = [&](const std::string& text, int& out) {
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+        return ec == std::errc() && end == text.data() + text.size() && !text.empty() && out >= 0;
+      };
+      const bool good = dash == std::string::npos
+                            ? number(item, lo) && number(item, hi)
+                            : number(item.substr(0, dash), lo) && number(item.substr(dash + 1), hi);
+      if (!good || lo > hi) {
+        fail(e, "radical=\"" + radical + "\": numbers and ranges a-b, separated by commas");
+      }
+      if (static_cast<long long>(numbers.size()) + hi - lo + 1 > 1024) {
+        fail(e, "radical=\"" + radical + "\": at most 1024 hosts in a cluster");
+      }
+      for (int n = lo; n <= hi; ++n) numbers.push_back(n);
+      at = comma + 1;
+    }
+    const std::string* policy = maybe(e, "sharing_policy");
+    std::vector<LinkDecl> private_links;
+    for (int n : numbers) {
+      const std::string name =
+          (prefix ? *prefix : "") + std::to_string(n) + (suffix ? *suffix : "");
+      declare_host(e, name);
+      const std::string link = zone_id_ + "_link_" + std::to_string(n);
+      declare_link(e, link, attr(e, "bw"), maybe(e, "lat"),
+                   policy == nullptr ? "SPLITDUPLEX" : *policy);
+      private_links.push_back(links_[link]);
+    }
+    std::vector<int> backbone;
+    if (maybe(e, "bb_bw") != nullptr) {
+      const std::string* bb_policy = maybe(e, "bb_sharing_policy");
+      const std::string id = zone_id_ + "_backbone";
+      declare_link(e, id, attr(e, "bb_bw"), maybe(e, "bb_lat"),
+                   bb_policy == nullptr ? "SHARED" : *bb_policy);
+      const LinkDecl& bb = links_[id];
+      if (bb.shared < 0) {
+        fail(e, "bb_sharing_policy=\"" + *bb_policy +
+                    "\": a cluster's backbone is crossed one way by all traffic, as one SHARED "
+                    "link");
+      }
+      backbone.push_back(bb.shared);
+    } else if (maybe(e, "bb_lat") != nullptr || maybe(e, "bb_sharing_policy") != nullptr) {
+      fail(e, "bb_lat and bb_sharing_policy need bb_bw (the backbone)");
+    }
+    const int count = static_cast<int>(numbers.size());
+    for (int i = 0; i < count; ++i) {
+      for (int j = 0; j < count; ++j) {
+        if (i == j) continue;
+        const LinkDecl& a = private_links[static_cast<std::size_t>(i)];
+        const LinkDecl& b = private_links[static_cast<std::size_t>(j)];
+        if (a.shared >= 0) {
+          fail(e, "sharing_policy=\"" + *policy +
+                      "\": every host's private link is crossed both ways (up to send, down to "
+                      "receive), one capacity for both, which stragglesim's links cannot be; use "
+                      "SPLITDUPLEX");
+        }
+        RouteUse r{i, j, {a.up}, e.line, false};
+        r.resources.insert(r.resources.end(), backbone.begin(), backbone.end());
+        r.resources.push_back(b.down);
+        add_route(e, std::move(r));
+      }
+    }
   }
 
   void route(const XmlElement& e) {

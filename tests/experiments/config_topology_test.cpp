@@ -373,7 +373,7 @@ TEST(SimGridPlatform, BadInputNamesFileLineAndWhat) {
   EXPECT_TRUE(
       has(simgrid_error(platform("<cluster id=\"c\" prefix=\"h\" suffix=\"\" radical=\"0-3\" "
                                  "speed=\"1Gf\" bw=\"1GBps\" lat=\"1us\"/>\n")),
-          "p.xml:5: <cluster>: is not read (yet)"));
+          "p.xml:5: <cluster>: a cluster inside a zone is not read"));
   EXPECT_TRUE(has(simgrid_error(platform("<zone id=\"in\" routing=\"Full\"/>\n")),
                   "p.xml:5: <zone>: nested zones"));
   EXPECT_TRUE(has(
@@ -415,6 +415,40 @@ TEST(SimGridPlatform, BadInputNamesFileLineAndWhat) {
   // In a simulate or run file: the entry takes no other key.
   EXPECT_TRUE(
       has(error_of("simgrid: topologies/simgrid/two_leaves_8hosts.xml\necmp: true\n"), "ecmp"));
+}
+
+// A SimGrid FLAT cluster: hosts in radical order behind one switch, each on its private
+// split-duplex link; the backbone is one link every host-to-host route crosses the same way.
+TEST(SimGridPlatform, Cluster) {
+  const topo::Topology t = load("simgrid: topologies/simgrid/cluster_16hosts.xml");
+  ASSERT_EQ(t.gpu_count(), 16);
+  EXPECT_EQ(t.node(t.vertex_of_rank(3)).name, "gpu3");
+  EXPECT_EQ(t.link_count(), 33);  // 16 x (up, down) + the backbone
+  const topo::Route r = t.route(3, 12);
+  ASSERT_EQ(r.links.size(), 3u);
+  EXPECT_EQ(t.link(r.links[0]).link_class, "c_link_3");
+  EXPECT_EQ(t.link(r.links[1]).link_class, "c_backbone");
+  EXPECT_EQ(t.route(12, 3).links[1], r.links[1]);  // one backbone, crossed one way by all
+  EXPECT_DOUBLE_EQ(r.latency.value, 5e-6);       // 2 us + 1 us + 2 us
+  EXPECT_DOUBLE_EQ(r.bandwidth.value, 25e9);
+  const std::string c = "<platform version=\"4.1\">\n<cluster id=\"c\" prefix=\"h\" radical=\"0-1,4\" "
+                        "speed=\"1Gf\" bw=\"1GBps\" lat=\"1us\"";
+  const topo::Topology small = simgrid_platform(c + "/>\n</platform>\n", "p.xml");
+  EXPECT_EQ(small.gpu_count(), 3);
+  EXPECT_EQ(small.node(small.vertex_of_rank(2)).name, "h4");
+  EXPECT_EQ(small.link_count(), 6);  // no backbone: up and down links of one switch
+  auto has = [](const std::string& err, const std::string& what) {
+    return err.find(what) != std::string::npos;
+  };
+  EXPECT_TRUE(has(simgrid_error(c + " sharing_policy=\"SHARED\"/>\n</platform>\n"),
+                  "p.xml:2: <cluster>: sharing_policy=\"SHARED\": every host's private link"));
+  EXPECT_TRUE(has(simgrid_error(c + " topology=\"TORUS\"/>\n</platform>\n"),
+                  "p.xml:2: <cluster>: topology=\"TORUS\""));
+  EXPECT_TRUE(has(simgrid_error(c + " bb_bw=\"1GBps\" bb_sharing_policy=\"FATPIPE\"/>\n</platform>\n"),
+                  "p.xml:2: <cluster>: sharing_policy=\"FATPIPE\""));
+  EXPECT_TRUE(has(simgrid_error("<platform version=\"4.1\">\n<cluster id=\"c\" prefix=\"h\" radical=\"3-1\" "
+                                "speed=\"1Gf\" bw=\"1GBps\"/>\n</platform>\n"),
+                  "p.xml:2: <cluster>: radical=\"3-1\""));
 }
 
 }  // namespace
