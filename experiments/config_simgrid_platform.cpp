@@ -371,7 +371,7 @@ class PlatformReader {
     bool ok = false;
     const std::string speed = attr(e, "speed");
     const double s = value_with_unit(speed, {{"f", 1.0}, {"flops", 1.0}}, true, "f", ok);
-    if (!ok || !(s > 0))
+    if (!ok || !(s > 0) || !std::isfinite(s))
       fail(e, "speed \"" + speed +
                   "\": a positive number of flops (e.g. 1Gf); pstate lists are not read");
     if (const std::string* core = maybe(e, "core")) {
@@ -402,7 +402,7 @@ class PlatformReader {
     if (links_.count(id) != 0) fail(e, "link " + id + " is declared twice");
     bool ok = false;
     const double bw = value_with_unit(bw_text, {{"bps", 0.125}, {"Bps", 1.0}}, true, "Bps", ok);
-    if (!ok || !(bw > 0))
+    if (!ok || !(bw > 0) || !std::isfinite(bw))
       fail(e, "bandwidth \"" + bw_text +
                   "\": a positive number with SimGrid's unit: Bps or bps, with a prefix k M G T "
                   "... (x1000) or Ki Mi Gi ... (x1024), e.g. 10GBps, 100Gbps");

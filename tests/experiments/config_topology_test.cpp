@@ -384,6 +384,8 @@ TEST(SimGridPlatform, BadInputNamesFileLineAndWhat) {
                   "profiles are not modelled"));
   EXPECT_TRUE(has(simgrid_error(platform(hosts + "<link id=\"l\" bandwidth=\"1Gbit\"/>\n")),
                   "p.xml:7: <link>: bandwidth \"1Gbit\""));
+  EXPECT_TRUE(has(simgrid_error(platform(hosts + "<link id=\"l\" bandwidth=\"1e308YBps\"/>\n")),
+                  "p.xml:7: <link>: bandwidth \"1e308YBps\""));
   EXPECT_TRUE(has(
       simgrid_error(platform(hosts + "<route src=\"a\" dst=\"b\"><link_ctn id=\"zz\"/></route>\n")),
       "p.xml:7: <link_ctn>: link zz is not declared above"));
