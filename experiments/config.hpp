@@ -26,6 +26,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -45,6 +46,16 @@ topo::Topology load_astra_sim_network(const ConfigNode& entry, const std::string
 // topology it describes (`gigabyte`: bytes per GB of its bandwidths; `path` for messages).
 bool is_astra_sim_network(const ConfigNode& root);
 topo::Topology astra_sim_network(const ConfigNode& root, const std::string& path, double gigabyte);
+// `{simgrid: FILE}`: a SimGrid platform file (XML 4.1, one Full zone of hosts, links and routes)
+// as a topology (experiments/config_simgrid_platform.cpp); load_topology calls it. Hosts are
+// ranks in document order; the conversions are listed in docs/user_guide.md.
+topo::Topology load_simgrid_platform(const ConfigNode& entry, const std::string& base_dir);
+// The platform in `text` (`name` for messages: "name:line: <element>: what"), or in a file.
+topo::Topology simgrid_platform(std::string_view text, const std::string& name);
+topo::Topology simgrid_platform_file(const std::string& path);
+// Whether a topology file is XML (its first non-blank character is '<'): read as a SimGrid
+// platform, not as YAML.
+bool is_simgrid_platform_file(const std::string& path);
 
 // A topology entry opened for loading: the inline map, or the root of the topology file it
 // names with the entry's other keys laid over it (`{file: dgx_h100.yaml, ecmp: true}`; a map

@@ -567,6 +567,10 @@ Experiment load_experiment(const ConfigReader& reader, ConfigCommand command) {
         const auto [end, ec] = std::from_chars(label.data(), label.data() + label.size(), ranks);
         if (!value.is_map() || ec != std::errc() || end != label.data() + label.size())
           ranks = value.as_int(2, 65536);
+        if (tnode.has("simgrid")) {
+          value.fail("sweep.ranks cannot set the host count of a SimGrid platform file; write "
+                     "one file per size and sweep topology instead");
+        }
         if (tnode.has("astra_sim") || is_astra_sim_network(tnode)) {
           value.fail("sweep.ranks cannot set the NPU counts of an ASTRA-sim network file; write "
                      "one file per size and sweep topology instead");

@@ -269,6 +269,26 @@ TopologySource open_topology(const ConfigNode& entry, const std::string& base_di
   }
   if (!file_node) return TopologySource{nullptr, "", base_dir, entry};
   const std::filesystem::path path = file_node->as_input_file(base_dir, "topology file");
+  if (is_simgrid_platform_file(path.string())) {
+    // An XML topology file is a SimGrid platform: loaded as `{simgrid: PATH}` (no overrides).
+    if (entry.is_map()) {
+      for (const std::string& key : entry.keys()) {
+        if (key != "file") {
+          entry.child(key).fail("a SimGrid platform file takes no overrides (" + key +
+                                "): change the platform file");
+        }
+      }
+    }
+    std::string quoted;
+    for (const char c : std::filesystem::absolute(path).string()) {
+      if (c == '"' || c == '\\') quoted += '\\';
+      quoted += c;
+    }
+    auto reader = std::make_unique<ConfigReader>(
+        ConfigReader::from_string("simgrid: \"" + quoted + "\"\n", path.string()));
+    const ConfigNode root = reader->root();
+    return TopologySource{std::move(reader), path.string(), path.parent_path().string(), root};
+  }
   auto reader = std::make_unique<ConfigReader>(path.string());
   const ConfigNode root = reader->root();
   root.require_map();
@@ -283,7 +303,10 @@ TopologySource open_topology(const ConfigNode& entry, const std::string& base_di
 
 topo::Topology load_topology(const ConfigNode& node, const std::string& base_dir) {
   if (node.is_map() && node.has("astra_sim")) return load_astra_sim_network(node, base_dir);
+  if (node.is_map() && node.has("simgrid")) return load_simgrid_platform(node, base_dir);
   const TopologySource source = open_topology(node, base_dir);
+  if (source.node.is_map() && source.node.has("simgrid"))
+    return load_simgrid_platform(source.node, source.dir);
   if (is_astra_sim_network(source.node))
     return astra_sim_network(source.node, source.file, 1073741824.0);
   topo::Topology t = load_inline(source.node);

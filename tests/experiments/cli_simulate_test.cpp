@@ -192,5 +192,37 @@ TEST(CliSimulate, AnAstraSimNetworkFile) {
   std::filesystem::remove_all(dir);
 }
 
+// The shipped SimGrid platform (configs/simulate/simgrid_platform.yaml) and the same network
+// written as a stragglesim custom topology simulate to the same time, bit for bit; bad XML is one
+// message naming the platform file's line, exit 1.
+TEST(CliSimulate, ASimGridPlatformFile) {
+  const std::string configs = std::string(STRAGGLESIM_SOURCE_DIR) + "/configs";
+  const CommandResult xml =
+      run_cli("simulate " + configs + "/simulate/simgrid_platform.yaml --json");
+  ASSERT_EQ(xml.rc, 0) << xml.err;
+  const std::string dir = ::testing::TempDir() + "cli_simgrid_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/twin.yaml") << "topology: {file: " << configs
+                                    << "/topologies/simgrid/two_leaves_8hosts.yaml}\n"
+                                       "network: {model: flow}\n"
+                                       "collective: {algorithm: stragglar, size: 64MiB}\n"
+                                       "delays: {persistent: [{rank: 5, delay: 1ms}]}\n"
+                                       "iterations: 1\nseed: 1\n";
+  const CommandResult yaml = run_cli("simulate " + dir + "/twin.yaml --json");
+  ASSERT_EQ(yaml.rc, 0) << yaml.err;
+  const double a = nlohmann::json::parse(xml.out).at("mean_completion_s").get<double>();
+  const double b = nlohmann::json::parse(yaml.out).at("mean_completion_s").get<double>();
+  EXPECT_EQ(a, b);
+  EXPECT_GT(a, 1e-3);  // the 1 ms straggler and 64 MiB over 12.5 GB/s links
+  std::ofstream(dir + "/bad.xml") << "<?xml version='1.0'?>\n<platform version=\"4.1\">\n"
+                                     "<zone id=\"z\" routing=\"Floyd\">\n</zone>\n</platform>\n";
+  std::ofstream(dir + "/bad.yaml") << "topology: bad.xml\nnetwork: {model: flow}\n"
+                                      "collective: {algorithm: ring, size: 1MiB}\n";
+  const CommandResult bad = run_cli("simulate " + dir + "/bad.yaml");
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_TRUE(contains(bad.err, "bad.xml:3: <zone>: routing=\"Floyd\"")) << bad.err;
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace ssim::testing

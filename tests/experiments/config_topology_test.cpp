@@ -275,5 +275,183 @@ TEST_F(AstraSimNetwork, BadInputNamesTheFileAndKey) {
   EXPECT_NE(astra_error("topology: [Ring]\n" + ok, "\necmp: true").find("ecmp"), std::string::npos);
 }
 
+// SimGrid platform files (XML 4.1, one Full zone): hosts are ranks in document order, links'
+// vertices are inferred from the routes, units as SimGrid reads them.
+std::string platform(const std::string& zone_body, const std::string& routing = "Full") {
+  return "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+         "<platform version=\"4.1\">\n<zone id=\"z\" routing=\"" +
+         routing + "\">\n" + zone_body + "</zone>\n</platform>\n";
+}
+
+std::string simgrid_error(const std::string& xml) {
+  try {
+    simgrid_platform(xml, "p.xml");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// Three hosts on a one-way ring of SHARED links: c -> a -> b -> c, each crossed one way.
+const char* const kOneWayRing =
+    "<host id=\"c\" speed=\"1Gf\"/>\n<host id=\"a\" speed=\"1Gf\"/>\n<host id=\"b\" "
+    "speed=\"1Gf\"/>\n"
+    "<link id=\"ab\" bandwidth=\"1Gbps\" latency=\"50us\"/>\n"
+    "<link id=\"bc\" bandwidth=\"2KiBps\" latency=\"1ms\"/>\n"
+    "<link id=\"ca\" bandwidth=\"3MBps\" latency=\"0.5\"/>\n"
+    "<route src=\"a\" dst=\"b\" symmetrical=\"NO\"><link_ctn id=\"ab\"/></route>\n"
+    "<route src=\"b\" dst=\"c\" symmetrical=\"NO\"><link_ctn id=\"bc\"/></route>\n"
+    "<route src=\"c\" dst=\"a\" symmetrical=\"NO\"><link_ctn id=\"ca\"/></route>\n";
+
+TEST(SimGridPlatform, UnitsRanksAndSharedLinks) {
+  const topo::Topology t = simgrid_platform(platform(kOneWayRing), "p.xml");
+  ASSERT_EQ(t.gpu_count(), 3);
+  EXPECT_EQ(t.node(t.vertex_of_rank(0)).name, "c");  // document order
+  EXPECT_EQ(t.node(t.vertex_of_rank(1)).name, "a");
+  EXPECT_EQ(t.node_count(), 3);  // host-to-host links: no switch
+  ASSERT_EQ(t.link_count(), 3);
+  const topo::Route ab = t.route(1, 2);
+  ASSERT_EQ(ab.links.size(), 1u);
+  EXPECT_EQ(t.link(ab.links[0]).link_class, "ab");
+  EXPECT_DOUBLE_EQ(ab.bandwidth.value, 1e9 / 8);  // bits, 1000 per prefix
+  EXPECT_DOUBLE_EQ(ab.latency.value, 50e-6);
+  EXPECT_DOUBLE_EQ(t.route(2, 0).bandwidth.value, 2048);  // 1024 per binary prefix
+  EXPECT_DOUBLE_EQ(t.route(2, 0).latency.value, 1e-3);
+  EXPECT_DOUBLE_EQ(t.route(0, 1).bandwidth.value, 3e6);
+  EXPECT_DOUBLE_EQ(t.route(0, 1).latency.value, 0.5);  // a bare number: seconds, as SimGrid
+  EXPECT_NE(t.description.find("from SimGrid platform p.xml"), std::string::npos);
+}
+
+// The shipped platform is its YAML twin: same routes, latencies and bottlenecks between every
+// pair; the file named directly (recognised by its '<') is read the same way.
+TEST(SimGridPlatform, ShippedPlatformIsItsYamlTwin) {
+  const topo::Topology xml = load("simgrid: topologies/simgrid/two_leaves_8hosts.xml");
+  const topo::Topology direct = load("file: topologies/simgrid/two_leaves_8hosts.xml");
+  const topo::Topology yaml = load("file: topologies/simgrid/two_leaves_8hosts.yaml");
+  ASSERT_EQ(xml.gpu_count(), 8);
+  EXPECT_EQ(xml.node_count(), 10);  // two inferred leaf switches
+  EXPECT_EQ(xml.link_count(), 18);
+  for (int s = 0; s < 8; ++s) {
+    for (int d = 0; d < 8; ++d) {
+      if (s == d) continue;
+      for (const topo::Topology* other : {&direct, &yaml}) {
+        const topo::Route x = xml.route(s, d), y = other->route(s, d);
+        EXPECT_EQ(x.links.size(), y.links.size()) << s << "->" << d;
+        EXPECT_DOUBLE_EQ(x.latency.value, y.latency.value) << s << "->" << d;
+        EXPECT_DOUBLE_EQ(x.bandwidth.value, y.bandwidth.value) << s << "->" << d;
+      }
+    }
+  }
+  EXPECT_DOUBLE_EQ(xml.route(0, 5).latency.value, 5e-6);      // nic 1.5us + spine 2us + nic 1.5us
+  EXPECT_DOUBLE_EQ(xml.route(0, 5).bandwidth.value, 12.5e9);  // 12.5GBps; the spine 100Gbps too
+}
+
+TEST(SimGridPlatform, BadInputNamesFileLineAndWhat) {
+  const std::string hosts = "<host id=\"a\" speed=\"1Gf\"/>\n<host id=\"b\" speed=\"1Gf\"/>\n";
+  const std::string ab = "<link id=\"ab\" bandwidth=\"1GBps\" latency=\"1us\"/>\n";
+  auto has = [](const std::string& err, const std::string& what) {
+    return err.find(what) != std::string::npos;
+  };
+  // A symmetrical route over a SHARED link: crossed both ways, one capacity: refused (line 7).
+  std::string e = simgrid_error(
+      platform(hosts + ab + "<route src=\"a\" dst=\"b\">\n<link_ctn id=\"ab\"/></route>\n"));
+  EXPECT_TRUE(has(e, "p.xml:9: <link_ctn>: the symmetrical route a <-> b crosses SHARED link ab"))
+      << e;
+  // The same with symmetrical="NO" and a route back over the same link.
+  e = simgrid_error(
+      platform(hosts + ab +
+               "<route src=\"a\" dst=\"b\" symmetrical=\"NO\"><link_ctn id=\"ab\"/></route>\n"
+               "<route src=\"b\" dst=\"a\" symmetrical=\"NO\"><link_ctn id=\"ab\"/></route>\n"));
+  EXPECT_TRUE(has(e,
+                  "p.xml:9: <route>: the route b -> a: with the routes before it, this route puts "
+                  "hosts b and a at one point"))
+      << e;
+  EXPECT_TRUE(has(simgrid_error(platform(
+                      hosts + "<link id=\"f\" bandwidth=\"1GBps\" sharing_policy=\"FATPIPE\"/>\n")),
+                  "p.xml:7: <link>: sharing_policy=\"FATPIPE\""));
+  EXPECT_TRUE(has(simgrid_error(platform(hosts, "Floyd")), "p.xml:4: <zone>: routing=\"Floyd\""));
+  EXPECT_TRUE(
+      has(simgrid_error(platform("<cluster id=\"c\" prefix=\"h\" suffix=\"\" radical=\"0-3\" "
+                                 "speed=\"1Gf\" bw=\"1GBps\" lat=\"1us\"/>\n")),
+          "p.xml:5: <cluster>: a cluster inside a zone is not read"));
+  EXPECT_TRUE(has(simgrid_error(platform("<zone id=\"in\" routing=\"Full\"/>\n")),
+                  "p.xml:5: <zone>: nested zones"));
+  EXPECT_TRUE(has(
+      simgrid_error(platform("<host id=\"a\" speed=\"1Gf\"><prop id=\"x\" value=\"1\"/></host>\n")),
+      "p.xml:5: <prop>: properties are not read"));
+  EXPECT_TRUE(has(simgrid_error(platform(
+                      hosts + "<link id=\"l\" bandwidth=\"1GBps\" bandwidth_file=\"bw.txt\"/>\n")),
+                  "profiles are not modelled"));
+  EXPECT_TRUE(has(simgrid_error(platform(hosts + "<link id=\"l\" bandwidth=\"1Gbit\"/>\n")),
+                  "p.xml:7: <link>: bandwidth \"1Gbit\""));
+  EXPECT_TRUE(has(simgrid_error(platform(hosts + "<link id=\"l\" bandwidth=\"1e308YBps\"/>\n")),
+                  "p.xml:7: <link>: bandwidth \"1e308YBps\""));
+  EXPECT_TRUE(has(
+      simgrid_error(platform(hosts + "<route src=\"a\" dst=\"b\"><link_ctn id=\"zz\"/></route>\n")),
+      "p.xml:7: <link_ctn>: link zz is not declared above"));
+  EXPECT_TRUE(has(
+      simgrid_error(platform(hosts +
+                             "<link id=\"s\" bandwidth=\"1GBps\" sharing_policy=\"SPLITDUPLEX\"/>\n"
+                             "<route src=\"a\" dst=\"b\"><link_ctn id=\"s\"/></route>\n")),
+      "p.xml:8: <link_ctn>: SPLITDUPLEX link s (line 7) needs direction"));
+  EXPECT_TRUE(has(simgrid_error(platform(hosts)), "p.xml:5: <host>: host a is in no route"));
+  EXPECT_TRUE(has(simgrid_error("<platform version=\"4\">\n</platform>\n"),
+                  "p.xml:1: <platform>: platform version \"4\""));
+  EXPECT_TRUE(has(simgrid_error("<platform version=\"4.1\">\n<zone id=\"z\" routing=\"Full\">\n"),
+                  "<zone> (line 2) is not closed"));
+  // A declared route that is not the one stragglesim takes: a -> c written over the slow direct
+  // link while a -> b -> c is faster.
+  e =
+      simgrid_error(platform(
+          hosts + "<host id=\"c\" speed=\"1Gf\"/>\n"
+                  "<link id=\"ab\" bandwidth=\"1GBps\" latency=\"1us\"/>\n<link id=\"bc\" "
+                  "bandwidth=\"1GBps\" latency=\"1us\"/>\n"
+                  "<link id=\"ac\" bandwidth=\"1GBps\" latency=\"10us\"/>\n"
+                  "<route src=\"a\" dst=\"b\" symmetrical=\"NO\"><link_ctn id=\"ab\"/></route>\n"
+                  "<route src=\"b\" dst=\"c\" symmetrical=\"NO\"><link_ctn id=\"bc\"/></route>\n"
+                  "<route src=\"a\" dst=\"c\" symmetrical=\"NO\"><link_ctn id=\"ac\"/></route>\n"));
+  EXPECT_TRUE(has(e,
+                  "p.xml:13: <route>: the route a -> c takes [ac], but on the network the routes "
+                  "describe stragglesim routes it over [ab, bc]"))
+      << e;
+  // In a simulate or run file: the entry takes no other key.
+  EXPECT_TRUE(
+      has(error_of("simgrid: topologies/simgrid/two_leaves_8hosts.xml\necmp: true\n"), "ecmp"));
+}
+
+// A SimGrid FLAT cluster: hosts in radical order behind one switch, each on its private
+// split-duplex link; the backbone is one link every host-to-host route crosses the same way.
+TEST(SimGridPlatform, Cluster) {
+  const topo::Topology t = load("simgrid: topologies/simgrid/cluster_16hosts.xml");
+  ASSERT_EQ(t.gpu_count(), 16);
+  EXPECT_EQ(t.node(t.vertex_of_rank(3)).name, "gpu3");
+  EXPECT_EQ(t.link_count(), 33);  // 16 x (up, down) + the backbone
+  const topo::Route r = t.route(3, 12);
+  ASSERT_EQ(r.links.size(), 3u);
+  EXPECT_EQ(t.link(r.links[0]).link_class, "c_link_3");
+  EXPECT_EQ(t.link(r.links[1]).link_class, "c_backbone");
+  EXPECT_EQ(t.route(12, 3).links[1], r.links[1]);  // one backbone, crossed one way by all
+  EXPECT_DOUBLE_EQ(r.latency.value, 5e-6);       // 2 us + 1 us + 2 us
+  EXPECT_DOUBLE_EQ(r.bandwidth.value, 25e9);
+  const std::string c = "<platform version=\"4.1\">\n<cluster id=\"c\" prefix=\"h\" radical=\"0-1,4\" "
+                        "speed=\"1Gf\" bw=\"1GBps\" lat=\"1us\"";
+  const topo::Topology small = simgrid_platform(c + "/>\n</platform>\n", "p.xml");
+  EXPECT_EQ(small.gpu_count(), 3);
+  EXPECT_EQ(small.node(small.vertex_of_rank(2)).name, "h4");
+  EXPECT_EQ(small.link_count(), 6);  // no backbone: up and down links of one switch
+  auto has = [](const std::string& err, const std::string& what) {
+    return err.find(what) != std::string::npos;
+  };
+  EXPECT_TRUE(has(simgrid_error(c + " sharing_policy=\"SHARED\"/>\n</platform>\n"),
+                  "p.xml:2: <cluster>: sharing_policy=\"SHARED\": every host's private link"));
+  EXPECT_TRUE(has(simgrid_error(c + " topology=\"TORUS\"/>\n</platform>\n"),
+                  "p.xml:2: <cluster>: topology=\"TORUS\""));
+  EXPECT_TRUE(has(simgrid_error(c + " bb_bw=\"1GBps\" bb_sharing_policy=\"FATPIPE\"/>\n</platform>\n"),
+                  "p.xml:2: <cluster>: sharing_policy=\"FATPIPE\""));
+  EXPECT_TRUE(has(simgrid_error("<platform version=\"4.1\">\n<cluster id=\"c\" prefix=\"h\" radical=\"3-1\" "
+                                "speed=\"1Gf\" bw=\"1GBps\"/>\n</platform>\n"),
+                  "p.xml:2: <cluster>: radical=\"3-1\""));
+}
+
 }  // namespace
 }  // namespace ssim::exp

@@ -6,6 +6,11 @@
 //                                        on a switch, a ring and a fat tree, two sizes each
 //   simgrid_replay --schedule F.json --topology switch|ring|fat_tree --size BYTES
 //                                        one exported schedule (`stragglesim schedule ... --json`)
+//   simgrid_replay --platform P.xml      every registered algorithm on a SimGrid platform file,
+//                                        given to SimGrid as it is (Engine::load_platform) and to
+//                                        stragglesim through its loader (`topology: {simgrid: P}`);
+//                                        also checks that both take the same links, bandwidths
+//                                        and latencies between every pair of hosts
 //   --tolerance X                        relative tolerance on finish times (default 1e-9)
 // Exit 0 when every rank of every case agrees within the tolerance, 1 when one does not (each
 // such case is printed), 2 on bad arguments.
@@ -71,6 +76,7 @@
 #include "algorithms/registry.hpp"
 #include "algorithms/schedule_json.hpp"
 #include "common/error.hpp"
+#include "experiments/config.hpp"
 #include "sim/executor.hpp"
 #include "topologies/generators.hpp"
 
@@ -102,6 +108,7 @@ struct Case {
   std::vector<std::vector<std::vector<int>>> rank_rounds;  // [rank][round] -> transfer ids
   std::vector<sg4::SemaphorePtr> done;                     // per rank: one release per transfer
   std::vector<double> finish;
+  double t0 = 0;  // when the case starts (platform files: cases run one after another)
 };
 
 // Bytes of chunks [begin, end) of `total` cut into `chunks` chunks, the last one taking the
@@ -111,6 +118,23 @@ std::uint64_t transfer_bytes(std::uint64_t total, int chunks, int begin, int end
   std::uint64_t bytes = each * static_cast<std::uint64_t>(end - begin);
   if (end == chunks) bytes += total - each * static_cast<std::uint64_t>(chunks);
   return bytes;
+}
+
+// The case's transfer list, on hosts already set.
+void build_transfers(Case& c) {
+  const int n = c.schedule.ranks;
+  c.rank_rounds.assign(static_cast<std::size_t>(n),
+                       std::vector<std::vector<int>>(c.schedule.rounds.size()));
+  for (std::size_t k = 0; k < c.schedule.rounds.size(); ++k) {
+    for (const ssim::alg::Transfer& x : c.schedule.rounds[k].transfers) {
+      const int id = static_cast<int>(c.transfers.size());
+      c.transfers.push_back(Transfer{
+          x.src, x.dst, transfer_bytes(c.bytes, c.schedule.chunks, x.chunk_begin, x.chunk_end),
+          x.op == ssim::alg::Op::reduce});
+      c.rank_rounds[x.src][k].push_back(id);
+      c.rank_rounds[x.dst][k].push_back(id);
+    }
+  }
 }
 
 // Builds the case's hosts, links and routes in `zone`, and its transfer list.
@@ -128,10 +152,8 @@ void build_platform(sg4::NetZone* zone, Case& c, int index) {
                         ->seal());
   }
   std::map<std::pair<int, int>, bool> routed;
-  c.rank_rounds.assign(static_cast<std::size_t>(n),
-                       std::vector<std::vector<int>>(c.schedule.rounds.size()));
-  for (std::size_t k = 0; k < c.schedule.rounds.size(); ++k) {
-    for (const ssim::alg::Transfer& x : c.schedule.rounds[k].transfers) {
+  for (const ssim::alg::Round& round : c.schedule.rounds) {
+    for (const ssim::alg::Transfer& x : round.transfers) {
       if (!routed[{x.src, x.dst}]) {
         routed[{x.src, x.dst}] = true;
         std::vector<sg4::LinkInRoute> route;
@@ -140,29 +162,24 @@ void build_platform(sg4::NetZone* zone, Case& c, int index) {
         zone->add_route(c.hosts[x.src]->get_netpoint(), c.hosts[x.dst]->get_netpoint(), nullptr,
                         nullptr, route, /*symmetrical=*/false);
       }
-      const int id = static_cast<int>(c.transfers.size());
-      c.transfers.push_back(Transfer{
-          x.src, x.dst, transfer_bytes(c.bytes, c.schedule.chunks, x.chunk_begin, x.chunk_end),
-          x.op == ssim::alg::Op::reduce});
-      c.rank_rounds[x.src][k].push_back(id);
-      c.rank_rounds[x.dst][k].push_back(id);
     }
   }
+  build_transfers(c);
 }
 
 void run_transfer(Case* c, int id) {
   Transfer& x = c->transfers[static_cast<std::size_t>(id)];
-  x.start = sg4::Engine::get_clock();
+  x.start = sg4::Engine::get_clock() - c->t0;
   sg4::this_actor::sleep_for(x.latency);
   sg4::Comm::sendto(c->hosts[x.src], c->hosts[x.dst], x.bytes);
-  x.end = sg4::Engine::get_clock();
+  x.end = sg4::Engine::get_clock() - c->t0;
   c->done[x.src]->release();
   if (x.reduce && c->gamma > 0) sg4::this_actor::sleep_for(c->gamma * static_cast<double>(x.bytes));
   c->done[x.dst]->release();
 }
 
 void run_rank(Case* c, int rank) {
-  sg4::this_actor::sleep_until(c->arrival[rank]);
+  sg4::this_actor::sleep_until(c->t0 + c->arrival[rank]);
   for (const std::vector<int>& round : c->rank_rounds[rank]) {
     for (int id : round) {
       Transfer& x = c->transfers[static_cast<std::size_t>(id)];
@@ -172,7 +189,7 @@ void run_rank(Case* c, int rank) {
     }
     for (std::size_t i = 0; i < round.size(); ++i) c->done[rank]->acquire();
   }
-  c->finish[rank] = sg4::Engine::get_clock();
+  c->finish[rank] = sg4::Engine::get_clock() - c->t0;
 }
 
 ssim::topo::Topology make_topology(const std::string& kind, int n) {
@@ -200,18 +217,24 @@ ssim::topo::Topology make_topology(const std::string& kind, int n) {
   throw ssim::UsageError("--topology must be switch, ring or fat_tree, got '" + kind + "'");
 }
 
-std::vector<Case> sweep_cases() {
+// `platform`: the topology read from a platform file (its rank count only), else the sweep's.
+std::vector<Case> sweep_cases(const ssim::topo::Topology* platform) {
   std::vector<Case> cases;
   std::mt19937_64 rng(15);
   for (const ssim::alg::AlgorithmInfo& info : ssim::alg::algorithms()) {
     if (info.in_network) continue;  // switch reductions: switch_reduce_test, nvls_test
     for (int n : {4, 7, 8, 16}) {
+      if (platform != nullptr && n != 4) break;  // one rank count: the platform's
+      if (platform != nullptr) n = platform->gpu_count();
       if (!info.supports_ranks(n)) continue;
       for (const char* topo : {"switch", "ring", "fat_tree"}) {
+        if (platform != nullptr && std::string(topo) != "switch") break;  // one topology
         for (int variant = 0; variant < 2; ++variant) {
           Case c;
           c.schedule = ssim::alg::generate(info.name, n, ssim::alg::Options{});
-          c.topology = std::make_unique<ssim::topo::Topology>(make_topology(topo, n));
+          c.topology = std::make_unique<ssim::topo::Topology>(
+              platform != nullptr ? *platform : make_topology(topo, n));
+          if (platform != nullptr) topo = "platform";
           const auto chunks = static_cast<std::uint64_t>(c.schedule.chunks);
           // Variant 0: small, everyone at 0, no reduction cost. Variant 1: large, arrivals
           // spread over 50 us, a reduction cost of 2 ps per byte.
@@ -242,6 +265,7 @@ std::string read_file(const std::string& path) {
 
 struct Args {
   std::string schedule;
+  std::string platform;
   std::string topology;
   std::uint64_t size = 0;
   double tolerance = 1e-9;
@@ -264,6 +288,8 @@ Args parse_args(int argc, char** argv) {
     };
     if (flag == "--schedule")
       a.schedule = value;
+    else if (flag == "--platform")
+      a.platform = value;
     else if (flag == "--topology")
       a.topology = value;
     else if (flag == "--size")
@@ -274,6 +300,8 @@ Args parse_args(int argc, char** argv) {
     else
       throw ssim::UsageError("unknown option " + flag);
   }
+  if (!a.schedule.empty() && !a.platform.empty())
+    throw ssim::UsageError("--schedule and --platform do not go together");
   if (!a.schedule.empty() && (a.topology.empty() || a.size == 0)) {
     throw ssim::UsageError("--schedule needs --topology and --size (bytes, > 0)");
   }
@@ -285,10 +313,15 @@ Args parse_args(int argc, char** argv) {
 int main(int argc, char** argv) {
   Args args;
   std::vector<Case> cases;
+  std::unique_ptr<ssim::topo::Topology> platform;
   try {
     args = parse_args(argc, argv);
-    if (args.schedule.empty()) {
-      cases = sweep_cases();
+    if (!args.platform.empty()) {
+      platform =
+          std::make_unique<ssim::topo::Topology>(ssim::exp::simgrid_platform_file(args.platform));
+      cases = sweep_cases(platform.get());
+    } else if (args.schedule.empty()) {
+      cases = sweep_cases(nullptr);
     } else {
       Case c;
       c.schedule = ssim::alg::read_schedule_json(read_file(args.schedule), args.schedule);
@@ -315,10 +348,62 @@ int main(int argc, char** argv) {
   sg4::Engine::set_config("maxmin/precision:1e-13");
   sg4::Engine::set_config("contexts/stack-size:128");
 
-  auto* zone = sg4::create_full_zone("replay");
-  for (std::size_t i = 0; i < cases.size(); ++i)
-    build_platform(zone, cases[i], static_cast<int>(i));
-  zone->seal();
+  if (platform != nullptr) {
+    // SimGrid reads the file itself; stragglesim's reading of it must give the same links
+    // (names, bandwidths, latencies) between every pair of hosts.
+    engine.load_platform(args.platform);
+    const int n = platform->gpu_count();
+    std::vector<sg4::Host*> hosts;
+    for (int r = 0; r < n; ++r)
+      hosts.push_back(engine.host_by_name(platform->node(platform->vertex_of_rank(r)).name));
+    int pairs = 0;
+    for (int a = 0; a < n; ++a) {
+      for (int b = 0; b < n; ++b) {
+        if (a == b) continue;
+        std::vector<sg4::Link*> links;
+        double latency = 0;
+        hosts[a]->route_to(hosts[b], links, &latency);
+        const ssim::topo::Route ours = platform->route(a, b);
+        bool same = links.size() == ours.links.size() && latency == ours.latency.value;
+        for (std::size_t i = 0; same && i < links.size(); ++i) {
+          const ssim::topo::Link& l = platform->link(ours.links[i]);
+          std::string name = links[i]->get_name();
+          for (const char* suffix : {"_UP", "_DOWN"}) {
+            const std::string s(suffix);
+            if (name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0)
+              name.resize(name.size() - s.size());
+          }
+          same = name == l.link_class && links[i]->get_bandwidth() == l.bandwidth.value &&
+                 links[i]->get_latency() == l.latency.value;
+        }
+        if (!same) {
+          std::cout << "MISMATCH route " << a << " -> " << b << ": SimGrid takes";
+          for (const sg4::Link* l : links)
+            std::cout << " " << l->get_name() << " (" << l->get_bandwidth() << " B/s, "
+                      << l->get_latency() << " s)";
+          std::cout << "; stragglesim";
+          for (int id : ours.links)
+            std::cout << " " << platform->link(id).link_class << " ("
+                      << platform->link(id).bandwidth.value << " B/s, "
+                      << platform->link(id).latency.value << " s)";
+          std::cout << "\n";
+          return 1;
+        }
+        ++pairs;
+      }
+    }
+    std::cout << "simgrid_replay: " << args.platform << ": the routes of all " << pairs
+              << " host pairs agree (links, bandwidths, latencies)\n";
+    for (Case& c : cases) {
+      c.hosts = hosts;
+      build_transfers(c);
+    }
+  } else {
+    auto* zone = sg4::create_full_zone("replay");
+    for (std::size_t i = 0; i < cases.size(); ++i)
+      build_platform(zone, cases[i], static_cast<int>(i));
+    zone->seal();
+  }
   for (Case& c : cases) {
     const int n = c.schedule.ranks;
     c.finish.assign(static_cast<std::size_t>(n), -1.0);
@@ -327,9 +412,25 @@ int main(int argc, char** argv) {
       std::vector<sg4::Link*> links;
       c.hosts[x.src]->route_to(c.hosts[x.dst], links, &x.latency);
     }
-    for (int r = 0; r < n; ++r) {
-      sg4::Actor::create("rank" + std::to_string(r), c.hosts[r], [&c, r] { run_rank(&c, r); });
+    if (platform == nullptr) {
+      for (int r = 0; r < n; ++r) {
+        sg4::Actor::create("rank" + std::to_string(r), c.hosts[r], [&c, r] { run_rank(&c, r); });
+      }
     }
+  }
+  if (platform != nullptr) {
+    // One platform for all cases: they run one after another, each from its own t0.
+    sg4::Actor::create("cases", cases.front().hosts.front(), [&cases] {
+      for (Case& c : cases) {
+        c.t0 = sg4::Engine::get_clock();
+        std::vector<sg4::ActorPtr> ranks;
+        for (int r = 0; r < c.schedule.ranks; ++r) {
+          ranks.push_back(sg4::Actor::create("rank" + std::to_string(r), c.hosts[r],
+                                             [&c, r] { run_rank(&c, r); }));
+        }
+        for (const sg4::ActorPtr& a : ranks) a->join();
+      }
+    });
   }
   engine.run();
 
