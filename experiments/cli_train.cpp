@@ -2,6 +2,7 @@
 // (sim/training.hpp), per algorithm: step times, samples/s, idle time per rank, GPU-hours lost.
 #include "experiments/cli_train.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -26,8 +27,8 @@ struct TrainArgs {
   bool json = false;
   std::string steps_csv;
   std::string ranks_csv;
-  int steps = 0;        // 0: as configured
-  long long seed = -1;  // -1: as configured
+  int steps = 0;            // 0: as configured
+  long long seed = -1;      // -1: as configured
 };
 
 std::string options_text(const alg::Options& o) { return canonical_options(o.values()); }
@@ -88,6 +89,24 @@ std::string summary_table(const std::string& path, const sim::TrainingConfig& c,
         "lost;\n"
         "stale: mean steps of other ranks' updates a rank lacks (its effect on accuracy is not "
         "modelled).\n";
+  for (const sim::TrainingRun& run : r.runs) {
+    if (run.mode.mode != sim::SyncMode::exclude_late) continue;
+    // The ranks that sat out most often (at most 4), most often first.
+    std::vector<int> order;
+    for (std::size_t k = 0; k < run.sat_out.size(); ++k) {
+      if (run.sat_out[k] > 0) order.push_back(static_cast<int>(k));
+    }
+    std::stable_sort(order.begin(), order.end(), [&run](int a, int b) {
+      return run.sat_out[static_cast<std::size_t>(a)] > run.sat_out[static_cast<std::size_t>(b)];
+    });
+    os << "sat out: " << run.algorithm << " " << run.mode.describe() << ": " << order.size()
+       << " ranks sat out";
+    for (std::size_t k = 0; k < order.size() && k < 4; ++k) {
+      os << (k == 0 ? "; most often " : ", ") << "rank " << order[k] << " "
+         << fixed(100 * run.sat_out[static_cast<std::size_t>(order[k])], 1) << "%";
+    }
+    os << " of steps\n";
+  }
   for (const sim::TrainingRun& run : r.runs) {
     if (run.adaptive_collectives == 0) continue;
     std::string fallbacks;
@@ -163,7 +182,8 @@ nlohmann::json summary_json(const std::string& path, const sim::TrainingConfig& 
                     {"lost_gpu_hours_per_day", run.lost_gpu_hours_per_day},
                     {"mean_idle_s", std::move(idle)},
                     {"max_idle_s", std::move(idle_max)},
-                    {"mean_delay_s", std::move(delay)}});
+                    {"mean_delay_s", std::move(delay)},
+                    {"sat_out_fraction", run.sat_out}});
   }
   j["runs"] = std::move(runs);
   return j;
@@ -180,7 +200,7 @@ void run_train(const TrainArgs& a) {
   if (!a.steps_csv.empty()) {
     steps.emplace(a.steps_csv);
     steps->stream() << "algorithm,options,mode,step,step_time_s,end_s,mean_idle_s,max_idle_s,"
-                       "slowest_rank,exposed_comm_s,bucket_runs,average_run\n";
+                       "slowest_rank,exposed_comm_s,bucket_runs,average_run,sat_out\n";
   }
   if (!a.ranks_csv.empty()) ranks.emplace(a.ranks_csv);
   sim::StepCallback on_step;
@@ -198,6 +218,8 @@ void run_train(const TrainArgs& a) {
       }
       out << ',';
       if (s.average) write_choice(out, *s.average);
+      out << ',';
+      for (std::size_t k = 0; k < s.sat_out.size(); ++k) out << (k > 0 ? " " : "") << s.sat_out[k];
       out << '\n';
     };
   }
@@ -209,13 +231,13 @@ void run_train(const TrainArgs& a) {
   }
   if (ranks) {
     std::ostream& out = ranks->stream();
-    out << "algorithm,options,mode,rank,mean_idle_s,max_idle_s,mean_delay_s\n";
+    out << "algorithm,options,mode,rank,mean_idle_s,max_idle_s,mean_delay_s,sat_out_fraction\n";
     for (const sim::TrainingRun& run : r.runs) {
       for (std::size_t k = 0; k < run.mean_idle.size(); ++k) {
         out << run.algorithm << ',' << csv_field(options_text(run.options)) << ','
             << csv_field(run.mode.describe()) << ',' << k << ','
             << csv_number(run.mean_idle[k].value) << ',' << csv_number(run.max_idle[k].value) << ','
-            << csv_number(run.mean_delay[k].value) << '\n';
+            << csv_number(run.mean_delay[k].value) << ',' << csv_number(run.sat_out[k]) << '\n';
       }
     }
   }
