@@ -29,6 +29,7 @@ struct TrainArgs {
   std::string ranks_csv;
   int steps = 0;            // 0: as configured
   long long seed = -1;      // -1: as configured
+  double persistence = -1;  // -1: as configured
 };
 
 std::string options_text(const alg::Options& o) { return canonical_options(o.values()); }
@@ -194,6 +195,16 @@ void run_train(const TrainArgs& a) {
   sim::TrainingConfig c = load_training_config(reader);
   if (a.steps > 0) c.steps = a.steps;
   if (a.seed >= 0) c.seed = static_cast<std::uint64_t>(a.seed);
+  if (a.persistence != -1) {  // set (NaN included)
+    if (!(a.persistence >= 0 && a.persistence <= 1))
+      throw InputError("--persistence must be in [0, 1]");
+    if (c.delays.stragglers.empty()) {
+      throw InputError(a.config +
+                       ": --persistence needs a persistent straggler (delays.persistent), the "
+                       "job has none");
+    }
+    for (sim::PersistentStraggler& s : c.delays.stragglers) s.persistence = a.persistence;
+  }
   // Every output is opened before the run (a path that cannot be created fails first) and takes
   // its name only when the whole run succeeded.
   std::optional<OutputFile> steps, ranks;
@@ -277,6 +288,10 @@ void add_train_command(CLI::App& app) {
       ->check(CLI::Range(1, 10'000'000));
   cmd->add_option("--seed", args->seed, "Override the configured seed")
       ->check(non_negative_number());
+  cmd->add_option("--persistence", args->persistence,
+                  "Override every persistent straggler's persistence (0..1; "
+                  "experiments/train_plot.py sweeps it)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->callback([args] { run_train(*args); });
 }
 

@@ -45,6 +45,13 @@ CommandResult train(const std::string& yaml, const std::string& flags = "") {
   return r;
 }
 
+// Replaces the first `from` in `yaml`.
+std::string with_in(std::string yaml, const std::string& from, const std::string& to) {
+  const std::size_t at = yaml.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return yaml.replace(at, from.size(), to);
+}
+
 TEST(CliTrain, JsonAndCsvOutputs) {
   const std::string steps = temp("steps.csv"), ranks = temp("ranks.csv");
   const CommandResult r = train(kJob, "--json --steps-csv " + steps + " --ranks-csv " + ranks);
@@ -84,6 +91,20 @@ TEST(CliTrain, TableAndSameSeedSameResults) {
   const CommandResult c = train(kJob, "--seed 8 --steps 10");
   ASSERT_EQ(c.rc, 0) << c.err;
   EXPECT_TRUE(contains(c.out, "10 steps, seed 8"));
+  // --persistence overrides every persistent straggler's (experiments/train_plot.py sweeps it).
+  const CommandResult p = train(kJob, "--persistence 0.5 --json");
+  ASSERT_EQ(p.rc, 0) << p.err;
+  EXPECT_TRUE(contains(nlohmann::json::parse(p.out)["config"]["delays"], "persistence 0.5"));
+  for (const char* bad : {"--persistence 1.5", "--persistence -0.1", "--persistence nan"}) {
+    const CommandResult r = train(kJob, bad);
+    EXPECT_EQ(r.rc, 2) << bad << ": " << r.err;  // a usage error, as every bad flag
+    EXPECT_TRUE(contains(r.err, "--persistence")) << r.err;
+    EXPECT_TRUE(r.out.empty()) << bad;
+  }
+  const CommandResult none = train(
+      with_in(kJob, "delays: {persistent: [{rank: 2, delay: 2ms}]}\n", ""), "--persistence 1");
+  EXPECT_EQ(none.rc, 1);
+  EXPECT_TRUE(contains(none.err, "--persistence needs a persistent straggler")) << none.err;
 }
 
 TEST(CliTrain, ShippedConfigsRun) {
@@ -97,13 +118,6 @@ TEST(CliTrain, ShippedConfigsRun) {
     ++configs;
   }
   EXPECT_GT(configs, 0);
-}
-
-// Replaces the first `from` in `yaml`.
-std::string with_in(std::string yaml, const std::string& from, const std::string& to) {
-  const std::size_t at = yaml.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  return yaml.replace(at, from.size(), to);
 }
 
 TEST(CliTrain, AdaptiveAndEagerPolicies) {
