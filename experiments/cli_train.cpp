@@ -64,12 +64,16 @@ std::string summary_table(const std::string& path, const sim::TrainingConfig& c,
      << format_time(c.optimizer) << " per step\n";
   os << "delays: " << c.delays.describe() << "; " << c.steps << " steps, seed " << c.seed
      << "; lost GPU-hours per day at " << r.cluster_gpus << " GPUs\n\n";
-  const char* format = "%-22s %-26s %10s %10s %10s %10s %11s %10s %8s %11s %6s\n";
+  // The mode column is 26 wide, or as wide as the longest mode.
+  int mode_width = 26;
+  for (const sim::TrainingRun& run : r.runs)
+    mode_width = std::max(mode_width, static_cast<int>(run.mode.describe().size()));
+  const char* format = "%-22s %-*s %10s %10s %10s %10s %11s %10s %8s %11s %6s\n";
   auto line = [&](const std::vector<std::string>& f) {
     char buf[512];
-    std::snprintf(buf, sizeof buf, format, f[0].c_str(), f[1].c_str(), f[2].c_str(), f[3].c_str(),
-                  f[4].c_str(), f[5].c_str(), f[6].c_str(), f[7].c_str(), f[8].c_str(),
-                  f[9].c_str(), f[10].c_str());
+    std::snprintf(buf, sizeof buf, format, f[0].c_str(), mode_width, f[1].c_str(), f[2].c_str(),
+                  f[3].c_str(), f[4].c_str(), f[5].c_str(), f[6].c_str(), f[7].c_str(),
+                  f[8].c_str(), f[9].c_str(), f[10].c_str());
     os << buf;
   };
   line({"algorithm", "mode", "mean step", "p50", "p99", "no-delay", "samples/s", "max idle", "lost",
