@@ -2,6 +2,7 @@
 // (sim/training.hpp), per algorithm: step times, samples/s, idle time per rank, GPU-hours lost.
 #include "experiments/cli_train.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -26,8 +27,9 @@ struct TrainArgs {
   bool json = false;
   std::string steps_csv;
   std::string ranks_csv;
-  int steps = 0;        // 0: as configured
-  long long seed = -1;  // -1: as configured
+  int steps = 0;            // 0: as configured
+  long long seed = -1;      // -1: as configured
+  double persistence = -1;  // -1: as configured
 };
 
 std::string options_text(const alg::Options& o) { return canonical_options(o.values()); }
@@ -62,12 +64,16 @@ std::string summary_table(const std::string& path, const sim::TrainingConfig& c,
      << format_time(c.optimizer) << " per step\n";
   os << "delays: " << c.delays.describe() << "; " << c.steps << " steps, seed " << c.seed
      << "; lost GPU-hours per day at " << r.cluster_gpus << " GPUs\n\n";
-  const char* format = "%-22s %-26s %10s %10s %10s %10s %11s %10s %8s %11s %6s\n";
+  // The mode column is 26 wide, or as wide as the longest mode.
+  int mode_width = 26;
+  for (const sim::TrainingRun& run : r.runs)
+    mode_width = std::max(mode_width, static_cast<int>(run.mode.describe().size()));
+  const char* format = "%-22s %-*s %10s %10s %10s %10s %11s %10s %8s %11s %6s\n";
   auto line = [&](const std::vector<std::string>& f) {
     char buf[512];
-    std::snprintf(buf, sizeof buf, format, f[0].c_str(), f[1].c_str(), f[2].c_str(), f[3].c_str(),
-                  f[4].c_str(), f[5].c_str(), f[6].c_str(), f[7].c_str(), f[8].c_str(),
-                  f[9].c_str(), f[10].c_str());
+    std::snprintf(buf, sizeof buf, format, f[0].c_str(), mode_width, f[1].c_str(), f[2].c_str(),
+                  f[3].c_str(), f[4].c_str(), f[5].c_str(), f[6].c_str(), f[7].c_str(),
+                  f[8].c_str(), f[9].c_str(), f[10].c_str());
     os << buf;
   };
   line({"algorithm", "mode", "mean step", "p50", "p99", "no-delay", "samples/s", "max idle", "lost",
@@ -88,6 +94,24 @@ std::string summary_table(const std::string& path, const sim::TrainingConfig& c,
         "lost;\n"
         "stale: mean steps of other ranks' updates a rank lacks (its effect on accuracy is not "
         "modelled).\n";
+  for (const sim::TrainingRun& run : r.runs) {
+    if (run.mode.mode != sim::SyncMode::exclude_late) continue;
+    // The ranks that sat out most often (at most 4), most often first.
+    std::vector<int> order;
+    for (std::size_t k = 0; k < run.sat_out.size(); ++k) {
+      if (run.sat_out[k] > 0) order.push_back(static_cast<int>(k));
+    }
+    std::stable_sort(order.begin(), order.end(), [&run](int a, int b) {
+      return run.sat_out[static_cast<std::size_t>(a)] > run.sat_out[static_cast<std::size_t>(b)];
+    });
+    os << "sat out: " << run.algorithm << " " << run.mode.describe() << ": " << order.size()
+       << " ranks sat out";
+    for (std::size_t k = 0; k < order.size() && k < 4; ++k) {
+      os << (k == 0 ? "; most often " : ", ") << "rank " << order[k] << " "
+         << fixed(100 * run.sat_out[static_cast<std::size_t>(order[k])], 1) << "%";
+    }
+    os << " of steps\n";
+  }
   for (const sim::TrainingRun& run : r.runs) {
     if (run.adaptive_collectives == 0) continue;
     std::string fallbacks;
@@ -163,7 +187,8 @@ nlohmann::json summary_json(const std::string& path, const sim::TrainingConfig& 
                     {"lost_gpu_hours_per_day", run.lost_gpu_hours_per_day},
                     {"mean_idle_s", std::move(idle)},
                     {"max_idle_s", std::move(idle_max)},
-                    {"mean_delay_s", std::move(delay)}});
+                    {"mean_delay_s", std::move(delay)},
+                    {"sat_out_fraction", run.sat_out}});
   }
   j["runs"] = std::move(runs);
   return j;
@@ -174,13 +199,23 @@ void run_train(const TrainArgs& a) {
   sim::TrainingConfig c = load_training_config(reader);
   if (a.steps > 0) c.steps = a.steps;
   if (a.seed >= 0) c.seed = static_cast<std::uint64_t>(a.seed);
+  if (a.persistence != -1) {  // set (NaN included)
+    if (!(a.persistence >= 0 && a.persistence <= 1))
+      throw InputError("--persistence must be in [0, 1]");
+    if (c.delays.stragglers.empty()) {
+      throw InputError(a.config +
+                       ": --persistence needs a persistent straggler (delays.persistent), the "
+                       "job has none");
+    }
+    for (sim::PersistentStraggler& s : c.delays.stragglers) s.persistence = a.persistence;
+  }
   // Every output is opened before the run (a path that cannot be created fails first) and takes
   // its name only when the whole run succeeded.
   std::optional<OutputFile> steps, ranks;
   if (!a.steps_csv.empty()) {
     steps.emplace(a.steps_csv);
     steps->stream() << "algorithm,options,mode,step,step_time_s,end_s,mean_idle_s,max_idle_s,"
-                       "slowest_rank,exposed_comm_s,bucket_runs,average_run\n";
+                       "slowest_rank,exposed_comm_s,bucket_runs,average_run,sat_out\n";
   }
   if (!a.ranks_csv.empty()) ranks.emplace(a.ranks_csv);
   sim::StepCallback on_step;
@@ -198,6 +233,8 @@ void run_train(const TrainArgs& a) {
       }
       out << ',';
       if (s.average) write_choice(out, *s.average);
+      out << ',';
+      for (std::size_t k = 0; k < s.sat_out.size(); ++k) out << (k > 0 ? " " : "") << s.sat_out[k];
       out << '\n';
     };
   }
@@ -209,13 +246,13 @@ void run_train(const TrainArgs& a) {
   }
   if (ranks) {
     std::ostream& out = ranks->stream();
-    out << "algorithm,options,mode,rank,mean_idle_s,max_idle_s,mean_delay_s\n";
+    out << "algorithm,options,mode,rank,mean_idle_s,max_idle_s,mean_delay_s,sat_out_fraction\n";
     for (const sim::TrainingRun& run : r.runs) {
       for (std::size_t k = 0; k < run.mean_idle.size(); ++k) {
         out << run.algorithm << ',' << csv_field(options_text(run.options)) << ','
             << csv_field(run.mode.describe()) << ',' << k << ','
             << csv_number(run.mean_idle[k].value) << ',' << csv_number(run.max_idle[k].value) << ','
-            << csv_number(run.mean_delay[k].value) << '\n';
+            << csv_number(run.mean_delay[k].value) << ',' << csv_number(run.sat_out[k]) << '\n';
       }
     }
   }
@@ -255,6 +292,10 @@ void add_train_command(CLI::App& app) {
       ->check(CLI::Range(1, 10'000'000));
   cmd->add_option("--seed", args->seed, "Override the configured seed")
       ->check(non_negative_number());
+  cmd->add_option("--persistence", args->persistence,
+                  "Override every persistent straggler's persistence (0..1; "
+                  "experiments/train_plot.py sweeps it)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->callback([args] { run_train(*args); });
 }
 

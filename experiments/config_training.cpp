@@ -106,24 +106,30 @@ void load_model(const ConfigNode& model, int samples, sim::TrainingConfig& c) {
   }
 }
 
-// A modes entry: synchronous, {mode: grouped, groups: G, every: K} or {mode: local_sgd,
-// every: K}.
+// A modes entry: synchronous, {mode: grouped, groups: G, every: K}, {mode: local_sgd,
+// every: K} or {mode: exclude_late, late: L, every: K}.
 sim::SyncSpec load_mode(const ConfigNode& item, int ranks) {
   sim::SyncSpec m;
   const ConfigNode kind = item.is_map() ? item.child("mode") : item;
-  const std::string name = kind.as_choice({"synchronous", "grouped", "local_sgd"});
+  const std::string name = kind.as_choice({"synchronous", "grouped", "local_sgd", "exclude_late"});
   if (name == "synchronous") {
     if (item.is_map()) item.allow_only({"mode"});
     return m;
   }
   if (!item.is_map())
-    item.fail(name + " needs every (and grouped needs groups): {mode: " + name + ", ...}");
+    item.fail(name + " needs every (grouped also groups, exclude_late also late): {mode: " + name +
+              ", ...}");
   if (name == "grouped") {
     item.allow_only({"mode", "groups", "every"});
     m.mode = sim::SyncMode::grouped;
     const ConfigNode g = item.child("groups");
     m.groups = static_cast<int>(g.as_int(2, ranks));
     if (ranks % m.groups != 0) g.fail("groups must divide the " + std::to_string(ranks) + " ranks");
+  } else if (name == "exclude_late") {
+    item.allow_only({"mode", "late", "every"});
+    m.mode = sim::SyncMode::exclude_late;
+    // At least 2 ranks reduce.
+    m.late = static_cast<int>(item.child("late").as_int(1, ranks - 2));
   } else {
     item.allow_only({"mode", "every"});
     m.mode = sim::SyncMode::local_sgd;
@@ -156,16 +162,20 @@ sim::TrainingConfig load_training_config(const ConfigReader& reader) {
     c.algorithms.push_back(load_algorithm(item, c.topology));
   if (c.algorithms.empty()) root.child("algorithms").fail("no algorithm given");
 
+  std::vector<ConfigNode> mode_items;
   if (auto modes = root.maybe("modes")) {
     c.modes.clear();
-    for (const ConfigNode& item : modes->items(/*scalar_ok=*/true))
+    for (const ConfigNode& item : modes->items(/*scalar_ok=*/true)) {
       c.modes.push_back(load_mode(item, ranks));
+      mode_items.push_back(item);
+    }
     if (c.modes.empty()) modes->fail("no mode given");
   }
-  // Every algorithm must support the groups' rank count too.
+  // Every algorithm must support the groups' rank count too (exclude_late: the ranks that
+  // reduce, with the algorithm's options, and no switch reduction).
   for (const sim::SyncSpec& m : c.modes) {
-    if (m.mode != sim::SyncMode::grouped) continue;
-    const int size = ranks / m.groups;
+    if (m.mode != sim::SyncMode::grouped && m.mode != sim::SyncMode::exclude_late) continue;
+    const int size = m.mode == sim::SyncMode::grouped ? ranks / m.groups : ranks - m.late;
     const auto items = root.child("algorithms").items(/*scalar_ok=*/true);
     for (std::size_t i = 0; i < c.algorithms.size(); ++i) {
       const alg::AlgorithmInfo& info = alg::find_algorithm(c.algorithms[i].name);
@@ -173,6 +183,22 @@ sim::TrainingConfig load_training_config(const ConfigReader& reader) {
         items[i].fail("algorithm " + info.name + " does not support groups of " +
                       std::to_string(size) + " ranks (" + m.describe() +
                       "; supported: " + info.supported_ranks + ")");
+      }
+      if (m.mode != sim::SyncMode::exclude_late) continue;
+      alg::Options group_options;
+      for (const auto& kv : c.algorithms[i].options.values()) {
+        if (kv.first != "straggler") group_options.set(kv.first, kv.second);
+      }
+      bool switches = false;
+      try {
+        switches = alg::generate(info.name, size, group_options).has_switch_reduces();
+      } catch (const InputError& e) {
+        items[i].fail("algorithm " + info.name + " on the " + std::to_string(size) +
+                      " ranks that reduce under " + m.describe() + ": " + e.what());
+      }
+      if (switches) {
+        items[i].fail("algorithm " + info.name + " reduces in switches, which " + m.describe() +
+                      " does not model for a group of " + std::to_string(size) + " ranks");
       }
     }
   }
@@ -221,6 +247,18 @@ sim::TrainingConfig load_training_config(const ConfigReader& reader) {
     c.detection = s.detection;
     if (c.policy == sim::StragglerPolicy::fixed && !c.straggler)
       pred->fail("policy fixed needs a rank");
+    for (std::size_t i = 0; i < c.modes.size(); ++i) {
+      const sim::SyncSpec& m = c.modes[i];
+      if (m.mode != sim::SyncMode::exclude_late) continue;
+      if (c.policy == sim::StragglerPolicy::eager || !c.adaptive_fallbacks.empty()) {
+        mode_items[i].fail(m.describe() +
+                           " predicts the ranks that sit out before the step: use prediction "
+                           "policy oracle, previous or fixed (not " +
+                           (c.policy == sim::StragglerPolicy::eager ? "eager" : "adaptive") + ")");
+      }
+      if (c.policy == sim::StragglerPolicy::fixed && m.late > 1)
+        mode_items[i].child("late").fail("policy fixed names one rank: late must be 1");
+    }
     // load_prediction checked the fallbacks against the rank count; grouped modes run them
     // on each group's ranks too (when an algorithm is straggler-aware, so that they can run).
     const bool aware = std::any_of(c.algorithms.begin(), c.algorithms.end(), [](const auto& a) {

@@ -10,8 +10,10 @@ namespace ssim::exp {
 // A training job (`stragglesim train`, sim/training.hpp):
 //   topology, network, delays, seed     as in a simulation
 //   algorithms: [ring, {algorithm: stragglar, options: {...}}]     required, at least one
-//   modes: [synchronous, {mode: grouped, groups: G, every: K}, {mode: local_sgd, every: K}]
-//                                         default [synchronous]; G >= 2 divides the ranks, K >= 1
+//   modes: [synchronous, {mode: grouped, groups: G, every: K}, {mode: local_sgd, every: K},
+//           {mode: exclude_late, late: L, every: K}]
+//                                         default [synchronous]; G >= 2 divides the ranks, K >= 1,
+//                                         1 <= L <= ranks - 2 (policy oracle, previous, fixed)
 //   prediction: {policy: oracle | fixed | previous | adaptive | eager, rank: R,
 //                fallback: ALGO or [ALGO, ...], detection: TIME}  default oracle; as in
 //                                         simulations (load_prediction); k > 1 is refused

@@ -52,6 +52,8 @@ std::string SyncSpec::describe() const {
       return "grouped(groups=" + std::to_string(groups) + ",every=" + std::to_string(every) + ")";
     case SyncMode::local_sgd:
       return "local_sgd(every=" + std::to_string(every) + ")";
+    case SyncMode::exclude_late:
+      return "exclude_late(late=" + std::to_string(late) + ",every=" + std::to_string(every) + ")";
   }
   return "?";
 }
@@ -76,6 +78,19 @@ void check_config(const TrainingConfig& c) {
     if (m.mode == SyncMode::grouped && (m.groups < 2 || n % m.groups != 0)) {
       throw InputError(m.describe() + ": groups must be >= 2 and divide the " + std::to_string(n) +
                        " ranks");
+    }
+    if (m.mode == SyncMode::exclude_late) {
+      if (m.late < 0 || m.late > n - 2) {
+        throw InputError(m.describe() + ": late must be in [0, " + std::to_string(n - 2) +
+                         "] (at least 2 of the " + std::to_string(n) + " ranks reduce)");
+      }
+      if (c.policy == StragglerPolicy::eager || !c.adaptive_fallbacks.empty()) {
+        throw InputError(m.describe() +
+                         ": the excluded ranks are predicted before the step; policies eager and "
+                         "adaptive are not supported with it (oracle, previous or fixed)");
+      }
+      if (c.policy == StragglerPolicy::fixed && m.late > 1)
+        throw InputError(m.describe() + ": policy fixed names one rank, late must be 1");
     }
   }
   if (c.steps < 1) throw InputError("steps must be >= 1");
@@ -114,13 +129,20 @@ alg::Schedule side_by_side(const alg::Schedule& group, int groups) {
   return s;
 }
 
+// Whether the mode averages parameters every `every` steps (exclude_late with late 0 excludes
+// nobody and needs none).
+bool average_needed(const SyncSpec& m) {
+  return m.mode != SyncMode::synchronous && !(m.mode == SyncMode::exclude_late && m.late == 0);
+}
+
 // What one pass over the steps measured (the delayed job or its baseline).
 struct PassTotals {
   double last_end = 0;
   std::vector<double> idle_sum, idle_max, delay_sum;
   double exposed_sum = 0;
-  int adaptive_runs = 0;  // collectives that chose under the adaptive policy
-  int fallback_runs = 0;  // of those, the ones that ran a fallback
+  int adaptive_runs = 0;     // collectives that chose under the adaptive policy
+  int fallback_runs = 0;     // of those, the ones that ran a fallback
+  std::vector<int> sat_out;  // per rank, steps it sat out (exclude_late)
 };
 
 // One collective on every group of ranks (one group: all ranks), with the straggler-aware
@@ -132,11 +154,19 @@ struct PassTotals {
 // at eager_start's times within the group, the group's last arrival playing the straggler.
 class Collective {
  public:
-  // `group` is the schedule of one group; `groups` of them run side by side.
-  Collective(const TrainingConfig& c, const alg::Schedule& group, int groups, Bytes bytes)
+  // `group` is the schedule of one group; `groups` of them run side by side. `pad_to` > the
+  // group's ranks (one group): the group runs on pad_to ranks, the others idle (exclude_late;
+  // run() then takes the group's members).
+  Collective(const TrainingConfig& c, const alg::Schedule& group, int groups, Bytes bytes,
+             int pad_to = 0)
       : c_(c), group_(group), groups_(groups), m_(group.ranks) {
     if (groups > 1) merged_ = side_by_side(group, groups);
-    const alg::Schedule& run = groups > 1 ? merged_ : group_;
+    if (groups == 1 && pad_to > group.ranks) {
+      merged_ = alg::Schedule::make(group.collective, group.algorithm, pad_to, group.chunks);
+      merged_.rounds = group.rounds;
+      padded_ = true;
+    }
+    const alg::Schedule& run = groups > 1 || padded_ ? merged_ : group_;
     const NetworkConfig network{c.network, c.gamma};
     executor_ = std::make_unique<Executor>(run, c.topology, network, bytes);
     previous_.assign(static_cast<std::size_t>(groups), -1);
@@ -156,6 +186,7 @@ class Collective {
     options_.rank_map.clear();
     ran_ = -1;
     if (group_.straggler) {
+      SSIM_CHECK(!padded_, "a padded collective runs with its members");
       options_.rank_map.resize(arrival.size());
       if (eager_) start_.assign(arrival.begin(), arrival.end());
       for (int g = 0; g < groups_; ++g) {
@@ -205,6 +236,50 @@ class Collective {
     return result_.finish;
   }
 
+  // exclude_late: one group of m ranks, `members` (physical, ascending), the `idle` ones
+  // (physical) sitting out; m + idle = the schedule's ranks. A straggler-aware schedule's
+  // straggler is predicted within the members as for one group above, `previous` remembering
+  // the physical rank (a rank that sat out does not count as predicted: the fallback is used).
+  const std::vector<Seconds>& run(const std::vector<Seconds>& arrival, std::span<const int> members,
+                                  std::span<const int> idle) {
+    SSIM_CHECK(groups_ == 1 && static_cast<int>(members.size()) == m_ &&
+                   members.size() + idle.size() == arrival.size(),
+               "members and idle ranks must cover the ranks");
+    SSIM_CHECK(!eager_ && !adaptive_, "exclude_late runs without eager or adaptive");
+    ran_ = -1;
+    options_.rank_map.resize(arrival.size());
+    std::vector<int> local;
+    if (group_.straggler) {
+      mine_.resize(members.size());
+      for (std::size_t j = 0; j < members.size(); ++j) mine_[j] = arrival[members[j]];
+      const int last = latest_ranks(mine_, 1).back();
+      auto local_of = [&members](int physical) {
+        const auto it = std::find(members.begin(), members.end(), physical);
+        return it == members.end() ? -1 : static_cast<int>(it - members.begin());
+      };
+      int predicted = last;
+      if (c_.policy != StragglerPolicy::oracle) {
+        const int given = local_of(c_.straggler.value_or(c_.topology.gpu_count() - 1));
+        predicted = given >= 0 ? given : m_ - 1;
+        if (c_.policy == StragglerPolicy::previous && previous_[0] >= 0) {
+          const int p = local_of(previous_[0]);
+          if (p >= 0) predicted = p;
+        }
+      }
+      previous_[0] = members[static_cast<std::size_t>(last)];
+      stragglers_[0] = members[static_cast<std::size_t>(predicted)];
+      local = straggler_rank_map(group_, predicted);
+    }
+    for (int j = 0; j < m_; ++j) {
+      const int r = local.empty() ? j : local[static_cast<std::size_t>(j)];
+      options_.rank_map[static_cast<std::size_t>(j)] = members[static_cast<std::size_t>(r)];
+    }
+    for (std::size_t x = 0; x < idle.size(); ++x)
+      options_.rank_map[static_cast<std::size_t>(m_) + x] = idle[x];
+    result_ = executor_->run(arrival, options_);
+    return result_.finish;
+  }
+
   void reset() {
     std::fill(previous_.begin(), previous_.end(), -1);
     last_arrival_.clear();
@@ -226,13 +301,14 @@ class Collective {
   // The first link the model does not share (alpha-beta only), with the schedule's rank labels.
   std::optional<SharedLink> shared_link() {
     if (c_.network != NetworkKind::alphabeta) return std::nullopt;
-    return find_shared_link(groups_ > 1 ? merged_ : group_, executor_->routes());
+    return find_shared_link(groups_ > 1 || padded_ ? merged_ : group_, executor_->routes());
   }
 
  private:
   const TrainingConfig& c_;
   const alg::Schedule& group_;
   alg::Schedule merged_;
+  bool padded_ = false;
   int groups_, m_;
   std::unique_ptr<Executor> executor_;
   std::vector<int> previous_;
@@ -244,6 +320,7 @@ class Collective {
   bool eager_ = false;
   Seconds detection_{0};
   std::vector<Seconds> start_;  // eager: when each rank starts
+  std::vector<Seconds> mine_;   // exclude_late: the members' arrivals
   RunOptions options_;
   IterationResult result_;
 };
@@ -259,13 +336,52 @@ class StepModel {
       forward_ += l.forward.value;
       backward_ += l.backward.value;
     }
+    excluding_ = mode.mode == SyncMode::exclude_late;
     if (mode.mode != SyncMode::local_sgd) {
       const int groups = mode.mode == SyncMode::grouped ? mode.groups : 1;
-      for (const Bucket& b : buckets)
-        bucket_.push_back(std::make_unique<Collective>(c, group, groups, b.bytes));
+      for (const Bucket& b : buckets) {
+        bucket_.push_back(
+            std::make_unique<Collective>(c, group, groups, b.bytes, excluding_ ? n_ : 0));
+      }
     }
-    if (mode.mode != SyncMode::synchronous)
-      average_ = std::make_unique<Collective>(c, full, 1, model_bytes);
+    if (average_needed(mode)) average_ = std::make_unique<Collective>(c, full, 1, model_bytes);
+  }
+
+  // exclude_late: the mode's `late` ranks predicted to arrive last at step s sit out
+  // (sat_out_, ascending), the others reduce (members_, ascending). Predicted arrival: the
+  // start of the step plus forward and backward plus the delay the policy predicts.
+  void choose_sat_out(int s, const std::vector<double>& start, const std::vector<double>& delay,
+                      const std::vector<double>& previous_delay) {
+    const std::size_t un = static_cast<std::size_t>(n_);
+    sat_out_.clear();
+    if (mode_.late > 0) {
+      const bool guess =
+          c_.policy == StragglerPolicy::fixed || (c_.policy == StragglerPolicy::previous && s == 0);
+      if (guess) {
+        // The given rank, then the highest ranks.
+        if (c_.straggler) sat_out_.push_back(*c_.straggler);
+        for (int r = n_ - 1; static_cast<int>(sat_out_.size()) < mode_.late; --r) {
+          if (!c_.straggler || r != *c_.straggler) sat_out_.push_back(r);
+        }
+      } else {
+        predicted_.resize(un);
+        const std::vector<double>& d =
+            c_.policy == StragglerPolicy::previous ? previous_delay : delay;
+        for (std::size_t r = 0; r < un; ++r)
+          predicted_[r] = Seconds{start[r] + d[r] + forward_ + backward_};
+        sat_out_ = latest_ranks(predicted_, mode_.late);
+      }
+      std::sort(sat_out_.begin(), sat_out_.end());
+    }
+    members_.clear();
+    std::size_t x = 0;
+    for (int r = 0; r < n_; ++r) {
+      if (x < sat_out_.size() && sat_out_[x] == r) {
+        ++x;
+      } else {
+        members_.push_back(r);
+      }
+    }
   }
 
   // Every step; `delays` null for the job without delays. `on_step` per step when set.
@@ -276,7 +392,9 @@ class StepModel {
     t.idle_sum.assign(un, 0.0);
     t.idle_max.assign(un, 0.0);
     t.delay_sum.assign(un, 0.0);
+    t.sat_out.assign(un, 0);
     std::vector<double> start(un, 0.0), delay(un, 0.0), bwd(un), comm_free(un), end(un);
+    std::vector<double> previous_delay(un, 0.0);
     std::vector<Seconds> arrival(un);
     for (auto& b : bucket_) b->reset();
     if (average_) average_->reset();
@@ -295,7 +413,12 @@ class StepModel {
     for (int s = 0; s < c_.steps; ++s) {
       if (delays) {
         const IterationArrivals a = delays->iteration(s);
+        previous_delay.swap(delay);
         for (std::size_t r = 0; r < un; ++r) delay[r] = a.arrival[r].value;
+      }
+      if (excluding_) {
+        choose_sat_out(s, start, delay, previous_delay);
+        for (const int r : sat_out_) ++t.sat_out[static_cast<std::size_t>(r)];
       }
       double compute_end = 0;
       for (std::size_t r = 0; r < un; ++r) {
@@ -306,8 +429,15 @@ class StepModel {
       for (std::size_t b = 0; b < bucket_.size(); ++b) {
         for (std::size_t r = 0; r < un; ++r)
           arrival[r] = Seconds{std::max(bwd[r] + buckets_[b].ready.value, comm_free[r])};
-        const std::vector<Seconds>& finish = bucket_[b]->run(arrival);
-        for (std::size_t r = 0; r < un; ++r) comm_free[r] = finish[r].value;
+        if (excluding_) {
+          // The ranks that sit out have no transfer: their comm_free stays.
+          const std::vector<Seconds>& finish = bucket_[b]->run(arrival, members_, sat_out_);
+          for (const int r : members_)
+            comm_free[static_cast<std::size_t>(r)] = finish[static_cast<std::size_t>(r)].value;
+        } else {
+          const std::vector<Seconds>& finish = bucket_[b]->run(arrival);
+          for (std::size_t r = 0; r < un; ++r) comm_free[r] = finish[r].value;
+        }
         record(*bucket_[b], choices_[b]);
       }
       for (std::size_t r = 0; r < un; ++r)
@@ -339,7 +469,7 @@ class StepModel {
       if (on_step) {
         on_step(StepRecord{s, Seconds{step_end - previous_end}, Seconds{step_end},
                            Seconds{idle_sum / n_}, Seconds{idle_max}, slowest, Seconds{exposed},
-                           choices_, averaged ? &average_choice_ : nullptr});
+                           choices_, averaged ? &average_choice_ : nullptr, sat_out_});
       }
       previous_end = step_end;
       start.swap(end);
@@ -367,6 +497,10 @@ class StepModel {
   std::unique_ptr<Collective> average_;
   std::vector<BucketChoice> choices_;  // this step's, per bucket
   BucketChoice average_choice_;
+  bool excluding_ = false;          // exclude_late
+  std::vector<int> sat_out_;        // exclude_late: this step's, ascending
+  std::vector<int> members_;        // exclude_late: the others, ascending
+  std::vector<Seconds> predicted_;  // exclude_late: predicted arrivals
 };
 
 }  // namespace
@@ -384,12 +518,16 @@ TrainingResult run_training(const TrainingConfig& c, const StepCallback& on_step
   for (const SyncSpec& mode : c.modes) {
     for (const TrainingAlgorithm& a : c.algorithms) {
       const alg::AlgorithmInfo& info = alg::find_algorithm(a.name);
-      const int m = mode.mode == SyncMode::grouped ? n / mode.groups : n;
+      const int m = mode.mode == SyncMode::grouped        ? n / mode.groups
+                    : mode.mode == SyncMode::exclude_late ? n - mode.late
+                                                          : n;
+      const std::string who =
+          mode.mode == SyncMode::grouped ? " (the groups of " : " (the group of ";
       for (const int ranks : {n, m}) {
         if (!info.supports_ranks(ranks)) {
           throw InputError("algorithm " + info.name + " does not support " + std::to_string(ranks) +
                            " ranks (supported: " + info.supported_ranks + ")" +
-                           (ranks != n ? " (the groups of " + mode.describe() + ")" : ""));
+                           (ranks != n ? who + mode.describe() + ")" : ""));
         }
         for (const std::string& name :
              info.straggler_aware ? c.adaptive_fallbacks : std::vector<std::string>{}) {
@@ -397,7 +535,7 @@ TrainingResult run_training(const TrainingConfig& c, const StepCallback& on_step
           if (!f.supports_ranks(ranks)) {
             throw InputError("adaptive fallback " + f.name + " does not support " +
                              std::to_string(ranks) + " ranks (supported: " + f.supported_ranks +
-                             ")" + (ranks != n ? " (the groups of " + mode.describe() + ")" : ""));
+                             ")" + (ranks != n ? who + mode.describe() + ")" : ""));
           }
         }
       }
@@ -415,6 +553,11 @@ TrainingResult run_training(const TrainingConfig& c, const StepCallback& on_step
           if (kv.first != "straggler") group_options.set(kv.first, kv.second);
         }
         group = alg::generate(info.name, m, group_options);
+      }
+      if (mode.mode == SyncMode::exclude_late && mode.late > 0 &&
+          (group ? *group : schedule).has_switch_reduces()) {
+        throw InputError("algorithm " + info.name + " reduces in switches, which " +
+                         mode.describe() + " does not model for a group of ranks");
       }
       StepModel model(c, mode, schedule, group ? *group : schedule, result.buckets,
                       Bytes{result.gradient_bytes});
@@ -456,13 +599,14 @@ TrainingResult run_training(const TrainingConfig& c, const StepCallback& on_step
         run.mean_idle.push_back(Seconds{delayed.idle_sum[ur] / steps});
         run.max_idle.push_back(Seconds{delayed.idle_max[ur]});
         run.mean_delay.push_back(Seconds{delayed.delay_sum[ur] / steps});
+        run.sat_out.push_back(delayed.sat_out[ur] / steps);
       }
       run.mean_exposed_comm = Seconds{delayed.exposed_sum / steps};
       run.baseline_mean_step = Seconds{baseline.last_end / steps};
       run.baseline_samples_per_second = samples / run.baseline_mean_step.value;
       run.lost_fraction = 1.0 - run.baseline_mean_step.value / run.mean_step.value;
       run.lost_gpu_hours_per_day = result.cluster_gpus * 24.0 * run.lost_fraction;
-      if (mode.mode != SyncMode::synchronous) {
+      if (average_needed(mode)) {
         // Step s lacks the other ranks' updates of the s mod every steps since the last average.
         double sum = 0;
         for (int s = 0; s < c.steps; ++s) sum += s % mode.every;

@@ -102,12 +102,31 @@ std::vector<Bucket> make_buckets(const std::vector<TrainingLayer>& layers,
 //   local_sgd    no communication during a step; every `every` steps the parameters are
 //                averaged over all ranks as above (local SGD / periodic model averaging). A rank
 //                lacks every other rank's updates since the last average: staleness as grouped.
-enum class SyncMode : std::uint8_t { synchronous, grouped, local_sgd };
+//   exclude_late a straggler-excluding group formed per step (STAR's other grouping): before
+//                each step the `late` ranks predicted to arrive last sit out that step's bucket
+//                AllReduces; the other N - late ranks run every bucket among themselves (the
+//                algorithm's schedule for N - late ranks, on their GPUs of the same topology, a
+//                straggler-aware one with its straggler predicted within the group as in
+//                synchronous mode). A rank that sits out applies its own gradients and goes on
+//                without waiting. Every `every` steps the parameters are averaged over all
+//                ranks as in grouped, which brings the excluded ranks back. A rank's predicted
+//                arrival is its start of the step plus its predicted compute: oracle its real
+//                delay this step, previous its delay of the previous step (step 0: the given
+//                rank, then N-1, N-2, ...), fixed the given rank (late 1 only); the `late`
+//                latest (latest_ranks) sit out. Eager and adaptive are not supported here.
+//                Times are what happens: a rank mispredicted as on time holds its group up.
+//                Staleness as grouped (some rank's update is missing on every step since the
+//                last average); TrainingRun::sat_out says how often each rank sat out.
+//                late 0 (the library only; configurations need >= 1) excludes nobody and runs
+//                no average: exactly synchronous.
+enum class SyncMode : std::uint8_t { synchronous, grouped, local_sgd, exclude_late };
 struct SyncSpec {
   SyncMode mode = SyncMode::synchronous;
   int groups = 1;  // grouped: >= 2, divides the rank count
-  int every = 1;   // grouped, local_sgd: >= 1
-  // "synchronous", "grouped(groups=4,every=8)", "local_sgd(every=8)".
+  int every = 1;   // grouped, local_sgd, exclude_late: >= 1
+  int late = 0;    // exclude_late: 0 <= late < ranks - 1 (at least 2 ranks reduce)
+  // "synchronous", "grouped(groups=4,every=8)", "local_sgd(every=8)",
+  // "exclude_late(late=1,every=8)".
   std::string describe() const;
 };
 
@@ -163,6 +182,7 @@ struct StepRecord {
   Seconds exposed_comm;  // end - max_r (S_r + d_r + forward + backward) - optimizer, >= 0
   std::span<const BucketChoice> buckets;  // per bucket, in bucket order (none under local_sgd)
   const BucketChoice* average = nullptr;  // the parameter average, on the steps it ran
+  std::span<const int> sat_out;           // exclude_late: the ranks that sat out, ascending
 };
 
 struct TrainingRun {
@@ -182,6 +202,7 @@ struct TrainingRun {
   std::vector<Seconds> mean_idle;   // per rank, over steps
   std::vector<Seconds> max_idle;    // per rank
   std::vector<Seconds> mean_delay;  // per rank
+  std::vector<double> sat_out;      // per rank: fraction of steps it sat out (exclude_late)
   Seconds mean_exposed_comm;
   // Alpha-beta only: the first link the bucket collectives (or the parameter average) share
   // without the model sharing it (find_shared_link): the times are optimistic there.
@@ -208,7 +229,9 @@ struct TrainingResult {
 using StepCallback = std::function<void(const TrainingRun& run, const StepRecord& record)>;
 
 // InputError on a bad configuration (no layers, algorithms or modes, groups < 2 or not dividing
-// the ranks, every < 1, a compute time <= 0, an unknown
+// the ranks, every < 1, exclude_late's late out of range or under policy eager or adaptive
+// (or fixed with late > 1) or with a schedule that reduces in switches, a compute time <= 0, an
+// unknown
 // algorithm or one that does not support the rank count, bad options, steps < 1, a bucket cap
 // larger than the gradients, an invalid delay model, a straggler-aware or unknown adaptive
 // fallback or one that does not support the ranks or a group's ranks, a negative detection).

@@ -45,6 +45,13 @@ CommandResult train(const std::string& yaml, const std::string& flags = "") {
   return r;
 }
 
+// Replaces the first `from` in `yaml`.
+std::string with_in(std::string yaml, const std::string& from, const std::string& to) {
+  const std::size_t at = yaml.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return yaml.replace(at, from.size(), to);
+}
+
 TEST(CliTrain, JsonAndCsvOutputs) {
   const std::string steps = temp("steps.csv"), ranks = temp("ranks.csv");
   const CommandResult r = train(kJob, "--json --steps-csv " + steps + " --ranks-csv " + ranks);
@@ -84,6 +91,20 @@ TEST(CliTrain, TableAndSameSeedSameResults) {
   const CommandResult c = train(kJob, "--seed 8 --steps 10");
   ASSERT_EQ(c.rc, 0) << c.err;
   EXPECT_TRUE(contains(c.out, "10 steps, seed 8"));
+  // --persistence overrides every persistent straggler's (experiments/train_plot.py sweeps it).
+  const CommandResult p = train(kJob, "--persistence 0.5 --json");
+  ASSERT_EQ(p.rc, 0) << p.err;
+  EXPECT_TRUE(contains(nlohmann::json::parse(p.out)["config"]["delays"], "persistence 0.5"));
+  for (const char* bad : {"--persistence 1.5", "--persistence -0.1", "--persistence nan"}) {
+    const CommandResult r = train(kJob, bad);
+    EXPECT_EQ(r.rc, 2) << bad << ": " << r.err;  // a usage error, as every bad flag
+    EXPECT_TRUE(contains(r.err, "--persistence")) << r.err;
+    EXPECT_TRUE(r.out.empty()) << bad;
+  }
+  const CommandResult none = train(
+      with_in(kJob, "delays: {persistent: [{rank: 2, delay: 2ms}]}\n", ""), "--persistence 1");
+  EXPECT_EQ(none.rc, 1);
+  EXPECT_TRUE(contains(none.err, "--persistence needs a persistent straggler")) << none.err;
 }
 
 TEST(CliTrain, ShippedConfigsRun) {
@@ -97,13 +118,6 @@ TEST(CliTrain, ShippedConfigsRun) {
     ++configs;
   }
   EXPECT_GT(configs, 0);
-}
-
-// Replaces the first `from` in `yaml`.
-std::string with_in(std::string yaml, const std::string& from, const std::string& to) {
-  const std::size_t at = yaml.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  return yaml.replace(at, from.size(), to);
 }
 
 TEST(CliTrain, AdaptiveAndEagerPolicies) {
@@ -123,9 +137,9 @@ TEST(CliTrain, AdaptiveAndEagerPolicies) {
   EXPECT_EQ(j["runs"][0]["adaptive_collectives"], 5 * 50);
   EXPECT_NEAR(double(j["runs"][0]["fallback_fraction"]), 54.0 / 250, 1e-12);
   const std::string s = slurp(steps);
-  EXPECT_TRUE(contains(s, "exposed_comm_s,bucket_runs,average_run\n")) << s.substr(0, 200);
-  EXPECT_TRUE(contains(s, ",ring ring ring ring ring,\n")) << s.substr(0, 400);
-  EXPECT_TRUE(contains(s, ",stragglar@2 stragglar@2 stragglar@2 stragglar@2 ring,\n"));
+  EXPECT_TRUE(contains(s, "exposed_comm_s,bucket_runs,average_run,sat_out\n")) << s.substr(0, 200);
+  EXPECT_TRUE(contains(s, ",ring ring ring ring ring,,\n")) << s.substr(0, 400);
+  EXPECT_TRUE(contains(s, ",stragglar@2 stragglar@2 stragglar@2 stragglar@2 ring,,\n"));
   std::remove(steps.c_str());
   const CommandResult table = train(job + "prediction: {policy: adaptive}\n");
   ASSERT_EQ(table.rc, 0) << table.err;
@@ -148,6 +162,43 @@ TEST(CliTrain, AdaptiveAndEagerPolicies) {
   EXPECT_EQ(j0["config"]["policy"], "eager");
   EXPECT_EQ(double(j1["config"]["detection_s"]), 0.005);
   EXPECT_GT(double(j1["runs"][0]["mean_step_s"]), double(j0["runs"][0]["mean_step_s"]) + 0.001);
+}
+
+TEST(CliTrain, ExcludeLateSitsTheStragglerOut) {
+  // Rank 2 late by 2 ms on every step; oracle: it is the last every step and sits out, the
+  // others run their AllReduce on 3 ranks. Its own step (compute, 2 ms, optimizer) is longer
+  // than theirs (compute, a short exposed AllReduce, optimizer) on this fast switch, so it falls
+  // behind, and every 10 steps the average waits for it: the job runs at its pace, a little
+  // faster than synchronous, which adds the exposed AllReduce to it every step.
+  const std::string job = with_in(kJob, "steps: 50",
+                                  "modes: [synchronous, {mode: exclude_late, late: 1, every: 10}]\n"
+                                  "prediction: {policy: oracle}\nsteps: 50");
+  const std::string steps = temp("exclude_steps.csv"), ranks = temp("exclude_ranks.csv");
+  const CommandResult r = train(job, "--json --steps-csv " + steps + " --ranks-csv " + ranks);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["runs"].size(), 4u);
+  const nlohmann::json& ex = j["runs"][2];
+  EXPECT_EQ(ex["mode"], "exclude_late(late=1,every=10)");
+  const double own = double(j["forward_s"]) + double(j["backward_s"]) + 0.001 + 0.002;
+  EXPECT_GT(double(ex["mean_step_s"]), own);
+  EXPECT_LT(double(ex["mean_step_s"]), double(j["runs"][0]["mean_step_s"]));
+  EXPECT_EQ(double(ex["sat_out_fraction"][2]), 1.0);
+  EXPECT_DOUBLE_EQ(double(ex["mean_staleness_steps"]), 4.5);
+  EXPECT_EQ(ex["max_staleness_steps"], 9);
+  EXPECT_EQ(j["runs"][0]["sat_out_fraction"][2], 0.0);
+  const std::string s = slurp(steps);
+  EXPECT_TRUE(contains(s, "\nring,,\"exclude_late(late=1,every=10)\",0,")) << s.substr(0, 400);
+  EXPECT_TRUE(contains(s, ",ring ring ring ring ring,,2\n")) << s.substr(0, 400);
+  EXPECT_TRUE(contains(s, ",ring ring ring ring ring,ring,")) << s.substr(0, 400);  // the average
+  const std::string k = slurp(ranks);
+  EXPECT_TRUE(contains(k, ",mean_delay_s,sat_out_fraction\n")) << k;
+  std::remove(steps.c_str());
+  std::remove(ranks.c_str());
+  const CommandResult table = train(job);
+  ASSERT_EQ(table.rc, 0) << table.err;
+  EXPECT_TRUE(contains(table.out, "sat out: ring exclude_late(late=1,every=10): ")) << table.out;
+  EXPECT_TRUE(contains(table.out, "most often rank 2 100.0%")) << table.out;
 }
 
 // Replaces the first `from` in kJob.
@@ -194,6 +245,29 @@ TEST(CliTrain, BadInputNamesFileLineAndKeyAndWritesNothing) {
        ":13:", "prediction.detection"},
       {with("steps: 50", "prediction:\n  policy: eager\n  k: 2\nsteps: 50"),
        ":15:", "prediction.k"},
+      {with("steps: 50", "modes: [{mode: exclude_late, late: 0, every: 2}]\nsteps: 50"),
+       ":13:", "modes[0].late"},
+      {with("steps: 50", "modes: [{mode: exclude_late, late: 3, every: 2}]\nsteps: 50"),
+       ":13:", "modes[0].late"},
+      {with("steps: 50", "modes: [{mode: exclude_late, late: 1, every: 0}]\nsteps: 50"),
+       ":13:", "modes[0].every"},
+      {with("steps: 50", "modes: [{mode: exclude_late, every: 2}]\nsteps: 50"),
+       ":13:", "modes[0]: missing required key 'late'"},
+      {with("steps: 50", "modes: [{mode: exclude_late, late: 2, every: 2}]\nsteps: 50"),
+       ":2:", "algorithms[1]: algorithm stragglar does not support groups of 2 ranks"},
+      {with("steps: 50",
+            "modes: [{mode: exclude_late, late: 1, every: 2}]\nprediction: {policy: eager}\n"
+            "steps: 50"),
+       ":13:", "modes[0]"},
+      {with("steps: 50",
+            "modes: [{mode: exclude_late, late: 1, every: 2}]\nprediction: {policy: adaptive}\n"
+            "steps: 50"),
+       ":13:", "modes[0]"},
+      {with_in(with("steps: 50",
+                    "modes: [{mode: exclude_late, late: 2, every: 2}]\n"
+                    "prediction: {policy: fixed, rank: 1}\nsteps: 50"),
+               "[ring, {algorithm: stragglar}]", "[ring]"),
+       ":13:", "modes[0].late"},
   };
   const std::string steps = temp("bad_steps.csv");
   for (const Case& c : cases) {

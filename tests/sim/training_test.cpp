@@ -337,6 +337,138 @@ TEST(Training, GroupsRunSideBySideAndAverageEveryKSteps) {
   EXPECT_EQ(every.max_staleness, 0);
 }
 
+SyncSpec exclude_late(int late, int every) {
+  SyncSpec m;
+  m.mode = SyncMode::exclude_late;
+  m.late = late;
+  m.every = every;
+  return m;
+}
+
+// Four ranks on a switch, rank 3 late by `d` on every step (0: nobody), no average in sight.
+TrainingConfig four_ranks(double d) {
+  TrainingConfig c = two_ranks();
+  c.topology = switch_of(4, 1e9, 1e-6);
+  if (d > 0)
+    c.delays.stragglers.push_back({.rank = 3, .extra = Distribution::constant(Seconds{d})});
+  c.modes = {exclude_late(1, 1000)};
+  c.steps = 12;
+  return c;
+}
+
+// The step of the two_ranks job on three ranks (what the three that reduce take), rank 2 late
+// by `d` on every step.
+double three_rank_step(double d = 0) {
+  TrainingConfig c = two_ranks();
+  c.topology = switch_of(3, 1e9, 1e-6);
+  c.steps = 12;  // as four_ranks
+  if (d > 0)
+    c.delays.stragglers.push_back({.rank = 2, .extra = Distribution::constant(Seconds{d})});
+  return run_training(c).runs.at(0).mean_step.value;
+}
+
+TEST(Training, ExcludeLateZeroIsSynchronous) {
+  // Nobody sits out and nothing is averaged: the same steps as synchronous, bit for bit, with
+  // the straggler-aware schedule's straggler predicted the same way (previous and fixed).
+  TrainingConfig c = two_ranks();
+  c.topology = switch_of(8, 1e9, 1e-6);
+  c.delays.base = Distribution::exponential(Seconds{0.002});
+  c.delays.stragglers.push_back({.rank = 6, .extra = Distribution::constant(Seconds{0.003})});
+  c.algorithms = {{"ring", {}}, {"stragglar", {}}};
+  c.modes = {SyncSpec{}, exclude_late(0, 3)};
+  c.steps = 20;
+  for (const StragglerPolicy policy :
+       {StragglerPolicy::previous, StragglerPolicy::oracle, StragglerPolicy::fixed}) {
+    c.policy = policy;
+    c.straggler = 2;
+    const TrainingResult r = run_training(c);
+    ASSERT_EQ(r.runs.size(), 4u);
+    for (std::size_t a = 0; a < 2; ++a) {
+      const TrainingRun &sync = r.runs[a], &none = r.runs[2 + a];
+      EXPECT_EQ(none.mode.describe(), "exclude_late(late=0,every=3)");
+      for (std::size_t s = 0; s < 20; ++s)
+        EXPECT_EQ(none.step_times[s].value, sync.step_times[s].value) << a << " " << s;
+      EXPECT_EQ(none.baseline_mean_step.value, sync.baseline_mean_step.value);
+      EXPECT_EQ(none.mean_staleness, 0.0);
+      for (const double f : none.sat_out) EXPECT_EQ(f, 0.0);
+    }
+  }
+}
+
+TEST(Training, ExcludeLateOracleHidesAPersistentStraggler) {
+  // Rank 3 late by 4 ms: synchronous pays it every step; sitting it out (oracle) costs nothing
+  // beyond the three others' step, which is the job's step without delays.
+  const double d = 0.004, t3 = three_rank_step();
+  TrainingConfig c = four_ranks(d);
+  c.policy = StragglerPolicy::oracle;
+  std::vector<std::vector<int>> sat;
+  const TrainingRun run = run_training(c, [&](const TrainingRun&, const StepRecord& s) {
+                            sat.emplace_back(s.sat_out.begin(), s.sat_out.end());
+                          }).runs.at(0);
+  EXPECT_NEAR(run.mean_step.value, t3, 1e-12);
+  EXPECT_NEAR(run.baseline_mean_step.value, t3, 1e-12);
+  EXPECT_NEAR(run.lost_fraction, 0.0, 1e-12);
+  ASSERT_EQ(sat.size(), 12u);
+  EXPECT_EQ(sat[0], std::vector<int>{3});
+  EXPECT_GT(run.sat_out[3], 0.5);
+  c.modes = {SyncSpec{}};
+  const TrainingRun sync = run_training(c).runs.at(0);
+  EXPECT_NEAR(sync.mean_step.value, sync.baseline_mean_step.value + d, 1e-12);
+  EXPECT_GT(sync.mean_step.value, t3 + d / 2);
+  // A straggler that moves every step (never on its home rank 3): oracle still hides it,
+  // previous (last step's slow rank) mostly picks the wrong one.
+  c.modes = {exclude_late(1, 1000)};
+  c.delays.stragglers[0].persistence = 0;
+  c.steps = 40;
+  const double oracle = run_training(c).runs.at(0).mean_step.value;
+  c.policy = StragglerPolicy::previous;
+  const double previous = run_training(c).runs.at(0).mean_step.value;
+  EXPECT_LT(oracle, t3 + d / 10);
+  EXPECT_GT(previous, oracle + d / 4);
+}
+
+TEST(Training, ExcludeLateMispredictionCostsTheRealDelay) {
+  // Policy fixed guesses rank 1, rank 3 is the late one: rank 1 sits out every step and the
+  // three others run the three-rank job with its last rank late.
+  const double d = 0.004;
+  TrainingConfig c = four_ranks(d);
+  c.policy = StragglerPolicy::fixed;
+  c.straggler = 1;
+  const TrainingRun run = run_training(c).runs.at(0);
+  EXPECT_NEAR(run.mean_step.value, three_rank_step(d), 1e-12);
+  EXPECT_GT(run.mean_step.value, three_rank_step() + d / 2);
+  EXPECT_EQ(run.sat_out[1], 1.0);
+  EXPECT_EQ(run.sat_out[3], 0.0);
+  EXPECT_NEAR(run.mean_idle[0].value - run.mean_idle[3].value, d, 1e-9);
+  // Previous: step 0 guesses rank 3 (the highest), then the delays of the step before.
+  c.policy = StragglerPolicy::previous;
+  c.straggler.reset();
+  EXPECT_NEAR(run_training(c).runs.at(0).mean_step.value, three_rank_step(), 1e-12);
+  // Previous guessing rank 0 at step 0 pays rank 3's delay once (to a nanosecond: the ring's
+  // ranks finish a step within a nanosecond of each other, which moves the next step's start).
+  c.straggler = 0;
+  EXPECT_NEAR(run_training(c).runs.at(0).mean_step.value * c.steps,
+              three_rank_step(d) + three_rank_step() * (c.steps - 1), 1e-8);
+}
+
+TEST(Training, ExcludeLateAveragesEveryKSteps) {
+  TrainingConfig c = four_ranks(0.004);
+  c.policy = StragglerPolicy::oracle;
+  c.modes = {exclude_late(1, 4)};
+  c.steps = 8;
+  std::vector<int> averaged;
+  const TrainingRun run = run_training(c, [&](const TrainingRun&, const StepRecord& s) {
+                            if (s.average != nullptr) averaged.push_back(s.step);
+                            EXPECT_EQ(s.sat_out.size(), 1u);
+                          }).runs.at(0);
+  EXPECT_EQ(averaged, (std::vector<int>{3, 7}));
+  EXPECT_DOUBLE_EQ(run.mean_staleness, 1.5);
+  EXPECT_EQ(run.max_staleness, 3);
+  // The average (the whole model, 8 MB, over the four ranks) is paid every 4 steps.
+  EXPECT_GT(run.mean_step.value,
+            three_rank_step() + ring_time_on(c.topology, 8'000'000) / 4 - 1e-12);
+}
+
 TEST(Training, FlowModelAgreesWhereNothingIsShared) {
   // On a switch the two models agree exactly when no link is shared: each group's ring, side by
   // side with the other group's, and the straggler-delayed buckets.
@@ -410,6 +542,29 @@ TEST(Training, BadInput) {
   EXPECT_THROW(run_training(c), InputError);
   c.modes = {};
   EXPECT_THROW(run_training(c), InputError);
+  // exclude_late: at least 2 ranks reduce, every >= 1, no eager or adaptive, fixed names one
+  // rank, the algorithm must run on the ranks that reduce.
+  c = four_ranks(0.001);
+  EXPECT_NO_THROW(run_training(c));
+  for (const SyncSpec& m : {exclude_late(3, 2), exclude_late(-1, 2), exclude_late(1, 0)}) {
+    c.modes = {m};
+    EXPECT_THROW(run_training(c), InputError) << m.describe();
+  }
+  c.modes = {exclude_late(1, 2)};
+  c.policy = StragglerPolicy::eager;
+  EXPECT_THROW(run_training(c), InputError);
+  c.policy = StragglerPolicy::previous;
+  c.algorithms = {{"stragglar", {}}};
+  c.adaptive_fallbacks = {"ring"};
+  EXPECT_THROW(run_training(c), InputError);
+  c.adaptive_fallbacks.clear();
+  EXPECT_NO_THROW(run_training(c));
+  c.modes = {exclude_late(2, 2)};  // StragglAR needs 3 ranks
+  EXPECT_THROW(run_training(c), InputError);
+  c.algorithms = {{"ring", {}}};
+  c.policy = StragglerPolicy::fixed;
+  c.straggler = 1;
+  EXPECT_THROW(run_training(c), InputError);  // fixed with late 2
 }
 
 }  // namespace
