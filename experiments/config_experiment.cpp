@@ -443,6 +443,22 @@ void check_schedule_entry(const ExperimentAlgorithm& a, const ConfigNode& where,
               std::to_string(s.ranks) + " ranks and topology '" + c.topology.name + "' " +
               std::to_string(n) + "; a schedule file runs on a topology of its rank count");
   }
+  // In-network reductions: a reducing switch must join each one's ranks (as the executor
+  // resolves them), checked here so that the message names the YAML's line.
+  std::vector<int> joined;
+  for (std::size_t r = 0; r < s.rounds.size(); ++r) {
+    for (std::size_t j = 0; j < s.rounds[r].switch_reduces.size(); ++j) {
+      const alg::SwitchReduce& x = s.rounds[r].switch_reduces[j];
+      joined.assign(x.members.begin(), x.members.end());
+      joined.insert(joined.end(), x.receivers.begin(), x.receivers.end());
+      if (c.topology.reducing_switch_of(joined) >= 0) continue;
+      file.fail("schedule file " + file.as_string() + " (" + a.name +
+                ") reduces in a switch (round " + std::to_string(r) + ", switch reduction " +
+                std::to_string(j) + ") and topology '" + c.topology.name +
+                "' has no reducing switch that joins its ranks (give the switch a reduce: "
+                "{bandwidth, latency} key; docs/in_network_reduction.md)");
+    }
+  }
   if (c.late_count) {
     const ConfigNode k = root.child("prediction").child("k");
     if (!s.straggler) {

@@ -122,6 +122,23 @@ TEST(CliSimulateSchedule, SameTimesAsTheRegistryAlgorithm) {
   EXPECT_EQ(oracle.at("config").at("prediction").at("policy"), "oracle");
 }
 
+// An in-network schedule (JSON: the binary form has no switch reductions) on a topology whose
+// switch reduces: the same times as the registry's nvls, under both models.
+TEST(CliSimulateSchedule, InNetworkScheduleOnAReducingSwitch) {
+  const Folder dir("nvls");
+  write_schedule("nvls --ranks 8 --format json", dir / "nvls8.json");
+  for (const char* network : {"alphabeta", "flow"}) {
+    std::string registry = config("nvls", network),
+                file = config("{schedule: nvls8.json}", network);
+    for (std::string* yaml : {&registry, &file}) {
+      const std::string plain = "latency: 3us}";
+      yaml->replace(yaml->find(plain), plain.size(),
+                    "latency: 3us, reduce: {bandwidth: 274GB/s, latency: 1us}}");
+    }
+    expect_same_results(simulate_json(dir, registry), simulate_json(dir, file), network);
+  }
+}
+
 // The table names the file beside the algorithm it records.
 TEST(CliSimulateSchedule, TableNamesTheFile) {
   const Folder dir("table");
@@ -229,6 +246,7 @@ TEST(CliSimulateSchedule, BadFilesAreOneMessage) {
   write_schedule("ring --ranks 8 --format bin", dir / "ring8.bin");
   write_schedule("ring --ranks 4 --format bin", dir / "ring4.bin");
   write_schedule("ring --ranks 8 --format json", dir / "ring8.json");
+  write_schedule("nvls --ranks 8 --format json", dir / "nvls8.json");
   {
     std::ifstream in(dir / "ring8.bin", std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -253,6 +271,7 @@ TEST(CliSimulateSchedule, BadFilesAreOneMessage) {
       {"{schedule: flipped.bin}", {"flipped.bin: byte ", "CRC-32"}},
       {"{schedule: wrong.json}", {"wrong.json"}},
       {"{schedule: ring4.bin}", {"ring4.bin", "4 ranks", "8"}},
+      {"{schedule: nvls8.json}", {"nvls8.json", "no reducing switch"}},
       {"{schedule: ring8.bin, options: {segments: 2}}", {"options"}},
       {"{schedule: ring8.bin, algorithm: ring}", {"schedule: FILE or algorithm: NAME"}},
   };
