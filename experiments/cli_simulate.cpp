@@ -43,17 +43,19 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
-nlohmann::json resolved_config(const sim::SimulationConfig& c, const std::string& path) {
+nlohmann::json resolved_config(const sim::SimulationConfig& c, const std::string& path,
+                               const std::string& schedule_file) {
   nlohmann::json j = simulation_config_json(c);
   j["file"] = path;
+  if (!schedule_file.empty()) j["schedule_file"] = schedule_file;
   return j;
 }
 
 std::string summary_json(const sim::SimulationConfig& c, const sim::SimulationResult& r,
-                         const std::string& path) {
+                         const std::string& path, const std::string& schedule_file) {
   nlohmann::json j;
   j["version"] = STRAGGLESIM_VERSION_STRING;
-  j["config"] = resolved_config(c, path);
+  j["config"] = resolved_config(c, path, schedule_file);
   j["schedule"] = {{"algorithm", r.algorithm}, {"ranks", r.ranks},
                    {"chunks", r.chunks},       {"rounds", r.rounds},
                    {"transfers", r.transfers}, {"straggler_aware", r.straggler_aware}};
@@ -107,11 +109,14 @@ std::string summary_json(const sim::SimulationConfig& c, const sim::SimulationRe
   return j.dump(2) + "\n";
 }
 
-std::string summary_table(const sim::SimulationConfig& c, const sim::SimulationResult& r) {
+std::string summary_table(const sim::SimulationConfig& c, const sim::SimulationResult& r,
+                          const std::string& schedule_file) {
   std::ostringstream os;
-  os << r.algorithm << " on " << c.topology.name << ": " << r.ranks << " ranks, "
-     << format_bytes(c.size) << ", " << sim::to_string(c.network) << " model, " << r.rounds
-     << " rounds, " << r.transfers << " transfers\n";
+  os << r.algorithm
+     << (schedule_file.empty() ? std::string() : " (schedule file " + schedule_file + ")") << " on "
+     << c.topology.name << ": " << r.ranks << " ranks, " << format_bytes(c.size) << ", "
+     << sim::to_string(c.network) << " model, " << r.rounds << " rounds, " << r.transfers
+     << " transfers\n";
   os << "delays: " << c.delays.describe() << "; prediction "
      << (c.adaptive_fallbacks.empty() ? std::string(sim::to_string(c.policy))
                                       : std::string("adaptive"))
@@ -272,7 +277,9 @@ void run_simulate(const SimulateArgs& a) {
   if (a.per_rank && !a.json)
     throw UsageError("--per-rank needs --json (the per-rank times are only in the JSON output)");
   const ConfigReader reader(a.config);
-  sim::SimulationConfig c = load_simulation_config(reader);
+  const Experiment e = load_experiment(reader, ConfigCommand::simulate);
+  sim::SimulationConfig c = run_config(e, 0);
+  const std::string schedule_file = e.algorithms[0].schedule_file;  // "": a registry algorithm
   if (a.iterations > 0) c.iterations = a.iterations;
   c.per_rank_times = a.per_rank;
   if (a.seed >= 0) c.seed = static_cast<std::uint64_t>(a.seed);
@@ -370,7 +377,8 @@ void run_simulate(const SimulateArgs& a) {
   if (trace) trace->commit();
   if (r.shared_link)
     std::cerr << "stragglesim: warning: " << shared_link_warning(*r.shared_link) << "\n";
-  std::cout << (a.json ? summary_json(c, r, a.config) : summary_table(c, r));
+  std::cout << (a.json ? summary_json(c, r, a.config, schedule_file)
+                       : summary_table(c, r, schedule_file));
 }
 
 }  // namespace

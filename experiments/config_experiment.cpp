@@ -18,9 +18,12 @@
 
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
+#include "common/memory_budget.hpp"
+#include "experiments/cli_commands.hpp"
 #include "experiments/config.hpp"
 #include "experiments/config_algorithm.hpp"
 #include "experiments/experiment.hpp"
+#include "experiments/resource_check.hpp"
 
 namespace ssim::exp {
 namespace {
@@ -249,16 +252,108 @@ Axis load_axis(const ConfigNode& sweep, const std::string& key) {
   return a;
 }
 
-// One algorithm entry: a name, or {algorithm, label, options} (`collective:`: {algorithm,
-// options}, its size read by the caller).
-ExperimentAlgorithm load_algorithm_entry(const ConfigNode& item, bool collective) {
+// FNV-1a over a schedule's content (header, options and every transfer and in-network
+// reduction), as 16 hex digits: the experiment's fingerprint changes with the file's schedule.
+std::string schedule_digest(const alg::Schedule& s) {
+  std::uint64_t h = 14695981039346656037ull;
+  const auto mix = [&h](std::int64_t v) {
+    for (int b = 0; b < 8; ++b) {
+      h ^= static_cast<std::uint64_t>(v >> (8 * b)) & 0xffu;
+      h *= 1099511628211ull;
+    }
+  };
+  const auto text = [&](const std::string& t) {
+    mix(static_cast<std::int64_t>(t.size()));
+    for (const char ch : t) mix(static_cast<unsigned char>(ch));
+  };
+  mix(static_cast<int>(s.collective));
+  text(s.algorithm);
+  mix(s.ranks);
+  mix(s.chunks);
+  mix(s.straggler.value_or(-1));
+  for (const int r : s.late) mix(r);
+  for (const auto& [k, v] : s.options) {
+    text(k);
+    text(v);
+  }
+  for (const alg::Round& r : s.rounds) {
+    text(r.phase);
+    mix(static_cast<std::int64_t>(r.transfers.size()));
+    for (const alg::Transfer& t : r.transfers) {
+      mix(t.src);
+      mix(t.dst);
+      mix(t.chunk_begin);
+      mix(t.chunk_end);
+      mix(static_cast<int>(t.op));
+    }
+    mix(static_cast<std::int64_t>(r.switch_reduces.size()));
+    for (const alg::SwitchReduce& x : r.switch_reduces) {
+      for (const int m : x.members) mix(m);
+      mix(-1);
+      for (const int m : x.receivers) mix(m);
+      mix(x.chunk_begin);
+      mix(x.chunk_end);
+    }
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+// `{schedule: FILE, label: L}` (`collective:`: {schedule, size}): the file (JSON or binary,
+// relative to the YAML's folder) read and verified by the reader of `verify` (load_schedule_file),
+// named by the algorithm it records, labelled by the file's name.
+ExperimentAlgorithm load_schedule_entry(const ConfigNode& item, bool collective,
+                                        const std::string& dir) {
+  const ConfigNode file = item.child("schedule");
+  for (const char* key : {"algorithm", "options"}) {
+    if (item.has(key)) {
+      item.child(key).fail(
+          std::string("give either schedule: FILE or algorithm: NAME") +
+          (std::string(key) == "options"
+               ? " (a schedule file records its options; options: is for registry algorithms)"
+               : ""));
+    }
+  }
+  const std::string written = file.as_string();
+  if (written.empty() || written == "-") file.fail("schedule must name a file");
+  std::filesystem::path path = written;
+  if (path.is_relative()) path = std::filesystem::path(dir) / path;
+  ExperimentAlgorithm a;
+  std::shared_ptr<alg::Schedule> s;
+  try {
+    s = std::make_shared<alg::Schedule>(
+        load_schedule_file(path.string(), MemoryBudget::from_flag(""),
+                           kScheduleBytesPerTransfer + kExecutorBytesPerTransfer, "simulating"));
+  } catch (const InputError& e) {
+    file.fail(std::string("schedule file: ") + e.what());
+  }
+  if (s->collective != alg::Collective::allreduce) {
+    file.fail(path.string() + " is a " + std::string(alg::to_string(s->collective)) +
+              " schedule; the simulator runs allreduce schedules");
+  }
+  a.name = s->algorithm.empty() ? path.filename().string() : s->algorithm;
+  a.label = item.is_map() && !collective ? item.get_string("label", path.filename().string())
+                                         : path.filename().string();
+  for (const auto& [k, v] : s->options) a.options.set(k, v);
+  a.schedule_file = written;
+  a.schedule_digest = schedule_digest(*s);
+  a.schedule = std::move(s);
+  return a;
+}
+
+// One algorithm entry: a name, or {algorithm, label, options}, or {schedule, label}
+// (`collective:`: {algorithm, options} or {schedule}, its size read by the caller).
+ExperimentAlgorithm load_algorithm_entry(const ConfigNode& item, bool collective,
+                                         const std::string& dir) {
   ExperimentAlgorithm a;
   if (item.is_map()) {
     if (collective) {
-      item.allow_only({"algorithm", "size", "options"});
+      item.allow_only({"algorithm", "schedule", "size", "options"});
     } else {
-      item.allow_only({"algorithm", "label", "options"});
+      item.allow_only({"algorithm", "schedule", "label", "options"});
     }
+    if (item.has("schedule")) return load_schedule_entry(item, collective, dir);
   }
   // Initialized, never assigned: assigning a ConfigNode assigns its YAML::Node, which
   // rewrites the node it refers to in the document.
@@ -293,6 +388,7 @@ ExperimentAlgorithm load_algorithm_entry(const ConfigNode& item, bool collective
 // The document's algorithms: `algorithms: [...]`, `algorithm: ENTRY` (one) or, for simulate,
 // `collective: {algorithm, size, options}`; `entries` gets each entry's node.
 std::vector<ExperimentAlgorithm> load_algorithms(const ConfigNode& root, ConfigCommand command,
+                                                 const std::string& dir,
                                                  std::vector<ConfigNode>& entries) {
   const int given = root.has("algorithms") + root.has("algorithm") + root.has("collective");
   if (given == 0) {
@@ -315,14 +411,14 @@ std::vector<ExperimentAlgorithm> load_algorithms(const ConfigNode& root, ConfigC
     const ConfigNode c = root.child("collective");
     c.require_map();
     entries.push_back(c);
-    out.push_back(load_algorithm_entry(c, /*collective=*/true));
+    out.push_back(load_algorithm_entry(c, /*collective=*/true, dir));
     return out;
   }
   const std::vector<ConfigNode> items = root.has("algorithm")
                                             ? std::vector<ConfigNode>{root.child("algorithm")}
                                             : root.child("algorithms").items();
   for (const ConfigNode& item : items) {
-    ExperimentAlgorithm a = load_algorithm_entry(item, /*collective=*/false);
+    ExperimentAlgorithm a = load_algorithm_entry(item, /*collective=*/false, dir);
     for (const ExperimentAlgorithm& other : out) {
       if (other.label == a.label) {
         item.fail("algorithm label '" + a.label +
@@ -333,6 +429,48 @@ std::vector<ExperimentAlgorithm> load_algorithms(const ConfigNode& root, ConfigC
     entries.push_back(item);
   }
   return out;
+}
+
+// A schedule file's entry at one point: its ranks must be the topology's, and prediction.k
+// (if given) the late ranks it was built for.
+void check_schedule_entry(const ExperimentAlgorithm& a, const ConfigNode& where,
+                          const sim::SimulationConfig& c, const ConfigNode& root, bool simulate) {
+  const alg::Schedule& s = *a.schedule;
+  const ConfigNode file = where.child("schedule");
+  const int n = c.topology.gpu_count();
+  if (s.ranks != n) {
+    file.fail("schedule file " + file.as_string() + " (" + a.name + ") has " +
+              std::to_string(s.ranks) + " ranks and topology '" + c.topology.name + "' " +
+              std::to_string(n) + "; a schedule file runs on a topology of its rank count");
+  }
+  // In-network reductions: a reducing switch must join each one's ranks (as the executor
+  // resolves them), checked here so that the message names the YAML's line.
+  std::vector<int> joined;
+  for (std::size_t r = 0; r < s.rounds.size(); ++r) {
+    for (std::size_t j = 0; j < s.rounds[r].switch_reduces.size(); ++j) {
+      const alg::SwitchReduce& x = s.rounds[r].switch_reduces[j];
+      joined.assign(x.members.begin(), x.members.end());
+      joined.insert(joined.end(), x.receivers.begin(), x.receivers.end());
+      if (c.topology.reducing_switch_of(joined) >= 0) continue;
+      file.fail("schedule file " + file.as_string() + " (" + a.name +
+                ") reduces in a switch (round " + std::to_string(r) + ", switch reduction " +
+                std::to_string(j) + ") and topology '" + c.topology.name +
+                "' has no reducing switch that joins its ranks (give the switch a reduce: "
+                "{bandwidth, latency} key; docs/in_network_reduction.md)");
+    }
+  }
+  if (c.late_count) {
+    const ConfigNode k = root.child("prediction").child("k");
+    if (!s.straggler) {
+      if (simulate) k.fail("k is for straggler-aware schedules, not " + a.name);
+      return;
+    }
+    const int built = std::max<int>(1, static_cast<int>(s.late.size()));
+    if (*c.late_count != built) {
+      k.fail("k: " + std::to_string(*c.late_count) + " but schedule file " + file.as_string() +
+             " was built for " + std::to_string(built) + " late rank(s)");
+    }
+  }
 }
 
 // Everything of a point but the topology, which the caller has loaded.
@@ -453,7 +591,7 @@ Experiment load_experiment(const ConfigReader& reader, ConfigCommand command) {
   const std::string topo_path = topo_source.node.path();
 
   std::vector<ConfigNode> algorithm_nodes;
-  e.algorithms = load_algorithms(root, command, algorithm_nodes);
+  e.algorithms = load_algorithms(root, command, dir, algorithm_nodes);
   if (auto b = root.maybe("baseline")) {
     const std::string label = b->as_string();
     const auto it = std::find_if(e.algorithms.begin(), e.algorithms.end(),
@@ -519,6 +657,20 @@ Experiment load_experiment(const ConfigReader& reader, ConfigCommand command) {
     }
     root.child("algorithms")
         .fail(what + " (simulate runs one algorithm: list one, or give algorithm: NAME)");
+  }
+  // A schedule file has one rank count: a sweep over ranks would fail at every other point.
+  for (const ExperimentAlgorithm& a : e.algorithms) {
+    if (!a.schedule) continue;
+    for (const Axis& axis : axes) {
+      if (axis.target == Target::ranks && axis.values.size() > 1) {
+        root.child("sweep")
+            .child(axis.out.key)
+            .fail("a schedule file (" + a.schedule_file + ", " + std::to_string(a.schedule->ranks) +
+                  " ranks) serves one rank count: sweep the ranks with registry algorithms, or "
+                  "write a "
+                  "schedule file per rank count and one experiment each");
+      }
+    }
   }
   // Swept values put into a topology file's document report errors at their place in this one.
   if (&topo_reader != &reader) {
@@ -608,6 +760,11 @@ Experiment load_experiment(const ConfigReader& reader, ConfigCommand command) {
       point.config = load_point(ConfigNode(&reader, doc, ""), cached->second, dir);
       const int n = point.config.topology.gpu_count();
       for (std::size_t i = 0; i < e.algorithms.size(); ++i) {
+        if (e.algorithms[i].schedule) {
+          check_schedule_entry(e.algorithms[i], algorithm_nodes[i], point.config,
+                               ConfigNode(&reader, doc, ""), simulate);
+          continue;
+        }
         const alg::AlgorithmInfo& info = alg::find_algorithm(e.algorithms[i].name);
         const ConfigNode& where = algorithm_nodes[i];
         const ConfigNode name = where.is_map() ? where.child("algorithm") : where;

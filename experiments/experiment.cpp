@@ -69,6 +69,17 @@ sim::SimulationConfig run_config(const Experiment& e, std::size_t run) {
   sim::SimulationConfig c = e.points[run / nalg].config;
   c.algorithm = e.algorithms[run % nalg].name;
   c.options = e.algorithms[run % nalg].options;
+  c.schedule = e.algorithms[run % nalg].schedule;
+  if (c.schedule) {
+    // A schedule file runs as generated; built for a chosen straggler (its recorded options say
+    // so, as `schedule --straggler R` writes them), it is predicted as the registry entry with
+    // that option would be: that rank, fixed unless the YAML gives a prediction.
+    if (c.options.has("straggler") && c.schedule->straggler) {
+      if (e.default_prediction) c.policy = sim::StragglerPolicy::fixed;
+      if (!c.straggler) c.straggler = *c.schedule->straggler;
+    }
+    return c;
+  }
   const alg::AlgorithmInfo& info = alg::find_algorithm(c.algorithm);
   // A hierarchical topology's GPUs per node for the algorithms that take it (checked at load).
   const bool takes_nodes = std::any_of(info.options.begin(), info.options.end(),

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,9 +38,14 @@
 namespace ssim::exp {
 
 struct ExperimentAlgorithm {
-  std::string label;  // unique within the experiment; the name unless the YAML gives one
-  std::string name;   // registry name
-  alg::Options options;
+  std::string label;     // unique within the experiment; the name unless the YAML gives one
+  std::string name;      // registry name; a schedule file's: the algorithm name it records
+  alg::Options options;  // a schedule file's: the generator options it records (metadata)
+  // `{schedule: FILE}`: the file's schedule, read and verified once at load and run by every
+  // point (sim::SimulationConfig::schedule); null for a registry algorithm.
+  std::shared_ptr<const alg::Schedule> schedule;
+  std::string schedule_file;    // as the YAML names it (relative to the YAML's folder)
+  std::string schedule_digest;  // 16 hex digits of FNV-1a over the schedule's content
 };
 
 // One swept parameter.

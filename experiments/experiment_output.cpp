@@ -307,6 +307,14 @@ nlohmann::json experiment_json(const Experiment& e,
   nlohmann::json algs = nlohmann::json::array();
   for (const ExperimentAlgorithm& a : e.algorithms) {
     algs.push_back({{"label", a.label}, {"algorithm", a.name}, {"options", a.options.values()}});
+    if (a.schedule) {
+      algs.back()["schedule"] = {{"file", a.schedule_file},
+                                 {"digest", a.schedule_digest},
+                                 {"ranks", a.schedule->ranks},
+                                 {"chunks", a.schedule->chunks},
+                                 {"rounds", a.schedule->rounds.size()},
+                                 {"transfers", a.schedule->transfer_count()}};
+    }
   }
   j["algorithms"] = algs;
   j["baseline"] = e.algorithms[e.baseline].label;

@@ -46,6 +46,30 @@ std::string fewer(const std::string& algorithm) {
 
 }  // namespace
 
+namespace {
+
+// The size of the schedule a simulation runs: counted in a schedule given as data (a schedule
+// file), else the registry's bound.
+alg::ScheduleSize run_schedule_size(const sim::SimulationConfig& c) {
+  if (!c.schedule) return schedule_size(c.algorithm, c.topology.gpu_count(), c.options);
+  alg::ScheduleSize size;
+  size.chunks = c.schedule->chunks;
+  size.rounds = static_cast<double>(c.schedule->rounds.size());
+  for (const alg::Round& r : c.schedule->rounds) {
+    size.transfers += static_cast<double>(r.transfers.size());
+    size.largest_round = std::max(size.largest_round, static_cast<double>(r.transfers.size()));
+  }
+  size.pairs = size.transfers;  // at most
+  return size;
+}
+
+// What to change when a simulation does not fit.
+std::string fewer(const sim::SimulationConfig& c) {
+  return c.schedule ? std::string("give a smaller schedule file") : fewer(c.algorithm);
+}
+
+}  // namespace
+
 alg::ScheduleSize schedule_size(const std::string& algorithm, int ranks,
                                 const alg::Options& options) {
   const alg::AlgorithmInfo& info = alg::find_algorithm(algorithm);
@@ -102,7 +126,7 @@ double sampled_route_links(const topo::Topology& t) {
 }  // namespace
 
 double simulation_bytes(const sim::SimulationConfig& c) {
-  const alg::ScheduleSize size = schedule_size(c.algorithm, c.topology.gpu_count(), c.options);
+  const alg::ScheduleSize size = run_schedule_size(c);
   // The topology's next-hop tables (one per destination on a ring or torus), at most all.
   const double tables = static_cast<double>(c.topology.route_tables_bytes_bound());
   // The flow model's event engine streams too but keeps the rounds ranks are in: as many as
@@ -125,23 +149,22 @@ double simulation_bytes(const sim::SimulationConfig& c) {
 }
 
 void check_simulation_memory(const MemoryBudget& budget, const sim::SimulationConfig& c) {
-  const alg::ScheduleSize size = schedule_size(c.algorithm, c.topology.gpu_count(), c.options);
-  budget.require(
-      simulation_bytes(c),
-      "simulating " + c.algorithm + " on " + std::to_string(c.topology.gpu_count()) + " ranks (" +
-          count_text(size.transfers) + " transfers, " + std::to_string(c.iterations) +
-          (c.iterations == 1 ? " iteration" : " iterations") +
-          (c.trace_iteration ? ", traced" : "") + ")",
-      fewer(c.algorithm) + (c.per_rank_times ? ", fewer iterations or no --per-rank" : ""));
+  const alg::ScheduleSize size = run_schedule_size(c);
+  budget.require(simulation_bytes(c),
+                 "simulating " + c.algorithm + " on " + std::to_string(c.topology.gpu_count()) +
+                     " ranks (" + count_text(size.transfers) + " transfers, " +
+                     std::to_string(c.iterations) +
+                     (c.iterations == 1 ? " iteration" : " iterations") +
+                     (c.trace_iteration ? ", traced" : "") + ")",
+                 fewer(c) + (c.per_rank_times ? ", fewer iterations or no --per-rank" : ""));
 }
 
 double simulation_seconds(const sim::SimulationConfig& c) {
   const double per_transfer =
       c.network == sim::NetworkKind::flow ? kFlowSecondsPerTransfer : kAlphabetaSecondsPerTransfer;
   const double n = c.topology.gpu_count();
-  return c.iterations *
-         (schedule_size(c.algorithm, c.topology.gpu_count(), c.options).transfers * per_transfer +
-          kSecondsPerIteration + n * kSecondsPerRankIteration);
+  return c.iterations * (run_schedule_size(c).transfers * per_transfer + kSecondsPerIteration +
+                         n * kSecondsPerRankIteration);
 }
 
 double schedule_seconds(const std::string& algorithm, int ranks, const alg::Options& options,
@@ -177,7 +200,7 @@ void check_lower_resources(const MemoryBudget& budget, const TimeBudget& limit,
 namespace {
 
 std::string simulation_what(const sim::SimulationConfig& c) {
-  const alg::ScheduleSize size = schedule_size(c.algorithm, c.topology.gpu_count(), c.options);
+  const alg::ScheduleSize size = run_schedule_size(c);
   return "simulating " + c.algorithm + " on " + std::to_string(c.topology.gpu_count()) +
          " ranks (" + count_text(size.transfers) + " transfers, " + std::to_string(c.iterations) +
          (c.iterations == 1 ? " iteration" : " iterations") + ", " +
@@ -204,6 +227,7 @@ ExperimentTime experiment_seconds(const Experiment& e, int jobs) {
       sim::SimulationConfig c = p.config;
       c.algorithm = a.name;
       c.options = a.options;
+      c.schedule = a.schedule;
       const double s = simulation_seconds(c);
       total += s;
       if (s > longest) {
@@ -219,7 +243,7 @@ ExperimentTime experiment_seconds(const Experiment& e, int jobs) {
 
 void check_simulation_time(const TimeBudget& limit, const sim::SimulationConfig& c) {
   limit.require(simulation_seconds(c), simulation_what(c),
-                fewer(c.algorithm) + ", fewer iterations or the alphabeta model");
+                fewer(c) + ", fewer iterations or the alphabeta model");
 }
 
 void check_experiment_time(const TimeBudget& limit, const Experiment& e, int jobs, double share) {
@@ -247,14 +271,14 @@ void check_experiment_memory(const MemoryBudget& budget, const Experiment& e, in
       sim::SimulationConfig c = e.points[p].config;
       c.algorithm = a.name;
       c.options = a.options;
+      c.schedule = a.schedule;
       const double bytes = simulation_bytes(c) - results_bytes(c);
       results += results_bytes(c);
       if (bytes > largest) {
         largest = bytes;
-        largest_run =
-            a.label + " on " + std::to_string(c.topology.gpu_count()) + " ranks, " +
-            count_text(schedule_size(c.algorithm, c.topology.gpu_count(), c.options).transfers) +
-            " transfers" + (e.axes.empty() ? std::string() : ", sweep point " + e.point_label(p));
+        largest_run = a.label + " on " + std::to_string(c.topology.gpu_count()) + " ranks, " +
+                      count_text(run_schedule_size(c).transfers) + " transfers" +
+                      (e.axes.empty() ? std::string() : ", sweep point " + e.point_label(p));
       }
     }
   }

@@ -179,7 +179,7 @@ std::optional<SharedLink> find_shared_link(const alg::Schedule& schedule, RouteC
 }
 
 bool streams_rounds(const SimulationConfig& c) {
-  if (c.trace_iteration || c.rounds == RoundFeed::materialized) return false;
+  if (c.schedule || c.trace_iteration || c.rounds == RoundFeed::materialized) return false;
   if (!c.adaptive_fallbacks.empty() && alg::find_algorithm(c.algorithm).straggler_aware)
     return false;
   if (c.rounds == RoundFeed::streamed) return true;
@@ -222,16 +222,35 @@ SimulationResult run_simulation(const SimulationConfig& config) {
     throw InputError("trace links must be >= 0, got " + std::to_string(*config.trace_links));
   }
   const int n = config.topology.gpu_count();
-  const alg::AlgorithmInfo& info = alg::find_algorithm(config.algorithm);
+  if (config.schedule) {
+    if (config.schedule->ranks != n) {
+      throw InputError("the schedule " + config.algorithm + " has " +
+                       std::to_string(config.schedule->ranks) + " ranks, the topology " +
+                       std::to_string(n));
+    }
+    if (config.schedule->collective != alg::Collective::allreduce) {
+      throw InputError("the schedule " + config.algorithm + " is a " +
+                       std::string(alg::to_string(config.schedule->collective)) +
+                       ", not an allreduce");
+    }
+  }
+  // A schedule given as data runs under its own name; a registry algorithm under its entry's.
+  const std::string name =
+      config.schedule ? config.algorithm : alg::find_algorithm(config.algorithm).name;
   // Streamed: `schedule` is the header only and each iteration generates the rounds again as
   // the dataflow pass consumes them; otherwise they are materialized once.
   const bool stream = streams_rounds(config);
-  alg::GeneratedRounds generated = alg::generate_rounds(config.algorithm, n, config.options);
-  alg::Schedule schedule = std::move(generated.header);
-  if (!stream) alg::append_rounds(schedule, std::move(generated.stream));
+  alg::GeneratedRounds generated;
+  alg::Schedule own;
+  if (!config.schedule) {
+    generated = alg::generate_rounds(config.algorithm, n, config.options);
+    own = std::move(generated.header);
+    if (!stream) alg::append_rounds(own, std::move(generated.stream));
+  }
+  const alg::Schedule& schedule = config.schedule ? *config.schedule : own;
   if (config.late_count && schedule.straggler &&
       *config.late_count != std::max<int>(1, static_cast<int>(schedule.late.size()))) {
-    throw InputError("prediction k=" + std::to_string(*config.late_count) + " but " + info.name +
+    throw InputError("prediction k=" + std::to_string(*config.late_count) + " but " + name +
                      " was built for " +
                      std::to_string(std::max<std::size_t>(1, schedule.late.size())) +
                      " late rank(s) (its option stragglers)");
@@ -243,7 +262,7 @@ SimulationResult run_simulation(const SimulationConfig& config) {
 
   // Adaptive: the candidates besides the configured algorithm, each with its executor.
   AdaptiveChoice fallbacks(
-      schedule.straggler ? config.adaptive_fallbacks : std::vector<std::string>{}, info.name, n, {},
+      schedule.straggler ? config.adaptive_fallbacks : std::vector<std::string>{}, name, n, {},
       config.topology, NetworkConfig{config.network, config.gamma}, config.size);
   std::vector<Seconds>
       previous_arrival;        // adaptive / several late ranks: the last iteration's arrivals
@@ -260,7 +279,7 @@ SimulationResult run_simulation(const SimulationConfig& config) {
       eager ? config.detection.value_or(default_detection(config.topology)) : Seconds{0};
 
   SimulationResult out;
-  out.algorithm = info.name;
+  out.algorithm = name;
   out.ranks = n;
   out.chunks = schedule.chunks;
   out.rounds = schedule.rounds.size();
@@ -315,7 +334,7 @@ SimulationResult run_simulation(const SimulationConfig& config) {
       const alg::Schedule* ran = &schedule;
       std::string chosen;  // adaptive only: what ran
       if (!fallbacks.empty()) {
-        chosen = info.name;
+        chosen = name;
         const std::vector<int> late =
             late_k > 1 ? predicted_late : std::vector<int>{a.predicted_straggler};
         const std::vector<Seconds> predicted =
@@ -339,7 +358,7 @@ SimulationResult run_simulation(const SimulationConfig& config) {
       std::unique_ptr<ChromeTraceWriter> writer;
       if (traced) {
         TraceOptions to;
-        to.title = info.name + ", " + std::to_string(n) + " ranks, " + format_bytes(config.size) +
+        to.title = name + ", " + std::to_string(n) + " ranks, " + format_bytes(config.size) +
                    ", iteration " + std::to_string(a.iteration);
         if (config.trace_links) {
           const IterationResult probe =

@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <span>
@@ -61,8 +62,13 @@ struct SimulationConfig {
   SecondsPerByte gamma{0.0};       // reduce cost at the receiver
   std::string algorithm = "ring";  // a registry name (alg::algorithms())
   alg::Options options;            // generator options, e.g. segments, straggler
-  Bytes size{0};                   // AllReduce buffer per rank, > 0
-  DelayModel delays;               // arrival offsets (none: all arrive at 0)
+  // A schedule given as data (a schedule file, read and verified by the caller), run instead of
+  // generating `algorithm`, which then only names it in the results; `options` are its recorded
+  // generator options (metadata). Its ranks must be the topology's GPU count and its collective
+  // allreduce (InputError). Materialized: never streamed, and shared by every run that uses it.
+  std::shared_ptr<const alg::Schedule> schedule;
+  Bytes size{0};      // AllReduce buffer per rank, > 0
+  DelayModel delays;  // arrival offsets (none: all arrive at 0)
   StragglerPolicy policy = StragglerPolicy::oracle;
   // Rank for the `fixed` policy and for the first iteration of `previous`; by default the rank
   // the schedule was built for (else n-1).
