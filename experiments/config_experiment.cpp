@@ -467,6 +467,12 @@ Experiment load_experiment(const ConfigReader& reader, ConfigCommand command) {
             "`; to compare algorithms with `run`, list them under algorithms: and give size: "
             "at the top level");
   }
+  if (simulate && root.has("workload")) {
+    root.child("workload")
+        .fail("this is a `run` experiment (a training job: workload:): use `stragglesim run " +
+              reader.file() +
+              "`, or `stragglesim train` with steps: for one job's idle times and lost GPU-hours");
+  }
   if (simulate) {
     root.allow_only({"name", "description", "topology", "network", "algorithms", "algorithm",
                      "collective", "baseline", "metric", "size", "delays", "stragglers",

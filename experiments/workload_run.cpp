@@ -47,6 +47,7 @@ sim::SimulationResult training_run_result(const sim::TrainingResult& result,
   sim::SimulationResult r;
   r.algorithm = run.algorithm;
   r.ranks = result.ranks;
+  r.chunks = static_cast<int>(std::max<std::size_t>(result.buckets.size(), 1));  // the buckets
   r.straggler_aware = run.straggler_aware;
   r.iterations = steps;
   r.mean_completion = run.mean_step;
