@@ -271,6 +271,11 @@ std::string resume_command(const RunArgs& a, const std::string& path, const std:
 
 // `run --trace POINT`: that run alone, up to the traced iteration, its trace in the output folder.
 void run_trace(const RunArgs& a, const Experiment& e) {
+  if (!e.points.empty() && e.points.front().workload) {
+    throw InputError("--trace: " + e.file +
+                     " is a training job (workload:); a step runs many collectives, which --trace "
+                     "does not record (trace one collective with `stragglesim simulate`)");
+  }
   const TracePoint tp = select_trace_point(e, a.trace);
   std::error_code ec;
   std::filesystem::create_directories(e.output, ec);

@@ -212,6 +212,11 @@ namespace ssim::exp {
 //                                             name a straggler (run_config)
 //   ranks: 16                                 the topology's rank count, as sweep.ranks sets it
 //   iterations: 20   seed: 1   output: results/<name>
+//   workload: {...}                           a training job (config_training.hpp's workload:,
+//                                             load_workload): every run is sim::run_training of
+//                                             it, iterations are steps; size is then refused
+//   mode: synchronous | {mode: grouped, groups: G, every: K} | {mode: local_sgd, every: K}
+//                                             with a workload only (default synchronous)
 //   sweep:                                    the cartesian product of the axes, in this order
 //     ranks: [4, 8, 16]                       the topology's rank count (hierarchical: nodes x
 //                                             gpus_per_node)
@@ -221,6 +226,7 @@ namespace ssim::exp {
 //                                             e.g. stragglers.delay.mean, delays.base.p90
 //     stragglers: [1, 2]   persistence: [0.8, 0.9]   policy: [oracle, previous]   gamma: [...]
 //     topology.bandwidth: [...]               any topology parameter by its key path
+//     workload.bucket_cap: [...]              any workload parameter by its key path
 // Each point is loaded and checked (topology, delays, algorithms' rank support) before any run;
 // an error in a swept value names the sweep point and points at the value in the sweep list.
 // Points are loaded by patching the reader's document in place and restoring it: do not use

@@ -22,6 +22,7 @@
 #include "experiments/cli_commands.hpp"
 #include "experiments/config.hpp"
 #include "experiments/config_algorithm.hpp"
+#include "experiments/config_training.hpp"
 #include "experiments/experiment.hpp"
 #include "experiments/resource_check.hpp"
 
@@ -122,15 +123,15 @@ void resolve_target(const ConfigNode& entry, const std::string& key, Axis& a) {
   }
   const auto s = kShorthands.find(key);
   const std::vector<std::string> path = split(s == kShorthands.end() ? key : s->second);
-  static const std::set<std::string> kRoots = {"topology", "network",    "size",
-                                               "delays",   "stragglers", "prediction"};
+  static const std::set<std::string> kRoots = {"topology",   "network",    "size",    "delays",
+                                               "stragglers", "prediction", "workload"};
   if (!kRoots.count(path[0]) ||
       std::any_of(path.begin(), path.end(), [](const std::string& p) { return p.empty(); })) {
     entry.fail(
         "cannot sweep '" + key +
         "' (sweep ranks, size, delay, stragglers, persistence, policy, gamma, or a key path under "
-        "topology, network, delays, stragglers or prediction, e.g. topology.bandwidth, "
-        "stragglers.delay.mean)");
+        "topology, network, delays, stragglers, prediction or workload, e.g. topology.bandwidth, "
+        "stragglers.delay.mean, workload.bucket_cap)");
   }
   if (path[0] == "size" && path.size() > 1) entry.fail("size has no parameters: sweep size itself");
   if (path[0] == "topology") {
@@ -492,7 +493,7 @@ sim::SimulationConfig load_point(const ConfigNode& root, topo::Topology topology
     const ConfigNode coll = root.child("collective");
     c.size = coll.get_bytes("size");
     if (c.size.value == 0) coll.child("size").fail("size must be > 0");
-  } else {
+  } else if (!root.has("workload")) {  // a workload's size is its gradients (the caller's)
     c.size = root.get_bytes("size");
     if (c.size.value == 0) root.child("size").fail("size must be > 0");
   }
@@ -548,6 +549,51 @@ sim::SimulationConfig load_point(const ConfigNode& root, topo::Topology topology
   return c;
 }
 
+// The point's `workload:` (config_training's loader, as `stragglesim train` reads it) and
+// `mode:` (default synchronous) for n ranks.
+Workload load_point_workload(const ConfigNode& root, int n) {
+  sim::TrainingConfig t;
+  load_workload(root.child("workload"), t);
+  Workload w;
+  w.layers = std::move(t.layers);
+  w.bytes_per_param = t.bytes_per_param;
+  w.bucket_cap = t.bucket_cap;
+  w.optimizer = t.optimizer;
+  w.samples_per_gpu = t.samples_per_gpu;
+  if (root.has("mode")) {
+    w.mode = load_sync_mode(root.child("mode"), n);
+    if (w.mode.mode == sim::SyncMode::exclude_late)
+      root.child("mode").fail("exclude_late runs in `stragglesim train` (not yet in run experiments)");
+  }
+  return w;
+}
+
+// What the training model refuses of a point (sim::run_training), at the key that says it:
+// schedules built for more than one late rank, algorithms that cannot run a group's ranks.
+void check_workload_point(const ConfigNode& root, const Workload& w, const sim::SimulationConfig& c,
+                          const std::vector<ExperimentAlgorithm>& algorithms,
+                          const std::vector<ConfigNode>& algorithm_nodes) {
+  if (c.late_count && *c.late_count > 1)
+    root.child("prediction").child("k").fail("the training model takes one late rank");
+  const int n = c.topology.gpu_count();
+  for (std::size_t i = 0; i < algorithms.size(); ++i) {
+    const alg::AlgorithmInfo& info = alg::find_algorithm(algorithms[i].name);
+    const ConfigNode& where = algorithm_nodes[i];
+    if (algorithms[i].options.has("stragglers") &&
+        algorithms[i].options.get_int("stragglers", 1, 1, 1 << 30) > 1) {
+      where.child("options")
+          .child("stragglers")
+          .fail("the training model runs schedules built for one late rank");
+    }
+    if (w.mode.mode == sim::SyncMode::grouped && !info.supports_ranks(n / w.mode.groups)) {
+      (where.is_map() ? where.child("algorithm") : where)
+          .fail("algorithm " + info.name + " does not support groups of " +
+                std::to_string(n / w.mode.groups) + " ranks (" + w.mode.describe() +
+                "; supported: " + info.supported_ranks + ")");
+    }
+  }
+}
+
 }  // namespace
 
 Experiment load_experiment(const ConfigReader& reader, ConfigCommand command) {
@@ -563,6 +609,12 @@ Experiment load_experiment(const ConfigReader& reader, ConfigCommand command) {
             "`; to compare algorithms with `run`, list them under algorithms: and give size: "
             "at the top level");
   }
+  if (simulate && root.has("workload")) {
+    root.child("workload")
+        .fail("this is a `run` experiment (a training job: workload:): use `stragglesim run " +
+              reader.file() +
+              "`, or `stragglesim train` with steps: for one job's idle times and lost GPU-hours");
+  }
   if (simulate) {
     root.allow_only({"name", "description", "topology", "network", "algorithms", "algorithm",
                      "collective", "baseline", "metric", "size", "delays", "stragglers",
@@ -570,7 +622,17 @@ Experiment load_experiment(const ConfigReader& reader, ConfigCommand command) {
   } else {
     root.allow_only({"name", "description", "topology", "network", "algorithms", "algorithm",
                      "baseline", "metric", "size", "delays", "stragglers", "prediction",
-                     "iterations", "seed", "output", "sweep", "ranks"});
+                     "iterations", "seed", "output", "sweep", "ranks", "workload", "mode"});
+  }
+  // A training job: the model sets the bytes of every collective.
+  const bool workload = root.has("workload");
+  if (workload && root.has("size")) {
+    root.child("size").fail(
+        "size has no meaning with a workload: the model's gradients set the bytes (leave size "
+        "out; sweep workload.bucket_cap or the model instead)");
+  }
+  if (!workload && root.has("mode")) {
+    root.child("mode").fail("mode (a synchronization mode) is for a training job: give workload:");
   }
   const std::string dir = reader.directory();
   Experiment e;
@@ -617,6 +679,11 @@ Experiment load_experiment(const ConfigReader& reader, ConfigCommand command) {
       sweep->fail("empty sweep: give at least one axis, or leave sweep out");
     for (const std::string& key : sweep->keys()) {
       axes.push_back(load_axis(*sweep, key));
+      if (workload && axes.back().target == Target::document && axes.back().path[0] == "size") {
+        sweep->child(key).fail(
+            "size has no meaning with a workload: the model's gradients set the bytes (sweep "
+            "workload.bucket_cap or the model instead)");
+      }
       for (std::size_t j = 0; j + 1 < axes.size(); ++j) {
         // One path a prefix of the other: the later one would overwrite the earlier.
         const std::vector<std::string>& p = axes[j].path;
@@ -630,7 +697,7 @@ Experiment load_experiment(const ConfigReader& reader, ConfigCommand command) {
                                  " (both set the same parameter)");
       }
     }
-  } else if (!root.has("size") && !root.has("collective")) {
+  } else if (!root.has("size") && !root.has("collective") && !workload) {
     root.fail("missing required key 'size' (or sweep it)");
   }
   for (const Axis& a : axes) e.axes.push_back(a.out);
@@ -724,8 +791,9 @@ Experiment load_experiment(const ConfigReader& reader, ConfigCommand command) {
                      "one file per size and sweep topology instead");
         }
         if (tnode.has("astra_sim") || is_astra_sim_network(tnode)) {
-          value.fail("sweep.ranks cannot set the NPU counts of an ASTRA-sim network file; write "
-                     "one file per size and sweep topology instead");
+          value.fail(
+              "sweep.ranks cannot set the NPU counts of an ASTRA-sim network file; write "
+              "one file per size and sweep topology instead");
         }
         const std::string kind = tnode.get_string("kind");
         if (kind == "switch" || kind == "fully_connected" || kind == "ring" || kind == "fat_tree" ||
@@ -759,6 +827,12 @@ Experiment load_experiment(const ConfigReader& reader, ConfigCommand command) {
       }
       point.config = load_point(ConfigNode(&reader, doc, ""), cached->second, dir);
       const int n = point.config.topology.gpu_count();
+      if (workload) {
+        const ConfigNode here(&reader, doc, "");
+        point.workload = load_point_workload(here, n);
+        point.config.size = Bytes{point.workload->gradient_bytes()};
+        check_workload_point(here, *point.workload, point.config, e.algorithms, algorithm_nodes);
+      }
       for (std::size_t i = 0; i < e.algorithms.size(); ++i) {
         if (e.algorithms[i].schedule) {
           check_schedule_entry(e.algorithms[i], algorithm_nodes[i], point.config,

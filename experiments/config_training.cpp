@@ -106,9 +106,11 @@ void load_model(const ConfigNode& model, int samples, sim::TrainingConfig& c) {
   }
 }
 
+}  // namespace
+
 // A modes entry: synchronous, {mode: grouped, groups: G, every: K}, {mode: local_sgd,
 // every: K} or {mode: exclude_late, late: L, every: K}.
-sim::SyncSpec load_mode(const ConfigNode& item, int ranks) {
+sim::SyncSpec load_sync_mode(const ConfigNode& item, int ranks) {
   sim::SyncSpec m;
   const ConfigNode kind = item.is_map() ? item.child("mode") : item;
   const std::string name = kind.as_choice({"synchronous", "grouped", "local_sgd", "exclude_late"});
@@ -138,7 +140,29 @@ sim::SyncSpec load_mode(const ConfigNode& item, int ranks) {
   return m;
 }
 
-}  // namespace
+void load_workload(const ConfigNode& w, sim::TrainingConfig& c) {
+  w.allow_only({"model", "samples_per_gpu", "gradient_bytes_per_param", "bucket_cap", "optimizer"});
+  c.samples_per_gpu = static_cast<int>(w.get_int("samples_per_gpu", 1, 1, 1 << 30));
+  c.bytes_per_param = static_cast<std::uint64_t>(w.get_int("gradient_bytes_per_param", 4, 1, 16));
+  c.bucket_cap = w.get_bytes("bucket_cap", Bytes{25ull << 20});
+  if (c.bucket_cap.value == 0) w.child("bucket_cap").fail("bucket_cap must be > 0");
+  if (w.has("optimizer")) {
+    const ConfigNode o = w.child("optimizer");
+    c.optimizer = o.as_time();
+    if (!(c.optimizer.value >= 0) || !std::isfinite(c.optimizer.value))
+      o.fail("optimizer must be >= 0");
+  }
+  load_model(w.child("model"), c.samples_per_gpu, c);
+  std::uint64_t params = 0;
+  for (const sim::TrainingLayer& l : c.layers) params += l.params;
+  const std::uint64_t gradients = params * c.bytes_per_param;
+  if (params == 0) w.child("model").fail("the model has no parameters");
+  if (c.bucket_cap.value > gradients) {
+    const ConfigNode cap = w.has("bucket_cap") ? w.child("bucket_cap") : w;
+    cap.fail("bucket_cap " + format_bytes(c.bucket_cap) +
+             " is larger than the model's gradients (" + format_bytes(Bytes{gradients}) + ")");
+  }
+}
 
 sim::TrainingConfig load_training_config(const ConfigReader& reader) {
   const ConfigNode root = reader.root();
@@ -166,7 +190,7 @@ sim::TrainingConfig load_training_config(const ConfigReader& reader) {
   if (auto modes = root.maybe("modes")) {
     c.modes.clear();
     for (const ConfigNode& item : modes->items(/*scalar_ok=*/true)) {
-      c.modes.push_back(load_mode(item, ranks));
+      c.modes.push_back(load_sync_mode(item, ranks));
       mode_items.push_back(item);
     }
     if (c.modes.empty()) modes->fail("no mode given");
@@ -203,28 +227,7 @@ sim::TrainingConfig load_training_config(const ConfigReader& reader) {
     }
   }
 
-  const ConfigNode w = root.child("workload");
-  w.allow_only({"model", "samples_per_gpu", "gradient_bytes_per_param", "bucket_cap", "optimizer"});
-  c.samples_per_gpu = static_cast<int>(w.get_int("samples_per_gpu", 1, 1, 1 << 30));
-  c.bytes_per_param = static_cast<std::uint64_t>(w.get_int("gradient_bytes_per_param", 4, 1, 16));
-  c.bucket_cap = w.get_bytes("bucket_cap", Bytes{25ull << 20});
-  if (c.bucket_cap.value == 0) w.child("bucket_cap").fail("bucket_cap must be > 0");
-  if (w.has("optimizer")) {
-    const ConfigNode o = w.child("optimizer");
-    c.optimizer = o.as_time();
-    if (!(c.optimizer.value >= 0) || !std::isfinite(c.optimizer.value))
-      o.fail("optimizer must be >= 0");
-  }
-  load_model(w.child("model"), c.samples_per_gpu, c);
-  std::uint64_t params = 0;
-  for (const sim::TrainingLayer& l : c.layers) params += l.params;
-  const std::uint64_t gradients = params * c.bytes_per_param;
-  if (params == 0) w.child("model").fail("the model has no parameters");
-  if (c.bucket_cap.value > gradients) {
-    const ConfigNode cap = w.has("bucket_cap") ? w.child("bucket_cap") : w;
-    cap.fail("bucket_cap " + format_bytes(c.bucket_cap) +
-             " is larger than the model's gradients (" + format_bytes(Bytes{gradients}) + ")");
-  }
+  load_workload(root.child("workload"), c);
 
   if (auto delays = root.maybe("delays")) {
     c.delays = load_delay_model(*delays, dir);

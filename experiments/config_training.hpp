@@ -32,4 +32,10 @@ namespace ssim::exp {
 // Compute times must be > 0; errors name the file, line and key.
 sim::TrainingConfig load_training_config(const ConfigReader& reader);
 
+// The `workload:` map above into c's samples_per_gpu, bytes_per_param, bucket_cap, optimizer
+// and layers (train's loader and `run` experiments with a workload share it).
+void load_workload(const ConfigNode& workload, sim::TrainingConfig& c);
+// One `modes` entry above, for `ranks` ranks (groups >= 2 dividing them, every >= 1).
+sim::SyncSpec load_sync_mode(const ConfigNode& item, int ranks);
+
 }  // namespace ssim::exp

@@ -328,11 +328,9 @@ void run_all(const Experiment& e, int jobs, ProgressReporter& progress,
         run = take();
         if (!run) return;
       }
-      sim::SimulationConfig c = run_config(e, *run);
-      c.threads = run_threads;
       const auto start = Clock::now();
       try {
-        sim::SimulationResult r = sim::run_simulation(c);
+        sim::SimulationResult r = execute_run(e, *run, run_threads);
         const std::lock_guard lock(mutex);
         record(*run, std::move(r), since(start), "");
       } catch (const std::exception& ex) {

@@ -34,6 +34,7 @@
 
 #include "algorithms/registry.hpp"
 #include "sim/simulation.hpp"
+#include "sim/training.hpp"
 
 namespace ssim::exp {
 
@@ -57,9 +58,25 @@ struct SweepAxis {
   bool straggler_delay = false;                // the stragglers' delay (crossover report)
 };
 
+// A training job (`workload:` in a run experiment, loaded by config_training's load_workload):
+// every run of the point is then sim::run_training of this model with the run's algorithm per
+// gradient bucket, the point's topology, network, delays, prediction, seed, and iterations as
+// training steps (training_config); iteration i of the run is step i (training_run_result).
+struct Workload {
+  std::vector<sim::TrainingLayer> layers;  // forward order
+  std::uint64_t bytes_per_param = 4;
+  Bytes bucket_cap;
+  Seconds optimizer;
+  int samples_per_gpu = 1;
+  sim::SyncSpec mode;  // the experiment's `mode:` (default synchronous)
+  std::uint64_t gradient_bytes() const;
+};
+
 struct SweepPoint {
   std::vector<std::size_t> value;  // per axis, the index into its labels
   sim::SimulationConfig config;    // all but algorithm and options; seed = point_seed(...)
+  // Set when the experiment has a `workload:`; config.size is then the model's gradient bytes.
+  std::optional<Workload> workload;
 };
 
 enum class Metric { completion, after_last_arrival };
@@ -169,6 +186,23 @@ class RunPeers {
 
 // The simulation of run r: point r / A's config with algorithm r % A.
 sim::SimulationConfig run_config(const Experiment& e, std::size_t run);
+
+// Run r of an experiment whose points have a workload: the training job of run_config(e, r)
+// (topology, network, gamma, delays, prediction, seed; steps = iterations) with the point's
+// workload and the run's algorithm as its only algorithm and mode as its only mode.
+sim::TrainingConfig training_config(const Experiment& e, std::size_t run);
+// One training run as a run's result, step s as iteration s: completion = the step time,
+// after_last_arrival = the step's exposed communication (StepRecord::exposed_comm), last_rank =
+// the rank with the largest delay that step, predicted_straggler = the rank that played the
+// straggler in the step's last bucket (-1 when no straggler-aware schedule ran), chosen = the
+// algorithms the buckets ran under the adaptive policy (joined by '+', in bucket order; empty
+// otherwise). rounds and transfers are 0 (a step runs many collectives). `steps` are the
+// StepRecords of the run, as run_training handed them out.
+sim::SimulationResult training_run_result(const sim::TrainingResult& result,
+                                          const std::vector<sim::IterationSummary>& steps);
+// Runs run r: run_simulation(run_config(e, r)) with `threads` threads, or for a point with a
+// workload run_training(training_config(e, r)) as training_run_result.
+sim::SimulationResult execute_run(const Experiment& e, std::size_t run, int threads);
 
 struct RunnerOptions {
   std::string output;  // overrides Experiment::output when not empty

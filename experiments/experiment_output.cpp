@@ -153,7 +153,8 @@ nlohmann::json simulation_config_json(const sim::SimulationConfig& c) {
       {"algorithm", c.algorithm}, {"size_bytes", c.size.value}, {"options", c.options.values()}};
   j["delays"] = delay_model_json(c.delays);
   j["prediction"] = {
-      {"policy", c.adaptive_fallbacks.empty() ? std::string(sim::to_string(c.policy)) : std::string("adaptive")},
+      {"policy", c.adaptive_fallbacks.empty() ? std::string(sim::to_string(c.policy))
+                                              : std::string("adaptive")},
       {"rank", c.straggler ? nlohmann::json(*c.straggler) : nlohmann::json(nullptr)}};
   if (!c.adaptive_fallbacks.empty()) j["prediction"]["fallback"] = c.adaptive_fallbacks;
   if (c.policy == sim::StragglerPolicy::eager) {
@@ -267,8 +268,8 @@ void write_point_rows(std::ostream& out, const Experiment& e, std::size_t point,
                                        : 1.0;
       out << schema::format_result_row(row) << "," << run << "," << point << ","
           << schema::csv_field(e.algorithms[a].label) << axis_fields << "," << p.config.seed << ","
-          << it.last_rank << "," << it.predicted_straggler << "," << schema::csv_number(speedup) << ","
-          << schema::csv_number(speedup_after) << "," << (runs[a].shared_link ? 1 : 0) << ","
+          << it.last_rank << "," << it.predicted_straggler << "," << schema::csv_number(speedup)
+          << "," << schema::csv_number(speedup_after) << "," << (runs[a].shared_link ? 1 : 0) << ","
           << schema::csv_field(it.chosen.empty() ? runs[a].algorithm : it.chosen) << "\n";
     }
   }
@@ -349,6 +350,7 @@ nlohmann::json experiment_json(const Experiment& e,
                          {"config", simulation_config_json(e.points[p].config)}};
     pj["config"].erase("collective");
     pj["config"]["size_bytes"] = e.points[p].config.size.value;
+    if (e.points[p].workload) pj["config"]["workload"] = workload_json(*e.points[p].workload);
     if (p < summaries.size() && !summaries[p].empty()) {
       nlohmann::json sj = nlohmann::json::object();
       for (std::size_t a = 0; a < e.algorithms.size(); ++a) {
@@ -374,6 +376,37 @@ nlohmann::json experiment_json(const Experiment& e,
   return j;
 }
 
+nlohmann::json workload_json(const Workload& w) {
+  std::uint64_t params = 0;
+  double forward = 0, backward = 0;
+  for (const sim::TrainingLayer& l : w.layers) {
+    params += l.params;
+    forward += l.forward.value;
+    backward += l.backward.value;
+  }
+  nlohmann::json j = {
+      {"mode", w.mode.describe()},
+      {"params", params},
+      {"gradient_bytes_per_param", w.bytes_per_param},
+      {"gradient_bytes", w.gradient_bytes()},
+      {"bucket_cap_bytes", w.bucket_cap.value},
+      {"buckets", sim::make_buckets(w.layers, w.bytes_per_param, w.bucket_cap).size()},
+      {"optimizer_s", w.optimizer.value},
+      {"samples_per_gpu", w.samples_per_gpu},
+      {"forward_s", forward},
+      {"backward_s", backward},
+      {"layer_count", w.layers.size()}};
+  // Every layer while the list is short (a model given by parameters and times is cut into
+  // bucket-sized pieces, which the totals above determine).
+  if (w.layers.size() <= 1000) {
+    nlohmann::json layers = nlohmann::json::array();
+    for (const sim::TrainingLayer& l : w.layers)
+      layers.push_back({l.name, l.params, l.forward.value, l.backward.value});
+    j["layers"] = layers;
+  }
+  return j;
+}
+
 std::string dry_run_listing(const Experiment& e) {
   std::ostringstream os;
   os << e.name << ": " << e.points.size() << " sweep point" << (e.points.size() == 1 ? "" : "s")
@@ -390,8 +423,16 @@ std::string dry_run_listing(const Experiment& e) {
   for (std::size_t p = 0; p < e.points.size(); ++p) {
     const sim::SimulationConfig& c = e.points[p].config;
     os << "point " << p << " [" << e.point_label(p) << "]: " << c.topology.name << " ("
-       << c.topology.gpu_count() << " ranks), " << format_bytes(c.size) << ", "
-       << sim::to_string(c.network) << ", delays " << c.delays.describe() << ", prediction "
+       << c.topology.gpu_count() << " ranks), ";
+    if (const auto& w = e.points[p].workload) {
+      os << "training job: " << format_bytes(c.size) << " of gradients in "
+         << sim::make_buckets(w->layers, w->bytes_per_param, w->bucket_cap).size()
+         << " buckets (cap " << format_bytes(w->bucket_cap) << "), " << w->mode.describe() << ", "
+         << e.iterations << " steps, ";
+    } else {
+      os << format_bytes(c.size) << ", ";
+    }
+    os << "" << sim::to_string(c.network) << ", delays " << c.delays.describe() << ", prediction "
        << sim::to_string(c.policy) << ", seed " << c.seed << "\n";
     for (std::size_t a = 0; a < e.algorithms.size(); ++a) {
       os << "  run " << p * e.algorithms.size() + a << ": " << e.algorithms[a].label;
@@ -459,11 +500,19 @@ std::string summary_table(const Experiment& e,
     for (const auto& r : rows) width[c] = std::max(width[c], r[c].size());
   }
   std::ostringstream os;
-  os << e.name << ": mean "
-     << (e.metric == Metric::completion ? "completion time (first arrival to end)"
-                                        : "time after the last arrival")
-     << " per algorithm over " << e.iterations << " iteration" << (e.iterations == 1 ? "" : "s")
-     << "; (Nx) = speedup vs " << base_label << " = " << base_label << " time / time";
+  const bool training = !e.points.empty() && e.points.front().workload.has_value();
+  if (training) {
+    os << e.name << ": mean "
+       << (e.metric == Metric::completion ? "training step time"
+                                          : "exposed communication per training step")
+       << " per algorithm over " << e.iterations << " step" << (e.iterations == 1 ? "" : "s");
+  } else {
+    os << e.name << ": mean "
+       << (e.metric == Metric::completion ? "completion time (first arrival to end)"
+                                          : "time after the last arrival")
+       << " per algorithm over " << e.iterations << " iteration" << (e.iterations == 1 ? "" : "s");
+  }
+  os << "; (Nx) = speedup vs " << base_label << " = " << base_label << " time / time";
   if (random) os << "; loses = share of iterations slower than " << base_label;
   os << "\n";
   auto line = [&](const std::vector<std::string>& r) {
@@ -530,8 +579,9 @@ std::string summary_table(const Experiment& e,
         os << "from " << da.labels[e.points[*from].value[delay_axis]] << " on";
       }
       const sim::SimulationConfig& c = e.points[first].config;
+      // One AllReduce's critical delay; a training step runs many (a workload) and has none.
       if (e.algorithms[a].name == "stragglar" && e.algorithms[e.baseline].name == "ring" &&
-          e.algorithms[a].options.values().empty()) {
+          e.algorithms[a].options.values().empty() && !e.points[first].workload) {
         if (const auto params = uniform_params(c)) {
           const int n = c.topology.gpu_count();
           const double d =

@@ -27,6 +27,10 @@ nlohmann::json distribution_json(const sim::Distribution& d);
 // {"base": distribution, "stragglers": [{rank, extra: distribution, persistence}],
 //  "trace": null or {source, iterations, ranks}}.
 nlohmann::json delay_model_json(const sim::DelayModel& m);
+// A point's training workload: mode, parameters, gradient bytes, bucket cap and count,
+// optimizer, samples per GPU, compute totals, and the layers ([name, params, forward_s,
+// backward_s]) when there are at most 1000.
+nlohmann::json workload_json(const Workload& w);
 
 // How late the last rank arrived after every other rank: the last arrival minus the
 // second-to-last (0 on a tie and with fewer than two ranks). results.csv's delay_s.

@@ -117,7 +117,7 @@ class LocalPool {
       nlohmann::json message{{"run", run}};
       const auto start = std::chrono::steady_clock::now();
       try {
-        const sim::SimulationResult r = sim::run_simulation(run_config(e_, run));
+        const sim::SimulationResult r = execute_run(e_, run, 1);
         message["seconds"] =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         message["result"] = run_result_json(r);
