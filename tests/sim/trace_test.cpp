@@ -95,7 +95,8 @@ TEST(ChromeTrace, LargeRingHasNoOverlapAfterNanosecondConversion) {
   const alg::Schedule s = alg::generate("ring", n, alg::Options{});
   const topo::Topology t = topo::make_switch(
       {.ranks = n, .bandwidth = BytesPerSecond{450.0 * (1ull << 30)}, .latency = Seconds{3e-6}});
-  Executor ex(s, t, NetworkConfig{NetworkKind::alphabeta, SecondsPerByte{5e-11}}, Bytes{1ull << 30});
+  Executor ex(s, t, NetworkConfig{NetworkKind::alphabeta, SecondsPerByte{5e-11}},
+              Bytes{1ull << 30});
   RunOptions o;
   o.record_timeline = true;
   std::vector<Seconds> arrivals(n, Seconds{0});
@@ -139,7 +140,8 @@ TEST(ChromeTrace, FlowModelHasLinkUtilizationAndQueueCounters) {
   Executor ex(s, t, NetworkConfig{NetworkKind::flow, SecondsPerByte{0}}, Bytes{3000});
   const std::vector<Seconds> arrivals(4, Seconds{0});
   std::ostringstream out;
-  ChromeTraceWriter w(out, s, &t, arrivals, {.title = "fan-in", .links = std::nullopt});
+  ChromeTraceWriter w(out, s, &t, arrivals,
+                      {.title = "fan-in", .links = std::nullopt, .select = {}, .progress = {}});
   RunOptions o;
   o.trace = &w;
   const IterationResult r = ex.run(arrivals, o);
@@ -163,7 +165,8 @@ TEST(ChromeTrace, FlowModelHasLinkUtilizationAndQueueCounters) {
   EXPECT_EQ(links, 4);  // three uplinks and the shared downlink; idle links get no counter
   // Only the selected link when a selection is given.
   std::ostringstream one;
-  ChromeTraceWriter w1(one, s, &t, arrivals, {.title = "", .links = std::vector<int>{1}});
+  ChromeTraceWriter w1(one, s, &t, arrivals,
+                       {.title = "", .links = std::vector<int>{1}, .select = {}, .progress = {}});
   o.trace = &w1;
   w1.finish(ex.run(arrivals, o));
   std::size_t selected = 0;
@@ -230,8 +233,8 @@ TEST(ChromeTrace, StreamedTraceHasTheSlicesOfTheReplayedOne) {
 // missing slice.
 TEST(ChromeTrace, EveryAlgorithmStreamsAValidTrace) {
   for (int n : {6, 8}) {
-    const topo::Topology t = topo::make_ring(
-        {.ranks = n, .bandwidth = BytesPerSecond{50e9}, .latency = Seconds{2e-6}});
+    const topo::Topology t =
+        topo::make_ring({.ranks = n, .bandwidth = BytesPerSecond{50e9}, .latency = Seconds{2e-6}});
     std::vector<Seconds> arrivals;
     for (int r = 0; r < n; ++r) arrivals.push_back(Seconds{1e-6 * ((r * 37) % 11)});
     for (const alg::AlgorithmInfo& info : alg::algorithms()) {
