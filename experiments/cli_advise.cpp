@@ -26,6 +26,7 @@ struct AdviseArgs {
   std::string topology;
   int ranks = 0;  // 0: the topology's
   std::string size;
+  std::string workload;  // FILE: a training job (its workload: section) instead of --size
   std::string delay_dist;
   std::string base_dist;
   std::string delays_file;  // a delays: map, as fit-delays writes it
@@ -158,10 +159,17 @@ std::string delays_file_yaml(const AdviseArgs& a) {
 // The default candidates (every algorithm the topology can run) and, in `left_out`, the names
 // left out because on this topology they are another candidate's schedule.
 std::string advise_document(const AdviseArgs& a, std::vector<std::string>* left_out = nullptr) {
-  try {
-    parse_bytes_with_unit(a.size);
-  } catch (const InputError& e) {
-    throw InputError(std::string("--size: ") + e.what());
+  if (a.size.empty() == a.workload.empty())
+    throw UsageError(
+        "give --size (one AllReduce) or --workload FILE (a training step), one of them");
+  if (!a.workload.empty() && !a.trace.empty())
+    throw UsageError("--trace records one AllReduce; with --workload there is a step of them");
+  if (!a.size.empty()) {
+    try {
+      parse_bytes_with_unit(a.size);
+    } catch (const InputError& e) {
+      throw InputError(std::string("--size: ") + e.what());
+    }
   }
   std::vector<std::string> algs =
       a.algorithms.empty() ? std::vector<std::string>() : split_list("--algorithms", a.algorithms);
@@ -178,8 +186,7 @@ std::string advise_document(const AdviseArgs& a, std::vector<std::string>* left_
       return *t;
     };
     for (const alg::AlgorithmInfo& info : alg::algorithms()) {
-      if (info.in_network &&
-          (topology().shared_device || unreduced_group(info, topology()) >= 0))
+      if (info.in_network && (topology().shared_device || unreduced_group(info, topology()) >= 0))
         continue;
       algs.push_back(info.name);
     }
@@ -207,7 +214,14 @@ std::string advise_document(const AdviseArgs& a, std::vector<std::string>* left_
   for (std::size_t i = 0; i < algs.size(); ++i) y << (i ? ", " : "") << yaml_quoted(algs[i]);
   y << "]\n";
   if (std::find(algs.begin(), algs.end(), "ring") != algs.end()) y << "baseline: ring\n";
-  y << "size: " << yaml_quoted(a.size) << "\n";
+  if (a.workload.empty()) {
+    y << "size: " << yaml_quoted(a.size) << "\n";
+  } else {
+    // The experiment loader reads the file (errors name its line and key) and runs every
+    // candidate on each gradient bucket of the job's steps.
+    y << "workload: {file: " << yaml_quoted(std::filesystem::absolute(a.workload).string())
+      << "}\n";
+  }
   if (!a.delays_file.empty()) {
     y << delays_file_yaml(a);
     y << "iterations: " << a.iterations << "\nseed: " << a.seed << "\n";
@@ -275,12 +289,21 @@ void run_advise(const AdviseArgs& a) {
     return s[x].mean_completion < s[y].mean_completion;
   });
 
-  std::cout << c.topology.name << ", " << c.topology.gpu_count() << " ranks, "
-            << format_bytes(c.size) << ", " << sim::to_string(c.network)
-            << " model; delays: " << c.delays.describe() << "; prediction "
-            << sim::to_string(c.policy) << "; " << e.iterations << " iterations, seed " << e.seed
-            << "\n";
-  std::cout << "completion = first arrival to last finish (what the step waits)\n";
+  const std::optional<Workload>& job = e.points.front().workload;
+  std::cout << c.topology.name << ", " << c.topology.gpu_count() << " ranks, ";
+  if (job) {
+    std::cout << "training step (" << format_bytes(c.size) << " of gradients in "
+              << sim::make_buckets(job->layers, job->bytes_per_param, job->bucket_cap).size()
+              << " buckets, each reduced by the candidate)";
+  } else {
+    std::cout << format_bytes(c.size);
+  }
+  std::cout << ", " << sim::to_string(c.network) << " model; delays: " << c.delays.describe()
+            << "; prediction " << sim::to_string(c.policy) << "; " << e.iterations
+            << (job ? " steps" : " iterations") << ", seed " << e.seed << "\n";
+  std::cout << (job ? "completion = the step's time; after last arr. = its exposed communication "
+                      "(step end - optimizer - last backward end)\n"
+                    : "completion = first arrival to last finish (what the step waits)\n");
   if (!left_out.empty()) {
     std::cout << "left out, the same schedule as another candidate on one node:";
     for (std::size_t i = 0; i < left_out.size(); ++i) std::cout << (i ? ", " : " ") << left_out[i];
@@ -309,7 +332,8 @@ void run_advise(const AdviseArgs& a) {
   }
   const std::size_t best = order.front();
   std::cout << "\nuse " << e.algorithms[best].label << ": expected "
-            << format_time(Seconds{s[best].mean_completion}) << " per AllReduce (p90 "
+            << format_time(Seconds{s[best].mean_completion})
+            << (job ? " per training step (p90 " : " per AllReduce (p90 ")
             << format_time(Seconds{s[best].p90_completion}) << ")";
   if (best != e.baseline) {
     char speed[32];
@@ -350,7 +374,11 @@ void add_advise_command(CLI::App& app) {
   cmd->add_option("-r,--ranks", a->ranks,
                   "Rank count (sets the topology's; default: the topology's)")
       ->check(CLI::Range(2, 65536));
-  cmd->add_option("--size", a->size, "AllReduce size per rank, e.g. 1GiB")->required();
+  cmd->add_option("--size", a->size, "AllReduce size per rank, e.g. 1GiB (or --workload)");
+  cmd->add_option("--workload", a->workload,
+                  "Rank the algorithms by training step time: FILE's workload: section (a train "
+                  "job, e.g. configs/train/gpt2_medium_64gpu.yaml), each bucket's AllReduce run "
+                  "by the candidate; iterations are steps");
   cmd->add_option(
       "--delay-dist", a->delay_dist,
       "Straggler delay: a time (5ms) or a YAML map, e.g. '{distribution: lognormal, mean: 9.5ms, "

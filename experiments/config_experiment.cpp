@@ -550,10 +550,25 @@ sim::SimulationConfig load_point(const ConfigNode& root, topo::Topology topology
 }
 
 // The point's `workload:` (config_training's loader, as `stragglesim train` reads it) and
-// `mode:` (default synchronous) for n ranks.
-Workload load_point_workload(const ConfigNode& root, int n) {
+// `mode:` (default synchronous) for n ranks. `workload: {file: JOB.yaml}` takes the workload of
+// another file: a `train` job's `workload:` section, or a file that is that section.
+Workload load_point_workload(const ConfigNode& root, int n, const std::string& dir) {
   sim::TrainingConfig t;
-  load_workload(root.child("workload"), t);
+  const ConfigNode node = root.child("workload");
+  if (node.is_map() && node.has("file")) {
+    for (const std::string& key : node.keys()) {
+      if (key != "file") {
+        node.child(key).fail("a workload file takes no other keys (" + key +
+                             "): change the file, or give the workload inline");
+      }
+    }
+    const ConfigReader job(node.child("file").as_input_file(dir, "workload file"));
+    const ConfigNode top = job.root();
+    top.require_map();
+    load_workload(top.has("workload") ? top.child("workload") : top, t);
+  } else {
+    load_workload(node, t);
+  }
   Workload w;
   w.layers = std::move(t.layers);
   w.bytes_per_param = t.bytes_per_param;
@@ -563,7 +578,8 @@ Workload load_point_workload(const ConfigNode& root, int n) {
   if (root.has("mode")) {
     w.mode = load_sync_mode(root.child("mode"), n);
     if (w.mode.mode == sim::SyncMode::exclude_late)
-      root.child("mode").fail("exclude_late runs in `stragglesim train` (not yet in run experiments)");
+      root.child("mode").fail(
+          "exclude_late runs in `stragglesim train` (not yet in run experiments)");
   }
   return w;
 }
@@ -787,8 +803,9 @@ Experiment load_experiment(const ConfigReader& reader, ConfigCommand command) {
         if (!value.is_map() || ec != std::errc() || end != label.data() + label.size())
           ranks = value.as_int(2, 65536);
         if (tnode.has("simgrid")) {
-          value.fail("sweep.ranks cannot set the host count of a SimGrid platform file; write "
-                     "one file per size and sweep topology instead");
+          value.fail(
+              "sweep.ranks cannot set the host count of a SimGrid platform file; write "
+              "one file per size and sweep topology instead");
         }
         if (tnode.has("astra_sim") || is_astra_sim_network(tnode)) {
           value.fail(
@@ -829,7 +846,7 @@ Experiment load_experiment(const ConfigReader& reader, ConfigCommand command) {
       const int n = point.config.topology.gpu_count();
       if (workload) {
         const ConfigNode here(&reader, doc, "");
-        point.workload = load_point_workload(here, n);
+        point.workload = load_point_workload(here, n, dir);
         point.config.size = Bytes{point.workload->gradient_bytes()};
         check_workload_point(here, *point.workload, point.config, e.algorithms, algorithm_nodes);
       }

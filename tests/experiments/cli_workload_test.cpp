@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "cli_support.hpp"
+#include "common/units.hpp"
 #include "experiments/config.hpp"
 #include "experiments/config_training.hpp"
 #include "experiments/experiment.hpp"
@@ -212,6 +213,65 @@ TEST(WorkloadRun, BadInputNamesFileLineAndKey) {
   EXPECT_EQ(r.rc, 1);
   EXPECT_TRUE(contains(r.err, "--trace: " + dir + "/job.yaml is a training job")) << r.err;
   EXPECT_FALSE(fs::exists(dir + "/out"));
+  fs::remove_all(dir);
+}
+
+// The job of kCommon without delays: its step times do not depend on the seed.
+std::string no_delay_job() {
+  std::string job = kCommon;
+  job.erase(job.find("prediction:"), job.find("workload:") - job.find("prediction:"));
+  return job;
+}
+
+// `workload: {file: JOB}` takes a train job's workload; `advise --workload JOB` ranks the
+// algorithms by that job's step time, the same means as `train`.
+TEST(WorkloadRun, AWorkloadFileAndTheAdvisor) {
+  const std::string dir = temp_dir("advise");
+  const std::string job = no_delay_job();
+  std::ofstream(dir + "/job.yaml") << job + "steps: 5\n";
+  const sim::TrainingResult train = sim::run_training(
+      exp::load_training_config(exp::ConfigReader::from_string(job + "steps: 5\n", "job.yaml")));
+  ASSERT_EQ(train.runs.size(), 2u);
+  const std::string run_yaml =
+      "topology: {kind: switch, ranks: 4, bandwidth: 100GB/s, latency: 3us}\n"
+      "algorithms: [ring, stragglar]\nworkload: {file: job.yaml}\niterations: 5\n";
+  std::ofstream(dir + "/run.yaml") << run_yaml;
+  const exp::Experiment e = exp::load_experiment(exp::ConfigReader(dir + "/run.yaml"));
+  for (std::size_t a = 0; a < 2; ++a)
+    EXPECT_EQ(exp::execute_run(e, a, 1).mean_completion.value, train.runs[a].mean_step.value);
+
+  const CommandResult r = run_cli("advise --topology switch:100GB/s:3us --ranks 4 --workload " +
+                                  dir + "/job.yaml --algorithms ring,stragglar -n 5 -j 1");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "training step (")) << r.out;
+  EXPECT_TRUE(contains(r.out, "5 steps")) << r.out;
+  for (const sim::TrainingRun& t : train.runs)
+    EXPECT_TRUE(contains(r.out, format_time(t.mean_step))) << format_time(t.mean_step) << r.out;
+  const std::size_t best = train.runs[0].mean_step < train.runs[1].mean_step ? 0 : 1;
+  EXPECT_TRUE(contains(r.out, "use " + train.runs[best].algorithm + ": expected " +
+                                  format_time(train.runs[best].mean_step) + " per training step"))
+      << r.out;
+
+  // Other keys beside file, both --size and --workload, --trace with a workload: refused.
+  std::ofstream(dir + "/bad.yaml") << "topology: {kind: switch, ranks: 4, bandwidth: 100GB/s, "
+                                      "latency: 3us}\nalgorithms: [ring]\n"
+                                      "workload: {file: job.yaml, bucket_cap: 8MiB}\n";
+  const CommandResult bad = run_cli("run " + dir + "/bad.yaml -o " + dir + "/out -q");
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_TRUE(contains(bad.err, dir + "/bad.yaml:3:40: workload.bucket_cap: a workload file "
+                                      "takes no other keys (bucket_cap)"))
+      << bad.err;
+  EXPECT_FALSE(fs::exists(dir + "/out"));
+  const CommandResult both = run_cli(
+      "advise --topology switch:100GB/s:3us --ranks 4 --size 1MiB "
+      "--workload " +
+      dir + "/job.yaml");
+  EXPECT_EQ(both.rc, 2);
+  EXPECT_TRUE(contains(both.err, "give --size (one AllReduce) or --workload FILE")) << both.err;
+  const CommandResult trace = run_cli("advise --topology switch:100GB/s:3us --ranks 4 --workload " +
+                                      dir + "/job.yaml --trace " + dir + "/t.json");
+  EXPECT_EQ(trace.rc, 2);
+  EXPECT_FALSE(fs::exists(dir + "/t.json"));
   fs::remove_all(dir);
 }
 
