@@ -575,12 +575,7 @@ Workload load_point_workload(const ConfigNode& root, int n, const std::string& d
   w.bucket_cap = t.bucket_cap;
   w.optimizer = t.optimizer;
   w.samples_per_gpu = t.samples_per_gpu;
-  if (root.has("mode")) {
-    w.mode = load_sync_mode(root.child("mode"), n);
-    if (w.mode.mode == sim::SyncMode::exclude_late)
-      root.child("mode").fail(
-          "exclude_late runs in `stragglesim train` (not yet in run experiments)");
-  }
+  if (root.has("mode")) w.mode = load_sync_mode(root.child("mode"), n);
   return w;
 }
 
@@ -601,13 +596,11 @@ void check_workload_point(const ConfigNode& root, const Workload& w, const sim::
           .child("stragglers")
           .fail("the training model runs schedules built for one late rank");
     }
-    if (w.mode.mode == sim::SyncMode::grouped && !info.supports_ranks(n / w.mode.groups)) {
-      (where.is_map() ? where.child("algorithm") : where)
-          .fail("algorithm " + info.name + " does not support groups of " +
-                std::to_string(n / w.mode.groups) + " ranks (" + w.mode.describe() +
-                "; supported: " + info.supported_ranks + ")");
-    }
+    check_mode_algorithm(w.mode, n, info.name, algorithms[i].options,
+                         where.is_map() ? where.child("algorithm") : where);
   }
+  if (root.has("mode"))
+    check_mode_policy(w.mode, c.policy, !c.adaptive_fallbacks.empty(), root.child("mode"));
 }
 
 }  // namespace

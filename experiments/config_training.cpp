@@ -140,6 +140,46 @@ sim::SyncSpec load_sync_mode(const ConfigNode& item, int ranks) {
   return m;
 }
 
+void check_mode_algorithm(const sim::SyncSpec& m, int ranks, const std::string& algorithm,
+                          const alg::Options& options, const ConfigNode& where) {
+  if (m.mode != sim::SyncMode::grouped && m.mode != sim::SyncMode::exclude_late) return;
+  const int size = m.mode == sim::SyncMode::grouped ? ranks / m.groups : ranks - m.late;
+  const alg::AlgorithmInfo& info = alg::find_algorithm(algorithm);
+  if (!info.supports_ranks(size)) {
+    where.fail("algorithm " + info.name + " does not support groups of " + std::to_string(size) +
+               " ranks (" + m.describe() + "; supported: " + info.supported_ranks + ")");
+  }
+  if (m.mode != sim::SyncMode::exclude_late) return;
+  alg::Options group_options;
+  for (const auto& kv : options.values()) {
+    if (kv.first != "straggler") group_options.set(kv.first, kv.second);
+  }
+  bool switches = false;
+  try {
+    switches = alg::generate(info.name, size, group_options).has_switch_reduces();
+  } catch (const InputError& e) {
+    where.fail("algorithm " + info.name + " on the " + std::to_string(size) +
+               " ranks that reduce under " + m.describe() + ": " + e.what());
+  }
+  if (switches) {
+    where.fail("algorithm " + info.name + " reduces in switches, which " + m.describe() +
+               " does not model for a group of " + std::to_string(size) + " ranks");
+  }
+}
+
+void check_mode_policy(const sim::SyncSpec& m, sim::StragglerPolicy policy, bool adaptive,
+                       const ConfigNode& where) {
+  if (m.mode != sim::SyncMode::exclude_late) return;
+  if (policy == sim::StragglerPolicy::eager || adaptive) {
+    where.fail(m.describe() +
+               " predicts the ranks that sit out before the step: use prediction policy oracle, "
+               "previous or fixed (not " +
+               (policy == sim::StragglerPolicy::eager ? "eager" : "adaptive") + ")");
+  }
+  if (policy == sim::StragglerPolicy::fixed && m.late > 1)
+    where.child("late").fail("policy fixed names one rank: late must be 1");
+}
+
 void load_workload(const ConfigNode& w, sim::TrainingConfig& c) {
   w.allow_only({"model", "samples_per_gpu", "gradient_bytes_per_param", "bucket_cap", "optimizer"});
   c.samples_per_gpu = static_cast<int>(w.get_int("samples_per_gpu", 1, 1, 1 << 30));
@@ -195,36 +235,12 @@ sim::TrainingConfig load_training_config(const ConfigReader& reader) {
     }
     if (c.modes.empty()) modes->fail("no mode given");
   }
-  // Every algorithm must support the groups' rank count too (exclude_late: the ranks that
-  // reduce, with the algorithm's options, and no switch reduction).
-  for (const sim::SyncSpec& m : c.modes) {
-    if (m.mode != sim::SyncMode::grouped && m.mode != sim::SyncMode::exclude_late) continue;
-    const int size = m.mode == sim::SyncMode::grouped ? ranks / m.groups : ranks - m.late;
+  // Every algorithm must support the groups' rank count too.
+  for (std::size_t k = 0; k < c.modes.size(); ++k) {
     const auto items = root.child("algorithms").items(/*scalar_ok=*/true);
-    for (std::size_t i = 0; i < c.algorithms.size(); ++i) {
-      const alg::AlgorithmInfo& info = alg::find_algorithm(c.algorithms[i].name);
-      if (!info.supports_ranks(size)) {
-        items[i].fail("algorithm " + info.name + " does not support groups of " +
-                      std::to_string(size) + " ranks (" + m.describe() +
-                      "; supported: " + info.supported_ranks + ")");
-      }
-      if (m.mode != sim::SyncMode::exclude_late) continue;
-      alg::Options group_options;
-      for (const auto& kv : c.algorithms[i].options.values()) {
-        if (kv.first != "straggler") group_options.set(kv.first, kv.second);
-      }
-      bool switches = false;
-      try {
-        switches = alg::generate(info.name, size, group_options).has_switch_reduces();
-      } catch (const InputError& e) {
-        items[i].fail("algorithm " + info.name + " on the " + std::to_string(size) +
-                      " ranks that reduce under " + m.describe() + ": " + e.what());
-      }
-      if (switches) {
-        items[i].fail("algorithm " + info.name + " reduces in switches, which " + m.describe() +
-                      " does not model for a group of " + std::to_string(size) + " ranks");
-      }
-    }
+    for (std::size_t i = 0; i < c.algorithms.size(); ++i)
+      check_mode_algorithm(c.modes[k], ranks, c.algorithms[i].name, c.algorithms[i].options,
+                           items[i]);
   }
 
   load_workload(root.child("workload"), c);
@@ -250,18 +266,8 @@ sim::TrainingConfig load_training_config(const ConfigReader& reader) {
     c.detection = s.detection;
     if (c.policy == sim::StragglerPolicy::fixed && !c.straggler)
       pred->fail("policy fixed needs a rank");
-    for (std::size_t i = 0; i < c.modes.size(); ++i) {
-      const sim::SyncSpec& m = c.modes[i];
-      if (m.mode != sim::SyncMode::exclude_late) continue;
-      if (c.policy == sim::StragglerPolicy::eager || !c.adaptive_fallbacks.empty()) {
-        mode_items[i].fail(m.describe() +
-                           " predicts the ranks that sit out before the step: use prediction "
-                           "policy oracle, previous or fixed (not " +
-                           (c.policy == sim::StragglerPolicy::eager ? "eager" : "adaptive") + ")");
-      }
-      if (c.policy == sim::StragglerPolicy::fixed && m.late > 1)
-        mode_items[i].child("late").fail("policy fixed names one rank: late must be 1");
-    }
+    for (std::size_t i = 0; i < c.modes.size(); ++i)
+      check_mode_policy(c.modes[i], c.policy, !c.adaptive_fallbacks.empty(), mode_items[i]);
     // load_prediction checked the fallbacks against the rank count; grouped modes run them
     // on each group's ranks too (when an algorithm is straggler-aware, so that they can run).
     const bool aware = std::any_of(c.algorithms.begin(), c.algorithms.end(), [](const auto& a) {

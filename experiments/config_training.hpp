@@ -37,5 +37,14 @@ sim::TrainingConfig load_training_config(const ConfigReader& reader);
 void load_workload(const ConfigNode& workload, sim::TrainingConfig& c);
 // One `modes` entry above, for `ranks` ranks (groups >= 2 dividing them, every >= 1).
 sim::SyncSpec load_sync_mode(const ConfigNode& item, int ranks);
+// What a mode asks of an algorithm (`where`: its entry), for `ranks` ranks: grouped, that it
+// runs groups of ranks/groups; exclude_late, that it runs (with `options`, its straggler left
+// to the group) on the ranks - late that reduce, without switch reductions.
+void check_mode_algorithm(const sim::SyncSpec& mode, int ranks, const std::string& algorithm,
+                          const alg::Options& options, const ConfigNode& where);
+// What exclude_late asks of the prediction (`where`: the mode's entry): a policy that predicts
+// before the step (not eager, not adaptive), and one rank under fixed.
+void check_mode_policy(const sim::SyncSpec& mode, sim::StragglerPolicy policy, bool adaptive,
+                       const ConfigNode& where);
 
 }  // namespace ssim::exp

@@ -103,6 +103,29 @@ TEST(WorkloadRun, GroupedModeAndBucketSweep) {
     EXPECT_EQ(r.iterations[s].completion.value, t.runs[0].step_times[s].value) << s;
 }
 
+// train's straggler-excluding mode in a run experiment: the same steps as train.
+TEST(WorkloadRun, ExcludeLateModeEqualsTrain) {
+  const std::string mode = "{mode: exclude_late, late: 1, every: 4}";
+  const exp::Experiment e = exp::load_experiment(
+      exp::ConfigReader::from_string(kCommon + "iterations: 12\nmode: " + mode + "\n", "x.yaml"));
+  sim::TrainingConfig tc = exp::load_training_config(
+      exp::ConfigReader::from_string(kCommon + "steps: 12\nmodes: [" + mode + "]\n", "t.yaml"));
+  tc.seed = e.points[0].config.seed;
+  const sim::TrainingResult t = sim::run_training(tc);
+  ASSERT_EQ(t.runs.size(), 2u);
+  for (std::size_t a = 0; a < 2; ++a) {
+    const sim::SimulationResult r = exp::execute_run(e, a, 1);
+    ASSERT_EQ(r.iterations.size(), 12u);
+    for (std::size_t s = 0; s < 12; ++s)
+      EXPECT_EQ(r.iterations[s].completion.value, t.runs[a].step_times[s].value) << a << " " << s;
+  }
+  // Not synchronous: someone sat out, so the steps differ from the synchronous job's.
+  const exp::Experiment sync =
+      exp::load_experiment(exp::ConfigReader::from_string(kCommon + "iterations: 12\n", "s.yaml"));
+  EXPECT_NE(exp::execute_run(sync, 0, 1).mean_completion.value,
+            exp::execute_run(e, 0, 1).mean_completion.value);
+}
+
 TEST(WorkloadRun, ShippedExperimentDryRunRunResumeAndShards) {
   const std::string dir = temp_dir("shipped");
   CommandResult r = run_cli("run " + kShipped + " --dry-run");
@@ -180,9 +203,15 @@ TEST(WorkloadRun, BadInputNamesFileLineAndKey) {
   expect_refused(zero, "14:47: workload.model.layers[0].flops: flops must be > 0");
   expect_refused(job + "mode: {mode: grouped, groups: 3, every: 2}\n",
                  "18:31: mode.groups: groups must divide the 4 ranks");
-  expect_refused(job + "mode: {mode: exclude_late, late: 1, every: 2}\n",
-                 "18:7: mode: exclude_late runs in `stragglesim train` (not yet in run "
-                 "experiments)");
+  {
+    std::string eager = job;
+    eager.replace(eager.find("{policy: previous}"), 18, "{policy: eager}");
+    expect_refused(eager + "mode: {mode: exclude_late, late: 1, every: 2}\n",
+                   "18:7: mode: exclude_late(late=1,every=2) predicts the ranks that sit out "
+                   "before the step: use prediction policy oracle, previous or fixed (not eager)");
+  }
+  expect_refused(job + "mode: {mode: exclude_late, late: 3, every: 2}\n",
+                 "18:34: mode.late: must be in [1, 2] (value: 3)");
   {
     // A swept workload value: the point, then the value's place in the sweep list.
     const std::string dir = temp_dir("bad_sweep");
