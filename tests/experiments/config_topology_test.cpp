@@ -33,12 +33,32 @@ TEST(ConfigTopology, InlineSwitch) {
 }
 
 TEST(ConfigTopology, EveryShippedTopologyFileLoads) {
-  for (const char* f : {"dgx_h100.yaml", "dgx_a100.yaml", "h100_4x8_rail.yaml", "h200_single_gpu.yaml"}) {
-    const topo::Topology t = load(std::string("file: topologies/") + f);
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(STRAGGLESIM_SOURCE_DIR) +
+                                                               "/configs/topologies")) {
+    if (entry.path().extension() != ".yaml") continue;
+    const std::string f = entry.path().filename().string();
+    const topo::Topology t = load("file: topologies/" + f);
     EXPECT_GE(t.gpu_count(), 8) << f;
     EXPECT_FALSE(t.description.empty()) << f;
+    ++files;
   }
+  EXPECT_EQ(files, 8);  // every .yaml there (a new one: count it here)
   EXPECT_EQ(load("topologies/h100_4x8_rail.yaml").gpu_count(), 32);
+  // The 8-GPU NVSwitch nodes of H100 and H200 reduce in the switch at the published NVLS figure
+  // (274 GB/s algbw, configs/topologies/dgx_h100.yaml names the sources); the A100's does not.
+  for (const char* f : {"dgx_h100.yaml", "dgx_h200.yaml", "dgx_a100.yaml"}) {
+    const topo::Topology t = load(std::string("file: topologies/") + f);
+    const std::vector<int> all = {0, 1, 2, 3, 4, 5, 6, 7};
+    const int sw = t.reducing_switch_of(all);
+    if (std::string(f) == "dgx_a100.yaml") {
+      EXPECT_LT(sw, 0) << f;
+      continue;
+    }
+    ASSERT_GE(sw, 0) << f;
+    EXPECT_DOUBLE_EQ(t.node(sw).reduce->bandwidth.value, 274e9) << f;
+    EXPECT_DOUBLE_EQ(t.node(sw).reduce->latency.value, 1e-6) << f;
+  }
 }
 
 TEST(ConfigTopology, ReducingSwitch) {
@@ -123,10 +143,13 @@ TEST(ConfigTopology, SharedDevice) {
   EXPECT_EQ(t.shared_device->copy_factor, 0);
   EXPECT_EQ(t.shared_device->reduce_factor, 3);
   EXPECT_FALSE(std::isfinite(t.shared_device->operation_bandwidth.value));
-  const std::string head = "kind: shared_device\nranks: 4\nmemory_bandwidth: 4TB/s\ncopy_latency: 3us\n"
-                           "apply_latency: 1us\n";
-  EXPECT_EQ(error_of(head + "bandwidth: 1GB/s\n").rfind("t.yaml:6:12: bandwidth: unknown key 'bandwidth' for a "
-                                                      "shared_device topology", 0),
+  const std::string head =
+      "kind: shared_device\nranks: 4\nmemory_bandwidth: 4TB/s\ncopy_latency: 3us\n"
+      "apply_latency: 1us\n";
+  EXPECT_EQ(error_of(head + "bandwidth: 1GB/s\n")
+                .rfind("t.yaml:6:12: bandwidth: unknown key 'bandwidth' for a "
+                       "shared_device topology",
+                       0),
             0u);
   EXPECT_EQ(error_of(head + "reduce_factor: -1\n").rfind("t.yaml:6:", 0), 0u);
   EXPECT_EQ(error_of(head + "launch_time: -1us\n").rfind("t.yaml:6:", 0), 0u);
@@ -148,11 +171,15 @@ TEST(ConfigTopology, CustomGraph) {
 
 TEST(ConfigTopology, OtherKinds) {
   EXPECT_EQ(load("{kind: torus2d, x: 4, y: 4, bandwidth: 100GB/s, latency: 1us}").gpu_count(), 16);
-  EXPECT_EQ(load("{kind: torus3d, x: 2, y: 2, z: 2, bandwidth: 100GB/s, latency: 1us}").gpu_count(), 8);
+  EXPECT_EQ(load("{kind: torus3d, x: 2, y: 2, z: 2, bandwidth: 100GB/s, latency: 1us}").gpu_count(),
+            8);
   EXPECT_EQ(load("{kind: ring, ranks: 5, bandwidth: 100GB/s, latency: 1us}").gpu_count(), 5);
-  EXPECT_EQ(load("{kind: fully_connected, ranks: 5, bandwidth: 100GB/s, latency: 1us}").gpu_count(), 5);
-  EXPECT_EQ(load("{kind: fat_tree, k: 4, tiers: 3, bandwidth: 100GB/s, latency: 1us}").gpu_count(), 16);
-  EXPECT_EQ(load("{kind: fat_tree, k: 4, tiers: 2, bandwidth: 100GB/s, latency: 1us, ranks: 6, ecmp: true}")
+  EXPECT_EQ(load("{kind: fully_connected, ranks: 5, bandwidth: 100GB/s, latency: 1us}").gpu_count(),
+            5);
+  EXPECT_EQ(load("{kind: fat_tree, k: 4, tiers: 3, bandwidth: 100GB/s, latency: 1us}").gpu_count(),
+            16);
+  EXPECT_EQ(load("{kind: fat_tree, k: 4, tiers: 2, bandwidth: 100GB/s, latency: 1us, ranks: 6, "
+                 "ecmp: true}")
                 .gpu_count(),
             6);
 }
@@ -160,28 +187,36 @@ TEST(ConfigTopology, OtherKinds) {
 TEST(ConfigTopology, ErrorsNameLineKeyAndValue) {
   EXPECT_EQ(error_of("kind: switch\nranks: 8\nbandwidth: 0GB/s\nlatency: 3us\n"),
             "t.yaml:3:12: bandwidth: invalid bandwidth '0GB/s': must be > 0");
-  EXPECT_EQ(error_of("kind: switch\nranks: 8\nbandwidth: 450\nlatency: 3us\n"),
-            "t.yaml:3:12: bandwidth: invalid bandwidth '450': a unit is required (bytes per second as B/s "
-            "or Bps, bits per second as bps, b/s or bit/s, each with an optional prefix K (or k), M, G, "
-            "T (x1000) or Ki, Mi, Gi, Ti (x1024); e.g. 450GB/s, 450GBps, 450GiB/s, 400Gbps, 400Gb/s, "
-            "400Gbit/s, 100Mibit/s)");
+  EXPECT_EQ(
+      error_of("kind: switch\nranks: 8\nbandwidth: 450\nlatency: 3us\n"),
+      "t.yaml:3:12: bandwidth: invalid bandwidth '450': a unit is required (bytes per second as "
+      "B/s "
+      "or Bps, bits per second as bps, b/s or bit/s, each with an optional prefix K (or k), M, G, "
+      "T (x1000) or Ki, Mi, Gi, Ti (x1024); e.g. 450GB/s, 450GBps, 450GiB/s, 400Gbps, 400Gb/s, "
+      "400Gbit/s, 100Mibit/s)");
   EXPECT_EQ(error_of("kind: swtich\nranks: 8\n"),
-            "t.yaml:1:7: kind: unknown value 'swtich' (expected one of: switch, fully_connected, ring, torus2d, "
+            "t.yaml:1:7: kind: unknown value 'swtich' (expected one of: switch, fully_connected, "
+            "ring, torus2d, "
             "torus3d, fat_tree, hierarchical, custom, shared_device)");
   EXPECT_EQ(error_of("kind: switch\nranks: 1\nbandwidth: 1GB/s\nlatency: 3us\n"),
             "t.yaml:2:8: ranks: must be in [2, 65536] (value: 1)");
   EXPECT_EQ(error_of("kind: switch\nranks: 8\nbandwidth: 1GB/s\nlatency: 3us\nx: 4\n"),
-            "t.yaml:5:4: x: unknown key 'x' for a switch topology (allowed: kind, ecmp, name, description, "
+            "t.yaml:5:4: x: unknown key 'x' for a switch topology (allowed: kind, ecmp, name, "
+            "description, "
             "provenance, ranks, bandwidth, latency, reduce) (value: 4)");
   EXPECT_EQ(error_of("kind: switch\nranks: 8\nbandwidth: 1GB/s\n"),
-            "t.yaml:1:1: (top level): missing required key 'latency' (value: {kind: switch, ranks: 8, bandwidth: "
+            "t.yaml:1:1: (top level): missing required key 'latency' (value: {kind: switch, ranks: "
+            "8, bandwidth: "
             "1GB/s})");
-  EXPECT_NE(error_of("file: topologies/nope.yaml").find("t.yaml:1:7: file: topology file"), std::string::npos);
-  EXPECT_NE(error_of("{kind: custom, nodes: [{name: a}, {name: b}], links: [{from: a, to: c, bandwidth: 1GB/s, "
+  EXPECT_NE(error_of("file: topologies/nope.yaml").find("t.yaml:1:7: file: topology file"),
+            std::string::npos);
+  EXPECT_NE(error_of("{kind: custom, nodes: [{name: a}, {name: b}], links: [{from: a, to: c, "
+                     "bandwidth: 1GB/s, "
                      "latency: 1us}]}")
                 .find("links[0].to: unknown node 'c'"),
             std::string::npos);
-  EXPECT_NE(error_of("{kind: fat_tree, k: 5, bandwidth: 1GB/s, latency: 1us}").find("t.yaml:1:1: (top level): "),
+  EXPECT_NE(error_of("{kind: fat_tree, k: 5, bandwidth: 1GB/s, latency: 1us}")
+                .find("t.yaml:1:1: (top level): "),
             std::string::npos);
 }
 
@@ -431,10 +466,11 @@ TEST(SimGridPlatform, Cluster) {
   EXPECT_EQ(t.link(r.links[0]).link_class, "c_link_3");
   EXPECT_EQ(t.link(r.links[1]).link_class, "c_backbone");
   EXPECT_EQ(t.route(12, 3).links[1], r.links[1]);  // one backbone, crossed one way by all
-  EXPECT_DOUBLE_EQ(r.latency.value, 5e-6);       // 2 us + 1 us + 2 us
+  EXPECT_DOUBLE_EQ(r.latency.value, 5e-6);         // 2 us + 1 us + 2 us
   EXPECT_DOUBLE_EQ(r.bandwidth.value, 25e9);
-  const std::string c = "<platform version=\"4.1\">\n<cluster id=\"c\" prefix=\"h\" radical=\"0-1,4\" "
-                        "speed=\"1Gf\" bw=\"1GBps\" lat=\"1us\"";
+  const std::string c =
+      "<platform version=\"4.1\">\n<cluster id=\"c\" prefix=\"h\" radical=\"0-1,4\" "
+      "speed=\"1Gf\" bw=\"1GBps\" lat=\"1us\"";
   const topo::Topology small = simgrid_platform(c + "/>\n</platform>\n", "p.xml");
   EXPECT_EQ(small.gpu_count(), 3);
   EXPECT_EQ(small.node(small.vertex_of_rank(2)).name, "h4");
@@ -446,11 +482,13 @@ TEST(SimGridPlatform, Cluster) {
                   "p.xml:2: <cluster>: sharing_policy=\"SHARED\": every host's private link"));
   EXPECT_TRUE(has(simgrid_error(c + " topology=\"TORUS\"/>\n</platform>\n"),
                   "p.xml:2: <cluster>: topology=\"TORUS\""));
-  EXPECT_TRUE(has(simgrid_error(c + " bb_bw=\"1GBps\" bb_sharing_policy=\"FATPIPE\"/>\n</platform>\n"),
-                  "p.xml:2: <cluster>: sharing_policy=\"FATPIPE\""));
-  EXPECT_TRUE(has(simgrid_error("<platform version=\"4.1\">\n<cluster id=\"c\" prefix=\"h\" radical=\"3-1\" "
-                                "speed=\"1Gf\" bw=\"1GBps\"/>\n</platform>\n"),
-                  "p.xml:2: <cluster>: radical=\"3-1\""));
+  EXPECT_TRUE(
+      has(simgrid_error(c + " bb_bw=\"1GBps\" bb_sharing_policy=\"FATPIPE\"/>\n</platform>\n"),
+          "p.xml:2: <cluster>: sharing_policy=\"FATPIPE\""));
+  EXPECT_TRUE(has(
+      simgrid_error("<platform version=\"4.1\">\n<cluster id=\"c\" prefix=\"h\" radical=\"3-1\" "
+                    "speed=\"1Gf\" bw=\"1GBps\"/>\n</platform>\n"),
+      "p.xml:2: <cluster>: radical=\"3-1\""));
 }
 
 }  // namespace
