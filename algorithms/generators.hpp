@@ -36,9 +36,11 @@ AlgorithmInfo collnet_info();    // hierarchical.cpp
 double collnet_cost(int n, double bytes, int g, const CostParams& intra, const CostParams& inter);
 // nvls_tree's closed form, G = g GPUs per node, N = n/g nodes, all arriving together: intra =
 // the node's NVSwitch (alpha GPU-to-GPU, beta per link, switch_beta, switch_latency), inter =
-// a rail's route between nodes (alpha, beta, gamma of the ring's reductions):
-//   T = 2 alpha + lambda + max(s beta, s beta_r) + (G-1)/G s beta + ring_cost(N, s/G, inter)
-double nvls_tree_cost(int n, double bytes, int g, const CostParams& intra, const CostParams& inter);
+// a rail's route between nodes (alpha, beta, gamma of the inter algorithm's reductions):
+//   T = 2 alpha + lambda + max(s beta, s beta_r) + (G-1)/G s beta + T_inter(N, s/G)
+// with T_inter the inter algorithm's closed form (ring by default; dbtree is NCCL's NVLS_TREE).
+double nvls_tree_cost(int n, double bytes, int g, const CostParams& intra, const CostParams& inter,
+                      const std::string& inter_algorithm = "ring");
 AlgorithmInfo straggler_tree_info();  // straggler_tree.cpp
 AlgorithmInfo hierarchical_info();    // hierarchical.cpp
 AlgorithmInfo stragglar_hier_info();  // stragglar_hier.cpp

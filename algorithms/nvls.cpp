@@ -24,6 +24,7 @@
 
 #include "algorithms/cost_model.hpp"
 #include "algorithms/generators.hpp"
+#include "common/error.hpp"
 
 namespace ssim::alg {
 namespace {
@@ -67,27 +68,51 @@ GeneratedRounds make_nvls(int n, const Options& o) {
           static_cast<std::size_t>(slices) + 1};
 }
 
-// nvls_tree: NVLS inside every node, a ring across nodes per rail (ranks node*G + local).
-// The buffer is cut into G pieces of B chunks (B = N, the ring's chunk count; 1 for one node).
+// nvls_tree: NVLS inside every node, an AllReduce across nodes per rail (ranks node*G + local)
+// with the `inter` algorithm. The buffer is cut into G pieces of B chunks (B = the inter
+// algorithm's chunk count; 1 for one node).
 //   round 0     "switch-reduce-scatter": in every node at once, the node's NVSwitch sums piece
 //               l of its G GPUs and returns it to local l (multimem.ld_reduce);
-//   rounds      "inter-...": per rail l, a ring AllReduce of piece l across the N nodes
-//               (reduce-scatter then all-gather, 2(N-1) rounds), all rails at once;
+//   rounds      "inter-...": per rail l, the inter AllReduce of piece l across the N nodes, all
+//               rails at once;
 //   last round  "switch-allgather": local l multicasts piece l to the G-1 others of its node.
-// A ring and not a tree across nodes: per rail it is bandwidth-optimal (each NIC carries
-// 2(N-1)/N of its piece, where a binary tree's inner nodes carry two or three pieces unless
-// pipelined), and its closed form is exact; NCCL's NVLS_TREE uses a pipelined tree for its
-// latency at many nodes, which this schedule does not model.
+// inter = dbtree is NCCL's NVLS_TREE (NVLS in the node, its double binary tree across nodes);
+// the default is a ring: per rail it is bandwidth-optimal (each NIC carries 2(N-1)/N of its
+// piece), where a pipelined tree's inner ranks carry more.
+const char* const kNvlsTreeInter[] = {"ring", "rhd", "halving_doubling", "tree", "dbtree"};
+
 struct TreeShape {
   int g = 0, nodes = 0, b = 1;
+  std::string inter = "ring";
 };
 
 TreeShape nvls_tree_shape(int n, const Options& o) {
   TreeShape t;
   t.g = checked_gpus_per_node("nvls_tree", n, o, 2);
   t.nodes = n / t.g;
-  if (t.nodes >= 2) t.b = generate_rounds("ring", t.nodes, Options{}).header.chunks;
+  t.inter = o.get_string("inter", "ring");
+  std::string valid;
+  bool known = false;
+  for (const char* a : kNvlsTreeInter) {
+    known = known || t.inter == a;
+    valid += (valid.empty() ? "" : ", ") + std::string(a);
+  }
+  if (!known) {
+    throw InputError("nvls_tree option inter=" + t.inter +
+                     ": unknown inter-node algorithm (valid: " + valid + ")");
+  }
+  if (t.nodes >= 2) t.b = generate_rounds(t.inter, t.nodes, Options{}).header.chunks;
   return t;
+}
+
+// Rounds of the inter algorithm on the shape's nodes (0 for one node).
+std::size_t inter_rounds(const TreeShape& t) {
+  if (t.nodes < 2) return 0;
+  GeneratedRounds g = generate_rounds(t.inter, t.nodes, Options{});
+  if (g.round_count) return *g.round_count;
+  std::size_t rounds = 0;
+  while (g.stream.next()) ++rounds;
+  return rounds;
 }
 
 RoundStream nvls_tree_rounds(TreeShape shape) {
@@ -103,7 +128,8 @@ RoundStream nvls_tree_rounds(TreeShape shape) {
   round.switch_reduces.clear();
   if (nodes >= 2) {
     std::vector<RoundStream> rails;
-    for (int l = 0; l < g; ++l) rails.push_back(generate_rounds("ring", nodes, Options{}).stream);
+    for (int l = 0; l < g; ++l)
+      rails.push_back(generate_rounds(shape.inter, nodes, Options{}).stream);
     for (;;) {
       round.transfers.clear();
       bool more = true;
@@ -136,21 +162,20 @@ RoundStream nvls_tree_rounds(TreeShape shape) {
 
 GeneratedRounds make_nvls_tree(int n, const Options& o) {
   const TreeShape shape = nvls_tree_shape(n, o);
-  const std::size_t rounds =
-      2 + (shape.nodes >= 2 ? 2 * static_cast<std::size_t>(shape.nodes - 1) : 0);
+  const std::size_t rounds = 2 + inter_rounds(shape);
   return {Schedule::make(Collective::allreduce, "nvls_tree", n, shape.g * shape.b),
           nvls_tree_rounds(shape), rounds};
 }
 
 }  // namespace
 
-double nvls_tree_cost(int n, double bytes, int g, const CostParams& intra,
-                      const CostParams& inter) {
+double nvls_tree_cost(int n, double bytes, int g, const CostParams& intra, const CostParams& inter,
+                      const std::string& inter_algorithm) {
   const int nodes = n / g;
   const double piece = bytes / g;
   double t = 2 * intra.alpha + intra.switch_latency +
              std::max(bytes * intra.beta, bytes * intra.switch_beta) + piece * (g - 1) * intra.beta;
-  if (nodes >= 2) t += ring_cost(nodes, piece, inter);
+  if (nodes >= 2) t += find_algorithm(inter_algorithm).cost(nodes, piece, inter, Options{});
   return t;
 }
 
@@ -158,27 +183,36 @@ AlgorithmInfo nvls_tree_info() {
   return AlgorithmInfo{
       .name = "nvls_tree",
       .description =
-          "NVLS inside each node (the NVSwitch reduces, the owner multicasts), a ring across "
-          "the N nodes per rail; needs a reducing nvlink switch; gpus_per_node G must divide n; "
-          "2 alpha + lambda + max(s beta, s beta_r) + (G-1)/G s beta + ring(N, s/G)",
+          "NVLS inside each node (the NVSwitch reduces, the owner multicasts), an AllReduce "
+          "across the N nodes per rail (inter: ring, or dbtree as NCCL's NVLS_TREE); needs a "
+          "reducing nvlink switch; gpus_per_node G must divide n; "
+          "2 alpha + lambda + max(s beta, s beta_r) + (G-1)/G s beta + inter(N, s/G)",
       .supported_ranks = "n >= 2",
       .supports_ranks = [](int n) { return n >= 2; },
       .options = {{"gpus_per_node",
                    "GPUs per node G >= 2 (rank = node*G + local); experiments take it from a "
                    "hierarchical topology",
-                   "n (one node)"}},
+                   "n (one node)"},
+                  {"inter",
+                   "AllReduce across nodes per rail: ring, rhd, halving_doubling, tree or dbtree "
+                   "(NCCL's NVLS_TREE)",
+                   "ring"}},
       .rounds = make_nvls_tree,
       .cost =
           [](int n, double bytes, const CostParams& p, const Options& o) {
-            return nvls_tree_cost(n, bytes, nvls_tree_shape(n, o).g, p, p);
+            const TreeShape t = nvls_tree_shape(n, o);
+            return nvls_tree_cost(n, bytes, t.g, p, p, t.inter);
           },
-      // Chunks G*B <= n; rounds 2 + 2(N-1); at most n transfers per round; pairs: the rails'
-      // rings, n.
+      // Chunks G*B; rounds 2 + the inter algorithm's; per inter round at most n transfers (one
+      // rail's bound times G); pairs: the rails' pairs, G times the inter algorithm's.
       .size =
           [](int n, const Options& o) {
             const TreeShape t = nvls_tree_shape(n, o);
-            const double r = n, rounds = 2.0 + 2.0 * (t.nodes - 1);
-            return ScheduleSize{static_cast<double>(t.g) * t.b, rounds, (rounds - 2) * r, r, r};
+            const ScheduleSize inner =
+                t.nodes >= 2 ? find_algorithm(t.inter).size(t.nodes, Options{}) : ScheduleSize{};
+            const double g = t.g, rounds = 2.0 + inner.rounds;
+            return ScheduleSize{g * t.b, rounds, g * inner.transfers, g * inner.largest_round,
+                                g * inner.pairs};
           },
       .check_options = [](int n, const Options& o) { (void)nvls_tree_shape(n, o); },
       .in_network = true,

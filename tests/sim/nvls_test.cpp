@@ -419,6 +419,67 @@ TEST(NvlsTree, ClosedFormEqualsSimulation) {
   EXPECT_NEAR(r.completion.value, 105.6e-6, 1e-15);
 }
 
+// The inter-node AllReduce as an option (dbtree: NCCL's NVLS_TREE): every variant verifies,
+// has the inter algorithm's rounds between the two switch rounds, and its closed form (the
+// inter algorithm's own) equals the alpha-beta simulation. In the flow model a tree's inner
+// ranks send to two children through one NIC, which the closed form does not charge; the ring
+// and the halving-doubling ones agree there too.
+TEST(NvlsTree, InterNodeAlgorithms) {
+  for (const char* inter : {"ring", "rhd", "halving_doubling", "tree", "dbtree"}) {
+    for (int nodes : {2, 3, 4, 8}) {
+      const int g = 4, n = g * nodes;
+      alg::Options o;
+      o.set("gpus_per_node", std::to_string(g));
+      o.set("inter", inter);
+      const alg::Schedule s = alg::generate("nvls_tree", n, o);
+      const alg::VerifyResult v = alg::verify(s);
+      ASSERT_TRUE(v.ok()) << inter << " " << nodes << ": " << v.error->to_string();
+      const alg::Schedule alone = alg::generate(inter, nodes, alg::Options{});
+      EXPECT_EQ(s.rounds.size(), alone.rounds.size() + 2) << inter << " " << nodes;
+      const topo::Topology t = nvls_cluster(nodes, g, 200e9);
+      const std::uint64_t bytes = std::uint64_t{3} << 20 << 6;
+      const alg::CostParams intra{
+          .alpha = 2e-6, .beta = 1 / 400e9, .switch_beta = 1 / 200e9, .switch_latency = 0.6e-6};
+      const alg::CostParams rail{.alpha = 3e-6, .beta = 1 / 50e9};
+      const double want = alg::nvls_tree_cost(n, static_cast<double>(bytes), g, intra, rail, inter);
+      EXPECT_NEAR(alg::find_algorithm("nvls_tree").cost(n, static_cast<double>(bytes), intra, o),
+                  alg::nvls_tree_cost(n, static_cast<double>(bytes), g, intra, intra, inter),
+                  1e-15);
+      const IterationResult r = run(s, t, bytes, {}, NetworkKind::alphabeta);
+      EXPECT_NEAR(r.completion.value, want, 1e-12 * want) << inter << " " << nodes;
+      if (std::string(inter) == "ring" || std::string(inter) == "halving_doubling") {
+        const IterationResult f = run(s, t, bytes, {}, NetworkKind::flow);
+        EXPECT_NEAR(f.completion.value, want, 1e-12 * want) << inter << " " << nodes << " flow";
+      }
+    }
+  }
+  // Large pieces: the ring across nodes is bandwidth-optimal, the pipelined double binary tree
+  // (16 segments per tree, its default) is not.
+  const topo::Topology t = nvls_cluster(8, 4, 200e9);
+  alg::Options ring, dbtree;
+  for (alg::Options* o : {&ring, &dbtree}) o->set("gpus_per_node", "4");
+  dbtree.set("inter", "dbtree");
+  const auto time = [&](const alg::Options& o, std::uint64_t bytes) {
+    return run(alg::generate("nvls_tree", 32, o), t, bytes, {}, NetworkKind::alphabeta)
+        .completion.value;
+  };
+  EXPECT_GT(time(dbtree, 1ull << 30), time(ring, 1ull << 30));
+  // An unknown inter algorithm is refused naming the option and the valid ones.
+  alg::Options bad;
+  bad.set("gpus_per_node", "4");
+  bad.set("inter", "direct");
+  try {
+    alg::generate("nvls_tree", 8, bad);
+    FAIL() << "inter=direct accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("nvls_tree option inter=direct: unknown inter-node "
+                                         "algorithm (valid: ring, rhd, halving_doubling, tree, "
+                                         "dbtree)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(NvlsTree, RefusedWithoutAReducingNvlinkSwitch) {
   try {
     run(nvls_tree(8, 4), nvls_cluster(2, 4, 0), 1 << 20);
