@@ -177,6 +177,7 @@ nlohmann::json summary_json(const std::string& path, const sim::TrainingConfig& 
                     {"p50_step_s", run.p50_step.value},
                     {"p90_step_s", run.p90_step.value},
                     {"p99_step_s", run.p99_step.value},
+                    {"quantiles_exact", run.exact_quantiles},
                     {"max_step_s", run.max_step.value},
                     {"samples_per_s", run.samples_per_second},
                     {"mean_exposed_comm_s", run.mean_exposed_comm.value},
@@ -197,6 +198,7 @@ nlohmann::json summary_json(const std::string& path, const sim::TrainingConfig& 
 void run_train(const TrainArgs& a) {
   const ConfigReader reader(a.config);
   sim::TrainingConfig c = load_training_config(reader);
+  c.keep_step_times = false;  // the steps CSV streams them: memory independent of the step count
   if (a.steps > 0) c.steps = a.steps;
   if (a.seed >= 0) c.seed = static_cast<std::uint64_t>(a.seed);
   if (a.persistence != -1) {  // set (NaN included)

@@ -571,9 +571,11 @@ TrainingResult run_training(const TrainingConfig& c, const StepCallback& on_step
       run.straggler_aware = schedule.straggler.has_value();
       run.buckets = static_cast<int>(result.buckets.size());
       run.shared_link = model.shared_link();
-      run.step_times.reserve(static_cast<std::size_t>(c.steps));
+      if (c.keep_step_times) run.step_times.reserve(static_cast<std::size_t>(c.steps));
+      StreamQuantiles step_quantiles;
       const PassTotals delayed = model.run(&delays, [&](const StepRecord& r) {
-        run.step_times.push_back(r.step_time);
+        if (c.keep_step_times) run.step_times.push_back(r.step_time);
+        step_quantiles.add(r.step_time.value);
         if (on_step) on_step(run, r);
       });
       const PassTotals baseline = model.run(nullptr, {});
@@ -584,14 +586,12 @@ TrainingResult run_training(const TrainingConfig& c, const StepCallback& on_step
               : 0.0;
 
       const double steps = c.steps;
-      std::vector<double> times;
-      times.reserve(run.step_times.size());
-      for (const Seconds& t : run.step_times) times.push_back(t.value);
       run.mean_step = Seconds{delayed.last_end / steps};
-      run.p50_step = Seconds{quantile(times, 0.5)};
-      run.p90_step = Seconds{quantile(times, 0.9)};
-      run.p99_step = Seconds{quantile(times, 0.99)};
-      run.max_step = Seconds{*std::max_element(times.begin(), times.end())};
+      run.p50_step = Seconds{step_quantiles.quantile(0.5)};
+      run.p90_step = Seconds{step_quantiles.quantile(0.9)};
+      run.p99_step = Seconds{step_quantiles.quantile(0.99)};
+      run.max_step = Seconds{step_quantiles.max()};
+      run.exact_quantiles = step_quantiles.exact();
       const double samples = static_cast<double>(n) * c.samples_per_gpu;
       run.samples_per_second = samples / run.mean_step.value;
       for (int r = 0; r < n; ++r) {

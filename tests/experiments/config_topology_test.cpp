@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -225,7 +226,10 @@ TEST(ConfigTopology, ErrorsNameLineKeyAndValue) {
 // one exists (its Switch latency is per hop: our switch's GPU-to-GPU latency is twice it).
 class AstraSimNetwork : public ::testing::Test {
  protected:
-  std::string dir_ = ::testing::TempDir() + "astra_sim_network_test";
+  // One folder per process and test: ctest runs the tests of this fixture in parallel, and a
+  // shared folder was removed under one by another's TearDown.
+  std::string dir_ = ::testing::TempDir() + "astra_sim_network_test_" + std::to_string(::getpid()) +
+                     "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
   void SetUp() override { std::filesystem::create_directories(dir_); }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string write(const std::string& name, const std::string& text) {

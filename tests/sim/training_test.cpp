@@ -6,6 +6,7 @@
 
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
+#include "common/stats.hpp"
 #include "sim/executor.hpp"
 #include "tests/sim/fixtures.hpp"
 
@@ -126,6 +127,31 @@ TEST(Training, PersistentStragglerCostsItsDelayEveryStep) {
   EXPECT_NEAR(run.mean_idle[0].value - run.mean_idle[1].value, d, 1e-12);
   EXPECT_NEAR(run.mean_delay[1].value, d, 1e-15);
   EXPECT_EQ(run.mean_delay[0].value, 0.0);
+}
+
+// Without the per-step times (what `train` runs): the same quantiles, to the bit while exact,
+// and no step times kept; past 65,536 steps the quantiles are binned (within 5e-5).
+TEST(Training, QuantilesWithoutKeepingTheStepTimes) {
+  TrainingConfig c = two_ranks();
+  c.topology = switch_of(8, 1e9, 1e-6);
+  c.delays.base = Distribution::exponential(Seconds{0.002});
+  c.algorithms = {{"ring", {}}};
+  c.steps = 300;
+  const TrainingResult kept = run_training(c);
+  c.keep_step_times = false;
+  const TrainingResult lean = run_training(c);
+  ASSERT_EQ(kept.runs.size(), 1u);
+  const TrainingRun &a = kept.runs[0], &b = lean.runs[0];
+  EXPECT_EQ(a.step_times.size(), 300u);
+  EXPECT_TRUE(b.step_times.empty());
+  EXPECT_TRUE(b.exact_quantiles);
+  std::vector<double> times;
+  for (const Seconds& t : a.step_times) times.push_back(t.value);
+  EXPECT_EQ(b.p50_step.value, quantile(times, 0.5));
+  EXPECT_EQ(b.p99_step.value, quantile(times, 0.99));
+  EXPECT_EQ(b.max_step.value, *std::max_element(times.begin(), times.end()));
+  EXPECT_EQ(a.p90_step.value, b.p90_step.value);
+  EXPECT_EQ(a.mean_step.value, b.mean_step.value);
 }
 
 TEST(Training, DeterministicForASeedAndPairedAcrossAlgorithms) {
