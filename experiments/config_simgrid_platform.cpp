@@ -333,7 +333,9 @@ class PlatformReader {
     fail(e, why);
   }
   void allow(const XmlElement& e, std::initializer_list<const char*> keys) const {
-    for (const auto& [k, v] : e.attributes) {
+    for (const auto& attribute : e.attributes) {
+      // Not a structured binding: clang 14 refuses one captured by a lambda.
+      const std::string& k = attribute.first;
       if (std::find_if(keys.begin(), keys.end(), [&](const char* a) { return k == a; }) ==
           keys.end()) {
         std::string list;
