@@ -266,7 +266,9 @@ sim::TrainingConfig load_training_config(const ConfigReader& reader) {
     c.detection = s.detection;
     if (c.policy == sim::StragglerPolicy::fixed && !c.straggler)
       pred->fail("policy fixed needs a rank");
-    for (std::size_t i = 0; i < c.modes.size(); ++i)
+    // mode_items: the modes as written (none without `modes:`, where the default synchronous
+    // mode needs no check).
+    for (std::size_t i = 0; i < mode_items.size(); ++i)
       check_mode_policy(c.modes[i], c.policy, !c.adaptive_fallbacks.empty(), mode_items[i]);
     // load_prediction checked the fallbacks against the rank count; grouped modes run them
     // on each group's ranks too (when an algorithm is straggler-aware, so that they can run).
