@@ -2,6 +2,7 @@
 // Users go through registry.hpp; this header is for the algorithm files and their tests.
 #pragma once
 
+#include <initializer_list>
 #include <span>
 #include <string>
 #include <string_view>
@@ -77,6 +78,10 @@ ScheduleSize halving_doubling_size(int n);
 // The `gpus_per_node` option, checked: in [lo, n] and dividing n (InputError naming
 // `algorithm` otherwise); n (one node) when absent.
 int checked_gpus_per_node(const std::string& algorithm, int n, const Options& options, int lo);
+// The `inter` option (the AllReduce across nodes per rail), checked: one of `valid` (InputError
+// naming `algorithm` and listing them otherwise); "ring" when absent.
+std::string checked_inter(const std::string& algorithm, const Options& options,
+                          std::initializer_list<const char*> valid);
 // The ranks of node `node` (locals 0..g-1) and of rail `local` (one per node, node order).
 std::vector<int> node_members(int node, int g);
 std::vector<int> rail_members(int local, int g, int nodes);

@@ -61,20 +61,19 @@ std::vector<int> rail_members(int local, int g, int nodes) {
   return v;
 }
 
-namespace {
-
-const char* const kInterAlgorithms[] = {"ring", "rhd", "halving_doubling"};
-
-std::string checked_inter(const Options& options) {
+std::string checked_inter(const std::string& algorithm, const Options& options,
+                          std::initializer_list<const char*> valid) {
   const std::string inter = options.get_string("inter", "ring");
-  std::string valid;
-  for (const char* a : kInterAlgorithms) {
+  std::string list;
+  for (const char* a : valid) {
     if (inter == a) return inter;
-    valid += (valid.empty() ? "" : ", ") + std::string(a);
+    list += (list.empty() ? "" : ", ") + std::string(a);
   }
-  throw InputError("hierarchical option inter=" + inter +
-                   ": unknown inter-node algorithm (valid: " + valid + ")");
+  throw InputError(algorithm + " option inter=" + inter +
+                   ": unknown inter-node algorithm (valid: " + list + ")");
 }
+
+namespace {
 
 struct Shape {
   int g = 0;      // GPUs per node
@@ -87,7 +86,7 @@ Shape checked_shape(int n, const Options& options) {
   Shape s;
   s.g = checked_gpus_per_node("hierarchical", n, options, 1);
   s.nodes = n / s.g;
-  s.inter = checked_inter(options);
+  s.inter = checked_inter("hierarchical", options, {"ring", "rhd", "halving_doubling"});
   if (s.nodes >= 2) s.b = generate_rounds(s.inter, s.nodes, Options{}).header.chunks;
   return s;
 }

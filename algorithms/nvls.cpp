@@ -79,8 +79,6 @@ GeneratedRounds make_nvls(int n, const Options& o) {
 // inter = dbtree is NCCL's NVLS_TREE (NVLS in the node, its double binary tree across nodes);
 // the default is a ring: per rail it is bandwidth-optimal (each NIC carries 2(N-1)/N of its
 // piece), where a pipelined tree's inner ranks carry more.
-const char* const kNvlsTreeInter[] = {"ring", "rhd", "halving_doubling", "tree", "dbtree"};
-
 struct TreeShape {
   int g = 0, nodes = 0, b = 1;
   std::string inter = "ring";
@@ -90,17 +88,7 @@ TreeShape nvls_tree_shape(int n, const Options& o) {
   TreeShape t;
   t.g = checked_gpus_per_node("nvls_tree", n, o, 2);
   t.nodes = n / t.g;
-  t.inter = o.get_string("inter", "ring");
-  std::string valid;
-  bool known = false;
-  for (const char* a : kNvlsTreeInter) {
-    known = known || t.inter == a;
-    valid += (valid.empty() ? "" : ", ") + std::string(a);
-  }
-  if (!known) {
-    throw InputError("nvls_tree option inter=" + t.inter +
-                     ": unknown inter-node algorithm (valid: " + valid + ")");
-  }
+  t.inter = checked_inter("nvls_tree", o, {"ring", "rhd", "halving_doubling", "tree", "dbtree"});
   if (t.nodes >= 2) t.b = generate_rounds(t.inter, t.nodes, Options{}).header.chunks;
   return t;
 }
