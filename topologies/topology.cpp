@@ -369,7 +369,7 @@ struct Topology::Impl {
   }
 };
 
-Topology::Topology() : impl_(std::make_unique<Impl>()) {}
+Topology::Topology() : impl_(std::make_shared<Impl>()) {}
 Topology::~Topology() = default;
 Topology::Topology(Topology&&) noexcept = default;
 Topology& Topology::operator=(Topology&&) noexcept = default;
@@ -378,7 +378,7 @@ Topology::Topology(const Topology& o)
       description(o.description),
       gpus_per_node(o.gpus_per_node),
       shared_device(o.shared_device),
-      impl_(std::make_unique<Impl>(*o.impl_)) {}
+      impl_(o.impl_) {}
 Topology& Topology::operator=(const Topology& o) {
   if (this != &o) {
     Topology copy(o);
@@ -387,7 +387,16 @@ Topology& Topology::operator=(const Topology& o) {
   return *this;
 }
 
+// A shared Impl (a copy's) is cloned before it changes; the clone's cached tables are dropped by
+// the change's invalidate() as the original's would be. A copy taken while another thread
+// changes the same Topology object is a data race, as for any object.
+Topology::Impl& Topology::own() {
+  if (impl_.use_count() > 1) impl_ = std::make_shared<Impl>(*impl_);
+  return *impl_;
+}
+
 int Topology::add_gpu(std::string vertex_name) {
+  own();
   impl_->invalidate();
   const int v = static_cast<int>(boost::num_vertices(impl_->graph));
   impl_->by_name.emplace(vertex_name, v);
@@ -399,6 +408,7 @@ int Topology::add_gpu(std::string vertex_name) {
 }
 
 int Topology::add_switch(std::string vertex_name) {
+  own();
   impl_->invalidate();
   const int v = static_cast<int>(boost::num_vertices(impl_->graph));
   impl_->by_name.emplace(vertex_name, v);
@@ -407,6 +417,7 @@ int Topology::add_switch(std::string vertex_name) {
 }
 
 void Topology::set_switch_reduction(int vertex, SwitchReduction reduction) {
+  own();
   impl_->check_vertex(vertex, "set_switch_reduction");
   Node& n = impl_->graph[vertex];
   if (n.kind != NodeKind::switch_node) {
@@ -462,6 +473,7 @@ int Topology::reducing_switch_of(std::span<const int> ranks) const {
 
 int Topology::add_link(int from, int to, BytesPerSecond bandwidth, Seconds latency,
                        std::string link_class) {
+  own();
   impl_->check_vertex(from, "add_link");
   impl_->check_vertex(to, "add_link");
   const std::string where = "link " + vertex_text(from) + " -> " + vertex_text(to);
@@ -536,10 +548,11 @@ int Topology::find_vertex(std::string_view vertex_name) const {
   return it == impl_->by_name.end() ? -1 : it->second;
 }
 
-void Topology::set_ecmp(bool on) { impl_->ecmp = on; }
+void Topology::set_ecmp(bool on) { own().ecmp = on; }
 bool Topology::ecmp() const { return impl_->ecmp; }
 
 void Topology::set_route_cache_limit(std::size_t bytes) {
+  own();
   std::unique_lock lock(impl_->mu);
   impl_->cache_limit = bytes;
 }

@@ -206,7 +206,10 @@ class Topology {
 
  private:
   struct Impl;
-  std::unique_ptr<Impl> impl_;
+  // Copies share the graph and its route cache (copy on write): a run's copy of a 16384-rank
+  // topology costs nothing until it is changed. The mutators call own() first.
+  Impl& own();
+  std::shared_ptr<Impl> impl_;
 };
 
 }  // namespace ssim::topo

@@ -233,6 +233,67 @@ TEST(Topology, CopiesRouteTheSameAndStayIndependent) {
   EXPECT_EQ(moved.route(0, 7, 42).links, before.links);
 }
 
+// Copies share their graph until one changes (copy on write): every mutator of a copy leaves
+// the original as it was, and the original's later changes leave the copy alone.
+TEST(Topology, EveryMutatorOfACopyLeavesTheOriginalAlone) {
+  Topology a;
+  a.add_gpu("g0");
+  a.add_gpu("g1");
+  const int s = a.add_switch("s");
+  a.add_duplex_link(0, s, kBw, ns(5));
+  a.add_duplex_link(1, s, kBw, ns(5));
+  (void)a.route(0, 1);  // a cached table, shared by the copies below
+  const auto unchanged = [&](const Topology& t) {
+    EXPECT_EQ(t.gpu_count(), 2);
+    EXPECT_EQ(t.node_count(), 3);
+    EXPECT_EQ(t.link_count(), 4);
+    EXPECT_FALSE(t.ecmp());
+    EXPECT_FALSE(t.has_reducing_switch());
+    EXPECT_EQ(t.find_vertex("g2"), -1);
+    EXPECT_EQ(t.route(0, 1).links.size(), 2u);
+  };
+  {
+    Topology b = a;
+    b.add_gpu("g2");
+    EXPECT_EQ(b.gpu_count(), 3);
+    unchanged(a);
+  }
+  {
+    Topology b = a;
+    b.add_switch("s2");
+    EXPECT_EQ(b.node_count(), 4);
+    unchanged(a);
+  }
+  {
+    Topology b = a;
+    b.add_link(0, 1, kBw, ns(1));
+    EXPECT_EQ(b.route(0, 1).links.size(), 1u);
+    unchanged(a);
+  }
+  {
+    Topology b = a;
+    b.set_ecmp(true);
+    EXPECT_TRUE(b.ecmp());
+    unchanged(a);
+  }
+  {
+    Topology b = a;
+    b.set_switch_reduction(s, SwitchReduction{BytesPerSecond{1e11}, ns(100)});
+    EXPECT_TRUE(b.has_reducing_switch());
+    unchanged(a);
+  }
+  {
+    Topology b = a;
+    b.set_route_cache_limit(0);  // tiny cache: still routes the same
+    EXPECT_EQ(b.route(0, 1).links.size(), 2u);
+    unchanged(a);
+  }
+  Topology c = a;  // the original changes after the copy: the copy keeps what it had
+  a.add_gpu("g2");
+  EXPECT_EQ(a.gpu_count(), 3);
+  unchanged(c);
+}
+
 // A diamond 0 -> {sA, sB} -> 1: ECMP uses both paths across hashes, each hash always the
 // same path; without ECMP the hash is ignored.
 TEST(Topology, EcmpSpreadsDeterministically) {
