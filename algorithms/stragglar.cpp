@@ -425,7 +425,8 @@ class DoublingPolicy {
     return false;
   }
 
-  // Who receives which younger chunk; the senders of chunk c are its group (members_[c]).
+  // Who receives which younger chunk; the senders of chunk c are its group (members_[c-first],
+  // first_ = first: the window's chunks only, so the lists keep their memory across rounds).
   void match_younger(int t, int busy, const Holdings& hold) {
     const int o = t - L_, p = o + 1, q = o + 2;
     const int first = std::max(p, 0), end = std::min(t, m_);
@@ -443,19 +444,21 @@ class DoublingPolicy {
     for (int c = first; c < end; ++c) {
       if (!hold.complete(c)) incomplete |= bit(c);
     }
-    members_.resize(m_);
+    first_ = first;
     for (;;) {
       for (auto& v : members_) v.clear();
       for (int r = 0; r < m_; ++r) {
         if (r != busy && role_[r] != Role::spare_next && group_[r] >= first && group_[r] < end) {
-          members_[group_[r]].push_back(r);
+          members_[static_cast<std::size_t>(group_[r] - first)].push_back(r);
         }
       }
       if (t >= m_ && end == m_)
-        members_[m_ - 1].insert(members_[m_ - 1].begin(), m_);  // the straggler
+        members_[static_cast<std::size_t>(m_ - 1 - first)].insert(
+            members_[static_cast<std::size_t>(m_ - 1 - first)].begin(), m_);  // the straggler
       matching_.reset(m_, first);
       for (int c = first; c < end; ++c)
-        matching_.set_capacity(c, static_cast<int>(members_[c].size()));
+        matching_.set_capacity(
+            c, static_cast<int>(members_[static_cast<std::size_t>(c - first)].size()));
       order_.clear();
       for (int r = 0; r < m_; ++r) {
         if (r == busy || dropped_[r]) continue;
@@ -505,10 +508,12 @@ class DoublingPolicy {
   // Records the younger copies, then sends o to every rank lacking it from the singles of
   // its group, the type-B doubles and in the tail the straggler.
   bool send_oldest(int t, int busy, const Holdings& hold, RoundPlan& plan) {
-    next_sender_.assign(m_, 0);
+    next_sender_.fill(0);
     for (int r = 0; r < m_; ++r) {
       const int c = matching_.assigned(r);
-      if (c >= 0) plan.copy(members_[c][next_sender_[c]++], r, c);
+      if (c < 0) continue;
+      const std::size_t i = static_cast<std::size_t>(c - first_);
+      plan.copy(members_[i][next_sender_[i]++], r, c);
     }
     const int o = t - L_;
     if (o < 0 || o >= m_ || hold.complete(o)) return true;
@@ -565,9 +570,10 @@ class DoublingPolicy {
   int tokens_;  // type-B doubles required: e minus the number of doubles
   std::vector<char> dropped_;
   detail::ChunkMatching matching_;
-  std::vector<std::vector<int>> members_;
+  std::array<std::vector<int>, 64> members_;
+  int first_ = 0;
   std::vector<int> order_, sorted_, senders_;
-  std::vector<std::size_t> next_sender_;
+  std::array<std::size_t, 64> next_sender_{};
 };
 
 // The doubling construction for n with layout kDoublingLayouts[layout]; `status` as in
