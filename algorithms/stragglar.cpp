@@ -79,6 +79,7 @@
 #include <vector>
 
 #include "algorithms/generators.hpp"
+#include "algorithms/stragglar_matching.hpp"
 #include "algorithms/stragglar_tables.hpp"
 #include "algorithms/stragglar_timeline.hpp"
 #include "common/error.hpp"
@@ -234,70 +235,6 @@ enum class Role : std::uint8_t {
   single,        // holds one unfinished chunk (its group)
   spare_oldest,  // type A: sends its group, keeps the oldest chunk as its spare
   spare_next,    // type B: sends the oldest chunk, keeps the next-oldest one as its spare
-};
-
-// Receivers -> chunks of one round, at most `capacity` receivers per chunk (its senders).
-// Each receiver takes the newest allowed chunk; a full chunk is taken over from one of
-// its receivers if that one can move on (augmenting path). The chunks are those of a window
-// base .. base+63 (a round's unfinished chunks span fewer than log2(n) of them), so a
-// receiver's allowed chunks and the chunks an augmenting search has visited are bit masks:
-// a holder with nothing left to try is passed over in O(1).
-class ChunkMatching {
- public:
-  void reset(int ranks, int base) {
-    base_ = base;
-    allowed_.assign(static_cast<std::size_t>(ranks), 0);
-    allowed_count_.assign(static_cast<std::size_t>(ranks), 0);
-    assigned_.assign(static_cast<std::size_t>(ranks), -1);
-    for (auto& h : holders_) h.clear();
-    capacity_.fill(0);
-  }
-  // The chunks r may receive: bit i for chunk base+i.
-  void allow(int r, std::uint64_t chunks) {
-    allowed_[r] = chunks;
-    allowed_count_[r] = std::popcount(chunks);  // kept: the sort by it compares often
-  }
-  int allowed_count(int r) const { return allowed_count_[r]; }
-  void set_capacity(int chunk, int capacity) {
-    capacity_[static_cast<std::size_t>(chunk - base_)] = capacity;
-  }
-  int assigned(int r) const { return assigned_[r]; }
-  bool add(int r) {
-    seen_ = 0;
-    return augment(r);
-  }
-
- private:
-  bool augment(int r) {
-    // Newest unvisited allowed chunk first (visiting marks it, so this walks them downwards).
-    for (std::uint64_t open = allowed_[r] & ~seen_; open != 0; open = allowed_[r] & ~seen_) {
-      const int i = 63 - std::countl_zero(open);
-      seen_ |= std::uint64_t{1} << i;
-      std::vector<int>& holders = holders_[static_cast<std::size_t>(i)];
-      if (static_cast<int>(holders.size()) < capacity_[static_cast<std::size_t>(i)]) {
-        holders.push_back(r);
-        assigned_[r] = base_ + i;
-        return true;
-      }
-      for (int& holder : holders) {
-        // The holder moved to another chunk; r takes its place.
-        if ((allowed_[holder] & ~seen_) != 0 && augment(holder)) {
-          holder = r;
-          assigned_[r] = base_ + i;
-          return true;
-        }
-      }
-    }
-    return false;
-  }
-
-  int base_ = 0;
-  std::vector<std::uint64_t> allowed_;
-  std::vector<int> allowed_count_;
-  std::array<std::vector<int>, 64> holders_;  // receivers per chunk of the window
-  std::vector<int> assigned_;
-  std::array<int, 64> capacity_{};
-  std::uint64_t seen_ = 0;  // chunks visited by the current add()
 };
 
 // Variants of the doubling construction's ramp (file comment), tried in this order.
@@ -488,7 +425,8 @@ class DoublingPolicy {
     return false;
   }
 
-  // Who receives which younger chunk; the senders of chunk c are its group (members_[c]).
+  // Who receives which younger chunk; the senders of chunk c are its group (members_[c-first],
+  // first_ = first: the window's chunks only, so the lists keep their memory across rounds).
   void match_younger(int t, int busy, const Holdings& hold) {
     const int o = t - L_, p = o + 1, q = o + 2;
     const int first = std::max(p, 0), end = std::min(t, m_);
@@ -506,19 +444,21 @@ class DoublingPolicy {
     for (int c = first; c < end; ++c) {
       if (!hold.complete(c)) incomplete |= bit(c);
     }
-    members_.resize(m_);
+    first_ = first;
     for (;;) {
       for (auto& v : members_) v.clear();
       for (int r = 0; r < m_; ++r) {
         if (r != busy && role_[r] != Role::spare_next && group_[r] >= first && group_[r] < end) {
-          members_[group_[r]].push_back(r);
+          members_[static_cast<std::size_t>(group_[r] - first)].push_back(r);
         }
       }
       if (t >= m_ && end == m_)
-        members_[m_ - 1].insert(members_[m_ - 1].begin(), m_);  // the straggler
+        members_[static_cast<std::size_t>(m_ - 1 - first)].insert(
+            members_[static_cast<std::size_t>(m_ - 1 - first)].begin(), m_);  // the straggler
       matching_.reset(m_, first);
       for (int c = first; c < end; ++c)
-        matching_.set_capacity(c, static_cast<int>(members_[c].size()));
+        matching_.set_capacity(
+            c, static_cast<int>(members_[static_cast<std::size_t>(c - first)].size()));
       order_.clear();
       for (int r = 0; r < m_; ++r) {
         if (r == busy || dropped_[r]) continue;
@@ -541,14 +481,21 @@ class DoublingPolicy {
         matching_.allow(r, allowed);
         order_.push_back(r);
       }
-      std::stable_sort(order_.begin(), order_.end(), [&](int a, int b) {
-        return matching_.allowed_count(a) < matching_.allowed_count(b);
-      });
+      // Fewest allowed chunks first, in rank order within a count (a counting sort: the
+      // order a stable sort by the count gives, without its buffer).
+      std::array<int, 66> from{};
+      for (int r : order_) ++from[static_cast<std::size_t>(matching_.allowed_count(r)) + 1];
+      for (std::size_t k = 1; k < from.size(); ++k) from[k] += from[k - 1];
+      sorted_.resize(order_.size());
+      for (int r : order_)
+        sorted_[static_cast<std::size_t>(
+            from[static_cast<std::size_t>(matching_.allowed_count(r))]++)] = r;
       int stuck = -1;
-      for (int r : order_) {
+      for (int r : sorted_) {
         if (!matching_.add(r) && stuck < 0 && busy >= 0 && role_[r] == Role::spare_oldest)
           stuck = r;
       }
+      matching_.finish();
       // A type-A double left without a chunk is dropped (it keeps only its group; one of
       // the e wasted receive slots) and another type-A double turns type B, so the spare
       // weight stays e.
@@ -561,10 +508,12 @@ class DoublingPolicy {
   // Records the younger copies, then sends o to every rank lacking it from the singles of
   // its group, the type-B doubles and in the tail the straggler.
   bool send_oldest(int t, int busy, const Holdings& hold, RoundPlan& plan) {
-    next_sender_.assign(m_, 0);
+    next_sender_.fill(0);
     for (int r = 0; r < m_; ++r) {
       const int c = matching_.assigned(r);
-      if (c >= 0) plan.copy(members_[c][next_sender_[c]++], r, c);
+      if (c < 0) continue;
+      const std::size_t i = static_cast<std::size_t>(c - first_);
+      plan.copy(members_[i][next_sender_[i]++], r, c);
     }
     const int o = t - L_;
     if (o < 0 || o >= m_ || hold.complete(o)) return true;
@@ -620,10 +569,11 @@ class DoublingPolicy {
   std::vector<Role> role_;
   int tokens_;  // type-B doubles required: e minus the number of doubles
   std::vector<char> dropped_;
-  ChunkMatching matching_;
-  std::vector<std::vector<int>> members_;
-  std::vector<int> order_, senders_;
-  std::vector<std::size_t> next_sender_;
+  detail::ChunkMatching matching_;
+  std::array<std::vector<int>, 64> members_;
+  int first_ = 0;
+  std::vector<int> order_, sorted_, senders_;
+  std::array<std::size_t, 64> next_sender_{};
 };
 
 // The doubling construction for n with layout kDoublingLayouts[layout]; `status` as in
@@ -908,7 +858,8 @@ Phase2Choice choose_phase2(int n, int passive) {
       found = true;
     }
   }
-  for (int i = 0; passive == 0 && i < static_cast<int>(std::size(kDoublingLayouts)) && !found; ++i) {
+  for (int i = 0; passive == 0 && i < static_cast<int>(std::size(kDoublingLayouts)) && !found;
+       ++i) {
     const Phase2Choice c{true, i, 0};
     if (const int rounds = trial(n, 0, c); rounds > 0) {
       best = Phase2Choice{true, i, rounds};
@@ -1043,10 +994,9 @@ GeneratedRounds make_stragglar(int n, const Options& options) {
   const std::vector<int> late = checked_late(n, options);
   const int k = static_cast<int>(late.size());
   const int m = n - k;
-  GeneratedRounds g{Schedule::make(Collective::allreduce, "stragglar", n, m),
-                    stragglar_stream(n, k),
-                    static_cast<std::size_t>(m - 1 + (k > 1 ? m + k - 2 : 0) +
-                                             choose_phase2(n, k - 1).rounds)};
+  GeneratedRounds g{
+      Schedule::make(Collective::allreduce, "stragglar", n, m), stragglar_stream(n, k),
+      static_cast<std::size_t>(m - 1 + (k > 1 ? m + k - 2 : 0) + choose_phase2(n, k - 1).rounds)};
   // The header carries the final labels; the stream is relabeled below.
   g.header.straggler = late.back();
   if (k > 1) g.header.late = late;

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "algorithms/registry.hpp"
@@ -392,6 +394,75 @@ TEST(Stragglar, CriticalDelayEdgeCases) {
   // Bandwidth only at n = 3, s = 2: T_2 = 3 rounds of s/2 beta = 3 > ring 4 s/3 beta = 2.67: never
   // wins.
   EXPECT_TRUE(std::isinf(stragglar_critical_delay(3, 2.0, CostParams{0.0, 1.0, 0.0})));
+}
+
+// The generator's output, fixed: FNV-1a over the streamed schedule (header, then per round the
+// phase label and every transfer) for rank counts of every construction: the greedy (3), the
+// doubling construction at powers of two and between them (several layouts tried), the
+// searched template (33), the timeline (1025), and k late ranks. Digests taken from the
+// generator before its matching was rewritten for speed (commit e059ea1); a change of the
+// output must be deliberate and re-fingerprinted here (and in round_stream_test.cpp).
+std::uint64_t fnv_mix(std::uint64_t h, std::int64_t v) {
+  for (int i = 0; i < 8; ++i) {
+    h ^= static_cast<std::uint8_t>(v >> (8 * i));
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::uint64_t stream_digest(int n, const Options& o) {
+  GeneratedRounds g = generate_rounds("stragglar", n, o);
+  std::uint64_t h = 14695981039346656037ull;
+  h = fnv_mix(h, g.header.ranks);
+  h = fnv_mix(h, g.header.chunks);
+  h = fnv_mix(h, g.header.straggler.value_or(-1));
+  std::int64_t rounds = 0;
+  while (const Round* r = g.stream.next()) {
+    ++rounds;
+    for (char c : r->phase) h = fnv_mix(h, c);
+    h = fnv_mix(h, static_cast<std::int64_t>(r->transfers.size()));
+    for (const Transfer& t : r->transfers) {
+      h = fnv_mix(h, t.src);
+      h = fnv_mix(h, t.dst);
+      h = fnv_mix(h, t.chunk_begin);
+      h = fnv_mix(h, t.chunk_end);
+      h = fnv_mix(h, static_cast<int>(t.op));
+    }
+  }
+  return fnv_mix(h, rounds);
+}
+
+TEST(Stragglar, ScheduleDigestsUnchanged) {
+  struct Golden {
+    int n;
+    std::string option;  // key=value, or empty
+    std::uint64_t digest;
+  };
+  const Golden golden[] = {
+      {3, "", 0x17dadaae4e11fe36ull},
+      {4, "", 0x805564af293aa167ull},
+      {5, "", 0x6f626a4b16b46cc3ull},
+      {8, "", 0xbda858373924c0f8ull},
+      {17, "", 0x4ceb406b71a5de99ull},
+      {33, "", 0x9aa514dd1221a74cull},
+      {64, "", 0x0c6d82fae170b8cbull},
+      {100, "", 0x19e318297d35ad5dull},
+      {256, "", 0x246b4701661bf8b3ull},
+      {700, "", 0x71924980fcc6f9e7ull},
+      {1000, "", 0xcff05a7b0270f6cbull},
+      {1025, "", 0x89c2800c4d33e72cull},
+      {2048, "", 0x65ddf75855bf5bdeull},
+      {17, "stragglers=3", 0x2819ee7f41bac8ccull},
+      {100, "stragglers=3", 0x73c004e77f242594ull},
+  };
+  for (const Golden& g : golden) {
+    Options o;
+    if (!g.option.empty()) {
+      const std::size_t eq = g.option.find('=');
+      o.set(g.option.substr(0, eq), g.option.substr(eq + 1));
+    }
+    EXPECT_EQ(stream_digest(g.n, o), g.digest) << "stragglar n=" << g.n << " " << g.option;
+  }
 }
 
 }  // namespace
