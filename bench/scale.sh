@@ -46,6 +46,7 @@ cases=(
   "ring65536|1|60|simulate $cfg/ring_switch_65536.yaml --json --threads 1"
   "stragglar4096|1|1.2|simulate $cfg/stragglar_switch_4096.yaml --json --threads 1"
   "rhd1024_flow|1|0.35|simulate $cfg/rhd_flow_ring_1024.yaml --json"
+  "ring1024_flow|0|-|simulate $cfg/ring_flow_ring_1024.yaml --json"
   "ring16384_default|1|-|simulate $cfg/ring_switch_16384.yaml --json"
   "ring16384_threads2|0|-|simulate $cfg/ring_switch_16384.yaml --json --threads 2"
   "ring4096|0|2|simulate $cfg/ring_switch_4096.yaml --json --threads 1"

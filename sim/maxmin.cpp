@@ -23,6 +23,12 @@ int MaxMinSolver::add_link(double capacity) {
 int MaxMinSolver::add_flow(std::span<const int> links, double cap) {
   SSIM_CHECK(!links.empty(), "a flow needs at least one link");
   SSIM_CHECK(cap > 0, "flow rate cap must be positive");
+  ++add_stamp_;  // a link's `added` equals it once the link is seen in `links`
+  for (const int l : links) {
+    SSIM_CHECK(l >= 0 && l < link_count(), "flow crosses an unknown link");
+    SSIM_CHECK(links_[l].added != add_stamp_, "flow crosses a link twice");
+    links_[l].added = add_stamp_;
+  }
   int id;
   if (!free_flows_.empty()) {
     id = free_flows_.back();
@@ -38,11 +44,10 @@ int MaxMinSolver::add_flow(std::span<const int> links, double cap) {
   f.rate = 0;
   f.active = true;
   for (std::size_t i = 0; i < links.size(); ++i) {
-    SSIM_CHECK(links[i] >= 0 && links[i] < link_count(), "flow crosses an unknown link");
-    std::vector<int>& on = links_[links[i]].flows;
-    SSIM_CHECK(std::find(on.begin(), on.end(), id) == on.end(), "flow crosses a link twice");
-    f.slot[i] = static_cast<int>(on.size());
-    on.push_back(id);
+    LinkState& l = links_[links[i]];
+    f.slot[i] = static_cast<int>(l.flows.size());
+    l.flows.push_back(id);
+    l.hop.push_back(static_cast<int>(i));
   }
   ++active_count_;
   return id;
@@ -51,18 +56,18 @@ int MaxMinSolver::add_flow(std::span<const int> links, double cap) {
 void MaxMinSolver::remove_flow(int flow) {
   SSIM_CHECK(active(flow), "removing an inactive flow");
   FlowState& f = flows_[flow];
+  // Swap-remove from each link's list; the entry moved into the hole knows which of its
+  // flow's hops it is, so its slot is fixed in O(1).
   for (std::size_t i = 0; i < f.links.size(); ++i) {
-    std::vector<int>& on = links_[f.links[i]].flows;
-    const int pos = f.slot[i];
-    const int moved = on.back();
-    on[pos] = moved;
-    on.pop_back();
-    if (moved != flow) {
-      FlowState& m = flows_[moved];
-      for (std::size_t j = 0; j < m.links.size(); ++j) {
-        if (m.links[j] == f.links[i]) m.slot[j] = pos;
-      }
-    }
+    LinkState& l = links_[f.links[i]];
+    const std::size_t pos = static_cast<std::size_t>(f.slot[i]);
+    const int moved = l.flows.back(), moved_hop = l.hop.back();
+    l.flows[pos] = moved;
+    l.hop[pos] = moved_hop;
+    l.flows.pop_back();
+    l.hop.pop_back();
+    if (moved != flow)
+      flows_[moved].slot[static_cast<std::size_t>(moved_hop)] = static_cast<int>(pos);
   }
   f.active = false;
   f.rate = 0;

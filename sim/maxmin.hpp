@@ -55,10 +55,12 @@ class MaxMinSolver {
   struct LinkState {
     double capacity = 0;
     std::vector<int> flows;  // active flows on the link
+    std::vector<int> hop;    // hop[k]: the index of this link in flows[k]'s link list
     // Scratch of the solver; `mark` is the component stamp.
     double remaining = 0;
     int unfrozen = 0;
     std::uint64_t mark = 0;
+    std::uint64_t added = 0;  // add_flow's stamp: catches a link listed twice in one flow
   };
   struct FlowState {
     std::vector<int> links;
@@ -79,6 +81,7 @@ class MaxMinSolver {
   std::vector<int> free_flows_;
   int active_count_ = 0;
   std::uint64_t stamp_ = 0;
+  std::uint64_t add_stamp_ = 0;
   std::vector<int> comp_links_;  // scratch: the component being solved
   std::vector<int> comp_flows_;
   std::vector<double> old_rate_;  // rates before the solve, to report changes

@@ -50,7 +50,8 @@ struct RoutingIndex {
   std::vector<int> in_begin, in_ids;
   std::vector<int> link_from, link_to;
   std::vector<std::int64_t> link_ps;
-  std::int64_t min_link_ps = 0;  // the least link latency (whole picoseconds)
+  std::int64_t min_link_ps = 0;      // the least link latency (whole picoseconds)
+  bool one_link_ps = true;           // every link has the same latency in picoseconds
   std::vector<double> link_latency;  // seconds
   std::vector<double> link_bandwidth;
   std::vector<char> is_switch;
@@ -140,7 +141,25 @@ std::shared_ptr<const Table> compute_table(const RoutingIndex& ix, int root) {
   std::vector<int> order;  // vertices in the order Dijkstra settles them (root first)
   order.reserve(n);
   ps[root] = 0;
-  heap.emplace(0, 0, root);
+  if (ix.one_link_ps) {
+    // Every link costs the same: a path's cost is (hops x that latency, hops), so a breadth-
+    // first search finds the same costs (the same integers) as Dijkstra, in an order that also
+    // settles every vertex after the vertices one hop closer to the root.
+    order.push_back(root);
+    for (std::size_t next = 0; next < order.size(); ++next) {
+      const int v = order[next];
+      for (int k = ix.in_begin[v]; k < ix.in_begin[v + 1]; ++k) {
+        const int l = ix.in_ids[k];
+        const int u = ix.link_from[l];
+        if (ps[u] != kInfPs) continue;
+        ps[u] = ps[v] + ix.link_ps[l];
+        hops[u] = hops[v] + 1;
+        order.push_back(u);
+      }
+    }
+  } else {
+    heap.emplace(0, 0, root);
+  }
   // Reverse Dijkstra: relax in-links, so ps[u] is the cost from u to the root.
   while (!heap.empty()) {
     const auto [p, h, v] = heap.top();
@@ -161,23 +180,27 @@ std::shared_ptr<const Table> compute_table(const RoutingIndex& ix, int root) {
 
   auto t = std::make_shared<Table>();
   std::vector<std::int32_t> code(n, Table::kNone);
-  std::vector<std::int32_t> cand;
+  std::vector<std::int32_t> first(n, -1);  // the first next hop (what next_hops(v)[0] gives)
   for (int v = 0; v < n; ++v) {
     if (ps[v] == kInfPs || v == root) continue;
-    cand.clear();
-    for (int k = ix.out_begin[v]; k < ix.out_begin[v + 1]; ++k) {
-      const int l = ix.out_ids[k];
+    auto next = [&](int l) {
       const int x = ix.link_to[l];
-      if (ps[x] != kInfPs && ps[x] + ix.link_ps[l] == ps[v] && hops[x] + 1 == hops[v])
-        cand.push_back(l);
+      return ps[x] != kInfPs && ps[x] + ix.link_ps[l] == ps[v] && hops[x] + 1 == hops[v];
+    };
+    int count = 0;
+    for (int k = ix.out_begin[v]; k < ix.out_begin[v + 1]; ++k) {
+      if (!next(ix.out_ids[k])) continue;
+      if (count++ == 0) first[v] = ix.out_ids[k];
     }
-    SSIM_CHECK(!cand.empty(), "a reachable vertex has no next hop");
-    if (cand.size() == 1) {
-      code[v] = cand[0];
-    } else {
+    SSIM_CHECK(count > 0, "a reachable vertex has no next hop");
+    if (count == 1) {
+      code[v] = first[v];
+    } else {  // the candidates in out-link order
       code[v] = -static_cast<std::int32_t>(t->multi.size()) - 1;
-      t->multi.push_back(static_cast<std::int32_t>(cand.size()));
-      t->multi.insert(t->multi.end(), cand.begin(), cand.end());
+      t->multi.push_back(count);
+      for (int k = ix.out_begin[v]; k < ix.out_begin[v + 1]; ++k) {
+        if (next(ix.out_ids[k])) t->multi.push_back(ix.out_ids[k]);
+      }
     }
   }
   t->multi.shrink_to_fit();
@@ -192,7 +215,7 @@ std::shared_ptr<const Table> compute_table(const RoutingIndex& ix, int root) {
     for (const int v : order) {
       if (v == root) continue;
       Table::Plain& e = t->plain[v];
-      const int l = t->next_hops(v)[0];
+      const int l = first[v];
       const int x = ix.link_to[l];
       if (x == root) {
         e.bottleneck = l;
@@ -202,7 +225,7 @@ std::shared_ptr<const Table> compute_table(const RoutingIndex& ix, int root) {
       const Table::Plain& after = t->plain[x];
       e.bottleneck =
           ix.link_bandwidth[l] < ix.link_bandwidth[after.bottleneck] ? l : after.bottleneck;
-      const int after_link = t->next_hops(x)[0];
+      const int after_link = first[x];
       const bool uniform =
           (after.hops & Table::kUniform) && ix.link_latency[l] == ix.link_latency[after_link];
       e.hops = ((after.hops & ~Table::kUniform) + 1) | (uniform ? Table::kUniform : 0);
@@ -297,6 +320,7 @@ struct Topology::Impl {
       ix->link_ps.push_back(std::llround(l.latency.value * 1e12));
       ix->min_link_ps = ix->link_ps.size() == 1 ? ix->link_ps.back()
                                                 : std::min(ix->min_link_ps, ix->link_ps.back());
+      ix->one_link_ps = ix->one_link_ps && ix->link_ps.back() == ix->link_ps.front();
       ix->link_latency.push_back(l.latency.value);
       ix->link_bandwidth.push_back(l.bandwidth.value);
     }
@@ -429,8 +453,8 @@ void Topology::set_switch_reduction(int vertex, SwitchReduction reduction) {
   }
   if (!std::isfinite(reduction.latency.value) || reduction.latency.value < 0 ||
       reduction.latency.value > kMaxLinkLatency) {
-    throw InputError("the reduction latency of switch " + n.name +
-                     " must be in [0, 1s], got " + format_time(reduction.latency));
+    throw InputError("the reduction latency of switch " + n.name + " must be in [0, 1s], got " +
+                     format_time(reduction.latency));
   }
   n.reduce = reduction;
 }
@@ -602,6 +626,9 @@ Route Topology::route(int src_rank, int dst_rank, std::uint64_t flow_hash) const
 
   if (!ix->composed[dst]) {
     const std::shared_ptr<const Table> t = impl_->table(ix, dst);
+    if (!t->plain.empty()) {  // the hop count is known (every optimal path has as many)
+      route.links.reserve(t->plain[src].hops & ~Table::kUniform);
+    }
     for (int v = src; v != dst;) {
       const std::span<const std::int32_t> hops = t->next_hops(v);
       if (hops.empty()) throw unreachable();
@@ -675,8 +702,8 @@ RouteSummary Topology::route_summary(int src_rank, int dst_rank, std::uint64_t f
     const std::shared_ptr<const RoutingIndex> ix = impl_->routing_index();
     const int dst = impl_->rank_vertex[dst_rank];
     if (const int l = direct_link(*ix, impl_->rank_vertex[src_rank], dst); l >= 0) {
-      return RouteSummary{Seconds{0.0 + ix->link_latency[l]},
-                          BytesPerSecond{ix->link_bandwidth[l]}, 1};
+      return RouteSummary{Seconds{0.0 + ix->link_latency[l]}, BytesPerSecond{ix->link_bandwidth[l]},
+                          1};
     }
     if (!ix->composed[dst] && !ix->folds.empty()) {
       const std::shared_ptr<const Table> t = impl_->table(ix, dst);

@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "common/error.hpp"
 #include "tests/sim/fixtures.hpp"
 
 namespace ssim::sim {
@@ -104,6 +105,69 @@ TEST(MaxMin, RemovalKeepsLinkListsConsistent) {
   s.remove_flow(f1);
   EXPECT_TRUE(s.flows_on(l).empty());
   EXPECT_TRUE(s.flows_on(m).empty());
+}
+
+// Long flows over shared links, removed in random order: every link's list holds exactly the
+// active flows that cross it (the slot bookkeeping of the swap-removals), and rates stay right.
+TEST(MaxMin, ManyRemovalsKeepLinkListsExact) {
+  std::mt19937_64 rng(7);
+  MaxMinSolver s;
+  const int nl = 40;
+  for (int l = 0; l < nl; ++l) s.add_link(1.0 + static_cast<double>(l % 5));
+  std::vector<std::vector<int>> route(64);  // by flow id, while active
+  std::vector<int> live;
+  for (int step = 0; step < 400; ++step) {
+    if (!live.empty() && (live.size() > 30 || rng() % 2 == 0)) {
+      const std::size_t k = rng() % live.size();
+      s.remove_flow(live[k]);
+      route[static_cast<std::size_t>(live[k])].clear();
+      live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
+    } else {
+      std::vector<int> links(static_cast<std::size_t>(nl));
+      for (int l = 0; l < nl; ++l) links[static_cast<std::size_t>(l)] = l;
+      std::shuffle(links.begin(), links.end(), rng);  // hops in any order
+      links.resize(1 + rng() % nl);
+      const int f = s.add_flow(links);
+      route[static_cast<std::size_t>(f)] = links;
+      live.push_back(f);
+    }
+    for (int l = 0; l < nl; ++l) {
+      std::vector<int> on(s.flows_on(l).begin(), s.flows_on(l).end()), want;
+      for (int f : live) {
+        const std::vector<int>& r = route[static_cast<std::size_t>(f)];
+        if (std::find(r.begin(), r.end(), l) != r.end()) want.push_back(f);
+      }
+      std::sort(on.begin(), on.end());
+      std::sort(want.begin(), want.end());
+      ASSERT_EQ(on, want) << "step " << step << " link " << l;
+    }
+  }
+  // The survivors' rates: what a fresh solver gives the same flows.
+  s.solve();
+  MaxMinSolver fresh;
+  for (int l = 0; l < nl; ++l) fresh.add_link(s.capacity(l));
+  for (int f : live) fresh.add_flow(route[static_cast<std::size_t>(f)]);
+  fresh.solve();
+  ASSERT_FALSE(live.empty());
+  for (std::size_t g = 0; g < live.size(); ++g) {  // the lists' orders differ: rounding may
+    const double want = fresh.rate(static_cast<int>(g));
+    EXPECT_NEAR(s.rate(live[g]), want, 1e-12 * want) << "flow " << live[g];
+  }
+}
+
+TEST(MaxMin, RejectsALinkTwiceAndStaysUsable) {
+  MaxMinSolver s;
+  const int l = s.add_link(4), m = s.add_link(2);
+  const int f0 = s.add_flow(Links{l});
+  EXPECT_THROW(s.add_flow(Links{l, m, l}), InternalError);
+  EXPECT_THROW(s.add_flow(Links{m, 7}), InternalError);
+  EXPECT_EQ(s.active_flows(), 1);
+  EXPECT_EQ(s.flows_on(l).size(), 1u);
+  EXPECT_TRUE(s.flows_on(m).empty());
+  const int f1 = s.add_flow(Links{m, l});  // the same links once each are fine
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.rate(f0), 2);
+  EXPECT_DOUBLE_EQ(s.rate(f1), 2);
 }
 
 // Random systems: incremental solves agree with a full solve, and the result is max-min fair

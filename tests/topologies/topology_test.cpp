@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -317,14 +318,14 @@ TEST(Topology, EcmpSpreadsDeterministically) {
   EXPECT_EQ(first_hops, (std::set<int>{a, b}));
 }
 
-// Random small graphs with many ties (latencies 0..3ns, switches and GPUs mixed, so both the
-// per-GPU tables and the routes composed from switch tables are exercised) against the
-// reference: the default route equals the lowest-id greedy path, every ECMP route is optimal,
-// and over 64 hashes the first hops are exactly the optimal next hops.
-TEST(Topology, MatchesReferenceOnRandomGraphs) {
-  std::mt19937 rng(12345);
-  int composed_checked = 0;  // pairs whose destination's in-links all come from switches
-  int composed_ties = 0;     // ... with several optimal first hops
+// Random small graphs with many ties (switches and GPUs mixed, so both the per-GPU tables and
+// the routes composed from switch tables are exercised) against the reference: the default
+// route equals the lowest-id greedy path, every ECMP route is optimal, and over 64 hashes the
+// first hops are exactly the optimal next hops. Link latencies are 0..3 ns, or `one_latency`
+// for every link (tables then come from a breadth-first search instead of Dijkstra).
+void match_reference_on_random_graphs(std::uint32_t seed, std::optional<double> one_latency,
+                                      int& composed_checked, int& composed_ties) {
+  std::mt19937 rng(seed);
   for (int trial = 0; trial < 150; ++trial) {
     Topology t;
     const int gpus = 2 + static_cast<int>(rng() % 6);
@@ -349,8 +350,9 @@ TEST(Topology, MatchesReferenceOnRandomGraphs) {
       const int to = static_cast<int>(rng() % static_cast<unsigned>(n));
       if (attached[to] && t.node(from).kind == NodeKind::gpu)
         from = switch_ids[rng() % switch_ids.size()];
+      const double latency = static_cast<double>(rng() % 4);
       if (from != to)
-        t.add_link(from, to, BytesPerSecond{1.0 + rng() % 5}, ns(static_cast<double>(rng() % 4)));
+        t.add_link(from, to, BytesPerSecond{1.0 + rng() % 5}, ns(one_latency.value_or(latency)));
     }
     if (rng() % 2) t.set_route_cache_limit(0);
     for (int d = 0; d < t.gpu_count(); ++d) {
@@ -370,6 +372,10 @@ TEST(Topology, MatchesReferenceOnRandomGraphs) {
         composed_checked += composed;
         const Route r = t.route(s, d);
         ASSERT_EQ(r.links, reference_route(t, s, d)) << "trial " << trial << " " << s << "->" << d;
+        const RouteSummary sum = t.route_summary(s, d);  // from the table's hops and bottleneck
+        ASSERT_EQ(sum.hops, static_cast<int>(r.links.size())) << "trial " << trial;
+        ASSERT_EQ(sum.bandwidth.value, r.bandwidth.value) << "trial " << trial;
+        ASSERT_EQ(sum.latency.value, r.latency.value) << "trial " << trial;
         t.set_ecmp(true);
         std::set<int> first_hops;
         for (std::uint64_t h = 0; h < 64; ++h) {
@@ -389,9 +395,24 @@ TEST(Topology, MatchesReferenceOnRandomGraphs) {
       }
     }
   }
+}
+
+TEST(Topology, MatchesReferenceOnRandomGraphs) {
+  int composed_checked = 0;  // pairs whose destination's in-links all come from switches
+  int composed_ties = 0;     // ... with several optimal first hops
+  match_reference_on_random_graphs(12345, std::nullopt, composed_checked, composed_ties);
   std::printf("composed pairs %d, with ties %d\n", composed_checked, composed_ties);
   EXPECT_GT(composed_checked, 300);
   EXPECT_GT(composed_ties, 30);
+}
+
+TEST(Topology, OneLatencyMatchesReferenceOnRandomGraphs) {
+  for (const double latency : {0.0, 2.0}) {
+    int composed_checked = 0, composed_ties = 0;
+    match_reference_on_random_graphs(777, latency, composed_checked, composed_ties);
+    EXPECT_GT(composed_checked, 300) << latency;
+    EXPECT_GT(composed_ties, 30) << latency;
+  }
 }
 
 // A route to a neighbour over its only direct link, when that link's latency is at most twice
