@@ -1,7 +1,7 @@
 // Calibration of the simulator's alpha-beta(-gamma) model from measurements: least-squares fits
 // (Eigen) of the per-message latency alpha, the per-byte time beta = 1 / bandwidth and the
 // reduce cost gamma. No YAML and no simulator here: `stragglesim calibrate` prints the fits and
-// writes them as a topology file (experiments/config_calibration.cpp).
+// writes them as a topology file (experiments/config/calibration.cpp).
 //
 //   std::ifstream in("sweep.csv");
 //   CalibrationOptions o;

@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "experiments/config.hpp"
+#include "experiments/config/config.hpp"
 #include "fuzz/fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

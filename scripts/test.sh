@@ -24,7 +24,7 @@ case $mode in
     build=${STRAGGLESIM_BUILD_DIR:-$root/build-sanitize}
     san="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
     # -O1 -g1 (line tables): the stacks a report needs, at about half the compile time of -O2 -g
-    # (experiments/cli_simulate.cpp: 57 s against 104 s, objects 2.3x smaller).
+    # (experiments/cli/simulate.cpp: 57 s against 104 s, objects 2.3x smaller).
     extra=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
            -DSTRAGGLESIM_GPU=OFF "-DCMAKE_CXX_FLAGS=$san"
            "-DCMAKE_EXE_LINKER_FLAGS=$san" "-DCMAKE_SHARED_LINKER_FLAGS=$san")

@@ -18,7 +18,7 @@
 // Candidates for each distribution: none (every sample < 1 ns), constant (coefficient of
 // variation < 1e-3), uniform, normal, lognormal and exponential, by moments (lognormal: moments
 // of the logarithms, positive samples only); the smallest KS distance wins. Nothing here reads a
-// file (experiments/step_log.hpp does).
+// file (experiments/config/delay_files.hpp does: load_step_log).
 #pragma once
 
 #include <string>

@@ -25,7 +25,7 @@
 //
 // All times are ssim::Seconds. Constructors and factories validate and throw ssim::InputError
 // naming the parameter and what is allowed. Nothing here reads a file: the config loader reads
-// delay sample and trace files (experiments/delay_files.hpp) and passes the numbers in.
+// delay sample and trace files (experiments/config/delay_files.hpp) and passes the numbers in.
 #pragma once
 
 #include <cstdint>
@@ -133,8 +133,8 @@ class Distribution {
 
 // Arrival offsets replayed from a measurement: arrivals[iteration][rank], each >= 0, used as
 // offsets as they are (no per-iteration shift); `source` names where they came from (a file,
-// read by experiments/delay_files.hpp) for describe() and errors. Iterations past the end cycle:
-// iteration i replays row i mod iterations(), so a short trace can drive a long run.
+// read by experiments/config/delay_files.hpp) for describe() and errors. Iterations past the end
+// cycle: iteration i replays row i mod iterations(), so a short trace can drive a long run.
 class Trace {
  public:
   // Validates: at least one iteration, every row the same (>= 1) number of ranks, values finite

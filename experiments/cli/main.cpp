@@ -6,8 +6,8 @@
 
 #include "common/error.hpp"
 #include "common/output_file.hpp"
-#include "experiments/cli_commands.hpp"
-#include "experiments/cli_train.hpp"
+#include "experiments/cli/commands.hpp"
+#include "experiments/cli/train.hpp"
 
 namespace {
 

@@ -1,7 +1,7 @@
-// The MPI run group (experiments/run_group.hpp), compiled only when CMake finds MPI.
+// The MPI run group (experiments/runner/run_group.hpp), compiled only when CMake finds MPI.
 //
 // Protocol (MPI_COMM_WORLD, rank 0 = leader; every message but ASSIGN is JSON as MessagePack,
-// which carries journal.hpp's JSON of a run exactly and parses faster than its text):
+// which carries runner/journal.hpp's JSON of a run exactly and parses faster than its text):
 //   helper -> 0  HELLO   {"slots":S, "fingerprint":F} ready for S runs at a time
 //                        {"slots":0}                  nothing to do (--dry-run)
 //                        {"slots":0, "error":E}       could not load the experiment
@@ -30,8 +30,8 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "experiments/journal.hpp"
-#include "experiments/run_group.hpp"
+#include "experiments/runner/journal.hpp"
+#include "experiments/runner/run_group.hpp"
 
 namespace ssim::exp {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "algorithms/cost_model.hpp"
 #include "cli_support.hpp"
-#include "experiments/config.hpp"
+#include "experiments/config/config.hpp"
 #include "schema/result_csv.hpp"
 
 namespace ssim::testing {

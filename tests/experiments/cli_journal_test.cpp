@@ -62,7 +62,7 @@ void write_file(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::trunc) << text;
 }
 
-// The journal's checksum (experiments/journal.cpp), recomputed: FNV-1a 64 of `salt` then the
+// The journal's checksum (experiments/runner/journal.cpp), recomputed: FNV-1a 64 of `salt` then the
 // line's text before ,"check":"...". Used to make lines whose checksum passes but whose content
 // is wrong, so that the checks behind the checksum are tested too.
 std::string with_check(const nlohmann::json& object, const std::string& salt) {

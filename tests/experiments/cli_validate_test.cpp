@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "cli_support.hpp"
-#include "experiments/config.hpp"
+#include "experiments/config/config.hpp"
 #include "schema/result_csv.hpp"
 
 namespace ssim::testing {

@@ -1,5 +1,5 @@
-// `run` experiments with a `workload:` (experiments/experiment.hpp, Workload): every run is a
-// training job whose steps are the run's iterations. A point equals `train` of the same job to
+// `run` experiments with a `workload:` (experiments/runner/experiment.hpp, Workload): every run is
+// a training job whose steps are the run's iterations. A point equals `train` of the same job to
 // the bit; the shipped experiment runs, resumes from its journal and merges from shards; bad
 // input is one message naming the file, line and key, exit 1, nothing written.
 #include <gtest/gtest.h>
@@ -11,9 +11,9 @@
 
 #include "cli_support.hpp"
 #include "common/units.hpp"
-#include "experiments/config.hpp"
-#include "experiments/config_training.hpp"
-#include "experiments/experiment.hpp"
+#include "experiments/config/config.hpp"
+#include "experiments/config/training.hpp"
+#include "experiments/runner/experiment.hpp"
 
 namespace ssim::testing {
 namespace {

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "common/error.hpp"
-#include "experiments/config.hpp"
+#include "experiments/config/config.hpp"
 
 namespace ssim::exp {
 namespace {

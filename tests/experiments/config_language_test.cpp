@@ -11,9 +11,9 @@
 
 #include "cli_support.hpp"
 #include "common/error.hpp"
-#include "experiments/config.hpp"
-#include "experiments/experiment.hpp"
-#include "experiments/experiment_output.hpp"
+#include "experiments/config/config.hpp"
+#include "experiments/output/experiment_output.hpp"
+#include "experiments/runner/experiment.hpp"
 
 namespace ssim::exp {
 namespace {

@@ -1,8 +1,7 @@
-#include "experiments/config_reader.hpp"
-
 #include <gtest/gtest.h>
 
 #include "common/error.hpp"
+#include "experiments/config/reader.hpp"
 
 namespace ssim::exp {
 namespace {

@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "common/error.hpp"
-#include "experiments/config.hpp"
+#include "experiments/config/config.hpp"
 
 namespace ssim::exp {
 namespace {

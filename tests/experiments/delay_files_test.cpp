@@ -1,4 +1,4 @@
-#include "experiments/delay_files.hpp"
+#include "experiments/config/delay_files.hpp"
 
 #include <gtest/gtest.h>
 

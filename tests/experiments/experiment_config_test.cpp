@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "common/error.hpp"
-#include "experiments/config.hpp"
-#include "experiments/experiment.hpp"
+#include "experiments/config/config.hpp"
+#include "experiments/runner/experiment.hpp"
 
 namespace ssim::exp {
 namespace {

@@ -12,9 +12,9 @@
 
 #include "common/csv.hpp"
 #include "common/error.hpp"
-#include "experiments/config.hpp"
-#include "experiments/experiment.hpp"
-#include "experiments/resource_check.hpp"
+#include "experiments/config/config.hpp"
+#include "experiments/runner/experiment.hpp"
+#include "experiments/runner/resource_check.hpp"
 #include "run_support.hpp"
 #include "schema/result_csv.hpp"
 
@@ -358,8 +358,8 @@ TEST(ExperimentRunner, AFailingRunKeepsThePointsBeforeIt) {
   }
 }
 
-// The ETA weighs runs by their estimated simulation time (resource_check.hpp), so a sweep
-// whose large or flow-model points come last is not promised the pace of its small ones.
+// The ETA weighs runs by their estimated simulation time (experiments/runner/resource_check.hpp),
+// so a sweep whose large or flow-model points come last is not promised the pace of its small ones.
 TEST(ExperimentProgress, EtaWeighsRunsByCost) {
   const Experiment e = load(
       "topology: {kind: switch, ranks: 256, bandwidth: 450GiB/s, latency: 3us}\n"

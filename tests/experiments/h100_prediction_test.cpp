@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "common/stats.hpp"
-#include "experiments/calibrate_sim.hpp"
-#include "experiments/config.hpp"
+#include "experiments/config/config.hpp"
+#include "experiments/runner/calibrate_sim.hpp"
 
 namespace ssim::exp {
 namespace {

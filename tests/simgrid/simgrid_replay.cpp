@@ -76,7 +76,7 @@
 #include "algorithms/registry.hpp"
 #include "algorithms/schedule_json.hpp"
 #include "common/error.hpp"
-#include "experiments/config.hpp"
+#include "experiments/config/config.hpp"
 #include "sim/executor.hpp"
 #include "topologies/generators.hpp"
 

@@ -1,0 +1,425 @@
+// `stragglesim advise`: which AllReduce algorithm to use for a topology, size and straggler
+// delay distribution, by simulating each candidate over many iterations of random arrivals.
+//
+// The flags are turned into a one-point experiment document (the same loader and runner as
+// `run`), after each flag that holds YAML has been checked on its own so that its errors name
+// the flag.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+#include "algorithms/registry.hpp"
+#include "common/error.hpp"
+#include "experiments/cli/commands.hpp"
+#include "experiments/cli/data_files.hpp"
+#include "experiments/config/config.hpp"
+#include "experiments/runner/experiment.hpp"
+#include "experiments/runner/resource_check.hpp"
+
+namespace ssim::exp {
+namespace {
+
+struct AdviseArgs {
+  std::string topology;
+  int ranks = 0;  // 0: the topology's
+  std::string size;
+  std::string workload;  // FILE: a training job (its workload: section) instead of --size
+  std::string delay_dist;
+  std::string base_dist;
+  std::string delays_file;  // a delays: map, as fit-delays writes it
+  int straggler_rank = -1;  // -1: the last rank
+  double persistence = 1.0;
+  std::string policy = "previous";
+  std::string network = "alphabeta";
+  std::string gamma;
+  std::string algorithms;  // comma-separated; "" for every algorithm
+  int iterations = 200;
+  long long seed = 1;
+  int jobs = 0;
+  std::string max_memory;
+  std::string max_time;
+  std::string trace;  // FILE: the recommended algorithm's trace
+  int trace_iteration = 0;
+  int trace_links = -1;
+  int threads = 1;  // used only with --jobs 1 (docs/scale.md: why one by default)
+};
+
+std::string yaml_quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// A flag holding YAML flow text, parsed alone so that its errors name the flag.
+std::string flow_flag(const std::string& flag, const std::string& text) {
+  if (text.find_first_of("\r\n") != std::string::npos)
+    throw InputError(flag + ": give it on one line");
+  return text;
+}
+
+std::string checked_distribution(const std::string& flag, const std::string& text) {
+  const ConfigReader r = ConfigReader::from_string(flow_flag(flag, text), flag);
+  load_distribution(r.root(), ".");
+  return text;
+}
+
+std::string shipped_topology(const std::string& name) {
+  const std::string p = data_file("configs/topologies/" + name + ".yaml");
+  std::error_code ec;
+  return p.empty() ? p : std::filesystem::absolute(p, ec).string();
+}
+
+// --topology: a YAML file, a shipped topology's name, an inline YAML map, or
+// KIND:BANDWIDTH:LATENCY.
+std::string topology_yaml(const AdviseArgs& a) {
+  const std::string& t = a.topology;
+  if (!t.empty() && t.front() == '{') {
+    const ConfigReader r = ConfigReader::from_string(flow_flag("--topology", t), "--topology");
+    r.root().require_map();
+    return t;
+  }
+  std::error_code ec;  // a name too long for a path is simply not a file
+  if (std::filesystem::is_regular_file(t, ec))
+    return "{file: " + yaml_quoted(std::filesystem::absolute(t, ec).string()) + "}";
+  if (const std::string shipped = shipped_topology(t); !shipped.empty())
+    return "{file: " + yaml_quoted(shipped) + "}";
+  const auto c1 = t.find(':');
+  const auto c2 = c1 == std::string::npos ? c1 : t.find(':', c1 + 1);
+  if (c2 != std::string::npos && t.find(':', c2 + 1) == std::string::npos) {
+    const std::string kind = t.substr(0, c1);
+    if (kind != "switch" && kind != "fully_connected" && kind != "ring") {
+      throw InputError("--topology '" + t +
+                       "': the KIND:BANDWIDTH:LATENCY form takes switch, fully_connected or ring");
+    }
+    if (a.ranks == 0) throw InputError("--topology " + t + " needs --ranks");
+    const std::string bw = t.substr(c1 + 1, c2 - c1 - 1), lat = t.substr(c2 + 1);
+    try {
+      parse_bandwidth(bw);
+      parse_time(lat);
+    } catch (const InputError& e) {
+      throw InputError("--topology '" + t + "': " + e.what());
+    }
+    return "{kind: " + kind + ", ranks: " + std::to_string(a.ranks) +
+           ", bandwidth: " + yaml_quoted(bw) + ", latency: " + yaml_quoted(lat) + "}";
+  }
+  throw InputError(
+      "--topology '" + t +
+      "': not a file, a shipped topology (configs/topologies/NAME.yaml), a YAML map such as "
+      "'{kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us}', or KIND:BANDWIDTH:LATENCY "
+      "such as switch:450GiB/s:3us");
+}
+
+// --delays FILE: a delays: map (base, persistent), as fit-delays writes it, checked in its own
+// file (errors name its line and key) and turned into the experiment's delays, stragglers and
+// prediction (the first straggler's rank is the first guess).
+std::string delays_file_yaml(const AdviseArgs& a) {
+  if (!a.delay_dist.empty() || !a.base_dist.empty() || a.straggler_rank >= 0 ||
+      a.persistence != 1.0)
+    throw UsageError(
+        "--delays FILE replaces --delay-dist, --base-dist, --straggler-rank and --persistence");
+  const ConfigReader file(a.delays_file);
+  const ConfigNode root = file.root();
+  root.allow_only({"base", "persistent"});
+  load_delay_model(root, file.directory());
+  std::ostringstream y;
+  if (root.has("base")) y << "delays: {base: " << root.child("base").text() << "}\n";
+  std::string first_rank;
+  if (auto list = root.maybe("persistent")) {
+    const std::vector<ConfigNode> items = list->items();
+    if (!items.empty()) {
+      std::string ranks, delay, persistence;
+      for (std::size_t i = 0; i < items.size(); ++i) {
+        const ConfigNode& it = items[i];
+        const std::string d = it.child("delay").text();
+        const std::string p = it.has("persistence") ? it.child("persistence").text() : "1";
+        if (i == 0) {
+          delay = d;
+          persistence = p;
+          first_rank = it.child("rank").text();
+        } else if (d != delay || p != persistence) {
+          it.fail("advise takes one delay distribution and persistence for every straggler");
+        }
+        ranks += (i ? ", " : "") + it.child("rank").text();
+      }
+      y << "stragglers: {ranks: [" << ranks << "], delay: " << delay
+        << ", persistence: " << persistence << "}\n";
+    }
+  }
+  y << "prediction: {policy: " << a.policy << (first_rank.empty() ? "" : ", rank: " + first_rank)
+    << "}\n";
+  return y.str();
+}
+
+// The default candidates (every algorithm the topology can run) and, in `left_out`, the names
+// left out because on this topology they are another candidate's schedule.
+std::string advise_document(const AdviseArgs& a, std::vector<std::string>* left_out = nullptr) {
+  if (a.size.empty() == a.workload.empty())
+    throw UsageError(
+        "give --size (one AllReduce) or --workload FILE (a training step), one of them");
+  if (!a.workload.empty() && !a.trace.empty())
+    throw UsageError("--trace records one AllReduce; with --workload there is a step of them");
+  if (!a.size.empty()) {
+    try {
+      parse_bytes_with_unit(a.size);
+    } catch (const InputError& e) {
+      throw InputError(std::string("--size: ") + e.what());
+    }
+  }
+  std::vector<std::string> algs =
+      a.algorithms.empty() ? std::vector<std::string>() : split_list("--algorithms", a.algorithms);
+  if (algs.empty()) {
+    // Algorithms that reduce in a switch only where the topology's switch reduces; asked for
+    // by name, they are checked like any experiment's.
+    std::optional<topo::Topology> t;
+    const auto topology = [&]() -> const topo::Topology& {
+      if (!t) {
+        const ConfigReader r =
+            ConfigReader::from_string("topology: " + topology_yaml(a), "--topology");
+        t = load_topology(r.root().child("topology"), ".");
+      }
+      return *t;
+    };
+    for (const alg::AlgorithmInfo& info : alg::algorithms()) {
+      if (info.in_network && (topology().shared_device || unreduced_group(info, topology()) >= 0))
+        continue;
+      algs.push_back(info.name);
+    }
+    // On one node a node-aware schedule is another candidate's (hierarchical is ring there):
+    // ranking both would only list the same time twice.
+    const int ranks = a.ranks > 0 ? a.ranks : topology().gpu_count();
+    const int g = topology().gpus_per_node;
+    if (g == 0 || g >= ranks) {
+      std::erase_if(algs, [&](const std::string& name) {
+        const alg::AlgorithmInfo& info = alg::find_algorithm(name);
+        const bool same = !info.one_node_equals.empty() &&
+                          std::find(algs.begin(), algs.end(), info.one_node_equals) != algs.end();
+        if (same && left_out) left_out->push_back(name + " (= " + info.one_node_equals + ")");
+        return same;
+      });
+    }
+  }
+  std::ostringstream y;
+  y << "name: advise\n";
+  y << "topology: " << topology_yaml(a) << "\n";
+  y << "network: {model: " << a.network;
+  if (!a.gamma.empty()) y << ", gamma: " << yaml_quoted(a.gamma);
+  y << "}\n";
+  y << "algorithms: [";
+  for (std::size_t i = 0; i < algs.size(); ++i) y << (i ? ", " : "") << yaml_quoted(algs[i]);
+  y << "]\n";
+  if (std::find(algs.begin(), algs.end(), "ring") != algs.end()) y << "baseline: ring\n";
+  if (a.workload.empty()) {
+    y << "size: " << yaml_quoted(a.size) << "\n";
+  } else {
+    // The experiment loader reads the file (errors name its line and key) and runs every
+    // candidate on each gradient bucket of the job's steps.
+    y << "workload: {file: " << yaml_quoted(std::filesystem::absolute(a.workload).string())
+      << "}\n";
+  }
+  if (!a.delays_file.empty()) {
+    y << delays_file_yaml(a);
+    y << "iterations: " << a.iterations << "\nseed: " << a.seed << "\n";
+    if (a.ranks > 0) y << "sweep: {ranks: [" << a.ranks << "]}\n";
+    return y.str();
+  }
+  if (!a.base_dist.empty())
+    y << "delays: {base: " << checked_distribution("--base-dist", a.base_dist) << "}\n";
+  if (!a.delay_dist.empty()) {
+    y << "stragglers: {"
+      << (a.straggler_rank >= 0 ? "ranks: [" + std::to_string(a.straggler_rank) + "]" : "count: 1")
+      << ", delay: " << checked_distribution("--delay-dist", a.delay_dist)
+      << ", persistence: " << a.persistence << "}\n";
+  }
+  y << "prediction: {policy: " << a.policy;
+  if (a.straggler_rank >= 0) y << ", rank: " << a.straggler_rank;
+  y << "}\n";
+  y << "iterations: " << a.iterations << "\nseed: " << a.seed << "\n";
+  if (a.ranks > 0) y << "sweep: {ranks: [" << a.ranks << "]}\n";
+  return y.str();
+}
+
+std::string pct(double f) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * f);
+  return buf;
+}
+
+void run_advise(const AdviseArgs& a) {
+  std::vector<std::string> left_out;
+  const ConfigReader reader =
+      ConfigReader::from_string(advise_document(a, &left_out), "stragglesim advise");
+  const Experiment e = load_experiment(reader);
+  check_experiment_memory(MemoryBudget::from_flag(a.max_memory), e, a.jobs);
+  check_experiment_time(TimeBudget::from_flag(a.max_time), e, a.jobs);
+  if (const std::string note = experiment_time_note(e, a.jobs); !note.empty())
+    std::cerr << "stragglesim: note: " << note << "\n";
+  const ExperimentRuns runs = run_experiment_in_memory(e, a.jobs, a.threads);
+  if (const std::string w = shared_link_warning(e, runs.summaries); !w.empty())
+    std::cerr << "stragglesim: warning: " << w << "\n";
+  const std::vector<sim::SimulationResult>& r = runs.runs.front();
+  const std::vector<AlgorithmSummary>& s = runs.summaries.front();
+  const sim::SimulationConfig& c = e.points.front().config;
+  const std::size_t nalg = e.algorithms.size();
+
+  // Share of iterations in which each algorithm is the fastest; an iteration that several tie
+  // for (within 1e-9) is split among them, so the column sums to 100%.
+  std::vector<double> wins(nalg, 0.0);
+  const std::size_t iters = r.front().iterations.size();
+  for (std::size_t i = 0; i < iters; ++i) {
+    double best = r[0].iterations[i].completion.value;
+    for (std::size_t k = 1; k < nalg; ++k)
+      best = std::min(best, r[k].iterations[i].completion.value);
+    std::size_t tied = 0;
+    for (std::size_t k = 0; k < nalg; ++k)
+      if (r[k].iterations[i].completion.value <= best * (1 + 1e-9)) ++tied;
+    for (std::size_t k = 0; k < nalg; ++k) {
+      if (r[k].iterations[i].completion.value <= best * (1 + 1e-9))
+        wins[k] += 1.0 / static_cast<double>(iters * tied);
+    }
+  }
+  std::vector<std::size_t> order(nalg);
+  for (std::size_t k = 0; k < nalg; ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+    return s[x].mean_completion < s[y].mean_completion;
+  });
+
+  const std::optional<Workload>& job = e.points.front().workload;
+  std::cout << c.topology.name << ", " << c.topology.gpu_count() << " ranks, ";
+  if (job) {
+    std::cout << "training step (" << format_bytes(c.size) << " of gradients in "
+              << sim::make_buckets(job->layers, job->bytes_per_param, job->bucket_cap).size()
+              << " buckets, each reduced by the candidate)";
+  } else {
+    std::cout << format_bytes(c.size);
+  }
+  std::cout << ", " << sim::to_string(c.network) << " model; delays: " << c.delays.describe()
+            << "; prediction " << sim::to_string(c.policy) << "; " << e.iterations
+            << (job ? " steps" : " iterations") << ", seed " << e.seed << "\n";
+  std::cout << (job ? "completion = the step's time; after last arr. = its exposed communication "
+                      "(step end - optimizer - last backward end)\n"
+                    : "completion = first arrival to last finish (what the step waits)\n");
+  if (!left_out.empty()) {
+    std::cout << "left out, the same schedule as another candidate on one node:";
+    for (std::size_t i = 0; i < left_out.size(); ++i) std::cout << (i ? ", " : " ") << left_out[i];
+    std::cout << "\n";
+  }
+  std::cout << "\n";
+  const std::string base = e.algorithms[e.baseline].label;
+  // The algorithm column as wide as the longest label, so that every row lines up.
+  int width = 10;
+  for (const ExperimentAlgorithm& alg : e.algorithms)
+    width = std::max(width, static_cast<int>(alg.label.size()));
+  char line[512];
+  std::snprintf(line, sizeof line, "%-4s %-*s %12s %12s %16s %9s %8s\n", "rank", width, "algorithm",
+                "mean", "p90", "after last arr.", ("vs " + base).c_str(), "fastest");
+  std::cout << line;
+  for (std::size_t i = 0; i < nalg; ++i) {
+    const std::size_t k = order[i];
+    char speed[32];
+    std::snprintf(speed, sizeof speed, "%.3fx", s[k].speedup);
+    std::snprintf(line, sizeof line, "%-4zu %-*s %12s %12s %16s %9s %8s\n", i + 1, width,
+                  e.algorithms[k].label.c_str(), format_time(Seconds{s[k].mean_completion}).c_str(),
+                  format_time(Seconds{s[k].p90_completion}).c_str(),
+                  format_time(Seconds{s[k].mean_after_last_arrival}).c_str(), speed,
+                  pct(wins[k]).c_str());
+    std::cout << line;
+  }
+  const std::size_t best = order.front();
+  std::cout << "\nuse " << e.algorithms[best].label << ": expected "
+            << format_time(Seconds{s[best].mean_completion})
+            << (job ? " per training step (p90 " : " per AllReduce (p90 ")
+            << format_time(Seconds{s[best].p90_completion}) << ")";
+  if (best != e.baseline) {
+    char speed[32];
+    std::snprintf(speed, sizeof speed, "%.3f", s[best].speedup);
+    std::cout << ", " << speed << "x faster than " << base << " ("
+              << format_time(Seconds{s[e.baseline].mean_completion}) << ")";
+  }
+  if (s[best].straggler_aware) {
+    std::cout << "; straggler predicted right in " << pct(s[best].prediction_accuracy)
+              << " of iterations";
+  }
+  std::cout << "\n";
+  // The trace of the recommendation, on the arrivals the advisor simulated for that iteration.
+  if (!a.trace.empty()) {
+    if (a.trace_iteration >= e.iterations) {
+      throw InputError("--trace-iteration " + std::to_string(a.trace_iteration) +
+                       " is past the last iteration (" + std::to_string(e.iterations - 1) + ")");
+    }
+    const sim::SimulationResult t =
+        write_trace(run_config(e, best), a.trace_iteration, a.trace_links, a.trace, a.max_memory,
+                    a.max_time, "stragglesim advise");
+    std::cout << "trace of " << e.algorithms[best].label << ", iteration " << a.trace_iteration
+              << " (" << format_time(t.iterations.back().completion) << "): " << a.trace << "\n";
+  }
+}
+
+}  // namespace
+
+void add_advise_command(CLI::App& app) {
+  auto a = std::make_shared<AdviseArgs>();
+  CLI::App* cmd = app.add_subcommand("advise",
+                                     "Which AllReduce algorithm to use under a straggler delay "
+                                     "distribution (ranked by mean completion)");
+  cmd->add_option("--topology", a->topology,
+                  "Topology: YAML file, shipped name (dgx_h100), '{kind: switch, ...}' or "
+                  "switch:450GiB/s:3us")
+      ->required();
+  cmd->add_option("-r,--ranks", a->ranks,
+                  "Rank count (sets the topology's; default: the topology's)")
+      ->check(CLI::Range(2, 65536));
+  cmd->add_option("--size", a->size, "AllReduce size per rank, e.g. 1GiB (or --workload)");
+  cmd->add_option("--workload", a->workload,
+                  "Rank the algorithms by training step time: FILE's workload: section (a train "
+                  "job, e.g. configs/train/gpt2_medium_64gpu.yaml), each bucket's AllReduce run "
+                  "by the candidate; iterations are steps");
+  cmd->add_option(
+      "--delay-dist", a->delay_dist,
+      "Straggler delay: a time (5ms) or a YAML map, e.g. '{distribution: lognormal, mean: 9.5ms, "
+      "p90: 18.8ms}'; default: no straggler");
+  cmd->add_option("--delays", a->delays_file,
+                  "A delays: map in a YAML file (base, persistent), e.g. what fit-delays writes; "
+                  "replaces --delay-dist, --base-dist, --straggler-rank and --persistence");
+  cmd->add_option("--straggler-rank", a->straggler_rank,
+                  "The straggler's home rank (default: the last rank)")
+      ->check(non_negative_number());
+  cmd->add_option("--persistence", a->persistence,
+                  "Share of iterations the straggler is on its home rank")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--base-dist", a->base_dist,
+                  "Delay of every rank, every iteration (same forms as --delay-dist)");
+  cmd->add_option("--policy", a->policy,
+                  "Straggler prediction of straggler-aware algorithms (default previous)")
+      ->check(CLI::IsMember({"oracle", "fixed", "previous", "eager"}));
+  cmd->add_option("--network", a->network, "Network model (default alphabeta)")
+      ->check(CLI::IsMember({"alphabeta", "flow"}));
+  cmd->add_option("--gamma", a->gamma, "Reduce cost, e.g. 0.05ns/B (default 0)");
+  cmd->add_option("--algorithms", a->algorithms,
+                  "Candidates, comma-separated (default: every algorithm)");
+  cmd->add_option("-n,--iterations", a->iterations, "Iterations per algorithm (default 200)")
+      ->check(CLI::Range(1, 10'000'000));
+  cmd->add_option("--seed", a->seed, "Seed (default 1)")->check(non_negative_number());
+  cmd->add_option("-j,--jobs", a->jobs, "Parallel runs (default: hardware concurrency)")
+      ->check(CLI::Range(1, 1024));
+  CLI::Option* trace = cmd->add_option(
+      "--trace", a->trace,
+      "Write the Chrome trace (Perfetto) of the recommended algorithm's iteration to FILE (pick "
+      "another with --algorithms NAME)");
+  cmd->add_option("--trace-iteration", a->trace_iteration, "Iteration to trace (default 0)")
+      ->check(non_negative_number())
+      ->needs(trace);
+  add_trace_links_option(*cmd, a->trace_links);
+  cmd->get_option("--trace-links")->needs(trace);
+  add_max_memory_option(*cmd, a->max_memory);
+  add_max_time_option(*cmd, a->max_time);
+  add_threads_option(*cmd, a->threads, "; used only with --jobs 1, else each run gets one");
+  cmd->callback([a] { run_advise(*a); });
+}
+
+}  // namespace ssim::exp

@@ -1,0 +1,141 @@
+// The `stragglesim` subcommands. Each add_*_command registers a CLI11 subcommand whose
+// callback does the work; errors are thrown as ssim::InputError and reported once in main().
+//
+//   CLI::App app{"stragglesim"};
+//   ssim::exp::add_schedule_commands(app);
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "algorithms/registry.hpp"
+#include "algorithms/schedule_json.hpp"
+#include "common/memory_budget.hpp"
+#include "common/output_file.hpp"
+#include "sim/simulation.hpp"
+
+namespace ssim::exp {
+
+// `schedule`, `verify`, `algorithms`.
+void add_schedule_commands(CLI::App& app);
+
+// `simulate CONFIG.yaml [--json] [--trace FILE]`.
+void add_simulate_command(CLI::App& app);
+
+// `calibrate MEASUREMENTS.csv [-o TOPOLOGY.yaml]` and `validate MEASURED.csv --topology FILE`.
+void add_calibrate_commands(CLI::App& app);
+
+// calibrate by simulation (calibrate_sim.cpp, experiments/runner/calibrate_sim.hpp): the options
+// beyond calibrate's own, registered on the calibrate subcommand; used with --topology-kind
+// shared_device or --by-simulation.
+struct SimCalibrateArgs {
+  std::vector<std::string> more_inputs;  // result CSVs after the first
+  bool by_simulation = false;
+  std::vector<std::string> fix, fit, holdout, algorithm_options;
+  std::uint64_t seed = 0;
+  int threads = 1;
+  int max_evaluations = 4000;
+  std::string rows_output;  // every compared row with its simulated time, as CSV
+};
+void add_simulation_calibrate_options(CLI::App& calibrate, SimCalibrateArgs& args);
+// `kind`, `ranks` (0: the rows'), `machine` ("": the rows' device), `output` ("": no file) as
+// calibrate takes them.
+void run_calibrate_by_simulation(const std::string& input, const std::string& kind, int ranks,
+                                 const std::string& machine, const std::string& output,
+                                 const SimCalibrateArgs& args);
+
+// `run [EXPERIMENT.yaml] [-o DIR] [--jobs N] [--dry-run] [--no-plots] [--shard I/N] [--resume]`.
+void add_run_command(CLI::App& app);
+
+// `merge SHARD_DIR... -o DIR`: the full results of an experiment run as shards.
+void add_merge_command(CLI::App& app);
+
+// `lower ALGO --ranks N --bytes B [--dtype T] [--align A] [--format text|json]`: the p2p plan.
+void add_lower_command(CLI::App& app);
+
+// `advise --topology T --size S [--ranks N] [--delay-dist D] ...`: which algorithm to use.
+void add_advise_command(CLI::App& app);
+
+// Sign checks for numeric flags, with short messages ("--seed: must be >= 0, got -5"; CLI11's
+// NonNegativeNumber prints DBL_MAX in all its 309 digits).
+// --threads N (1..1024): threads of the alpha-beta dataflow pass inside one simulation.
+// `threads` keeps its default (1 in every command) when the flag is absent.
+void add_threads_option(CLI::App& cmd, int& threads, const std::string& extra = "");
+CLI::Validator non_negative_number();
+CLI::Validator positive_number();
+
+// --max-memory SIZE on a subcommand (common/memory_budget.hpp; "" when not given: the default).
+void add_max_memory_option(CLI::App& cmd, std::string& text);
+
+// A comma-separated flag value ("ring,rhd") as its items; InputError naming `flag` for an empty
+// item ("ring,,rhd", a trailing comma) or an item given twice.
+std::vector<std::string> split_list(const std::string& flag, const std::string& text);
+
+// Every numeric (FLOAT) option of `app` and its subcommands refuses nan and inf before CLI11
+// converts it (a range check passes NaN, since every comparison with it is false).
+void require_finite_numbers(CLI::App& app);
+
+// --max-time DURATION on a subcommand (common/time_budget.hpp; "" when not given: the default,
+// one hour of estimated work).
+void add_max_time_option(CLI::App& cmd, std::string& text);
+
+// The one warning when the alpha-beta model ignores link sharing (sim::find_shared_link).
+std::string shared_link_warning(const sim::SharedLink& s);
+
+struct Experiment;
+struct AlgorithmSummary;
+// For `run` and `advise`: one warning naming the first (point, algorithm) whose alpha-beta run
+// shares a link, and how many do; "" when none does.
+std::string shared_link_warning(const Experiment& e,
+                                const std::vector<std::vector<AlgorithmSummary>>& points);
+
+// The generator options of `schedule` and `lower`: `--option key=value` items plus `--straggler R`
+// (-1: not given), checked against `info` (InputError for a malformed item, a straggler for an
+// algorithm that is not straggler-aware, or the straggler given twice).
+alg::Options algorithm_options(const alg::AlgorithmInfo& info,
+                               const std::vector<std::string>& items, int straggler);
+
+// A schedule file of `verify`, `lower --schedule` and `schedule --from` (JSON or binary by its
+// first bytes; "-" for stdin), read streamed and verified round by round: InputError naming the
+// file if it cannot be read or is not a correct schedule, ResourceError if the verifier's state
+// would not fit `budget` (check_verify_memory, on the header before `before` sees it). `before`
+// and `each` as for alg::verify_schedule_file.
+alg::StreamedVerify verify_schedule_input(
+    const std::string& path, const MemoryBudget& budget,
+    const std::function<void(const alg::Schedule& header)>& before = {},
+    const std::function<void(const alg::Round& round)>& each = {});
+
+// A schedule file of `lower --schedule` and `schedule --from` (JSON or binary; "-" for stdin),
+// read streamed, verified round by round (InputError with the verifier's message if it is not a
+// correct schedule) and kept; refused (ResourceError) as it grows beyond `budget` at
+// `bytes_per_transfer` (what the caller will build from it, the kept schedule included).
+alg::Schedule load_schedule_file(const std::string& path, const MemoryBudget& budget,
+                                 double bytes_per_transfer, const std::string& what);
+
+// Reads a whole file, or stdin for "-" (common/input_file.hpp: regular files within the size
+// limit). Throws InputError naming the path when it cannot.
+std::string read_input(const std::string& path);
+// Writes to a file, or stdout for "" or "-" (ssim::write_output_file: complete or absent,
+// devices and pipes written in place; OutputError, exit 3, when a write fails).
+void write_output(const std::string& path, const std::string& text);
+
+// `-n` on a command without iterations (schedule, lower), where it used to mean the rank
+// count: a usage error that names -r/--ranks. Across stragglesim -n is the iteration count.
+void add_retired_rank_flag(CLI::App& cmd);
+
+// --trace-links K (simulate, run, advise): link counters for the K busiest links; -1 when not
+// given (every link that carries traffic).
+void add_trace_links_option(CLI::App& cmd, int& k);
+
+// Runs `config` again up to iteration `iteration` (results are causal: iteration i depends on
+// iterations <= i only) and streams that iteration's Chrome trace to `path`; returns the
+// result of that shortened run. `trace_links` as add_trace_links_option. InputError from the
+// simulation is prefixed with `where`.
+sim::SimulationResult write_trace(sim::SimulationConfig config, int iteration, int trace_links,
+                                  const std::string& path, const std::string& max_memory,
+                                  const std::string& max_time, const std::string& where);
+
+}  // namespace ssim::exp

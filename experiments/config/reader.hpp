@@ -1,0 +1,144 @@
+// Typed access to a YAML document with errors that name the file, line, column, key path
+// and value. Only the files of experiments/config/ include yaml-cpp; everything past the loader
+// works on typed structs.
+//
+//   ConfigReader in("exp.yaml");                     // throws InputError if unreadable/malformed
+//   ConfigMap top = in.root();
+//   top.allow_only({"topology", "iterations"});
+//   int iters = top.get_int("iterations", 1, 1, 1000000);   // default 1, range [1, 1e6]
+//   Seconds lat = top.child("topology").get_time("latency");  // required key
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/units.hpp"
+
+namespace ssim::exp {
+
+class ConfigReader;
+
+// A YAML node with the key path that led to it, e.g. "delays.persistent[0].rank".
+class ConfigNode {
+ public:
+  ConfigNode(const ConfigReader* reader, YAML::Node node, std::string path)
+      : reader_(reader), node_(std::move(node)), path_(std::move(path)) {}
+  ConfigNode(const ConfigNode&) = default;
+  // Rebinds to `other`'s node. (YAML::Node's own assignment would overwrite the value in the
+  // document the node belongs to, so the default operator= must not be used.)
+  ConfigNode& operator=(const ConfigNode& other) {
+    reader_ = other.reader_;
+    node_.reset(other.node_);
+    path_ = other.path_;
+    return *this;
+  }
+
+  const std::string& path() const { return path_; }
+  const YAML::Node& yaml() const { return node_; }
+  const ConfigReader& reader() const { return *reader_; }
+  bool is_map() const { return node_.IsMap(); }
+  bool is_sequence() const { return node_.IsSequence(); }
+  bool is_scalar() const { return node_.IsScalar(); }
+  std::string text() const;  // the scalar as written, or a flow dump of the node
+
+  // Errors point at this node: "file:line:column: path: what (value: ...)".
+  [[noreturn]] void fail(const std::string& what) const;
+
+  // Scalar conversions of this node.
+  std::string as_string() const;
+  std::int64_t as_int(std::int64_t lo, std::int64_t hi) const;
+  double as_double(double lo, double hi) const;
+  bool as_bool() const;
+  Seconds as_time() const;
+  Bytes as_bytes() const;
+  BytesPerSecond as_bandwidth() const;
+  SecondsPerByte as_seconds_per_byte() const;
+  // A file named by this scalar, relative to `base_dir` unless absolute; an error at this node
+  // unless it is a readable regular file within the input size limit (common/input_file.hpp).
+  std::string as_input_file(const std::string& base_dir, const std::string& what) const;
+  // One of `choices`; the error lists them.
+  std::string as_choice(std::initializer_list<const char*> choices) const;
+
+  // Map access. `has` is true for present keys; a key present with an empty or null value is
+  // an error (null never stands for the default). Strings (as_string) must not hold control
+  // characters.
+  bool has(const std::string& key) const;
+  ConfigNode child(const std::string& key) const;  // required: error names the missing key
+  std::optional<ConfigNode> maybe(const std::string& key) const;
+  void require_map() const;
+  // Unknown keys are errors naming the key and the allowed ones.
+  void allow_only(std::initializer_list<const char*> keys) const;
+  std::vector<std::string> keys() const;  // in document order
+
+  // Sequence access (a scalar counts as a one-element list when `scalar_ok`). An empty list is
+  // an error (leaving the key out gives the default); so, in unique_items, is a scalar item
+  // written twice.
+  std::vector<ConfigNode> items(bool scalar_ok = false) const;
+  std::vector<ConfigNode> unique_items(bool scalar_ok = false) const;
+
+  // Shorthands: typed value of a key, with a default when absent.
+  std::string get_string(const std::string& key,
+                         std::optional<std::string> fallback = std::nullopt) const;
+  std::int64_t get_int(const std::string& key, std::optional<std::int64_t> fallback,
+                       std::int64_t lo, std::int64_t hi) const;
+  double get_double(const std::string& key, std::optional<double> fallback, double lo,
+                    double hi) const;
+  bool get_bool(const std::string& key, std::optional<bool> fallback) const;
+  Seconds get_time(const std::string& key, std::optional<Seconds> fallback = std::nullopt) const;
+  Bytes get_bytes(const std::string& key, std::optional<Bytes> fallback = std::nullopt) const;
+  BytesPerSecond get_bandwidth(const std::string& key,
+                               std::optional<BytesPerSecond> fallback = std::nullopt) const;
+  std::string get_choice(const std::string& key, std::initializer_list<const char*> choices,
+                         std::optional<std::string> fallback = std::nullopt) const;
+
+ private:
+  const ConfigReader* reader_;
+  YAML::Node node_;
+  std::string path_;
+};
+
+// The most values (map entries and list items, aliases expanded) a config document may have.
+inline constexpr std::size_t kMaxConfigNodes = 1'000'000;
+
+class ConfigReader {
+ public:
+  // Loads a file; syntax errors name the file, line and column.
+  explicit ConfigReader(const std::string& path);
+  // Parses text (tests, stdin); `name` is used in messages.
+  static ConfigReader from_string(const std::string& text, const std::string& name);
+
+  ConfigNode root() const { return ConfigNode(this, root_, ""); }
+  const std::string& file() const { return file_; }
+  // Directory of the file, to resolve relative paths inside it ("" for strings).
+  std::string directory() const;
+
+  // Values written into this document from another one (a topology file's keys overridden by
+  // the including config): `node` and everything below it report errors at their place in
+  // `owner`'s file, under `path` there.
+  void adopt(const YAML::Node& node, const ConfigReader& owner, const std::string& path) const;
+  // Where an error at `node` is reported: the owner's file and path for an adopted node, else
+  // this file and `path`.
+  std::pair<const std::string*, std::string> origin(const YAML::Node& node,
+                                                    const std::string& path) const;
+
+ private:
+  ConfigReader() = default;
+  void check_keys(const YAML::Node& node, const std::string& path, int depth) const;
+  struct Adopted {
+    YAML::Node node;
+    const ConfigReader* owner;
+    std::string path;
+  };
+  std::string file_;
+  YAML::Node root_;
+  mutable std::size_t nodes_checked_ = 0;
+  mutable std::vector<Adopted> adopted_;
+};
+
+}  // namespace ssim::exp

@@ -1,0 +1,317 @@
+#include <filesystem>
+
+#include "common/error.hpp"
+#include "experiments/config/config.hpp"
+#include "topologies/generators.hpp"
+
+namespace ssim::exp {
+namespace {
+
+constexpr std::int64_t kMaxRanks = topo::kMaxGeneratedRanks;
+
+// Generators validate combinations of parameters; their errors are reported at the node.
+template <typename F>
+topo::Topology generate_at(const ConfigNode& node, F make) {
+  try {
+    return make();
+  } catch (const InputError& e) {
+    node.fail(e.what());
+  }
+}
+
+// `reduce: {bandwidth: ..., latency: ...}`: a switch's in-network reduction (NVLS, SHARP).
+topo::SwitchReduction parse_reduce(const ConfigNode& r) {
+  r.require_map();
+  r.allow_only({"bandwidth", "latency"});
+  return topo::SwitchReduction{r.get_bandwidth("bandwidth"), r.get_time("latency")};
+}
+
+// Marks every switch with a link of class `link_class` to a GPU as reducing (the NVSwitches of
+// a hierarchical topology: "nvlink"; its leaves or rails: "nic"); errors at `at`.
+void reduce_switches(topo::Topology& t, const std::string& link_class,
+                     const topo::SwitchReduction& r, const ConfigNode& at) {
+  int marked = 0;
+  for (int v = 0; v < t.node_count(); ++v) {
+    if (t.node(v).kind != topo::NodeKind::switch_node) continue;
+    bool feeds_gpu = false;
+    for (int l : t.out_links(v)) {
+      const topo::Link& link = t.link(l);
+      feeds_gpu = feeds_gpu ||
+                  (link.link_class == link_class && t.node(link.to).kind == topo::NodeKind::gpu);
+    }
+    if (!feeds_gpu) continue;
+    try {
+      t.set_switch_reduction(v, r);
+    } catch (const InputError& e) {
+      at.fail(e.what());
+    }
+    ++marked;
+  }
+  if (marked == 0) {
+    at.fail("this topology has no switch joined to GPUs by " + link_class +
+            " links (one GPU per node has no NVSwitch)");
+  }
+}
+
+topo::Topology load_custom(const ConfigNode& node) {
+  topo::Topology t;
+  for (const ConfigNode& n : node.child("nodes").items()) {
+    n.allow_only({"name", "type", "reduce"});
+    const std::string name = n.get_string("name");
+    if (t.find_vertex(name) >= 0) n.child("name").fail("duplicate node name '" + name + "'");
+    if (n.get_choice("type", {"gpu", "switch"}, "gpu") == "gpu") {
+      if (n.has("reduce")) {
+        n.child("reduce").fail("reduce on GPU node '" + name +
+                               "': only a switch (type: switch) can reduce");
+      }
+      t.add_gpu(name);
+    } else {
+      const int v = t.add_switch(name);
+      if (n.has("reduce")) {
+        const ConfigNode r = n.child("reduce");
+        const topo::SwitchReduction red = parse_reduce(r);
+        try {
+          t.set_switch_reduction(v, red);
+        } catch (const InputError& e) {
+          r.fail(e.what());
+        }
+      }
+    }
+  }
+  if (t.gpu_count() < 2) node.child("nodes").fail("a custom topology needs at least 2 GPUs");
+  if (t.gpu_count() > kMaxRanks) {
+    node.child("nodes").fail("a custom topology of " + std::to_string(t.gpu_count()) +
+                             " GPUs: at most " + std::to_string(kMaxRanks) +
+                             ", as for every topology");
+  }
+  for (const ConfigNode& l : node.child("links").items()) {
+    l.allow_only({"from", "to", "bandwidth", "latency", "class", "duplex"});
+    auto endpoint = [&](const char* key) {
+      const ConfigNode e = l.child(key);
+      const int v = t.find_vertex(e.as_string());
+      if (v < 0) e.fail("unknown node '" + e.as_string() + "' (declare it under nodes)");
+      return v;
+    };
+    const int from = endpoint("from");
+    const int to = endpoint("to");
+    if (from == to) l.child("to").fail("a link must join two different nodes");
+    const BytesPerSecond bw = l.get_bandwidth("bandwidth");
+    const Seconds lat = l.get_time("latency");
+    const std::string cls = l.get_string("class", "");
+    if (l.get_bool("duplex", true)) {
+      t.add_duplex_link(from, to, bw, lat, cls);
+    } else {
+      t.add_link(from, to, bw, lat, cls);
+    }
+  }
+  t.name = "custom(" + std::to_string(t.gpu_count()) + " GPUs)";
+  return t;
+}
+
+topo::Topology load_inline(const ConfigNode& node) {
+  const std::string kind = node.get_choice(
+      "kind", {"switch", "fully_connected", "ring", "torus2d", "torus3d", "fat_tree", "hierarchical", "custom",
+                 "shared_device"});
+  static constexpr const char* kCommon[] = {"kind", "ecmp", "name", "description", "provenance"};
+  auto allow = [&](std::initializer_list<const char*> extra) {
+    std::vector<std::string> keys(std::begin(kCommon), std::end(kCommon));
+    keys.insert(keys.end(), extra.begin(), extra.end());
+    for (const std::string& k : node.keys()) {
+      if (std::find(keys.begin(), keys.end(), k) == keys.end()) {
+        std::string list;
+        for (const std::string& a : keys) list += (list.empty() ? "" : ", ") + a;
+        node.child(k).fail("unknown key '" + k + "' for a " + kind + " topology (allowed: " + list + ")");
+      }
+    }
+  };
+  if (kind != "switch" && kind != "hierarchical" && kind != "custom" && node.has("reduce")) {
+    node.child("reduce").fail("a " + kind +
+                              " topology has no switch that could reduce (a reducing switch is "
+                              "possible in kinds switch, hierarchical (nvlink, fabric) and "
+                              "custom (a switch node))");
+  }
+  topo::Topology t;
+  if (kind == "switch" || kind == "fully_connected" || kind == "ring") {
+    if (kind == "switch") {
+      allow({"ranks", "bandwidth", "latency", "reduce"});
+    } else {
+      allow({"ranks", "bandwidth", "latency"});
+    }
+    const int ranks = static_cast<int>(node.get_int("ranks", std::nullopt, 2, kMaxRanks));
+    const BytesPerSecond bw = node.get_bandwidth("bandwidth");
+    const Seconds lat = node.get_time("latency");
+    t = generate_at(node, [&] {
+      if (kind == "switch") return topo::make_switch({.ranks = ranks, .bandwidth = bw, .latency = lat});
+      if (kind == "ring") return topo::make_ring({.ranks = ranks, .bandwidth = bw, .latency = lat});
+      return topo::make_fully_connected({.ranks = ranks, .bandwidth = bw, .latency = lat});
+    });
+    if (node.has("reduce")) {
+      const ConfigNode r = node.child("reduce");
+      reduce_switches(t, "nvlink", parse_reduce(r), r);
+    }
+  } else if (kind == "torus2d" || kind == "torus3d") {
+    const bool three = kind == "torus3d";
+    if (three) {
+      allow({"x", "y", "z", "bandwidth", "latency"});
+    } else {
+      allow({"x", "y", "bandwidth", "latency"});
+    }
+    const int x = static_cast<int>(node.get_int("x", std::nullopt, 1, kMaxRanks));
+    const int y = static_cast<int>(node.get_int("y", std::nullopt, 1, kMaxRanks));
+    const int z = three ? static_cast<int>(node.get_int("z", std::nullopt, 1, kMaxRanks)) : 1;
+    const BytesPerSecond bw = node.get_bandwidth("bandwidth");
+    const Seconds lat = node.get_time("latency");
+    t = generate_at(node, [&] {
+      if (three) return topo::make_torus3d({.x = x, .y = y, .z = z, .bandwidth = bw, .latency = lat});
+      return topo::make_torus2d({.x = x, .y = y, .bandwidth = bw, .latency = lat});
+    });
+  } else if (kind == "fat_tree") {
+    allow({"k", "tiers", "bandwidth", "latency", "oversubscription", "ranks"});
+    topo::FatTreeParams p;
+    p.k = static_cast<int>(node.get_int("k", std::nullopt, 2, 362));
+    p.tiers = static_cast<int>(node.get_int("tiers", 3, 2, 3));
+    p.bandwidth = node.get_bandwidth("bandwidth");
+    p.latency = node.get_time("latency");
+    p.oversubscription = node.get_double("oversubscription", 1.0, 1.0, 1e6);
+    p.ranks = static_cast<int>(node.get_int("ranks", 0, 0, kMaxRanks));
+    t = generate_at(node, [&] { return topo::make_fat_tree(p); });
+  } else if (kind == "hierarchical") {
+    allow({"nodes", "gpus_per_node", "nvlink", "nic", "fabric"});
+    topo::HierarchicalParams p;
+    p.nodes = static_cast<int>(node.get_int("nodes", std::nullopt, 1, kMaxRanks));
+    p.gpus_per_node = static_cast<int>(node.get_int("gpus_per_node", std::nullopt, 1, 1024));
+    const ConfigNode nv = node.child("nvlink");
+    nv.allow_only({"bandwidth", "latency", "reduce"});
+    p.nvlink_bandwidth = nv.get_bandwidth("bandwidth");
+    p.nvlink_latency = nv.get_time("latency");
+    const ConfigNode nic = node.child("nic");
+    nic.allow_only({"bandwidth", "latency"});
+    p.nic_bandwidth = nic.get_bandwidth("bandwidth");
+    p.nic_latency = nic.get_time("latency");
+    const ConfigNode fab = node.child("fabric");
+    fab.allow_only({"kind", "spines", "bandwidth", "latency", "nodes_per_leaf", "reduce"});
+    p.fabric = fab.get_choice("kind", {"leaf_spine", "rail_optimized"}) == "leaf_spine"
+                   ? topo::FabricKind::leaf_spine
+                   : topo::FabricKind::rail_optimized;
+    p.spines = static_cast<int>(fab.get_int("spines", 1, 0, 4096));
+    p.spine_bandwidth = fab.get_bandwidth("bandwidth", p.nic_bandwidth);
+    p.spine_latency = fab.get_time("latency", p.nic_latency);
+    p.nodes_per_leaf = static_cast<int>(fab.get_int("nodes_per_leaf", 1, 1, kMaxRanks));
+    t = generate_at(node, [&] { return topo::make_hierarchical(p); });
+    // NVLS: the NVSwitch of each node; SHARP/CollNet: the switches the NICs plug into.
+    if (nv.has("reduce")) {
+      const ConfigNode r = nv.child("reduce");
+      reduce_switches(t, "nvlink", parse_reduce(r), r);
+    }
+    if (fab.has("reduce")) {
+      const ConfigNode r = fab.child("reduce");
+      reduce_switches(t, "nic", parse_reduce(r), r);
+    }
+  } else if (kind == "shared_device") {
+    allow({"ranks", "memory_bandwidth", "copy_latency", "apply_latency", "launch_time",
+           "copy_factor", "reduce_factor", "apply_copy_factor", "unaligned_factor",
+           "operation_bandwidth"});
+    topo::SharedDeviceParams p;
+    p.ranks = static_cast<int>(node.get_int("ranks", std::nullopt, 2, kMaxRanks));
+    p.device.memory_bandwidth = node.get_bandwidth("memory_bandwidth");
+    p.device.copy_latency = node.get_time("copy_latency");
+    p.device.apply_latency = node.get_time("apply_latency");
+    p.device.launch_time = node.get_time("launch_time", Seconds{0.0});
+    p.device.copy_factor = node.get_double("copy_factor", 2.0, 0.0, 1000.0);
+    p.device.reduce_factor = node.get_double("reduce_factor", 3.0, 0.0, 1000.0);
+    p.device.apply_copy_factor = node.get_double("apply_copy_factor", 2.0, 0.0, 1000.0);
+    p.device.unaligned_factor = node.get_double("unaligned_factor", 1.0, 1.0, 100.0);
+    if (node.has("operation_bandwidth"))
+      p.device.operation_bandwidth = node.get_bandwidth("operation_bandwidth");
+    t = generate_at(node, [&] { return topo::make_shared_device(p); });
+  } else {
+    allow({"nodes", "links"});
+    t = load_custom(node);
+  }
+  t.set_ecmp(node.get_bool("ecmp", false));
+  if (node.has("name")) t.name = node.get_string("name");
+  std::string provenance;
+  if (node.has("description")) provenance = node.get_string("description");
+  if (node.has("provenance")) {
+    provenance += (provenance.empty() ? "" : "; ") + node.child("provenance").text();
+  }
+  if (!provenance.empty()) t.description = provenance + (t.description.empty() ? "" : " [" + t.description + "]");
+  return t;
+}
+
+}  // namespace
+
+namespace {
+
+// Lays `value` (from the including document) over `target[key]`: maps merge key by key, any
+// other value replaces. Replaced values report errors at their place in the including file.
+void overlay(YAML::Node target, const std::string& key, const ConfigNode& value,
+             const ConfigReader& target_reader) {
+  const YAML::Node& ctarget = target;
+  if (value.is_map() && ctarget[key].IsMap()) {
+    YAML::Node inner = target[key];
+    for (const std::string& k : value.keys()) overlay(inner, k, value.child(k), target_reader);
+    return;
+  }
+  target[key] = value.yaml();
+  target_reader.adopt(value.yaml(), value.reader(), value.path());
+}
+
+}  // namespace
+
+TopologySource open_topology(const ConfigNode& entry, const std::string& base_dir) {
+  std::optional<ConfigNode> file_node;
+  if (entry.is_scalar()) {
+    file_node = entry;
+  } else {
+    entry.require_map();
+    if (entry.has("file")) file_node = entry.child("file");
+  }
+  if (!file_node) return TopologySource{nullptr, "", base_dir, entry};
+  const std::filesystem::path path = file_node->as_input_file(base_dir, "topology file");
+  if (is_simgrid_platform_file(path.string())) {
+    // An XML topology file is a SimGrid platform: loaded as `{simgrid: PATH}` (no overrides).
+    if (entry.is_map()) {
+      for (const std::string& key : entry.keys()) {
+        if (key != "file") {
+          entry.child(key).fail("a SimGrid platform file takes no overrides (" + key +
+                                "): change the platform file");
+        }
+      }
+    }
+    std::string quoted;
+    for (const char c : std::filesystem::absolute(path).string()) {
+      if (c == '"' || c == '\\') quoted += '\\';
+      quoted += c;
+    }
+    auto reader = std::make_unique<ConfigReader>(
+        ConfigReader::from_string("simgrid: \"" + quoted + "\"\n", path.string()));
+    const ConfigNode root = reader->root();
+    return TopologySource{std::move(reader), path.string(), path.parent_path().string(), root};
+  }
+  auto reader = std::make_unique<ConfigReader>(path.string());
+  const ConfigNode root = reader->root();
+  root.require_map();
+  if (entry.is_map()) {
+    for (const std::string& key : entry.keys()) {
+      if (key != "file") overlay(root.yaml(), key, entry.child(key), *reader);
+    }
+  }
+  std::string dir = reader->directory();
+  return TopologySource{std::move(reader), path.string(), std::move(dir), root};
+}
+
+topo::Topology load_topology(const ConfigNode& node, const std::string& base_dir) {
+  if (node.is_map() && node.has("astra_sim")) return load_astra_sim_network(node, base_dir);
+  if (node.is_map() && node.has("simgrid")) return load_simgrid_platform(node, base_dir);
+  const TopologySource source = open_topology(node, base_dir);
+  if (source.node.is_map() && source.node.has("simgrid"))
+    return load_simgrid_platform(source.node, source.dir);
+  if (is_astra_sim_network(source.node))
+    return astra_sim_network(source.node, source.file, 1073741824.0);
+  topo::Topology t = load_inline(source.node);
+  if (!source.file.empty() && t.description.empty()) t.description = "from " + source.file;
+  return t;
+}
+
+}  // namespace ssim::exp

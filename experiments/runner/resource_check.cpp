@@ -1,0 +1,297 @@
+#include "experiments/runner/resource_check.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <thread>
+
+#include "algorithms/verifier.hpp"
+#include "common/error.hpp"
+#include "experiments/runner/experiment.hpp"
+#include "sim/network.hpp"
+
+namespace ssim::exp {
+namespace {
+
+std::string count_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, v < 1e6 ? "%.0f" : "%.2g", v);
+  return buf;
+}
+
+// What a finished iteration keeps (IterationSummary), and its per-rank times when asked for.
+double results_bytes(const sim::SimulationConfig& c) {
+  const double per_iteration =
+      sizeof(sim::IterationSummary) +
+      (c.per_rank_times ? 2.0 * sizeof(Seconds) * c.topology.gpu_count() : 0.0);
+  return per_iteration * c.iterations;
+}
+
+// The chrome trace of one iteration kept in memory (SimulationConfig::trace_out unset): a
+// timeline record and about 200 characters of JSON per transfer. Streamed to a file, a trace
+// holds only what is in flight.
+constexpr double kTraceBytesPerTransfer = 256;
+
+}  // namespace
+
+namespace {
+
+// "use fewer ranks", "... or segments" for the algorithms that take them.
+std::string fewer(const std::string& algorithm) {
+  for (const alg::OptionSpec& o : alg::find_algorithm(algorithm).options) {
+    if (o.name == "segments") return "use fewer ranks or segments";
+  }
+  return "use fewer ranks";
+}
+
+}  // namespace
+
+namespace {
+
+// The size of the schedule a simulation runs: counted in a schedule given as data (a schedule
+// file), else the registry's bound.
+alg::ScheduleSize run_schedule_size(const sim::SimulationConfig& c) {
+  if (!c.schedule) return schedule_size(c.algorithm, c.topology.gpu_count(), c.options);
+  alg::ScheduleSize size;
+  size.chunks = c.schedule->chunks;
+  size.rounds = static_cast<double>(c.schedule->rounds.size());
+  for (const alg::Round& r : c.schedule->rounds) {
+    size.transfers += static_cast<double>(r.transfers.size());
+    size.largest_round = std::max(size.largest_round, static_cast<double>(r.transfers.size()));
+  }
+  size.pairs = size.transfers;  // at most
+  return size;
+}
+
+// What to change when a simulation does not fit.
+std::string fewer(const sim::SimulationConfig& c) {
+  return c.schedule ? std::string("give a smaller schedule file") : fewer(c.algorithm);
+}
+
+}  // namespace
+
+alg::ScheduleSize schedule_size(const std::string& algorithm, int ranks,
+                                const alg::Options& options) {
+  const alg::AlgorithmInfo& info = alg::find_algorithm(algorithm);
+  if (!info.size)
+    throw InternalError("algorithm " + info.name + " has no size bound in the registry");
+  return info.size(ranks, options);
+}
+
+void check_schedule_memory(const MemoryBudget& budget, const std::string& algorithm, int ranks,
+                           const alg::Options& options, bool verify) {
+  const alg::ScheduleSize size = schedule_size(algorithm, ranks, options);
+  // Streamed round by round: the round in flight (the generator's and a relabelled copy), its
+  // JSON form (a DOM of up to ~200 bytes per transfer) and the verifier's symbolic state.
+  const double round = std::min(size.largest_round, size.transfers);
+  const double generate = round * 2 * sizeof(alg::Transfer);
+  const double output = round * 200 + (1 << 20);
+  const double state =
+      verify ? alg::symbolic_state_bytes(ranks, static_cast<int>(std::min(size.chunks, 2e9))) : 0.0;
+  budget.require(
+      generate + output + state,
+      "the " + algorithm + " schedule for " + std::to_string(ranks) + " ranks (" +
+          count_text(size.transfers) + " transfers" +
+          (verify ? ", verified on " + count_text(size.chunks) + " chunks" : std::string()) + ")",
+      fewer(algorithm));
+}
+
+void check_verify_memory(const MemoryBudget& budget, int ranks, int chunks) {
+  budget.require(alg::symbolic_state_bytes(ranks, chunks),
+                 "verifying a schedule of " + std::to_string(ranks) + " ranks x " +
+                     std::to_string(chunks) + " chunks (a bit per rank, chunk and contributor)",
+                 "verify a schedule with fewer ranks or chunks");
+}
+
+namespace {
+
+// The most links of a few sampled routes (0 -> n/2, n/4 -> 3n/4, ...): what a cached route
+// holds besides its fixed part.
+double sampled_route_links(const topo::Topology& t) {
+  const int n = t.gpu_count();
+  sim::RouteCache routes(t);
+  std::size_t most = 1;
+  const int pairs[][2] = {{0, n / 2}, {n / 4, 3 * n / 4}, {0, n / 4}, {0, n - 1}, {0, 1}};
+  for (const auto& p : pairs) {
+    if (p[0] == p[1] || p[1] >= n) continue;
+    try {
+      most = std::max<std::size_t>(most, routes.route(routes.find(p[0], p[1])).link_count);
+    } catch (const InputError&) {
+      // unreachable pair: the simulation reports it
+    }
+  }
+  return static_cast<double>(most);
+}
+
+}  // namespace
+
+double simulation_bytes(const sim::SimulationConfig& c) {
+  const alg::ScheduleSize size = run_schedule_size(c);
+  // The topology's next-hop tables (one per destination on a ring or torus), at most all.
+  const double tables = static_cast<double>(c.topology.route_tables_bytes_bound());
+  // The flow model's event engine streams too but keeps the rounds ranks are in: as many as
+  // the whole schedule at worst, so it is counted as materialized.
+  if (sim::streams_rounds(c) && c.network == sim::NetworkKind::alphabeta) {
+    // Streamed (sim::RoundFeed): per-rank state, the round in flight (the generator's, a
+    // relabelled copy), and one cached route per distinct (src, dst) pair.
+    const double n = c.topology.gpu_count();
+    const double round = 2 * sizeof(alg::Transfer) * std::min(size.largest_round, size.transfers);
+    // Routes longer than RouteCache::kShortRoute keep no link list (sim::LinkLists::short_only).
+    const double routes =
+        std::min(size.pairs, size.transfers) *
+        (kRouteBytes + sizeof(int) * std::min<double>(sampled_route_links(c.topology),
+                                                      sim::RouteCache::kShortRoute));
+    return n * kStreamBytesPerRank + round + routes + tables + results_bytes(c);
+  }
+  return size.transfers * (kScheduleBytesPerTransfer + kExecutorBytesPerTransfer +
+                           (c.trace_iteration && !c.trace_out ? kTraceBytesPerTransfer : 0.0)) +
+         tables + results_bytes(c);
+}
+
+void check_simulation_memory(const MemoryBudget& budget, const sim::SimulationConfig& c) {
+  const alg::ScheduleSize size = run_schedule_size(c);
+  budget.require(simulation_bytes(c),
+                 "simulating " + c.algorithm + " on " + std::to_string(c.topology.gpu_count()) +
+                     " ranks (" + count_text(size.transfers) + " transfers, " +
+                     std::to_string(c.iterations) +
+                     (c.iterations == 1 ? " iteration" : " iterations") +
+                     (c.trace_iteration ? ", traced" : "") + ")",
+                 fewer(c) + (c.per_rank_times ? ", fewer iterations or no --per-rank" : ""));
+}
+
+double simulation_seconds(const sim::SimulationConfig& c) {
+  const double per_transfer =
+      c.network == sim::NetworkKind::flow ? kFlowSecondsPerTransfer : kAlphabetaSecondsPerTransfer;
+  const double n = c.topology.gpu_count();
+  return c.iterations * (run_schedule_size(c).transfers * per_transfer + kSecondsPerIteration +
+                         n * kSecondsPerRankIteration);
+}
+
+double schedule_seconds(const std::string& algorithm, int ranks, const alg::Options& options,
+                        bool verify) {
+  const alg::ScheduleSize size = schedule_size(algorithm, ranks, options);
+  // Chunks moved: a bandwidth-optimal allreduce moves each chunk about twice per rank; a
+  // transfer moves at least one.
+  const double moved = std::max(size.transfers, 2.0 * ranks * size.chunks);
+  return size.transfers * kGenerateSecondsPerTransfer +
+         (verify ? moved * ranks * kVerifySecondsPerChunkRank : 0.0);
+}
+
+void check_schedule_time(const TimeBudget& limit, const std::string& algorithm, int ranks,
+                         const alg::Options& options) {
+  limit.require(schedule_seconds(algorithm, ranks, options, /*verify=*/true),
+                "generating and verifying the " + algorithm + " schedule for " +
+                    std::to_string(ranks) + " ranks",
+                fewer(algorithm));
+}
+
+void check_lower_resources(const MemoryBudget& budget, const TimeBudget& limit,
+                           const std::string& algorithm, int ranks, const alg::Options& options) {
+  const alg::ScheduleSize size = schedule_size(algorithm, ranks, options);
+  const std::string what = "lowering the " + algorithm + " schedule for " + std::to_string(ranks) +
+                           " ranks (" + count_text(size.transfers) + " transfers)";
+  budget.require(size.transfers * (kScheduleBytesPerTransfer + kLowerBytesPerTransfer), what,
+                 fewer(algorithm));
+  limit.require(schedule_seconds(algorithm, ranks, options, /*verify=*/false) +
+                    size.transfers * kLowerSecondsPerTransfer,
+                what, fewer(algorithm));
+}
+
+namespace {
+
+std::string simulation_what(const sim::SimulationConfig& c) {
+  const alg::ScheduleSize size = run_schedule_size(c);
+  return "simulating " + c.algorithm + " on " + std::to_string(c.topology.gpu_count()) +
+         " ranks (" + count_text(size.transfers) + " transfers, " + std::to_string(c.iterations) +
+         (c.iterations == 1 ? " iteration" : " iterations") + ", " +
+         std::string(sim::to_string(c.network)) + std::string(" model)");
+}
+
+std::string time_note(double seconds, const std::string& what) {
+  if (seconds < 60) return "";
+  return what + " may take about " + format_duration(seconds) +
+         " (an estimate from the transfers and iterations; Ctrl-C stops it)";
+}
+
+struct ExperimentTime {
+  double seconds = 0;  // wall time with `jobs` runs at once
+  std::string longest;
+};
+
+ExperimentTime experiment_seconds(const Experiment& e, int jobs) {
+  if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  double total = 0, longest = 0;
+  std::string longest_run;
+  for (const SweepPoint& p : e.points) {
+    for (const ExperimentAlgorithm& a : e.algorithms) {
+      sim::SimulationConfig c = p.config;
+      c.algorithm = a.name;
+      c.options = a.options;
+      c.schedule = a.schedule;
+      const double s = simulation_seconds(c);
+      total += s;
+      if (s > longest) {
+        longest = s;
+        longest_run = simulation_what(c);
+      }
+    }
+  }
+  return {std::max(longest, total / jobs), longest_run};
+}
+
+}  // namespace
+
+void check_simulation_time(const TimeBudget& limit, const sim::SimulationConfig& c) {
+  limit.require(simulation_seconds(c), simulation_what(c),
+                fewer(c) + ", fewer iterations or the alphabeta model");
+}
+
+void check_experiment_time(const TimeBudget& limit, const Experiment& e, int jobs, double share) {
+  const ExperimentTime t = experiment_seconds(e, jobs);
+  limit.require(t.seconds * share,
+                "the " + std::to_string(e.run_count()) + " runs (the longest: " + t.longest + ")",
+                "use fewer ranks, sweep points, algorithms or iterations, or more --jobs");
+}
+
+std::string simulation_time_note(const sim::SimulationConfig& c) {
+  return time_note(simulation_seconds(c), "this simulation");
+}
+
+std::string experiment_time_note(const Experiment& e, int jobs) {
+  return time_note(experiment_seconds(e, jobs).seconds,
+                   "the " + std::to_string(e.run_count()) + " runs");
+}
+
+void check_experiment_memory(const MemoryBudget& budget, const Experiment& e, int jobs) {
+  // `jobs` simulations run at once; the largest bounds each. Every run's results are kept.
+  double largest = 0, results = 0;
+  std::string largest_run;
+  for (std::size_t p = 0; p < e.points.size(); ++p) {
+    for (const ExperimentAlgorithm& a : e.algorithms) {
+      sim::SimulationConfig c = e.points[p].config;
+      c.algorithm = a.name;
+      c.options = a.options;
+      c.schedule = a.schedule;
+      const double bytes = simulation_bytes(c) - results_bytes(c);
+      results += results_bytes(c);
+      if (bytes > largest) {
+        largest = bytes;
+        largest_run = a.label + " on " + std::to_string(c.topology.gpu_count()) + " ranks, " +
+                      count_text(run_schedule_size(c).transfers) + " transfers" +
+                      (e.axes.empty() ? std::string() : ", sweep point " + e.point_label(p));
+      }
+    }
+  }
+  if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int parallel = std::max(
+      1, static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(jobs), e.run_count())));
+  budget.require(
+      parallel * largest + results,
+      "simulating " + std::to_string(e.run_count()) + " run" + (e.run_count() == 1 ? "" : "s") +
+          " of " + std::to_string(e.iterations) +
+          (e.iterations == 1 ? " iteration on " : " iterations on ") + std::to_string(parallel) +
+          " thread" + (parallel == 1 ? "" : "s") + " (the largest: " + largest_run + ")",
+      "use fewer ranks, algorithms with fewer transfers, fewer --jobs or fewer iterations");
+}
+
+}  // namespace ssim::exp
