@@ -120,6 +120,17 @@ class DeviceRun {
       for (std::uint32_t i : rr.recvs) rr.copies += staged(round.transfers[i]) ? 1 : 0;
       rr.apply = rr.first + rr.copies;
     }
+    // Odd strides. The GPU backend lays a buffer out as `chunks` chunks of one stride (the
+    // chunk padded to 128 bytes, lowering/plan.hpp) and every copy covers whole chunks, so when
+    // the schedule's chunk is not a multiple of 16 bytes every scratch copy of the run has an
+    // odd length and offset: also one of the whole buffer (Direct's exchange and broadcast
+    // copy all n-1 chunks, S + (n-1) x padding bytes long). The bytes of every operation of
+    // such a run (copies and applies: the factor is fitted over both) count unaligned_factor
+    // times, whatever the range's own offset and length in the IR's bytes. The direct
+    // transport (no scratch copies; its kernels hardly care about the stride) keeps the
+    // range's own rule.
+    const bool odd_layout =
+        total_bytes % (16 * static_cast<std::uint64_t>(std::max(chunks, 1))) != 0;
     for (int p : participants_) {
       const RankRound& rr = round_[static_cast<std::size_t>(p)];
       std::vector<std::uint32_t>& list = rank_ops_[static_cast<std::size_t>(p)];
@@ -136,7 +147,8 @@ class DeviceRun {
         const alg::Transfer& t = round.transfers[i];
         const alg::ByteRange range =
             alg::chunk_bytes(total_bytes, chunks, t.chunk_begin, t.chunk_end);
-        const bool unaligned = range.offset % 16 != 0 || range.length % 16 != 0;
+        const bool unaligned =
+            direct_ ? range.offset % 16 != 0 || range.length % 16 != 0 : odd_layout;
         const double bytes =
             static_cast<double>(range.length) * (unaligned ? d_.unaligned_factor : 1.0);
         const int sender = phys(t.src);

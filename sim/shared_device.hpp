@@ -23,8 +23,10 @@
 // Each operation, once it may start, pays its latency (copy_latency or apply_latency, not
 // shared), then launch_time of the device's launch capacity, which the operations launching at
 // the same time share equally (k at once: k x launch_time each), then moves its bytes.
-// The bytes of a chunk range whose offset or length in the buffer is not a multiple of 16 bytes
-// count unaligned_factor times (an empirical factor: docs/DESIGN.md, shared_device).
+// When the schedule's chunk is not a multiple of 16 bytes, the bytes of every operation of the
+// run count unaligned_factor times, a whole-buffer range included (the GPU copies whole chunks of
+// one odd stride); copy_factor 0 (direct) counts only a range whose own offset or length is not a
+// multiple of 16 bytes (an empirical factor: docs/DESIGN.md, shared_device).
 // A stream runs its operations strictly one after another, starting at the rank's arrival.
 // The device memory is one resource of memory_bandwidth bytes per second: the operations
 // moving bytes at a time share it max-min fairly, each capped at operation_bandwidth. All

@@ -116,10 +116,10 @@ struct SharedDevice {
   double copy_factor = 2;           // memory bytes per byte copied into scratch (read + write)
   double reduce_factor = 3;         // per byte the apply reduces (2 reads + 1 write)
   double apply_copy_factor = 2;     // per byte the apply copies into place (read + write)
-  // Multiplies the memory bytes of an operation's chunks whose offset or length in the buffer is
-  // not a multiple of 16 bytes (the IR's byte rule); measured, not derived: on a GPU those are
-  // chunks of an odd stride, which ran slower on the single-GPU transport (docs/DESIGN.md); 1: no
-  // penalty.
+  // Multiplies the memory bytes of every operation of a run whose chunk is not a multiple of 16
+  // bytes (with copy_factor 0: of a range whose offset or length is not; the IR's byte rule);
+  // measured, not derived: on a GPU those are copies of an odd stride, which ran slower on the
+  // single-GPU transport (docs/DESIGN.md, sim/shared_device.hpp); 1: no penalty.
   double unaligned_factor = 1;
   // The most memory bytes per second one operation can move alone (infinity: no cap).
   BytesPerSecond operation_bandwidth{std::numeric_limits<double>::infinity()};

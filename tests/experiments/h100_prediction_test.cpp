@@ -27,7 +27,8 @@ namespace {
 const std::string kRoot = STRAGGLESIM_SOURCE_DIR;
 const std::string kData = kRoot + "/data/measured/h100/2026-11-26";
 
-std::vector<std::string> files(const std::string& transport, const std::vector<std::string>& kinds) {
+std::vector<std::string> files(const std::string& transport,
+                               const std::vector<std::string>& kinds) {
   std::vector<std::string> out;
   for (const auto& e : std::filesystem::directory_iterator(kData)) {
     const std::string name = e.path().filename().string();
@@ -80,8 +81,8 @@ double probe_slowdown(const std::string& gpu, const std::string& transport) {
 }
 
 TEST(H100Prediction, TheShippedFilesAreTheH200FitCarriedByTwoMeasuredNumbers) {
-  for (const auto& [t, transport] : std::map<std::string, std::string>{
-           {"single_gpu", "single-gpu"}, {"direct", "direct"}}) {
+  for (const auto& [t, transport] :
+       std::map<std::string, std::string>{{"single_gpu", "single-gpu"}, {"direct", "direct"}}) {
     const auto h200 = parameters("h200_" + t + ".yaml");
     const auto h100 = parameters("h100_" + t + ".yaml");
     ASSERT_EQ(h200.size(), h100.size());
@@ -134,21 +135,22 @@ std::map<std::string, double> bandwidth_only(const std::string& t) {
 }
 
 TEST(H100Prediction, TheSingleGpuTransport) {
-  // Reached: median 4.3%, p95 24.8%, delayed rows 3.7%, rank counts 6.1%.
-  check("single-gpu", parameters("h100_single_gpu.yaml"), {0.048, 0.253, 0.042, 0.066},
+  // Reached: median 3.5%, p95 28.1%, delayed rows 3.2%, rank counts 4.4% (before the H200 fit
+  // counted whole-buffer copies of odd-chunk runs as odd: 4.3%, 24.8%, 3.7%, 6.1%).
+  check("single-gpu", parameters("h100_single_gpu.yaml"), {0.04, 0.286, 0.038, 0.049},
         {{"ring", 0.031},
-         {"rhd", 0.035},
-         {"tree", 0.036},
-         {"dbtree", 0.031},
+         {"rhd", 0.036},
+         {"tree", 0.039},
+         {"dbtree", 0.033},
          {"stragglar_hier", 0.045},
-         {"stragglar", 0.057},
-         {"direct_rs_ag", 0.181}});  // the worst: docs/calibration.md
+         {"stragglar", 0.039},
+         {"direct_rs_ag", 0.219}});  // the worst: docs/calibration.md
 }
 
 TEST(H100Prediction, TheSingleGpuTransportWithTheBandwidthAlone) {
-  // Reached: median 5.9%, p95 27.5%, delayed rows 6.2%, rank counts 9.2%; StragglAR 17.8%.
-  check("single-gpu", bandwidth_only("single_gpu"), {0.064, 0.28, 0.067, 0.097},
-        {{"stragglar", 0.183}});
+  // Reached: median 5.8%, p95 29.1%, delayed rows 6.5%, rank counts 10.3%; StragglAR 13.7%.
+  check("single-gpu", bandwidth_only("single_gpu"), {0.064, 0.296, 0.07, 0.108},
+        {{"stragglar", 0.142}});
 }
 
 TEST(H100Prediction, TheDirectTransport) {
@@ -202,12 +204,12 @@ std::pair<double, double> crossovers(const std::string& transport,
 }
 
 TEST(H100Prediction, StragglarCrossesRingWhereTheSweepDoes) {
-  // single-gpu: measured 1.23 ms, simulated 1.36 ms (the issue asks for 0.3 ms; with the
-  // bandwidth alone 2.24 ms); direct: measured 0.880 ms, simulated 0.889 ms.
+  // single-gpu: measured 1.23 ms, simulated 1.27 ms (the issue asks for 0.3 ms; with the
+  // bandwidth alone 1.96 ms); direct: measured 0.880 ms, simulated 0.889 ms.
   const auto [m1, s1] = crossovers("single-gpu", parameters("h100_single_gpu.yaml"));
   EXPECT_NEAR(m1, 1.2284e-3, 0.01e-3);
-  EXPECT_NEAR(s1, m1, 0.3e-3);
-  EXPECT_GT(crossovers("single-gpu", bandwidth_only("single_gpu")).second - m1, 0.9e-3);
+  EXPECT_NEAR(s1, m1, 0.1e-3);
+  EXPECT_GT(crossovers("single-gpu", bandwidth_only("single_gpu")).second - m1, 0.6e-3);
   const auto [m2, s2] = crossovers("direct", parameters("h100_direct.yaml"));
   EXPECT_NEAR(m2, 0.8798e-3, 0.01e-3);
   EXPECT_NEAR(s2, m2, 0.03e-3);

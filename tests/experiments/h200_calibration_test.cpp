@@ -22,24 +22,26 @@
 namespace ssim::exp {
 namespace {
 
-// The figures reached (docs/calibration.md "Measured on an H200"), rounded up by 0.5 to 1.5 points.
-// Issue 22 asks for a median <= 5% over all rows and per algorithm, p95 <= 15%, held-out median <=
-// 8% and the crossover within 0.3 ms; the p95 and four algorithms' medians are missed
-// (docs/calibration.md).
-constexpr double kMedianAll = 0.05;      // reached 4.4%
-constexpr double kP95All = 0.22;         // reached 21.2%
-constexpr double kMedianHeldOut = 0.05;  // reached 4.1%
+// The figures reached (docs/calibration.md "Measured on an H200"), rounded up by about half a
+// point. Issue 22 asks for a median <= 5% over all rows and per algorithm, p95 <= 15%, held-out
+// median <= 8% and the crossover within 0.3 ms; the p95 and three algorithms' medians are missed
+// (docs/calibration.md). With the odd-stride rule of the range alone (before every copy of an
+// odd-chunk run counted, sim/shared_device.cpp) the fit reached 4.4%, 21.2%, 4.1%, direct 7.3%,
+// stragglar 4.0% and a crossover 0.24 ms late, which these bounds refuse.
+constexpr double kMedianAll = 0.036;     // reached 3.1%
+constexpr double kP95All = 0.19;         // reached 18.5%
+constexpr double kMedianHeldOut = 0.03;  // reached 2.5%
 const std::map<std::string, double> kMedianPerAlgorithm = {
-    {"ring", 0.025},         {"rhd", 0.025},
-    {"direct", 0.08},        {"tree", 0.08},
-    {"dbtree", 0.085},       {"straggler_tree", 0.095},
-    {"stragglar", 0.05},     {"halving_doubling", 0.045},
-    {"direct_rs_ag", 0.05},  {"hierarchical", 0.04},
-    {"stragglar_hier", 0.04}};
-// Measured 1.27 ms; the model says 1.51 ms (scripts/h200_figures.py interpolates it the same way).
+    {"ring", 0.024},          {"rhd", 0.027},
+    {"direct", 0.027},        {"tree", 0.07},
+    {"dbtree", 0.081},        {"straggler_tree", 0.094},
+    {"stragglar", 0.027},     {"halving_doubling", 0.04},
+    {"direct_rs_ag", 0.04},   {"hierarchical", 0.034},
+    {"stragglar_hier", 0.038}};
+// Measured 1.27 ms; the model says 1.34 ms (scripts/h200_figures.py interpolates it the same way).
 constexpr double kExpectedMeasuredCrossover = 1.2716e-3;
-constexpr double kCrossoverTolerance = 0.3e-3;       // reached 0.24 ms (1.51 ms, interpolated)
-constexpr double kExactCrossoverTolerance = 0.4e-3;  // reached 0.35 ms (1.62 ms, bisection)
+constexpr double kCrossoverTolerance = 0.12e-3;      // reached 0.07 ms (1.34 ms, interpolated)
+constexpr double kExactCrossoverTolerance = 0.2e-3;  // reached 0.16 ms (1.43 ms, bisection)
 
 const std::string kData = std::string(STRAGGLESIM_SOURCE_DIR) + "/data/measured/h200/2026-11-26";
 
@@ -261,14 +263,15 @@ SimFit rank_counts(const std::string& transport, const std::string& topology) {
 }
 
 TEST(H200Calibration, RankCountsTheFitNeverSaw) {
-  // single-gpu reached: no delay median 7.0% (p95 23.2%), 2 ms 8.2% (30.5%).
+  // single-gpu reached: no delay median 6.9%, 2 ms 7.1%, p95 20.5% (with the range's own
+  // odd-stride rule: 7.0%, 8.2%, 26.0%).
   const SimFit s = rank_counts("single-gpu", "h200_single_gpu.yaml");
   ASSERT_TRUE(s.converged);
   EXPECT_TRUE(s.fitted.empty());
   EXPECT_EQ(s.rows.size(), 1600u);
-  EXPECT_LE(abs_error_quantile(s.rows, 0.5, false), 0.075);
-  EXPECT_LE(abs_error_quantile(s.rows, 0.5, true), 0.087);
-  EXPECT_LE(abs_error_quantile(s.rows, 0.95), 0.28);
+  EXPECT_LE(abs_error_quantile(s.rows, 0.5, false), 0.074);
+  EXPECT_LE(abs_error_quantile(s.rows, 0.5, true), 0.077);
+  EXPECT_LE(abs_error_quantile(s.rows, 0.95), 0.21);
   // direct reached: no delay 8.5% (28.0%), 2 ms 11.8% (43.5%).
   const SimFit d = rank_counts("direct", "h200_direct.yaml");
   ASSERT_TRUE(d.converged);

@@ -175,6 +175,26 @@ TEST(SharedDevice, UnalignedChunksCostTheirFactor) {
   EXPECT_THROW(topo::make_shared_device({.ranks = 4, .device = d}), InputError);
 }
 
+TEST(SharedDevice, AnOddChunkMakesEveryCopyOfTheRunUnaligned) {
+  // Rank 0 sends the whole buffer (chunks 0..3 of 3) to rank 1, which copies it (2b) and
+  // reduces it (3b): 5b/B. At b = 2^20 the range is 16-byte aligned but the chunk (b/3) is not;
+  // the GPU copies 3 padded chunks of an odd stride, so every byte counts unaligned_factor
+  // times. At b = 3 x 2^20 the chunk is aligned and nothing more is paid.
+  alg::Schedule s = alg::Schedule::make(alg::Collective::allreduce, "hand", 2, 3);
+  s.add_round().add(0, 1, 0, 3, alg::Op::reduce);
+  topo::SharedDevice d = device();
+  d.unaligned_factor = 1.5;
+  const std::uint64_t odd = 1ull << 20, even = 3ull << 20;
+  const double t_odd = 5.0 * 1.5 * static_cast<double>(odd) / kB;
+  const double t_even = 5.0 * static_cast<double>(even) / kB;
+  expect_finish(run(s, d, odd, {0, 0}), {2.0 * 1.5 * static_cast<double>(odd) / kB, t_odd});
+  expect_finish(run(s, d, even, {0, 0}), {2.0 * static_cast<double>(even) / kB, t_even});
+  // The direct transport (no scratch copies, kernels that hardly care about the stride) keeps
+  // the range's own rule: the aligned whole buffer pays nothing more.
+  d.copy_factor = 0;
+  expect_finish(run(s, d, odd, {0, 0}), {0, 3.0 * static_cast<double>(odd) / kB});
+}
+
 TEST(SharedDevice, RunSimulationUsesTheModelForEitherNetworkKind) {
   SimulationConfig c;
   c.topology = topo::make_shared_device({.ranks = 4, .device = device()});
