@@ -50,6 +50,8 @@ cases=(
   "ring16384_default|1|-|simulate $cfg/ring_switch_16384.yaml --json"
   "ring16384_threads2|0|-|simulate $cfg/ring_switch_16384.yaml --json --threads 2"
   "ring4096|0|2|simulate $cfg/ring_switch_4096.yaml --json --threads 1"
+  "ring4096_threads2|0|-|simulate $cfg/ring_switch_4096.yaml --json --threads 2"
+  "stragglar4096_threads2|0|-|simulate $cfg/stragglar_switch_4096.yaml --json --threads 2"
   "stragglar4096_ring|0|6|simulate $cfg/stragglar_ring_4096.yaml --json --threads 1"
   "schedule|0|5|schedule stragglar --ranks 4096"
   # verify FILE, FILE written first by `schedule ALGO --ranks 4096 --format json` (not timed)

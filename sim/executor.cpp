@@ -159,33 +159,57 @@ std::vector<int> late_rank_map(const alg::Schedule& schedule, std::span<const in
 // transfer starts at max(ready[src], ready[dst]) whatever the others do, and a rank's new ready
 // time is the max of its old one and its transfers' ends, which does not depend on the order
 // the maxima are taken in. The results are those of the sequential pass, bit for bit. Rounds
-// where a port serves several transfers, and rounds below RunOptions::parallel_round
-// transfers, run sequentially.
+// where a port serves several transfers, rounds below RunOptions::parallel_round transfers and
+// rounds with in-network reductions run sequentially.
 
 namespace {
 
-// Per-round state of the parallel path: which transfer each rank sends and receives in the
-// current round, tagged with the round number so nothing is cleared between rounds.
+// The parallel path's state. A round goes in two fork-join steps:
+//  1. per transfer (chunks of the round): its end and reduced times from the ranks' ready times
+//     (read only in this step), written to the sender's send slot and the receiver's receive
+//     slot, each tagged with (round, transfer);
+//  2. per rank (chunks of [0, n)): its new ready time, the max of its old one and the times in
+//     its slots tagged with this round, written to a second array (ready times are double
+//     buffered), and its bytes added up.
+// A port that serves two transfers shows as fewer tagged slots than transfers (a later tag
+// overwrote an earlier one): the round is then undone (the bytes taken back, the second array
+// dropped) and run sequentially. No atomic read-modify-write per transfer: every slot field is
+// a relaxed atomic (a plain load or store), so two transfers writing one slot are no data race.
 struct ParallelPass {
-  explicit ParallelPass(int threads, std::size_t ranks)
-      : team(threads), send_tag(ranks), recv_tag(ranks) {}
+  struct Slot {
+    std::atomic<std::uint64_t> tag{0};  // (round << 32) | transfer
+    std::atomic<double> time{0};        // send: end; receive: reduced
+    std::atomic<std::uint64_t> bytes{0};
+    std::atomic<std::uint32_t> route{0};  // send, general path: the route
+  };
+  // Per chunk of step 2: tagged slots seen (merged by the caller).
+  struct Count {
+    std::uint64_t sends = 0, recvs = 0;
+  };
+  ParallelPass(int threads, std::size_t ranks)
+      : team(threads), send(ranks), recv(ranks), next_ready(ranks) {}
   static std::uint64_t tag(std::uint32_t k, std::size_t j) {
     return (std::uint64_t{k} << 32) | static_cast<std::uint64_t>(j);
   }
   static bool in_round(std::uint64_t tag, std::uint32_t k) { return (tag >> 32) == k; }
 
   ForkJoin team;
-  std::vector<std::atomic<std::uint64_t>> send_tag, recv_tag;
-  std::vector<std::uint32_t> route_of;  // per transfer of the round: route, or missing
-  std::vector<double> end_of, reduced_of;
-  std::atomic<bool> shared_port{false};
-  std::atomic<bool> missing_route{false};
+  std::vector<Slot> send, recv;         // per physical rank
+  std::vector<double> next_ready;       // step 2's output
+  std::vector<std::uint32_t> route_of;  // general path, per transfer: route, or missing
+  std::vector<char> missing;            // per chunk of step 1: a route was not cached
+  std::vector<Count> counts;            // per chunk of step 2
 };
 
+// Chunks of a step over `items`: about kChunkItems each, at least one per thread.
+constexpr std::size_t kChunkItems = 1024;
+std::size_t chunk_count(std::size_t items, int threads) {
+  return std::max<std::size_t>(static_cast<std::size_t>(threads), items / kChunkItems);
+}
+
 // The part of [0, size) that part `p` of `parts` takes: contiguous blocks.
-std::pair<std::size_t, std::size_t> block(std::size_t size, int p, int parts) {
-  const std::size_t P = static_cast<std::size_t>(parts), q = static_cast<std::size_t>(p);
-  return {size * q / P, size * (q + 1) / P};
+std::pair<std::size_t, std::size_t> block(std::size_t size, std::size_t p, std::size_t parts) {
+  return {size * p / parts, size * (p + 1) / parts};
 }
 
 // The single-switch round when nothing is recorded (no timeline, no trace): the same
@@ -358,8 +382,9 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
   const int* map = options.rank_map.empty() ? nullptr : options.rank_map.data();
   const ChunkSizes sizes(bytes.value, chunks);
   const double g = gamma.value;
-  // A recorded timeline is for small traced runs: always sequential.
-  const int threads = options.record_timeline ? 1 : options.threads;
+  // A recorded timeline or a trace is for small traced runs: always sequential (the parallel
+  // path records nothing).
+  const int threads = options.record_timeline || options.trace ? 1 : options.threads;
 
   const std::size_t un = static_cast<std::size_t>(n);
   std::vector<double> ready(un), send_free(un), recv_free(un), done(un);
@@ -613,87 +638,170 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
     for (int r : touched) ready[r] = done[r];
   };
 
-  // One transfer's end and reduced time when its ports serve nothing else this round.
-  auto alone = [&](const alg::Transfer& t, int s, int d, const CachedRoute& route, double& end,
-                   double& reduced) {
-    const double md = static_cast<double>(sizes.of(t));
-    end = std::max(ready[s], ready[d]) + alphabeta_time(route, md);
-    reduced = t.op == alg::Op::reduce ? end + g * md : end;
-  };
-
   // True when the round ran in parallel; false when a port serves several transfers (nothing
-  // was changed then, the caller runs the round sequentially).
+  // was changed then, the caller runs the round sequentially). The arithmetic is that of the
+  // sequential pass: with every port serving one transfer, a transfer starts at
+  // max(ready[src], ready[dst]), and a rank's new ready time is the max of its old one, its
+  // send's end and its receive's reduced time, whatever the order of the maxima.
   auto run_parallel = [&](const alg::Round& round, std::uint32_t k) {
     ParallelPass& p = *par;
     const std::size_t size = round.transfers.size();
-    p.route_of.resize(size);
-    p.end_of.resize(size);
-    p.reduced_of.resize(size);
-    p.shared_port.store(false, std::memory_order_relaxed);
-    p.missing_route.store(false, std::memory_order_relaxed);
-    p.team.run([&](int part, int parts) {
-      const auto [b, e] = block(size, part, parts);
-      bool shared = false, missing = false;
-      for (std::size_t j = b; j < e; ++j) {
-        const alg::Transfer& t = round.transfers[j];
-        check_transfer(t, n, chunks);
-        const int s = map ? map[t.src] : t.src;
-        const int d = map ? map[t.dst] : t.dst;
-        const std::uint64_t tag = ParallelPass::tag(k, j);
-        shared |= ParallelPass::in_round(p.send_tag[s].exchange(tag, std::memory_order_relaxed), k);
-        shared |= ParallelPass::in_round(p.recv_tag[d].exchange(tag, std::memory_order_relaxed), k);
-        if (star) {
-          alone(t, s, d, star->route(s, d), p.end_of[j], p.reduced_of[j]);
-          continue;
+    const alg::Transfer* const tr = round.transfers.data();
+    ParallelPass::Slot* const send = p.send.data();
+    ParallelPass::Slot* const recv = p.recv.data();
+    const double* const rd = ready.data();
+    // The star terms (threads > 1 means nothing is recorded, so a star has them).
+    const double* const up_latency = star ? star_terms.data() : nullptr;
+    const double* const down_latency = star ? star_terms.data() + un : nullptr;
+    const double* const up_inverse = star ? star_terms.data() + 2 * un : nullptr;
+    const double* const down_inverse = star ? star_terms.data() + 3 * un : nullptr;
+    if (!star) p.route_of.resize(size);
+    const std::size_t chunks1 = chunk_count(size, threads);
+    p.missing.assign(chunks1, 0);
+    std::uint32_t* const route_out = p.route_of.data();
+    p.team.run(chunks1, [&](std::size_t c) {
+      // Locals, so that the compiler keeps them in registers across the atomic stores below.
+      const alg::Transfer* const t = tr;
+      ParallelPass::Slot* const sends = send;
+      ParallelPass::Slot* const recvs = recv;
+      const double* const ready_in = rd;
+      const int* const rank_map = map;
+      const bool on_star = star != nullptr;
+      const double* const ul = up_latency;
+      const double* const dl = down_latency;
+      const double* const ui = up_inverse;
+      const double* const di = down_inverse;
+      std::uint32_t* const route_at = route_out;
+      const int ranks = n, chunk_total = chunks;
+      const std::uint64_t base = sizes.base, remainder = sizes.remainder;
+      const double gamma_ = g;
+      const std::uint64_t round_tag = ParallelPass::tag(k, 0);
+      const std::uint32_t un32 = static_cast<std::uint32_t>(ranks);
+      const std::pair<std::size_t, std::size_t> range = block(size, c, chunks1);
+      bool missing = false;
+      for (std::size_t j = range.first; j < range.second; ++j) {
+        const alg::Transfer& x = t[j];
+        if (static_cast<std::uint32_t>(x.src) >= un32 ||
+            static_cast<std::uint32_t>(x.dst) >= un32 || x.src == x.dst || x.chunk_begin < 0 ||
+            x.chunk_begin > x.chunk_end || x.chunk_end > chunk_total) [[unlikely]]
+          check_transfer(x, ranks, chunk_total);
+        const std::size_t s = static_cast<std::size_t>(rank_map ? rank_map[x.src] : x.src);
+        const std::size_t d = static_cast<std::size_t>(rank_map ? rank_map[x.dst] : x.dst);
+        const std::uint64_t m =
+            base * static_cast<std::uint64_t>(x.chunk_end - x.chunk_begin) +
+            (x.chunk_end == chunk_total && x.chunk_end > x.chunk_begin ? remainder : 0);
+        const double md = static_cast<double>(m);
+        const double start = std::max(ready_in[s], ready_in[d]);
+        double end = 0;
+        if (on_star) {
+          const double latency = ul[s] + dl[d];
+          const double inverse = std::max(ui[s], di[d]);
+          end = start + (latency + md * inverse);
+        } else {
+          const std::uint32_t ri = routes.find_cached(static_cast<int>(s), static_cast<int>(d));
+          route_at[j] = ri;
+          if (ri == RouteCache::missing) {
+            missing = true;  // timed by the caller after this step
+          } else {
+            end = start + alphabeta_time(routes.route(ri), md);
+            sends[s].route.store(ri, std::memory_order_relaxed);
+          }
         }
-        const std::uint32_t ri = routes.find_cached(s, d);
-        p.route_of[j] = ri;
-        if (ri == RouteCache::missing) {
-          missing = true;
-          continue;
-        }
-        alone(t, s, d, routes.route(ri), p.end_of[j], p.reduced_of[j]);
+        const double reduced = x.op == alg::Op::reduce ? end + gamma_ * md : end;
+        const std::uint64_t tag = round_tag | static_cast<std::uint64_t>(j);
+        sends[s].tag.store(tag, std::memory_order_relaxed);
+        sends[s].time.store(end, std::memory_order_relaxed);
+        sends[s].bytes.store(m, std::memory_order_relaxed);
+        recvs[d].tag.store(tag, std::memory_order_relaxed);
+        recvs[d].time.store(reduced, std::memory_order_relaxed);
+        recvs[d].bytes.store(m, std::memory_order_relaxed);
       }
-      if (shared) p.shared_port.store(true, std::memory_order_relaxed);
-      if (missing) p.missing_route.store(true, std::memory_order_relaxed);
+      if (missing) p.missing[c] = 1;
     });
-    if (p.shared_port.load(std::memory_order_relaxed)) return false;
-    if (p.missing_route.load(std::memory_order_relaxed)) {  // new pairs: routed here, once each
+    if (std::find(p.missing.begin(), p.missing.end(), 1) != p.missing.end()) {
+      // New pairs: routed here, once each, and timed into their slots (where the slot is still
+      // theirs; where it is not, a port is shared and the round goes sequentially anyway).
       for (std::size_t j = 0; j < size; ++j) {
         if (p.route_of[j] != RouteCache::missing) continue;
-        const alg::Transfer& t = round.transfers[j];
-        const int s = map ? map[t.src] : t.src;
-        const int d = map ? map[t.dst] : t.dst;
-        p.route_of[j] = routes.find(s, d);
-        alone(t, s, d, routes.route(p.route_of[j]), p.end_of[j], p.reduced_of[j]);
+        const alg::Transfer& x = tr[j];
+        const int s = map ? map[x.src] : x.src;
+        const int d = map ? map[x.dst] : x.dst;
+        const std::uint32_t ri = routes.find(s, d);
+        p.route_of[j] = ri;
+        const double md = static_cast<double>(sizes.of(x));
+        const double end = std::max(rd[s], rd[d]) + alphabeta_time(routes.route(ri), md);
+        const std::uint64_t t = ParallelPass::tag(k, j);
+        if (send[s].tag.load(std::memory_order_relaxed) == t) {
+          send[s].time.store(end, std::memory_order_relaxed);
+          send[s].route.store(ri, std::memory_order_relaxed);
+        }
+        if (recv[d].tag.load(std::memory_order_relaxed) == t)
+          recv[d].time.store(x.op == alg::Op::reduce ? end + g * md : end,
+                             std::memory_order_relaxed);
       }
     }
     if (route_bytes.size() < routes.size()) route_bytes.resize(routes.size(), 0);
-    // Each rank's new ready time is written by one transfer: the one it sends, else the one
-    // it receives. A route appears once per round (its sender sends once), and so does a
-    // rank as sender and as receiver.
-    p.team.run([&](int part, int parts) {
-      const auto [b, e] = block(size, part, parts);
-      for (std::size_t j = b; j < e; ++j) {
-        const alg::Transfer& t = round.transfers[j];
-        const int s = map ? map[t.src] : t.src;
-        const int d = map ? map[t.dst] : t.dst;
-        if (star) {
-          sent_bytes[static_cast<std::size_t>(s)] += sizes.of(t);
-          received_bytes[static_cast<std::size_t>(d)] += sizes.of(t);
-        } else {
-          route_bytes[p.route_of[j]] += sizes.of(t);
+    const std::size_t chunks2 = chunk_count(un, threads);
+    p.counts.assign(chunks2, ParallelPass::Count{});
+    double* const next = p.next_ready.data();
+    std::uint64_t* const sent = sent_bytes.data();
+    std::uint64_t* const received = received_bytes.data();
+    std::uint64_t* const per_route = route_bytes.data();
+    p.team.run(chunks2, [&](std::size_t c) {
+      const ParallelPass::Slot* const sends = send;
+      const ParallelPass::Slot* const recvs = recv;
+      const double* const ready_in = rd;
+      double* const ready_out = next;
+      const bool on_star = star != nullptr;
+      std::uint64_t* const sent_by = sent;
+      std::uint64_t* const received_by = received;
+      std::uint64_t* const by_route = per_route;
+      const std::uint32_t round = k;
+      const std::pair<std::size_t, std::size_t> range = block(un, c, chunks2);
+      ParallelPass::Count count;
+      for (std::size_t r = range.first; r < range.second; ++r) {
+        double v = ready_in[r];
+        if (ParallelPass::in_round(sends[r].tag.load(std::memory_order_relaxed), round)) {
+          v = std::max(v, sends[r].time.load(std::memory_order_relaxed));
+          const std::uint64_t m = sends[r].bytes.load(std::memory_order_relaxed);
+          if (on_star)
+            sent_by[r] += m;
+          else
+            by_route[sends[r].route.load(std::memory_order_relaxed)] += m;
+          ++count.sends;
         }
-        double v = std::max(ready[s], p.end_of[j]);
-        const std::uint64_t received = p.recv_tag[s].load(std::memory_order_relaxed);
-        if (ParallelPass::in_round(received, k))
-          v = std::max(v, p.reduced_of[received & 0xffffffffu]);
-        ready[s] = v;
-        if (!ParallelPass::in_round(p.send_tag[d].load(std::memory_order_relaxed), k))
-          ready[d] = std::max(ready[d], p.reduced_of[j]);
+        if (ParallelPass::in_round(recvs[r].tag.load(std::memory_order_relaxed), round)) {
+          v = std::max(v, recvs[r].time.load(std::memory_order_relaxed));
+          if (on_star) received_by[r] += recvs[r].bytes.load(std::memory_order_relaxed);
+          ++count.recvs;
+        }
+        ready_out[r] = v;
       }
+      p.counts[c] = count;
     });
-    return true;
+    std::uint64_t sends = 0, recvs = 0;
+    for (const ParallelPass::Count& c : p.counts) {
+      sends += c.sends;
+      recvs += c.recvs;
+    }
+    if (sends == size && recvs == size) {
+      ready.swap(p.next_ready);
+      fast.ready = ready.data();
+      return true;
+    }
+    // A shared port: take the bytes back (ready is untouched).
+    for (std::size_t r = 0; r < un; ++r) {
+      if (ParallelPass::in_round(send[r].tag.load(std::memory_order_relaxed), k)) {
+        const std::uint64_t m = send[r].bytes.load(std::memory_order_relaxed);
+        if (star)
+          sent[r] -= m;
+        else
+          per_route[send[r].route.load(std::memory_order_relaxed)] -= m;
+      }
+      if (star && ParallelPass::in_round(recv[r].tag.load(std::memory_order_relaxed), k))
+        received[r] -= recv[r].bytes.load(std::memory_order_relaxed);
+    }
+    return false;
   };
 
   std::uint64_t transfers = 0;
@@ -702,7 +810,8 @@ IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPe
     ++k;
     const std::size_t size = round->transfers.size();
     bool done_in_parallel = false;
-    if (threads > 1 && size >= options.parallel_round && size <= 0xffffffffu &&
+    // More transfers than ranks: some rank sends twice.
+    if (threads > 1 && size >= options.parallel_round && size <= un &&
         round->switch_reduces.empty()) {
       if (!par) par = std::make_unique<ParallelPass>(threads, un);
       done_in_parallel = run_parallel(*round, k);

@@ -117,13 +117,12 @@ struct RunOptions {
   TimelineSink* trace = nullptr;
   // Threads of the dataflow pass (>= 1): rounds of at least `parallel_round` transfers in
   // which no port serves two transfers are split over them; the result is the same bit for bit
-  // for any count. Not used by the event engine or with record_timeline. A parallel round costs
-  // two fork-join steps (microseconds idle, far more on a loaded machine where a woken worker
-  // waits for a core); on the 2-core machine of bench/flow_bench.cpp they paid at 16384
-  // transfers per round and lost at 4096 (docs/benchmarks.md "Flow model and threads"). Tests lower
-  // it.
+  // for any count. Not used by the event engine, with record_timeline or with a trace. A
+  // parallel round is two fork-join steps whose chunks the threads claim, so a thread that is
+  // slow to start (a loaded machine) costs the others no waiting (docs/scale.md "Threads").
+  // Tests lower it.
   int threads = 1;
-  std::size_t parallel_round = 16384;
+  std::size_t parallel_round = 2048;
 };
 
 // The permutation that lets `predicted` play the straggler the schedule was built for: swaps
