@@ -3,14 +3,14 @@
 # configs, schedules written by `stragglesim schedule`, tests/data/calibration. Configs that
 # name a topology file get a second copy with the topology inlined, since a harness reads text
 # with no folder to resolve paths against.
-#   fuzz/make_corpus.sh [STRAGGLESIM]          default build/stragglesim
+#   fuzz/make_corpus.sh [STRAGGLESIM]          default build/experiments/stragglesim
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-bin=${1:-$root/build/stragglesim}
+bin=${1:-$root/build/experiments/stragglesim}
 corpus=$root/fuzz/corpus
 # Regression inputs (issue15_*, and crash inputs once fixed) are kept; the rest is rebuilt.
 find "$corpus" -type f ! -name 'issue*' -delete 2>/dev/null || true
-mkdir -p "$corpus"/{simulate_config,experiment_config,topology,schedule_json,schedule_bin,calibration_csv}
+mkdir -p "$corpus"/{simulate_config,experiment_config,topology,schedule_json,schedule_bin,calibration_csv,simgrid_platform}
 
 # A config with `topology: {file: ../topologies/X.yaml}` -> the same with X's keys inline.
 inline_topology() {
@@ -54,4 +54,5 @@ for spec in "ring 4" "ring 5" "rhd 6" "dbtree 6" "direct 4" "stragglar 5" "halvi
 done
 
 cp "$root"/tests/data/calibration/*.csv "$root"/tests/data/calibration/*.txt "$corpus/calibration_csv/"
+cp "$root"/configs/topologies/simgrid/*.xml "$corpus/simgrid_platform/"
 du -sh "$corpus"
