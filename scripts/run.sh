@@ -6,8 +6,8 @@
 #   scripts/run.sh simulate configs/simulate/dgx_h100_straggler.yaml --json
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-# Only the CLI: the tests and fuzz replays are scripts/build.sh's (or scripts/test.sh's) job.
-STRAGGLESIM_BUILD_DIR=${STRAGGLESIM_BUILD_DIR:-$root/build} "$root/scripts/build.sh" --target stragglesim >&2
+# Only the CLI and the packages it needs: the tests and fuzz replays are scripts/test.sh's job.
+STRAGGLESIM_BUILD_DIR=${STRAGGLESIM_BUILD_DIR:-$root/build} "$root/scripts/build.sh" --for-run --target stragglesim >&2
 build=${STRAGGLESIM_BUILD_DIR:-$root/build}
 cd "$root"
 if [[ $# -eq 0 ]]; then

@@ -3,23 +3,37 @@
 # exactly what is missing (otherwise). CUDA and NCCL are not Debian packages: the GPU backend
 # is built when they are found (see docs/gpu.md).
 set -euo pipefail
+# `setup.sh --run` (scripts/run.sh): only what building and running the CLI needs, so that the
+# first answer does not wait for the test tools (scripts/test.sh installs the rest).
 # `setup.sh --fuzz` (scripts/fuzz.sh): also clang and its libFuzzer runtime, needed only for fuzzing.
+mode=${1:-}
+case $mode in
+  "" | --run | --fuzz) ;;
+  *) echo "setup.sh: unknown option '$mode' (--run or --fuzz)" >&2; exit 2 ;;
+esac
 
+# Building `stragglesim` and drawing its plots.
 packages=(
   cmake ninja-build g++ pkg-config
   libboost-graph-dev libboost-math-dev libeigen3-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
-  libopenmpi-dev openmpi-bin
-  libsimgrid-dev  # only the SimGrid cross-check of the flow model (tests/simgrid, ctest -L simgrid)
   python3 python3-matplotlib
 )
-if [[ ${1:-} == --fuzz ]]; then
+if [[ $mode != --run ]]; then
+  # The test suite, the benchmarks, the MPI run group and the SimGrid cross-check.
+  packages+=(
+    libgtest-dev libgmock-dev libbenchmark-dev
+    libopenmpi-dev openmpi-bin
+    libsimgrid-dev  # only the SimGrid cross-check of the flow model (tests/simgrid, ctest -L simgrid)
+  )
+fi
+if [[ $mode == --fuzz ]]; then
   packages+=(clang-14 libclang-rt-14-dev)
 fi
 
 # Optional: installed when setup runs as root, never required. cadical is the SAT solver that
 # algorithms/tools/stragglar_sat runs (its tests skip without one).
 optional=(cadical)
+[[ $mode == --run ]] && optional=()
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=()
