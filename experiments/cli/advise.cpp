@@ -44,6 +44,7 @@ struct AdviseArgs {
   std::string trace;  // FILE: the recommended algorithm's trace
   int trace_iteration = 0;
   int trace_links = -1;
+  TraceOptions trace_options;
   int threads = 1;  // used only with --jobs 1 (docs/scale.md: why one by default)
 };
 
@@ -353,8 +354,8 @@ void run_advise(const AdviseArgs& a) {
                        " is past the last iteration (" + std::to_string(e.iterations - 1) + ")");
     }
     const sim::SimulationResult t =
-        write_trace(run_config(e, best), a.trace_iteration, a.trace_links, a.trace, a.max_memory,
-                    a.max_time, "stragglesim advise");
+        write_trace(run_config(e, best), a.trace_iteration, a.trace_links, a.trace_options, a.trace,
+                    a.max_memory, a.max_time, "stragglesim advise");
     std::cout << "trace of " << e.algorithms[best].label << ", iteration " << a.trace_iteration
               << " (" << format_time(t.iterations.back().completion) << "): " << a.trace << "\n";
   }
@@ -416,6 +417,7 @@ void add_advise_command(CLI::App& app) {
       ->needs(trace);
   add_trace_links_option(*cmd, a->trace_links);
   cmd->get_option("--trace-links")->needs(trace);
+  add_trace_selection_options(*cmd, a->trace_options, trace);
   add_max_memory_option(*cmd, a->max_memory);
   add_max_time_option(*cmd, a->max_time);
   add_threads_option(*cmd, a->threads, "; used only with --jobs 1, else each run gets one");

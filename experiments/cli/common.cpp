@@ -1,14 +1,19 @@
 // Helpers shared by the subcommands: flag checks, the --max-memory option and the warning
 // when the alpha-beta model ignores shared links.
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "common/error.hpp"
 #include "common/memory_budget.hpp"
 #include "common/time_budget.hpp"
+#include "common/units.hpp"
 #include "experiments/cli/commands.hpp"
 #include "experiments/runner/experiment.hpp"
 #include "experiments/runner/resource_check.hpp"
@@ -27,6 +32,113 @@ CLI::Validator sign_check(bool zero_ok) {
         return "";
       },
       zero_ok ? "NUMBER>=0" : "NUMBER>0");
+}
+
+// A list of indices and ranges ("0-3,7,1020-1023") as [first, last] pairs; InputError naming
+// `option` and the bad token.
+std::vector<std::pair<long long, long long>> parse_index_list(const std::string& option,
+                                                              const std::string& text) {
+  const std::string hint = " (a comma-separated list of indices and ranges, e.g. 0-3,7,1020-1023)";
+  std::vector<std::pair<long long, long long>> out;
+  std::size_t begin = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', begin);
+    const std::string token =
+        text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+    auto number = [&](const std::string& part) {
+      if (part.empty() || part.size() > 12 ||
+          part.find_first_not_of("0123456789") != std::string::npos)
+        throw InputError(option + ": bad token '" + token + "' in '" + text + "'" + hint);
+      return std::stoll(part);
+    };
+    const std::size_t dash = token.find('-');
+    const long long first = number(token.substr(0, dash));
+    const long long last = dash == std::string::npos ? first : number(token.substr(dash + 1));
+    if (last < first)
+      throw InputError(option + ": bad token '" + token + "' in '" + text +
+                       "': the range ends before it starts");
+    out.emplace_back(first, last);
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
+  return out;
+}
+
+// Flags per index in [0, count); InputError naming `option` and the token past the end.
+std::vector<char> index_flags(const std::string& option, const std::string& text,
+                              const std::vector<std::pair<long long, long long>>& list,
+                              long long count, const char* what) {
+  std::vector<char> flags(static_cast<std::size_t>(count), 0);
+  for (const auto& [first, last] : list) {
+    if (last >= count) {
+      throw InputError(option + ": " + what + " " + std::to_string(last) + " in '" + text +
+                       "' is past the last " + what + " (" + std::to_string(count - 1) + ")");
+    }
+    for (long long i = first; i <= last; ++i) flags[static_cast<std::size_t>(i)] = 1;
+  }
+  return flags;
+}
+
+// "T0:T1" with units, either end optional.
+void parse_window(const std::string& text, sim::TraceSelection& select) {
+  const std::size_t colon = text.find(':');
+  if (colon == std::string::npos || text.find(':', colon + 1) != std::string::npos ||
+      text.size() == 1) {
+    throw InputError("--trace-window: bad token '" + text +
+                     "' (FROM:TO with units, either end optional, e.g. 2ms:3.5ms, 2ms: or :500us)");
+  }
+  auto end = [&](const std::string& part) -> std::optional<Seconds> {
+    if (part.empty()) return std::nullopt;
+    try {
+      return parse_time(part);
+    } catch (const InputError& e) {
+      throw InputError("--trace-window: bad token '" + part + "' in '" + text + "': " + e.what());
+    }
+  };
+  select.from = end(text.substr(0, colon));
+  select.to = end(text.substr(colon + 1));
+  if (select.from && select.to && *select.to < *select.from)
+    throw InputError("--trace-window: '" + text + "' ends before it starts");
+}
+
+// "ranks 0-31" for a sorted range.
+std::string range_text(int first, int last) {
+  return first == last ? std::to_string(first) : std::to_string(first) + "-" + std::to_string(last);
+}
+
+// The refusal of a trace above --trace-max-size: its estimate, and a rank range (from the
+// first selected rank) that fits.
+std::string refusal(const sim::TraceEstimate& e, const sim::TraceSelection& select,
+                    std::uint64_t limit, const std::string& limit_text, const std::string& path) {
+  std::string msg = path + ": the trace would hold about " +
+                    format_memory(static_cast<double>(e.bytes)) + " (" + std::to_string(e.events) +
+                    " events), above --trace-max-size " + limit_text + "; ";
+  const int n = static_cast<int>(e.rank_bytes.size());
+  std::uint64_t selected = 0;
+  int first = -1;
+  for (int r = 0; r < n; ++r) {
+    if (!select.rank(r)) continue;
+    selected += e.rank_bytes[static_cast<std::size_t>(r)];
+    if (first < 0) first = r;
+  }
+  // Header and link counters do not depend on the ranks.
+  const std::uint64_t fixed = e.bytes > selected ? e.bytes - selected : 0;
+  std::uint64_t sum = fixed;
+  int last = -1;
+  for (int r = std::max(first, 0);
+       r < n && sum + e.rank_bytes[static_cast<std::size_t>(r)] <= limit; ++r) {
+    sum += e.rank_bytes[static_cast<std::size_t>(r)];
+    last = r;
+  }
+  if (first >= 0 && last >= first) {
+    msg += "--trace-ranks " + range_text(first, last) + " would keep about " +
+           format_memory(static_cast<double>(sum)) + "; ";
+  }
+  if (e.link_bytes > limit / 2) {
+    msg += "link counters alone take about " + format_memory(static_cast<double>(e.link_bytes)) +
+           " (--trace-links K keeps the K busiest links, 0 none); ";
+  }
+  return msg + "--trace-rounds and --trace-window select rounds and a time span; nothing written";
 }
 
 }  // namespace
@@ -143,12 +255,89 @@ void add_trace_links_option(CLI::App& cmd, int& k) {
       ->check(CLI::NonNegativeNumber);
 }
 
+void add_trace_selection_options(CLI::App& cmd, TraceOptions& t, CLI::Option* trace) {
+  cmd.add_option("--trace-ranks", t.ranks,
+                 "Trace only these ranks: indices and ranges, e.g. 0-3,7,1020-1023 (default all)")
+      ->needs(trace);
+  cmd.add_option("--trace-rounds", t.rounds,
+                 "Trace only these schedule rounds: indices and ranges, e.g. 0-9 (default all)")
+      ->needs(trace);
+  cmd.add_option("--trace-window", t.window,
+                 "Trace only events overlapping FROM:TO (time since the first arrival, units "
+                 "required, either end optional, e.g. 2ms:3.5ms); events are kept whole, not "
+                 "clipped")
+      ->needs(trace);
+  cmd.add_option("--trace-max-size", t.max_size,
+                 "Refuse a trace estimated above SIZE (default 256MiB; the message names a "
+                 "selector that fits)")
+      ->needs(trace);
+}
+
+void apply_trace_options(sim::SimulationConfig& c, const TraceOptions& t, const std::string& path) {
+  if (!t.ranks.empty())
+    c.trace_select.ranks =
+        index_flags("--trace-ranks", t.ranks, parse_index_list("--trace-ranks", t.ranks),
+                    c.topology.gpu_count(), "rank");
+  if (!t.rounds.empty()) {
+    c.trace_select.rounds = parse_index_list("--trace-rounds", t.rounds);
+    std::sort(c.trace_select.rounds.begin(), c.trace_select.rounds.end());
+  }
+  if (!t.window.empty()) parse_window(t.window, c.trace_select);
+  std::uint64_t limit = 0;
+  try {
+    limit = parse_bytes(t.max_size).value;
+  } catch (const InputError& e) {
+    throw InputError("--trace-max-size: bad token '" + t.max_size + "': " + e.what());
+  }
+  // Progress: a line every 10% or 5 s for traces estimated above 50 MB.
+  struct Progress {
+    std::uint64_t estimate = 0;
+    bool shown = false;
+    double next_fraction = 0.1;
+    std::chrono::steady_clock::time_point last;
+  };
+  auto progress = std::make_shared<Progress>();
+  c.trace_estimated = [select = c.trace_select, t, path, limit,
+                       progress](const sim::TraceEstimate& e) {
+    for (const auto& range : select.rounds) {
+      if (range.second >= e.rounds) {
+        throw InputError("--trace-rounds: round " + std::to_string(range.second) + " in '" +
+                         t.rounds + "' is past the last round of " + e.algorithm + " (" +
+                         std::to_string(e.rounds - 1) + ")");
+      }
+    }
+    if (e.bytes > limit) throw InputError(refusal(e, select, limit, t.max_size, path));
+    if (e.bytes > 50'000'000) {
+      progress->estimate = e.bytes;
+      progress->shown = true;
+      progress->last = std::chrono::steady_clock::now();
+      std::cerr << "stragglesim: writing a trace of about "
+                << format_memory(static_cast<double>(e.bytes)) << " (" << e.events << " events) to "
+                << path << "\n";
+    }
+  };
+  c.trace_progress = [progress](std::uint64_t events, std::uint64_t bytes) {
+    if (!progress->shown) return;
+    const auto now = std::chrono::steady_clock::now();
+    const double fraction = static_cast<double>(bytes) / static_cast<double>(progress->estimate);
+    if (fraction < progress->next_fraction && now - progress->last < std::chrono::seconds(5))
+      return;
+    while (progress->next_fraction <= fraction) progress->next_fraction += 0.1;
+    progress->last = now;
+    std::cerr << "stragglesim: trace: " << format_memory(static_cast<double>(bytes)) << " of about "
+              << format_memory(static_cast<double>(progress->estimate)) << " written (" << events
+              << " events, " << static_cast<int>(std::min(100.0, 100 * fraction)) << "%)\n";
+  };
+}
+
 sim::SimulationResult write_trace(sim::SimulationConfig config, int iteration, int trace_links,
-                                  const std::string& path, const std::string& max_memory,
-                                  const std::string& max_time, const std::string& where) {
+                                  const TraceOptions& options, const std::string& path,
+                                  const std::string& max_memory, const std::string& max_time,
+                                  const std::string& where) {
   config.iterations = iteration + 1;
   config.trace_iteration = iteration;
   if (trace_links >= 0) config.trace_links = trace_links;
+  apply_trace_options(config, options, path);
   // Written as the traced iteration runs, to a temporary that takes the name only when the run
   // succeeded (common/output_file.hpp).
   OutputFile out(path);

@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -26,11 +25,10 @@ struct SimulateArgs {
   bool per_rank = false;
   std::string trace;
   int trace_iteration = 0;
-  int trace_links = -1;                                 // -1: every link that carries traffic
-  std::string trace_ranks, trace_rounds, trace_window;  // selectors ("": all)
-  std::string trace_max_size = "256MiB";
-  int iterations = 0;   // 0: as configured
-  long long seed = -1;  // -1: as configured
+  int trace_links = -1;        // -1: every link that carries traffic
+  TraceOptions trace_options;  // --trace-ranks, --trace-rounds, --trace-window, --trace-max-size
+  int iterations = 0;          // 0: as configured
+  long long seed = -1;         // -1: as configured
   std::string max_memory;
   std::string max_time;
   int threads = 1;  // one: more cost CPU on a shared machine (docs/scale.md)
@@ -166,113 +164,6 @@ std::string summary_table(const sim::SimulationConfig& c, const sim::SimulationR
   return os.str();
 }
 
-// A list of indices and ranges ("0-3,7,1020-1023") as [first, last] pairs; InputError naming
-// `option` and the bad token.
-std::vector<std::pair<long long, long long>> parse_index_list(const std::string& option,
-                                                              const std::string& text) {
-  const std::string hint = " (a comma-separated list of indices and ranges, e.g. 0-3,7,1020-1023)";
-  std::vector<std::pair<long long, long long>> out;
-  std::size_t begin = 0;
-  while (true) {
-    const std::size_t comma = text.find(',', begin);
-    const std::string token =
-        text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
-    auto number = [&](const std::string& part) {
-      if (part.empty() || part.size() > 12 ||
-          part.find_first_not_of("0123456789") != std::string::npos)
-        throw InputError(option + ": bad token '" + token + "' in '" + text + "'" + hint);
-      return std::stoll(part);
-    };
-    const std::size_t dash = token.find('-');
-    const long long first = number(token.substr(0, dash));
-    const long long last = dash == std::string::npos ? first : number(token.substr(dash + 1));
-    if (last < first)
-      throw InputError(option + ": bad token '" + token + "' in '" + text +
-                       "': the range ends before it starts");
-    out.emplace_back(first, last);
-    if (comma == std::string::npos) break;
-    begin = comma + 1;
-  }
-  return out;
-}
-
-// Flags per index in [0, count); InputError naming `option` and the token past the end.
-std::vector<char> index_flags(const std::string& option, const std::string& text,
-                              const std::vector<std::pair<long long, long long>>& list,
-                              long long count, const char* what) {
-  std::vector<char> flags(static_cast<std::size_t>(count), 0);
-  for (const auto& [first, last] : list) {
-    if (last >= count) {
-      throw InputError(option + ": " + what + " " + std::to_string(last) + " in '" + text +
-                       "' is past the last " + what + " (" + std::to_string(count - 1) + ")");
-    }
-    for (long long i = first; i <= last; ++i) flags[static_cast<std::size_t>(i)] = 1;
-  }
-  return flags;
-}
-
-// "T0:T1" with units, either end optional.
-void parse_window(const std::string& text, sim::TraceSelection& select) {
-  const std::size_t colon = text.find(':');
-  if (colon == std::string::npos || text.find(':', colon + 1) != std::string::npos ||
-      text.size() == 1) {
-    throw InputError("--trace-window: bad token '" + text +
-                     "' (FROM:TO with units, either end optional, e.g. 2ms:3.5ms, 2ms: or :500us)");
-  }
-  auto end = [&](const std::string& part) -> std::optional<Seconds> {
-    if (part.empty()) return std::nullopt;
-    try {
-      return parse_time(part);
-    } catch (const InputError& e) {
-      throw InputError("--trace-window: bad token '" + part + "' in '" + text + "': " + e.what());
-    }
-  };
-  select.from = end(text.substr(0, colon));
-  select.to = end(text.substr(colon + 1));
-  if (select.from && select.to && *select.to < *select.from)
-    throw InputError("--trace-window: '" + text + "' ends before it starts");
-}
-
-// "ranks 0-31" for a sorted range.
-std::string range_text(int first, int last) {
-  return first == last ? std::to_string(first) : std::to_string(first) + "-" + std::to_string(last);
-}
-
-// The refusal of a trace above --trace-max-size: its estimate, and a rank range (from the
-// first selected rank) that fits.
-std::string refusal(const sim::TraceEstimate& e, const sim::TraceSelection& select,
-                    std::uint64_t limit, const std::string& limit_text, const std::string& path) {
-  std::string msg = path + ": the trace would hold about " +
-                    format_memory(static_cast<double>(e.bytes)) + " (" + std::to_string(e.events) +
-                    " events), above --trace-max-size " + limit_text + "; ";
-  const int n = static_cast<int>(e.rank_bytes.size());
-  std::uint64_t selected = 0;
-  int first = -1;
-  for (int r = 0; r < n; ++r) {
-    if (!select.rank(r)) continue;
-    selected += e.rank_bytes[static_cast<std::size_t>(r)];
-    if (first < 0) first = r;
-  }
-  // Header and link counters do not depend on the ranks.
-  const std::uint64_t fixed = e.bytes > selected ? e.bytes - selected : 0;
-  std::uint64_t sum = fixed;
-  int last = -1;
-  for (int r = std::max(first, 0);
-       r < n && sum + e.rank_bytes[static_cast<std::size_t>(r)] <= limit; ++r) {
-    sum += e.rank_bytes[static_cast<std::size_t>(r)];
-    last = r;
-  }
-  if (first >= 0 && last >= first) {
-    msg += "--trace-ranks " + range_text(first, last) + " would keep about " +
-           format_memory(static_cast<double>(sum)) + "; ";
-  }
-  if (e.link_bytes > limit / 2) {
-    msg += "link counters alone take about " + format_memory(static_cast<double>(e.link_bytes)) +
-           " (--trace-links K keeps the K busiest links, 0 none); ";
-  }
-  return msg + "--trace-rounds and --trace-window select rounds and a time span; nothing written";
-}
-
 void run_simulate(const SimulateArgs& a) {
   if (a.per_rank && !a.json)
     throw UsageError("--per-rank needs --json (the per-rank times are only in the JSON output)");
@@ -297,66 +188,9 @@ void run_simulate(const SimulateArgs& a) {
   // The trace is written while the traced iteration runs, to a temporary that takes its name
   // only when the run succeeded, so it costs no memory per transfer (check_simulation_memory
   // knows).
-  // Selectors and the size limit: checked before anything is simulated or written; rounds
-  // against the schedule once it is known (at the estimate).
-  const int ranks = c.topology.gpu_count();
-  std::vector<std::pair<long long, long long>> round_list;  // sorted
-  std::uint64_t limit = 0;
-  // Progress: a line every 10% or 5 s for traces estimated above 50 MB.
-  struct Progress {
-    std::uint64_t estimate = 0;
-    bool shown = false;
-    double next_fraction = 0.1;
-    std::chrono::steady_clock::time_point last;
-  };
-  auto progress = std::make_shared<Progress>();
-  if (!a.trace.empty()) {
-    if (!a.trace_ranks.empty())
-      c.trace_select.ranks =
-          index_flags("--trace-ranks", a.trace_ranks,
-                      parse_index_list("--trace-ranks", a.trace_ranks), ranks, "rank");
-    if (!a.trace_rounds.empty()) round_list = parse_index_list("--trace-rounds", a.trace_rounds);
-    if (!a.trace_window.empty()) parse_window(a.trace_window, c.trace_select);
-    try {
-      limit = parse_bytes(a.trace_max_size).value;
-    } catch (const InputError& e) {
-      throw InputError("--trace-max-size: bad token '" + a.trace_max_size + "': " + e.what());
-    }
-    std::sort(round_list.begin(), round_list.end());
-    c.trace_select.rounds = round_list;
-    c.trace_estimated = [&c, &a, limit, progress](const sim::TraceEstimate& e) {
-      for (const auto& [first, last] : c.trace_select.rounds) {
-        if (last >= e.rounds) {
-          throw InputError("--trace-rounds: round " + std::to_string(last) + " in '" +
-                           a.trace_rounds + "' is past the last round of " + e.algorithm + " (" +
-                           std::to_string(e.rounds - 1) + ")");
-        }
-      }
-      if (e.bytes > limit)
-        throw InputError(refusal(e, c.trace_select, limit, a.trace_max_size, a.trace));
-      if (e.bytes > 50'000'000) {
-        progress->estimate = e.bytes;
-        progress->shown = true;
-        progress->last = std::chrono::steady_clock::now();
-        std::cerr << "stragglesim: writing a trace of about "
-                  << format_memory(static_cast<double>(e.bytes)) << " (" << e.events
-                  << " events) to " << a.trace << "\n";
-      }
-    };
-    c.trace_progress = [progress](std::uint64_t events, std::uint64_t bytes) {
-      if (!progress->shown) return;
-      const auto now = std::chrono::steady_clock::now();
-      const double fraction = static_cast<double>(bytes) / static_cast<double>(progress->estimate);
-      if (fraction < progress->next_fraction && now - progress->last < std::chrono::seconds(5))
-        return;
-      while (progress->next_fraction <= fraction) progress->next_fraction += 0.1;
-      progress->last = now;
-      std::cerr << "stragglesim: trace: " << format_memory(static_cast<double>(bytes))
-                << " of about " << format_memory(static_cast<double>(progress->estimate))
-                << " written (" << events << " events, "
-                << static_cast<int>(std::min(100.0, 100 * fraction)) << "%)\n";
-    };
-  }
+  // Selectors, the size limit and progress lines (apply_trace_options): ranks checked now,
+  // rounds and the size at the estimate, before anything is simulated or written.
+  if (!a.trace.empty()) apply_trace_options(c, a.trace_options, a.trace);
   std::optional<OutputFile> trace;
   std::optional<InterruptGuard> guard;
   if (!a.trace.empty()) {
@@ -401,22 +235,7 @@ void add_simulate_command(CLI::App& app) {
       ->check(non_negative_number())
       ->needs(trace);
   add_trace_links_option(*cmd, args->trace_links);
-  cmd->add_option("--trace-ranks", args->trace_ranks,
-                  "Trace only these ranks: indices and ranges, e.g. 0-3,7,1020-1023 (default all)")
-      ->needs(trace);
-  cmd->add_option("--trace-rounds", args->trace_rounds,
-                  "Trace only these schedule rounds: indices and ranges, e.g. 0-9 (default all)")
-      ->needs(trace);
-  cmd->add_option(
-         "--trace-window", args->trace_window,
-         "Trace only events overlapping FROM:TO (time since the first arrival, units "
-         "required, either end optional, e.g. 2ms:3.5ms); events are kept whole, not clipped")
-      ->needs(trace);
-  cmd->add_option(
-         "--trace-max-size", args->trace_max_size,
-         "Refuse a trace estimated above SIZE (default 256MiB; the message names a selector that "
-         "fits)")
-      ->needs(trace);
+  add_trace_selection_options(*cmd, args->trace_options, trace);
   cmd->add_option("-n,--iterations", args->iterations, "Override the configured iteration count")
       ->check(CLI::Range(1, 10'000'000));
   cmd->add_option("--seed", args->seed, "Override the configured seed")

@@ -1,6 +1,6 @@
 // `simulate --trace` selectors (--trace-ranks, --trace-rounds, --trace-window), the size
 // estimate and its limit (--trace-max-size): each selected trace is compared event by event with
-// the full trace of the same run.
+// the full trace of the same run. `run --trace` and `advise --trace` take the same options.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -297,6 +297,69 @@ TEST_F(CliTraceSelect, BadSelectorsNameTheOptionAndToken) {
     EXPECT_FALSE(std::filesystem::exists(trace));
   }
   const CommandResult alone = run_cli("simulate " + cfg + " --trace-ranks 0");
+  EXPECT_EQ(alone.rc, 2) << "a selector needs --trace";
+  EXPECT_TRUE(contains(alone.err, "--trace-ranks requires --trace")) << alone.err;
+}
+
+// `run --trace POINT` and `advise --trace FILE` take the same selectors and the same limit.
+TEST_F(CliTraceSelect, RunAndAdviseSelectAndRefuseAsSimulateDoes) {
+  const std::string out = (dir_ / "out").string();
+  const std::string experiment =
+      file("exp.yaml",
+           "topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us}\n"
+           "network: {model: flow}\n"
+           "algorithms: [ring]\n"
+           "size: 64MiB\n"
+           "stragglers: {ranks: [5], delay: 100us}\n"
+           "iterations: 1\n"
+           "output: " +
+               out + "\n");
+  // The same point through `simulate`: the reference selection.
+  const std::string ref = file("ref.json");
+  ASSERT_EQ(run_cli("simulate " + experiment + " --trace " + ref + " --trace-ranks 0-1,5 " +
+                    "--trace-rounds 2-4,9")
+                .rc,
+            0);
+  const CommandResult r =
+      run_cli("run " + experiment + " --trace 0 --trace-ranks 0-1,5 --trace-rounds 2-4,9");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::string traced = out + "/trace-run0-iteration0.json";
+  const nlohmann::json some = events_of(traced);
+  EXPECT_EQ(transfers(some), transfers(events_of(ref)));
+  EXPECT_EQ(transfers(some).size(), 3u * 2 * 4) << "3 ranks, a send and a receive in 4 rounds";
+  check_trace_strict(slurp(traced));
+
+  // Above the limit: refused with a rank range that fits, nothing written.
+  std::filesystem::remove(traced);
+  const CommandResult big = run_cli("run " + experiment + " --trace 0 --trace-max-size 80KiB");
+  EXPECT_EQ(big.rc, 1);
+  EXPECT_TRUE(contains(big.err, "above --trace-max-size 80KiB")) << big.err;
+  EXPECT_TRUE(contains(big.err, "--trace-ranks 0-")) << big.err;
+  EXPECT_FALSE(std::filesystem::exists(traced));
+  const CommandResult bad = run_cli("run " + experiment + " --trace 0 --trace-ranks 0-8");
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_TRUE(contains(bad.err, "--trace-ranks: rank 8 in '0-8' is past the last rank (7)"))
+      << bad.err;
+
+  // advise: the recommendation's trace, selected; and refused above the limit.
+  const std::string advised = file("advise.json");
+  const std::string advise =
+      "advise --topology switch:450GiB/s:3us --ranks 8 --size 64MiB --iterations 1 "
+      "--algorithms ring --trace " +
+      advised;
+  const CommandResult a = run_cli(advise + " --trace-ranks 3 --trace-window 0:50us");
+  ASSERT_EQ(a.rc, 0) << a.err;
+  std::set<int> pids;
+  for (const nlohmann::json& e : events_of(advised)) {
+    if (e.at("ph") == "X" && e.at("cat") == "transfer") pids.insert(e.at("pid").get<int>());
+  }
+  EXPECT_EQ(pids, (std::set<int>{4})) << "only rank 3's transfers";
+  std::filesystem::remove(advised);
+  const CommandResult refused = run_cli(advise + " --trace-max-size 1KiB");
+  EXPECT_EQ(refused.rc, 1);
+  EXPECT_TRUE(contains(refused.err, "above --trace-max-size 1KiB")) << refused.err;
+  EXPECT_FALSE(std::filesystem::exists(advised));
+  const CommandResult alone = run_cli("run " + experiment + " --trace-ranks 0");
   EXPECT_EQ(alone.rc, 2) << "a selector needs --trace";
   EXPECT_TRUE(contains(alone.err, "--trace-ranks requires --trace")) << alone.err;
 }
