@@ -2,7 +2,7 @@
 # The GPU measurement campaign: on a machine with an NVIDIA GPU, one command checks the binaries,
 # lists the devices, runs the `gpu`-labelled tests, measures the device's copy bandwidth and runs
 # the whole matrix (every algorithm x sizes x delays x transports x launch modes, a delay sweep,
-# rank counts, element types, the misalignment probe, the launch probe when built), writing
+# rank counts, element types, the misalignment probe, the launch and cache probes when built), writing
 # everything into one folder with a summary table.
 #
 #   scripts/gpu_campaign.sh [-o DIR] [--bin DIR] [--tests FILE] [--budget SECONDS] [--quick]
@@ -24,7 +24,8 @@
 # Written into DIR: devices.txt, nvidia-smi.txt, gtest.log + gtest.xml, ceilings.txt (the copy
 # and add bandwidth, bytes read + written, when python3 with PyTorch is there), one NAME.csv
 # (result rows) and NAME.txt (the table) per run, tl-NAME.csv timelines of the main matrix,
-# launch.txt (the launch probe's table, when $bin/launch_probe exists),
+# launch.txt (the launch probe's table, when $bin/launch_probe exists), cache.txt (the cache
+# probe's, when $bin/cache_probe exists),
 # campaign.log (every command with its exit status and time) and summary.txt. Exit status: 0
 # when every run and test passed with every checked element exact, 1 otherwise (the rest of the
 # campaign still runs), 2 on a usage error.
@@ -228,6 +229,21 @@ if [[ -x $bin/launch_probe ]]; then
   fi
 else
   note "launch probe: skipped (no $bin/launch_probe: cmake --build build --target launch_probe)"
+fi
+
+# 8. The cache probe (scripts/probes/cache_probe.cu, built beside stragglesim-gpu): whether an
+#    add reads the scratch a copy has just written from the L2 cache, 1 to 8 streams of 1 MiB
+#    to 64 MiB (docs/DESIGN.md, shared_device: the L2 lead the 8-rank runs cannot settle).
+if [[ -x $bin/cache_probe ]] && (( ! quick )); then
+  if over_budget; then skipped+=(cache_probe)
+  else
+    s=$SECONDS; rc=0
+    timeout 120 "$bin/cache_probe" >"$out/cache.txt" 2>&1 || rc=$?
+    [[ $rc -eq 0 ]] || status=1
+    note "cache_probe rc=$rc $((SECONDS - s))s"
+  fi
+elif (( ! quick )); then
+  note "cache probe: skipped (no $bin/cache_probe: cmake --build build --target cache_probe)"
 fi
 
 # The summary: per run name and size, the median time after the last arrival, the arrival
