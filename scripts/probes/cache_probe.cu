@@ -58,11 +58,16 @@ constexpr int kReps = 8;
 enum class Variant { hot, cold, flush, copy, add };
 const char* name(Variant v) {
   switch (v) {
-    case Variant::hot: return "hot";
-    case Variant::cold: return "cold";
-    case Variant::flush: return "flush";
-    case Variant::copy: return "copy";
-    case Variant::add: return "add";
+    case Variant::hot:
+      return "hot";
+    case Variant::cold:
+      return "cold";
+    case Variant::flush:
+      return "flush";
+    case Variant::copy:
+      return "copy";
+    case Variant::add:
+      return "add";
   }
   return "?";
 }
@@ -112,7 +117,8 @@ double run(Variant v, int k, std::size_t s, int blocks) {
   CK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
   CK(cudaStreamBeginCapture(origin, cudaStreamCaptureModeGlobal));
   CK(cudaEventRecord(fork, origin));
-  for (int r = 1; r < k; ++r) CK(cudaStreamWaitEvent(ranks[static_cast<std::size_t>(r)].stream, fork, 0));
+  for (int r = 1; r < k; ++r)
+    CK(cudaStreamWaitEvent(ranks[static_cast<std::size_t>(r)].stream, fork, 0));
   for (int j = 0; j < kReps; ++j) {
     for (const Rank& r : ranks) {
       if (v != Variant::add && v != Variant::flush)
@@ -155,10 +161,12 @@ int main() {
   const int blocks = p.multiProcessorCount * 4;
   std::printf("# %s, %d SMs, L2 %d bytes, %d repetitions per graph, add kernel %d blocks x 256\n",
               p.name, p.multiProcessorCount, p.l2CacheSize, kReps, blocks);
-  std::printf("# counted bytes: copy 2 s, add 3 s per stream and repetition; cold_minus_flush: "
-              "cold with the flush's own time taken off\n");
-  std::printf("streams bytes window_MiB hot_us cold_minus_flush_us copy_us add_us hot_TBps "
-              "cold_TBps\n");
+  std::printf(
+      "# counted bytes: copy 2 s, add 3 s per stream and repetition; cold_minus_flush: "
+      "cold with the flush's own time taken off\n");
+  std::printf(
+      "streams bytes window_MiB hot_us cold_minus_flush_us copy_us add_us hot_TBps "
+      "cold_TBps\n");
   const std::size_t MiB = 1u << 20;
   for (int k : {1, 2, 4, 8}) {
     for (std::size_t s_mib : {1, 2, 4, 8, 16, 32, 64}) {
