@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses (fuzz/) with clang, ASan and UBSan into build-fuzz/ and runs
 # each for SECONDS (default 600) on a copy of its seed corpus (docs/testing.md "Fuzzing").
-#   scripts/fuzz.sh [SECONDS] [HARNESS...]    harnesses: simulate_config experiment_config
-#                                             topology schedule_json schedule_bin calibration_csv (default all)
+#   scripts/fuzz.sh [SECONDS] [HARNESS...]    harnesses: fuzz/NAME_fuzz.cpp (simulate_config,
+#                                             experiment_config, topology, schedule_json,
+#                                             schedule_bin, calibration_csv, simgrid_platform;
+#                                             default all)
 # Environment: STRAGGLESIM_FUZZ_BUILD_DIR (default build-fuzz), STRAGGLESIM_FUZZ_JOBS (harnesses
 # run at once, default 1), CXX (default clang++). Findings (crash-*, timeout-*, oom-*) and each
 # run's log land in build-fuzz/runs/<harness>/; replay one with
@@ -11,7 +13,12 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-600}
 [[ $# -gt 0 ]] && shift
-all=(simulate_config experiment_config topology schedule_json schedule_bin calibration_csv)
+# Every harness in fuzz/ (fuzz/NAME_fuzz.cpp), so that a new one cannot be left out here.
+all=()
+for f in "$root"/fuzz/*_fuzz.cpp; do
+  f=${f##*/}
+  all+=("${f%_fuzz.cpp}")
+done
 harnesses=("$@")
 [[ ${#harnesses[@]} -eq 0 ]] && harnesses=("${all[@]}")
 for h in "${harnesses[@]}"; do
