@@ -214,6 +214,11 @@ class XAxis:
         ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: self.label_at(x)))
         ax.xaxis.set_minor_locator(FixedLocator(self.positions))
         ax.xaxis.set_minor_formatter(NullFormatter())
+        # Room at both ends for half of the outermost labels, so that they stay over their own
+        # panel instead of running into the next one's ("4GiB256KiB" between two panels).
+        if kept:
+            half_in = max(len(self.labels[kept[0]]), len(self.labels[kept[-1]])) * FONT_PT * 0.62 / 72 / 2
+            ax.margins(x=min(0.25, (half_in + 0.02) / max(width_in, 0.5)))
 
     def label_at(self, x):
         for p, label in zip(self.positions, self.labels):
@@ -512,7 +517,8 @@ def y_range(values, reference=None):
         return "linear", None, 0.0, 1.0
     scale, linthresh = value_scale(values)
     if scale != "linear":
-        return scale, linthresh, min(values) / 1.15, max(values) * 1.15
+        # A marker at the extreme value stays whole inside the panel (x1.15 clipped it).
+        return scale, linthresh, min(values) / 1.3, max(values) * 1.3
     pad = 0.06 * (max(values) - min(values) or abs(max(values)) or 1)
     return "linear", None, min(values) - pad, max(values) + pad
 
