@@ -149,6 +149,27 @@ class Figures(unittest.TestCase):
             self.assertTrue(os.path.exists(os.path.join(d, "time_vs_topology_ecmp.png")))
             self.assertTrue(os.path.exists(os.path.join(d, "speedup_vs_topology_ecmp.png")))
 
+    def test_tick_labels_of_neighbouring_panels_do_not_overlap(self):
+        # Four panels in a row over 256KiB..4GiB, the adaptive experiment's axis: the last label
+        # of one panel ("4GiB") and the first of the next ("256KiB") must not touch.
+        sizes = ["256KiB", "1MiB", "4MiB", "16MiB", "64MiB", "256MiB", "1GiB", "4GiB"]
+        axis = plot.XAxis({"key": "size", "values": sizes,
+                           "numeric": [float(2 ** (18 + 2 * i)) for i in range(len(sizes))],
+                           "unit": "B", "straggler_delay": False})
+        fig = plot.Figure(4, "t", [], [])
+        for ax in fig.axes:
+            ax.plot(axis.positions, [1.0] * len(sizes))
+            axis.apply(ax, fig.panel_w)
+        fig.finish([], [])
+        renderer = fig.fig.canvas.get_renderer()
+        spans = []
+        for ax in fig.axes:
+            boxes = [t.get_window_extent(renderer) for t in ax.get_xticklabels() if t.get_text()]
+            self.assertGreaterEqual(len(boxes), 2)
+            spans.append((min(b.x0 for b in boxes), max(b.x1 for b in boxes)))
+        for (_, right), (left, _) in zip(spans, spans[1:]):
+            self.assertLess(right, left, spans)
+
     def test_titles_in_words(self):
         self.assertEqual(plot.axis_words("delay"), "straggler delay [delay]")
         self.assertEqual(plot.value_words("topology.ecmp", "true"), "ECMP on")
