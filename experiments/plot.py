@@ -65,7 +65,7 @@ except ImportError:
 
 MAX_PANELS = 12
 MAX_PAGES = 4  # a figure that would need more pages is not drawn, and the output says why
-COINCIDE = 0.01  # lines closer than this everywhere are named in a note (one hides the other)
+COINCIDE = 0.015  # lines closer than this share of the y axis everywhere are named in a note (one hides the other)
 WIN_MARGIN = 1e-6  # a speedup within this of 1 is a tie, not a win
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 20250601  # fixed: the same results give the same bands
@@ -554,17 +554,23 @@ def combo_title(axes, combo):
     return ", ".join(value_words(a["key"], c) for a, c in zip(axes, combo))
 
 
-def coinciding(series):
-    """Notes naming the labels whose values differ by under COINCIDE (relative) at every point
-    (their lines overlap in the figure): {label: [values]}."""
+def coinciding(series, scale="linear", lo=0.0, hi=1.0):
+    """Notes naming the labels whose lines overlap in the figure, {label: [values]}: at every point
+    closer than COINCIDE of the y axis' height [lo, hi] on its scale (on a log axis 1.4% apart
+    hides one line under the other as surely as 0.1% does)."""
+    def t(v):
+        return math.log(v) if scale == "log" and v > 0 else v
+
+    height = (t(hi) - t(lo)) if hi > lo else 1.0
     labels = list(series)
     notes, seen = [], set()
     for i, a in enumerate(labels):
         same = [b for b in labels[i + 1:] if b not in seen and len(series[a]) == len(series[b]) and series[a] and
-                all(math.isclose(x, y, rel_tol=COINCIDE, abs_tol=1e-15) for x, y in zip(series[a], series[b]))]
+                all(abs(t(x) - t(y)) <= COINCIDE * height for x, y in zip(series[a], series[b]))]
         if same:
             seen.update(same)
-            notes.append(f"{' and '.join([a] + same)} overlap: within {COINCIDE:.0%} of each other at every point.")
+            apart = max(abs(x / y - 1) for b in same for x, y in zip(series[a], series[b]) if y)
+            notes.append(f"{' and '.join([a] + same)} overlap: at most {apart:.1%} apart at every point.")
     return notes
 
 
@@ -597,7 +603,8 @@ def plot_per_axis(data, axis_index, formats, out_dir, kind, skipped):
             v = value_of(p, label)
             if v is not None:
                 series[label].append(v)
-    same = coinciding(series)
+    scale, _, lo, hi = y_range([v for vs in series.values() for v in vs], reference=1.0 if kind == "speedup" else None)
+    same = coinciding(series, scale, lo, hi)
     written = []
     for page, shown in enumerate(pages):
         if kind == "speedup":

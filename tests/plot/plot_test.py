@@ -170,6 +170,13 @@ class Figures(unittest.TestCase):
         for (_, right), (left, _) in zip(spans, spans[1:]):
             self.assertLess(right, left, spans)
 
+    def test_overlap_is_judged_on_the_axis_as_drawn(self):
+        # On a log axis over 0.5..30, lines 1.4% apart hide one another: named.
+        notes = plot.coinciding({"a": [1.0, 10.0], "b": [1.014, 10.1], "c": [2.0, 20.0]}, "log", 0.5, 30.0)
+        self.assertEqual(notes, ["a and b overlap: at most 1.4% apart at every point."])
+        # On a linear axis over 0.9..1.05, 1% apart is 7% of the height: both lines show.
+        self.assertEqual(plot.coinciding({"a": [0.95, 1.0], "b": [0.96, 1.01]}, "linear", 0.9, 1.05), [])
+
     def test_titles_in_words(self):
         self.assertEqual(plot.axis_words("delay"), "straggler delay [delay]")
         self.assertEqual(plot.value_words("topology.ecmp", "true"), "ECMP on")
