@@ -216,35 +216,30 @@ for tr in "${transports[@]}"; do
   done
 done
 
-# 7. The launch probe (scripts/probes/launch_probe.cu, built beside stragglesim-gpu):
-#    what one operation costs to start on this GPU, 4 to 64 streams, 4 KiB each, which the
-#    8-rank runs cannot pin down (docs/calibration.md, "Rank counts the fit never saw").
-if [[ -x $bin/launch_probe ]]; then
-  if over_budget; then skipped+=(launch_probe)
+# A probe of scripts/probes/ built beside stragglesim-gpu: NAME, its table's file in $out.
+probe() {
+  local name=$1 table=$2
+  if [[ ! -x $bin/$name ]]; then
+    note "$name: skipped (no $bin/$name: cmake --build build --target $name)"
+  elif over_budget; then
+    skipped+=("$name")
   else
-    s=$SECONDS; rc=0
-    timeout 120 "$bin/launch_probe" >"$out/launch.txt" 2>&1 || rc=$?
+    local s=$SECONDS rc=0
+    timeout 120 "$bin/$name" >"$out/$table" 2>&1 || rc=$?
     [[ $rc -eq 0 ]] || status=1
-    note "launch_probe rc=$rc $((SECONDS - s))s"
+    note "$name rc=$rc $((SECONDS - s))s"
   fi
-else
-  note "launch probe: skipped (no $bin/launch_probe: cmake --build build --target launch_probe)"
-fi
+}
 
-# 8. The cache probe (scripts/probes/cache_probe.cu, built beside stragglesim-gpu): whether an
-#    add reads the scratch a copy has just written from the L2 cache, 1 to 8 streams of 1 MiB
-#    to 64 MiB (docs/DESIGN.md, shared_device: the L2 lead the 8-rank runs cannot settle).
-if [[ -x $bin/cache_probe ]] && (( ! quick )); then
-  if over_budget; then skipped+=(cache_probe)
-  else
-    s=$SECONDS; rc=0
-    timeout 120 "$bin/cache_probe" >"$out/cache.txt" 2>&1 || rc=$?
-    [[ $rc -eq 0 ]] || status=1
-    note "cache_probe rc=$rc $((SECONDS - s))s"
-  fi
-elif (( ! quick )); then
-  note "cache probe: skipped (no $bin/cache_probe: cmake --build build --target cache_probe)"
-fi
+# 7. The launch probe (scripts/probes/launch_probe.cu): what one operation costs to start on
+#    this GPU, 4 to 64 streams, 4 KiB each, which the 8-rank runs cannot pin down
+#    (docs/calibration.md, "Rank counts the fit never saw").
+probe launch_probe launch.txt
+
+# 8. The cache probe (scripts/probes/cache_probe.cu; not with --quick): whether an add reads the
+#    scratch a copy has just written from the L2 cache, 1 to 8 streams of 1 MiB to 64 MiB
+#    (docs/DESIGN.md, shared_device: the L2 lead the 8-rank runs cannot settle).
+(( quick )) || probe cache_probe cache.txt
 
 # The summary: per run name and size, the median time after the last arrival, the arrival
 # spread, and the bandwidth of the bytes moved against the measured copy bandwidth.

@@ -30,14 +30,7 @@
 #include <cstdlib>
 #include <vector>
 
-#define CK(x)                                              \
-  do {                                                     \
-    cudaError_t e_ = (x);                                  \
-    if (e_ != cudaSuccess) {                               \
-      std::printf("%s: %s\n", #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                        \
-    }                                                      \
-  } while (0)
+#include "probe_support.cuh"
 
 __global__ void add(float4* __restrict__ d, const float4* __restrict__ s, std::size_t n) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
@@ -70,26 +63,6 @@ const char* name(Variant v) {
       return "add";
   }
   return "?";
-}
-
-double replay_median(cudaGraphExec_t exec, cudaStream_t s) {
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  std::vector<double> t;
-  for (int i = 0; i < 12; ++i) {
-    CK(cudaEventRecord(a, s));
-    CK(cudaGraphLaunch(exec, s));
-    CK(cudaEventRecord(b, s));
-    CK(cudaEventSynchronize(b));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    if (i >= 2) t.push_back(ms * 1e-3);
-  }
-  CK(cudaEventDestroy(a));
-  CK(cudaEventDestroy(b));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
 }
 
 struct Rank {
@@ -139,7 +112,7 @@ double run(Variant v, int k, std::size_t s, int blocks) {
   CK(cudaStreamEndCapture(origin, &g));
   cudaGraphExec_t exec;
   CK(cudaGraphInstantiate(&exec, g, 0));
-  const double t = replay_median(exec, origin) / kReps;
+  const double t = replay_median(exec, origin, 2, 10) / kReps;
   CK(cudaGraphExecDestroy(exec));
   CK(cudaGraphDestroy(g));
   CK(cudaEventDestroy(fork));

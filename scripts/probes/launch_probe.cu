@@ -24,14 +24,7 @@
 #include <cstdlib>
 #include <vector>
 
-#define CK(x)                                              \
-  do {                                                     \
-    cudaError_t e_ = (x);                                  \
-    if (e_ != cudaSuccess) {                               \
-      std::printf("%s: %s\n", #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                        \
-    }                                                      \
-  } while (0)
+#include "probe_support.cuh"
 
 __global__ void add(float* __restrict__ d, const float* __restrict__ s, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -40,26 +33,6 @@ __global__ void add(float* __restrict__ d, const float* __restrict__ s, int n) {
 
 constexpr int kElems = 1024;  // 4 KiB of float
 constexpr int kRounds = 64;
-
-double replay_median(cudaGraphExec_t exec, cudaStream_t s) {
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  std::vector<double> t;
-  for (int i = 0; i < 23; ++i) {
-    CK(cudaEventRecord(a, s));
-    CK(cudaGraphLaunch(exec, s));
-    CK(cudaEventRecord(b, s));
-    CK(cudaEventSynchronize(b));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    if (i >= 3) t.push_back(ms * 1e-3);
-  }
-  CK(cudaEventDestroy(a));
-  CK(cudaEventDestroy(b));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
 
 // pattern 0 ring, 1 free, 2 chain (k must be 1 for chain)
 double run(int k, int pattern) {
@@ -100,7 +73,7 @@ double run(int k, int pattern) {
   CK(cudaStreamEndCapture(origin, &g));
   cudaGraphExec_t exec;
   CK(cudaGraphInstantiate(&exec, g, 0));
-  const double t = replay_median(exec, origin);
+  const double t = replay_median(exec, origin, 3, 20);
   CK(cudaGraphExecDestroy(exec));
   CK(cudaGraphDestroy(g));
   for (auto& e : done) CK(cudaEventDestroy(e));
