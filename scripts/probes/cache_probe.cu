@@ -49,21 +49,6 @@ constexpr std::size_t kFlushBytes = 256u << 20;  // well above the 50 MiB L2 of 
 constexpr int kReps = 8;
 
 enum class Variant { hot, cold, flush, copy, add };
-const char* name(Variant v) {
-  switch (v) {
-    case Variant::hot:
-      return "hot";
-    case Variant::cold:
-      return "cold";
-    case Variant::flush:
-      return "flush";
-    case Variant::copy:
-      return "copy";
-    case Variant::add:
-      return "add";
-  }
-  return "?";
-}
 
 struct Rank {
   float4 *src = nullptr, *scratch = nullptr, *dst = nullptr, *flush = nullptr;
@@ -130,7 +115,7 @@ double run(Variant v, int k, std::size_t s, int blocks) {
 int main() {
   cudaDeviceProp p{};
   CK(cudaGetDeviceProperties(&p, 0));
-  // One block per SM and stream at least, at most what the largest buffer needs.
+  // Four blocks per SM: a grid-stride add that fills the device at every buffer size.
   const int blocks = p.multiProcessorCount * 4;
   std::printf("# %s, %d SMs, L2 %d bytes, %d repetitions per graph, add kernel %d blocks x 256\n",
               p.name, p.multiProcessorCount, p.l2CacheSize, kReps, blocks);
