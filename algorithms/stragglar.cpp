@@ -1,70 +1,14 @@
-// StragglAR (arXiv 2505.23523): n-1 chunks; phase 1 is a ring ReduceScatter among the n-1
-// non-stragglers (run while the straggler is late), phase 2 folds the straggler in and
-// spreads the n-1 fully reduced chunks.
-//
-// Phase 2, with S = n-1 the straggler and m = n-1 the number of non-stragglers/chunks:
-// round r <= m-1 contains the exchange S <-> r on chunk r (both reduce), which "releases"
-// chunk r: it is fully reduced on r and S. Everything else copies fully reduced chunks.
-// S is busy until round m-1, then holds everything and sends one chunk per round.
-// Lower bound: chunk m-1 is released in round m-1 with two holders and holders at most
-// double per round, so R >= m-1 + ceil(log2 n) = n-2+L with L = ceil(log2 n).
-// At R = n-2+L there is almost no slack: rounds 0..m-1 have m-1 free receivers, the L-1
-// later ones m, m(m-1) copies are needed and before round L at most 2^t - 1 ranks have
-// anything to send, which leaves e = 2^L - n receive slots to waste in the whole phase.
-// So from round L on nearly every free rank sends one chunk and receives one per round.
-//
-// The doubling construction (doubling_rounds) builds such schedules. Chunk c is unfinished
-// from round c until round c+L, in which it reaches the last ranks; at the start of round t
-// the oldest unfinished chunk is o = t-L, the next-oldest p = t-L+1. Every rank that is not
-// busy sends one unfinished chunk, its group; a double also holds a second one that it
-// does not send, its spare.
-//   Spare weight: if every holder of c sent it in every round, c would have 2^(L-1)
-//   holders at the start of round c+L and need n/2 of them (the busy rank holds c and does
-//   not send it). A rank keeping c as a spare in round c+a removes 2^(L-a) from that
-//   count, so the spares kept of every chunk must weigh exactly e. Spares are of the
-//   oldest chunk (type-A double: sends its group, keeps o; weight 1) or of the next-oldest
-//   (type B: sends o, keeps p; weight 2): every round needs #A + 2 #B = e.
-//   Round t: the singles of the oldest group and the type-B doubles send o to every rank
-//   lacking it; every other rank sends its group to a holder of o: a type-A double whose
-//   group is not p takes p (its next spare), one whose group is p another younger chunk
-//   (its new group), a type-B double chunk t-L+2 (its next spare), a single of the oldest
-//   group any younger chunk (its new group). That is a matching of receivers to chunks
-//   with one slot per sender (ChunkMatching: newest chunk first, augmenting paths).
-//   Critical window (the paper's I6): rank r can neither send nor receive in round r, so a
-//   single must then hold just o = r-L; a single r with t < r < t+L only joins chunks
-//   c <= r-L. With e = 0 (powers of two) there are no doubles and this is the paper's
-//   pipeline: groups of 1, 2, 4, ..., n/2 that double every round (invariants I4-I6).
-//   Ramp (rounds 0..L-1): every holder sends, round t carries 2^(t-1-c) copies of chunk c,
-//   and e ranks end up type A in round L (spare: chunk 0): first ranks 1..L-2 and 0 (which
-//   gets chunk 1 instead), all in round L-1, then later ranks (plan_ramp).
-//   A busy double sends nothing, so it must be type B in its round (p unsent is its spare
-//   anyway, o is what every busy rank leaves unsent) and is type A afterwards. The number
-//   of type-B doubles is fixed (e minus the number of doubles), so the role moves: the
-//   busy double takes it from another double holding {o, p}. A later double therefore
-//   steers its groups to be p in its own round (it only takes groups c <= r-L+1).
-//   A type-A double left without a chunk in a round is dropped (it keeps its group only:
-//   one of the e wasted slots) and another one holding {o, p} turns type B; the first
-//   busy double also creates its token this way.
-//   Tail (rounds >= m): S joins the senders of chunk m-1 and of o; chunk m-1 grows
-//   1, 3, 7, ... and finishes with chunk m-2 in round R-1.
-// Nothing here is proven for general n. The construction checks itself as it goes (no
-// sender left for o, a busy double outside p's group, no double to promote: it gives up)
-// and the caller then uses the greedy. Two choices of the late doubles are tried, then
-// the same with one copy of chunk 0 fewer in round L-1 (one double fewer, one type-B
-// double from the start). With the greedy for n = 3 and 9 this meets the bound for every
-// n in 3..4096 but 33, 1025 and 2049: n = 2^(L-1)+1, where nearly every rank is a double
-// (5, 17, 65, 129, 257 and 513 work with the ramp with one copy fewer). For n = 33 a phase 2
-// found by a SAT search (stragglar_tables.hpp, algorithms/tools/stragglar_sat) meets the
-// bound and is tried first (template_rounds); for n = 2^M + 1 where the doubling
-// construction gives up or misses the bound (1025, 2049) the timeline construction
-// (stragglar_timeline.hpp, timeline_rounds) does.
-//
-// The greedy (greedy_rounds; n = 3 and where the construction gives up): per round, chunks
-// from the newest to the oldest, each sent by its idle holders with the fewest active
-// chunks to the idle ranks that lack it, ranks in the critical window only getting chunks
-// they may hold when meeting S (c + L <= r) and preferring c = r-L; in the tail S helps. A
-// few seeded tie-breaks are tried and the schedule with the fewest rounds kept. README.md
-// has the round counts against the bound.
+// StragglAR (arXiv 2505.23523) on n ranks: n-1 chunks; phase 1 is a ring ReduceScatter
+// among the m = n-1 non-stragglers (run while the straggler S is late); phase 2 folds S in
+// and spreads the m fully reduced chunks. Invariants of phase 2, checked by the tests:
+// round r <= m-1 holds the exchange S <-> r on chunk r (both reduce; chunk r is "released"),
+// every other transfer copies a fully reduced chunk, a rank sends at most one chunk and
+// receives at most one per round, and R >= n-2+L rounds with L = ceil(log2 n).
+// Which phase 2 is used: the searched table (n = 33, template_rounds), else the doubling
+// construction (doubling_rounds, with plan_ramp and ChunkMatching), else for n = 2^M + 1 the
+// timeline construction (timeline_rounds), else the seeded greedy (greedy_rounds); the
+// constructions check themselves as they go and give up, never emit a wrong round. How and
+// why: algorithms/README.md, "StragglAR" (the constructions, the bound, the round counts).
 #include "algorithms/stragglar.hpp"
 
 #include <algorithm>

@@ -238,7 +238,7 @@ probe launch_probe launch.txt
 
 # 8. The cache probe (scripts/probes/cache_probe.cu; not with --quick): whether an add reads the
 #    scratch a copy has just written from the L2 cache, 1 to 8 streams of 1 MiB to 64 MiB
-#    (docs/DESIGN.md, shared_device: the L2 lead the 8-rank runs cannot settle).
+#    (docs/calibration.md, "Tried and not kept": the L2 lead the 8-rank runs cannot settle).
 (( quick )) || probe cache_probe cache.txt
 
 # The summary: per run name and size, the median time after the last arrival, the arrival

@@ -26,7 +26,7 @@
 // When the schedule's chunk is not a multiple of 16 bytes, the bytes of every operation of the
 // run count unaligned_factor times, a whole-buffer range included (the GPU copies whole chunks of
 // one odd stride); copy_factor 0 (direct) counts only a range whose own offset or length is not a
-// multiple of 16 bytes (an empirical factor: docs/DESIGN.md, shared_device).
+// multiple of 16 bytes (an empirical factor: docs/calibration.md, "Why the odd-stride factor").
 // A stream runs its operations strictly one after another, starting at the rank's arrival.
 // The device memory is one resource of memory_bandwidth bytes per second: the operations
 // moving bytes at a time share it max-min fairly, each capped at operation_bandwidth. All

@@ -1,9 +1,6 @@
 cmake_minimum_required(VERSION 3.22)
-# Fails when a file includes a header of a layer it may not depend on (docs/DESIGN.md):
-#   common -> (nothing); algorithms, topologies, schema -> common; sim -> algorithms, topologies;
-#   calibration -> schema, algorithms; lowering -> algorithms; experiments -> sim, schema,
-#   calibration, lowering (never gpu_backend); gpu_backend -> algorithms, topologies, schema,
-#   lowering.
+# Fails when a file includes a header of a layer it may not depend on: the allowed_<layer>
+# lists below are the table of docs/DESIGN.md, "Layers", and change only with it.
 # Only the config loader (experiments/config/) may include yaml-cpp, and sim/ includes neither
 # <fstream> nor <filesystem>: the simulator receives numbers, files are read at the edge.
 set(allowed_common "common")

@@ -119,7 +119,7 @@ struct SharedDevice {
   // Multiplies the memory bytes of every operation of a run whose chunk is not a multiple of 16
   // bytes (with copy_factor 0: of a range whose offset or length is not; the IR's byte rule);
   // measured, not derived: on a GPU those are copies of an odd stride, which ran slower on the
-  // single-GPU transport (docs/DESIGN.md, sim/shared_device.hpp); 1: no penalty.
+  // single-GPU transport (docs/calibration.md, sim/shared_device.hpp); 1: no penalty.
   double unaligned_factor = 1;
   // The most memory bytes per second one operation can move alone (infinity: no cap).
   BytesPerSecond operation_bandwidth{std::numeric_limits<double>::infinity()};
