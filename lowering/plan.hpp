@@ -32,10 +32,9 @@
 // per rank; the padding elements travel and are reduced like the others but are not checked.
 // The padding is less than chunks * (align + dtype_size) bytes: for 64 chunks at 128 B under
 // 8.5 KiB, nothing at large sizes, a lot at tiny ones (4 KiB over 64 chunks travels as 8 KiB).
-// align = dtype_size gives the tight rule (pad by less than one element per chunk), which
-// is what lowering did before alignment. Every chunk is the same size, so every message of a
-// given chunk width has the same length (the IR's byte rule instead lets the last chunk
-// absorb the remainder). Rejected with ssim::InputError: a byte size that is not a multiple
+// align = dtype_size gives the tight rule (pad by less than one element per chunk). Every
+// chunk is the same size, so every message of a given chunk width has the same length (the
+// IR's byte rule instead lets the last chunk absorb the remainder). Rejected with ssim::InputError: a byte size that is not a multiple
 // of the element size, fewer elements than chunks, an alignment that is not a power of two
 // at least the element size.
 //
