@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "algorithms/schedule.hpp"
+#include "common/bits.hpp"
 #include "common/error.hpp"
 
 namespace ssim::alg {
@@ -24,10 +25,6 @@ double ring_reduce_scatter_cost(int m, double bytes, const CostParams& p) {
 }
 
 namespace {
-
-int floor_log2(int n) { return std::bit_width(static_cast<unsigned>(n)) - 1; }
-int ceil_log2(int n) { return std::bit_width(static_cast<unsigned>(n) - 1); }
-bool is_pow2(int n) { return std::has_single_bit(static_cast<unsigned>(n)); }
 
 // max over 1 <= m <= n of bit_width(m) + popcount(m). Within n's bit width w the best m is
 // n itself or n with one set bit k < w-1 cleared and every bit below it set; below that

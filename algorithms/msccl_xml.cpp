@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/bits.hpp"
 #include "common/error.hpp"
 
 namespace ssim::alg {
@@ -44,8 +45,6 @@ std::string limit_error(const Schedule& s, const std::string& what) {
 int first_msccl_chunk(int c, int chunks, int per_loop) {
   return static_cast<int>(static_cast<long long>(c) * per_loop / chunks);
 }
-
-bool power_of_two(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
 std::string export_with(const Schedule& s, const MscclExport& ex) {
   const MscclLimits& limits = ex.limits;
@@ -412,7 +411,7 @@ std::vector<int> msccl_nchunksperloop_candidates(int chunks) {
     }
   }
   if (out.empty()) out.assign(powers.rbegin(), powers.rend());
-  if (!power_of_two(chunks)) out.push_back(chunks);
+  if (!is_pow2(chunks)) out.push_back(chunks);
   return out;
 }
 

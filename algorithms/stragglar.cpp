@@ -26,19 +26,12 @@
 #include "algorithms/stragglar_matching.hpp"
 #include "algorithms/stragglar_tables.hpp"
 #include "algorithms/stragglar_timeline.hpp"
+#include "common/bits.hpp"
 #include "common/error.hpp"
 #include "common/random.hpp"
 
 namespace ssim::alg {
 namespace {
-
-int ceil_log2(int x) {
-  int l = 0;
-  while ((std::int64_t{1} << l) < x) ++l;
-  return l;
-}
-
-bool is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
 // Which non-straggler holds which fully reduced chunk (a ranks x chunks bit matrix: the m
 // chunk owners and, with several late ranks, the passive ones), per-chunk holder counts, and

@@ -15,6 +15,7 @@
 #include "common/csv.hpp"
 #include "common/error.hpp"
 #include "common/stats.hpp"
+#include "common/text.hpp"
 
 namespace ssim::calib {
 namespace {
@@ -35,12 +36,6 @@ std::vector<CsvRecord> split_records(const std::string& text, std::string_view n
                                      bool comments) {
   std::istringstream in(text);
   return read_csv(in, std::string(name), {.comments = comments});
-}
-
-std::string trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return std::string(s);
 }
 
 [[noreturn]] void bad_value(std::string_view name, int line, std::string_view column,
@@ -273,8 +268,8 @@ Calibration calibrate_sweep(const std::vector<CsvRecord>& records, std::string_v
                        std::to_string(rec.fields.size()) + " fields, the header has " +
                        std::to_string(header.fields.size()));
     }
-    const std::string bytes_text = trim(rec.fields[bytes_at]);
-    const std::string seconds_text = trim(rec.fields[seconds_at]);
+    const std::string bytes_text(trim(rec.fields[bytes_at]));
+    const std::string seconds_text(trim(rec.fields[seconds_at]));
     const auto bytes = to_size(bytes_text);
     if (!bytes) bad_value(name, rec.line, "bytes", bytes_text, "a whole number of bytes >= 0");
     const auto seconds = to_double(seconds_text);
@@ -284,7 +279,7 @@ Calibration calibrate_sweep(const std::vector<CsvRecord>& records, std::string_v
       bad_value(name, rec.line, "seconds", seconds_text, "a time in seconds >= 1e-12 (1 ps)");
     bool is_reduce = false;
     if (kind_at != kAbsent) {
-      const std::string kind = trim(rec.fields[kind_at]);
+      const std::string kind(trim(rec.fields[kind_at]));
       if (kind == "reduce") {
         is_reduce = true;
       } else if (kind != "p2p" && !kind.empty()) {
@@ -302,7 +297,8 @@ Calibration calibrate_sweep(const std::vector<CsvRecord>& records, std::string_v
       continue;
     }
     const bool has_class = class_at != kAbsent;
-    std::string cls = has_class ? trim(rec.fields[class_at]) : options.link_class.value_or("");
+    std::string cls =
+        has_class ? std::string(trim(rec.fields[class_at])) : options.link_class.value_or("");
     if (has_class && options.link_class && cls != *options.link_class) {
       skip(c, "link class '" + cls + "' (not --link-class " + *options.link_class + ")", rec.line);
       continue;
@@ -671,8 +667,8 @@ std::vector<Bytes> parse_size_list(std::string_view text) {
   std::size_t start = 0;
   while (true) {
     const std::size_t comma = text.find(',', start);
-    const std::string item =
-        trim(text.substr(start, comma == std::string_view::npos ? text.npos : comma - start));
+    const std::string item(
+        trim(text.substr(start, comma == std::string_view::npos ? text.npos : comma - start)));
     const Bytes b = parse_bytes(item);
     if (b.value == 0) throw InputError("size list '" + std::string(text) + "': sizes must be > 0");
     if (!sizes.empty() && b <= sizes.back()) {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/error.hpp"
+#include "common/text.hpp"
 
 namespace ssim::calib {
 namespace {
@@ -36,12 +37,6 @@ std::optional<double> number(const std::string& s) {
   const auto [p, ec] = std::from_chars(s.data(), end, v);
   if (ec != std::errc() || p != end || !std::isfinite(v)) return std::nullopt;
   return v;
-}
-
-std::string trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return std::string(s);
 }
 
 [[noreturn]] void fail(std::string_view name, int line, const std::string& what) {
@@ -106,7 +101,7 @@ std::optional<std::string> rank_line_device(std::string_view line) {
   const auto on = std::find(f.begin(), f.end(), "on");
   const std::size_t bracket = line.find(']');
   if (on == f.end() || on + 1 == f.end() || bracket == std::string_view::npos) return std::string();
-  return *(on + 1) + ": " + trim(line.substr(bracket + 1));
+  return *(on + 1) + ": " + std::string(trim(line.substr(bracket + 1), kWhitespace));
 }
 
 void check_program(std::string_view name, int line, const std::string& program) {

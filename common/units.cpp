@@ -8,15 +8,10 @@
 #include <utility>
 
 #include "common/error.hpp"
+#include "common/text.hpp"
 
 namespace ssim {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 // Splits "12.5 MiB" into 12.5 and "MiB". Throws when no number leads the text.
 std::pair<double, std::string_view> split_number(std::string_view text, const char* what,

@@ -55,6 +55,7 @@
 #include "algorithms/schedule.hpp"
 #include "algorithms/schedule_json.hpp"
 #include "algorithms/verifier.hpp"
+#include "common/bits.hpp"
 #include "common/output_file.hpp"
 
 namespace {
@@ -63,11 +64,7 @@ using ssim::alg::Op;
 using ssim::alg::Round;
 using ssim::alg::Schedule;
 
-int ceil_log2(int x) {
-  int l = 0;
-  while ((1LL << l) < x) ++l;
-  return l;
-}
+using ssim::ceil_log2;
 
 // DIMACS literals; kTrue/kFalse are constants folded away when clauses are added.
 constexpr int kTrue = 1 << 30;
