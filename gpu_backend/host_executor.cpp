@@ -147,22 +147,22 @@ class Transport {
 };
 
 template <class T>
-void run_rank(const RankPlan& rp, int rank, Transport& transport, std::vector<T>& data,
+void run_rank(const lowering::RankPlan& rp, int rank, Transport& transport, std::vector<T>& data,
               std::vector<T>& scratch) {
   auto* data_bytes = reinterpret_cast<std::byte*>(data.data());
   auto* scratch_bytes = reinterpret_cast<std::byte*>(scratch.data());
   std::vector<MessagePtr> sent;
-  for (const Step& step : rp.steps) {
+  for (const lowering::Step& step : rp.steps) {
     sent.clear();
-    for (const P2P& s : step.sends) {
+    for (const lowering::P2P& s : step.sends) {
       sent.push_back(
           transport.post(step.round, rank, s.peer, data_bytes + s.offset, s.count * sizeof(T)));
     }
-    for (const P2P& v : step.recvs) {
+    for (const lowering::P2P& v : step.recvs) {
       transport.take(step.round, v.peer, rank, scratch_bytes + v.offset, v.count * sizeof(T));
     }
     transport.wait_taken(rank, step.round, sent);
-    for (const Apply& a : step.applies) {
+    for (const lowering::Apply& a : step.applies) {
       T* dst = data.data() + a.offset / sizeof(T);
       const T* src = scratch.data() + a.scratch_offset / sizeof(T);
       if (a.op == alg::Op::reduce) {
@@ -175,9 +175,9 @@ void run_rank(const RankPlan& rp, int rank, Transport& transport, std::vector<T>
 }
 
 template <class T>
-HostRunResult run_typed(const Plan& plan, const HostRunOptions& options) {
+HostRunResult run_typed(const lowering::Plan& plan, const HostRunOptions& options) {
   const int n = plan.ranks;
-  const BufferLayout& layout = plan.layout;
+  const lowering::BufferLayout& layout = plan.layout;
   std::vector<std::vector<T>> data(static_cast<std::size_t>(n));
   std::vector<std::vector<T>> scratch(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) {
@@ -260,7 +260,7 @@ HostRunResult run_typed(const Plan& plan, const HostRunOptions& options) {
 // The expected values of one rank's elements after the collective, and which are checked.
 class Expectation {
  public:
-  Expectation(const Plan& plan, int rank)
+  Expectation(const lowering::Plan& plan, int rank)
       : plan_(plan), rank_(rank), modulus_(value_modulus(plan.layout.dtype, plan.ranks)) {
     if (plan.collective != alg::Collective::allgather) {
       sums_.assign(kPeriod, 0.0);
@@ -283,15 +283,15 @@ class Expectation {
   }
 
  private:
-  const Plan& plan_;
+  const lowering::Plan& plan_;
   int rank_;
   std::uint64_t modulus_;
   std::vector<double> sums_;
 };
 
 template <class T>
-void fill_typed(const Plan& plan, int rank, std::span<std::byte> buffer) {
-  const BufferLayout& layout = plan.layout;
+void fill_typed(const lowering::Plan& plan, int rank, std::span<std::byte> buffer) {
+  const lowering::BufferLayout& layout = plan.layout;
   SSIM_CHECK(buffer.size() == layout.padded_bytes(), "input buffer must have padded_bytes() bytes");
   const std::uint64_t modulus = value_modulus(layout.dtype, plan.ranks);
   for (std::uint64_t i = 0; i < layout.padded_count(); ++i) {
@@ -307,9 +307,9 @@ void fill_typed(const Plan& plan, int rank, std::span<std::byte> buffer) {
 }
 
 template <class T>
-void check_typed(const Plan& plan, int rank, std::span<const std::byte> buffer,
+void check_typed(const lowering::Plan& plan, int rank, std::span<const std::byte> buffer,
                  CheckReport& report) {
-  const BufferLayout& layout = plan.layout;
+  const lowering::BufferLayout& layout = plan.layout;
   SSIM_CHECK(buffer.size() >= layout.count * sizeof(T),
              "output buffer smaller than the collective's size");
   const Expectation expect(plan, rank);
@@ -332,19 +332,19 @@ void check_typed(const Plan& plan, int rank, std::span<const std::byte> buffer,
 }
 
 template <class F>
-decltype(auto) dispatch(DType dtype, F&& f) {
+decltype(auto) dispatch(lowering::DType dtype, F&& f) {
   switch (dtype) {
-    case DType::float32:
+    case lowering::DType::float32:
       return f(float{});
-    case DType::float64:
+    case lowering::DType::float64:
       return f(double{});
-    case DType::int32:
+    case lowering::DType::int32:
       return f(std::int32_t{});
-    case DType::int64:
+    case lowering::DType::int64:
       return f(std::int64_t{});
-    case DType::float16:
+    case lowering::DType::float16:
       return f(Half{});
-    case DType::bfloat16:
+    case lowering::DType::bfloat16:
       return f(BFloat16{});
   }
   SSIM_CHECK(false, "unknown dtype");
@@ -368,25 +368,25 @@ double input_value(int rank, std::uint64_t element, std::uint64_t modulus) {
 
 double input_value(int rank, std::uint64_t element) { return input_value(rank, element, kModulus); }
 
-std::uint64_t exact_integer_limit(DType dtype) {
+std::uint64_t exact_integer_limit(lowering::DType dtype) {
   switch (dtype) {
-    case DType::float16:
+    case lowering::DType::float16:
       return std::uint64_t{1} << 11;
-    case DType::bfloat16:
+    case lowering::DType::bfloat16:
       return std::uint64_t{1} << 8;
-    case DType::float32:
+    case lowering::DType::float32:
       return std::uint64_t{1} << 24;
-    case DType::int32:
+    case lowering::DType::int32:
       return (std::uint64_t{1} << 31) - 1;
-    case DType::float64:
+    case lowering::DType::float64:
       return std::uint64_t{1} << 53;
-    case DType::int64:
+    case lowering::DType::int64:
       return (std::uint64_t{1} << 63) - 1;
   }
   return 0;
 }
 
-std::uint64_t value_modulus(DType dtype, int ranks) {
+std::uint64_t value_modulus(lowering::DType dtype, int ranks) {
   if (ranks < 1) throw InputError("need at least 1 rank, got " + std::to_string(ranks));
   const std::uint64_t limit = exact_integer_limit(dtype);
   const std::uint64_t modulus = std::min(kModulus, limit / static_cast<std::uint64_t>(ranks));
@@ -399,11 +399,11 @@ std::uint64_t value_modulus(DType dtype, int ranks) {
   return modulus;
 }
 
-void fill_input(const Plan& plan, int rank, std::span<std::byte> buffer) {
+void fill_input(const lowering::Plan& plan, int rank, std::span<std::byte> buffer) {
   dispatch(plan.layout.dtype, [&](auto t) { fill_typed<decltype(t)>(plan, rank, buffer); });
 }
 
-void check_output(const Plan& plan, int rank, std::span<const std::byte> buffer,
+void check_output(const lowering::Plan& plan, int rank, std::span<const std::byte> buffer,
                   CheckReport& report) {
   dispatch(plan.layout.dtype,
            [&](auto t) { check_typed<decltype(t)>(plan, rank, buffer, report); });
@@ -416,7 +416,7 @@ std::string CheckReport::to_string() const {
          std::to_string(first_element) + " expected " + number(expected) + " got " + number(actual);
 }
 
-HostRunResult run_on_host(const Plan& plan, const HostRunOptions& options) {
+HostRunResult run_on_host(const lowering::Plan& plan, const HostRunOptions& options) {
   if (!options.start_delay.empty() && static_cast<int>(options.start_delay.size()) != plan.ranks) {
     throw InputError("start delays: need one per rank (" + std::to_string(plan.ranks) + "), got " +
                      std::to_string(options.start_delay.size()));
@@ -429,9 +429,9 @@ HostRunResult run_on_host(const Plan& plan, const HostRunOptions& options) {
   return dispatch(plan.layout.dtype, [&](auto t) { return run_typed<decltype(t)>(plan, options); });
 }
 
-HostRunResult run_on_host(const alg::Schedule& schedule, std::uint64_t bytes, DType dtype,
+HostRunResult run_on_host(const alg::Schedule& schedule, std::uint64_t bytes, lowering::DType dtype,
                           const HostRunOptions& options) {
-  return run_on_host(lower(schedule, bytes, dtype), options);
+  return run_on_host(lowering::lower(schedule, bytes, dtype), options);
 }
 
 }  // namespace ssim::gpu

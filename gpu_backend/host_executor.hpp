@@ -42,7 +42,7 @@
 
 #include "algorithms/schedule.hpp"
 #include "common/units.hpp"
-#include "gpu_backend/plan.hpp"
+#include "lowering/plan.hpp"
 
 namespace ssim::gpu {
 
@@ -83,23 +83,23 @@ struct HostRunResult {
   CheckReport check;               // empty (checked == 0) when options.check is false
 };
 
-HostRunResult run_on_host(const Plan& plan, const HostRunOptions& options = {});
+HostRunResult run_on_host(const lowering::Plan& plan, const HostRunOptions& options = {});
 // lower(schedule, bytes, dtype), then run.
-HostRunResult run_on_host(const alg::Schedule& schedule, std::uint64_t bytes, DType dtype,
+HostRunResult run_on_host(const alg::Schedule& schedule, std::uint64_t bytes, lowering::DType dtype,
                           const HostRunOptions& options = {});
 
 // The fill value with modulus M (above), and with M = 1031.
 double input_value(int rank, std::uint64_t element, std::uint64_t modulus);
 double input_value(int rank, std::uint64_t element);
 // The largest integer L up to which `dtype` holds every integer (table above).
-std::uint64_t exact_integer_limit(DType dtype);
+std::uint64_t exact_integer_limit(lowering::DType dtype);
 // M = min(1031, L / ranks); InputError when that is below 2 (bfloat16 beyond 128 ranks).
-std::uint64_t value_modulus(DType dtype, int ranks);
+std::uint64_t value_modulus(lowering::DType dtype, int ranks);
 // Writes rank's input for plan.collective into buffer (plan.layout.padded_bytes() bytes).
-void fill_input(const Plan& plan, int rank, std::span<std::byte> buffer);
+void fill_input(const lowering::Plan& plan, int rank, std::span<std::byte> buffer);
 // Compares rank's buffer after the collective with the expected values of plan.collective
 // and adds the outcome to `report`; call it for ranks in increasing order.
-void check_output(const Plan& plan, int rank, std::span<const std::byte> buffer,
+void check_output(const lowering::Plan& plan, int rank, std::span<const std::byte> buffer,
                   CheckReport& report);
 
 }  // namespace ssim::gpu

@@ -25,14 +25,14 @@
 #include <string>
 #include <vector>
 
-#include "gpu_backend/plan.hpp"
+#include "lowering/plan.hpp"
 
 namespace ssim::gpu {
 
 struct SizeRow {
   std::uint64_t bytes = 0;
   std::uint64_t count = 0;  // elements per rank
-  DType dtype = DType::float32;
+  lowering::DType dtype = lowering::DType::float32;
   int ranks = 0;
   double mean_time_s = 0;        // first arrival to last finish
   double mean_after_last_s = 0;  // last arrival to last finish

@@ -2,7 +2,7 @@
 //   devices  what CUDA and NCCL see on this machine;
 //   run      an nccl-tests-style sweep of one algorithm (a registry schedule or nccl) on GPUs,
 //            timed, checked, with an optional straggler delay; table on stdout, CSV with
-//            --csv. The nccl-tests flags are gpu_backend/run_options.hpp's (shared with
+//            --csv. The nccl-tests flags are gpu_backend/nccl_tests_flags.hpp's (shared with
 //            stragglesim-mpi).
 //
 //   stragglesim-gpu run --algo ring -b 1M -e 256M -f 4 -n 20 -w 5 --csv ring.csv
@@ -25,11 +25,11 @@
 #include "gpu_backend/cuda/check.hpp"
 #include "gpu_backend/cuda/devices.hpp"
 #include "gpu_backend/cuda/driver.hpp"
-#include "gpu_backend/run_options.hpp"
+#include "gpu_backend/nccl_tests_flags.hpp"
 
 namespace {
 
-// The flags only this driver has; the nccl-tests ones are gpu_backend/run_options.hpp's.
+// The flags only this driver has; the nccl-tests ones are gpu_backend/nccl_tests_flags.hpp's.
 struct RunArgs {
   std::string transport;  // empty: default_transport
   std::string phase1 = "schedule";

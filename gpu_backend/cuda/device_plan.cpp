@@ -58,19 +58,19 @@ CopyMode parse_copy_mode(std::string_view name) {
   throw InputError("unknown copy mode '" + std::string(name) + "' (expected memcpy or kernel)");
 }
 
-int kernel_dtype(DType dtype) {
+int kernel_dtype(lowering::DType dtype) {
   switch (dtype) {
-    case DType::float32:
+    case lowering::DType::float32:
       return kDtypeFloat32;
-    case DType::float64:
+    case lowering::DType::float64:
       return kDtypeFloat64;
-    case DType::int32:
+    case lowering::DType::int32:
       return kDtypeInt32;
-    case DType::int64:
+    case lowering::DType::int64:
       return kDtypeInt64;
-    case DType::float16:
+    case lowering::DType::float16:
       return kDtypeFloat16;
-    case DType::bfloat16:
+    case lowering::DType::bfloat16:
       return kDtypeBfloat16;
   }
   SSIM_CHECK(false, "unknown dtype");
@@ -90,15 +90,15 @@ std::uint64_t elements(std::uint64_t bytes, std::uint64_t elem, const char* what
 
 }  // namespace
 
-std::vector<DeviceRankPlan> build_device_plans(const Plan& plan) {
-  const std::uint64_t elem = dtype_size(plan.layout.dtype);
+std::vector<DeviceRankPlan> build_device_plans(const lowering::Plan& plan) {
+  const std::uint64_t elem = lowering::dtype_size(plan.layout.dtype);
   std::vector<DeviceRankPlan> out(plan.rank_plans.size());
 
   // Sender offsets in issue order per (round, src, dst), consumed by the receives in order.
   std::map<std::tuple<int, int, int>, std::vector<std::uint64_t>> sends;
   for (int r = 0; r < plan.ranks; ++r) {
-    for (const Step& step : plan.rank_plans[static_cast<std::size_t>(r)].steps) {
-      for (const P2P& s : step.sends) sends[{step.round, r, s.peer}].push_back(s.offset);
+    for (const lowering::Step& step : plan.rank_plans[static_cast<std::size_t>(r)].steps) {
+      for (const lowering::P2P& s : step.sends) sends[{step.round, r, s.peer}].push_back(s.offset);
     }
   }
   std::map<std::tuple<int, int, int>, std::size_t> taken;
@@ -107,8 +107,8 @@ std::vector<DeviceRankPlan> build_device_plans(const Plan& plan) {
   // same-round conflicts (a receive whose source the sender overwrites in the same round).
   std::map<std::pair<int, int>, std::vector<std::pair<std::uint64_t, std::uint64_t>>> written;
   for (int r = 0; r < plan.ranks; ++r) {
-    for (const Step& step : plan.rank_plans[static_cast<std::size_t>(r)].steps) {
-      for (const Apply& a : step.applies)
+    for (const lowering::Step& step : plan.rank_plans[static_cast<std::size_t>(r)].steps) {
+      for (const lowering::Apply& a : step.applies)
         written[{step.round, r}].emplace_back(a.offset, a.offset + a.count * elem);
     }
   }
@@ -122,15 +122,15 @@ std::vector<DeviceRankPlan> build_device_plans(const Plan& plan) {
   };
 
   for (int r = 0; r < plan.ranks; ++r) {
-    const RankPlan& rp = plan.rank_plans[static_cast<std::size_t>(r)];
+    const lowering::RankPlan& rp = plan.rank_plans[static_cast<std::size_t>(r)];
     DeviceRankPlan& dp = out[static_cast<std::size_t>(r)];
     dp.step_at_round.assign(static_cast<std::size_t>(plan.rounds), -1);
-    for (const Step& step : rp.steps) {
+    for (const lowering::Step& step : rp.steps) {
       dp.step_at_round[static_cast<std::size_t>(step.round)] = static_cast<int>(dp.steps.size());
       DeviceStep ds;
       ds.round = step.round;
       std::vector<DirectSource> recv_sources;
-      for (const P2P& v : step.recvs) {
+      for (const lowering::P2P& v : step.recvs) {
         const auto key = std::make_tuple(step.round, v.peer, r);
         const std::size_t k = taken[key]++;
         auto it = sends.find(key);
@@ -154,8 +154,8 @@ std::vector<DeviceRankPlan> build_device_plans(const Plan& plan) {
       std::vector<int> wave_of;
       int waves = 0;
       for (std::size_t ai = 0; ai < step.applies.size(); ++ai) {
-        const Apply& a = step.applies[ai];
-        const P2P& v = step.recvs[ai];
+        const lowering::Apply& a = step.applies[ai];
+        const lowering::P2P& v = step.recvs[ai];
         SSIM_CHECK(a.scratch_offset >= v.offset &&
                        a.scratch_offset + a.count * elem <= v.offset + v.count * elem,
                    "apply outside its receive's scratch range");
@@ -351,7 +351,7 @@ PreparedCollective prepare_collective(const CollectiveSpec& spec) {
     check_rank_limit();
     const alg::Schedule none =
         alg::Schedule::make(alg::Collective::allreduce, out.label, spec.ranks, 1);
-    out.plan = lower(none, spec.bytes, spec.dtype);
+    out.plan = lowering::lower(none, spec.bytes, spec.dtype);
     out.device = build_device_plans(out.plan);
     return out;
   }
@@ -373,7 +373,7 @@ PreparedCollective prepare_collective(const CollectiveSpec& spec) {
     out.phase1 = find_phase1_ring_reduce_scatter(schedule);
     out.label += "+nccl-rs";
   }
-  out.plan = lower(schedule, spec.bytes, spec.dtype);
+  out.plan = lowering::lower(schedule, spec.bytes, spec.dtype);
   out.device = build_device_plans(out.plan);
   return out;
 }

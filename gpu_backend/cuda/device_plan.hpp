@@ -36,7 +36,7 @@
 #include "algorithms/registry.hpp"
 #include "algorithms/schedule.hpp"
 #include "gpu_backend/cuda/apply_item.hpp"
-#include "gpu_backend/plan.hpp"
+#include "lowering/plan.hpp"
 
 namespace ssim::gpu {
 
@@ -79,7 +79,7 @@ std::string_view to_string(CopyMode mode);
 CopyMode parse_copy_mode(std::string_view name);
 
 // The kernel's code for a DType (kernels.hpp).
-int kernel_dtype(DType dtype);
+int kernel_dtype(lowering::DType dtype);
 
 // Items [first, first + count) of DeviceRankPlan::items; max_count sizes the grid.
 struct ApplyWave {
@@ -151,7 +151,7 @@ struct SameRoundConflict {
 std::vector<SameRoundConflict> same_round_conflicts(const std::vector<DeviceRankPlan>& plans);
 
 // InternalError when an offset is not a whole number of elements.
-std::vector<DeviceRankPlan> build_device_plans(const Plan& plan);
+std::vector<DeviceRankPlan> build_device_plans(const lowering::Plan& plan);
 
 struct RingReduceScatter {
   std::vector<int> members;  // members[i] ends up owning chunk i: its key in the split comm
@@ -165,7 +165,7 @@ struct CollectiveSpec {
   int ranks = 0;
   alg::Options options;  // the generator's options
   std::uint64_t bytes = 0;
-  DType dtype = DType::float32;
+  lowering::DType dtype = lowering::DType::float32;
   Phase1 phase1 = Phase1::schedule;
 };
 
@@ -174,7 +174,7 @@ struct PreparedCollective {
   bool nccl_allreduce = false;
   // The lowered schedule; for kNcclAlgorithm a plan of one chunk and no steps, which gives
   // the buffer layout and the check's expected values.
-  Plan plan;
+  lowering::Plan plan;
   std::vector<DeviceRankPlan> device;
   std::optional<RingReduceScatter> phase1;  // set for Phase1::nccl_rs
 };

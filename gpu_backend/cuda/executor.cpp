@@ -21,19 +21,19 @@ namespace ssim::gpu {
 
 namespace {
 
-ncclDataType_t nccl_type(DType dtype) {
+ncclDataType_t nccl_type(lowering::DType dtype) {
   switch (dtype) {
-    case DType::float32:
+    case lowering::DType::float32:
       return ncclFloat32;
-    case DType::float64:
+    case lowering::DType::float64:
       return ncclFloat64;
-    case DType::int32:
+    case lowering::DType::int32:
       return ncclInt32;
-    case DType::int64:
+    case lowering::DType::int64:
       return ncclInt64;
-    case DType::float16:
+    case lowering::DType::float16:
       return ncclFloat16;
-    case DType::bfloat16:
+    case lowering::DType::bfloat16:
       return ncclBfloat16;
   }
   SSIM_CHECK(false, "unknown dtype");
@@ -588,7 +588,7 @@ struct CollectiveRun::Impl {
   const DeviceRankPlan& device_plan(std::size_t i) const {
     return c.device[static_cast<std::size_t>(states[i].rank)];
   }
-  const RankPlan& rank_plan(std::size_t i) const {
+  const lowering::RankPlan& rank_plan(std::size_t i) const {
     return c.plan.rank_plans[static_cast<std::size_t>(states[i].rank)];
   }
   std::size_t finish_slot() const {
@@ -717,7 +717,7 @@ void CollectiveRun::Impl::setup() {
 // The direct transport's items: each apply item with its source as a device address, the
 // sender's data buffer (same GPU or a peer GPU) or, where staged, this rank's scratch.
 void CollectiveRun::Impl::upload_direct_items() {
-  const std::uint64_t elem = dtype_size(c.plan.layout.dtype);
+  const std::uint64_t elem = lowering::dtype_size(c.plan.layout.dtype);
   for (std::size_t i = 0; i < states.size(); ++i) {
     const DeviceRankPlan& dp = device_plan(i);
     RankState& s = states[i];
@@ -768,7 +768,7 @@ void CollectiveRun::Impl::apply(std::size_t i, const DeviceStep& step) {
 
 void CollectiveRun::Impl::issue_nccl_rounds() {
   const ncclDataType_t type = nccl_type(c.plan.layout.dtype);
-  const BufferLayout& layout = c.plan.layout;
+  const lowering::BufferLayout& layout = c.plan.layout;
   for (int k = 0; k < c.plan.rounds; ++k) {
     const auto round = static_cast<std::size_t>(k);
     if (c.phase1 && k < c.phase1->rounds) {
@@ -796,12 +796,12 @@ void CollectiveRun::Impl::issue_nccl_rounds() {
       for (std::size_t i = 0; i < states.size(); ++i) {
         const int idx = device_plan(i).step_at_round[round];
         if (idx < 0) continue;
-        const Step& step = rank_plan(i).steps[static_cast<std::size_t>(idx)];
+        const lowering::Step& step = rank_plan(i).steps[static_cast<std::size_t>(idx)];
         const LocalRank& l = group.local[i];
         RankState& s = states[i];
-        for (const P2P& p : step.sends)
+        for (const lowering::P2P& p : step.sends)
           SSIM_NCCL(ncclSend(s.data.get() + p.offset, p.count, type, p.peer, l.comm, l.stream));
-        for (const P2P& p : step.recvs)
+        for (const lowering::P2P& p : step.recvs)
           SSIM_NCCL(ncclRecv(s.scratch.get() + p.offset, p.count, type, p.peer, l.comm, l.stream));
       }
       group_call.end();
@@ -817,7 +817,7 @@ void CollectiveRun::Impl::issue_nccl_rounds() {
 
 void CollectiveRun::Impl::issue_single_gpu_rounds() {
   // Every rank is local and states[r] is rank r.
-  const std::uint64_t elem = dtype_size(c.plan.layout.dtype);
+  const std::uint64_t elem = lowering::dtype_size(c.plan.layout.dtype);
   SSIM_CUDA(cudaSetDevice(group.local.front().device));
   std::vector<std::size_t> in_round;
   for (int k = 0; k < c.plan.rounds; ++k) {
@@ -827,7 +827,7 @@ void CollectiveRun::Impl::issue_single_gpu_rounds() {
       if (device_plan(i).step_at_round[round] >= 0) in_round.push_back(i);
     }
     if (in_round.empty()) continue;
-    auto step_of = [&](std::size_t i) -> const Step& {
+    auto step_of = [&](std::size_t i) -> const lowering::Step& {
       return rank_plan(i).steps[static_cast<std::size_t>(device_plan(i).step_at_round[round])];
     };
     // Each rank marks where it reached the round: its data as of the round's start.
@@ -835,13 +835,13 @@ void CollectiveRun::Impl::issue_single_gpu_rounds() {
       SSIM_CUDA(cudaEventRecord(states[i].ready.get(), group.local[i].stream));
     // Receivers copy once the sender has reached the round.
     for (std::size_t i : in_round) {
-      const Step& step = step_of(i);
+      const lowering::Step& step = step_of(i);
       if (step.recvs.empty()) continue;
       const DeviceStep& ds =
           device_plan(i).steps[static_cast<std::size_t>(device_plan(i).step_at_round[round])];
       const cudaStream_t stream = group.local[i].stream;
       for (std::size_t v = 0; v < step.recvs.size(); ++v) {
-        const P2P& p = step.recvs[v];
+        const lowering::P2P& p = step.recvs[v];
         const RankState& sender = states[static_cast<std::size_t>(p.peer)];
         SSIM_CUDA(cudaStreamWaitEvent(stream, sender.ready.get(), 0));
         if (settings.copy == CopyMode::kernel) {
@@ -858,7 +858,7 @@ void CollectiveRun::Impl::issue_single_gpu_rounds() {
     }
     // Senders may change their data only once their receivers have copied it.
     for (std::size_t i : in_round) {
-      for (const P2P& p : step_of(i).sends) {
+      for (const lowering::P2P& p : step_of(i).sends) {
         SSIM_CUDA(cudaStreamWaitEvent(group.local[i].stream,
                                       states[static_cast<std::size_t>(p.peer)].copied.get(), 0));
       }
@@ -1126,7 +1126,7 @@ IterationResult CollectiveRun::Impl::run(bool check) {
                std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                    std::chrono::duration<double>(settings.timeout.value));
   }
-  const BufferLayout& layout = c.plan.layout;
+  const lowering::BufferLayout& layout = c.plan.layout;
   const std::uint64_t bytes = layout.padded_bytes();
   for (std::size_t i = 0; i < states.size(); ++i) {
     const LocalRank& l = group.local[i];

@@ -58,7 +58,7 @@
 #include "gpu_backend/cuda/bootstrap.hpp"
 #include "gpu_backend/cuda/device_plan.hpp"
 #include "gpu_backend/host_executor.hpp"
-#include "gpu_backend/run_options.hpp"
+#include "gpu_backend/nccl_tests_flags.hpp"
 
 namespace ssim::gpu {
 

@@ -30,7 +30,7 @@
 
 namespace ssim::gpu {
 
-// Element type codes for the kernels; the same order as ssim::gpu::DType (plan.hpp), which
+// Element type codes for the kernels; the same order as lowering::DType (lowering/plan.hpp), which
 // this header does not include so that nvcc never sees the C++20 host headers. The 16-bit
 // types reduce in their own precision; fill writes input_value_int with the caller's modulus
 // M = value_modulus(dtype, ranks) (host_executor.hpp), so every partial sum is an integer

@@ -10,7 +10,7 @@
 //   const PreparedCollective c = prepare_collective(collective_spec(o, n, o.sizes[0]));
 //
 // Sizes follow nccl-tests (-b/-e/-f); parse_size, size_sweep and kMaxRanks are shared with the
-// MPI executor in gpu_backend/run_options.hpp.
+// MPI executor in gpu_backend/nccl_tests_flags.hpp.
 #pragma once
 
 #include <cstdint>
@@ -22,8 +22,8 @@
 
 #include "common/units.hpp"
 #include "gpu_backend/cuda/device_plan.hpp"
-#include "gpu_backend/plan.hpp"
-#include "gpu_backend/run_options.hpp"
+#include "gpu_backend/nccl_tests_flags.hpp"
+#include "lowering/plan.hpp"
 
 namespace ssim::gpu {
 
@@ -40,7 +40,7 @@ struct RunOptions {
   std::optional<int> ranks;                              // default: all GPUs (nccl transport)
   Seconds delay;                                         // the straggler's arrival delay
   std::optional<int> straggler;                          // default n-1
-  DType dtype = DType::float32;
+  lowering::DType dtype = lowering::DType::float32;
   Transport transport = Transport::nccl;
   Phase1 phase1 = Phase1::schedule;
   // One process per GPU: all three set, or none; or `mpi` (started by mpirun: rank and nranks

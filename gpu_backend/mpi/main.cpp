@@ -1,7 +1,7 @@
 // stragglesim-mpi: the MPI executor's driver, one process per rank, in nccl-tests style: an
 // AllReduce algorithm (a registry schedule, or mpi for MPI_Allreduce) over a size sweep,
 // timed, checked, with an optional straggler delay; table on stdout (rank 0), CSV with --csv,
-// JSON with -J. The flags are nccl-tests' (gpu_backend/run_options.hpp, shared with
+// JSON with -J. The flags are nccl-tests' (gpu_backend/nccl_tests_flags.hpp, shared with
 // stragglesim-gpu run).
 //
 //   mpirun -np 8 stragglesim-mpi --algo stragglar -b 1M -e 64M -f 4 --delay 5ms --csv runs.csv
@@ -25,7 +25,7 @@
 #include "common/output_file.hpp"
 #include "gpu_backend/mpi/mpi_driver.hpp"
 #include "gpu_backend/mpi/mpi_support.hpp"
-#include "gpu_backend/run_options.hpp"
+#include "gpu_backend/nccl_tests_flags.hpp"
 
 namespace {
 

@@ -20,18 +20,18 @@ constexpr std::uint64_t kMaxPieceBytes = std::uint64_t{1} << 30;
 // MPI guarantees tags up to at least 32767.
 constexpr int kTagMask = 0x7fff;
 
-MPI_Datatype mpi_type(DType dtype) {
+MPI_Datatype mpi_type(lowering::DType dtype) {
   switch (dtype) {
-    case DType::float32:
+    case lowering::DType::float32:
       return MPI_FLOAT;
-    case DType::float64:
+    case lowering::DType::float64:
       return MPI_DOUBLE;
-    case DType::int32:
+    case lowering::DType::int32:
       return MPI_INT32_T;
-    case DType::int64:
+    case lowering::DType::int64:
       return MPI_INT64_T;
-    case DType::float16:
-    case DType::bfloat16:
+    case lowering::DType::float16:
+    case lowering::DType::bfloat16:
       return MPI_UINT16_T;  // the bit pattern; summed by a user-defined op (sum_16bit)
   }
   SSIM_CHECK(false, "unknown dtype");
@@ -52,7 +52,7 @@ class MpiCollectiveRun::Buffers {
  public:
   virtual ~Buffers() = default;
   virtual void reset() = 0;
-  virtual void run_plan(const RankPlan& plan, MPI_Comm comm) = 0;
+  virtual void run_plan(const lowering::RankPlan& plan, MPI_Comm comm) = 0;
   virtual void run_allreduce(MPI_Comm comm) = 0;
   virtual std::span<const std::byte> data() const = 0;
 };
@@ -62,7 +62,7 @@ namespace {
 template <class T>
 class TypedBuffers final : public MpiCollectiveRun::Buffers {
  public:
-  TypedBuffers(const Plan& plan, int rank)
+  TypedBuffers(const lowering::Plan& plan, int rank)
       : input_(plan.layout.padded_count()),
         data_(plan.layout.padded_count()),
         scratch_(plan.rank_plans[static_cast<std::size_t>(rank)].scratch_bytes / sizeof(T)) {
@@ -79,21 +79,21 @@ class TypedBuffers final : public MpiCollectiveRun::Buffers {
 
   void reset() override { std::copy(input_.begin(), input_.end(), data_.begin()); }
 
-  void run_plan(const RankPlan& plan, MPI_Comm comm) override {
+  void run_plan(const lowering::RankPlan& plan, MPI_Comm comm) override {
     auto* data = reinterpret_cast<std::byte*>(data_.data());
     auto* scratch = reinterpret_cast<std::byte*>(scratch_.data());
-    for (const Step& step : plan.steps) {
+    for (const lowering::Step& step : plan.steps) {
       requests_.clear();
       const int tag = step.round & kTagMask;
-      for (const P2P& v : step.recvs) {
+      for (const lowering::P2P& v : step.recvs) {
         post(scratch + v.offset, v.count * sizeof(T), v.peer, tag, comm, /*send=*/false);
       }
-      for (const P2P& s : step.sends) {
+      for (const lowering::P2P& s : step.sends) {
         post(data + s.offset, s.count * sizeof(T), s.peer, tag, comm, /*send=*/true);
       }
       SSIM_MPI(
           MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE));
-      for (const Apply& a : step.applies) {
+      for (const lowering::Apply& a : step.applies) {
         T* dst = data_.data() + a.offset / sizeof(T);
         const T* src = scratch_.data() + a.scratch_offset / sizeof(T);
         if (a.op == alg::Op::reduce) {
@@ -119,13 +119,13 @@ class TypedBuffers final : public MpiCollectiveRun::Buffers {
  private:
   static constexpr bool kSixteenBitFloat = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 
-  static DType dtype_of() {
-    if constexpr (std::is_same_v<T, float>) return DType::float32;
-    if constexpr (std::is_same_v<T, double>) return DType::float64;
-    if constexpr (std::is_same_v<T, std::int32_t>) return DType::int32;
-    if constexpr (std::is_same_v<T, Half>) return DType::float16;
-    if constexpr (std::is_same_v<T, BFloat16>) return DType::bfloat16;
-    return DType::int64;
+  static lowering::DType dtype_of() {
+    if constexpr (std::is_same_v<T, float>) return lowering::DType::float32;
+    if constexpr (std::is_same_v<T, double>) return lowering::DType::float64;
+    if constexpr (std::is_same_v<T, std::int32_t>) return lowering::DType::int32;
+    if constexpr (std::is_same_v<T, Half>) return lowering::DType::float16;
+    if constexpr (std::is_same_v<T, BFloat16>) return lowering::DType::bfloat16;
+    return lowering::DType::int64;
   }
 
   void post(std::byte* buffer, std::uint64_t bytes, int peer, int tag, MPI_Comm comm, bool send) {
@@ -147,19 +147,19 @@ class TypedBuffers final : public MpiCollectiveRun::Buffers {
   MPI_Op sum_ = MPI_SUM;
 };
 
-std::unique_ptr<MpiCollectiveRun::Buffers> make_buffers(const Plan& plan, int rank) {
+std::unique_ptr<MpiCollectiveRun::Buffers> make_buffers(const lowering::Plan& plan, int rank) {
   switch (plan.layout.dtype) {
-    case DType::float32:
+    case lowering::DType::float32:
       return std::make_unique<TypedBuffers<float>>(plan, rank);
-    case DType::float64:
+    case lowering::DType::float64:
       return std::make_unique<TypedBuffers<double>>(plan, rank);
-    case DType::int32:
+    case lowering::DType::int32:
       return std::make_unique<TypedBuffers<std::int32_t>>(plan, rank);
-    case DType::int64:
+    case lowering::DType::int64:
       return std::make_unique<TypedBuffers<std::int64_t>>(plan, rank);
-    case DType::float16:
+    case lowering::DType::float16:
       return std::make_unique<TypedBuffers<Half>>(plan, rank);
-    case DType::bfloat16:
+    case lowering::DType::bfloat16:
       return std::make_unique<TypedBuffers<BFloat16>>(plan, rank);
   }
   SSIM_CHECK(false, "unknown dtype");

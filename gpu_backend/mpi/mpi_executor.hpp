@@ -37,7 +37,7 @@
 #include "gpu_backend/host_executor.hpp"
 #include "gpu_backend/mpi/mpi_options.hpp"
 #include "gpu_backend/mpi/mpi_support.hpp"
-#include "gpu_backend/run_options.hpp"
+#include "gpu_backend/nccl_tests_flags.hpp"
 
 namespace ssim::gpu {
 

@@ -3,7 +3,7 @@
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
 #include "gpu_backend/host_executor.hpp"
-#include "gpu_backend/run_options.hpp"
+#include "gpu_backend/nccl_tests_flags.hpp"
 #include "gpu_backend/run_table.hpp"
 
 namespace ssim::gpu {
@@ -54,7 +54,7 @@ MpiCollective prepare_mpi_collective(const MpiRunOptions& o, int ranks, std::uin
     out.label = std::string(kMpiAlgorithm);
     out.mpi_allreduce = true;
     const alg::Schedule none = alg::Schedule::make(alg::Collective::allreduce, out.label, ranks, 1);
-    out.plan = lower(none, bytes, o.dtype);
+    out.plan = lowering::lower(none, bytes, o.dtype);
     return out;
   }
   require_known_algorithm(o.algorithm, std::string(kMpiAlgorithm));
@@ -64,7 +64,7 @@ MpiCollective prepare_mpi_collective(const MpiRunOptions& o, int ranks, std::uin
     options.set("straggler", std::to_string(straggler_rank(o, ranks)));
   const alg::Schedule schedule = alg::generate(o.algorithm, ranks, options);
   out.label = schedule.algorithm;
-  out.plan = lower(schedule, bytes, o.dtype);
+  out.plan = lowering::lower(schedule, bytes, o.dtype);
   return out;
 }
 

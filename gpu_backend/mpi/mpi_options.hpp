@@ -19,15 +19,15 @@
 #include <vector>
 
 #include "common/units.hpp"
-#include "gpu_backend/plan.hpp"
-#include "gpu_backend/run_options.hpp"
+#include "gpu_backend/nccl_tests_flags.hpp"
+#include "lowering/plan.hpp"
 
 namespace ssim::gpu {
 
 // The algorithm name that runs the MPI library's own MPI_Allreduce instead of a schedule.
 inline constexpr std::string_view kMpiAlgorithm = "mpi";
 
-// The flags of gpu_backend/run_options.hpp (shared with stragglesim-gpu), checked and typed;
+// The flags of gpu_backend/nccl_tests_flags.hpp (shared with stragglesim-gpu), checked and typed;
 // the algorithm is a registry name or kMpiAlgorithm, the CSV and JSON are written by rank 0.
 struct MpiRunOptions : NcclTestsSettings {
   std::vector<std::string> args;  // the command line, for the JSON
@@ -38,7 +38,7 @@ struct MpiRunOptions : NcclTestsSettings {
 struct MpiCollective {
   std::string label;  // the result CSV's algorithm column
   bool mpi_allreduce = false;
-  Plan plan;
+  lowering::Plan plan;
 };
 
 // Everything that can be checked before any communication, including preparing every size

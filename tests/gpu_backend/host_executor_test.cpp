@@ -14,16 +14,17 @@ namespace {
 
 using alg::Op;
 
-constexpr std::array<DType, 6> kTypes = {DType::float32, DType::float64, DType::int32,
-                                         DType::int64,   DType::float16, DType::bfloat16};
+constexpr std::array<lowering::DType, 6> kTypes = {
+    lowering::DType::float32, lowering::DType::float64, lowering::DType::int32,
+    lowering::DType::int64,   lowering::DType::float16, lowering::DType::bfloat16};
 
 // Two elements per chunk plus one: count = 2 * chunks + 1 is never a multiple of chunks
 // (chunks >= 2), so every run also exercises the padding (3 elements per chunk).
-std::uint64_t small_bytes(const alg::Schedule& s, DType dtype) {
-  return (2 * static_cast<std::uint64_t>(s.chunks) + 1) * dtype_size(dtype);
+std::uint64_t small_bytes(const alg::Schedule& s, lowering::DType dtype) {
+  return (2 * static_cast<std::uint64_t>(s.chunks) + 1) * lowering::dtype_size(dtype);
 }
 
-void expect_exact(const alg::Schedule& s, DType dtype, const std::string& what) {
+void expect_exact(const alg::Schedule& s, lowering::DType dtype, const std::string& what) {
   const HostRunResult r = run_on_host(s, small_bytes(s, dtype), dtype);
   EXPECT_TRUE(r.check.ok()) << what << " (" << to_string(dtype) << "): " << r.check.to_string();
   EXPECT_EQ(r.check.checked,
@@ -53,27 +54,27 @@ TEST(HostExecutor, SixteenBitFloatsAreExactForEveryAlgorithm) {
     for (int n : {2, 3, 5, 8, 16, 64, 128}) {
       if (!info.supports_ranks(n) || (n > 16 && info.name != "ring")) continue;
       const alg::Schedule s = alg::generate(info.name, n, alg::Options{});
-      expect_exact(s, DType::float16, info.name + " n=" + std::to_string(n));
-      expect_exact(s, DType::bfloat16, info.name + " n=" + std::to_string(n));
+      expect_exact(s, lowering::DType::float16, info.name + " n=" + std::to_string(n));
+      expect_exact(s, lowering::DType::bfloat16, info.name + " n=" + std::to_string(n));
     }
   }
 }
 
 TEST(HostExecutor, ValueModulusKeepsEverySumExact) {
-  EXPECT_EQ(value_modulus(DType::float32, 8), 1031u);
-  EXPECT_EQ(value_modulus(DType::int64, 1024), 1031u);
-  EXPECT_EQ(value_modulus(DType::float16, 2), 1024u);
-  EXPECT_EQ(value_modulus(DType::float16, 8), 256u);
-  EXPECT_EQ(value_modulus(DType::float16, 1024), 2u);
-  EXPECT_EQ(value_modulus(DType::bfloat16, 8), 32u);
-  EXPECT_EQ(value_modulus(DType::bfloat16, 128), 2u);
-  for (DType t : kTypes) {
+  EXPECT_EQ(value_modulus(lowering::DType::float32, 8), 1031u);
+  EXPECT_EQ(value_modulus(lowering::DType::int64, 1024), 1031u);
+  EXPECT_EQ(value_modulus(lowering::DType::float16, 2), 1024u);
+  EXPECT_EQ(value_modulus(lowering::DType::float16, 8), 256u);
+  EXPECT_EQ(value_modulus(lowering::DType::float16, 1024), 2u);
+  EXPECT_EQ(value_modulus(lowering::DType::bfloat16, 8), 32u);
+  EXPECT_EQ(value_modulus(lowering::DType::bfloat16, 128), 2u);
+  for (lowering::DType t : kTypes) {
     for (int n : {2, 7, 8, 100, 128}) {
       EXPECT_LE(value_modulus(t, n) * static_cast<std::uint64_t>(n), exact_integer_limit(t));
     }
   }
   try {
-    value_modulus(DType::bfloat16, 129);
+    value_modulus(lowering::DType::bfloat16, 129);
     FAIL() << "bfloat16 sums over 129 ranks cannot all be exact";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("bfloat16 holds every integer only up to 256, so the "
@@ -82,16 +83,16 @@ TEST(HostExecutor, ValueModulusKeepsEverySumExact) {
         << e.what();
   }
   // The same error from a run.
-  EXPECT_THROW(
-      run_on_host(alg::generate("ring", 130, alg::Options{}), 130 * 2 * 64, DType::bfloat16),
-      InputError);
+  EXPECT_THROW(run_on_host(alg::generate("ring", 130, alg::Options{}), 130 * 2 * 64,
+                           lowering::DType::bfloat16),
+               InputError);
 }
 
 // A wrong sum in half is caught: a ring whose first transfer copies instead of reducing.
 TEST(HostExecutor, BrokenScheduleIsCaughtInHalf) {
   alg::Schedule s = alg::generate("ring", 8, alg::Options{});
   s.rounds[0].transfers[0].op = Op::copy;
-  const HostRunResult r = run_on_host(s, 4096, DType::float16);
+  const HostRunResult r = run_on_host(s, 4096, lowering::DType::float16);
   EXPECT_FALSE(r.check.ok());
   EXPECT_GT(r.check.wrong, 0u);
 }
@@ -106,7 +107,7 @@ TEST(HostExecutor, StragglerAwareAlgorithmsAreExactForEveryStragglerPosition) {
         alg::Options opts;
         opts.set("straggler", std::to_string(straggler));
         expect_exact(
-            alg::generate(info.name, n, opts), DType::float32,
+            alg::generate(info.name, n, opts), lowering::DType::float32,
             info.name + " n=" + std::to_string(n) + " straggler=" + std::to_string(straggler));
       }
     }
@@ -120,7 +121,7 @@ TEST(HostExecutor, TwoWayExchangeInOneRoundUsesRoundStartData) {
   alg::Round& r = s.add_round();
   r.add(0, 1, 0, 1, Op::reduce);
   r.add(1, 0, 0, 1, Op::reduce);
-  const HostRunResult res = run_on_host(s, 7 * 4, DType::float32);
+  const HostRunResult res = run_on_host(s, 7 * 4, lowering::DType::float32);
   EXPECT_TRUE(res.check.ok()) << res.check.to_string();
   EXPECT_EQ(res.check.checked, 14u);
 }
@@ -135,7 +136,7 @@ TEST(HostExecutor, BrokenScheduleReportsFirstWrongRankAndElement) {
   ASSERT_EQ(s.rounds[0].transfers[0], (alg::Transfer{0, 1, 2, 3, Op::reduce}));
   s.rounds[0].transfers[0].op = Op::copy;
   // The tight layout (alignment 4 B = one float32): 2 elements per chunk.
-  const HostRunResult r = run_on_host(lower(s, 6 * 4, DType::float32, 4));
+  const HostRunResult r = run_on_host(lowering::lower(s, 6 * 4, lowering::DType::float32, 4));
   EXPECT_FALSE(r.check.ok());
   EXPECT_EQ(r.check.checked, 18u);
   EXPECT_EQ(r.check.wrong, 6u);
@@ -152,13 +153,13 @@ TEST(HostExecutor, ReduceScatterAndAllGatherEndStates) {
   const std::vector<int> all = alg::iota_ranks(4);
   alg::Schedule rs = alg::Schedule::make(alg::Collective::reduce_scatter, "ring-rs", 4, 4);
   alg::append_ring_reduce_scatter(rs, all, 0);
-  const HostRunResult r1 = run_on_host(rs, 8 * 4, DType::int32);
+  const HostRunResult r1 = run_on_host(rs, 8 * 4, lowering::DType::int32);
   EXPECT_TRUE(r1.check.ok()) << r1.check.to_string();
   EXPECT_EQ(r1.check.checked, 8u);  // only each owner's 2 elements
 
   alg::Schedule ag = alg::Schedule::make(alg::Collective::allgather, "ring-ag", 4, 4);
   alg::append_ring_allgather(ag, all, 0);
-  const HostRunResult r2 = run_on_host(ag, 8 * 4, DType::int32);
+  const HostRunResult r2 = run_on_host(ag, 8 * 4, lowering::DType::int32);
   EXPECT_TRUE(r2.check.ok()) << r2.check.to_string();
   EXPECT_EQ(r2.check.checked, 32u);
 
@@ -167,7 +168,7 @@ TEST(HostExecutor, ReduceScatterAndAllGatherEndStates) {
   // elements 2 and 3; expected the owner's input_value(1, 2) = 2 * 3 + 1 = 7.
   // The tight layout (alignment 4 B = one int32): 2 elements per chunk.
   ag.rounds.pop_back();
-  const HostRunResult r3 = run_on_host(lower(ag, 8 * 4, DType::int32, 4));
+  const HostRunResult r3 = run_on_host(lowering::lower(ag, 8 * 4, lowering::DType::int32, 4));
   EXPECT_EQ(r3.check.wrong, 8u);
   EXPECT_EQ(r3.check.first_rank, 0);
   EXPECT_EQ(r3.check.first_element, 2u);
@@ -182,7 +183,7 @@ TEST(HostExecutor, StartDelayHoldsBackEveryRank) {
   opts.start_delay.assign(4, Seconds{0});
   opts.start_delay[2] = Seconds{0.02};
   const HostRunResult r =
-      run_on_host(alg::generate("ring", 4, alg::Options{}), 64, DType::float32, opts);
+      run_on_host(alg::generate("ring", 4, alg::Options{}), 64, lowering::DType::float32, opts);
   EXPECT_TRUE(r.check.ok()) << r.check.to_string();
   ASSERT_EQ(r.ranks.size(), 4u);
   EXPECT_GE(r.ranks[2].start.value, 0.02);
@@ -193,8 +194,9 @@ TEST(HostExecutor, StartDelayHoldsBackEveryRank) {
   EXPECT_DOUBLE_EQ(r.time_from_last_arrival.value, r.time.value - r.ranks[2].start.value);
 
   opts.start_delay.pop_back();
-  EXPECT_THROW(run_on_host(alg::generate("ring", 4, alg::Options{}), 64, DType::float32, opts),
-               InputError);
+  EXPECT_THROW(
+      run_on_host(alg::generate("ring", 4, alg::Options{}), 64, lowering::DType::float32, opts),
+      InputError);
 }
 
 // No global barrier, but a transfer needs both ends. Round 0: 0 -> 1; round 1: 1 -> 2, with
@@ -208,7 +210,7 @@ TEST(HostExecutor, RanksProgressIndependentlyButTransfersNeedBothEnds) {
   HostRunOptions opts;
   opts.check = false;
   opts.start_delay = {Seconds{0}, Seconds{0}, Seconds{0.2}};
-  const HostRunResult r = run_on_host(s, 16, DType::float32, opts);
+  const HostRunResult r = run_on_host(s, 16, lowering::DType::float32, opts);
   EXPECT_EQ(r.check.checked, 0u);
   EXPECT_LT(r.ranks[0].finish.value, r.ranks[2].start.value);
   EXPECT_GE(r.ranks[1].finish.value, r.ranks[2].start.value);
@@ -217,12 +219,13 @@ TEST(HostExecutor, RanksProgressIndependentlyButTransfersNeedBothEnds) {
 // A hand-made plan in which rank 1 waits for a message rank 0 never sends: the run ends with
 // an InternalError naming the wait instead of hanging.
 TEST(HostExecutor, UnmatchedReceiveTimesOut) {
-  Plan plan;
+  lowering::Plan plan;
   plan.ranks = 2;
   plan.rounds = 1;
-  plan.layout = make_layout(8, 2, DType::float32);
+  plan.layout = lowering::make_layout(8, 2, lowering::DType::float32);
   plan.rank_plans.resize(2);
-  plan.rank_plans[1].steps.push_back(Step{0, {}, {P2P{0, 0, 1}}, {Apply{Op::reduce, 0, 0, 1}}, 4});
+  plan.rank_plans[1].steps.push_back(
+      lowering::Step{0, {}, {lowering::P2P{0, 0, 1}}, {lowering::Apply{Op::reduce, 0, 0, 1}}, 4});
   plan.rank_plans[1].scratch_bytes = 4;
   HostRunOptions opts;
   opts.wait_timeout = Seconds{0.05};

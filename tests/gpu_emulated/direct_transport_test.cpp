@@ -35,14 +35,15 @@ class Direct : public ::testing::Test {
 };
 
 PreparedCollective prepared(const std::string& algorithm, int ranks, std::uint64_t bytes,
-                            DType dtype) {
+                            lowering::DType dtype) {
   return prepare_collective({algorithm, ranks, alg::Options{}, bytes, dtype, Phase1::schedule});
 }
 
 // 5 aligned chunks' worth of elements plus 3: padding and a tail that is not a whole vector.
-std::uint64_t bytes_for(const std::string& algorithm, int ranks, DType dtype) {
+std::uint64_t bytes_for(const std::string& algorithm, int ranks, lowering::DType dtype) {
   const int chunks = alg::generate(algorithm, ranks, {}).chunks;
-  return (5 * 128 / dtype_size(dtype) * static_cast<std::uint64_t>(chunks) + 3) * dtype_size(dtype);
+  return (5 * 128 / lowering::dtype_size(dtype) * static_cast<std::uint64_t>(chunks) + 3) *
+         lowering::dtype_size(dtype);
 }
 
 std::vector<int> on_one_device(int ranks) {
@@ -73,8 +74,9 @@ void expect_exact(DeviceGroup& group, const PreparedCollective& c, IterationSett
   }
 }
 
-constexpr DType kTypes[] = {DType::float32, DType::float64, DType::int32,
-                            DType::int64,   DType::float16, DType::bfloat16};
+constexpr lowering::DType kTypes[] = {lowering::DType::float32, lowering::DType::float64,
+                                      lowering::DType::int32,   lowering::DType::int64,
+                                      lowering::DType::float16, lowering::DType::bfloat16};
 
 // Every algorithm at n in {2, 3, 4, 5, 8}, one device, the dtypes in turn, with and without a
 // delay on the last rank.
@@ -84,7 +86,7 @@ TEST_F(Direct, EveryAlgorithmOnOneDevice) {
     if (info.in_network) continue;  // switch reductions: switch_reduce_test, nvls_test
     for (int n : {2, 3, 4, 5, 8}) {
       if (!info.supports_ranks(n)) continue;
-      const DType dtype = kTypes[case_index++ % 6];
+      const lowering::DType dtype = kTypes[case_index++ % 6];
       DeviceGroup group = DeviceGroup::direct(n, on_one_device(n));
       EXPECT_EQ(group.transport(), Transport::direct);
       const PreparedCollective c = prepared(info.name, n, bytes_for(info.name, n, dtype), dtype);
@@ -105,7 +107,7 @@ TEST_F(Direct, EveryDtype) {
   for (const std::string name : {"ring", "rhd", "direct", "stragglar"}) {
     for (int n : {4, 8}) {
       if (!alg::find_algorithm(name).supports_ranks(n)) continue;
-      for (DType dtype : kTypes) {
+      for (lowering::DType dtype : kTypes) {
         DeviceGroup group = DeviceGroup::direct(n, on_one_device(n));
         expect_exact(group, prepared(name, n, bytes_for(name, n, dtype), dtype),
                      IterationSettings{},
@@ -128,7 +130,8 @@ TEST_F(Direct, OneRankPerDeviceThroughPeerAccess) {
       s.delay = Seconds{10e-6};
       s.straggler = 0;
       expect_exact(group,
-                   prepared(info.name, n, bytes_for(info.name, n, DType::float32), DType::float32),
+                   prepared(info.name, n, bytes_for(info.name, n, lowering::DType::float32),
+                            lowering::DType::float32),
                    s, info.name + " n=" + std::to_string(n) + " across devices");
     }
   }
@@ -146,7 +149,8 @@ TEST_F(Direct, WithoutPeerAccessAClearInputError) {
   }
   // All ranks on one device need no peer access.
   DeviceGroup group = DeviceGroup::direct(4, on_one_device(4));
-  expect_exact(group, prepared("ring", 4, 4096, DType::float32), IterationSettings{}, "ring");
+  expect_exact(group, prepared("ring", 4, 4096, lowering::DType::float32), IterationSettings{},
+               "ring");
 }
 
 // A kernel that reads another device's memory without peer access faults, as on a GPU.
@@ -207,9 +211,10 @@ Dropped run_without(const std::string& algorithm, int n, testing::DirectDependen
     s.launch = launch;
     s.timeout = Seconds{5.0};
     try {
-      CollectiveRun run(
-          group, prepared(algorithm, n, bytes_for(algorithm, n, DType::float32), DType::float32),
-          s);
+      CollectiveRun run(group,
+                        prepared(algorithm, n, bytes_for(algorithm, n, lowering::DType::float32),
+                                 lowering::DType::float32),
+                        s);
       out.wrong = run.run(true).wrong.value_or(0);
     } catch (const std::exception&) {
       out.threw = true;  // a race is a fault: the device's sticky error fails the iteration
@@ -238,7 +243,8 @@ TEST_F(Direct, ADroppedReadAfterWriteDependencyIsCaught) {
   // The hook drops nothing when no dependency is named.
   emu::reset(emu::Config{8, 4});
   DeviceGroup group = DeviceGroup::direct(4, on_one_device(4));
-  expect_exact(group, prepared("ring", 4, 4096, DType::float32), IterationSettings{}, "ring");
+  expect_exact(group, prepared("ring", 4, 4096, lowering::DType::float32), IterationSettings{},
+               "ring");
 }
 
 // Every single wait dropped in turn (each kind, every rank, peer and round): some waits are
@@ -251,7 +257,7 @@ TEST_F(Direct, EveryDroppedDependencyIsCaughtOrRedundant) {
   for (const std::string name : {"ring", "tree", "direct", "rhd"}) {
     const int n = 4;
     const PreparedCollective c =
-        prepared(name, n, bytes_for(name, n, DType::float32), DType::float32);
+        prepared(name, n, bytes_for(name, n, lowering::DType::float32), lowering::DType::float32);
     for (char kind : {'r', 'w', 's'}) {
       for (int round = 0; round < c.plan.rounds; ++round) {
         for (int rank = 0; rank < n; ++rank) {
@@ -280,7 +286,8 @@ TEST_F(Direct, EveryDroppedDependencyIsCaughtOrRedundant) {
 
 TEST_F(Direct, RejectsNcclCollectivesAndBadPlacement) {
   DeviceGroup group = DeviceGroup::direct(4, on_one_device(4));
-  EXPECT_THROW(CollectiveRun(group, prepared("nccl", 4, 4096, DType::float32), {}), InputError);
+  EXPECT_THROW(CollectiveRun(group, prepared("nccl", 4, 4096, lowering::DType::float32), {}),
+               InputError);
   EXPECT_THROW(DeviceGroup::direct(4, {0, 0, 0}), InputError);
   EXPECT_THROW(DeviceGroup::direct(2, {0, 9}), InputError);
   EXPECT_NE(group.description().find("direct"), std::string::npos);

@@ -38,7 +38,8 @@ class Emulated : public ::testing::Test {
 };
 
 PreparedCollective prepared(const std::string& algorithm, int ranks, std::uint64_t bytes,
-                            DType dtype, Phase1 phase1 = Phase1::schedule, int straggler = -1) {
+                            lowering::DType dtype, Phase1 phase1 = Phase1::schedule,
+                            int straggler = -1) {
   alg::Options options;
   if (straggler >= 0 && algorithm != "nccl" && alg::find_algorithm(algorithm).straggler_aware)
     options.set("straggler", std::to_string(straggler));
@@ -46,9 +47,9 @@ PreparedCollective prepared(const std::string& algorithm, int ranks, std::uint64
 }
 
 // 7 elements per chunk plus 3: padding, and chunk offsets that are not 16-byte aligned.
-std::uint64_t bytes_for(const std::string& algorithm, int ranks, DType dtype) {
+std::uint64_t bytes_for(const std::string& algorithm, int ranks, lowering::DType dtype) {
   const int chunks = algorithm == "nccl" ? 1 : alg::generate(algorithm, ranks, {}).chunks;
-  return (7 * static_cast<std::uint64_t>(chunks) + 3) * dtype_size(dtype);
+  return (7 * static_cast<std::uint64_t>(chunks) + 3) * lowering::dtype_size(dtype);
 }
 
 std::vector<int> straggler_positions(int n) { return {0, n / 2, n - 1}; }
@@ -87,8 +88,8 @@ TEST_F(Emulated, EveryAlgorithmEveryStragglerOverNccl) {
         const std::string what =
             info.name + " n=" + std::to_string(n) + " straggler " + std::to_string(straggler);
         expect_exact(group,
-                     prepared(info.name, n, bytes_for(info.name, n, DType::float32), DType::float32,
-                              Phase1::schedule, straggler),
+                     prepared(info.name, n, bytes_for(info.name, n, lowering::DType::float32),
+                              lowering::DType::float32, Phase1::schedule, straggler),
                      IterationSettings{Seconds{1e-4}, straggler}, what);
         if (!info.straggler_aware) break;  // the schedule does not depend on the straggler
       }
@@ -99,8 +100,9 @@ TEST_F(Emulated, EveryAlgorithmEveryStragglerOverNccl) {
 TEST_F(Emulated, EveryDtypeEveryAlgorithm) {
   for (int n : kRanks) {
     DeviceGroup group = DeviceGroup::all_local(n);
-    for (DType dtype : {DType::float32, DType::float64, DType::int32, DType::int64, DType::float16,
-                        DType::bfloat16}) {
+    for (lowering::DType dtype :
+         {lowering::DType::float32, lowering::DType::float64, lowering::DType::int32,
+          lowering::DType::int64, lowering::DType::float16, lowering::DType::bfloat16}) {
       for (const alg::AlgorithmInfo& info : alg::algorithms()) {
         if (info.in_network) continue;  // switch reductions: switch_reduce_test, nvls_test
         if (!info.supports_ranks(n)) continue;
@@ -162,17 +164,17 @@ TEST_F(Emulated, ADelayIsMeasuredWhateverRanBeforeIt) {
       if (!info.straggler_aware || !info.supports_ranks(n)) continue;
       for (int straggler : {n - 1, 0}) {
         auto aware = [&](double delay) {
-          return Timed{prepared(info.name, n, bytes_for(info.name, n, DType::float32),
-                                DType::float32, Phase1::schedule, straggler),
+          return Timed{prepared(info.name, n, bytes_for(info.name, n, lowering::DType::float32),
+                                lowering::DType::float32, Phase1::schedule, straggler),
                        IterationSettings{Seconds{delay}, straggler},
                        info.name + " n=" + std::to_string(n) + " straggler " +
                            std::to_string(straggler) + " delay " + std::to_string(delay)};
         };
         auto nccl = [&](double delay) {
-          return Timed{
-              prepared("nccl", n, bytes_for("nccl", n, DType::float32) * 5, DType::float32),
-              IterationSettings{Seconds{delay}, straggler},
-              "nccl n=" + std::to_string(n) + " delay " + std::to_string(delay)};
+          return Timed{prepared("nccl", n, bytes_for("nccl", n, lowering::DType::float32) * 5,
+                                lowering::DType::float32),
+                       IterationSettings{Seconds{delay}, straggler},
+                       "nccl n=" + std::to_string(n) + " delay " + std::to_string(delay)};
         };
         expect_ordered(group, {aware(1e-5), nccl(1e-4)});
         expect_ordered(group, {nccl(1e-5), aware(1e-4)});
@@ -191,8 +193,8 @@ TEST_F(Emulated, Phase1AsNcclReduceScatter) {
       for (int straggler : straggler_positions(n)) {
         PreparedCollective c;
         try {
-          c = prepared(info.name, n, bytes_for(info.name, n, DType::float32), DType::float32,
-                       Phase1::nccl_rs, straggler);
+          c = prepared(info.name, n, bytes_for(info.name, n, lowering::DType::float32),
+                       lowering::DType::float32, Phase1::nccl_rs, straggler);
         } catch (const InputError&) {
           continue;  // this schedule's phase 1 is not a ring reduce-scatter at this n
         }
@@ -212,8 +214,8 @@ TEST_F(Emulated, EveryAlgorithmOnTheSingleGpuTransport) {
       if (!info.supports_ranks(n)) continue;
       for (int straggler : straggler_positions(n)) {
         expect_exact(group,
-                     prepared(info.name, n, bytes_for(info.name, n, DType::int32), DType::int32,
-                              Phase1::schedule, straggler),
+                     prepared(info.name, n, bytes_for(info.name, n, lowering::DType::int32),
+                              lowering::DType::int32, Phase1::schedule, straggler),
                      IterationSettings{Seconds{1e-4}, straggler},
                      info.name + " single-gpu n=" + std::to_string(n));
         if (!info.straggler_aware) break;
@@ -229,7 +231,7 @@ TEST_F(Emulated, TimesComeFromTheStamps) {
   for (Launch launch : {Launch::graph, Launch::eager}) {
     IterationSettings settings{Seconds{0.005}, 3};
     settings.launch = launch;
-    CollectiveRun run(group, prepared("ring", 4, 1 << 16, DType::float32), settings);
+    CollectiveRun run(group, prepared("ring", 4, 1 << 16, lowering::DType::float32), settings);
     const IterationResult r = run.run(true);
     EXPECT_EQ(r.wrong, std::optional<std::uint64_t>(0));
     EXPECT_NEAR(r.delay.value, 0.005, 1e-6);
@@ -263,8 +265,9 @@ TEST_F(Emulated, TimesComeFromTheStamps) {
 // apply kernel comes from the graphs.
 TEST_F(Emulated, GraphLaunchIssuesNoNcclCallOrApplyPerIteration) {
   DeviceGroup group = DeviceGroup::all_local(8);
-  CollectiveRun run(group, prepared("stragglar", 8, 1 << 16, DType::float32, Phase1::schedule, 7),
-                    IterationSettings{Seconds{1e-4}, 7});
+  CollectiveRun run(
+      group, prepared("stragglar", 8, 1 << 16, lowering::DType::float32, Phase1::schedule, 7),
+      IterationSettings{Seconds{1e-4}, 7});
   const emu::Counters before = emu::counters();
   EXPECT_GT(before.captured_nccl, 0u);
   EXPECT_GT(before.captured_kernels, 0u);
@@ -276,7 +279,8 @@ TEST_F(Emulated, GraphLaunchIssuesNoNcclCallOrApplyPerIteration) {
   EXPECT_FALSE(r.wrong.has_value());
   // The single-GPU transport: one graph forked over every rank's stream.
   DeviceGroup single = DeviceGroup::single_gpu(5, 0);
-  CollectiveRun one(single, prepared("dbtree", 5, 1 << 12, DType::float32), IterationSettings{});
+  CollectiveRun one(single, prepared("dbtree", 5, 1 << 12, lowering::DType::float32),
+                    IterationSettings{});
   const emu::Counters b = emu::counters();
   EXPECT_EQ(one.run(true).wrong, std::optional<std::uint64_t>(0));
   const emu::Counters a = emu::counters();
@@ -290,7 +294,8 @@ TEST_F(Emulated, SplitCommunicatorIsMadeOncePerGroup) {
   const std::uint64_t comms_before = emu::counters().live_comms;
   for (std::uint64_t bytes :
        {std::uint64_t{1} << 12, std::uint64_t{1} << 14, std::uint64_t{1} << 16}) {
-    CollectiveRun run(group, prepared("direct", 6, bytes, DType::float32, Phase1::nccl_rs, 5),
+    CollectiveRun run(group,
+                      prepared("direct", 6, bytes, lowering::DType::float32, Phase1::nccl_rs, 5),
                       IterationSettings{Seconds{1e-5}, 5});
     EXPECT_EQ(run.run(true).wrong, std::optional<std::uint64_t>(0));
   }
@@ -303,7 +308,8 @@ TEST_F(Emulated, ABrokenScheduleIsCaughtWithRankAndElement) {
   s.rounds[0].transfers[0].op = alg::Op::copy;
   PreparedCollective c;
   c.label = "broken";
-  c.plan = lower(s, 6 * 4, DType::float32, 4);  // tight layout: the 6 elements span the 3 chunks
+  c.plan = lowering::lower(s, 6 * 4, lowering::DType::float32,
+                           4);  // tight layout: the 6 elements span the 3 chunks
   c.device = build_device_plans(c.plan);
   DeviceGroup group = DeviceGroup::all_local(3);
   CollectiveRun run(group, std::move(c), IterationSettings{});
@@ -319,9 +325,9 @@ TEST_F(Emulated, ABrokenScheduleIsCaughtWithRankAndElement) {
 // up after --timeout and names who is stuck where; ranks 1 and 2 finished (with wrong data).
 TEST_F(Emulated, WatchdogNamesTheRankAndRoundThatDidNotFinish) {
   for (Launch launch : {Launch::graph, Launch::eager}) {
-    PreparedCollective c =
-        prepared("ring", 3, bytes_for("ring", 3, DType::float32), DType::float32);
-    Step& step = c.plan.rank_plans[1].steps[0];
+    PreparedCollective c = prepared("ring", 3, bytes_for("ring", 3, lowering::DType::float32),
+                                    lowering::DType::float32);
+    lowering::Step& step = c.plan.rank_plans[1].steps[0];
     ASSERT_FALSE(step.recvs.empty());
     step.recvs.clear();
     step.applies.clear();
@@ -346,7 +352,8 @@ TEST_F(Emulated, WatchdogNamesTheRankAndRoundThatDidNotFinish) {
 // An apply item that runs past the end of the data buffer is an illegal address.
 TEST_F(Emulated, AnOutOfBoundsApplyIsAFault) {
   expect_faults_ = true;
-  PreparedCollective c = prepared("ring", 3, bytes_for("ring", 3, DType::float32), DType::float32);
+  PreparedCollective c =
+      prepared("ring", 3, bytes_for("ring", 3, lowering::DType::float32), lowering::DType::float32);
   c.device[2].items.back().count += 1000;
   c.device[2].steps.back().waves.back().max_count += 1000;
   DeviceGroup group = DeviceGroup::all_local(3);
@@ -369,9 +376,10 @@ TEST_F(Emulated, OneRankPerProcessThroughAnIdFile) {
     try {
       FileIdExchange ids(id, Seconds{30});
       DeviceGroup group = DeviceGroup::one_rank(r, kRanks, r, ids);
-      CollectiveRun run(group,
-                        prepared("stragglar", kRanks, 1 << 12, DType::float32, Phase1::schedule, 1),
-                        IterationSettings{Seconds{0.001}, 1});
+      CollectiveRun run(
+          group,
+          prepared("stragglar", kRanks, 1 << 12, lowering::DType::float32, Phase1::schedule, 1),
+          IterationSettings{Seconds{0.001}, 1});
       run.run(false);
       results[static_cast<std::size_t>(r)] = run.run(true);
     } catch (const std::exception& e) {
@@ -412,7 +420,7 @@ TEST_F(Emulated, WatchdogCoversTheBarrierAcrossProcesses) {
     DeviceGroup group = DeviceGroup::one_rank(0, 2, 0, ids);
     IterationSettings settings;
     settings.timeout = Seconds{0.1};
-    CollectiveRun run(group, prepared("ring", 2, 1 << 10, DType::float32), settings);
+    CollectiveRun run(group, prepared("ring", 2, 1 << 10, lowering::DType::float32), settings);
     run.run(true);
   } catch (const WatchdogTimeout& e) {
     error0 = e.what();
@@ -427,10 +435,11 @@ TEST_F(Emulated, WatchdogCoversTheBarrierAcrossProcesses) {
 // The device-side input and expected values are the host executor's, for every dtype and
 // rank count (the modulus M = value_modulus(dtype, ranks)).
 TEST(DeviceCheckValues, MatchTheHostExecutor) {
-  for (DType dtype : {DType::float32, DType::float64, DType::int32, DType::int64, DType::float16,
-                      DType::bfloat16}) {
+  for (lowering::DType dtype :
+       {lowering::DType::float32, lowering::DType::float64, lowering::DType::int32,
+        lowering::DType::int64, lowering::DType::float16, lowering::DType::bfloat16}) {
     for (int ranks : {2, 8, 128, 1024}) {
-      if (dtype == DType::bfloat16 && ranks > 128) continue;
+      if (dtype == lowering::DType::bfloat16 && ranks > 128) continue;
       const std::uint64_t m = value_modulus(dtype, ranks);
       for (int r : {0, 1, 7, ranks - 1}) {
         for (std::uint64_t i = 0; i < 200; ++i) {
@@ -445,16 +454,16 @@ TEST(DeviceCheckValues, MatchTheHostExecutor) {
 // bfloat16 sums stay exact up to 128 ranks; beyond, preparing the collective is an InputError
 // naming the limit (before any device work).
 TEST(DeviceCheckValues, Bfloat16BeyondItsRankLimitIsAnInputError) {
-  EXPECT_NO_THROW(prepared("ring", 128, 1 << 12, DType::bfloat16));
+  EXPECT_NO_THROW(prepared("ring", 128, 1 << 12, lowering::DType::bfloat16));
   for (const char* algorithm : {"ring", "nccl"}) {
     try {
-      prepared(algorithm, 129, 1 << 12, DType::bfloat16);
+      prepared(algorithm, 129, 1 << 12, lowering::DType::bfloat16);
       ADD_FAILURE() << algorithm << ": expected an InputError";
     } catch (const InputError& e) {
       EXPECT_NE(std::string(e.what()).find("at most 128 ranks"), std::string::npos) << e.what();
     }
   }
-  EXPECT_NO_THROW(prepared("nccl", 1024, 1 << 12, DType::float16));
+  EXPECT_NO_THROW(prepared("nccl", 1024, 1 << 12, lowering::DType::float16));
 }
 
 }  // namespace

@@ -82,11 +82,14 @@ TEST(EmulatedKernels, FillReduceAndCheckEveryType) {
   EXPECT_EQ(reduce_and_count(kDtypeInt64, 8, 16, 1000, 1031), 0u);
   // With the modulus of value_modulus every 16-bit sum is exact, up to the rank limit.
   for (int n : {2, 4, 16, 128, 1024}) {
-    EXPECT_EQ(reduce_and_count(kDtypeFloat16, 2, n, 200, value_modulus(DType::float16, n)), 0u)
+    EXPECT_EQ(
+        reduce_and_count(kDtypeFloat16, 2, n, 200, value_modulus(lowering::DType::float16, n)), 0u)
         << n;
   }
   for (int n : {2, 4, 16, 128}) {
-    EXPECT_EQ(reduce_and_count(kDtypeBfloat16, 2, n, 200, value_modulus(DType::bfloat16, n)), 0u)
+    EXPECT_EQ(
+        reduce_and_count(kDtypeBfloat16, 2, n, 200, value_modulus(lowering::DType::bfloat16, n)),
+        0u)
         << n;
   }
   // With the 32-bit types' modulus 1031 the 16-bit sums round, and the check sees it.

@@ -25,7 +25,8 @@ class StampPriority : public ::testing::Test {
 };
 
 PreparedCollective ring(int n) {
-  return prepare_collective({"ring", n, alg::Options{}, 4096, DType::float32, Phase1::schedule});
+  return prepare_collective(
+      {"ring", n, alg::Options{}, 4096, lowering::DType::float32, Phase1::schedule});
 }
 
 // Ring over 4 ranks has 6 rounds, every rank in each: per rank start, arrival, 6 round ends

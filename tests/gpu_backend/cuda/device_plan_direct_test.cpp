@@ -22,10 +22,10 @@
 namespace ssim::gpu {
 namespace {
 
-PreparedCollective prepare(const alg::Schedule& s, std::uint64_t bytes, DType dtype) {
+PreparedCollective prepare(const alg::Schedule& s, std::uint64_t bytes, lowering::DType dtype) {
   PreparedCollective c;
   c.label = s.algorithm;
-  c.plan = lower(s, bytes, dtype, dtype_size(dtype));
+  c.plan = lowering::lower(s, bytes, dtype, lowering::dtype_size(dtype));
   c.device = build_device_plans(c.plan);
   return c;
 }
@@ -34,7 +34,7 @@ PreparedCollective prepare(const alg::Schedule& s, std::uint64_t bytes, DType dt
 // wave by wave, reading unstaged sources from the sender's data as it is at that moment.
 template <class T>
 CheckReport emulate_direct(const PreparedCollective& c, bool reverse) {
-  const Plan& plan = c.plan;
+  const lowering::Plan& plan = c.plan;
   const auto n = static_cast<std::size_t>(plan.ranks);
   std::vector<std::vector<T>> data(n), scratch(n);
   for (std::size_t r = 0; r < n; ++r) {
@@ -88,24 +88,25 @@ CheckReport emulate_direct(const PreparedCollective& c, bool reverse) {
 
 CheckReport emulate_direct(const PreparedCollective& c, bool reverse) {
   switch (c.plan.layout.dtype) {
-    case DType::float32:
+    case lowering::DType::float32:
       return emulate_direct<float>(c, reverse);
-    case DType::float64:
+    case lowering::DType::float64:
       return emulate_direct<double>(c, reverse);
-    case DType::int32:
+    case lowering::DType::int32:
       return emulate_direct<std::int32_t>(c, reverse);
-    case DType::int64:
+    case lowering::DType::int64:
       return emulate_direct<std::int64_t>(c, reverse);
-    case DType::float16:
+    case lowering::DType::float16:
       return emulate_direct<Half>(c, reverse);
-    case DType::bfloat16:
+    case lowering::DType::bfloat16:
       return emulate_direct<BFloat16>(c, reverse);
   }
   return {};
 }
 
-constexpr std::array<DType, 6> kTypes = {DType::float32, DType::float64, DType::int32,
-                                         DType::int64,   DType::float16, DType::bfloat16};
+constexpr std::array<lowering::DType, 6> kTypes = {
+    lowering::DType::float32, lowering::DType::float64, lowering::DType::int32,
+    lowering::DType::int64,   lowering::DType::float16, lowering::DType::bfloat16};
 
 // Every registered algorithm, n = 2..12, both orders of a round's kernels: exact.
 TEST(DirectPlan, ExactInEitherOrderForEveryAlgorithm) {
@@ -113,10 +114,10 @@ TEST(DirectPlan, ExactInEitherOrderForEveryAlgorithm) {
     if (info.in_network) continue;  // switch reductions: switch_reduce_test, nvls_test
     for (int n = 2; n <= 12; ++n) {
       if (!info.supports_ranks(n)) continue;
-      const DType dtype = kTypes[static_cast<std::size_t>(n) % kTypes.size()];
+      const lowering::DType dtype = kTypes[static_cast<std::size_t>(n) % kTypes.size()];
       const alg::Schedule s = alg::generate(info.name, n, alg::Options{});
       const std::uint64_t bytes =
-          (2 * static_cast<std::uint64_t>(s.chunks) + 1) * dtype_size(dtype);
+          (2 * static_cast<std::uint64_t>(s.chunks) + 1) * lowering::dtype_size(dtype);
       const PreparedCollective c = prepare(s, bytes, dtype);
       for (bool reverse : {false, true}) {
         const CheckReport r = emulate_direct(c, reverse);
@@ -135,7 +136,7 @@ TEST(DirectPlan, StagedExactlyWhereTheSenderWritesTheSourceInTheSameRound) {
     for (int n : {2, 3, 4, 5, 8}) {
       if (!info.supports_ranks(n)) continue;
       const alg::Schedule s = alg::generate(info.name, n, alg::Options{});
-      const PreparedCollective c = prepare(s, 4 * s.chunks * 4, DType::float32);
+      const PreparedCollective c = prepare(s, 4 * s.chunks * 4, lowering::DType::float32);
       const std::uint64_t elem = 4;
       for (std::size_t r = 0; r < c.device.size(); ++r) {
         const DeviceRankPlan& dp = c.device[r];
@@ -193,7 +194,7 @@ TEST(DirectPlan, ASwapOfOneChunkIsStagedBothWays) {
   s.rounds.push_back({});
   s.rounds[0].transfers.push_back(alg::Transfer{0, 1, 0, 1, alg::Op::reduce});
   s.rounds[0].transfers.push_back(alg::Transfer{1, 0, 0, 1, alg::Op::reduce});
-  const PreparedCollective c = prepare(s, 64, DType::float32);
+  const PreparedCollective c = prepare(s, 64, lowering::DType::float32);
   for (int r = 0; r < 2; ++r) {
     const DeviceStep& ds = c.device[static_cast<std::size_t>(r)].steps.at(0);
     ASSERT_EQ(ds.staged.size(), 1u);
@@ -210,7 +211,7 @@ TEST(DirectPlan, ASwapOfOneChunkIsStagedBothWays) {
 // from r - 1 only.
 TEST(DirectPlan, ARingStagesNothing) {
   const alg::Schedule s = alg::generate("ring", 8, alg::Options{});
-  const PreparedCollective c = prepare(s, 8 * 1024, DType::float32);
+  const PreparedCollective c = prepare(s, 8 * 1024, lowering::DType::float32);
   EXPECT_TRUE(same_round_conflicts(c.device).empty());
   for (int r = 0; r < 8; ++r) {
     for (const DeviceStep& ds : c.device[static_cast<std::size_t>(r)].steps) {
@@ -231,7 +232,7 @@ TEST(DirectPlan, SameRoundConflictsOfTheRegistry) {
     for (int n = 2; n <= 9; ++n) {
       if (!info.supports_ranks(n)) continue;
       const alg::Schedule s = alg::generate(info.name, n, alg::Options{});
-      const PreparedCollective c = prepare(s, 4 * s.chunks * 4, DType::float32);
+      const PreparedCollective c = prepare(s, 4 * s.chunks * 4, lowering::DType::float32);
       if (!same_round_conflicts(c.device).empty()) at += " " + std::to_string(n);
     }
     if (!at.empty()) conflicted += info.name + " (n =" + at + "); ";

@@ -29,8 +29,8 @@ constexpr double kPoison = -7777;
 // parallel, so the emulation first asserts that they write disjoint ranges.
 template <class T>
 CheckReport emulate(const PreparedCollective& c) {
-  const Plan& plan = c.plan;
-  const BufferLayout& l = plan.layout;
+  const lowering::Plan& plan = c.plan;
+  const lowering::BufferLayout& l = plan.layout;
   const auto n = static_cast<std::size_t>(plan.ranks);
   std::vector<std::vector<T>> data(n), scratch(n);
   for (std::size_t r = 0; r < n; ++r) {
@@ -57,11 +57,11 @@ CheckReport emulate(const PreparedCollective& c) {
     for (std::size_t r = 0; r < n; ++r) {
       const int idx = c.device[r].step_at_round[round];
       if (idx < 0) continue;
-      const Step& step = plan.rank_plans[r].steps[static_cast<std::size_t>(idx)];
+      const lowering::Step& step = plan.rank_plans[r].steps[static_cast<std::size_t>(idx)];
       const DeviceStep& ds = c.device[r].steps[static_cast<std::size_t>(idx)];
       EXPECT_EQ(ds.round, k);
       for (std::size_t v = 0; v < step.recvs.size(); ++v) {
-        const P2P& p = step.recvs[v];
+        const lowering::P2P& p = step.recvs[v];
         std::memcpy(
             scratch[r].data() + p.offset / sizeof(T),
             data[static_cast<std::size_t>(p.peer)].data() + ds.recv_source_offsets[v] / sizeof(T),
@@ -100,33 +100,34 @@ CheckReport emulate(const PreparedCollective& c) {
 
 CheckReport emulate(const PreparedCollective& c) {
   switch (c.plan.layout.dtype) {
-    case DType::float32:
+    case lowering::DType::float32:
       return emulate<float>(c);
-    case DType::float64:
+    case lowering::DType::float64:
       return emulate<double>(c);
-    case DType::int32:
+    case lowering::DType::int32:
       return emulate<std::int32_t>(c);
-    case DType::int64:
+    case lowering::DType::int64:
       return emulate<std::int64_t>(c);
-    case DType::float16:
+    case lowering::DType::float16:
       return emulate<Half>(c);
-    case DType::bfloat16:
+    case lowering::DType::bfloat16:
       return emulate<BFloat16>(c);
   }
   return {};
 }
 
-PreparedCollective prepare(const alg::Schedule& s, std::uint64_t bytes, DType dtype) {
+PreparedCollective prepare(const alg::Schedule& s, std::uint64_t bytes, lowering::DType dtype) {
   PreparedCollective c;
   c.label = s.algorithm;
   // The tight layout (alignment = element size): the tests below count offsets in elements.
-  c.plan = lower(s, bytes, dtype, dtype_size(dtype));
+  c.plan = lowering::lower(s, bytes, dtype, lowering::dtype_size(dtype));
   c.device = build_device_plans(c.plan);
   return c;
 }
 
-constexpr std::array<DType, 6> kTypes = {DType::float32, DType::float64, DType::int32,
-                                         DType::int64,   DType::float16, DType::bfloat16};
+constexpr std::array<lowering::DType, 6> kTypes = {
+    lowering::DType::float32, lowering::DType::float64, lowering::DType::int32,
+    lowering::DType::int64,   lowering::DType::float16, lowering::DType::bfloat16};
 
 // Every registered algorithm, n = 2..12, 2 * chunks + 1 elements (padding in every run;
 // chunk offsets of 3 elements are not 16-byte aligned), each type in turn: the device plan
@@ -136,10 +137,10 @@ TEST(DevicePlan, EmulationIsExactForEveryAlgorithm) {
     if (info.in_network) continue;  // switch reductions: switch_reduce_test, nvls_test
     for (int n = 2; n <= 12; ++n) {
       if (!info.supports_ranks(n)) continue;
-      const DType dtype = kTypes[static_cast<std::size_t>(n) % kTypes.size()];
+      const lowering::DType dtype = kTypes[static_cast<std::size_t>(n) % kTypes.size()];
       const alg::Schedule s = alg::generate(info.name, n, alg::Options{});
       const std::uint64_t bytes =
-          (2 * static_cast<std::uint64_t>(s.chunks) + 1) * dtype_size(dtype);
+          (2 * static_cast<std::uint64_t>(s.chunks) + 1) * lowering::dtype_size(dtype);
       const CheckReport r = emulate(prepare(s, bytes, dtype));
       EXPECT_TRUE(r.ok()) << info.name << " n=" << n << ": " << r.to_string();
       EXPECT_EQ(r.checked, static_cast<std::uint64_t>(n) * (2 * s.chunks + 1)) << info.name;
@@ -153,7 +154,7 @@ TEST(DevicePlan, EmulationIsExactForEveryAlgorithm) {
 // at element offset 2 * 2 = 4 from scratch 0.
 TEST(DevicePlan, ItemsAndSourceOffsetsOfARing) {
   const alg::Schedule s = alg::generate("ring", 3, alg::Options{});
-  const PreparedCollective c = prepare(s, 24, DType::float32);
+  const PreparedCollective c = prepare(s, 24, lowering::DType::float32);
   ASSERT_EQ(c.device.size(), 3u);
   const DeviceRankPlan& r1 = c.device[1];
   ASSERT_EQ(r1.steps.size(), 4u);  // 2(n-1) rounds
@@ -186,7 +187,7 @@ TEST(DevicePlan, OverlappingAppliesGoToLaterWaves) {
   out.add(2, 0, 0, 2, Op::copy);
   out.add(2, 1, 0, 2, Op::copy);
   // 2 chunks of 3 int32 elements.
-  const PreparedCollective c = prepare(s, 24, DType::int32);
+  const PreparedCollective c = prepare(s, 24, lowering::DType::int32);
   const DeviceStep& step = c.device[2].steps[0];
   ASSERT_EQ(step.waves.size(), 2u);
   EXPECT_EQ(step.waves[0], (ApplyWave{0, 2, 3}));
@@ -210,9 +211,12 @@ TEST(Phase1, DirectIsARingReduceScatterForEveryStraggler) {
       for (int m : rs.members) EXPECT_NE(m, straggler);
 
       // Replacing phase 1 (and poisoning the chunks it leaves unspecified) keeps the result.
-      CollectiveSpec spec{"direct",       n,
-                          opts,           4 * (2 * static_cast<std::uint64_t>(n - 1) + 1),
-                          DType::float32, Phase1::nccl_rs};
+      CollectiveSpec spec{"direct",
+                          n,
+                          opts,
+                          4 * (2 * static_cast<std::uint64_t>(n - 1) + 1),
+                          lowering::DType::float32,
+                          Phase1::nccl_rs};
       const PreparedCollective c = prepare_collective(spec);
       EXPECT_EQ(c.label, "direct+nccl-rs");
       const CheckReport r = emulate(c);
@@ -296,27 +300,28 @@ void expect_input_error(const CollectiveSpec& spec, const std::string& what) {
 }
 
 TEST(PrepareCollective, BadInput) {
-  expect_input_error({"bogus", 4, {}, 1024, DType::float32, Phase1::schedule},
+  expect_input_error({"bogus", 4, {}, 1024, lowering::DType::float32, Phase1::schedule},
                      "unknown algorithm 'bogus' (valid: ring, ");
-  expect_input_error({"bogus", 4, {}, 1024, DType::float32, Phase1::schedule}, ", nccl)");
+  expect_input_error({"bogus", 4, {}, 1024, lowering::DType::float32, Phase1::schedule}, ", nccl)");
   // Ring over 4 ranks has 4 chunks: 8 B of float32 is 2 elements.
-  expect_input_error({"ring", 4, {}, 8, DType::float32, Phase1::schedule},
+  expect_input_error({"ring", 4, {}, 8, lowering::DType::float32, Phase1::schedule},
                      "is too small for a schedule of 4 chunks");
-  expect_input_error({"ring", 4, {}, 6, DType::float32, Phase1::schedule},
+  expect_input_error({"ring", 4, {}, 6, lowering::DType::float32, Phase1::schedule},
                      "not a whole number of float32 elements");
   alg::Options seg;
   seg.set("segments", "4");
-  expect_input_error({"nccl", 4, seg, 1024, DType::float32, Phase1::schedule}, "takes no options");
-  expect_input_error({"nccl", 4, {}, 1024, DType::float32, Phase1::nccl_rs},
+  expect_input_error({"nccl", 4, seg, 1024, lowering::DType::float32, Phase1::schedule},
+                     "takes no options");
+  expect_input_error({"nccl", 4, {}, 1024, lowering::DType::float32, Phase1::nccl_rs},
                      "not to algorithm nccl");
-  expect_input_error({"ring", 4, {}, 1024, DType::float32, Phase1::nccl_rs},
+  expect_input_error({"ring", 4, {}, 1024, lowering::DType::float32, Phase1::nccl_rs},
                      "it names no straggler");
 }
 
 // The nccl baseline: one chunk, no steps; the layout sizes the buffers and the check.
 TEST(PrepareCollective, NcclBaselineIsOneChunkWithoutSteps) {
   const PreparedCollective c =
-      prepare_collective({"nccl", 8, {}, 1000, DType::float64, Phase1::schedule});
+      prepare_collective({"nccl", 8, {}, 1000, lowering::DType::float64, Phase1::schedule});
   EXPECT_TRUE(c.nccl_allreduce);
   EXPECT_EQ(c.label, "nccl");
   EXPECT_EQ(c.plan.layout.count, 125u);
@@ -333,10 +338,10 @@ TEST(Names, TransportPhase1AndKernelTypes) {
   EXPECT_EQ(to_string(Phase1::schedule), "schedule");
   EXPECT_THROW(parse_phase1("rs"), InputError);
   // kernels.hpp: float32 0, float64 1, int32 2, int64 3.
-  EXPECT_EQ(kernel_dtype(DType::float32), 0);
-  EXPECT_EQ(kernel_dtype(DType::float64), 1);
-  EXPECT_EQ(kernel_dtype(DType::int32), 2);
-  EXPECT_EQ(kernel_dtype(DType::int64), 3);
+  EXPECT_EQ(kernel_dtype(lowering::DType::float32), 0);
+  EXPECT_EQ(kernel_dtype(lowering::DType::float64), 1);
+  EXPECT_EQ(kernel_dtype(lowering::DType::int32), 2);
+  EXPECT_EQ(kernel_dtype(lowering::DType::int64), 3);
 }
 
 }  // namespace

@@ -15,7 +15,7 @@ namespace ssim::gpu {
 namespace {
 
 PreparedCollective prepared(const std::string& algorithm, int ranks, std::uint64_t bytes,
-                            DType dtype) {
+                            lowering::DType dtype) {
   return prepare_collective({algorithm, ranks, alg::Options{}, bytes, dtype, Phase1::schedule});
 }
 
@@ -48,7 +48,7 @@ TEST(DirectExecutor, EveryAlgorithmOnOneGpu) {
         s.delay = Seconds{delay};
         s.straggler = delay > 0 ? n - 1 : -1;
         s.timeout = Seconds{30.0};
-        expect_exact(group, prepared(info.name, n, bytes, DType::float32), s,
+        expect_exact(group, prepared(info.name, n, bytes, lowering::DType::float32), s,
                      info.name + " " + std::to_string(bytes) + " B delay " + std::to_string(delay));
       }
     }
@@ -61,12 +61,13 @@ TEST(DirectExecutor, EveryDtypeWithSameRoundConflicts) {
     for (int n : {3, 8}) {
       if (!alg::find_algorithm(name).supports_ranks(n)) continue;
       DeviceGroup group = DeviceGroup::direct(n, std::vector<int>(static_cast<std::size_t>(n), 0));
-      for (DType dtype : {DType::float32, DType::float64, DType::int32, DType::int64,
-                          DType::float16, DType::bfloat16}) {
+      for (lowering::DType dtype :
+           {lowering::DType::float32, lowering::DType::float64, lowering::DType::int32,
+            lowering::DType::int64, lowering::DType::float16, lowering::DType::bfloat16}) {
         IterationSettings s;
         s.timeout = Seconds{30.0};
-        expect_exact(group, prepared(name, n, (1u << 20) + 6 * dtype_size(dtype), dtype), s,
-                     name + " n=" + std::to_string(n) + " " + std::string(to_string(dtype)));
+        expect_exact(group, prepared(name, n, (1u << 20) + 6 * lowering::dtype_size(dtype), dtype),
+                     s, name + " n=" + std::to_string(n) + " " + std::string(to_string(dtype)));
       }
     }
   }
@@ -82,7 +83,7 @@ TEST(DirectExecutor, OneRankPerGpuThroughPeerAccess) {
     if (!alg::find_algorithm(name).supports_ranks(n)) continue;
     IterationSettings s;
     s.timeout = Seconds{30.0};
-    expect_exact(group, prepared(name, n, 1u << 20, DType::float32), s, name);
+    expect_exact(group, prepared(name, n, 1u << 20, lowering::DType::float32), s, name);
   }
 }
 

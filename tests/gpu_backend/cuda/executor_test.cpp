@@ -59,11 +59,12 @@ DeviceGroup one_gpu_group(Transport transport, int ranks) {
              : DeviceGroup::single_gpu(ranks, 0);
 }
 
-constexpr std::array<DType, 4> kTypes = {DType::float32, DType::float64, DType::int32,
-                                         DType::int64};
+constexpr std::array<lowering::DType, 4> kTypes = {lowering::DType::float32,
+                                                   lowering::DType::float64, lowering::DType::int32,
+                                                   lowering::DType::int64};
 
 PreparedCollective prepared(const std::string& algorithm, int ranks, std::uint64_t bytes,
-                            DType dtype, Phase1 phase1 = Phase1::schedule,
+                            lowering::DType dtype, Phase1 phase1 = Phase1::schedule,
                             alg::Options options = {}) {
   return prepare_collective({algorithm, ranks, std::move(options), bytes, dtype, phase1});
 }
@@ -141,13 +142,13 @@ TEST_F(SingleGpuExecutor, EveryAlgorithmIsExact) {
         if (!info.supports_ranks(n)) continue;
         const int chunks = alg::generate(info.name, n, alg::Options{}).chunks;
         for (std::size_t t = 0; t < kTypes.size(); ++t) {
-          const DType dtype = kTypes[t];
+          const lowering::DType dtype = kTypes[t];
           const std::uint64_t count = t % 2 == 0 ? small_count(chunks) : large_count(chunks);
           // Every other type with the last rank delayed: no rank may finish before it arrives
           // (a receiver that read a sender's data without waiting for its arrival would).
           const IterationSettings settings =
               t % 2 == 1 ? IterationSettings{Seconds{1e-4}, n - 1} : IterationSettings{};
-          expect_exact(group, prepared(info.name, n, count * dtype_size(dtype), dtype),
+          expect_exact(group, prepared(info.name, n, count * lowering::dtype_size(dtype), dtype),
                        info.name + " n=" + std::to_string(n) + " " + std::string(to_string(dtype)) +
                            " " + std::string(to_string(transport)),
                        settings);
@@ -167,12 +168,12 @@ TEST_F(SingleGpuExecutor, KernelCopiesAreExact) {
       if (info.in_network || !info.supports_ranks(n)) continue;
       const int chunks = alg::generate(info.name, n, alg::Options{}).chunks;
       for (int t : {0, 1}) {
-        const DType dtype = t == 0 ? DType::float32 : DType::int64;
+        const lowering::DType dtype = t == 0 ? lowering::DType::float32 : lowering::DType::int64;
         const std::uint64_t count = t == 0 ? small_count(chunks) : large_count(chunks);
         IterationSettings settings =
             t == 1 ? IterationSettings{Seconds{1e-4}, n - 1} : IterationSettings{};
         settings.copy = CopyMode::kernel;
-        expect_exact(group, prepared(info.name, n, count * dtype_size(dtype), dtype),
+        expect_exact(group, prepared(info.name, n, count * lowering::dtype_size(dtype), dtype),
                      info.name + " n=" + std::to_string(n) + " kernel copies", settings);
       }
     }
@@ -229,7 +230,7 @@ TEST_F(SingleGpuExecutor, ABrokenScheduleIsCaughtWithRankAndElement) {
   s.rounds[0].transfers[0].op = alg::Op::copy;
   PreparedCollective c;
   c.label = "broken";
-  c.plan = lower(s, 6 * 4, DType::float32, 4);
+  c.plan = lowering::lower(s, 6 * 4, lowering::DType::float32, 4);
   const alg::Transfer& broken = s.rounds[0].transfers[0];
   ASSERT_LT(c.plan.layout.chunk_offset_bytes(broken.chunk_begin), c.plan.layout.bytes)
       << "the broken chunk holds no real element: the test could not fail";
@@ -251,7 +252,7 @@ TEST_F(SingleGpuExecutor, DelayIsMeasuredAndSubtracted) {
     DeviceGroup group = one_gpu_group(transport, 4);
     for (int straggler : {0, 3}) {
       const IterationSettings settings{Seconds{0.002}, straggler};
-      CollectiveRun run(group, prepared("ring", 4, 1 << 20, DType::float32), settings);
+      CollectiveRun run(group, prepared("ring", 4, 1 << 20, lowering::DType::float32), settings);
       for (int it = 0; it < 2; ++it) {
         const IterationResult r = run.run(true);
         EXPECT_EQ(r.wrong, std::optional<std::uint64_t>(0));
@@ -271,8 +272,10 @@ TEST_F(SingleGpuExecutor, DelayIsMeasuredAndSubtracted) {
 TEST_F(SingleGpuExecutor, RejectsNcclCollectives) {
   SSIM_REQUIRE_GPUS(1);
   DeviceGroup group = DeviceGroup::single_gpu(4, 0);
-  EXPECT_THROW(CollectiveRun(group, prepared("nccl", 4, 1024, DType::float32), {}), InputError);
-  EXPECT_THROW(CollectiveRun(group, prepared("ring", 3, 1024, DType::float32), {}), InputError);
+  EXPECT_THROW(CollectiveRun(group, prepared("nccl", 4, 1024, lowering::DType::float32), {}),
+               InputError);
+  EXPECT_THROW(CollectiveRun(group, prepared("ring", 3, 1024, lowering::DType::float32), {}),
+               InputError);
 }
 
 TEST_F(NcclExecutor, EveryAlgorithmNcclAndPhase1AsReduceScatter) {
@@ -283,22 +286,23 @@ TEST_F(NcclExecutor, EveryAlgorithmNcclAndPhase1AsReduceScatter) {
     if (info.in_network) continue;  // switch reductions: switch_reduce_test, nvls_test
     if (!info.supports_ranks(n)) continue;
     const int chunks = alg::generate(info.name, n, alg::Options{}).chunks;
-    expect_exact(group, prepared(info.name, n, large_count(chunks) * 4, DType::float32), info.name);
+    expect_exact(group, prepared(info.name, n, large_count(chunks) * 4, lowering::DType::float32),
+                 info.name);
   }
-  expect_exact(group, prepared("nccl", n, 1000003 * 8, DType::int64), "nccl");
+  expect_exact(group, prepared("nccl", n, 1000003 * 8, lowering::DType::int64), "nccl");
   if (n >= 3) {
     for (int straggler : {0, n - 1}) {
       alg::Options opts;
       opts.set("straggler", std::to_string(straggler));
-      expect_exact(
-          group,
-          prepared("direct", n, large_count(n - 1) * 4, DType::float32, Phase1::nccl_rs, opts),
-          "direct+nccl-rs straggler " + std::to_string(straggler),
-          IterationSettings{Seconds{0.001}, straggler});
+      expect_exact(group,
+                   prepared("direct", n, large_count(n - 1) * 4, lowering::DType::float32,
+                            Phase1::nccl_rs, opts),
+                   "direct+nccl-rs straggler " + std::to_string(straggler),
+                   IterationSettings{Seconds{0.001}, straggler});
     }
   }
   const IterationSettings settings{Seconds{0.002}, n - 1};
-  CollectiveRun delayed(group, prepared("nccl", n, 1 << 20, DType::float32), settings);
+  CollectiveRun delayed(group, prepared("nccl", n, 1 << 20, lowering::DType::float32), settings);
   const IterationResult r = delayed.run(true);
   EXPECT_EQ(r.wrong, std::optional<std::uint64_t>(0));
   expect_causal(r, settings, true, "nccl delayed");
@@ -312,7 +316,8 @@ TEST_F(NcclExecutor, OneRankPerProcessThroughAnIdFile) {
   auto rank = [&](int r) {
     FileIdExchange ids(id, Seconds{30});
     DeviceGroup group = DeviceGroup::one_rank(r, 2, r, ids);
-    CollectiveRun run(group, prepared("ring", 2, large_count(2) * 4, DType::float32), settings);
+    CollectiveRun run(group, prepared("ring", 2, large_count(2) * 4, lowering::DType::float32),
+                      settings);
     return run.run(true);
   };
   auto other = std::async(std::launch::async, rank, 1);

@@ -102,7 +102,7 @@ TEST(MpiOptions, EachBadSettingGivesOneClearMessage) {
   o.algorithm = "stragglar";
   cases.push_back({o, 2, "n >= 3"});
   o = valid();
-  o.dtype = DType::float64;
+  o.dtype = lowering::DType::float64;
   o.sizes = {4100};  // not a whole number of 8-byte elements
   cases.push_back({o, 2, "size 4100 B is not a whole number of float64 elements"});
   for (const Case& c : cases) {
@@ -131,7 +131,7 @@ TEST(MpiOptions, ScheduleLoweredForTheSize) {
   EXPECT_EQ(c.plan.layout.chunk_count, 32u);
   EXPECT_EQ(c.plan.layout.padded_bytes(), 512u);
   ASSERT_EQ(c.plan.rank_plans.size(), 4u);
-  for (const RankPlan& rp : c.plan.rank_plans) EXPECT_EQ(rp.steps.size(), 6u);
+  for (const lowering::RankPlan& rp : c.plan.rank_plans) EXPECT_EQ(rp.steps.size(), 6u);
 }
 
 TEST(MpiOptions, MpiAllreduceBaselineIsOneChunkWithoutSteps) {
@@ -144,7 +144,7 @@ TEST(MpiOptions, MpiAllreduceBaselineIsOneChunkWithoutSteps) {
   EXPECT_EQ(c.plan.layout.chunks, 1);
   EXPECT_EQ(c.plan.layout.padded_bytes(), 20u);
   ASSERT_EQ(c.plan.rank_plans.size(), 3u);
-  for (const RankPlan& rp : c.plan.rank_plans) EXPECT_TRUE(rp.steps.empty());
+  for (const lowering::RankPlan& rp : c.plan.rank_plans) EXPECT_TRUE(rp.steps.empty());
 }
 
 TEST(MpiOptions, StragglerAwareScheduleIsBuiltForTheDelayedRank) {
@@ -157,7 +157,8 @@ TEST(MpiOptions, StragglerAwareScheduleIsBuiltForTheDelayedRank) {
     o.straggler = s;
     const MpiCollective c = prepare_mpi_collective(o, 4, 4096);
     for (int r = 0; r < 4; ++r) {
-      const std::vector<Step>& steps = c.plan.rank_plans[static_cast<std::size_t>(r)].steps;
+      const std::vector<lowering::Step>& steps =
+          c.plan.rank_plans[static_cast<std::size_t>(r)].steps;
       ASSERT_FALSE(steps.empty());
       if (r == s) {
         EXPECT_GT(steps.front().round, 0) << "straggler " << s;

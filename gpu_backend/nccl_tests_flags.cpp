@@ -1,4 +1,4 @@
-#include "gpu_backend/run_options.hpp"
+#include "gpu_backend/nccl_tests_flags.hpp"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -164,7 +164,7 @@ NcclTestsSettings resolve_nccl_tests_flags(const NcclTestsFlags& f) {
                      "': the schedules reduce by sum, the only operation supported (nccl-tests' "
                      "prod, min, max, avg are not)");
   }
-  s.dtype = parse_dtype(f.dtype);
+  s.dtype = lowering::parse_dtype(f.dtype);
   if (f.average < 0 || f.average > 3) {
     throw InputError("-a must be 0 (rank 0), 1 (mean), 2 (min) or 3 (max), got " +
                      std::to_string(f.average));

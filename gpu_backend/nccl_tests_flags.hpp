@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "common/units.hpp"
-#include "gpu_backend/plan.hpp"
+#include "lowering/plan.hpp"
 
 namespace CLI {
 class App;
@@ -69,7 +69,7 @@ struct NcclTestsFlags {
   std::string min_bytes = "32M";
   std::string max_bytes;
   std::optional<int> factor;  // -f; empty: not given (-f 0 is an error, not the default)
-  std::string step;  // -i; empty: not given
+  std::string step;           // -i; empty: not given
   int iterations = 20;
   int warmup = 5;
   int check = 1;
@@ -90,7 +90,7 @@ struct NcclTestsSettings {
   int iterations = 20;
   int warmup = 5;
   int check_iterations = 1;  // -c
-  DType dtype = DType::float32;
+  lowering::DType dtype = lowering::DType::float32;
   RankAverage average = RankAverage::mean;
   std::string algorithm = "ring";
   std::map<std::string, std::string> algorithm_options;

@@ -1,6 +1,6 @@
 // The measured drivers' shared flag definition: declared once on a CLI11 app, parsed and
 // resolved as both stragglesim-gpu run and stragglesim-mpi do.
-#include "gpu_backend/run_options.hpp"
+#include "gpu_backend/nccl_tests_flags.hpp"
 
 #include <gtest/gtest.h>
 
@@ -42,7 +42,7 @@ TEST(NcclTestsFlags, DefaultsAreNcclTests) {
   EXPECT_EQ(s.iterations, 20);
   EXPECT_EQ(s.warmup, 5);
   EXPECT_EQ(s.check_iterations, 1);
-  EXPECT_EQ(s.dtype, DType::float32);
+  EXPECT_EQ(s.dtype, lowering::DType::float32);
   EXPECT_EQ(s.average, RankAverage::mean);
   EXPECT_EQ(s.algorithm, "ring");
   EXPECT_TRUE(s.csv.empty());
@@ -59,7 +59,7 @@ TEST(NcclTestsFlags, EveryFlag) {
   EXPECT_EQ(s.iterations, 7);
   EXPECT_EQ(s.warmup, 2);
   EXPECT_EQ(s.check_iterations, 3);
-  EXPECT_EQ(s.dtype, DType::bfloat16);
+  EXPECT_EQ(s.dtype, lowering::DType::bfloat16);
   EXPECT_EQ(s.average, RankAverage::min);
   EXPECT_EQ(s.algorithm, "tree");
   EXPECT_EQ(s.algorithm_options.at("segments"), "4");
@@ -69,7 +69,7 @@ TEST(NcclTestsFlags, EveryFlag) {
   EXPECT_EQ(s.json, "r.json");
   EXPECT_EQ(parse({"-b", "1K", "-e", "64K", "-f", "4"}).sizes,
             (std::vector<std::uint64_t>{1024, 4096, 16384, 65536}));
-  EXPECT_EQ(parse({"--datatype", "half"}).dtype, DType::float16);
+  EXPECT_EQ(parse({"--datatype", "half"}).dtype, lowering::DType::float16);
 }
 
 TEST(NcclTestsFlags, BadValuesNameTheFlag) {
