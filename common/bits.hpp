@@ -12,9 +12,7 @@
 
 namespace ssim {
 
-constexpr int ceil_log2(int n) {
-  return n <= 1 ? 0 : std::bit_width(static_cast<unsigned>(n - 1));
-}
+constexpr int ceil_log2(int n) { return n <= 1 ? 0 : std::bit_width(static_cast<unsigned>(n - 1)); }
 
 constexpr int floor_log2(int n) { return std::bit_width(static_cast<unsigned>(n)) - 1; }
 
