@@ -316,27 +316,31 @@ TEST_F(HostileInput, FlagsThatWouldBeIgnoredOrWrappedAreRefused) {
   const std::string runs = write("runs.csv", kHeader + row("1048576", "0", "") +
                                                  row("4194304", "0", "") +
                                                  row("16777216", "0", ""));
+  // Shipped measurements that fit (without the fixes, each case below ran the fit and wrote
+  // out.yaml).
+  const std::string ring =
+      std::string(STRAGGLESIM_SOURCE_DIR) + "/data/measured/h200/2026-11-26/graph-d0-ring.csv";
   struct Case {
     std::string args, expect;
   };
   const std::vector<Case> cases = {
-      {"calibrate " + runs +
+      {"calibrate " + ring +
            " --topology-kind shared_device --algorithm-option stragglar:straggler=3",
        "--algorithm-option stragglar:straggler=3: the straggler comes from the rows' straggler "
        "column"},
-      {"calibrate " + runs +
-           " --by-simulation --algorithm-option hierarchical:gpus_per_node=4 "
+      {"calibrate " + ring +
+           " --topology-kind shared_device --algorithm-option hierarchical:gpus_per_node=4 "
            "--algorithm-option hierarchical:gpus_per_node=2",
        "hierarchical's gpus_per_node is given twice"},
-      {"calibrate " + runs + " --topology-kind shared_device --holdout ranks=nan",
+      {"calibrate " + ring + " --topology-kind shared_device --holdout ranks=nan",
        "--holdout 'ranks=nan': 'nan' is not a whole number in [1, 65536]"},
-      {"calibrate " + runs + " --topology-kind shared_device --seed -1",
+      {"calibrate " + ring + " --topology-kind shared_device --seed -1",
        "--seed: must be a whole number from 0 to 9223372036854775807, got '-1'"},
       {"calibrate " + runs + " --fix copy_factor=2", "--fix: an option of calibration by simulation"},
       {"calibrate " + runs + " --holdout 0.5", "--holdout: an option of calibration by simulation"},
-      {"calibrate " + runs + " --topology-kind shared_device --piecewise 4MiB",
+      {"calibrate " + ring + " --topology-kind shared_device --piecewise 4MiB",
        "--piecewise: an option of the closed-form fit"},
-      {"calibrate " + runs + " --by-simulation --fit-gamma",
+      {"calibrate " + ring + " --topology-kind shared_device --fit-gamma",
        "--fit-gamma: an option of the closed-form fit"},
       {"train " + std::string(STRAGGLESIM_SOURCE_DIR) + "/configs/train/gpt2_medium_64gpu.yaml" +
            " --seed 99999999999999999999",
