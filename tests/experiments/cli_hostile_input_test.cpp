@@ -348,7 +348,8 @@ TEST_F(HostileInput, FlagsThatWouldBeIgnoredOrWrappedAreRefused) {
        "'99999999999999999999'"},
   };
   for (const Case& c : cases) {
-    const CommandResult r = run(c.args + " -o out.yaml");
+    const bool train = c.args.rfind("train ", 0) == 0;
+    const CommandResult r = run(c.args + (train ? " --steps 2 --steps-csv out.yaml" : " -o out.yaml"));
     EXPECT_TRUE(r.rc == 1 || r.rc == 2) << c.args << "\n" << r.err;
     EXPECT_TRUE(contains(r.err, c.expect)) << c.args << "\n" << r.err;
     EXPECT_FALSE(fs::exists(path("out.yaml"))) << c.args;
