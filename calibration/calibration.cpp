@@ -6,6 +6,7 @@
 #include <cmath>
 #include <istream>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -238,8 +239,7 @@ constexpr const char* kInputForms =
 Calibration calibrate_sweep(const std::vector<CsvRecord>& records, std::string_view name,
                             const CalibrationOptions& options) {
   const CsvRecord& header = records.front();
-  std::map<std::string, std::size_t> index;
-  for (std::size_t i = 0; i < header.fields.size(); ++i) index.emplace(trim(header.fields[i]), i);
+  const std::map<std::string, std::size_t> index = csv_column_index(std::string(name), header);
   for (const char* required : {"bytes", "seconds"}) {
     if (!index.count(required)) {
       throw InputError(std::string(name) + ":" + std::to_string(header.line) +
@@ -522,22 +522,41 @@ std::vector<MeasuredRun> read_measured_runs(std::istream& in, std::string_view n
   std::vector<schema::ResultRow> rows = schema::read_result_csv(again, name);
   const std::vector<CsvRecord> records = split_records(text, name, false);
   SSIM_CHECK(records.size() == rows.size() + 1, "result CSV records and rows disagree");
+  const std::vector<std::string>& header = records.front().fields;
   std::vector<MeasuredRun> runs;
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    MeasuredRun run{.line = records[i + 1].line, .row = std::move(rows[i])};
+    const CsvRecord& record = records[i + 1];
+    MeasuredRun run{.line = record.line, .row = std::move(rows[i])};
     const schema::ResultRow& r = run.row;
-    if (r.ranks < 1) bad_value(name, run.line, "ranks", std::to_string(r.ranks), "ranks >= 1");
-    if (r.bytes.value == 0) bad_value(name, run.line, "bytes", "0", "a size in bytes > 0");
-    auto non_negative = [&](std::string_view column, Seconds t) {
-      if (t.value < 0) {
-        std::ostringstream v;
-        v << t.value;
-        bad_value(name, run.line, column, v.str(), "a time in seconds >= 0");
-      }
+    // "FILE:LINE:COLUMN: column NAME: VALUE is outside RANGE (WHY)", VALUE as written.
+    auto outside = [&](std::string_view column, const std::string& range, std::string_view why) {
+      const auto at = std::find(header.begin(), header.end(), column);
+      SSIM_CHECK(at != header.end(), "a checked result column is missing");
+      const auto k = static_cast<std::size_t>(at - header.begin());
+      throw InputError(std::string(name) + ":" + std::to_string(record.positions[k].line) + ":" +
+                       std::to_string(record.positions[k].column) + ": column " +
+                       std::string(column) + ": " + printable(record.fields[k]) +
+                       " is outside " + range + " (" + std::string(why) + ")");
     };
-    non_negative("delay_s", r.delay);
-    non_negative("time_s", r.time);
-    non_negative("after_last_arrival_s", r.after_last_arrival);
+    if (r.ranks < 1 || r.ranks > kMaxRunRanks)
+      outside("ranks", "[1, " + std::to_string(kMaxRunRanks) + "]", "the run's rank count");
+    if (r.bytes.value < 1 || r.bytes.value > kMaxRunBytes)
+      outside("bytes", "[1, " + std::to_string(kMaxRunBytes) + "]", "the buffer size in bytes");
+    if (r.straggler && (*r.straggler < 0 || *r.straggler >= r.ranks)) {
+      outside("straggler", "[0, " + std::to_string(r.ranks - 1) + "]",
+              "the late rank of a run of " + std::to_string(r.ranks) +
+                  " ranks; empty: none");
+    }
+    if (r.iteration < 0)
+      outside("iteration", "[0, " + std::to_string(std::numeric_limits<int>::max()) + "]",
+              "the iteration's index");
+    auto seconds = [&](std::string_view column, Seconds t) {
+      if (!(t.value >= 0 && t.value <= kMaxRunSeconds))
+        outside(column, "[0, 1e6]", "a time in seconds");
+    };
+    seconds("delay_s", r.delay);
+    seconds("time_s", r.time);
+    seconds("after_last_arrival_s", r.after_last_arrival);
     runs.push_back(std::move(run));
   }
   return runs;
@@ -582,10 +601,10 @@ Calibration calibrate(std::istream& in, std::string_view name, const Calibration
   return calibrate_sweep(records, name, options);
 }
 
-void add_stated_option(StatedOptions& stated, std::string_view text) {
+void add_stated_option(StatedOptions& stated, std::string_view text, std::string_view flag) {
   const std::string whole(text);
   auto fail = [&](const std::string& what) -> void {
-    throw InputError("-O " + whole + ": " + what);
+    throw InputError(std::string(flag) + " " + whole + ": " + what);
   };
   const std::size_t colon = text.find(':');
   const std::size_t eq = text.find('=', colon == std::string_view::npos ? 0 : colon);

@@ -67,10 +67,11 @@ std::string_view to_string(CalibrationInput input);
 // Options stated on the command line (-O ALG:KEY=VALUE) for measured rows that do not record
 // theirs (files written before the options column): algorithm name -> its options.
 using StatedOptions = std::map<std::string, std::map<std::string, std::string>>;
-// Adds one "ALG:KEY=VALUE". InputError naming -O and the text when it is not of that form, ALG
-// is no registry algorithm, KEY is no option of ALG (or is `straggler`, which the rows'
-// straggler column gives), or ALG's KEY is stated twice.
-void add_stated_option(StatedOptions& stated, std::string_view text);
+// Adds one "ALG:KEY=VALUE". InputError naming `flag` (-O, --algorithm-option) and the text when
+// it is not of that form, ALG is no registry algorithm, KEY is no option of ALG (or is
+// `straggler`, which the rows' straggler column gives), or ALG's KEY is stated twice.
+void add_stated_option(StatedOptions& stated, std::string_view text,
+                       std::string_view flag = "-O");
 
 struct CalibrationOptions {
   // Piece boundaries, strictly increasing: pieces [0, b1), [b1, b2), ..., [bk, inf), each fitted
@@ -187,8 +188,13 @@ struct MeasuredRun {
   int line = 0;
   schema::ResultRow row;
 };
-// read_result_csv plus the line of every row and range checks: ranks >= 1, bytes > 0, delay_s,
-// time_s and after_last_arrival_s >= 0 (InputError naming the file, line and column).
+// read_result_csv plus the line of every row and range checks, where the values are read
+// (InputError "FILE:LINE:COLUMN: column NAME: VALUE is outside [LO, HI] (...)"): ranks in
+// [1, kMaxRunRanks], bytes in [1, kMaxRunBytes], straggler empty or in [0, ranks - 1],
+// iteration >= 0, delay_s, time_s and after_last_arrival_s in [0, kMaxRunSeconds].
+inline constexpr int kMaxRunRanks = 65536;
+inline constexpr std::uint64_t kMaxRunBytes = std::uint64_t{1} << 50;  // 1 PiB
+inline constexpr double kMaxRunSeconds = 1e6;                          // as nccl-tests logs
 std::vector<MeasuredRun> read_measured_runs(std::istream& in, std::string_view name);
 
 // The generator options a measured run ran with: its options column, or, in a file without

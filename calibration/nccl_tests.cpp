@@ -371,6 +371,16 @@ std::string nccl_version_from_code(long code) {
 }
 
 NcclTestsLog parse_nccl_tests(std::string_view text, std::string_view name) {
+  // A NUL byte ends a C string: numbers read up to it would silently drop what follows. Not in
+  // a log nccl-tests writes (a binary file, or a log cut by a crash): refused where it is.
+  if (const std::size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    const std::string_view before = text.substr(0, nul);
+    const std::size_t line = 1 + static_cast<std::size_t>(std::count(before.begin(), before.end(), '\n'));
+    const std::size_t bol = before.rfind('\n');
+    const std::size_t column = nul - (bol == std::string_view::npos ? 0 : bol + 1) + 1;
+    throw InputError(std::string(name) + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                     ": a NUL byte (an nccl-tests log is text)");
+  }
   const std::size_t first = text.find_first_not_of(" \t\r\n");
   NcclTestsLog log = first != std::string_view::npos && text[first] == '{' ? parse_json(text, name)
                                                                            : parse_text(text, name);

@@ -116,4 +116,24 @@ std::vector<CsvRecord> read_csv(std::istream& in, const std::string& source, Csv
   return records;
 }
 
+std::map<std::string, std::size_t> csv_column_index(const std::string& source,
+                                                    const CsvRecord& header) {
+  std::map<std::string, std::size_t> index;
+  for (std::size_t i = 0; i < header.fields.size(); ++i) {
+    std::string_view name = header.fields[i];
+    while (!name.empty() && (name.front() == ' ' || name.front() == '\t')) name.remove_prefix(1);
+    while (!name.empty() && (name.back() == ' ' || name.back() == '\t')) name.remove_suffix(1);
+    const auto [at, added] = index.emplace(std::string(name), i);
+    if (!added) {
+      const CsvPosition p = i < header.positions.size() ? header.positions[i]
+                                                        : CsvPosition{header.line, 0};
+      throw InputError(source + ":" + std::to_string(p.line) + ":" + std::to_string(p.column) +
+                       ": column '" + printable(name) + "' is given twice (columns " +
+                       std::to_string(at->second + 1) + " and " + std::to_string(i + 1) +
+                       "): which one holds the value is ambiguous");
+    }
+  }
+  return index;
+}
+
 }  // namespace ssim

@@ -24,6 +24,7 @@
 
 #include <cstddef>
 #include <iosfwd>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,12 @@ class CsvReader {
   CsvOptions options_;
   int line_ = 0;  // physical lines read so far
 };
+
+// A header's columns by name (names trimmed of spaces and tabs): the one lookup every CSV reader
+// with named columns uses. A name given twice is an InputError "source:line:column: column 'NAME'
+// is given twice (columns I and J) ...": which one holds the value would be ambiguous.
+std::map<std::string, std::size_t> csv_column_index(const std::string& source,
+                                                    const CsvRecord& header);
 
 // Every record of `in`, as CsvReader::next returns them.
 std::vector<CsvRecord> read_csv(std::istream& in, const std::string& source,

@@ -1,5 +1,6 @@
 #include "common/units.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -7,6 +8,7 @@
 #include <optional>
 #include <utility>
 
+#include "common/checked.hpp"
 #include "common/error.hpp"
 #include "common/text.hpp"
 
@@ -118,6 +120,18 @@ Bytes parse_bytes(std::string_view text) {
   if (value < 0) throw InputError("invalid size '" + std::string(text) + "': must not be negative");
   double bytes = value * factor;
   if (bytes > 9.0e18) throw InputError("invalid size '" + std::string(text) + "': too large");
+  // A whole number of digits is read exactly (a double holds integers exactly up to 2^53 only:
+  // 4611686018427387905B would be 2^62), its unit's factor being a whole number too.
+  const std::string_view s = trim(text);
+  const std::size_t n = std::min(s.find_first_not_of("0123456789"), s.size());
+  const char next = n < s.size() ? s[n] : '\0';
+  if (n > 0 && next != '.' && next != 'e' && next != 'E') {
+    std::uint64_t count = 0;
+    if (std::from_chars(s.data(), s.data() + n, count).ec == std::errc()) {
+      return Bytes{checked_mul(count, static_cast<std::uint64_t>(factor),
+                               "invalid size '" + std::string(text) + "'")};
+    }
+  }
   double whole = std::round(bytes);
   if (std::fabs(bytes - whole) > 1e-6 * std::max(1.0, bytes)) {
     throw InputError("invalid size '" + std::string(text) + "': not a whole number of bytes");

@@ -10,7 +10,7 @@ bin=${1:-$root/build/experiments/stragglesim}
 corpus=$root/fuzz/corpus
 # Regression inputs (issue15_*, and crash inputs once fixed) are kept; the rest is rebuilt.
 find "$corpus" -type f ! -name 'issue*' -delete 2>/dev/null || true
-mkdir -p "$corpus"/{simulate_config,experiment_config,topology,schedule_json,schedule_bin,calibration_csv,simgrid_platform}
+mkdir -p "$corpus"/{simulate_config,experiment_config,topology,schedule_json,schedule_bin,calibration_csv,simgrid_platform,step_log,training_config,calibration_sim}
 
 # A config with `topology: {file: ../topologies/X.yaml}` -> the same with X's keys inline.
 inline_topology() {
@@ -55,4 +55,8 @@ done
 
 cp "$root"/tests/data/calibration/*.csv "$root"/tests/data/calibration/*.txt "$corpus/calibration_csv/"
 cp "$root"/configs/topologies/simgrid/*.xml "$corpus/simgrid_platform/"
+# Step logs, training jobs (no topology files to resolve) and result CSVs of measured runs.
+cp "$root"/tests/data/step_logs/*.csv "$corpus/step_log/"
+cp "$root"/configs/train/*.yaml "$corpus/training_config/"
+cp "$root"/tests/data/calibration/ring4_measured.csv "$corpus/calibration_sim/"
 du -sh "$corpus"

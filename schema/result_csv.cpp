@@ -191,8 +191,8 @@ std::vector<ResultRow> read_result_csv(std::istream& in, std::string_view name) 
   if (!csv.next(head))
     throw InputError(std::string(name) + ": empty file (expected a result CSV header)");
   const std::vector<std::string>& header = head.fields;
-  std::map<std::string, std::size_t> index;
-  for (std::size_t i = 0; i < header.size(); ++i) index.emplace(header[i], i);
+  // A column given twice is refused (common/csv.hpp), never the first one taken silently.
+  const std::map<std::string, std::size_t> index = csv_column_index(std::string(name), head);
   // The columns added after the first version (from nccl_version on) may be missing;
   // arrival_spread_s is time_s - after_last_arrival_s and is not read back.
   const std::set<std::string> optional = {"nccl_version",     "nccl_algo", "nccl_proto",

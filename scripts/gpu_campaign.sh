@@ -39,7 +39,10 @@ budget=470
 quick=0
 only=""
 no_tests=0
-usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; exit 2; }
+# The help text: this file's header comment. --help prints it to stdout and exits 0; a usage
+# error prints it to stderr and exits 2.
+help_text() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
+usage() { help_text >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
   case $1 in
     -o) [[ $# -ge 2 ]] || usage; out=$2; shift 2 ;;
@@ -49,7 +52,7 @@ while [[ $# -gt 0 ]]; do
     --quick) quick=1; shift ;;
     --no-tests) no_tests=1; shift ;;
     --only) [[ $# -ge 2 ]] || usage; only=$2; shift 2 ;;
-    -h|--help) usage ;;
+    -h|--help) help_text; exit 0 ;;
     *) echo "gpu_campaign.sh: unknown argument '$1'" >&2; usage ;;
   esac
 done

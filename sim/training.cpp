@@ -6,6 +6,7 @@
 #include <optional>
 #include <span>
 
+#include "common/checked.hpp"
 #include "common/error.hpp"
 #include "common/stats.hpp"
 #include "sim/executor.hpp"
@@ -17,7 +18,10 @@ std::vector<Bucket> make_buckets(const std::vector<TrainingLayer>& layers,
   if (layers.empty()) throw InputError("the model has no layers");
   if (bytes_per_param == 0) throw InputError("gradient bytes per parameter must be >= 1");
   std::uint64_t total = 0;
-  for (const TrainingLayer& l : layers) total += l.params * bytes_per_param;
+  for (const TrainingLayer& l : layers) {
+    total = checked_add(total, checked_mul(l.params, bytes_per_param, "the model's gradient bytes"),
+                        "the model's gradient bytes");
+  }
   if (total == 0) throw InputError("the model has no parameters (every layer has params 0)");
   if (cap.value == 0) throw InputError("bucket cap must be > 0");
   if (cap.value > total) {

@@ -120,8 +120,8 @@ Topology make_shared_device(const SharedDeviceParams& p) {
                      number(d.unaligned_factor));
   }
   for (const auto& [param, v] : factors) {
-    if (!std::isfinite(v) || v < 0 || v > 1e3) {
-      throw InputError(topo + ": " + param + " must be in [0, 1000], got " + number(v));
+    if (!std::isfinite(v) || v < 0 || v > 1e3 || (v > 0 && v < kMinDeviceFactor)) {
+      throw InputError(topo + ": " + param + " must be 0 or in [0.001, 1000], got " + number(v));
     }
   }
   Topology t;

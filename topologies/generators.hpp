@@ -161,7 +161,9 @@ Topology make_hierarchical(const HierarchicalParams& p);
 // factor is 0: a transport without scratch copies), latency copy_latency / 2),
 // so that what reads a graph (routes, link counters) sees one copy's uncontended cost.
 // ranks in [2, 65536]; memory_bandwidth finite and > 0; operation_bandwidth > 0 (infinity: no
-// cap); latencies in [0, 1 s]; factors in [0, 1000].
+// cap); latencies in [0, 1 s]; factors 0 or in [kMinDeviceFactor, 1000] (a tiny positive
+// factor would make the link's bandwidth infinite).
+inline constexpr double kMinDeviceFactor = 1e-3;
 struct SharedDeviceParams {
   int ranks = 0;
   SharedDevice device;

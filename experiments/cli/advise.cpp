@@ -128,8 +128,13 @@ std::string delays_file_yaml(const AdviseArgs& a) {
   const ConfigNode root = file.root();
   root.allow_only({"base", "persistent"});
   load_delay_model(root, file.directory());
+  // Copied into the generated experiment, a sample file's path stays relative to this file
+  // (made absolute here), not to the working directory.
+  auto copied = [&file](const ConfigNode& n) {
+    return n.text_with_absolute_files(file.directory(), {"file"});
+  };
   std::ostringstream y;
-  if (root.has("base")) y << "delays: {base: " << root.child("base").text() << "}\n";
+  if (root.has("base")) y << "delays: {base: " << copied(root.child("base")) << "}\n";
   std::string first_rank;
   if (auto list = root.maybe("persistent")) {
     const std::vector<ConfigNode> items = list->items();
@@ -137,7 +142,7 @@ std::string delays_file_yaml(const AdviseArgs& a) {
       std::string ranks, delay, persistence;
       for (std::size_t i = 0; i < items.size(); ++i) {
         const ConfigNode& it = items[i];
-        const std::string d = it.child("delay").text();
+        const std::string d = copied(it.child("delay"));
         const std::string p = it.has("persistence") ? it.child("persistence").text() : "1";
         if (i == 0) {
           delay = d;
@@ -405,7 +410,7 @@ void add_advise_command(CLI::App& app) {
                   "Candidates, comma-separated (default: every algorithm)");
   cmd->add_option("-n,--iterations", a->iterations, "Iterations per algorithm (default 200)")
       ->check(CLI::Range(1, 10'000'000));
-  cmd->add_option("--seed", a->seed, "Seed (default 1)")->check(non_negative_number());
+  add_seed_option(*cmd, a->seed, "Seed (default 1)");
   cmd->add_option("-j,--jobs", a->jobs, "Parallel runs (default: hardware concurrency)")
       ->check(CLI::Range(1, 1024));
   CLI::Option* trace = cmd->add_option(

@@ -213,7 +213,16 @@ struct CalibrateArgs {
   int log_ranks = 0;
   std::vector<std::string> options;  // -O ALG:KEY=VALUE
   SimCalibrateArgs sim;
+  // The closed-form fit's options, refused where calibration by simulation would ignore them.
+  std::vector<CLI::Option*> only_closed_form;
 };
+
+// A flag that the chosen fit would ignore is refused, never taken silently.
+void refuse_given(const std::vector<CLI::Option*>& options, const std::string& why) {
+  for (const CLI::Option* o : options) {
+    if (o->count() > 0) throw InputError(o->get_name() + ": " + why);
+  }
+}
 
 // The fit that -o writes: the only one, or the one --link-class / --piece pick.
 const calib::AlphaBetaFit& chosen_fit(const calib::Calibration& c, const CalibrateArgs& a) {
@@ -339,9 +348,12 @@ void write_topology(const calib::Calibration& c, const CalibrateArgs& a) {
 
 void run_calibrate(const CalibrateArgs& a) {
   if (a.kind == "shared_device" || a.sim.by_simulation) {
+    refuse_given(a.only_closed_form,
+                 "an option of the closed-form fit, which calibration by simulation "
+                 "(--by-simulation, --topology-kind shared_device) does not use");
     // -O ALG:KEY=VALUE and --algorithm-option ALG:KEY=VALUE say the same thing here.
     SimCalibrateArgs sim = a.sim;
-    sim.algorithm_options.insert(sim.algorithm_options.end(), a.options.begin(), a.options.end());
+    sim.stated_options = a.options;
     run_calibrate_by_simulation(a.input, a.kind, a.ranks, a.machine, a.output, sim);
     return;
   }
@@ -349,6 +361,9 @@ void run_calibrate(const CalibrateArgs& a) {
     throw InputError("several measurement files: only calibration by simulation (--topology-kind "
                      "shared_device or --by-simulation) reads more than one");
   }
+  refuse_given(a.sim.only_by_simulation,
+               "an option of calibration by simulation (--by-simulation or --topology-kind "
+               "shared_device), which the closed-form fit does not use");
   calib::CalibrationOptions o;
   if (!a.piecewise.empty()) {
     try {
@@ -631,6 +646,7 @@ struct TimelineRun {
   std::map<std::pair<int, int>, double> arrival;                 // (iteration, rank)
   std::map<std::pair<int, int>, std::vector<double>> round_end;  // (rank, round): per iteration
   std::map<std::pair<int, int>, int> line_of;                    // (rank, round): first line
+  std::map<std::tuple<int, int, int>, int> row_of;  // (iteration, rank, round or -1): its line
 };
 
 std::vector<TimelineRun> read_timeline(const std::string& text, const std::string& name) {
@@ -638,8 +654,7 @@ std::vector<TimelineRun> read_timeline(const std::string& text, const std::strin
   CsvReader csv(in, name);
   CsvRecord head;
   if (!csv.next(head)) throw InputError(name + ": empty file (expected a timeline CSV header)");
-  std::map<std::string, std::size_t> index;
-  for (std::size_t i = 0; i < head.fields.size(); ++i) index.emplace(head.fields[i], i);
+  const std::map<std::string, std::size_t> index = csv_column_index(name, head);
   const std::vector<std::string> required = {"algorithm", "ranks",     "rank",  "iteration",
                                              "bytes",     "arrival_s", "round", "round_end_s"};
   for (const std::string& column : required) {
@@ -710,13 +725,64 @@ std::vector<TimelineRun> read_timeline(const std::string& text, const std::strin
       runs.push_back(std::move(r));
     }
     TimelineRun& run = runs[it->second];
-    run.arrival.emplace(std::make_pair(iteration, rank), arrival);
-    if (field("round").empty()) continue;  // a rank in no round
-    const int round = static_cast<int>(integer("round", 0, 1 << 30));
+    // One row per (iteration, rank, round), or one round-less row for a rank in no round; every
+    // row of an (iteration, rank) repeats its arrival.
+    const auto [arrived, first] = run.arrival.emplace(std::make_pair(iteration, rank), arrival);
+    const int round = field("round").empty() ? -1 : static_cast<int>(integer("round", 0, 1 << 30));
+    const auto [seen, once] =
+        run.row_of.emplace(std::make_tuple(iteration, rank, round), rec.line);
+    const std::string which = "iteration " + std::to_string(iteration) + ", rank " +
+                              std::to_string(rank) +
+                              (round < 0 ? ", no round" : ", round " + std::to_string(round));
+    if (!once)
+      csv.fail(rec, which + " is given twice (also on line " + std::to_string(seen->second) + ")");
+    if (!first && arrived->second != arrival) {
+      bad("arrival_s", "the arrival of iteration " + std::to_string(iteration) + ", rank " +
+                           std::to_string(rank) + " given on its other rows");
+    }
+    if (round < 0) continue;  // a rank in no round
     run.round_end[{rank, round}].push_back(seconds("round_end_s"));
     run.line_of.emplace(std::make_pair(rank, round), rec.line);
   }
   if (runs.empty()) throw InputError(name + ": no rows (only a header)");
+  // Every iteration of a run has the same rows: each rank's rounds (or its round-less row) in
+  // every iteration; a missing row would make the medians compare different iterations.
+  for (const TimelineRun& run : runs) {
+    std::set<int> iterations;
+    std::map<std::pair<int, int>, std::set<int>> in_iterations;  // (rank, round) -> iterations
+    for (const auto& [key, line] : run.row_of) {
+      const auto [iteration, rank, round] = key;
+      iterations.insert(iteration);
+      in_iterations[{rank, round}].insert(iteration);
+    }
+    const std::string at = name + ":" + std::to_string(run.first_line) + ": " + run.algorithm +
+                           " on " + std::to_string(run.ranks) + " ranks, " +
+                           format_bytes(Bytes{run.bytes}) + ": ";
+    for (const auto& [rank_round, its] : in_iterations) {
+      const auto [rank, round] = rank_round;
+      if (round < 0) {
+        const auto with_round = in_iterations.upper_bound({rank, -1});
+        if (with_round != in_iterations.end() && with_round->first.first == rank) {
+          throw InputError(at + "rank " + std::to_string(rank) +
+                           " has rows without a round (line " +
+                           std::to_string(run.row_of.at(std::make_tuple(*its.begin(), rank, -1))) +
+                           ") and rows with rounds (line " +
+                           std::to_string(run.line_of.at(with_round->first)) +
+                           "): a rank in no round has one round-less row per iteration");
+        }
+      }
+      if (its.size() == iterations.size()) continue;
+      for (const int i : iterations) {
+        if (its.count(i)) continue;
+        throw InputError(at + "iteration " + std::to_string(i) + " has no row for rank " +
+                         std::to_string(rank) +
+                         (round < 0 ? std::string(" (without a round)")
+                                    : ", round " + std::to_string(round)) +
+                         ", which iteration " + std::to_string(*its.begin()) +
+                         " has: every iteration has the same rows");
+      }
+    }
+  }
   return runs;
 }
 
@@ -1016,18 +1082,19 @@ void add_calibrate_commands(CLI::App& app) {
                   "CSV: bytes,seconds[,link_class][,kind] sweep, a result CSV of measured runs, "
                   "or nccl-tests' all_reduce_perf output (its text log or -J JSON) ('-': stdin)")
       ->required();
-  cal->add_option("--algorithm", c->algorithm,
+  auto& closed = c->only_closed_form;
+  closed.push_back(cal->add_option("--algorithm", c->algorithm,
                   "nccl-tests logs: the closed form to fit NCCL's AllReduce with (ring, tree, "
-                  "rhd, ...; default ring)");
-  cal->add_option("--log-ranks", c->log_ranks,
+                  "rhd, ...; default ring)"));
+  closed.push_back(cal->add_option("--log-ranks", c->log_ranks,
                   "nccl-tests logs without '#  Rank' device lines: how many ranks ran")
-      ->check(CLI::Range(2, 65536));
-  cal->add_option("--link-class", c->link_class,
-                  "Fit only this link class (sweeps with a link_class column)");
-  cal->add_option("--piecewise", c->piecewise, "Size boundaries B1,B2,...: one fit per size range");
-  cal->add_option("--piece", c->piece,
+      ->check(CLI::Range(2, 65536)));
+  closed.push_back(cal->add_option("--link-class", c->link_class,
+                  "Fit only this link class (sweeps with a link_class column)"));
+  closed.push_back(cal->add_option("--piecewise", c->piecewise, "Size boundaries B1,B2,...: one fit per size range"));
+  closed.push_back(cal->add_option("--piece", c->piece,
                   "With --piecewise and -o: the fit to write (1-based, as printed)")
-      ->check(positive_number());
+      ->check(positive_number()));
   cal->add_option("--topology-kind", c->kind,
                   "Topology written by -o (default switch); shared_device fits by simulation")
       ->check(CLI::IsMember({"switch", "fully_connected", "ring", "shared_device"}));
@@ -1037,10 +1104,10 @@ void add_calibrate_commands(CLI::App& app) {
   cal->add_option("-o,--output", c->output, "Write the calibrated topology YAML here");
   cal->add_option("--machine", c->machine,
                   "Where the measurements ran, for the provenance (default: device column)");
-  cal->add_option("--gamma", c->gamma,
-                  "Collective runs: known reduce cost, e.g. 0.05ns/B (default 0)");
-  cal->add_flag("--fit-gamma", c->fit_gamma,
-                "Collective runs: fit gamma >= 0 too (needs e.g. direct or tree runs)");
+  closed.push_back(cal->add_option("--gamma", c->gamma,
+                  "Collective runs: known reduce cost, e.g. 0.05ns/B (default 0)"));
+  closed.push_back(cal->add_flag("--fit-gamma", c->fit_gamma,
+                "Collective runs: fit gamma >= 0 too (needs e.g. direct or tree runs)"));
   cal->add_option("-O,--option", c->options,
                   "Result CSVs: ALG:KEY=VALUE, an option of ALG's runs for files without an "
                   "options column (repeatable), e.g. hierarchical:gpus_per_node=4");

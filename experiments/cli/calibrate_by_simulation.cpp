@@ -106,29 +106,34 @@ void add_simulation_calibrate_options(CLI::App& cal, SimCalibrateArgs& a) {
   cal.add_flag("--by-simulation", a.by_simulation,
                "Fit the topology kind by simulating the measured runs (implied by "
                "--topology-kind shared_device)");
-  cal.add_option("--fix", a.fix,
-                 "By simulation: hold a parameter at a value, e.g. copy_factor=0 or "
-                 "memory_bandwidth=4.13TB/s (repeatable)");
-  cal.add_option("--fit", a.fit,
-                 "By simulation: fit a parameter beyond the kind's default set, e.g. "
-                 "operation_bandwidth (repeatable)");
-  cal.add_option("--holdout", a.holdout,
-                 "By simulation: rows left out of the fit and reported apart: a fraction of the "
-                 "runs (seeded), or COLUMN OP VALUE such as delay_s>0 or 'file=sweep-*' "
-                 "(repeatable; a row matching any is held out)");
-  cal.add_option("--seed", a.seed, "By simulation: seed of the holdout fraction and the restarts");
-  cal.add_option("--algorithm-option", a.algorithm_options,
-                 "By simulation: ALGO:KEY=VALUE, an option the measured runs of ALGO ran with, "
-                 "for files without an options column (e.g. hierarchical:gpus_per_node=4; "
-                 "repeatable)");
-  cal.add_option("--fit-threads", a.threads, "By simulation: threads simulating the runs")
-      ->check(CLI::Range(1, 256));
-  cal.add_option("--max-evaluations", a.max_evaluations,
-                 "By simulation: evaluations of the fit before it counts as not converged")
-      ->check(CLI::Range(1, 10000000));
-  cal.add_option("--rows-output", a.rows_output,
-                 "By simulation: write every compared row (measured, simulated, error, held out) "
-                 "as CSV");
+  auto& only = a.only_by_simulation;
+  only.push_back(cal.add_option("--fix", a.fix,
+                                "By simulation: hold a parameter at a value, e.g. copy_factor=0 "
+                                "or memory_bandwidth=4.13TB/s (repeatable)"));
+  only.push_back(cal.add_option("--fit", a.fit,
+                                "By simulation: fit a parameter beyond the kind's default set, "
+                                "e.g. operation_bandwidth (repeatable)"));
+  only.push_back(cal.add_option(
+      "--holdout", a.holdout,
+      "By simulation: rows left out of the fit and reported apart: a fraction of the runs "
+      "(seeded), or COLUMN OP VALUE such as delay_s>0 or 'file=sweep-*' (repeatable; a row "
+      "matching any is held out)"));
+  only.push_back(
+      add_seed_option(cal, a.seed, "By simulation: seed of the holdout fraction and the restarts"));
+  only.push_back(cal.add_option(
+      "--algorithm-option", a.algorithm_options,
+      "By simulation: ALGO:KEY=VALUE, an option the measured runs of ALGO ran with, for files "
+      "without an options column (e.g. hierarchical:gpus_per_node=4; repeatable)"));
+  only.push_back(
+      cal.add_option("--fit-threads", a.threads, "By simulation: threads simulating the runs")
+          ->check(CLI::Range(1, 256)));
+  only.push_back(
+      cal.add_option("--max-evaluations", a.max_evaluations,
+                     "By simulation: evaluations of the fit before it counts as not converged")
+          ->check(CLI::Range(1, 10000000)));
+  only.push_back(cal.add_option(
+      "--rows-output", a.rows_output,
+      "By simulation: write every compared row (measured, simulated, error, held out) as CSV"));
 }
 
 void run_calibrate_by_simulation(const std::string& input, const std::string& kind_arg,
@@ -156,18 +161,13 @@ void run_calibrate_by_simulation(const std::string& input, const std::string& ki
       o.holdout_filters.push_back(h);
     }
   }
-  for (const std::string& item : a.algorithm_options) {
-    const auto [alg_name, kv] = split_at(item, ':', "--algorithm-option", "ALGO:KEY=VALUE");
-    const auto [key, value] = split_at(kv, '=', "--algorithm-option", "ALGO:KEY=VALUE");
-    const alg::AlgorithmInfo& info = alg::find_algorithm(alg_name);
-    const std::string& name = key;  // a lambda may not capture a structured binding (clang 14)
-    if (std::none_of(info.options.begin(), info.options.end(),
-                     [&](const alg::OptionSpec& s) { return s.name == name; })) {
-      throw InputError("--algorithm-option " + item + ": " + alg_name + " has no option '" + key +
-                       "'");
-    }
-    o.algorithm_options[alg_name].set(key, value);
-  }
+  // Read as calibrate's -O reads them (calib::add_stated_option): an unknown algorithm or
+  // option, `straggler` (the rows' straggler column gives it) or a key given twice is refused.
+  calib::StatedOptions stated;
+  for (const std::string& item : a.algorithm_options)
+    calib::add_stated_option(stated, item, "--algorithm-option");
+  for (const std::string& item : a.stated_options) calib::add_stated_option(stated, item, "-O");
+  for (const auto& [algorithm, values] : stated) o.algorithm_options[algorithm] = alg::Options(values);
   std::vector<std::string> paths{input};
   paths.insert(paths.end(), a.more_inputs.begin(), a.more_inputs.end());
   const SimFit f = fit_by_simulation(read_measured_files(paths), o);

@@ -35,6 +35,9 @@ struct SimCalibrateArgs {
   std::vector<std::string> more_inputs;  // result CSVs after the first
   bool by_simulation = false;
   std::vector<std::string> fix, fit, holdout, algorithm_options;
+  std::vector<std::string> stated_options;  // calibrate's -O items (the same as algorithm_options)
+  // The options above, to refuse them where the closed-form fit would ignore them.
+  std::vector<CLI::Option*> only_by_simulation;
   std::uint64_t seed = 0;
   int threads = 1;
   int max_evaluations = 4000;
@@ -66,6 +69,11 @@ void add_advise_command(CLI::App& app);
 void add_threads_option(CLI::App& cmd, int& threads, const std::string& extra = "");
 CLI::Validator non_negative_number();
 CLI::Validator positive_number();
+
+// --seed N on a subcommand: a whole number in [0, 2^63 - 1], as a YAML `seed:` (a value past
+// the range, a sign or a fraction is refused, never clamped or wrapped).
+CLI::Option* add_seed_option(CLI::App& cmd, long long& seed, const std::string& help);
+CLI::Option* add_seed_option(CLI::App& cmd, std::uint64_t& seed, const std::string& help);
 
 // --max-memory SIZE on a subcommand (common/memory_budget.hpp; "" when not given: the default).
 void add_max_memory_option(CLI::App& cmd, std::string& text);

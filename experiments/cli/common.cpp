@@ -2,6 +2,7 @@
 // when the alpha-beta model ignores shared links.
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -370,6 +371,30 @@ void add_threads_option(CLI::App& cmd, int& threads, const std::string& extra) {
             return "";
           },
           "INT in [1, 1024]"));
+}
+
+namespace {
+
+CLI::Validator seed_check() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        long long v = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v < 0)
+          return "must be a whole number from 0 to 9223372036854775807, got '" + text + "'";
+        return "";
+      },
+      "INT in [0, 2^63-1]");
+}
+
+}  // namespace
+
+CLI::Option* add_seed_option(CLI::App& cmd, long long& seed, const std::string& help) {
+  return cmd.add_option("--seed", seed, help)->check(seed_check());
+}
+
+CLI::Option* add_seed_option(CLI::App& cmd, std::uint64_t& seed, const std::string& help) {
+  return cmd.add_option("--seed", seed, help)->check(seed_check());
 }
 
 CLI::Validator non_negative_number() { return sign_check(true); }

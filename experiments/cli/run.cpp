@@ -496,8 +496,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_flag("-q,--quiet", args->quiet, "No progress on stderr");
   cmd->add_option("-n,--iterations", args->iterations, "Override the experiment's iterations")
       ->check(CLI::Range(1, 10'000'000));
-  cmd->add_option("--seed", args->seed, "Override the experiment's seed")
-      ->check(non_negative_number());
+  add_seed_option(*cmd, args->seed, "Override the experiment's seed");
   cmd->add_option("--shard", args->shard,
                   "Run only shard I of N (I/N, 1-based); its runs go to DIR/journal.jsonl, combine the "
                   "shards with `stragglesim merge`");

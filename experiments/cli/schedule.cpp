@@ -6,6 +6,7 @@
 #include <iterator>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "algorithms/msccl_xml.hpp"
@@ -14,6 +15,7 @@
 #include "algorithms/schedule_json.hpp"
 #include "algorithms/stragglar.hpp"
 #include "algorithms/verifier.hpp"
+#include "common/checked.hpp"
 #include "common/error.hpp"
 #include "common/input_file.hpp"
 #include "common/units.hpp"
@@ -142,16 +144,23 @@ std::string msccl_summary(const Schedule& s, int per_loop, std::int64_t min_byte
     os << "msccl-xml: nchunksperloop is not a power of two: no power-of-two element count is "
           "served\n";
   } else {
-    for (const int width : {4, 2}) {
-      long long elems = per_loop;
-      while (elems * width < min_bytes) elems *= 2;
+    for (const std::int64_t width : {4, 2}) {
+      // The smallest power-of-two multiple of per_loop elements at or above min_bytes; none
+      // where it would not fit in 64 bits (checked: common/checked.hpp).
+      std::int64_t elems = per_loop;
+      std::optional<std::int64_t> bytes = try_mul(elems, width);
+      while (bytes && *bytes < min_bytes) {
+        const std::optional<std::int64_t> doubled = try_mul(elems, std::int64_t{2});
+        bytes = doubled ? try_mul(*doubled, width) : std::nullopt;
+        if (doubled) elems = *doubled;
+      }
       os << "msccl-xml: " << (width == 4 ? "fp32" : "fp16/bf16") << ": ";
-      if (max_bytes != 0 && elems * width > max_bytes) {
+      if (!bytes || (max_bytes != 0 && *bytes > max_bytes)) {
         os << "no power-of-two element count in that range\n";
         continue;
       }
       os << "every power-of-two element count from " << elems << " ("
-         << format_bytes(Bytes{static_cast<std::uint64_t>(elems * width)}) << ")";
+         << format_bytes(Bytes{static_cast<std::uint64_t>(*bytes)}) << ")";
       if (max_bytes != 0)
         os << " to " << format_bytes(Bytes{static_cast<std::uint64_t>(max_bytes)});
       os << "\n";

@@ -238,8 +238,7 @@ void add_simulate_command(CLI::App& app) {
   add_trace_selection_options(*cmd, args->trace_options, trace);
   cmd->add_option("-n,--iterations", args->iterations, "Override the configured iteration count")
       ->check(CLI::Range(1, 10'000'000));
-  cmd->add_option("--seed", args->seed, "Override the configured seed")
-      ->check(non_negative_number());
+  add_seed_option(*cmd, args->seed, "Override the configured seed");
   add_max_memory_option(*cmd, args->max_memory);
   add_max_time_option(*cmd, args->max_time);
   add_threads_option(*cmd, args->threads);

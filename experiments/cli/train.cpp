@@ -13,6 +13,7 @@
 #include "experiments/cli/commands.hpp"
 #include "experiments/config/config.hpp"
 #include "experiments/config/training.hpp"
+#include "experiments/runner/resource_check.hpp"
 #include "schema/result_csv.hpp"
 
 namespace ssim::exp {
@@ -30,6 +31,7 @@ struct TrainArgs {
   int steps = 0;            // 0: as configured
   long long seed = -1;      // -1: as configured
   double persistence = -1;  // -1: as configured
+  std::string max_memory, max_time;
 };
 
 std::string options_text(const alg::Options& o) { return canonical_options(o.values()); }
@@ -211,6 +213,12 @@ void run_train(const TrainArgs& a) {
     }
     for (sim::PersistentStraggler& s : c.delays.stragglers) s.persistence = a.persistence;
   }
+  // The same guards as run and simulate: the job's estimated time and memory, before anything
+  // is opened or simulated (ResourceError, exit 3, with the estimate and what to change).
+  check_training_resources(MemoryBudget::from_flag(a.max_memory), TimeBudget::from_flag(a.max_time),
+                           c);
+  if (const std::string note = training_time_note(c); !note.empty())
+    std::cerr << "stragglesim: note: " << note << "\n";
   // Every output is opened before the run (a path that cannot be created fails first) and takes
   // its name only when the whole run succeeded.
   std::optional<OutputFile> steps, ranks;
@@ -292,12 +300,13 @@ void add_train_command(CLI::App& app) {
                   "Write each rank's idle and delay per step as CSV to FILE");
   cmd->add_option("-n,--steps", args->steps, "Override the configured step count")
       ->check(CLI::Range(1, 10'000'000));
-  cmd->add_option("--seed", args->seed, "Override the configured seed")
-      ->check(non_negative_number());
+  add_seed_option(*cmd, args->seed, "Override the configured seed");
   cmd->add_option("--persistence", args->persistence,
                   "Override every persistent straggler's persistence (0..1; "
                   "experiments/train_plot.py sweeps it)")
       ->check(CLI::Range(0.0, 1.0));
+  add_max_memory_option(*cmd, args->max_memory);
+  add_max_time_option(*cmd, args->max_time);
   cmd->callback([args] { run_train(*args); });
 }
 

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -65,10 +66,15 @@ Seconds cell_time(const CsvReader& csv, const CsvRecord& r, std::size_t k, doubl
   return Seconds{*v * factor};
 }
 
+// An index cell: a rank in [0, 65535] (a topology's most ranks), an iteration or step in
+// [0, 2^31 - 2] (so that one past the last is an int too).
 int cell_index(const CsvReader& csv, const CsvRecord& r, std::size_t k, std::string_view what) {
+  const int most = what == "rank" ? 65535 : std::numeric_limits<int>::max() - 1;
   const std::optional<int> v = parse_int(r.fields[k]);
-  if (!v || *v < 0) {
-    csv.fail_at(r, k, std::string(what) + " '" + r.fields[k] + "' is not an integer >= 0");
+  if (!v || *v < 0 || *v > most) {
+    csv.fail_at(r, k,
+                std::string(what) + " '" + r.fields[k] + "' is not an integer in [0, " +
+                    std::to_string(most) + "]");
   }
   return *v;
 }
@@ -395,22 +401,30 @@ std::vector<std::vector<double>> load_profiler_traces(const std::vector<std::fil
   }
   const RankTrace& zero = ranks.at(0);
   const int first = zero.steps.begin()->first, last = zero.steps.rbegin()->first;
-  std::vector<std::vector<double>> times(static_cast<std::size_t>(last - first + 1),
-                                         std::vector<double>(static_cast<std::size_t>(n)));
+  // Every rank has exactly rank 0's steps, first..last without a gap: checked on the steps
+  // given (the maps) before anything of size last - first + 1 is allocated.
   for (int r = 0; r < n; ++r) {
     const RankTrace& t = ranks.at(r);
-    for (int s = first; s <= last; ++s) {
-      const auto it = t.steps.find(s);
-      if (it == t.steps.end()) {
-        throw InputError(t.file + ": no ProfilerStep#" + std::to_string(s) + " (rank " + std::to_string(r) +
-                         "; steps run " + std::to_string(first) + ".." + std::to_string(last) + " in " + zero.file + ")");
+    long long expect = first;
+    for (const auto& [step, seconds] : t.steps) {
+      if (step < first || step > last) {
+        throw InputError(t.file + ": ProfilerStep#" + std::to_string(step) + " is beyond steps " +
+                         std::to_string(first) + ".." + std::to_string(last) + " of " + zero.file);
       }
-      times[static_cast<std::size_t>(s - first)][static_cast<std::size_t>(r)] = it->second;
+      if (step != expect) break;
+      ++expect;
     }
-    if (t.steps.begin()->first < first || t.steps.rbegin()->first > last) {
-      throw InputError(t.file + ": steps beyond " + std::to_string(first) + ".." + std::to_string(last) + " of " +
-                       zero.file);
+    if (expect != static_cast<long long>(last) + 1) {
+      throw InputError(t.file + ": no ProfilerStep#" + std::to_string(expect) + " (rank " +
+                       std::to_string(r) + "; steps run " + std::to_string(first) + ".." +
+                       std::to_string(last) + " in " + zero.file + ", without gaps)");
     }
+  }
+  std::vector<std::vector<double>> times(zero.steps.size(),
+                                         std::vector<double>(static_cast<std::size_t>(n)));
+  for (int r = 0; r < n; ++r) {
+    std::size_t s = 0;
+    for (const auto& [step, seconds] : ranks.at(r).steps) times[s++][static_cast<std::size_t>(r)] = seconds;
   }
   return times;
 }

@@ -1,5 +1,6 @@
 #include "experiments/config/reader.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -218,9 +219,20 @@ SecondsPerByte ConfigNode::as_seconds_per_byte() const {
   return with_unit(*this, parse_seconds_per_byte);
 }
 
+const ConfigReader* ConfigReader::adopted_from(const YAML::Node& node) const {
+  for (const Adopted& a : adopted_) {
+    if (a.node.is(node)) return a.owner;
+  }
+  return nullptr;
+}
+
 std::string ConfigNode::as_input_file(const std::string& base_dir, const std::string& what) const {
   std::filesystem::path p = as_string();
-  if (p.is_relative()) p = std::filesystem::path(base_dir) / p;
+  if (p.is_relative()) {
+    // Relative to the file the path is written in (reader.hpp).
+    const ConfigReader* owner = reader_->adopted_from(node_);
+    p = std::filesystem::path(owner != nullptr ? owner->directory() : base_dir) / p;
+  }
   std::error_code ec;
   if (!std::filesystem::exists(p, ec)) fail(what + " '" + p.string() + "' does not exist");
   try {
@@ -229,6 +241,38 @@ std::string ConfigNode::as_input_file(const std::string& base_dir, const std::st
     fail(what + " " + e.what());
   }
   return p.string();
+}
+
+std::string ConfigNode::text_with_absolute_files(
+    const std::string& base_dir, std::initializer_list<const char*> file_keys) const {
+  if (!node_.IsMap() && !node_.IsSequence()) return text();
+  YAML::Node copy = YAML::Clone(node_);
+  // Walks this node and its copy side by side; the original nodes resolve the paths (their
+  // errors name this file, line and key).
+  auto walk = [&](auto&& self, const ConfigNode& here, YAML::Node out) -> void {
+    if (here.is_map()) {
+      for (const std::string& key : here.keys()) {
+        const ConfigNode value = here.child(key);
+        const bool is_file = std::any_of(file_keys.begin(), file_keys.end(),
+                                         [&key](const char* k) { return key == k; });
+        if (is_file && value.is_scalar()) {
+          std::error_code ec;
+          out[key] = std::filesystem::absolute(value.as_input_file(base_dir, key), ec).string();
+        } else {
+          self(self, value, out[key]);
+        }
+      }
+    } else if (here.is_sequence()) {
+      const std::vector<ConfigNode> items = here.items();
+      for (std::size_t i = 0; i < items.size(); ++i) self(self, items[i], out[i]);
+    }
+  };
+  walk(walk, *this, copy);
+  YAML::Emitter e;
+  e.SetMapFormat(YAML::Flow);
+  e.SetSeqFormat(YAML::Flow);
+  e << copy;
+  return e.c_str();
 }
 
 std::string ConfigNode::as_choice(std::initializer_list<const char*> choices) const {

@@ -59,9 +59,18 @@ class ConfigNode {
   Bytes as_bytes() const;
   BytesPerSecond as_bandwidth() const;
   SecondsPerByte as_seconds_per_byte() const;
-  // A file named by this scalar, relative to `base_dir` unless absolute; an error at this node
-  // unless it is a readable regular file within the input size limit (common/input_file.hpp).
+  // A file named by this scalar; an error at this node unless it is a readable regular file
+  // within the input size limit (common/input_file.hpp). The one rule for paths inside inputs:
+  // a relative path is relative to the folder of the file it is written in. `base_dir` is that
+  // folder for this node's document (its reader's directory(); "." for text from the command
+  // line); a node adopted from another file (a topology file's key overridden by the including
+  // config, a sweep value) resolves against that file's folder.
   std::string as_input_file(const std::string& base_dir, const std::string& what) const;
+  // The flow text of this node (as text()) with every value of a map key in `file_keys` made
+  // an absolute path by as_input_file: a part of a file copied into a generated document keeps
+  // its paths relative to the file it came from.
+  std::string text_with_absolute_files(const std::string& base_dir,
+                                       std::initializer_list<const char*> file_keys) const;
   // One of `choices`; the error lists them.
   std::string as_choice(std::initializer_list<const char*> choices) const;
 
@@ -126,6 +135,8 @@ class ConfigReader {
   // this file and `path`.
   std::pair<const std::string*, std::string> origin(const YAML::Node& node,
                                                     const std::string& path) const;
+  // The reader of the file `node` was adopted from; nullptr when it is this document's own.
+  const ConfigReader* adopted_from(const YAML::Node& node) const;
 
  private:
   ConfigReader() = default;

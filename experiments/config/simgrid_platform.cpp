@@ -31,6 +31,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/checked.hpp"
 #include "common/error.hpp"
 #include "common/input_file.hpp"
 #include "experiments/config/config.hpp"
@@ -486,10 +487,14 @@ class PlatformReader {
       if (!good || lo > hi) {
         fail(e, "radical=\"" + radical + "\": numbers and ranges a-b, separated by commas");
       }
-      if (static_cast<long long>(numbers.size()) + hi - lo + 1 > 1024) {
+      // The range's length and the hosts so far, checked (common/checked.hpp): hi - lo + 1 of
+      // 0-2147483647 is past an int, and a loop `n <= hi` never ends at hi = INT_MAX.
+      const auto length = checked_add<long long>(static_cast<long long>(hi) - lo, 1, "radical");
+      if (checked_add<long long>(static_cast<long long>(numbers.size()), length, "radical") >
+          1024) {
         fail(e, "radical=\"" + radical + "\": at most 1024 hosts in a cluster");
       }
-      for (int n = lo; n <= hi; ++n) numbers.push_back(n);
+      for (long long n = lo; n <= hi; ++n) numbers.push_back(static_cast<int>(n));
       at = comma + 1;
     }
     const std::string* policy = maybe(e, "sharing_policy");

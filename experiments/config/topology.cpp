@@ -217,9 +217,19 @@ topo::Topology load_inline(const ConfigNode& node) {
     p.device.copy_latency = node.get_time("copy_latency");
     p.device.apply_latency = node.get_time("apply_latency");
     p.device.launch_time = node.get_time("launch_time", Seconds{0.0});
-    p.device.copy_factor = node.get_double("copy_factor", 2.0, 0.0, 1000.0);
-    p.device.reduce_factor = node.get_double("reduce_factor", 3.0, 0.0, 1000.0);
-    p.device.apply_copy_factor = node.get_double("apply_copy_factor", 2.0, 0.0, 1000.0);
+    // Bytes of memory traffic per byte: 0 (no such copy) or in [kMinDeviceFactor, 1000]; a
+    // tiny positive factor would make the memory link's bandwidth (memory_bandwidth /
+    // copy_factor) infinite.
+    auto factor = [&node](const char* key, double fallback) {
+      const double v = node.get_double(key, fallback, 0.0, 1000.0);
+      if (v != 0 && v < topo::kMinDeviceFactor) {
+        node.child(key).fail(std::string(key) + " must be 0 (no such copy) or in [0.001, 1000]");
+      }
+      return v;
+    };
+    p.device.copy_factor = factor("copy_factor", 2.0);
+    p.device.reduce_factor = factor("reduce_factor", 3.0);
+    p.device.apply_copy_factor = factor("apply_copy_factor", 2.0);
     p.device.unaligned_factor = node.get_double("unaligned_factor", 1.0, 1.0, 100.0);
     if (node.has("operation_bandwidth"))
       p.device.operation_bandwidth = node.get_bandwidth("operation_bandwidth");
@@ -229,11 +239,24 @@ topo::Topology load_inline(const ConfigNode& node) {
     t = load_custom(node);
   }
   t.set_ecmp(node.get_bool("ecmp", false));
+  if (kind == "shared_device" && t.ecmp()) {
+    node.child("ecmp").fail(
+        "a shared_device topology has no network routes to spread (its ranks share one GPU's "
+        "memory): ecmp must be false or absent");
+  }
   if (node.has("name")) t.name = node.get_string("name");
   std::string provenance;
   if (node.has("description")) provenance = node.get_string("description");
   if (node.has("provenance")) {
-    provenance += (provenance.empty() ? "" : "; ") + node.child("provenance").text();
+    // What calibrate writes (experiments/config/calibration.cpp, the closed-form fit and the
+    // fit by simulation): an unknown key is a typo or another tool's, refused like any other.
+    const ConfigNode p = node.child("provenance");
+    p.require_map();
+    p.allow_only({"machine", "date", "source", "input", "link_class", "size_range", "min_bytes",
+                  "max_bytes", "rows", "residual", "r_squared", "fit", "gamma", "gamma_source",
+                  "fitted", "fixed", "holdout"});
+    for (const std::string& key : p.keys()) p.child(key).as_string();
+    provenance += (provenance.empty() ? "" : "; ") + p.text();
   }
   if (!provenance.empty()) t.description = provenance + (t.description.empty() ? "" : " [" + t.description + "]");
   return t;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "algorithms/registry.hpp"
+#include "common/checked.hpp"
 #include "common/error.hpp"
 #include "experiments/config/algorithm.hpp"
 #include "experiments/config/config.hpp"
@@ -193,10 +194,17 @@ void load_workload(const ConfigNode& w, sim::TrainingConfig& c) {
       o.fail("optimizer must be >= 0");
   }
   load_model(w.child("model"), c.samples_per_gpu, c);
+  // The model's parameters and gradient bytes, checked (common/checked.hpp): 16 layers of 2^58
+  // parameters are 2^62, in bytes past 64 bits.
+  const ConfigNode model = w.child("model");
+  auto too_large = [&model](const std::string& what) {
+    model.fail("the model's gradients do not fit in 64 bits: " + what +
+               " (parameters x gradient_bytes_per_param must be at most 2^64 - 1 bytes)");
+  };
   std::uint64_t params = 0;
-  for (const sim::TrainingLayer& l : c.layers) params += l.params;
-  const std::uint64_t gradients = params * c.bytes_per_param;
-  if (params == 0) w.child("model").fail("the model has no parameters");
+  for (const sim::TrainingLayer& l : c.layers) params = checked_add(params, l.params, too_large);
+  const std::uint64_t gradients = checked_mul(params, c.bytes_per_param, too_large);
+  if (params == 0) model.fail("the model has no parameters");
   if (c.bucket_cap.value > gradients) {
     const ConfigNode cap = w.has("bucket_cap") ? w.child("bucket_cap") : w;
     cap.fail("bucket_cap " + format_bytes(c.bucket_cap) +

@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -15,6 +16,7 @@
 #include "common/random.hpp"
 #include "common/stats.hpp"
 #include "experiments/cli/commands.hpp"
+#include "experiments/runner/resource_check.hpp"
 #include "sim/executor.hpp"
 #include "topologies/generators.hpp"
 
@@ -62,8 +64,10 @@ std::string number(double v) {
 
 struct Filter {
   std::string text, column, op, value;
+  double number = 0;  // the value of a numeric column (ranks, bytes, delay_s, straggler)
 };
 
+// COLUMN OP VALUE, its value read and checked here (InputError naming the flag and the range).
 Filter parse_filter(const std::string& text) {
   static const char* ops[] = {"!=", "<=", ">=", "=", "<", ">"};
   for (const char* op : ops) {
@@ -77,6 +81,34 @@ Filter parse_filter(const std::string& text) {
                        "' (allowed: algorithm, ranks, bytes, delay_s, straggler, dtype, file)");
     }
     if (f.value.empty()) throw InputError("--holdout '" + text + "': no value after " + f.op);
+    const std::string fail = "--holdout '" + text + "': ";
+    if (f.column == "algorithm" || f.column == "dtype" || f.column == "file") {
+      if (f.op != "=" && f.op != "!=")
+        throw InputError(fail + f.column + " compares with = or != only");
+      return f;
+    }
+    try {
+      if (f.column == "bytes") {
+        f.number = static_cast<double>(parse_bytes(f.value).value);
+      } else if (f.column == "delay_s") {
+        f.number = parse_time(f.value).value;
+      } else {
+        // ranks, straggler: a whole number (a rank count, or a rank; -1 matches rows without a
+        // straggler).
+        const long long lo = f.column == "ranks" ? 1 : -1;
+        long long v = 0;
+        const auto [end, ec] =
+            std::from_chars(f.value.data(), f.value.data() + f.value.size(), v);
+        if (ec != std::errc() || end != f.value.data() + f.value.size() || v < lo ||
+            v > calib::kMaxRunRanks) {
+          throw InputError("'" + f.value + "' is not a whole number in [" + std::to_string(lo) +
+                           ", " + std::to_string(calib::kMaxRunRanks) + "]");
+        }
+        f.number = static_cast<double>(v);
+      }
+    } catch (const InputError& e) {
+      throw InputError(fail + e.what());
+    }
     return f;
   }
   throw InputError("--holdout '" + text +
@@ -99,33 +131,15 @@ bool matches(const Filter& f, const std::string& file, const schema::ResultRow& 
     const std::string v = f.column == "algorithm" ? r.algorithm
                           : f.column == "dtype"   ? r.dtype
                                                   : std::filesystem::path(file).filename().string();
-    if (f.op != "=" && f.op != "!=") {
-      throw InputError("--holdout '" + f.text + "': " + f.column + " compares with = or != only");
-    }
     const bool eq = f.column == "file" ? fnmatch(f.value.c_str(), v.c_str(), 0) == 0 : v == f.value;
     return f.op == "=" ? eq : !eq;
   }
-  double want = 0, have = 0;
-  try {
-    if (f.column == "bytes") {
-      want = static_cast<double>(parse_bytes(f.value).value);
-      have = static_cast<double>(r.bytes.value);
-    } else if (f.column == "delay_s") {
-      want = parse_time(f.value).value;
-      have = r.delay.value;
-    } else if (f.column == "ranks") {
-      want = std::stod(f.value);
-      have = r.ranks;
-    } else {
-      want = std::stod(f.value);
-      have = r.straggler ? *r.straggler : -1;
-    }
-  } catch (const InputError& e) {
-    throw InputError("--holdout '" + f.text + "': " + e.what());
-  } catch (const std::exception&) {
-    throw InputError("--holdout '" + f.text + "': '" + f.value + "' is not a number");
-  }
-  return compare(have, f.op, want);
+  const double have = f.column == "bytes"     ? static_cast<double>(r.bytes.value)
+                      : f.column == "delay_s" ? r.delay.value
+                      : f.column == "ranks"   ? static_cast<double>(r.ranks)
+                      : r.straggler           ? static_cast<double>(*r.straggler)
+                                              : -1.0;
+  return compare(have, f.op, f.number);
 }
 
 // ---- simulation --------------------------------------------------------------------------
@@ -151,7 +165,12 @@ alg::Schedule case_schedule(const std::string& algorithm, const alg::Options& ba
 
 std::vector<Seconds> case_arrival(int ranks, double delay, int straggler) {
   std::vector<Seconds> a(static_cast<std::size_t>(ranks), Seconds{0});
-  if (delay > 0) a[static_cast<std::size_t>(straggler)] = Seconds{delay};
+  if (delay <= 0) return a;
+  // The readers check a row's straggler against its rank count (calib::read_measured_runs).
+  SSIM_CHECK(straggler >= 0 && straggler < ranks, "straggler " + std::to_string(straggler) +
+                                                      " outside a run of " +
+                                                      std::to_string(ranks) + " ranks");
+  a[static_cast<std::size_t>(straggler)] = Seconds{delay};
   return a;
 }
 
@@ -296,6 +315,17 @@ SimFit fit_by_simulation(const std::vector<MeasuredFile>& files, const SimFitOpt
       fit.values[s.name] = value_or_default(o.fixed, s);
     }
   }
+  {
+    // The fixed values as the kind reads them (e.g. a factor outside 0 or [0.001, 1000]):
+    // refused here, not scored as a parameter set the objective cannot simulate.
+    std::map<std::string, double> v = fit.values;
+    for (const calib::PositiveParameter& p : free) v[p.name] = p.start;
+    try {
+      (void)make_fitted_topology(o.kind, v, 2);
+    } catch (const InputError& e) {
+      throw InputError(std::string("the fixed parameters do not make a topology: ") + e.what());
+    }
+  }
   if (!(o.holdout_fraction >= 0 && o.holdout_fraction < 1)) {
     throw InputError("--holdout " + number(o.holdout_fraction) + ": a fraction must be in [0, 1)");
   }
@@ -316,6 +346,10 @@ SimFit fit_by_simulation(const std::vector<MeasuredFile>& files, const SimFitOpt
       point_of;
   std::vector<SimCase> cases;
   std::map<SimKey, std::size_t> case_of;
+  const MemoryBudget budget = o.max_memory > 0
+                                  ? MemoryBudget::of(o.max_memory, "the fit's memory budget")
+                                  : MemoryBudget::from_flag("");
+  double kept_bytes = 0;
   std::map<std::string, std::vector<std::string>> skipped;  // reason -> "file:line"
   calib::StatedOptions stated;
   for (const auto& [algorithm, options] : o.algorithm_options) stated[algorithm] = options.values();
@@ -376,6 +410,19 @@ SimFit fit_by_simulation(const std::vector<MeasuredFile>& files, const SimFitOpt
       const SimKey key{info->name, r.ranks, r.bytes.value, r.delay.value, straggler, options_text};
       auto c = case_of.find(key);
       if (c == case_of.end()) {
+        // Every distinct case keeps its schedule for the whole fit: checked before it is built.
+        try {
+          kept_bytes += schedule_size(info->name, r.ranks, options).transfers *
+                        (kScheduleBytesPerTransfer + kExecutorBytesPerTransfer);
+        } catch (const InputError& e) {
+          throw InputError(where + ": " + e.what());
+        }
+        budget.require(kept_bytes,
+                       "the schedules of the fit's " + std::to_string(cases.size() + 1) +
+                           " distinct simulations (up to " + where + ": " + info->name + " on " +
+                           std::to_string(r.ranks) + " ranks)",
+                       "fit fewer or smaller runs (--holdout does not help: held-out runs are "
+                       "simulated too)");
         SimCase sc;
         sc.key = key;
         try {
@@ -383,7 +430,7 @@ SimFit fit_by_simulation(const std::vector<MeasuredFile>& files, const SimFitOpt
         } catch (const InputError& e) {
           throw InputError(where + ": " + e.what());
         }
-        sc.arrival = case_arrival(r.ranks, r.delay.value, std::max(straggler, 0));
+        sc.arrival = case_arrival(r.ranks, r.delay.value, straggler);
         sc.delayed = delayed;
         c = case_of.emplace(key, cases.size()).first;
         cases.push_back(std::move(sc));

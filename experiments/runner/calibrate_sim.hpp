@@ -61,6 +61,10 @@ struct SimFitOptions {
   std::map<std::string, alg::Options> algorithm_options;
   int threads = 1;
   int max_evaluations = 4000;
+  // The schedules of the distinct simulations are kept for the whole fit: their estimated
+  // memory (resource_check.hpp's bytes per transfer) is checked against this budget before
+  // each is built (ResourceError naming the row); 0: the default budget (half the memory).
+  std::uint64_t max_memory = 0;
 };
 
 // One measured row and its simulated counterpart.

@@ -277,6 +277,15 @@ namespace {
 // The journal is read back by --resume and merge: it must be a regular file (or not exist yet).
 OutputFile open_journal(const std::string& path, bool append) {
   std::error_code ec;
+  // The journal is the run's own file in its output folder, as its lock is (common/
+  // folder_lock.hpp, O_NOFOLLOW): a link there is not followed out of the folder, neither to
+  // replace its target (--force) nor to append to it (--resume).
+  if (std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec))) {
+    throw InputError(path +
+                     ": is a symbolic link; the journal is the run's own file in its output "
+                     "folder and a link there is not followed (remove the link, or give another "
+                     "output folder)");
+  }
   const auto st = std::filesystem::status(path, ec);
   if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
     throw InputError(path + ": is not a regular file; the journal must be one");

@@ -294,4 +294,81 @@ void check_experiment_memory(const MemoryBudget& budget, const Experiment& e, in
       "use fewer ranks, algorithms with fewer transfers, fewer --jobs or fewer iterations");
 }
 
+namespace {
+
+// Per (mode, algorithm) of a training job: the collectives one step runs and the transfers and
+// ranks of the largest.
+struct TrainingWork {
+  double seconds = 0;      // the whole job
+  double bytes = 0;        // the largest run's schedules
+  double collectives = 0;  // simulated collectives, every run and pass
+  std::string largest;     // the run of the most transfers, for messages
+};
+
+TrainingWork training_work(const sim::TrainingConfig& c) {
+  const int n = c.topology.gpu_count();
+  const double buckets =
+      static_cast<double>(sim::make_buckets(c.layers, c.bytes_per_param, c.bucket_cap).size());
+  const double per_transfer =
+      c.network == sim::NetworkKind::flow ? kFlowSecondsPerTransfer : kAlphabetaSecondsPerTransfer;
+  TrainingWork w;
+  double most = -1;
+  for (const sim::SyncSpec& mode : c.modes) {
+    const int m = mode.mode == sim::SyncMode::grouped        ? n / mode.groups
+                  : mode.mode == sim::SyncMode::exclude_late ? n - mode.late
+                                                             : n;
+    for (const sim::TrainingAlgorithm& a : c.algorithms) {
+      const alg::AlgorithmInfo& info = alg::find_algorithm(a.name);
+      const double whole = schedule_size(a.name, n, a.options).transfers;
+      alg::Options group_options;
+      for (const auto& [key, value] : a.options.values()) {
+        if (key != "straggler") group_options.set(key, value);
+      }
+      const double group = m == n ? whole : schedule_size(a.name, m, group_options).transfers;
+      // A grouped step runs every group's collective (n / m of them) side by side.
+      const double transfers = mode.mode == sim::SyncMode::grouped ? group * (n / m) : group;
+      const double runs =
+          1.0 + (info.straggler_aware ? static_cast<double>(c.adaptive_fallbacks.size()) : 0.0);
+      const double collectives = 2.0 * c.steps * buckets * runs;  // with and without delays
+      w.collectives += collectives;
+      w.seconds += collectives * (transfers * per_transfer + kSecondsPerIteration +
+                                  n * kSecondsPerRankIteration);
+      const double bytes = (whole + (m == n ? 0.0 : group)) *
+                           (kScheduleBytesPerTransfer + kExecutorBytesPerTransfer);
+      if (bytes > w.bytes) w.bytes = bytes;
+      if (whole > most) {
+        most = whole;
+        w.largest = a.name + " on " + std::to_string(n) + " ranks (" + count_text(whole) +
+                    " transfers)";
+      }
+    }
+  }
+  // Per rank and bucket: entries, ends and choices of the step in flight.
+  w.bytes += static_cast<double>(n) * buckets * 64;
+  return w;
+}
+
+std::string training_what(const sim::TrainingConfig& c, const TrainingWork& w) {
+  return "the training job: " + std::to_string(c.steps) + " steps of " +
+         count_text(w.collectives / (2.0 * std::max(1, c.steps))) +
+         " collectives each, with and without delays (the largest: " + w.largest + ")";
+}
+
+}  // namespace
+
+double training_seconds(const sim::TrainingConfig& c) { return training_work(c).seconds; }
+
+void check_training_resources(const MemoryBudget& budget, const TimeBudget& limit,
+                              const sim::TrainingConfig& c) {
+  const TrainingWork w = training_work(c);
+  budget.require(w.bytes, training_what(c, w),
+                 "use fewer ranks, algorithms with fewer transfers or a larger bucket_cap");
+  limit.require(w.seconds, training_what(c, w),
+                "use fewer steps (--steps), ranks, algorithms or modes, or a larger bucket_cap");
+}
+
+std::string training_time_note(const sim::TrainingConfig& c) {
+  return time_note(training_work(c).seconds, "the training job");
+}
+
 }  // namespace ssim::exp

@@ -13,6 +13,7 @@
 #include "common/memory_budget.hpp"
 #include "common/time_budget.hpp"
 #include "sim/simulation.hpp"
+#include "sim/training.hpp"
 
 namespace ssim::exp {
 
@@ -84,6 +85,16 @@ void check_simulation_time(const TimeBudget& limit, const sim::SimulationConfig&
 void check_experiment_time(const TimeBudget& limit, const Experiment& e, int jobs,
                            double share = 1.0);
 std::string simulation_time_note(const sim::SimulationConfig& config);
+
+// `train` (sim/training.hpp): per mode and algorithm, every step runs each gradient bucket's
+// collective (and, for straggler-aware algorithms with adaptive fallbacks, each fallback's),
+// once with the delays and once without: steps x buckets x runs simulations of one iteration,
+// each timed as simulation_seconds times it. Memory: each run's schedules (the whole job's and
+// a group's) as a simulation keeps them, and per rank and bucket its state.
+double training_seconds(const sim::TrainingConfig& config);
+void check_training_resources(const MemoryBudget& budget, const TimeBudget& limit,
+                              const sim::TrainingConfig& config);
+std::string training_time_note(const sim::TrainingConfig& config);
 std::string experiment_time_note(const Experiment& e, int jobs);
 
 }  // namespace ssim::exp

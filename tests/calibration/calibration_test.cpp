@@ -446,9 +446,24 @@ TEST(Calibration, MalformedInputNamesFileLineAndColumn) {
   const std::string quoted =
       "measured,ring,4,1024,float32,0,,0,1e-5,1e-5,1,1,,\"box\nrack 2\",now\n";
   EXPECT_EQ(error_of(kResultHeader + quoted + run_line("ring", 4, 4096, -1e-5)),
-            "t.csv:4: column time_s: bad value '-1e-05' (expected a time in seconds >= 0)");
-  EXPECT_NE(error_of(kResultHeader + run_line("ring", 4, 0, 1e-5))
-                .find("t.csv:2: column bytes: bad value '0'"),
+            "t.csv:4:35: column time_s: " + number(-1e-5) +
+                " is outside [0, 1e6] (a time in seconds)");
+  EXPECT_EQ(error_of(kResultHeader + run_line("ring", 4, 0, 1e-5)),
+            "t.csv:2:17: column bytes: 0 is outside [1, 1125899906842624] (the buffer size in "
+            "bytes)");
+  // Ranges where the values are read: the straggler against the row's ranks (a negative one is
+  // not rank 0), the iteration, sizes and times beyond any measurement.
+  EXPECT_EQ(error_of(kResultHeader + run_line("ring", 4, 4096, 1e-5, 0.5, "4")),
+            "t.csv:2:34: column straggler: 4 is outside [0, 3] (the late rank of a run of 4 "
+            "ranks; empty: none)");
+  EXPECT_NE(error_of(kResultHeader + run_line("ring", 4, 4096, 1e-5, 0.5, "-1"))
+                .find("column straggler: -1 is outside [0, 3]"),
+            std::string::npos);
+  EXPECT_NE(error_of(kResultHeader + run_line("ring", 4, 4096, 1e300))
+                .find(":35: column time_s: " + number(1e300) + " is outside [0, 1e6]"),
+            std::string::npos);
+  EXPECT_NE(error_of(kResultHeader + run_line("ring", 100000, 4096, 1e-5))
+                .find("column ranks: 100000 is outside [1, 65536]"),
             std::string::npos);
   EXPECT_NE(error_of(kResultHeader + "measured,ring,four,1024,float32,0,,0,1e-5,1e-5,1,1,,b,n\n")
                 .find("t.csv:2: column ranks: bad value 'four'"),

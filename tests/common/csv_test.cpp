@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -97,6 +98,24 @@ TEST(Csv, ReaderFailsAtRecordsAndFields) {
     EXPECT_STREQ(e.what(), "f.csv:2: too many");
   }
   EXPECT_FALSE(csv.next(r));
+}
+
+TEST(Csv, ColumnIndexRefusesANameGivenTwice) {
+  const std::vector<CsvRecord> ok = read("bytes, seconds ,kind\n1,2,p2p\n");
+  const std::map<std::string, std::size_t> index = csv_column_index("t.csv", ok.front());
+  EXPECT_EQ(index.at("bytes"), 0u);
+  EXPECT_EQ(index.at("seconds"), 1u);  // names are trimmed
+  EXPECT_EQ(index.at("kind"), 2u);
+  const std::vector<CsvRecord> twice = read("# c\nbytes,seconds,x,seconds \n1,2,3,4\n",
+                                            {.comments = true});
+  try {
+    (void)csv_column_index("t.csv", twice.front());
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "t.csv:2:17: column 'seconds' is given twice (columns 2 and 4): which one holds "
+              "the value is ambiguous");
+  }
 }
 
 }  // namespace

@@ -25,6 +25,10 @@ TEST(Units, Sizes) {
   EXPECT_EQ(parse_bytes("4096").value, 4096u);
   EXPECT_EQ(parse_bytes("1.5KB").value, 1500u);
   EXPECT_EQ(parse_bytes("256 KiB").value, 256u * 1024);
+  // Whole numbers are exact past 2^53 (a double would give 2^62 for 2^62 + 1).
+  EXPECT_EQ(parse_bytes("4611686018427387905B").value, 4611686018427387905ull);
+  EXPECT_EQ(parse_bytes("9007199254740993").value, 9007199254740993ull);
+  EXPECT_EQ(parse_bytes("4194303TiB").value, 4194303ull << 40);
 }
 
 TEST(Units, Bandwidths) {

@@ -141,7 +141,12 @@ TEST(DelayTraceFileInvalid, NegativeArrival) {
 }
 TEST(DelayTraceFileInvalid, BadRankIndex) {
   expect_input_error([] { parse_trace("iteration,rank,arrival_ms\n0,-1,2\n"); },
-                     "t.csv:2:3: rank '-1' is not an integer >= 0");
+                     "t.csv:2:3: rank '-1' is not an integer in [0, 65535]");
+  // At the top of int, one past the rank would wrap: refused where it is read.
+  expect_input_error([] { parse_trace("iteration,rank,arrival_ms\n0,2147483647,2\n"); },
+                     "t.csv:2:3: rank '2147483647' is not an integer in [0, 65535]");
+  expect_input_error([] { parse_trace("iteration,rank,arrival_ms\n2147483647,0,2\n"); },
+                     "t.csv:2:1: iteration '2147483647' is not an integer in [0, 2147483646]");
 }
 TEST(DelayTraceFileInvalid, DuplicateRow) {
   expect_input_error([] { parse_trace("iteration,rank,arrival_ms\n0,0,1\n0,1,1\n0,0,2\n"); },

@@ -47,6 +47,11 @@ grep -q 'exists and is not empty' "$tmp/log" || fail "no message for the non-emp
 [[ $(ls -l "$tmp/out" | md5sum) == "$before" ]] || fail "the refused run changed the folder"
 "$root/scripts/gpu_campaign.sh" --frobnicate >"$tmp/log" 2>&1
 [[ $? == 2 ]] || fail "an unknown flag was not a usage error"
+# --help is no error: the help on stdout, exit 0, nothing on stderr.
+"$root/scripts/gpu_campaign.sh" --help >"$tmp/log" 2>"$tmp/err"
+[[ $? == 0 ]] || fail "--help did not exit 0"
+grep -q -- '--budget' "$tmp/log" || fail "--help printed no help on stdout"
+[[ ! -s $tmp/err ]] || fail "--help wrote to stderr"
 
 # A run that reports wrong elements fails the campaign (exit 1), which still finishes.
 # (A new file, not the symbolic link written through: that would overwrite the real binary.)
