@@ -396,9 +396,9 @@ ParallelPass::Count merge_part(std::size_t begin, std::size_t end, std::uint32_t
                                double* const next_ready, const ByteCounts counts) {
   ParallelPass::Count count;
   for (std::size_t r = begin; r < end; ++r) {
-    double v = ready[r];
+    double latest = ready[r];
     if (ParallelPass::in_round(send[r].tag.load(std::memory_order_relaxed), round_stamp)) {
-      v = std::max(v, send[r].time.load(std::memory_order_relaxed));
+      latest = std::max(latest, send[r].time.load(std::memory_order_relaxed));
       const std::uint64_t bytes = send[r].bytes.load(std::memory_order_relaxed);
       if (counts.star)
         counts.sent[r] += bytes;
@@ -407,11 +407,11 @@ ParallelPass::Count merge_part(std::size_t begin, std::size_t end, std::uint32_t
       ++count.sends;
     }
     if (ParallelPass::in_round(recv[r].tag.load(std::memory_order_relaxed), round_stamp)) {
-      v = std::max(v, recv[r].time.load(std::memory_order_relaxed));
+      latest = std::max(latest, recv[r].time.load(std::memory_order_relaxed));
       if (counts.star) counts.received[r] += recv[r].bytes.load(std::memory_order_relaxed);
       ++count.recvs;
     }
-    next_ready[r] = v;
+    next_ready[r] = latest;
   }
   return count;
 }

@@ -9,6 +9,9 @@
 
 namespace ssim::sim {
 
+// The private helpers below are `inline` (only this file calls them), as they were when defined
+// in the class body, so that the compiler weighs inlining them into the handlers the same way.
+
 Executor::EventRun::EventRun(int ranks, int chunks, RouteCache& routes, NetworkConfig network,
                              Bytes bytes)
     : ranks_(ranks),
@@ -138,7 +141,7 @@ void Executor::EventRun::transfer_done(std::uint32_t id, Seconds now) {
   }
 }
 
-Executor::EventRun::Window& Executor::EventRun::locate(std::uint64_t t, bool groups) {
+inline Executor::EventRun::Window& Executor::EventRun::locate(std::uint64_t t, bool groups) {
   std::size_t lo = 0, hi = window_.size();  // the last round whose first id <= t
   while (hi - lo > 1) {
     const std::size_t mid = (lo + hi) / 2;
@@ -147,7 +150,7 @@ Executor::EventRun::Window& Executor::EventRun::locate(std::uint64_t t, bool gro
   return window_[lo];
 }
 
-bool Executor::EventRun::take_round() {
+inline bool Executor::EventRun::take_round() {
   if (exhausted_) return false;
   const alg::Round* round = source_->next();
   if (!round) {
@@ -260,8 +263,8 @@ bool Executor::EventRun::take_round() {
   return true;
 }
 
-void Executor::EventRun::describe_reduction(const alg::SwitchReduce& op, std::size_t round,
-                                            std::size_t i, Reduction& out) {
+inline void Executor::EventRun::describe_reduction(const alg::SwitchReduce& op, std::size_t round,
+                                                   std::size_t i, Reduction& out) {
   SSIM_CHECK(!serial_, "in-network reductions reached the alpha-beta event engine");
   const ReducingSwitches::Ports& ports = switches_.ports(switches_.resolve(op, map_, round, i));
   const topo::Topology& topology = routes_.topology();
@@ -289,14 +292,15 @@ void Executor::EventRun::describe_reduction(const alg::SwitchReduce& op, std::si
   out.bytes = sizes_.length(op);
 }
 
-Executor::EventRun::Window Executor::EventRun::spare() {
+inline Executor::EventRun::Window Executor::EventRun::spare() {
   if (pool_.empty()) return Window{};
   Window w = std::move(pool_.back());
   pool_.pop_back();
   return w;
 }
 
-void Executor::EventRun::describe(const Window& w, std::uint32_t j, TransferRecord& rec) const {
+inline void Executor::EventRun::describe(const Window& w, std::uint32_t j,
+                                         TransferRecord& rec) const {
   const alg::Transfer& tr = w.transfers[j];
   rec.round = w.index;
   rec.index = static_cast<std::int32_t>(j);
@@ -308,7 +312,8 @@ void Executor::EventRun::describe(const Window& w, std::uint32_t j, TransferReco
   rec.bytes = sizes_.length(tr);
 }
 
-TransferRecord* Executor::EventRun::record(std::uint64_t t, const Window& w, std::uint32_t j) {
+inline TransferRecord* Executor::EventRun::record(std::uint64_t t, const Window& w,
+                                                  std::uint32_t j) {
   if (timeline_) return &(*timeline_)[t];
   if (!sink_) return nullptr;
   auto [it, inserted] = open_.try_emplace(t);
@@ -316,13 +321,13 @@ TransferRecord* Executor::EventRun::record(std::uint64_t t, const Window& w, std
   return &it->second;
 }
 
-void Executor::EventRun::close_recv(std::uint64_t t, const TransferRecord& rec) {
+inline void Executor::EventRun::close_recv(std::uint64_t t, const TransferRecord& rec) {
   if (!sink_) return;
   sink_->transfer_side(rec, TimelineSink::Side::recv);
   if (!timeline_) open_.erase(t);
 }
 
-void Executor::EventRun::enter(std::uint32_t r) {
+inline void Executor::EventRun::enter(std::uint32_t r) {
   while (cursor_[r] == kNone && take_round()) {
   }
   const std::uint64_t g = cursor_[r];
@@ -349,7 +354,7 @@ void Executor::EventRun::enter(std::uint32_t r) {
   }
 }
 
-void Executor::EventRun::launch(Window& w, std::uint32_t j) {
+inline void Executor::EventRun::launch(Window& w, std::uint32_t j) {
   const alg::Transfer& tr = w.transfers[j];
   const std::uint64_t m = sizes_.length(tr);
   const std::uint32_t ri = routes_.find(physical(tr.src), physical(tr.dst));
@@ -360,7 +365,7 @@ void Executor::EventRun::launch(Window& w, std::uint32_t j) {
   network_model_->start(static_cast<std::uint32_t>(t), ri, m);
 }
 
-void Executor::EventRun::launch_reduction(Window& w, std::size_t i) {
+inline void Executor::EventRun::launch_reduction(Window& w, std::size_t i) {
   const Reduction& op = w.ops[i];
   if (reduction_link_bytes_.empty())
     reduction_link_bytes_.assign(static_cast<std::size_t>(routes_.topology().link_count()), 0);

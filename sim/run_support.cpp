@@ -7,11 +7,6 @@
 
 namespace ssim::sim {
 
-void check_transfer(const alg::Transfer& t, int ranks, int chunks) {
-  SSIM_CHECK(transfer_in_range(t, static_cast<std::uint32_t>(ranks), chunks),
-             "schedule transfer out of range");
-}
-
 void check_inputs(int n, std::span<const Seconds> arrival, const RunOptions& options) {
   SSIM_CHECK(static_cast<int>(arrival.size()) == n, "one arrival time per rank needed");
   for (Seconds a : arrival) SSIM_CHECK(std::isfinite(a.value), "arrival times must be finite");

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "algorithms/schedule.hpp"
+#include "common/error.hpp"
 #include "common/units.hpp"
 #include "sim/executor.hpp"
 #include "sim/network.hpp"
@@ -24,7 +25,10 @@ inline bool transfer_in_range(const alg::Transfer& t, std::uint32_t ranks, std::
          t.chunk_end <= chunks;
 }
 // SSIM_CHECK that transfer t is well formed (throws when it is not).
-void check_transfer(const alg::Transfer& t, int ranks, int chunks);
+inline void check_transfer(const alg::Transfer& t, int ranks, int chunks) {
+  SSIM_CHECK(transfer_in_range(t, static_cast<std::uint32_t>(ranks), chunks),
+             "schedule transfer out of range");
+}
 // One finite arrival per rank, and a rank map (when given) that is a permutation.
 void check_inputs(int ranks, std::span<const Seconds> arrival, const RunOptions& options);
 
