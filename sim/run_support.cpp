@@ -2,10 +2,19 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "common/error.hpp"
 
 namespace ssim::sim {
+
+void transfer_out_of_range(const alg::Transfer& t, int ranks, int chunks) {
+  check_failed(__FILE__, __LINE__, "transfer_in_range(t, ranks, chunks)",
+               "schedule transfer out of range: " + std::to_string(t.src) + " -> " +
+                   std::to_string(t.dst) + ", chunks [" + std::to_string(t.chunk_begin) + ", " +
+                   std::to_string(t.chunk_end) + ") of " + std::to_string(chunks) + ", " +
+                   std::to_string(ranks) + " ranks");
+}
 
 void check_inputs(int n, std::span<const Seconds> arrival, const RunOptions& options) {
   SSIM_CHECK(static_cast<int>(arrival.size()) == n, "one arrival time per rank needed");

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "algorithms/schedule.hpp"
-#include "common/error.hpp"
 #include "common/units.hpp"
 #include "sim/executor.hpp"
 #include "sim/network.hpp"
@@ -24,10 +23,12 @@ inline bool transfer_in_range(const alg::Transfer& t, std::uint32_t ranks, std::
          t.src != t.dst && 0 <= t.chunk_begin && t.chunk_begin <= t.chunk_end &&
          t.chunk_end <= chunks;
 }
-// SSIM_CHECK that transfer t is well formed (throws when it is not).
+// The InternalError of a transfer that is not well formed (out of line: the loops' cold path).
+[[noreturn, gnu::cold]] void transfer_out_of_range(const alg::Transfer& t, int ranks, int chunks);
+// Throws when transfer t is not well formed.
 inline void check_transfer(const alg::Transfer& t, int ranks, int chunks) {
-  SSIM_CHECK(transfer_in_range(t, static_cast<std::uint32_t>(ranks), chunks),
-             "schedule transfer out of range");
+  if (!transfer_in_range(t, static_cast<std::uint32_t>(ranks), chunks)) [[unlikely]]
+    transfer_out_of_range(t, ranks, chunks);
 }
 // One finite arrival per rank, and a rank map (when given) that is a permutation.
 void check_inputs(int ranks, std::span<const Seconds> arrival, const RunOptions& options);
