@@ -1,5 +1,6 @@
 #include "algorithms/schedule.hpp"
 
+#include "algorithms/chunk_sizes.hpp"
 #include "common/error.hpp"
 
 namespace ssim::alg {
@@ -85,11 +86,7 @@ void Schedule::relabel(const std::vector<int>& perm) {
 ByteRange chunk_bytes(std::uint64_t total_bytes, int chunks, int chunk_begin, int chunk_end) {
   SSIM_CHECK(chunks > 0 && 0 <= chunk_begin && chunk_begin <= chunk_end && chunk_end <= chunks,
              "chunk range out of bounds");
-  const std::uint64_t base = total_bytes / static_cast<std::uint64_t>(chunks);
-  const std::uint64_t offset = base * static_cast<std::uint64_t>(chunk_begin);
-  std::uint64_t length = base * static_cast<std::uint64_t>(chunk_end - chunk_begin);
-  if (chunk_end == chunks && chunk_end > chunk_begin) length += total_bytes - base * chunks;
-  return {offset, length};
+  return ChunkSizes(total_bytes, chunks).range(chunk_begin, chunk_end);
 }
 
 }  // namespace ssim::alg

@@ -203,7 +203,10 @@ std::vector<int> busiest_links(const std::vector<std::uint64_t>& bytes, int k) {
 
 }  // namespace
 
-SimulationResult run_simulation(const SimulationConfig& config) {
+namespace {
+
+// The checks of a configuration that need no schedule (InputError naming the key).
+void check_config(const SimulationConfig& config) {
   if (config.iterations < 1) {
     throw InputError("iterations must be >= 1, got " + std::to_string(config.iterations));
   }
@@ -234,6 +237,139 @@ SimulationResult run_simulation(const SimulationConfig& config) {
                        ", not an allreduce");
     }
   }
+}
+
+// The policy's prediction for one iteration: the rank(s) it takes to be late, and the rank map
+// that lets them play the late roles the schedule was built for.
+struct Prediction {
+  int straggler = 0;
+  std::vector<int> late;  // a schedule built for k >= 2 late ranks: the k predicted, in order
+  std::vector<int> rank_map;
+
+  // The ranks predicted late: `late`, or the straggler alone.
+  std::vector<int> late_ranks() const { return late.empty() ? std::vector<int>{straggler} : late; }
+};
+
+// A schedule built for k >= 2 late ranks: the policy predicts the k latest ranks (oracle and
+// eager: this iteration's, previous: the previous iteration's; fixed, and previous with nobody
+// late before: the ranks the schedule was built for, so a tie renumbers nothing).
+Prediction predict(const SimulationConfig& config, const alg::Schedule& schedule,
+                   const IterationArrivals& a, const std::vector<Seconds>& previous_arrival,
+                   bool previous_late) {
+  Prediction p;
+  p.straggler = a.predicted_straggler;
+  const int late_k = static_cast<int>(schedule.late.size());
+  if (late_k > 1) {
+    if ((config.policy == StragglerPolicy::oracle || config.policy == StragglerPolicy::eager) &&
+        a.late) {
+      p.late = latest_ranks(a.arrival, late_k);
+    } else if (config.policy == StragglerPolicy::previous && !previous_arrival.empty() &&
+               previous_late) {
+      p.late = latest_ranks(previous_arrival, late_k);
+    } else {
+      p.late = schedule.late;
+    }
+    p.straggler = p.late.back();
+    p.rank_map = late_rank_map(schedule, p.late);
+  } else if (schedule.straggler) {
+    p.rank_map = straggler_rank_map(schedule, a.predicted_straggler);
+  }
+  return p;
+}
+
+// The writer of the traced iteration (to config.trace_out, or into `text`). Runs the iteration
+// first when the configuration asks for its busiest links or for an estimate of the trace.
+std::unique_ptr<ChromeTraceWriter> start_trace(const SimulationConfig& config,
+                                               const std::string& name, int iteration,
+                                               Executor& run_on, const alg::Schedule& ran,
+                                               std::span<const Seconds> start,
+                                               const std::vector<int>& rank_map,
+                                               std::ostringstream& text) {
+  TraceOptions to;
+  to.title = name + ", " + std::to_string(config.topology.gpu_count()) + " ranks, " +
+             format_bytes(config.size) + ", iteration " + std::to_string(iteration);
+  if (config.trace_links) {
+    const IterationResult probe = run_on.run(start, RunOptions{rank_map, false, false});
+    to.links = busiest_links(probe.link_bytes, *config.trace_links);
+  }
+  to.select = config.trace_select;
+  if (config.trace_estimated) {
+    TraceCounter counter(ran, &config.topology, start, to);
+    RunOptions count{rank_map, false, false};
+    count.trace = &counter;
+    (void)run_on.run(start, count);
+    config.trace_estimated(counter.estimate());
+  }
+  to.progress = config.trace_progress;
+  return std::make_unique<ChromeTraceWriter>(config.trace_out ? *config.trace_out : text, ran,
+                                             &config.topology, start, std::move(to));
+}
+
+// Sums over the iterations, for the result's means.
+struct Totals {
+  double completion = 0, after_last_arrival = 0;
+  int correct = 0;  // iterations whose predicted straggler was the last rank
+  int fallback_runs = 0;
+};
+
+// Adds iteration `a`'s run `r` to `out` and `totals`; InputError when its time overflowed.
+void add_iteration(SimulationResult& out, Totals& totals, const SimulationConfig& config,
+                   const IterationArrivals& a, const IterationResult& r, int predicted_straggler,
+                   std::string chosen) {
+  if (!std::isfinite(r.completion.value) ||
+      !std::isfinite(totals.completion + r.completion.value)) {
+    throw InputError(
+        "iteration " + std::to_string(a.iteration) +
+        ": the simulated time overflows (infinite): a bandwidth, latency, delay or size is "
+        "outside any physical range (e.g. a bandwidth of 1e-300B/s)");
+  }
+  out.iterations.push_back(IterationSummary{a.iteration,
+                                            r.completion,
+                                            r.after_last_arrival,
+                                            r.algbw,
+                                            r.busbw,
+                                            a.last_rank,
+                                            predicted_straggler,
+                                            std::move(chosen),
+                                            {},
+                                            {}});
+  if (config.per_rank_times) {
+    out.iterations.back().arrival = r.arrival;
+    out.iterations.back().finish = r.finish;
+  }
+  totals.completion += r.completion.value;
+  totals.after_last_arrival += r.after_last_arrival.value;
+  totals.correct += predicted_straggler == a.last_rank ? 1 : 0;
+  out.no_late_iterations += a.late ? 0 : 1;
+  for (std::size_t l = 0; l < out.link_bytes.size(); ++l) {
+    out.link_bytes[l] += static_cast<double>(r.link_bytes[l]);
+    out.link_utilization[l] += r.link_utilization[l];
+  }
+}
+
+// The means over config.iterations iterations.
+void finish_means(SimulationResult& out, const SimulationConfig& config, const Totals& totals) {
+  const int n = out.ranks;
+  const double iters = config.iterations;
+  out.mean_completion = Seconds{totals.completion / iters};
+  out.mean_after_last_arrival = Seconds{totals.after_last_arrival / iters};
+  const double bytes = static_cast<double>(config.size.value);
+  out.algbw = BytesPerSecond{
+      out.mean_after_last_arrival.value > 0 ? bytes / out.mean_after_last_arrival.value : 0.0};
+  out.busbw = BytesPerSecond{out.algbw.value * 2.0 * (n - 1) / n};
+  out.prediction_accuracy = totals.correct / iters;
+  out.fallback_fraction = totals.fallback_runs / iters;
+  for (std::size_t l = 0; l < out.link_bytes.size(); ++l) {
+    out.link_bytes[l] /= iters;
+    out.link_utilization[l] /= iters;
+  }
+}
+
+}  // namespace
+
+SimulationResult run_simulation(const SimulationConfig& config) {
+  check_config(config);
+  const int n = config.topology.gpu_count();
   // A schedule given as data runs under its own name; a registry algorithm under its entry's.
   const std::string name =
       config.schedule ? config.algorithm : alg::find_algorithm(config.algorithm).name;
@@ -264,14 +400,10 @@ SimulationResult run_simulation(const SimulationConfig& config) {
   AdaptiveChoice fallbacks(
       schedule.straggler ? config.adaptive_fallbacks : std::vector<std::string>{}, name, n, {},
       config.topology, NetworkConfig{config.network, config.gamma}, config.size);
-  std::vector<Seconds>
-      previous_arrival;        // adaptive / several late ranks: the last iteration's arrivals
-  bool previous_late = false;  // whether a rank was late in the last iteration
-  int fallback_runs = 0;
-  // A schedule built for k >= 2 late ranks: the policy predicts the k latest ranks (oracle:
-  // this iteration's, previous: the previous iteration's; fixed and iteration 0 of previous:
-  // the ranks the schedule was built for).
-  const int late_k = static_cast<int>(schedule.late.size());
+  // Adaptive, or several late ranks: the last iteration's arrivals, and whether a rank was late.
+  std::vector<Seconds> previous_arrival;
+  bool previous_late = false;
+  const bool several_late = schedule.late.size() > 1;
   // Eager conditional execution: the late role goes to the rank(s) arriving last, found after
   // the early ranks have arrived and agreed (detection latency).
   const bool eager = config.policy == StragglerPolicy::eager && schedule.straggler.has_value();
@@ -289,43 +421,20 @@ SimulationResult run_simulation(const SimulationConfig& config) {
   RouteCache scan_routes(config.topology);
   SharedLinkFinder shared(stream ? executor.routes() : scan_routes);
   const bool scan = config.network == NetworkKind::alphabeta && !links_are_ports(config.topology);
-  if (scan && !stream) {
-    out.shared_link = find_shared_link(schedule, scan_routes);
-  }
+  if (scan && !stream) out.shared_link = find_shared_link(schedule, scan_routes);
   bool first_run = true;
   out.link_bytes.assign(static_cast<std::size_t>(config.topology.link_count()), 0.0);
   out.link_utilization.assign(out.link_bytes.size(), 0.0);
-  double sum_completion = 0, sum_after = 0;
-  int correct = 0;
+  Totals totals;
   for (int first = 0; first < config.iterations; first += kArrivalBlock) {
     const int count = std::min(kArrivalBlock, config.iterations - first);
     for (const IterationArrivals& a : delays.iterations(first, count)) {
+      Prediction prediction = predict(config, schedule, a, previous_arrival, previous_late);
       RunOptions options;
       options.threads = config.threads;
-      int predicted_straggler = a.predicted_straggler;
-      std::vector<int> predicted_late;
-      if (late_k > 1) {
-        // Nobody late: the ranks the schedule was built for (no renumbering for a tie).
-        if ((config.policy == StragglerPolicy::oracle || config.policy == StragglerPolicy::eager) &&
-            a.late) {
-          predicted_late = latest_ranks(a.arrival, late_k);
-        } else if (config.policy == StragglerPolicy::previous && !previous_arrival.empty() &&
-                   previous_late) {
-          predicted_late = latest_ranks(previous_arrival, late_k);
-        } else {
-          predicted_late = schedule.late;
-        }
-        predicted_straggler = predicted_late.back();
-        options.rank_map = late_rank_map(schedule, predicted_late);
-      } else if (schedule.straggler) {
-        options.rank_map = straggler_rank_map(schedule, a.predicted_straggler);
-      }
+      options.rank_map = std::move(prediction.rank_map);
       std::vector<Seconds> eager_starts;
-      if (eager) {
-        const std::vector<int> late_ranks =
-            late_k > 1 ? predicted_late : std::vector<int>{a.predicted_straggler};
-        eager_starts = eager_start(a.arrival, late_ranks, detection);
-      }
+      if (eager) eager_starts = eager_start(a.arrival, prediction.late_ranks(), detection);
       const std::vector<Seconds>& start = eager ? eager_starts : a.arrival;
       const bool traced = config.trace_iteration == a.iteration;
       options.record_timeline = traced;
@@ -335,10 +444,8 @@ SimulationResult run_simulation(const SimulationConfig& config) {
       std::string chosen;  // adaptive only: what ran
       if (!fallbacks.empty()) {
         chosen = name;
-        const std::vector<int> late =
-            late_k > 1 ? predicted_late : std::vector<int>{a.predicted_straggler};
         const std::vector<Seconds> predicted =
-            AdaptiveChoice::predicted_arrivals(previous_arrival, late, n);
+            AdaptiveChoice::predicted_arrivals(previous_arrival, prediction.late_ranks(), n);
         const int pick = fallbacks.choose(executor, options.rank_map, predicted);
         if (pick >= 0) {
           AdaptiveChoice::Candidate& c = fallbacks[static_cast<std::size_t>(pick)];
@@ -346,10 +453,10 @@ SimulationResult run_simulation(const SimulationConfig& config) {
           ran = &c.schedule;
           chosen = c.name;
           options.rank_map.clear();
-          ++fallback_runs;
+          ++totals.fallback_runs;
         }
       }
-      if (!fallbacks.empty() || late_k > 1) {
+      if (!fallbacks.empty() || several_late) {
         previous_arrival = a.arrival;
         previous_late = a.late;
       }
@@ -357,26 +464,8 @@ SimulationResult run_simulation(const SimulationConfig& config) {
       std::ostringstream trace_text;
       std::unique_ptr<ChromeTraceWriter> writer;
       if (traced) {
-        TraceOptions to;
-        to.title = name + ", " + std::to_string(n) + " ranks, " + format_bytes(config.size) +
-                   ", iteration " + std::to_string(a.iteration);
-        if (config.trace_links) {
-          const IterationResult probe =
-              run_on->run(start, RunOptions{options.rank_map, false, false});
-          to.links = busiest_links(probe.link_bytes, *config.trace_links);
-        }
-        to.select = config.trace_select;
-        if (config.trace_estimated) {
-          TraceCounter counter(*ran, &config.topology, start, to);
-          RunOptions count{options.rank_map, false, false};
-          count.trace = &counter;
-          (void)run_on->run(start, count);
-          config.trace_estimated(counter.estimate());
-        }
-        to.progress = config.trace_progress;
-        writer =
-            std::make_unique<ChromeTraceWriter>(config.trace_out ? *config.trace_out : trace_text,
-                                                *ran, &config.topology, start, std::move(to));
+        writer = start_trace(config, name, a.iteration, *run_on, *ran, start, options.rank_map,
+                             trace_text);
         options.trace = writer.get();
         options.record_timeline = config.trace_out == nullptr;
       }
@@ -390,15 +479,13 @@ SimulationResult run_simulation(const SimulationConfig& config) {
         if (first_run && scan) {
           SharedLinkScan scanned(rounds, shared);
           r = executor.run(scanned, start, options);
-          out.rounds = rounds.rounds_seen();
-          out.transfers = rounds.transfers_seen();
           out.shared_link = shared.found();
-        } else if (first_run) {
-          r = executor.run(rounds, start, options);
-          out.rounds = rounds.rounds_seen();
-          out.transfers = rounds.transfers_seen();
         } else {
           r = executor.run(rounds, start, options);
+        }
+        if (first_run) {
+          out.rounds = rounds.rounds_seen();
+          out.transfers = rounds.transfers_seen();
         }
       } else {
         r = run_on->run(start, options);
@@ -406,54 +493,14 @@ SimulationResult run_simulation(const SimulationConfig& config) {
       if (eager) measure_from(r, a.arrival);
       first_run = false;
       if (writer) writer->finish(r);
-      if (!std::isfinite(r.completion.value) ||
-          !std::isfinite(sum_completion + r.completion.value)) {
-        throw InputError(
-            "iteration " + std::to_string(a.iteration) +
-            ": the simulated time overflows (infinite): a bandwidth, latency, delay or size is "
-            "outside any physical range (e.g. a bandwidth of 1e-300B/s)");
-      }
-      out.iterations.push_back(IterationSummary{a.iteration,
-                                                r.completion,
-                                                r.after_last_arrival,
-                                                r.algbw,
-                                                r.busbw,
-                                                a.last_rank,
-                                                predicted_straggler,
-                                                std::move(chosen),
-                                                {},
-                                                {}});
-      if (config.per_rank_times) {
-        out.iterations.back().arrival = r.arrival;
-        out.iterations.back().finish = r.finish;
-      }
-      sum_completion += r.completion.value;
-      sum_after += r.after_last_arrival.value;
-      correct += predicted_straggler == a.last_rank ? 1 : 0;
-      out.no_late_iterations += a.late ? 0 : 1;
-      for (std::size_t l = 0; l < out.link_bytes.size(); ++l) {
-        out.link_bytes[l] += static_cast<double>(r.link_bytes[l]);
-        out.link_utilization[l] += r.link_utilization[l];
-      }
+      add_iteration(out, totals, config, a, r, prediction.straggler, std::move(chosen));
       if (traced && !config.trace_out) {
         out.trace_json = trace_text.str();
         out.traced = std::move(r);
       }
     }
   }
-  const double iters = config.iterations;
-  out.mean_completion = Seconds{sum_completion / iters};
-  out.mean_after_last_arrival = Seconds{sum_after / iters};
-  const double bytes = static_cast<double>(config.size.value);
-  out.algbw = BytesPerSecond{
-      out.mean_after_last_arrival.value > 0 ? bytes / out.mean_after_last_arrival.value : 0.0};
-  out.busbw = BytesPerSecond{out.algbw.value * 2.0 * (n - 1) / n};
-  out.prediction_accuracy = correct / iters;
-  out.fallback_fraction = fallback_runs / iters;
-  for (std::size_t l = 0; l < out.link_bytes.size(); ++l) {
-    out.link_bytes[l] /= iters;
-    out.link_utilization[l] /= iters;
-  }
+  finish_means(out, config, totals);
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <random>
 
+#include "algorithms/chunk_sizes.hpp"
 #include "algorithms/registry.hpp"
 
 #include "common/error.hpp"
@@ -335,6 +336,30 @@ TEST(Schedule, RelabelAndChunkBytes) {
   EXPECT_EQ(chunk_bytes(10, 3, 2, 3).offset, 6u);
   EXPECT_EQ(chunk_bytes(10, 3, 2, 3).length, 4u);
   EXPECT_EQ(chunk_bytes(10, 3, 1, 3).length, 7u);
+  // Empty ranges carry nothing, the last chunk's included.
+  EXPECT_EQ(chunk_bytes(10, 3, 3, 3).length, 0u);
+}
+
+// ChunkSizes and chunk_bytes (which uses it) against the rule summed chunk by chunk: every
+// chunk floor(total / chunks) bytes, the last one total - (chunks - 1) * floor(total / chunks).
+TEST(Schedule, ChunkSizesSumChunkByChunk) {
+  for (const std::uint64_t total : {0ull, 1ull, 10ull, 1000003ull, (1ull << 40) + 17}) {
+    for (const int chunks : {1, 3, 7, 64}) {
+      const std::uint64_t each = total / static_cast<std::uint64_t>(chunks);
+      const ChunkSizes sizes(total, chunks);
+      for (int b = 0; b <= chunks; ++b) {
+        std::uint64_t length = 0;
+        for (int e = b; e <= chunks; ++e) {
+          EXPECT_EQ(sizes.length(b, e), length) << total << " bytes, chunks " << b << ".." << e;
+          EXPECT_EQ(sizes.length(Transfer{0, 1, b, e, Op::copy}), length);
+          EXPECT_EQ(sizes.range(b, e).offset, each * static_cast<std::uint64_t>(b));
+          EXPECT_EQ(chunk_bytes(total, chunks, b, e).length, length);
+          EXPECT_EQ(chunk_bytes(total, chunks, b, e).offset, each * static_cast<std::uint64_t>(b));
+          if (e < chunks) length += e == chunks - 1 ? total - each * (chunks - 1) : each;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

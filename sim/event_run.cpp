@@ -1,0 +1,377 @@
+#include "sim/event_run.hpp"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "common/error.hpp"
+#include "sim/run_support.hpp"
+
+namespace ssim::sim {
+
+// The private helpers below are `inline` (only this file calls them), as they were when defined
+// in the class body, so that the compiler weighs inlining them into the handlers the same way.
+
+Executor::EventRun::EventRun(int ranks, int chunks, RouteCache& routes, NetworkConfig network,
+                             Bytes bytes)
+    : ranks_(ranks),
+      chunks_(chunks),
+      routes_(routes),
+      network_(network),
+      sizes_(bytes.value, chunks),
+      bytes_(bytes),
+      switches_(routes.topology(), ranks, chunks),
+      // Port order matters only to a model that serializes ports (alphabeta); the flow model
+      // shares bandwidth instead.
+      serial_(network.kind == NetworkKind::alphabeta) {
+  network_model_ = make_network(network.kind, engine_, *this, routes_, network.reference_flow);
+  SSIM_CHECK(network_model_->serializes_ports() == serial_, "port model mismatch");
+}
+
+IterationResult Executor::EventRun::run(RoundSource& rounds, std::span<const Seconds> arrival,
+                                        const RunOptions& options) {
+  const int n = ranks_;
+  SSIM_CHECK(rounds.ranks() == n && rounds.chunks() == chunks_, "rounds of another schedule");
+  check_inputs(n, arrival, options);
+  map_ = options.rank_map.empty() ? nullptr : options.rank_map.data();
+  source_ = &rounds;
+  exhausted_ = false;
+  engine_.reset();
+  network_model_->reset();
+  while (!window_.empty()) retire_front();
+  next_transfer_ = next_group_ = 0;
+  round_count_ = 0;
+  const std::size_t rank_count = static_cast<std::size_t>(n);
+  cursor_.assign(rank_count, kNone);
+  last_group_.assign(rank_count, kNone);
+  remaining_.assign(rank_count, 0);
+  finish_.assign(rank_count, 0.0);
+  stamp_.assign(rank_count, 0);
+  last_send_.assign(rank_count, -1);
+  last_recv_.assign(rank_count, -1);
+  route_bytes_.assign(routes_.size(), 0);
+  reduction_link_bytes_.clear();
+  reductions_ = 0;
+  op_mark_.assign(rank_count, 0);
+  sink_ = options.trace;
+  open_.clear();
+  network_model_->observe(sink_);
+
+  IterationResult result;
+  result.ranks = n;
+  result.bytes = bytes_.value;
+  timeline_ = options.record_timeline ? &result.timeline : nullptr;
+  for (int r = 0; r < n; ++r)
+    engine_.schedule(arrival[physical(r)], *this, static_cast<std::uint64_t>(r));
+  engine_.run();
+  network_model_->observe(nullptr);
+  sink_ = nullptr;
+  // Ranks that take part in nothing more finished at their arrival; rounds without transfers
+  // at the end are still counted.
+  while (take_round()) {
+  }
+  std::vector<double> finish(rank_count);
+  for (int r = 0; r < n; ++r) {
+    SSIM_CHECK(cursor_[r] == kNone && remaining_[r] == 0,
+               "rank " + std::to_string(r) + " did not finish its transfers");
+    finish[physical(r)] = finish_[r];
+  }
+  SSIM_CHECK(window_.empty(), "transfers left unfinished");
+  result.transfers = next_transfer_ - reductions_;
+  result.events = engine_.processed();
+  source_ = nullptr;
+  timeline_ = nullptr;
+  finalize(result, arrival, std::move(finish), route_bytes_, routes_);
+  if (!reduction_link_bytes_.empty()) {
+    for (std::size_t l = 0; l < reduction_link_bytes_.size(); ++l)
+      result.link_bytes[l] += reduction_link_bytes_[l];
+    link_utilization(result, routes_.topology());
+  }
+  return result;
+}
+
+void Executor::EventRun::on_event(Engine& engine, std::uint64_t tag) {
+  if (tag & kReduce) {
+    const std::uint64_t t = global(static_cast<std::uint32_t>(tag));
+    Window& w = locate(t);
+    const std::uint32_t j = static_cast<std::uint32_t>(t - w.first);
+    if (TransferRecord* rec = record(t, w, j)) {
+      rec->done = engine.now();
+      close_recv(t, *rec);
+    }
+    part_done(static_cast<std::uint32_t>(w.transfers[j].dst));
+    transfer_finished(w);
+  } else {
+    enter(static_cast<std::uint32_t>(tag));  // arrival
+  }
+}
+
+void Executor::EventRun::transfer_done(std::uint32_t id, Seconds now) {
+  const std::uint64_t t = global(id);
+  Window& w = locate(t);
+  const std::uint32_t j = static_cast<std::uint32_t>(t - w.first);
+  if (j >= w.transfers.size()) {  // an in-network reduction: done for all its ranks at once
+    const std::size_t i = j - w.transfers.size();
+    for (std::size_t x = 0; x < w.ops[i].ranks.size(); ++x)
+      part_done(static_cast<std::uint32_t>(w.ops[i].ranks[x]));
+    transfer_finished(w);
+    return;
+  }
+  if (serial_) {
+    for (std::int32_t next : {w.send_next[j], w.recv_next[j]}) {
+      if (next >= 0 && --w.wait[static_cast<std::size_t>(next)] == 0)
+        launch(w, static_cast<std::uint32_t>(next));
+    }
+  }
+  const alg::Transfer tr = w.transfers[j];
+  const std::uint64_t m = sizes_.length(tr);
+  const bool reduces = tr.op == alg::Op::reduce && network_.gamma.value > 0 && m > 0;
+  if (TransferRecord* rec = record(t, w, j)) {
+    rec->end = rec->done = now;
+    if (sink_) sink_->transfer_side(*rec, TimelineSink::Side::send);
+    if (!reduces) close_recv(t, *rec);
+  }
+  part_done(static_cast<std::uint32_t>(tr.src));
+  if (reduces) {
+    engine_.schedule(Seconds{now.value + network_.gamma.value * static_cast<double>(m)}, *this,
+                     kReduce | id);
+  } else {
+    part_done(static_cast<std::uint32_t>(tr.dst));
+    transfer_finished(w);
+  }
+}
+
+inline Executor::EventRun::Window& Executor::EventRun::locate(std::uint64_t t, bool groups) {
+  std::size_t lo = 0, hi = window_.size();  // the last round whose first id <= t
+  while (hi - lo > 1) {
+    const std::size_t mid = (lo + hi) / 2;
+    ((groups ? window_[mid].first_group : window_[mid].first) <= t ? lo : hi) = mid;
+  }
+  return window_[lo];
+}
+
+inline bool Executor::EventRun::take_round() {
+  if (exhausted_) return false;
+  const alg::Round* round = source_->next();
+  if (!round) {
+    exhausted_ = true;
+    return false;
+  }
+  const std::uint32_t round_stamp = ++round_count_;  // 1 + the round's index
+  const std::size_t size = round->transfers.size();
+  const std::size_t ops = round->switch_reduces.size();
+  SSIM_CHECK(size + ops < (std::size_t{1} << 31), "round too large for the event engine");
+  if (size + ops == 0) return true;  // no transfers: nothing waits for it
+  SSIM_CHECK(window_.empty() ||
+                 next_transfer_ - window_.front().first + size + ops < (std::uint64_t{1} << 32),
+             "too many transfers in flight for the event engine (2^32)");
+  if (ops > 0 && (timeline_ || sink_)) {
+    throw InputError("round " + std::to_string(round_stamp - 1) +
+                     " has in-network reductions, which traces and timelines do not record "
+                     "(they hold point-to-point transfers)");
+  }
+  Window& w = window_.emplace_back(spare());
+  w.first = next_transfer_;
+  w.first_group = next_group_;
+  w.index = static_cast<std::int32_t>(round_stamp - 1);
+  w.transfers.assign(round->transfers.begin(), round->transfers.end());
+  w.wait.assign(size, 2);
+  w.finished = 0;
+  w.ops.resize(ops);
+  w.op_wait.assign(ops, 0);
+  if (serial_) {
+    w.send_next.assign(size, -1);
+    w.recv_next.assign(size, -1);
+  }
+  // Groups in order of their rank's first item in the round.
+  w.group_begin.clear();
+  w.items.resize(2 * size);
+  group_of_.resize(static_cast<std::size_t>(ranks_));
+  order_.clear();
+  for (std::uint32_t j = 0; j < size; ++j) {
+    const alg::Transfer& t = w.transfers[j];
+    check_transfer(t, ranks_, chunks_);
+    for (int r : {t.src, t.dst}) {
+      if (stamp_[r] != round_stamp) {
+        stamp_[r] = round_stamp;
+        last_send_[r] = last_recv_[r] = -1;
+        group_of_[r] = static_cast<std::uint32_t>(order_.size());
+        order_.push_back(r);
+      }
+    }
+    if (serial_) {
+      std::int32_t& ps = last_send_[t.src];
+      std::int32_t& pr = last_recv_[t.dst];
+      if (ps >= 0) w.send_next[ps] = static_cast<std::int32_t>(j), ++w.wait[j];
+      if (pr >= 0) w.recv_next[pr] = static_cast<std::int32_t>(j), ++w.wait[j];
+      ps = pr = static_cast<std::int32_t>(j);
+    }
+  }
+  std::size_t op_items = 0;
+  for (std::size_t i = 0; i < ops; ++i) {
+    describe_reduction(round->switch_reduces[i], round_stamp - 1, i, w.ops[i]);
+    for (int r : w.ops[i].ranks) {
+      if (stamp_[r] != round_stamp) {
+        stamp_[r] = round_stamp;
+        group_of_[r] = static_cast<std::uint32_t>(order_.size());
+        order_.push_back(r);
+      }
+    }
+    w.op_wait[i] = static_cast<std::uint32_t>(w.ops[i].ranks.size());
+    op_items += w.ops[i].ranks.size();
+  }
+  w.items.resize(2 * size + op_items);
+  // CSR of the items by group.
+  const std::size_t groups = order_.size();
+  w.group_begin.assign(groups + 1, 0);
+  for (const alg::Transfer& t : w.transfers) {
+    ++w.group_begin[group_of_[t.src] + 1];
+    ++w.group_begin[group_of_[t.dst] + 1];
+  }
+  for (const Reduction& op : w.ops)
+    for (int r : op.ranks) ++w.group_begin[group_of_[r] + 1];
+  for (std::size_t g = 0; g < groups; ++g) w.group_begin[g + 1] += w.group_begin[g];
+  fill_.assign(w.group_begin.begin(), w.group_begin.end() - 1);
+  for (std::uint32_t j = 0; j < size; ++j) {
+    const alg::Transfer& t = w.transfers[j];
+    w.items[fill_[group_of_[t.src]]++] = j << 1;
+    w.items[fill_[group_of_[t.dst]]++] = (j << 1) | 1;
+  }
+  for (std::size_t i = 0; i < ops; ++i) {
+    const std::uint32_t j = static_cast<std::uint32_t>(size + i);
+    for (int r : w.ops[i].ranks) w.items[fill_[group_of_[r]]++] = j << 1;
+  }
+  // Link each rank's previous group here, or make this its next group.
+  w.group_next.assign(groups, kNone);
+  for (std::size_t g = 0; g < groups; ++g) {
+    const int r = order_[g];
+    const std::uint64_t id = next_group_ + g;
+    if (cursor_[r] == kNone) {
+      cursor_[r] = id;
+    } else {
+      Window& prev = locate(last_group_[r], true);
+      prev.group_next[last_group_[r] - prev.first_group] = id;
+    }
+    last_group_[r] = id;
+  }
+  if (timeline_) {
+    for (std::uint32_t j = 0; j < size; ++j) describe(w, j, timeline_->emplace_back());
+  }
+  next_transfer_ += size + ops;
+  reductions_ += ops;
+  next_group_ += groups;
+  return true;
+}
+
+inline void Executor::EventRun::describe_reduction(const alg::SwitchReduce& op, std::size_t round,
+                                                   std::size_t i, Reduction& out) {
+  SSIM_CHECK(!serial_, "in-network reductions reached the alpha-beta event engine");
+  const ReducingSwitches::Ports& ports = switches_.ports(switches_.resolve(op, map_, round, i));
+  const topo::Topology& topology = routes_.topology();
+  out.links.clear();
+  out.ranks.clear();
+  ++op_stamp_;
+  double up = 0, down = 0;
+  for (const std::vector<int>* list : {&op.members, &op.receivers}) {
+    const bool members = list == &op.members;
+    for (int r : *list) {
+      const std::size_t p = static_cast<std::size_t>(physical(r));
+      const int link = members ? ports.up[p] : ports.down[p];
+      out.links.push_back(link);
+      double& latency = members ? up : down;
+      latency = std::max(latency, topology.link(link).latency.value);
+      if (op_mark_[static_cast<std::size_t>(r)] != op_stamp_) {
+        op_mark_[static_cast<std::size_t>(r)] = op_stamp_;
+        out.ranks.push_back(r);
+      }
+    }
+  }
+  out.reducer = op.members.size() > 1 ? ports.vertex : -1;
+  out.latency =
+      up + (out.reducer >= 0 ? topology.node(ports.vertex).reduce->latency.value : 0.0) + down;
+  out.bytes = sizes_.length(op);
+}
+
+inline Executor::EventRun::Window Executor::EventRun::spare() {
+  if (pool_.empty()) return Window{};
+  Window w = std::move(pool_.back());
+  pool_.pop_back();
+  return w;
+}
+
+inline void Executor::EventRun::describe(const Window& w, std::uint32_t j,
+                                         TransferRecord& rec) const {
+  const alg::Transfer& tr = w.transfers[j];
+  rec.round = w.index;
+  rec.index = static_cast<std::int32_t>(j);
+  rec.src = physical(tr.src);
+  rec.dst = physical(tr.dst);
+  rec.chunk_begin = tr.chunk_begin;
+  rec.chunk_end = tr.chunk_end;
+  rec.op = tr.op;
+  rec.bytes = sizes_.length(tr);
+}
+
+inline TransferRecord* Executor::EventRun::record(std::uint64_t t, const Window& w,
+                                                  std::uint32_t j) {
+  if (timeline_) return &(*timeline_)[t];
+  if (!sink_) return nullptr;
+  auto [it, inserted] = open_.try_emplace(t);
+  if (inserted) describe(w, j, it->second);
+  return &it->second;
+}
+
+inline void Executor::EventRun::close_recv(std::uint64_t t, const TransferRecord& rec) {
+  if (!sink_) return;
+  sink_->transfer_side(rec, TimelineSink::Side::recv);
+  if (!timeline_) open_.erase(t);
+}
+
+inline void Executor::EventRun::enter(std::uint32_t r) {
+  while (cursor_[r] == kNone && take_round()) {
+  }
+  const std::uint64_t g = cursor_[r];
+  if (g == kNone) {
+    finish_[r] = engine_.now().value;
+    return;
+  }
+  Window& w = locate(g, true);
+  const std::size_t at = static_cast<std::size_t>(g - w.first_group);
+  cursor_[r] = w.group_next[at];  // kNone until a later round with r is taken
+  const std::uint32_t begin = w.group_begin[at], end = w.group_begin[at + 1];
+  remaining_[r] = end - begin;
+  for (std::uint32_t i = begin; i < end; ++i) {
+    const std::uint32_t item = w.items[i];
+    const std::uint32_t j = item >> 1;
+    if (j >= w.transfers.size()) {
+      const std::size_t op = j - w.transfers.size();
+      if (--w.op_wait[op] == 0) launch_reduction(w, op);
+      continue;
+    }
+    if (TransferRecord* rec = record(w.first + j, w, j))
+      ((item & 1) == 0 ? rec->src_ready : rec->dst_ready) = engine_.now();
+    if (--w.wait[j] == 0) launch(w, j);
+  }
+}
+
+inline void Executor::EventRun::launch(Window& w, std::uint32_t j) {
+  const alg::Transfer& tr = w.transfers[j];
+  const std::uint64_t m = sizes_.length(tr);
+  const std::uint32_t ri = routes_.find(physical(tr.src), physical(tr.dst));
+  if (ri >= route_bytes_.size()) route_bytes_.resize(ri + 1, 0);
+  route_bytes_[ri] += m;
+  const std::uint64_t t = w.first + j;
+  if (TransferRecord* rec = record(t, w, j)) rec->start = engine_.now();
+  network_model_->start(static_cast<std::uint32_t>(t), ri, m);
+}
+
+inline void Executor::EventRun::launch_reduction(Window& w, std::size_t i) {
+  const Reduction& op = w.ops[i];
+  if (reduction_link_bytes_.empty())
+    reduction_link_bytes_.assign(static_cast<std::size_t>(routes_.topology().link_count()), 0);
+  for (int l : op.links) reduction_link_bytes_[static_cast<std::size_t>(l)] += op.bytes;
+  network_model_->start_reduction(static_cast<std::uint32_t>(w.first + w.transfers.size() + i),
+                                  op.links, op.reducer, op.latency, op.bytes);
+}
+
+}  // namespace ssim::sim

@@ -1,0 +1,159 @@
+// The event-engine evaluation of a schedule (Executor::run with the flow model, or alphabeta with
+// RunOptions::use_event_engine), fed by a RoundSource. Internal to sim/ (executor.hpp is the API).
+//
+// Rounds are taken from the source only when
+// a rank needs its next group of transfers and no round taken so far has one; they are kept in
+// a window until all their transfers are done. A rank's next group is found through its groups'
+// links (group ids are global, in the order rounds are taken), so memory is O(ranks + the
+// rounds in the window): a few rounds where ranks progress together (ring, rhd, ...), at worst
+// (a rank that waits many rounds for others that are late) the whole schedule. Events happen
+// in the same order as with every round known from the start: taking a round schedules nothing.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "algorithms/chunk_sizes.hpp"
+#include "algorithms/schedule.hpp"
+#include "common/units.hpp"
+#include "sim/engine.hpp"
+#include "sim/executor.hpp"
+#include "sim/network.hpp"
+#include "sim/reducing_switches.hpp"
+
+namespace ssim::sim {
+
+class Executor::EventRun final : public EventHandler, public TransferSink {
+ public:
+  EventRun(int ranks, int chunks, RouteCache& routes, NetworkConfig network, Bytes bytes);
+
+  IterationResult run(RoundSource& rounds, std::span<const Seconds> arrival,
+                      const RunOptions& options);
+
+  void on_event(Engine& engine, std::uint64_t tag) override;
+
+  void transfer_done(std::uint32_t id, Seconds now) override;
+
+ private:
+  static constexpr std::uint64_t kReduce = std::uint64_t{1} << 63;
+  static constexpr std::uint64_t kNone = ~std::uint64_t{0};
+
+  // An in-network reduction of a window round (alg::SwitchReduce), as the flow model runs it.
+  struct Reduction {
+    std::vector<int> links;  // the members' up links, then the receivers' down links
+    int reducer = -1;        // the switch vertex whose reduction throughput it uses, or -1
+    double latency = 0;      // largest up link latency + reduction latency + largest down one
+    std::uint64_t bytes = 0;
+    std::vector<int> ranks;  // members and receivers (schedule labels), each once
+  };
+
+  // One round in the window. Its transfers are numbered first, first+1, ... (global ids, in
+  // schedule order), then its in-network reductions; its groups (a rank's transfers in the
+  // round, as sender or receiver, in schedule order, then its reductions) first_group,
+  // first_group+1, ...
+  struct Window {
+    std::uint64_t first = 0, first_group = 0;
+    std::int32_t index = 0;  // the round's number
+    std::vector<alg::Transfer> transfers;
+    std::vector<std::uint8_t> wait;  // ends not yet in the round + port predecessors not done
+    std::vector<std::int32_t> send_next, recv_next;  // serial: the next transfer at the port
+    std::vector<std::uint32_t> group_begin;          // CSR: group g's items, g - first_group
+    std::vector<std::uint32_t> items;       // (transfer in the round << 1) | (0 send, 1 receive)
+    std::vector<std::uint64_t> group_next;  // the rank's next group (global), or kNone
+    std::vector<Reduction> ops;             // item (transfers.size() + i) << 1 is ops[i]
+    std::vector<std::uint32_t> op_wait;     // ranks of ops[i] not yet in the round
+    std::size_t finished = 0;               // transfers and reductions done (all their ends)
+    std::size_t total() const { return transfers.size() + ops.size(); }
+  };
+  int physical(int r) const { return map_ ? map_[r] : r; }
+
+  // The global id of a transfer in the window from the 32 bits the network model carries.
+  std::uint64_t global(std::uint32_t id) const {
+    const std::uint64_t base = window_.front().first;
+    return base + static_cast<std::uint32_t>(id - static_cast<std::uint32_t>(base));
+  }
+  // The window round holding transfer t (or, with groups = true, group t).
+  Window& locate(std::uint64_t t, bool groups = false);
+
+  // Takes the source's next round into the window; false when the source is exhausted.
+  bool take_round();
+
+  // Reduction i of round `round` as the flow model runs it: its switch, links and latency (as the
+  // alpha-beta batch takes them: the largest up link latency, the switch's reduction latency
+  // when it reduces, the largest down link latency) and its ranks.
+  void describe_reduction(const alg::SwitchReduce& op, std::size_t round, std::size_t i,
+                          Reduction& out);
+
+  // A Window to fill: a retired one (keeping its buffers) when there is one.
+  Window spare();
+  void retire_front() {
+    pool_.push_back(std::move(window_.front()));
+    window_.pop_front();
+  }
+  // Transfer of round w done at both ends: retires the rounds at the front that are done.
+  void transfer_finished(Window& w) {
+    ++w.finished;
+    while (!window_.empty() && window_.front().finished == window_.front().total()) retire_front();
+  }
+
+  // The static fields of transfer j's record.
+  void describe(const Window& w, std::uint32_t j, TransferRecord& rec) const;
+  // Where transfer t's times go: the kept timeline, or (streaming to a sink) a record that
+  // lives from the first end reaching the round until the receive side is reported.
+  TransferRecord* record(std::uint64_t t, const Window& w, std::uint32_t j);
+  void close_recv(std::uint64_t t, const TransferRecord& rec);
+
+  // Rank r (schedule label) has finished everything before its next group of transfers: it
+  // reaches that group's round now (taking rounds from the source until one has r in it).
+  void enter(std::uint32_t r);
+
+  void part_done(std::uint32_t r) {
+    if (--remaining_[r] == 0) enter(r);
+  }
+
+  void launch(Window& w, std::uint32_t j);
+
+  // In-network reduction i of round w: one flow over its links (NetworkModel::start_reduction).
+  void launch_reduction(Window& w, std::size_t i);
+
+  const int ranks_, chunks_;
+  RouteCache& routes_;
+  NetworkConfig network_;
+  alg::ChunkSizes sizes_;
+  Bytes bytes_;
+  ReducingSwitches switches_;
+  const bool serial_;  // the model serializes ports
+  Engine engine_;
+  std::unique_ptr<NetworkModel> network_model_;
+
+  // Per run.
+  RoundSource* source_ = nullptr;
+  bool exhausted_ = false;
+  const int* map_ = nullptr;
+  std::deque<Window> window_;  // rounds taken and not done; references stay valid as it grows
+  std::vector<Window> pool_;   // retired rounds, their buffers kept for reuse
+  std::uint64_t next_transfer_ = 0, next_group_ = 0;
+  std::uint32_t round_count_ = 0;
+  std::vector<std::uint64_t> cursor_;      // per rank: its next group, or kNone
+  std::vector<std::uint64_t> last_group_;  // per rank: its last group taken, or kNone
+  std::vector<std::uint32_t> remaining_;
+  std::vector<double> finish_;
+  std::vector<std::uint32_t> stamp_;                 // take_round: 1 + the rank's last round index
+  std::vector<std::int32_t> last_send_, last_recv_;  // take_round: port order in the round
+  std::vector<std::uint32_t> group_of_, fill_;       // take_round: the rank's group, CSR fill
+  std::vector<int> order_;
+  std::vector<std::uint64_t> route_bytes_;
+  std::vector<std::uint64_t> reduction_link_bytes_;  // per link: in-network reductions' bytes
+  std::uint64_t reductions_ = 0;                     // in-network reductions taken
+  std::vector<std::uint32_t> op_mark_;               // describe_reduction: rank seen
+  std::uint32_t op_stamp_ = 0;
+  std::vector<TransferRecord>* timeline_ = nullptr;
+  TimelineSink* sink_ = nullptr;
+  std::unordered_map<std::uint64_t, TransferRecord> open_;  // streaming: transfers in flight
+};
+
+}  // namespace ssim::sim
