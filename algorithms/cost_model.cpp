@@ -18,6 +18,15 @@ double ring_cost(int n, double bytes, const CostParams& p) {
   return 2.0 * (n - 1) * (p.alpha + chunk * p.beta) + (n - 1) * chunk * p.gamma;
 }
 
+// C channels of L loops: every round a rank sends C chunks of s/(C L n) one after another on its
+// port, the C rings in step (channel-major order), then reduces the last one received.
+double nccl_ring_cost(int n, double bytes, int channels, int loops, const CostParams& p) {
+  const double c = channels, l = loops;
+  const double chunk = bytes / (c * l * n);
+  return 2.0 * (n - 1) * l * c * p.alpha + 2.0 * (n - 1) / n * bytes * p.beta +
+         (n - 1) * l * chunk * p.gamma;
+}
+
 // m-1 rounds of one chunk of s/m bytes, each reduced at the receiver.
 double ring_reduce_scatter_cost(int m, double bytes, const CostParams& p) {
   const double chunk = bytes / m;

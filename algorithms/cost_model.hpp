@@ -74,6 +74,14 @@ double straggler_tree_cost(int n, double bytes, int segments, const CostParams& 
 double straggler_tree_ideal_cost(int n, double bytes, int segments, const CostParams& p);
 // The double binary tree (dbtree.cpp) with `segments` chunks per tree (2 * segments in all).
 double dbtree_cost(int n, double bytes, int segments, const CostParams& p);
+// nccl_ring with C `channels` and L `loops` (nccl.cpp) on a non-blocking network, all ranks
+// at 0: every round each rank sends one chunk of s/(C L n) per channel, served one after another
+// by its send port (alpha-beta), and reduces the last one it received (the others' reductions
+// overlap the later receives):
+//   T = 2(n-1) L C alpha + 2(n-1)/n s beta + (n-1)/(C n) s gamma.
+// The flow model runs a rank's C transfers at once on its link: 2(n-1) L (alpha + s/(L n) beta)
+// plus the reductions (tests/sim/nccl_test.cpp).
+double nccl_ring_cost(int n, double bytes, int channels, int loops, const CostParams& p);
 // direct_rs_ag (all-to-all reduce-scatter + allgather): 2 (n-1) (alpha + s/n beta) + s/n gamma.
 double direct_rs_ag_cost(int n, double bytes, const CostParams& p);
 

@@ -45,6 +45,14 @@ double nvls_tree_cost(int n, double bytes, int g, const CostParams& intra, const
 AlgorithmInfo straggler_tree_info();  // straggler_tree.cpp
 AlgorithmInfo hierarchical_info();    // hierarchical.cpp
 AlgorithmInfo stragglar_hier_info();  // stragglar_hier.cpp
+AlgorithmInfo nccl_ring_info();       // nccl.cpp
+AlgorithmInfo nccl_tree_info();       // nccl.cpp
+// NCCL's binary tree over `nodes` indices rooted at 0 (the rule of ncclGetBtree, NVIDIA/nccl
+// src/graph/trees.cc): the parent of every index, -1 at the root. nccl_dtree_parents(nodes, 1)
+// is the second tree of the double binary tree (mirrored for an even count, shifted by one for
+// an odd count); (nodes, 0) is the first.
+std::vector<int> nccl_btree_parents(int nodes);
+std::vector<int> nccl_dtree_parents(int nodes, int which);
 
 // The same two as round generators (round_stream.hpp).
 RoundStream ring_reduce_scatter_rounds(std::vector<int> members, int first_chunk,

@@ -41,6 +41,7 @@ const std::vector<AlgorithmInfo>& algorithms() {
       twoshot_info(),      nvls_info(),
       nvls_tree_info(),    collnet_info(),
       hierarchical_info(), stragglar_hier_info(),
+      nccl_ring_info(),    nccl_tree_info(),
   };
   return registry;
 }

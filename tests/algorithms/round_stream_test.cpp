@@ -68,6 +68,13 @@ const Case kCases[] = {
     {"dbtree", "", "", 0x073f797a86744ba9ull},
     {"dbtree", "segments", "2", 0x2a9ad12b6f497645ull},
     {"dbtree", "segments", "5", 0x4b5250340b74810cull},
+    // NCCL's Ring and Tree (one node by default; tests/algorithms/nccl_test.cpp has the
+    // multi-node shapes): taken when they were added, already streamed.
+    {"nccl_ring", "", "", 0xe16cd600d40fc894ull},
+    {"nccl_ring", "channels", "3", 0x633c33e33d30a259ull},
+    {"nccl_ring", "loops", "2", 0x82d6375bff4e3e4cull},
+    {"nccl_tree", "", "", 0xd32ce35b9791bb66ull},
+    {"nccl_tree", "segments", "3", 0x8a192469320f233bull},
 };
 
 std::vector<int> ranks_of(const Case& c) {
@@ -81,7 +88,9 @@ std::vector<int> ranks_of(const Case& c) {
     const bool all_to_all = algorithm == "direct_rs_ag" || algorithm == "oneshot" ||
                             algorithm == "twoshot" || algorithm == "nvls" ||
                             algorithm == "nvls_tree";
-    if (!all_to_all || n <= 256) v.push_back(n);  // n^2 transfers per round
+    // n^2 transfers per round; nccl_ring: channels x n, nccl_tree on one node: a chain of n.
+    const bool nccl = algorithm.rfind("nccl_", 0) == 0;
+    if ((!all_to_all && !nccl) || n <= (nccl ? 129 : 256)) v.push_back(n);
   }
   return v;
 }

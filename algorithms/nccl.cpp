@@ -1,0 +1,397 @@
+// What NCCL runs for AllReduce across nodes, as schedules: NCCL_ALGO=Ring with its channels
+// (nccl_ring) and NCCL_ALGO=Tree, the double binary tree across nodes with a chain inside each
+// node (nccl_tree). Ranks are nodes x G (rank = node * G + local, as the hierarchical topology
+// numbers its GPUs); `gpus_per_node` G must divide n (one node when absent).
+//
+// Channels. NCCL splits the buffer between C channels (one CUDA block each, NCCL_MIN_NCHANNELS /
+// NCCL_MAX_NCHANNELS, NCCL_MIN_CTAS / NCCL_MAX_CTAS) that run the same algorithm on their own
+// share, each over its own ring or tree, all at once. Here channel c owns its share's chunks and
+// every round holds the transfers of every channel (channel-major), so a rank sends C transfers
+// per round: the flow model runs them at once, sharing the links; the alpha-beta model serves a
+// rank's sends one after another on its one send port (docs/algorithms.md says what that costs).
+//
+// nccl_ring: C rings, each an AllReduce of its share cut into L = `loops` parts run one after
+// another (NCCL's loop: nranks x chunkSize per channel; it depends on the size, which a schedule
+// does not know, hence an option), each part a ring ReduceScatter then AllGather of n chunks
+// (2(n-1) steps, one round each). Chunk of (loop l, channel c, ring position p) =
+// (l C + c) n + p, NCCL's layout (loop-major, a channel's part contiguous).
+// Ring orders on rail-optimized nodes, as NCCL's topology search builds them (src/graph/search.cc
+// and rings.cc: per channel a path NET -> GPU ... GPU -> NET inside every node, nodes
+// concatenated): channel c enters node j on local r_j(c) and leaves it on local r_{j+1}(c) != r_j(c)
+// after visiting every other local over NVLink; the crossing from node j to node j+1 is from
+// local r_{j+1} to local r_{j+1}, one rail. With a = c mod G: r_j = a + (j mod 2) (mod G) for
+// an even node count; for an odd count the last node enters on a + 2 (G >= 3), so the crossing
+// back to node 0 is on rail a again; with G = 2 and an odd node count the last crossing goes
+// from rail a + 1 to rail a (through the fabric's spines). Channels c and c + G use the same
+// rails; C a multiple of G puts the same number of crossings on every NIC of a node.
+// One node: channel c's ring is the locals in order from a. G = 1: one ring over the nodes.
+//
+// nccl_tree: channel c runs NCCL's double binary tree number c mod 2 over the node indices
+// (src/graph/trees.cc, ncclGetBtree / ncclGetDtree: tree 0 a binary tree rooted at node 0 whose
+// root has one child, in which a node whose lowest set bit is b has parent (j xor b) | 2b, or
+// j xor b when that is out of range, and children j -/+ b/2; tree 1 the same tree mirrored
+// (j -> N-1-j) for an even node count, shifted by one (j -> j+1) for an odd one), each node a
+// chain of its G GPUs hanging from its head, local h = (c / 2) mod G: chain position i is local
+// (h + i) mod G, its parent position i - 1; the head's parent is the parent node's head (the
+// same local: one rail) and the head of a child node hangs from it. The channel's share is cut
+// into P = `segments` segments that flow up (reduce) and back down (copy) pipelined, reduce and
+// broadcast at once as NCCL's tree kernel runs them: with D the channel's deepest depth, a rank
+// at depth d sends segment j to its parent in step j + D - d, the root has segment j complete
+// after step j + D - 1 and sends it down in step j + D, a rank at depth d forwards it to its
+// children in step j + D + d; P + 2D - 1 steps, one round each.
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "algorithms/cost_model.hpp"
+#include "algorithms/generators.hpp"
+#include "common/error.hpp"
+
+namespace ssim::alg {
+namespace {
+
+// NCCL's upper bound on channels (MAXCHANNELS, src/include/device.h: 32 up to 2.17, 64 since).
+constexpr int kMaxChannels = 64;
+constexpr int kDefaultChannelsCap = 8;
+constexpr int kMaxLoops = 4096;
+constexpr int kMaxTreeSegments = 4096;
+constexpr int kDefaultTreeSegments = 64;
+// The chunk count is an int32 in the IR; keep well below it.
+constexpr long long kMaxChunks = 1LL << 30;
+
+struct NcclShape {
+  int n = 0;
+  int g = 0;      // GPUs per node
+  int nodes = 0;  // N
+  int channels = 0;
+  int parts = 0;  // loops (ring) or segments (tree)
+};
+
+NcclShape checked_nccl_shape(const std::string& name, int n, const Options& o, bool tree) {
+  NcclShape s;
+  s.n = n;
+  s.g = checked_gpus_per_node(name, n, o, 1);
+  s.nodes = n / s.g;
+  // Enough channels for every rail: the ring's channel c leaves a node on its own rail; the
+  // tree's channels 2k and 2k+1 share head k and run the two trees (NCCL duplicates its
+  // channels the same way, ncclTopoPostset).
+  const int default_channels = (tree ? 2 : 1) * std::min(s.g, kDefaultChannelsCap);
+  try {
+    s.channels = o.get_int("channels", default_channels, 1, kMaxChannels);
+    s.parts = tree ? o.get_int("segments", kDefaultTreeSegments, 1, kMaxTreeSegments)
+                   : o.get_int("loops", 1, 1, kMaxLoops);
+  } catch (const InputError& e) {
+    throw InputError(name + " " + e.what());
+  }
+  const long long chunks = static_cast<long long>(s.channels) * s.parts * (tree ? 1 : n);
+  if (chunks > kMaxChunks) {
+    throw InputError(name + ": channels=" + std::to_string(s.channels) + " x " +
+                     (tree ? "segments=" : "loops=") + std::to_string(s.parts) +
+                     (tree ? "" : " x " + std::to_string(n) + " ranks") + " = " +
+                     std::to_string(chunks) + " chunks, more than " + std::to_string(kMaxChunks));
+  }
+  return s;
+}
+
+int mod(int a, int m) { return ((a % m) + m) % m; }
+
+// The locals of node `node` in channel c's ring, from its entry to its exit (see the header).
+std::vector<int> ring_path_in_node(int c, int node, int g, int nodes) {
+  const int a = mod(c, g);
+  std::vector<int> path;
+  path.reserve(static_cast<std::size_t>(g));
+  if (nodes == 1 || g == 1) {
+    for (int i = 0; i < g; ++i) path.push_back(mod(a + i, g));
+    return path;
+  }
+  auto rail = [&](int j) {  // the local channel c enters node j on (j = nodes: node 0 again)
+    if (j == nodes) j = 0;
+    if (nodes % 2 == 1 && j == nodes - 1 && g >= 3) return mod(a + 2, g);
+    return mod(a + (j % 2), g);
+  };
+  const int entry = rail(node);
+  int exit = rail(node + 1);
+  if (exit == entry) exit = mod(entry + 1, g);  // G = 2, odd node count: the last node
+  path.push_back(entry);
+  for (int i = 1; i < g; ++i) {
+    const int local = mod(entry + i, g);
+    if (local != exit) path.push_back(local);
+  }
+  path.push_back(exit);
+  return path;
+}
+
+// Channel c's ring over all ranks: the node paths concatenated, node 0 first.
+std::vector<int> channel_ring(int c, int g, int nodes) {
+  std::vector<int> ring;
+  ring.reserve(static_cast<std::size_t>(g) * static_cast<std::size_t>(nodes));
+  for (int j = 0; j < nodes; ++j) {
+    for (int local : ring_path_in_node(c, j, g, nodes)) ring.push_back(j * g + local);
+  }
+  return ring;
+}
+
+RoundStream nccl_ring_rounds(NcclShape s) {
+  const int n = s.n, channels = s.channels;
+  std::vector<std::vector<int>> rings;
+  rings.reserve(static_cast<std::size_t>(channels));
+  for (int c = 0; c < channels; ++c) rings.push_back(channel_ring(c, s.g, s.nodes));
+  Round round;
+  round.transfers.resize(static_cast<std::size_t>(channels) * static_cast<std::size_t>(n));
+  for (int c = 0; c < channels; ++c) {
+    const std::vector<int>& ring = rings[static_cast<std::size_t>(c)];
+    for (int i = 0; i < n; ++i) {
+      Transfer& t = round.transfers[static_cast<std::size_t>(c) * n + i];
+      t.src = ring[static_cast<std::size_t>(i)];
+      t.dst = ring[static_cast<std::size_t>(i + 1 == n ? 0 : i + 1)];
+    }
+  }
+  rings.clear();
+  rings.shrink_to_fit();
+  for (int l = 0; l < s.parts; ++l) {
+    for (int k = 0; k < 2 * (n - 1); ++k) {
+      const bool reduce = k < n - 1;
+      round.phase = reduce ? "reduce-scatter" : "allgather";
+      // Reduce-scatter step k: position i sends chunk (i - k - 1) mod n; allgather step k'
+      // = k - (n-1): position i forwards chunk (i - k') mod n (ring.cpp).
+      const int shift = reduce ? k + 1 : k - (n - 1);
+      for (int c = 0; c < channels; ++c) {
+        const int base = (l * channels + c) * n;
+        int chunk = mod(-shift, n);
+        Transfer* t = &round.transfers[static_cast<std::size_t>(c) * n];
+        for (int i = 0; i < n; ++i, ++t) {
+          t->chunk_begin = base + chunk;
+          t->chunk_end = base + chunk + 1;
+          t->op = reduce ? Op::reduce : Op::copy;
+          chunk = chunk + 1 == n ? 0 : chunk + 1;
+        }
+      }
+      co_yield round;
+    }
+  }
+}
+
+GeneratedRounds make_nccl_ring(int n, const Options& o) {
+  NcclShape s = checked_nccl_shape("nccl_ring", n, o, false);
+  const int chunks = s.channels * s.parts * n;
+  const std::size_t rounds = static_cast<std::size_t>(s.parts) * 2 * static_cast<std::size_t>(n - 1);
+  return {Schedule::make(Collective::allreduce, "nccl_ring", n, chunks), nccl_ring_rounds(s),
+          rounds};
+}
+
+}  // namespace
+
+// NCCL's binary tree over `nodes` indices rooted at 0 (trees.cc, ncclGetBtree's rule, our code):
+// parent of every index, -1 for the root.
+std::vector<int> nccl_btree_parents(int nodes) {
+  std::vector<int> parent(static_cast<std::size_t>(nodes), -1);
+  for (int j = 1; j < nodes; ++j) {
+    const int bit = j & -j;  // lowest set bit
+    int up = (j ^ bit) | (bit << 1);
+    if (up >= nodes) up = j ^ bit;
+    parent[static_cast<std::size_t>(j)] = up;
+  }
+  return parent;
+}
+
+// Tree `which` (0 or 1) of NCCL's double binary tree over `nodes` indices (ncclGetDtree's rule):
+// tree 1 mirrors tree 0 for an even count and shifts it by one for an odd count.
+std::vector<int> nccl_dtree_parents(int nodes, int which) {
+  const std::vector<int> t0 = nccl_btree_parents(nodes);
+  if (which == 0 || nodes == 1) return t0;
+  std::vector<int> t1(static_cast<std::size_t>(nodes), -1);
+  for (int j = 0; j < nodes; ++j) {
+    int u = -1;
+    if (nodes % 2 == 0) {
+      const int p = t0[static_cast<std::size_t>(nodes - 1 - j)];
+      u = p < 0 ? -1 : nodes - 1 - p;
+    } else {
+      const int p = t0[static_cast<std::size_t>(mod(j - 1, nodes))];
+      u = p < 0 ? -1 : (p + 1) % nodes;
+    }
+    t1[static_cast<std::size_t>(j)] = u;
+  }
+  return t1;
+}
+
+namespace {
+
+// Channel c's tree over all ranks: parent rank (-1 at the root) and depth of every rank.
+struct RankTree {
+  std::vector<int> parent;
+  std::vector<int> depth;
+  int deepest = 0;
+};
+
+RankTree channel_tree(int c, int g, int nodes) {
+  const std::vector<int> node_parent = nccl_dtree_parents(nodes, c % 2);
+  std::vector<int> node_depth(static_cast<std::size_t>(nodes), -1);
+  for (int j = 0; j < nodes; ++j) {  // depth by walking up (log depth: cheap)
+    int d = 0;
+    for (int k = j; node_parent[static_cast<std::size_t>(k)] >= 0; k = node_parent[static_cast<std::size_t>(k)]) ++d;
+    node_depth[static_cast<std::size_t>(j)] = d;
+  }
+  const int h = mod(c / 2, g);
+  const std::size_t n = static_cast<std::size_t>(g) * static_cast<std::size_t>(nodes);
+  RankTree t{std::vector<int>(n, -1), std::vector<int>(n, 0), 0};
+  for (int j = 0; j < nodes; ++j) {
+    for (int i = 0; i < g; ++i) {
+      const int rank = j * g + mod(h + i, g);
+      int parent = -1;
+      if (i > 0) {
+        parent = j * g + mod(h + i - 1, g);
+      } else if (node_parent[static_cast<std::size_t>(j)] >= 0) {
+        parent = node_parent[static_cast<std::size_t>(j)] * g + h;
+      }
+      const int depth = node_depth[static_cast<std::size_t>(j)] + i;
+      t.parent[static_cast<std::size_t>(rank)] = parent;
+      t.depth[static_cast<std::size_t>(rank)] = depth;
+      t.deepest = std::max(t.deepest, depth);
+    }
+  }
+  return t;
+}
+
+RoundStream nccl_tree_rounds(NcclShape s) {
+  const int n = s.n, channels = s.channels, segments = s.parts;
+  std::vector<RankTree> trees;
+  trees.reserve(static_cast<std::size_t>(channels));
+  int steps = 0;
+  for (int c = 0; c < channels; ++c) {
+    trees.push_back(channel_tree(c, s.g, s.nodes));
+    steps = std::max(steps, segments + 2 * trees.back().deepest - 1);
+  }
+  Round round;
+  for (int step = 0; step < steps; ++step) {
+    round.transfers.clear();
+    for (int c = 0; c < channels; ++c) {
+      const RankTree& t = trees[static_cast<std::size_t>(c)];
+      const int deepest = t.deepest;
+      const int base = c * segments;
+      for (int r = 0; r < n; ++r) {  // up: reduce into the parent
+        const int parent = t.parent[static_cast<std::size_t>(r)];
+        const int j = step - (deepest - t.depth[static_cast<std::size_t>(r)]);
+        if (parent >= 0 && j >= 0 && j < segments) round.add(r, parent, base + j, base + j + 1, Op::reduce);
+      }
+      for (int r = 0; r < n; ++r) {  // down: the parent forwards the result
+        const int parent = t.parent[static_cast<std::size_t>(r)];
+        const int j = step - deepest - (t.depth[static_cast<std::size_t>(r)] - 1);
+        if (parent >= 0 && j >= 0 && j < segments) round.add(parent, r, base + j, base + j + 1, Op::copy);
+      }
+    }
+    round.phase = "tree";
+    if (!round.transfers.empty()) co_yield round;
+  }
+}
+
+GeneratedRounds make_nccl_tree(int n, const Options& o) {
+  NcclShape s = checked_nccl_shape("nccl_tree", n, o, true);
+  const int chunks = s.channels * s.parts;
+  return {Schedule::make(Collective::allreduce, "nccl_tree", n, chunks), nccl_tree_rounds(s),
+          std::nullopt};
+}
+
+// Deepest depth over the channels' trees (the node tree's depth plus G - 1).
+int nccl_tree_deepest(const NcclShape& s) {
+  int deepest = 0;
+  for (int which = 0; which < std::min(2, s.channels); ++which) {
+    const std::vector<int> p = nccl_dtree_parents(s.nodes, which);
+    for (int j = 0; j < s.nodes; ++j) {
+      int d = 0;
+      for (int k = j; p[static_cast<std::size_t>(k)] >= 0; k = p[static_cast<std::size_t>(k)]) ++d;
+      deepest = std::max(deepest, d + s.g - 1);
+    }
+  }
+  return deepest;
+}
+
+std::vector<OptionSpec> nccl_common_options(bool tree) {
+  return {
+      {"gpus_per_node",
+       "GPUs per node G, dividing n (rank = node*G + local); experiments take it from a "
+       "hierarchical topology",
+       "n (one node)"},
+      {"channels",
+       "NCCL's channels (NCCL_MIN_NCHANNELS/NCCL_MAX_NCHANNELS, NCCL_MIN_CTAS): C parts of the "
+       "buffer, each with its own ring or tree, 1.." +
+           std::to_string(kMaxChannels),
+       std::string(tree ? "2 x " : "") + "min(G, " + std::to_string(kDefaultChannelsCap) + ")"},
+  };
+}
+
+}  // namespace
+
+AlgorithmInfo nccl_ring_info() {
+  std::vector<OptionSpec> options = nccl_common_options(false);
+  options.push_back({"loops",
+                     "parts of each channel's share run one after another, each a full ring "
+                     "(NCCL's loops: size / (C n chunkSize)), 1.." +
+                         std::to_string(kMaxLoops),
+                     "1"});
+  return AlgorithmInfo{
+      .name = "nccl_ring",
+      .description =
+          "NCCL_ALGO=Ring: C channels, each a ring reduce-scatter + allgather over its share "
+          "(2(n-1) steps per loop), entering and leaving every node on a different rail; "
+          "gpus_per_node must divide n",
+      .supported_ranks = "n >= 2",
+      .supports_ranks = [](int n) { return n >= 2; },
+      .options = std::move(options),
+      .rounds = make_nccl_ring,
+      .cost =
+          [](int n, double bytes, const CostParams& p, const Options& o) {
+            const NcclShape s = checked_nccl_shape("nccl_ring", n, o, false);
+            return nccl_ring_cost(n, bytes, s.channels, s.parts, p);
+          },
+      // Chunks C L n; rounds 2(n-1) L; C n transfers per round; pairs: at most C n (each
+      // channel's ring has n edges).
+      .size =
+          [](int n, const Options& o) {
+            const NcclShape s = checked_nccl_shape("nccl_ring", n, o, false);
+            const double r = n, c = s.channels, l = s.parts;
+            const double rounds = 2 * (r - 1) * l;
+            return ScheduleSize{c * l * r, rounds, rounds * c * r, c * r, std::min(c, r - 1) * r};
+          },
+      .check_options = [](int n, const Options& o) { (void)checked_nccl_shape("nccl_ring", n, o, false); },
+  };
+}
+
+AlgorithmInfo nccl_tree_info() {
+  std::vector<OptionSpec> options = nccl_common_options(true);
+  options.push_back({"segments",
+                     "segments each channel's share is pipelined in, 1.." +
+                         std::to_string(kMaxTreeSegments),
+                     std::to_string(kDefaultTreeSegments)});
+  return AlgorithmInfo{
+      .name = "nccl_tree",
+      .description =
+          "NCCL_ALGO=Tree: NCCL's double binary tree across nodes (channel c on tree c mod 2), "
+          "a chain inside every node, reduce up and broadcast down pipelined in segments; "
+          "gpus_per_node must divide n",
+      .supported_ranks = "n >= 2",
+      .supports_ranks = [](int n) { return n >= 2; },
+      .options = std::move(options),
+      .rounds = make_nccl_tree,
+      // No closed form (a head serves its chain and up to two child nodes): the schedule's
+      // exact cost under the IR's semantics.
+      .cost =
+          [](int n, double bytes, const CostParams& p, const Options& o) {
+            return schedule_cost(generate("nccl_tree", n, o), bytes, p);
+          },
+      // Chunks C P; rounds P + 2D - 1; per round at most 2 transfers per channel and non-root
+      // rank; pairs: every tree edge both ways, per tree (2 distinct trees).
+      .size =
+          [](int n, const Options& o) {
+            const NcclShape s = checked_nccl_shape("nccl_tree", n, o, true);
+            const double r = n, c = s.channels, seg = s.parts;
+            const double rounds = seg + 2.0 * nccl_tree_deepest(s) - 1;
+            const double trees = std::min(c, 2.0 * s.g);
+            return ScheduleSize{c * seg, rounds, 2 * c * seg * (r - 1), 2 * c * (r - 1),
+                                2 * trees * (r - 1)};
+          },
+      .check_options = [](int n, const Options& o) { (void)checked_nccl_shape("nccl_tree", n, o, true); },
+  };
+}
+
+}  // namespace ssim::alg
