@@ -5,6 +5,7 @@
 
 #include "algorithms/generators.hpp"
 #include "common/error.hpp"
+#include "common/suggest.hpp"
 
 namespace ssim::alg {
 
@@ -52,7 +53,11 @@ const AlgorithmInfo& find_algorithm(std::string_view name) {
     if (a.name == name) return a;
     names += (names.empty() ? "" : ", ") + a.name;
   }
-  throw InputError("unknown algorithm '" + std::string(name) + "' (valid: " + names + ")");
+  std::vector<std::string> known;
+  for (const AlgorithmInfo& a : algorithms()) known.push_back(a.name);
+  const std::optional<std::string> near = closest_name(name, known);
+  throw InputError("unknown algorithm '" + std::string(name) + "' (" +
+                   (near ? "did you mean '" + *near + "'? " : "") + "valid: " + names + ")");
 }
 
 GeneratedRounds generate_rounds(std::string_view name, int ranks, const Options& options) {

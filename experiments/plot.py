@@ -201,24 +201,37 @@ class XAxis:
         self.base = 2 if unit == "B" or (unit == "" and all(float(v).is_integer() for v in numeric)) else 10
 
     def apply(self, ax, width_in):
-        """Scale, ticks at every swept value, labels on as many as fit without overlapping."""
+        """Scale, ticks at every swept value, labels on as many as fit without overlapping:
+        every value's when they fit side by side, else upright (turned 90 degrees) when every
+        value's fits that way, else as many as fit side by side. Returns the height the tick
+        labels take, in inches."""
         if not self.numeric:
             ax.set_xticks(self.positions)
             ax.set_xticklabels(self.labels)
             ax.set_xlim(-0.5, len(self.labels) - 0.5)
             ax.xaxis.set_minor_locator(NullLocator())
-            return
+            return LINE_IN
         set_scale(ax.set_xscale, self.scale, self.linthresh, self.base)
         kept = self.fitting_labels(width_in)
+        upright = False
+        if len(kept) < len(self.positions):
+            turned = self.fitting_labels(width_in, upright=True)
+            if len(turned) == len(self.positions):
+                kept, upright = turned, True
         ax.xaxis.set_major_locator(FixedLocator([self.positions[i] for i in kept]))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: self.label_at(x)))
         ax.xaxis.set_minor_locator(FixedLocator(self.positions))
         ax.xaxis.set_minor_formatter(NullFormatter())
+        if upright:
+            ax.tick_params(axis="x", which="major", labelrotation=90)
+            ax.margins(x=min(0.25, (LINE_IN / 2 + 0.02) / max(width_in, 0.5)))
+            return max(len(self.labels[i]) for i in kept) * FONT_PT * 0.62 / 72 + 0.04
         # Room at both ends for half of the outermost labels, so that they stay over their own
         # panel instead of running into the next one's ("4GiB256KiB" between two panels).
         if kept:
             half_in = max(len(self.labels[kept[0]]), len(self.labels[kept[-1]])) * FONT_PT * 0.62 / 72 / 2
             ax.margins(x=min(0.25, (half_in + 0.02) / max(width_in, 0.5)))
+        return LINE_IN
 
     def label_at(self, x):
         for p, label in zip(self.positions, self.labels):
@@ -234,10 +247,11 @@ class XAxis:
             return x / t if abs(x) <= t else math.copysign(1 + math.log(abs(x) / t), x)
         return x
 
-    def fitting_labels(self, width_in):
-        """Indices of the values to label so that no two labels (8 pt characters) overlap: the
-        first and the last, then round values (powers of the log base, multiples of a power of
-        ten), then the rest in order; each only when it clears every label kept so far."""
+    def fitting_labels(self, width_in, upright=False):
+        """Indices of the values to label so that no two labels (8 pt characters; `upright`:
+        turned 90 degrees, one line high) overlap: the first and the last, then round values
+        (powers of the log base, multiples of a power of ten), then the rest in order; each only
+        when it clears every label kept so far."""
         ts = [self.transformed(x) for x in self.positions]
         lo, hi = min(ts), max(ts)
         if hi <= lo:
@@ -246,6 +260,8 @@ class XAxis:
         char_in = FONT_PT * 0.62 / 72
 
         def clears(i, j):
+            if upright:
+                return abs(ts[i] - ts[j]) >= (LINE_IN + 0.02) * per_in
             room = ((len(self.labels[i]) + len(self.labels[j])) / 2 + 0.8) * char_in * per_in
             return abs(ts[i] - ts[j]) >= room
 
@@ -257,9 +273,15 @@ class XAxis:
                 return True
             return math.isclose(v / 10 ** math.floor(math.log10(v)), 1.0, abs_tol=1e-9)
 
+        def one_two_five(v):  # 2 and 5 times a power of ten: the next round values (2ms, 5ms)
+            return v > 0 and any(math.isclose(v / 10 ** math.floor(math.log10(v)), m, abs_tol=1e-9)
+                                 for m in (2.0, 5.0))
+
         n = len(ts)
-        order = [0, n - 1] + [i for i in range(1, n - 1) if round_value(self.positions[i])] + \
-            [i for i in range(1, n - 1) if not round_value(self.positions[i])]
+        inner = range(1, n - 1)
+        order = [0, n - 1] + [i for i in inner if round_value(self.positions[i])] + \
+            [i for i in inner if not round_value(self.positions[i]) and one_two_five(self.positions[i])] + \
+            [i for i in inner if not round_value(self.positions[i]) and not one_two_five(self.positions[i])]
         kept = []
         for i in order:
             if i not in kept and all(clears(i, j) for j in kept):
@@ -397,8 +419,11 @@ class Figure:
         self.notes = [line for note in notes for line in textwrap.wrap(note, int(self.width / (CHAR_IN * 0.95)))]
         self.title_chars = max(int((self.panel_w - 0.2) / CHAR_IN), 12)
         self.spare = self.rows * self.cols > count
-        ncol = len(legend_entries) if self.cols > 1 else min(len(legend_entries), 3)
-        ncol = max(1, min(ncol, 6))
+        # At most 4 columns (3 in one column of panels), in rows of equal length: a legend block
+        # over the middle of the figure, not a line across its whole width.
+        most = 4 if self.cols > 1 else 3
+        n = max(len(legend_entries), 1)
+        ncol = math.ceil(n / math.ceil(n / most))
         self.legend_rows = 0 if self.spare or not legend_entries else math.ceil(len(legend_entries) / ncol)
         self.ncol = ncol
         self.right_in = right_in
@@ -418,6 +443,7 @@ class Figure:
         self.legend_y = y
         self.title_lines = [0] * count
         self.ytick_chars = 4
+        self.xtick_in = LINE_IN  # the height of the x tick labels (more when turned upright)
         self.has_xlabel = [False] * count
         self.has_ylabel = False
 
@@ -459,8 +485,8 @@ class Figure:
     def place(self):
         """Panel positions from the margins each row and column needs."""
         left = 0.06 + (LINE_IN + 0.04 if self.has_ylabel else 0) + self.ytick_chars * CHAR_IN + 0.08
-        bottom = 0.06 + LINE_IN + 0.06 + (LINE_IN if any(self.has_xlabel) else 0)
-        below = LINE_IN + 0.1  # under each panel: its tick labels (its x label, where it has one)
+        bottom = 0.06 + self.xtick_in + 0.06 + (LINE_IN if any(self.has_xlabel) else 0)
+        below = self.xtick_in + 0.1  # under each panel: its tick labels (its x label, where it has one)
         row_h = (self.height - self.top_in - bottom - 0.02) / self.rows
         col_w = (self.width - left - self.right_in) / self.cols
         gap_w = 0.12 if self.axes[0].get_shared_y_axes().joined(self.axes[0], self.axes[-1]) else \
@@ -662,7 +688,7 @@ def plot_per_axis(data, axis_index, formats, out_dir, kind, skipped):
                     (h,) = ax.plot(xd, ys, linestyle="none", marker=marker, markersize=5, color=color,
                                    markerfacecolor=face, markeredgecolor=color, zorder=4)
                 handles[label] = h
-            x.apply(ax, fig.panel_w)
+            fig.xtick_in = max(fig.xtick_in, x.apply(ax, fig.panel_w))
             fig.set_title(i, combo_title(others, combo))
         if kind == "speedup":
             fig.label_axes(x.title, f"speedup over {data.baseline}")

@@ -19,9 +19,14 @@ home rank in a fraction P of the steps, elsewhere otherwise), then writes:
                                        delays) against the stragglers' persistence, per run
 
 `--persistence none` skips the sweep (a job whose delays have no persistent straggler). The
-`stragglesim` binary: --stragglesim, else `stragglesim` on PATH, else build/experiments/
-stragglesim of this checkout. Needs matplotlib (Debian: python3-matplotlib); exits with status
-2 when it is missing and 1 on bad arguments or when `train` fails (its message is passed on).
+`stragglesim` binary: --stragglesim, else `stragglesim` on PATH, else the one installed beside
+this script (PREFIX/bin/stragglesim for PREFIX/share/stragglesim/train_plot.py), else
+build/experiments/stragglesim of this checkout. Each `train` run prints a progress line on
+standard error (which run, how long it took). Needs matplotlib (Debian: python3-matplotlib):
+when the interpreter running the script lacks it, the script runs itself again with the first of
+$STRAGGLESIM_PYTHON, python3, /usr/bin/python3 that has it (as `stragglesim run` finds one for
+plot.py); exits with status 2 when none has it and 1 on bad arguments or when `train` fails (its
+message is passed on).
 """
 import argparse
 import csv
@@ -31,8 +36,29 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 FORMATS = ("png", "svg", "pdf")
+
+# Set in the environment of a re-run, so that an interpreter without matplotlib is tried once.
+RERUN_ENV = "STRAGGLESIM_TRAIN_PLOT_RERUN"
+
+
+def python_with_matplotlib():
+    """The first of $STRAGGLESIM_PYTHON, python3 (on PATH), /usr/bin/python3 that imports
+    matplotlib, or None."""
+    candidates = [os.environ.get("STRAGGLESIM_PYTHON"), shutil.which("python3"), "/usr/bin/python3"]
+    for py in candidates:
+        if not py:
+            continue
+        try:
+            ok = subprocess.run([py, "-c", "import matplotlib"], capture_output=True, check=False).returncode == 0
+        except OSError:
+            ok = False
+        if ok:
+            return py
+    return None
+
 
 try:
     import matplotlib
@@ -40,8 +66,14 @@ try:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 except ImportError:
-    sys.stderr.write("train_plot.py: matplotlib is missing (apt-get install python3-matplotlib)\n")
-    sys.exit(2)
+    other = None if os.environ.get(RERUN_ENV) else python_with_matplotlib()
+    if other is None:
+        sys.stderr.write("train_plot.py: no python3 with matplotlib (apt-get install python3-matplotlib, "
+                         "or set STRAGGLESIM_PYTHON)\n")
+        sys.exit(2)
+    sys.stderr.write(f"train_plot.py: {sys.executable or 'this python'} lacks matplotlib; running with {other}\n")
+    sys.stderr.flush()
+    os.execve(other, [other, os.path.abspath(__file__)] + sys.argv[1:], dict(os.environ, **{RERUN_ENV: "1"}))
 
 PNG_DPI = 200
 WIDTH_IN = 7.0
@@ -77,17 +109,26 @@ def find_stragglesim(given):
     if on_path:
         return on_path
     here = os.path.dirname(os.path.abspath(__file__))
+    installed = os.path.join(here, "..", "..", "bin", "stragglesim")
+    if os.path.isfile(installed) and os.access(installed, os.X_OK):
+        return os.path.normpath(installed)
     return os.path.join(here, "..", "build", "experiments", "stragglesim")
 
 
-def train(binary, args):
-    """Runs `stragglesim train ARGS`; its stdout, or Failure with its message."""
+def train(binary, args, progress):
+    """Runs `stragglesim train ARGS`; its stdout, or Failure with its message. `progress` (what
+    the run is, e.g. "run 2/7, persistence 0.25") goes to standard error before and after."""
+    sys.stderr.write(f"train_plot.py: {progress}: stragglesim train ...\n")
+    sys.stderr.flush()
+    start = time.monotonic()
     try:
         r = subprocess.run([binary, "train"] + args, capture_output=True, text=True, check=False)
     except OSError as e:
         raise Failure(f"cannot run {binary}: {e.strerror}") from None
     if r.returncode != 0:
         raise Failure(r.stderr.strip() or f"stragglesim train exited {r.returncode}")
+    sys.stderr.write(f"train_plot.py: {progress}: done in {time.monotonic() - start:.1f} s\n")
+    sys.stderr.flush()
     return r.stdout
 
 
@@ -174,7 +215,9 @@ def make(args, out_dir):
     extra = ["--steps", str(args.steps)] if args.steps else []
     steps_csv = os.path.join(out_dir, "steps.csv")
     ranks_csv = os.path.join(out_dir, "ranks.csv")
-    summary = train(binary, [args.config, "--json", "--steps-csv", steps_csv, "--ranks-csv", ranks_csv] + extra)
+    runs = 1 + (len(args.persistence) if args.persistence is not None else 0)
+    summary = train(binary, [args.config, "--json", "--steps-csv", steps_csv, "--ranks-csv", ranks_csv] + extra,
+                    f"run 1/{runs}, the job as configured")
     write_text(os.path.join(out_dir, "train.json"), summary)
     cluster_gpus = json.loads(summary)["config"]["cluster_gpus"]
     written = plot_cdf(steps_csv, out_dir, args.formats)
@@ -182,9 +225,10 @@ def make(args, out_dir):
     if args.persistence is None:
         return written
     rows = []
-    for p in args.persistence:
+    for i, p in enumerate(args.persistence):
         try:
-            out = train(binary, [args.config, "--json", "--persistence", repr(p)] + extra)
+            out = train(binary, [args.config, "--json", "--persistence", repr(p)] + extra,
+                        f"run {i + 2}/{runs}, persistence {p:g}")
         except Failure as e:
             raise Failure(f"{e} (--persistence none skips the sweep)") from None
         result = json.loads(out)

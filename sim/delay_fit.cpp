@@ -44,6 +44,50 @@ double median_of(std::vector<double> v) {
 
 }  // namespace
 
+void fit_late_probability(DelayFit& fit, const std::vector<double>& gaps,
+                          const std::vector<std::size_t>& slowest) {
+  const std::size_t k = fit.stragglers.size();
+  const auto S = static_cast<double>(fit.steps), R = static_cast<double>(fit.ranks);
+  const double total = static_cast<double>(gaps.size());  // k per step
+  // A gap the base delays alone reach in fewer than 1 in 10 logs of this size.
+  const double threshold =
+      std::max(1e-9, fit.base.chosen().quantile(1.0 - 1.0 / (10.0 * S * R)).value);
+  std::vector<double> high, low;
+  std::vector<char> late(slowest.size(), 0);
+  for (std::size_t i = 0; i < gaps.size(); ++i) {
+    if (gaps[i] > threshold) {
+      high.push_back(gaps[i]);
+      late[i / k] = 1;
+    } else {
+      low.push_back(gaps[i]);
+    }
+  }
+  if (high.empty() || low.empty()) return;
+  // Steps without a late rank have gaps of the base delays' size, mostly far below the
+  // threshold (an extreme quantile of the base); a straggler delay's own lower tail reaching
+  // below it puts its gaps just under it (or spread up to it). Median under a third of it:
+  // base-like.
+  if (!(median_of(low) < threshold / 3)) return;
+  ComponentFit late_fit = fit_component(high);
+  const double below = distribution_cdf(late_fit.chosen(), threshold);
+  const double expected_low = total * below, low_count = static_cast<double>(low.size());
+  // Steps without a late rank beyond what the delay's own lower tail explains (3 standard
+  // deviations of a Poisson count): the straggler is late only in a share of the steps.
+  if (!(low_count > expected_low + 3 * std::sqrt(expected_low) + 1)) return;
+  fit.probability = std::min(1.0, static_cast<double>(high.size()) / total / (1.0 - below));
+  fit.late_threshold = threshold;
+  fit.late_steps = static_cast<std::size_t>(std::count(late.begin(), late.end(), 1));
+  fit.extra = std::move(late_fit);
+  // Persistence among the steps in which a straggler was late (which rank it was).
+  const double late_per_straggler = static_cast<double>(high.size()) / static_cast<double>(k);
+  for (StragglerFit& st : fit.stragglers) {
+    std::size_t n = 0;
+    for (std::size_t s = 0; s < slowest.size(); ++s)
+      n += late[s] && slowest[s] == static_cast<std::size_t>(st.rank);
+    st.persistence = std::min(1.0, static_cast<double>(n) / late_per_straggler);
+  }
+}
+
 double distribution_cdf(const Distribution& d, double x) {
   const Distribution::Params& p = d.params();
   if (std::get_if<dist::None>(&p)) return x >= 0 ? 1.0 : 0.0;
@@ -122,6 +166,7 @@ DelayFit fit_delays(const std::vector<std::vector<double>>& times) {
   // Offsets and who was the slowest of each step (the lowest rank on ties).
   std::vector<std::vector<double>> x(S, std::vector<double>(R));
   std::vector<std::size_t> slowest_count(R, 0);
+  std::vector<std::size_t> slowest(S, 0);
   for (std::size_t s = 0; s < S; ++s) {
     const double lo = *std::min_element(times[s].begin(), times[s].end());
     std::size_t last = 0;
@@ -130,6 +175,7 @@ DelayFit fit_delays(const std::vector<std::vector<double>>& times) {
       if (x[s][r] > x[s][last]) last = r;
     }
     ++slowest_count[last];
+    slowest[s] = last;
   }
 
   // Home ranks: slowest far more often than chance.
@@ -164,8 +210,9 @@ DelayFit fit_delays(const std::vector<std::vector<double>>& times) {
   fit.model.base = fit.base.chosen();
   if (k > 0) {
     fit.extra = fit_component(extra);
+    fit_late_probability(fit, extra, slowest);
     for (const StragglerFit& st : fit.stragglers)
-      fit.model.stragglers.push_back({st.rank, fit.extra.chosen(), st.persistence});
+      fit.model.stragglers.push_back({st.rank, fit.extra.chosen(), st.persistence, fit.probability});
   }
   return fit;
 }
@@ -194,7 +241,16 @@ std::string DelayFit::report() const {
     char p[32];
     std::snprintf(p, sizeof p, "%.3f", s.persistence);
     os << "straggler: rank " << s.rank << ", the slowest in " << s.slowest_steps << " of " << steps
-       << " steps (persistence " << p << ")\n";
+       << " steps (persistence " << p << (probability < 1 ? " of the steps with a late rank" : "")
+       << ")\n";
+  }
+  if (probability < 1) {
+    char p[32];
+    std::snprintf(p, sizeof p, "%.3f", probability);
+    os << "late: in " << late_steps << " of " << steps << " steps a rank was more than "
+       << format_time(Seconds{late_threshold})
+       << " behind the others' median (more than the base delays reach); probability " << p
+       << " per step, corrected for the delay's own lower tail\n";
   }
   component("extra delay (stragglers)", extra);
   return os.str();

@@ -27,6 +27,10 @@ struct Overloaded : Ts... {
 template <class... Ts>
 Overloaded(Ts...) -> Overloaded<Ts...>;  // clang < 17 does not deduce aggregates
 
+// Stream components: 0 the base delays, 1 + j straggler entry j's rank and delay, kLateStream + j
+// whether entry j is late (drawn only for a probability < 1, so older models draw as before).
+constexpr std::uint64_t kLateStream = std::uint64_t{1} << 32;
+
 std::uint64_t stream_seed(std::uint64_t seed, int iteration, std::uint64_t component) {
   return splitmix64(splitmix64(splitmix64(seed) + static_cast<std::uint64_t>(iteration)) +
                     component);
@@ -337,6 +341,7 @@ std::string DelayModel::describe() const {
     if (j > 0) s += "; ";
     s += "rank " + std::to_string(st.rank) + " +" + st.extra.describe() + " persistence " +
          fmt(st.persistence);
+    if (st.probability != 1) s += " probability " + fmt(st.probability);
   }
   return s + "]";
 }
@@ -402,6 +407,9 @@ DelayGenerator::DelayGenerator(DelayModel model, int ranks, std::uint64_t seed,
     if (!(st.persistence >= 0 && st.persistence <= 1)) {
       throw InputError(who + "persistence must lie in [0, 1], got " + fmt(st.persistence));
     }
+    if (!(st.probability >= 0 && st.probability <= 1)) {
+      throw InputError(who + "probability must lie in [0, 1], got " + fmt(st.probability));
+    }
     if (st.persistence < 1) ++movers;
   }
   const int k = static_cast<int>(model_.stragglers.size());
@@ -452,8 +460,16 @@ IterationArrivals DelayGenerator::draw(int i) const {
       rank = candidates[std::min(pick, candidates.size() - 1)];
       blocked[static_cast<std::size_t>(rank)] = 1;
     }
-    out.arrival[static_cast<std::size_t>(rank)].value += st.extra.sample(rng).value;
+    const Seconds extra = st.extra.sample(rng);
+    // u < 1 always, so probability 1 is late every iteration and draws nothing more.
+    bool late = true;
+    if (st.probability < 1) {
+      std::mt19937_64 late_rng(stream_seed(seed_, i, kLateStream + j));
+      late = unit_open(late_rng) < st.probability;
+    }
+    if (late) out.arrival[static_cast<std::size_t>(rank)].value += extra.value;
     out.straggler_ranks.push_back(rank);
+    out.straggler_late.push_back(late ? 1 : 0);
   }
 
   int first_rank = 0;

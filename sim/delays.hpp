@@ -15,8 +15,9 @@
 //
 // Randomness. Iteration i of a generator uses its own std::mt19937_64 streams, seeded from
 // (seed, i, component) through SplitMix64: component 0 draws the base delays of ranks 0..n-1 in
-// order, component 1+j draws everything of straggler entry j. So iteration i never depends on
-// which iterations were generated before, parallel threads get identical results, and adding a
+// order, component 1+j draws the rank and the delay of straggler entry j, component 2^32+j
+// whether entry j is late at all (only when its probability is below 1). So iteration i never
+// depends on which iterations were generated before, parallel threads get identical results, and adding a
 // straggler entry leaves the base delays of every iteration unchanged (paired comparisons).
 // Every sample is the distribution's quantile function at one uniform u in (0, 1) built from the
 // top 52 bits of one engine output; no std::*_distribution is used (their algorithms differ
@@ -158,10 +159,19 @@ class Trace {
 // iteration by an earlier entry. Its rank then gets `extra` (drawn each iteration) added. So the
 // home rank is the straggler in a `persistence` fraction of iterations, which is how persistence
 // is measured (77-95% in the StragglAR paper: the same rank is last in that fraction).
+//
+// Intermittent stragglers: with `probability` < 1 the straggler is late only in that fraction of
+// iterations (independently per iteration): in the others no rank gets its `extra`. Whether it
+// is late is drawn from a stream of its own (seeded from (seed, i, kLateStream + j)), so the rank
+// it sits on and the size of its delay are the same draws as with probability 1, and a model
+// whose probabilities are all 1 draws exactly what it drew before probabilities existed. A rank
+// an entry sits on while not late is still taken for that iteration (later entries move around
+// it as always).
 struct PersistentStraggler {
   int rank = 0;              // home rank, in [0, ranks); distinct between entries
   Distribution extra;        // added delay
-  double persistence = 1.0;  // in [0, 1]
+  double persistence = 1.0;  // in [0, 1]: which rank is late (its home rank with this probability)
+  double probability = 1.0;  // in [0, 1]: whether it is late at all, per iteration
 };
 
 // What a run draws its arrivals from. With a trace, the trace replaces the base distribution
@@ -202,6 +212,7 @@ struct IterationArrivals {
   bool late = true;                  // false: every arrival within kNoLateRank of the first
   int predicted_straggler = 0;       // under the generator's policy
   std::vector<int> straggler_ranks;  // where each PersistentStraggler entry sat, in model order
+  std::vector<char> straggler_late;  // per entry: 1 when it was late (its extra added), else 0
 };
 
 // The k ranks that arrive last, in arrival order: the last element is the rank that arrives
@@ -212,7 +223,7 @@ std::vector<int> latest_ranks(std::span<const Seconds> arrival, int k);
 class DelayGenerator {
  public:
   // Validates the model against `ranks` (>= 1): straggler ranks in range and distinct, persistence
-  // in [0, 1], enough ranks for the stragglers that may move (ranks >= entries + entries with
+  // and probability in [0, 1], enough ranks for the stragglers that may move (ranks >= entries + entries with
   // persistence < 1), trace rank count == ranks, base none with a trace, fixed_rank in range and
   // required by `fixed` (ignored by `oracle`).
   DelayGenerator(DelayModel model, int ranks, std::uint64_t seed,

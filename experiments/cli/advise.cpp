@@ -13,6 +13,7 @@
 
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
+#include "common/suggest.hpp"
 #include "experiments/cli/commands.hpp"
 #include "experiments/cli/data_files.hpp"
 #include "experiments/config/config.hpp"
@@ -32,7 +33,9 @@ struct AdviseArgs {
   std::string delays_file;  // a delays: map, as fit-delays writes it
   int straggler_rank = -1;  // -1: the last rank
   double persistence = 1.0;
-  std::string policy = "previous";
+  double probability = -1;  // -1: late in every iteration (no probability key)
+  std::string policy = "previous";  // comma-separated: rank algorithm x policy pairs
+  std::string fallback;             // adaptive's fallbacks, comma-separated
   std::string network = "alphabeta";
   std::string gamma;
   std::string algorithms;  // comma-separated; "" for every algorithm
@@ -46,6 +49,8 @@ struct AdviseArgs {
   int trace_links = -1;
   TraceOptions trace_options;
   int threads = 1;  // used only with --jobs 1 (docs/scale.md: why one by default)
+  bool quiet = false;
+  double progress_after = 5;  // seconds without progress output (short runs print none)
 };
 
 std::string yaml_quoted(const std::string& s) {
@@ -109,6 +114,20 @@ std::string topology_yaml(const AdviseArgs& a) {
     return "{kind: " + kind + ", ranks: " + std::to_string(a.ranks) +
            ", bandwidth: " + yaml_quoted(bw) + ", latency: " + yaml_quoted(lat) + "}";
   }
+  // A near miss of a shipped topology's name: say which.
+  std::vector<std::string> shipped;
+  for (const std::string& dir : data_dirs()) {
+    std::error_code list_ec;
+    for (const auto& f :
+         std::filesystem::directory_iterator(dir + "/configs/topologies", list_ec)) {
+      if (f.path().extension() == ".yaml") shipped.push_back(f.path().stem().string());
+    }
+    if (!shipped.empty()) break;
+  }
+  std::sort(shipped.begin(), shipped.end());
+  if (const std::optional<std::string> near = closest_name(t, shipped))
+    throw InputError("--topology '" + t + "': no such file or shipped topology; did you mean '" +
+                     *near + "'?");
   throw InputError(
       "--topology '" + t +
       "': not a file, a shipped topology (configs/topologies/NAME.yaml), a YAML map such as "
@@ -119,11 +138,12 @@ std::string topology_yaml(const AdviseArgs& a) {
 // --delays FILE: a delays: map (base, persistent), as fit-delays writes it, checked in its own
 // file (errors name its line and key) and turned into the experiment's delays, stragglers and
 // prediction (the first straggler's rank is the first guess).
-std::string delays_file_yaml(const AdviseArgs& a) {
+std::string delays_file_yaml(const AdviseArgs& a, const std::string& prediction) {
   if (!a.delay_dist.empty() || !a.base_dist.empty() || a.straggler_rank >= 0 ||
-      a.persistence != 1.0)
+      a.persistence != 1.0 || a.probability != -1)
     throw UsageError(
-        "--delays FILE replaces --delay-dist, --base-dist, --straggler-rank and --persistence");
+        "--delays FILE replaces --delay-dist, --base-dist, --straggler-rank, --persistence and "
+        "--probability");
   const ConfigReader file(a.delays_file);
   const ConfigNode root = file.root();
   root.allow_only({"base", "persistent"});
@@ -139,32 +159,69 @@ std::string delays_file_yaml(const AdviseArgs& a) {
   if (auto list = root.maybe("persistent")) {
     const std::vector<ConfigNode> items = list->items();
     if (!items.empty()) {
-      std::string ranks, delay, persistence;
+      std::string ranks, delay, persistence, probability;
       for (std::size_t i = 0; i < items.size(); ++i) {
         const ConfigNode& it = items[i];
         const std::string d = copied(it.child("delay"));
         const std::string p = it.has("persistence") ? it.child("persistence").text() : "1";
+        const std::string q = it.has("probability") ? it.child("probability").text() : "";
         if (i == 0) {
           delay = d;
           persistence = p;
+          probability = q;
           first_rank = it.child("rank").text();
-        } else if (d != delay || p != persistence) {
-          it.fail("advise takes one delay distribution and persistence for every straggler");
+        } else if (d != delay || p != persistence || q != probability) {
+          it.fail(
+              "advise takes one delay distribution, persistence and probability for every "
+              "straggler");
         }
         ranks += (i ? ", " : "") + it.child("rank").text();
       }
       y << "stragglers: {ranks: [" << ranks << "], delay: " << delay
-        << ", persistence: " << persistence << "}\n";
+        << ", persistence: " << persistence
+        << (probability.empty() ? "" : ", probability: " + probability) << "}\n";
     }
   }
-  y << "prediction: {policy: " << a.policy << (first_rank.empty() ? "" : ", rank: " + first_rank)
+  y << "prediction: {" << prediction << (first_rank.empty() ? "" : ", rank: " + first_rank)
     << "}\n";
   return y.str();
 }
 
-// The default candidates (every algorithm the topology can run) and, in `left_out`, the names
-// left out because on this topology they are another candidate's schedule.
-std::string advise_document(const AdviseArgs& a, std::vector<std::string>* left_out = nullptr) {
+// The policies of --policy, in the order given: oracle, fixed, previous, adaptive, eager.
+std::vector<std::string> advise_policies(const AdviseArgs& a) {
+  const std::vector<std::string> policies = split_list("--policy", a.policy);
+  for (std::size_t i = 0; i < policies.size(); ++i) {
+    const std::string& p = policies[i];
+    if (p != "oracle" && p != "fixed" && p != "previous" && p != "adaptive" && p != "eager")
+      throw UsageError("--policy: unknown policy '" + p +
+                       "' (allowed: oracle, fixed, previous, adaptive, eager, or several "
+                       "separated by commas)");
+    if (std::find(policies.begin(), policies.begin() + static_cast<std::ptrdiff_t>(i), p) !=
+        policies.begin() + static_cast<std::ptrdiff_t>(i))
+      throw UsageError("--policy: " + p + " is listed twice");
+  }
+  if (!a.fallback.empty() && std::find(policies.begin(), policies.end(), "adaptive") ==
+                                 policies.end())
+    throw UsageError("--fallback is for --policy adaptive");
+  return policies;
+}
+
+// The prediction map's contents for `policy` (adaptive with its --fallback list).
+std::string prediction_yaml(const AdviseArgs& a, const std::string& policy) {
+  std::string y = "policy: " + policy;
+  if (policy == "adaptive" && !a.fallback.empty()) {
+    y += ", fallback: [";
+    const std::vector<std::string> f = split_list("--fallback", a.fallback);
+    for (std::size_t i = 0; i < f.size(); ++i) y += (i ? ", " : "") + yaml_quoted(f[i]);
+    y += "]";
+  }
+  return y;
+}
+
+// The candidates: --algorithms, or every algorithm the topology can run; in `left_out`, the
+// names left out because on this topology they are another candidate's schedule.
+std::vector<std::string> advise_candidates(const AdviseArgs& a,
+                                           std::vector<std::string>* left_out = nullptr) {
   if (a.size.empty() == a.workload.empty())
     throw UsageError(
         "give --size (one AllReduce) or --workload FILE (a training step), one of them");
@@ -210,6 +267,12 @@ std::string advise_document(const AdviseArgs& a, std::vector<std::string>* left_
       });
     }
   }
+  return algs;
+}
+
+// The one-point experiment of `algs` under `policy`.
+std::string advise_document(const AdviseArgs& a, const std::vector<std::string>& algs,
+                            const std::string& policy) {
   std::ostringstream y;
   y << "name: advise\n";
   y << "topology: " << topology_yaml(a) << "\n";
@@ -229,7 +292,7 @@ std::string advise_document(const AdviseArgs& a, std::vector<std::string>* left_
       << "}\n";
   }
   if (!a.delays_file.empty()) {
-    y << delays_file_yaml(a);
+    y << delays_file_yaml(a, prediction_yaml(a, policy));
     y << "iterations: " << a.iterations << "\nseed: " << a.seed << "\n";
     if (a.ranks > 0) y << "sweep: {ranks: [" << a.ranks << "]}\n";
     return y.str();
@@ -240,9 +303,17 @@ std::string advise_document(const AdviseArgs& a, std::vector<std::string>* left_
     y << "stragglers: {"
       << (a.straggler_rank >= 0 ? "ranks: [" + std::to_string(a.straggler_rank) + "]" : "count: 1")
       << ", delay: " << checked_distribution("--delay-dist", a.delay_dist)
-      << ", persistence: " << a.persistence << "}\n";
+      << ", persistence: " << a.persistence;
+    if (a.probability != -1) {
+      char p[32];
+      std::snprintf(p, sizeof p, "%.17g", a.probability);  // the value given, to the bit
+      y << ", probability: " << p;
+    }
+    y << "}\n";
+  } else if (a.probability != -1) {
+    throw UsageError("--probability needs --delay-dist (the delay of a late straggler)");
   }
-  y << "prediction: {policy: " << a.policy;
+  y << "prediction: {" << prediction_yaml(a, policy);
   if (a.straggler_rank >= 0) y << ", rank: " << a.straggler_rank;
   y << "}\n";
   y << "iterations: " << a.iterations << "\nseed: " << a.seed << "\n";
@@ -258,44 +329,90 @@ std::string pct(double f) {
 
 void run_advise(const AdviseArgs& a) {
   std::vector<std::string> left_out;
-  const ConfigReader reader =
-      ConfigReader::from_string(advise_document(a, &left_out), "stragglesim advise");
-  const Experiment e = load_experiment(reader);
-  check_experiment_memory(MemoryBudget::from_flag(a.max_memory), e, a.jobs);
-  check_experiment_time(TimeBudget::from_flag(a.max_time), e, a.jobs);
-  if (const std::string note = experiment_time_note(e, a.jobs); !note.empty())
-    std::cerr << "stragglesim: note: " << note << "\n";
-  const ExperimentRuns runs = run_experiment_in_memory(e, a.jobs, a.threads);
-  if (const std::string w = shared_link_warning(e, runs.summaries); !w.empty())
-    std::cerr << "stragglesim: warning: " << w << "\n";
-  const std::vector<sim::SimulationResult>& r = runs.runs.front();
-  const std::vector<AlgorithmSummary>& s = runs.summaries.front();
+  const std::vector<std::string> policies = advise_policies(a);
+  const std::vector<std::string> candidates = advise_candidates(a, &left_out);
+  // One experiment per policy on the same seed and delays, so every candidate sees the same
+  // arrivals in every iteration (the "fastest" column compares them iteration by iteration).
+  // The first runs every candidate; the others only the straggler-aware ones (a baseline
+  // ignores the policy: its times would be the first experiment's again).
+  std::vector<Experiment> experiments;
+  std::vector<ExperimentRuns> results;
+  for (const std::string& policy : policies) {
+    std::vector<std::string> algs = candidates;
+    if (!experiments.empty()) {
+      std::erase_if(algs, [](const std::string& name) {
+        return !alg::find_algorithm(name).straggler_aware;
+      });
+      if (algs.empty()) break;  // no straggler-aware candidate: no policy changes anything
+    }
+    const ConfigReader reader =
+        ConfigReader::from_string(advise_document(a, algs, policy), "stragglesim advise");
+    Experiment e = load_experiment(reader);
+    check_experiment_memory(MemoryBudget::from_flag(a.max_memory), e, a.jobs);
+    check_experiment_time(TimeBudget::from_flag(a.max_time), e, a.jobs);
+    if (const std::string note = experiment_time_note(e, a.jobs); !note.empty())
+      std::cerr << "stragglesim: note: " << note << "\n";
+    ExperimentRuns runs =
+        run_experiment_in_memory(e, a.jobs, a.threads, a.quiet ? nullptr : &std::cerr,
+                                 Progress::automatic, a.progress_after);
+    if (const std::string w = shared_link_warning(e, runs.summaries); !w.empty())
+      std::cerr << "stragglesim: warning: " << w << "\n";
+    experiments.push_back(std::move(e));
+    results.push_back(std::move(runs));
+  }
+  const Experiment& e = experiments.front();
   const sim::SimulationConfig& c = e.points.front().config;
-  const std::size_t nalg = e.algorithms.size();
+  const bool pairs = experiments.size() > 1;
+  // The rows: every candidate of every experiment, a straggler-aware one labelled with its
+  // policy when several are ranked; the speedup against the first experiment's baseline.
+  struct Row {
+    std::string label;
+    const sim::SimulationResult* run;
+    AlgorithmSummary summary;
+    std::size_t experiment, algorithm;  // where it ran
+  };
+  std::vector<Row> rows;
+  const AlgorithmSummary& base_summary = results.front().summaries.front()[e.baseline];
+  for (std::size_t x = 0; x < experiments.size(); ++x) {
+    for (std::size_t k = 0; k < experiments[x].algorithms.size(); ++k) {
+      Row row{experiments[x].algorithms[k].label, &results[x].runs.front()[k],
+              results[x].summaries.front()[k], x, k};
+      if (pairs && row.summary.straggler_aware) row.label += " (" + policies[x] + ")";
+      if (x > 0) row.summary.speedup = base_summary.mean_completion / row.summary.mean_completion;
+      rows.push_back(std::move(row));
+    }
+  }
+  const std::size_t nalg = rows.size();
+  const std::size_t baseline = e.baseline;  // rows of the first experiment come first
 
   // Share of iterations in which each algorithm is the fastest; an iteration that several tie
   // for (within 1e-9) is split among them, so the column sums to 100%.
   std::vector<double> wins(nalg, 0.0);
-  const std::size_t iters = r.front().iterations.size();
+  const auto completion = [&](std::size_t k, std::size_t i) {
+    return rows[k].run->iterations[i].completion.value;
+  };
+  const std::size_t iters = rows.front().run->iterations.size();
   for (std::size_t i = 0; i < iters; ++i) {
-    double best = r[0].iterations[i].completion.value;
-    for (std::size_t k = 1; k < nalg; ++k)
-      best = std::min(best, r[k].iterations[i].completion.value);
+    double best = completion(0, i);
+    for (std::size_t k = 1; k < nalg; ++k) best = std::min(best, completion(k, i));
     std::size_t tied = 0;
     for (std::size_t k = 0; k < nalg; ++k)
-      if (r[k].iterations[i].completion.value <= best * (1 + 1e-9)) ++tied;
+      if (completion(k, i) <= best * (1 + 1e-9)) ++tied;
     for (std::size_t k = 0; k < nalg; ++k) {
-      if (r[k].iterations[i].completion.value <= best * (1 + 1e-9))
+      if (completion(k, i) <= best * (1 + 1e-9))
         wins[k] += 1.0 / static_cast<double>(iters * tied);
     }
   }
   std::vector<std::size_t> order(nalg);
   for (std::size_t k = 0; k < nalg; ++k) order[k] = k;
   std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
-    return s[x].mean_completion < s[y].mean_completion;
+    return rows[x].summary.mean_completion < rows[y].summary.mean_completion;
   });
 
   const std::optional<Workload>& job = e.points.front().workload;
+  std::string policy_list;
+  for (std::size_t x = 0; x < experiments.size(); ++x)
+    policy_list += (x ? ", " : "") + policies[x];
   std::cout << c.topology.name << ", " << c.topology.gpu_count() << " ranks, ";
   if (job) {
     std::cout << "training step (" << format_bytes(c.size) << " of gradients in "
@@ -305,7 +422,7 @@ void run_advise(const AdviseArgs& a) {
     std::cout << format_bytes(c.size);
   }
   std::cout << ", " << sim::to_string(c.network) << " model; delays: " << c.delays.describe()
-            << "; prediction " << sim::to_string(c.policy) << "; " << e.iterations
+            << "; prediction " << policy_list << "; " << e.iterations
             << (job ? " steps" : " iterations") << ", seed " << e.seed << "\n";
   std::cout << (job ? "completion = the step's time; after last arr. = its exposed communication "
                       "(step end - optimizer - last backward end)\n"
@@ -319,37 +436,43 @@ void run_advise(const AdviseArgs& a) {
   const std::string base = e.algorithms[e.baseline].label;
   // The algorithm column as wide as the longest label, so that every row lines up.
   int width = 10;
-  for (const ExperimentAlgorithm& alg : e.algorithms)
-    width = std::max(width, static_cast<int>(alg.label.size()));
-  char line[512];
+  for (const Row& row : rows) width = std::max(width, static_cast<int>(row.label.size()));
+  char line[1024];
   std::snprintf(line, sizeof line, "%-4s %-*s %12s %12s %16s %9s %8s\n", "rank", width, "algorithm",
                 "mean", "p90", "after last arr.", ("vs " + base).c_str(), "fastest");
   std::cout << line;
   for (std::size_t i = 0; i < nalg; ++i) {
     const std::size_t k = order[i];
+    const AlgorithmSummary& sk = rows[k].summary;
     char speed[32];
-    std::snprintf(speed, sizeof speed, "%.3fx", s[k].speedup);
+    std::snprintf(speed, sizeof speed, "%.3fx", sk.speedup);
     std::snprintf(line, sizeof line, "%-4zu %-*s %12s %12s %16s %9s %8s\n", i + 1, width,
-                  e.algorithms[k].label.c_str(), format_time(Seconds{s[k].mean_completion}).c_str(),
-                  format_time(Seconds{s[k].p90_completion}).c_str(),
-                  format_time(Seconds{s[k].mean_after_last_arrival}).c_str(), speed,
+                  rows[k].label.c_str(), format_time(Seconds{sk.mean_completion}).c_str(),
+                  format_time(Seconds{sk.p90_completion}).c_str(),
+                  format_time(Seconds{sk.mean_after_last_arrival}).c_str(), speed,
                   pct(wins[k]).c_str());
     std::cout << line;
   }
   const std::size_t best = order.front();
-  std::cout << "\nuse " << e.algorithms[best].label << ": expected "
-            << format_time(Seconds{s[best].mean_completion})
+  const AlgorithmSummary& sb = rows[best].summary;
+  std::cout << "\nuse " << rows[best].label << ": expected "
+            << format_time(Seconds{sb.mean_completion})
             << (job ? " per training step (p90 " : " per AllReduce (p90 ")
-            << format_time(Seconds{s[best].p90_completion}) << ")";
-  if (best != e.baseline) {
+            << format_time(Seconds{sb.p90_completion}) << ")";
+  if (best != baseline) {
     char speed[32];
-    std::snprintf(speed, sizeof speed, "%.3f", s[best].speedup);
+    std::snprintf(speed, sizeof speed, "%.3f", sb.speedup);
     std::cout << ", " << speed << "x faster than " << base << " ("
-              << format_time(Seconds{s[e.baseline].mean_completion}) << ")";
+              << format_time(Seconds{base_summary.mean_completion}) << ")";
   }
-  if (s[best].straggler_aware) {
-    std::cout << "; straggler predicted right in " << pct(s[best].prediction_accuracy)
-              << " of iterations";
+  if (sb.straggler_aware) {
+    const Experiment& eb = experiments[rows[best].experiment];
+    if (!eb.points.front().config.adaptive_fallbacks.empty()) {
+      std::cout << "; a fallback ran in " << pct(sb.fallback_fraction) << " of iterations";
+    } else {
+      std::cout << "; straggler predicted right in " << pct(sb.prediction_accuracy)
+                << " of iterations";
+    }
   }
   std::cout << "\n";
   // The trace of the recommendation, on the arrivals the advisor simulated for that iteration.
@@ -359,9 +482,10 @@ void run_advise(const AdviseArgs& a) {
                        " is past the last iteration (" + std::to_string(e.iterations - 1) + ")");
     }
     const sim::SimulationResult t =
-        write_trace(run_config(e, best), a.trace_iteration, a.trace_links, a.trace_options, a.trace,
-                    a.max_memory, a.max_time, "stragglesim advise");
-    std::cout << "trace of " << e.algorithms[best].label << ", iteration " << a.trace_iteration
+        write_trace(run_config(experiments[rows[best].experiment], rows[best].algorithm),
+                    a.trace_iteration, a.trace_links, a.trace_options, a.trace, a.max_memory,
+                    a.max_time, "stragglesim advise");
+    std::cout << "trace of " << rows[best].label << ", iteration " << a.trace_iteration
               << " (" << format_time(t.iterations.back().completion) << "): " << a.trace << "\n";
   }
 }
@@ -398,11 +522,18 @@ void add_advise_command(CLI::App& app) {
   cmd->add_option("--persistence", a->persistence,
                   "Share of iterations the straggler is on its home rank")
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--probability", a->probability,
+                  "Share of iterations in which the straggler is late at all (default 1: every "
+                  "iteration); which rank is late follows --persistence")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--base-dist", a->base_dist,
                   "Delay of every rank, every iteration (same forms as --delay-dist)");
   cmd->add_option("--policy", a->policy,
-                  "Straggler prediction of straggler-aware algorithms (default previous)")
-      ->check(CLI::IsMember({"oracle", "fixed", "previous", "eager"}));
+                  "Straggler prediction of straggler-aware algorithms: oracle, fixed, previous, "
+                  "adaptive or eager, or several separated by commas to rank algorithm x policy "
+                  "pairs (default previous)");
+  cmd->add_option("--fallback", a->fallback,
+                  "Baselines --policy adaptive may fall back to, comma-separated (default ring)");
   cmd->add_option("--network", a->network, "Network model (default alphabeta)")
       ->check(CLI::IsMember({"alphabeta", "flow"}));
   cmd->add_option("--gamma", a->gamma, "Reduce cost, e.g. 0.05ns/B (default 0)");
@@ -426,6 +557,11 @@ void add_advise_command(CLI::App& app) {
   add_max_memory_option(*cmd, a->max_memory);
   add_max_time_option(*cmd, a->max_time);
   add_threads_option(*cmd, a->threads, "; used only with --jobs 1, else each run gets one");
+  cmd->add_flag("-q,--quiet", a->quiet, "No progress on stderr");
+  cmd->add_option("--progress-after", a->progress_after,
+                  "Seconds before progress appears on stderr, as `run` prints it (default 5: a "
+                  "quicker answer prints none)")
+      ->check(CLI::Range(0.0, 86400.0));
   cmd->callback([a] { run_advise(*a); });
 }
 

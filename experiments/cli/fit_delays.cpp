@@ -83,7 +83,9 @@ void run_fit_delays(const FitArgs& a) {
     os << "persistent:\n";
     for (const sim::PersistentStraggler& s : fit.model.stragglers) {
       os << "  - {rank: " << s.rank << ", delay: " << distribution_yaml(s.extra)
-         << ", persistence: " << number(s.persistence) << "}\n";
+         << ", persistence: " << number(s.persistence);
+      if (s.probability < 1) os << ", probability: " << number(s.probability);
+      os << "}\n";
     }
   }
   const std::string text = os.str();

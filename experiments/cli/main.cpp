@@ -1,11 +1,14 @@
 // stragglesim: the command-line entry point. Parses the subcommand, runs it, and reports every
 // error once, as "stragglesim: error: ..." with the exit code of its class (common/error.hpp).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
+#include <optional>
 #include <string_view>
 
 #include "common/error.hpp"
 #include "common/output_file.hpp"
+#include "common/suggest.hpp"
 #include "experiments/cli/commands.hpp"
 #include "experiments/cli/train.hpp"
 
@@ -34,8 +37,31 @@ void check_first_argument(const CLI::App& app, int argc, char** argv) {
   for (const CLI::App* sub : app.get_subcommands({})) {
     if (sub->check_name(std::string(first))) return;
   }
-  throw ssim::UsageError("unknown subcommand '" + std::string(first) +
-                         "' (one of: " + subcommand_list(app) + ")");
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+  const std::optional<std::string> near = ssim::closest_name(first, names);
+  throw ssim::UsageError("unknown subcommand '" + std::string(first) + "' (" +
+                         (near ? "did you mean '" + *near + "'? " : "") +
+                         "one of: " + subcommand_list(app) + ")");
+}
+
+// "; did you mean --X?" for each argument of `argv` that looks like an option `sub` does not
+// have and is close to one it has (a value after '=' is left out of the comparison).
+std::string option_suggestions(const CLI::App& sub, int argc, char** argv) {
+  std::vector<std::string> known;
+  for (const CLI::Option* o : sub.get_options()) {
+    for (const std::string& l : o->get_lnames()) known.push_back("--" + l);
+  }
+  std::string out;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.size() < 3 || arg.compare(0, 2, "--") != 0) continue;
+    arg = arg.substr(0, arg.find('='));
+    if (std::find(known.begin(), known.end(), arg) != known.end()) continue;
+    if (const std::optional<std::string> near = ssim::closest_name(arg, known))
+      out += "; " + arg + ": did you mean " + *near + "?";
+  }
+  return out;
 }
 
 int run(int argc, char** argv) {
@@ -60,7 +86,8 @@ int run(int argc, char** argv) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
       return app.exit(e);  // --help, --version
     const std::vector<CLI::App*> parsed = app.get_subcommands();
-    std::cerr << "stragglesim: error: " << ssim::printable(e.what()) << "\nRun 'stragglesim "
+    const std::string hint = parsed.empty() ? "" : option_suggestions(*parsed.front(), argc, argv);
+    std::cerr << "stragglesim: error: " << ssim::printable(e.what() + hint) << "\nRun 'stragglesim "
               << (parsed.empty() ? std::string("--help'") : parsed.front()->get_name() + " --help'")
               << " for usage.\n";
     return ssim::kExitUsage;

@@ -32,6 +32,7 @@ struct TrainArgs {
   long long seed = -1;      // -1: as configured
   double persistence = -1;  // -1: as configured
   std::string max_memory, max_time;
+  double probability = -1;  // -1: as configured
 };
 
 std::string options_text(const alg::Options& o) { return canonical_options(o.values()); }
@@ -55,6 +56,12 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
+// The table's algorithm label: the name, with its options in parentheses.
+std::string run_label(const sim::TrainingRun& run) {
+  const std::string opts = options_text(run.options);
+  return run.algorithm + (opts.empty() ? "" : "(" + opts + ")");
+}
+
 std::string summary_table(const std::string& path, const sim::TrainingConfig& c,
                           const sim::TrainingResult& r) {
   std::ostringstream os;
@@ -66,16 +73,23 @@ std::string summary_table(const std::string& path, const sim::TrainingConfig& c,
      << format_time(c.optimizer) << " per step\n";
   os << "delays: " << c.delays.describe() << "; " << c.steps << " steps, seed " << c.seed
      << "; lost GPU-hours per day at " << r.cluster_gpus << " GPUs\n\n";
-  // The mode column is 26 wide, or as wide as the longest mode.
-  int mode_width = 26;
-  for (const sim::TrainingRun& run : r.runs)
+  // The algorithm column is 22 wide and the mode column 26, or as wide as their longest entry
+  // (`hierarchical(gpus_per_node=8)`), so that every row lines up.
+  int label_width = 22, mode_width = 26;
+  for (const sim::TrainingRun& run : r.runs) {
+    label_width = std::max(label_width, static_cast<int>(run_label(run).size()));
     mode_width = std::max(mode_width, static_cast<int>(run.mode.describe().size()));
-  const char* format = "%-22s %-*s %10s %10s %10s %10s %11s %10s %8s %11s %6s\n";
+  }
+  const char* format = "%-*s %-*s %10s %10s %10s %10s %11s %10s %8s %11s %6s\n";
   auto line = [&](const std::vector<std::string>& f) {
-    char buf[512];
-    std::snprintf(buf, sizeof buf, format, f[0].c_str(), mode_width, f[1].c_str(), f[2].c_str(),
-                  f[3].c_str(), f[4].c_str(), f[5].c_str(), f[6].c_str(), f[7].c_str(),
-                  f[8].c_str(), f[9].c_str(), f[10].c_str());
+    const auto print = [&](char* buf, std::size_t size) {
+      return std::snprintf(buf, size, format, label_width, f[0].c_str(), mode_width, f[1].c_str(),
+                           f[2].c_str(), f[3].c_str(), f[4].c_str(), f[5].c_str(), f[6].c_str(),
+                           f[7].c_str(), f[8].c_str(), f[9].c_str(), f[10].c_str());
+    };
+    std::string buf(static_cast<std::size_t>(print(nullptr, 0)) + 1, '\0');
+    print(buf.data(), buf.size());
+    buf.pop_back();
     os << buf;
   };
   line({"algorithm", "mode", "mean step", "p50", "p99", "no-delay", "samples/s", "max idle", "lost",
@@ -83,8 +97,7 @@ std::string summary_table(const std::string& path, const sim::TrainingConfig& c,
   for (const sim::TrainingRun& run : r.runs) {
     double idle = 0;
     for (const Seconds& s : run.mean_idle) idle = std::max(idle, s.value);
-    const std::string opts = options_text(run.options);
-    line({run.algorithm + (opts.empty() ? "" : "(" + opts + ")"), run.mode.describe(),
+    line({run_label(run), run.mode.describe(),
           format_time(run.mean_step), format_time(run.p50_step), format_time(run.p99_step),
           format_time(run.baseline_mean_step), fixed(run.samples_per_second, 1),
           format_time(Seconds{idle}), fixed(100 * run.lost_fraction, 2) + "%",
@@ -213,6 +226,16 @@ void run_train(const TrainArgs& a) {
     }
     for (sim::PersistentStraggler& s : c.delays.stragglers) s.persistence = a.persistence;
   }
+  if (a.probability != -1) {  // set (NaN included)
+    if (!(a.probability >= 0 && a.probability <= 1))
+      throw InputError("--probability must be in [0, 1]");
+    if (c.delays.stragglers.empty()) {
+      throw InputError(a.config +
+                       ": --probability needs a persistent straggler (delays.persistent), the "
+                       "job has none");
+    }
+    for (sim::PersistentStraggler& s : c.delays.stragglers) s.probability = a.probability;
+  }
   // The same guards as run and simulate: the job's estimated time and memory, before anything
   // is opened or simulated (ResourceError, exit 3, with the estimate and what to change).
   check_training_resources(MemoryBudget::from_flag(a.max_memory), TimeBudget::from_flag(a.max_time),
@@ -307,6 +330,10 @@ void add_train_command(CLI::App& app) {
       ->check(CLI::Range(0.0, 1.0));
   add_max_memory_option(*cmd, args->max_memory);
   add_max_time_option(*cmd, args->max_time);
+  cmd->add_option("--probability", args->probability,
+                  "Override every persistent straggler's probability of being late in a step "
+                  "(0..1)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->callback([args] { run_train(*args); });
 }
 

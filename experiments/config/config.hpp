@@ -78,8 +78,18 @@ sim::Distribution load_distribution(const ConfigNode& node, const std::string& b
 // delays:
 //   base: <distribution>                      every rank, every iteration (default none)
 //   trace: path.csv                           replaces base (see sim/delays.hpp for the forms)
-//   persistent: [{rank, delay: <distribution>, persistence: 0..1}]
+//   persistent: [{rank, delay: <distribution>, persistence: 0..1, probability: 0..1}]
+//                                             probability: the share of steps in which the
+//                                             straggler is late at all (default 1: every step);
+//                                             given on some entries only: an error (below)
 sim::DelayModel load_delay_model(const ConfigNode& node, const std::string& base_dir);
+
+// A straggler's `probability` node: a number in [0, 1] (not NaN), else an error at the node.
+double load_late_probability(const ConfigNode& node);
+// Straggler entries (maps: delays.persistent items, the stragglers section): an error at the
+// first `probability` when another entry has none, a straggler late in every step, which
+// would make a rank late in every step whatever the probability says.
+void check_late_probabilities(const std::vector<ConfigNode>& entries);
 
 // A simulation (`stragglesim simulate`): one point of an experiment, read by load_experiment
 // (ConfigCommand::simulate: the same keys, see below) and resolved by run_config for its one
@@ -204,7 +214,7 @@ namespace ssim::exp {
 //   size: 1GiB                                required unless swept
 //   delays: <delay model>                     base (every rank, every iteration), trace,
 //                                             persistent (as above)
-//   stragglers: {count: 1 | ranks: [..], delay: <distribution>, persistence: 1.0}
+//   stragglers: {count: 1 | ranks: [..], delay: <distribution>, persistence: 1.0, probability: P}
 //                                             count k: persistent stragglers on ranks n-1 .. n-k
 //   prediction: {policy: oracle | fixed | previous, rank: R}
 //                                             fixed: default the schedule's straggler; absent:
@@ -224,7 +234,8 @@ namespace ssim::exp {
 //     delay: [0, 1ms, 5ms]                    stragglers.delay; any distribution parameter by
 //                                             path,
 //                                             e.g. stragglers.delay.mean, delays.base.p90
-//     stragglers: [1, 2]   persistence: [0.8, 0.9]   policy: [oracle, previous]   gamma: [...]
+//     stragglers: [1, 2]   persistence: [0.8, 0.9]   probability: [0.1, 0.3]
+//     policy: [oracle, previous]   gamma: [...]
 //     topology.bandwidth: [...]               any topology parameter by its key path
 //     workload.bucket_cap: [...]              any workload parameter by its key path
 // Each point is loaded and checked (topology, delays, algorithms' rank support) before any run;

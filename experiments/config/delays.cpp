@@ -1,3 +1,4 @@
+#include <charconv>
 #include <filesystem>
 
 #include "common/error.hpp"
@@ -22,6 +23,34 @@ auto at_node(const ConfigNode& n, F f) {
 }
 
 }  // namespace
+
+double load_late_probability(const ConfigNode& node) {
+  const std::string& text = node.is_scalar() ? node.yaml().Scalar() : std::string();
+  double v = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (!node.is_scalar() || ec != std::errc() || ptr != text.data() + text.size() ||
+      !(v >= 0 && v <= 1)) {
+    node.fail("must be a number in [0, 1]: the share of steps in which the straggler is late "
+              "(1: every step)");
+  }
+  return v;
+}
+
+void check_late_probabilities(const std::vector<ConfigNode>& entries) {
+  const ConfigNode* with = nullptr;
+  const ConfigNode* without = nullptr;
+  for (const ConfigNode& e : entries) {
+    (e.has("probability") ? with : without) = &e;
+    if (with && without) break;
+  }
+  if (!with || !without) return;
+  const ConfigNode where = with->child("probability");
+  const YAML::Mark m = without->yaml().Mark();
+  where.fail("a straggler late in a share of the steps cannot be given together with one late "
+             "in every step (" + without->path() + (m.line >= 0 ? ", line " + std::to_string(m.line + 1) : "") +
+             ", has no probability): any rank would then be late in every step; give every "
+             "straggler a probability (1: every step), or none");
+}
 
 sim::Distribution load_distribution(const ConfigNode& node, const std::string& base_dir) {
   if (node.is_scalar()) return at_node(node, [&] { return sim::Distribution::constant(node.as_time()); });
@@ -95,12 +124,15 @@ sim::DelayModel load_delay_model(const ConfigNode& node, const std::string& base
     model.trace = load_delay_trace(resolve(*trace, base_dir));
   }
   if (auto list = node.maybe("persistent")) {
-    for (const ConfigNode& s : list->items()) {
-      s.allow_only({"rank", "delay", "persistence"});
+    const std::vector<ConfigNode> items = list->items();
+    check_late_probabilities(items);
+    for (const ConfigNode& s : items) {
+      s.allow_only({"rank", "delay", "persistence", "probability"});
       sim::PersistentStraggler p;
       p.rank = static_cast<int>(s.get_int("rank", std::nullopt, 0, 1 << 24));
       p.extra = load_distribution(s.child("delay"), base_dir);
       p.persistence = s.get_double("persistence", 1.0, 0.0, 1.0);
+      if (s.has("probability")) p.probability = load_late_probability(s.child("probability"));
       for (const sim::PersistentStraggler& other : model.stragglers) {
         if (other.rank == p.rank) s.child("rank").fail("rank " + std::to_string(p.rank) + " is listed twice");
       }

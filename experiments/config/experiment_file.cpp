@@ -116,6 +116,7 @@ void resolve_target(const ConfigNode& entry, const std::string& key, Axis& a) {
       {"delay", "stragglers.delay"},
       {"stragglers", "stragglers.count"},
       {"persistence", "stragglers.persistence"},
+      {"probability", "stragglers.probability"},
       {"policy", "prediction.policy"},
       {"gamma", "network.gamma"}};
   if (key == "ranks" || key == "topology.ranks") {
@@ -130,7 +131,8 @@ void resolve_target(const ConfigNode& entry, const std::string& key, Axis& a) {
       std::any_of(path.begin(), path.end(), [](const std::string& p) { return p.empty(); })) {
     entry.fail(
         "cannot sweep '" + key +
-        "' (sweep ranks, size, delay, stragglers, persistence, policy, gamma, or a key path under "
+        "' (sweep ranks, size, delay, stragglers, persistence, probability, policy, gamma, or a "
+        "key path under "
         "topology, network, delays, stragglers, prediction or workload, e.g. topology.bandwidth, "
         "stragglers.delay.mean, workload.bucket_cap)");
   }
@@ -509,7 +511,14 @@ sim::SimulationConfig load_point(const ConfigNode& root, topo::Topology topology
     }
   }
   if (auto s = root.maybe("stragglers")) {
-    s->allow_only({"count", "ranks", "delay", "persistence"});
+    s->allow_only({"count", "ranks", "delay", "persistence", "probability"});
+    if (const auto d = root.maybe("delays")) {
+      if (const auto list = d->maybe("persistent")) {
+        std::vector<ConfigNode> entries = list->items();
+        entries.insert(entries.begin(), *s);
+        check_late_probabilities(entries);
+      }
+    }
     if (s->has("count") && s->has("ranks")) s->fail("give stragglers either a count or ranks");
     std::vector<int> ranks;
     if (s->has("ranks")) {
@@ -531,8 +540,11 @@ sim::SimulationConfig load_point(const ConfigNode& root, topo::Topology topology
     if (!ranks.empty()) {
       const sim::Distribution delay = load_distribution(s->child("delay"), dir);
       const double persistence = s->get_double("persistence", 1.0, 0.0, 1.0);
+      const double probability =
+          s->has("probability") ? load_late_probability(s->child("probability")) : 1.0;
       for (int r : ranks)
-        c.delays.stragglers.push_back({.rank = r, .extra = delay, .persistence = persistence});
+        c.delays.stragglers.push_back(
+            {.rank = r, .extra = delay, .persistence = persistence, .probability = probability});
     }
   }
   if (auto p = root.maybe("prediction")) {

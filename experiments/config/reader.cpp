@@ -11,6 +11,7 @@
 
 #include "common/error.hpp"
 #include "common/input_file.hpp"
+#include "common/suggest.hpp"
 
 namespace ssim::exp {
 namespace {
@@ -282,7 +283,10 @@ std::string ConfigNode::as_choice(std::initializer_list<const char*> choices) co
     if (v == c) return v;
     list += (list.empty() ? "" : ", ") + std::string(c);
   }
-  fail("unknown value '" + v + "' (expected one of: " + list + ")");
+  const std::optional<std::string> near =
+      closest_name(v, std::vector<std::string>(choices.begin(), choices.end()));
+  fail("unknown value '" + v + "' (" + (near ? "did you mean '" + *near + "'? " : "") +
+       "expected one of: " + list + ")");
 }
 
 bool ConfigNode::has(const std::string& key) const {
@@ -331,8 +335,11 @@ void ConfigNode::allow_only(std::initializer_list<const char*> allowed) const {
       list += (list.empty() ? "" : ", ") + std::string(a);
     }
     if (!ok) {
+      const std::optional<std::string> near =
+          closest_name(key, std::vector<std::string>(allowed.begin(), allowed.end()));
       ConfigNode(reader_, it->first, join_path(path_, key))
-          .fail("unknown key '" + key + "' (allowed here: " + list + ")");
+          .fail("unknown key '" + key + "' (" + (near ? "did you mean '" + *near + "'? " : "") +
+                "allowed here: " + list + ")");
     }
   }
 }

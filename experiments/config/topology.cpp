@@ -1,6 +1,7 @@
 #include <filesystem>
 
 #include "common/error.hpp"
+#include "common/suggest.hpp"
 #include "experiments/config/config.hpp"
 #include "topologies/generators.hpp"
 
@@ -120,7 +121,9 @@ topo::Topology load_inline(const ConfigNode& node) {
       if (std::find(keys.begin(), keys.end(), k) == keys.end()) {
         std::string list;
         for (const std::string& a : keys) list += (list.empty() ? "" : ", ") + a;
-        node.child(k).fail("unknown key '" + k + "' for a " + kind + " topology (allowed: " + list + ")");
+        const std::optional<std::string> near = closest_name(k, keys);
+        node.child(k).fail("unknown key '" + k + "' for a " + kind + " topology (" +
+                           (near ? "did you mean '" + *near + "'? " : "") + "allowed: " + list + ")");
       }
     }
   };

@@ -130,8 +130,10 @@ nlohmann::json delay_model_json(const sim::DelayModel& m) {
   j["base"] = distribution_json(m.base);
   nlohmann::json stragglers = nlohmann::json::array();
   for (const sim::PersistentStraggler& s : m.stragglers) {
-    stragglers.push_back(
-        {{"rank", s.rank}, {"extra", distribution_json(s.extra)}, {"persistence", s.persistence}});
+    nlohmann::json one = {
+        {"rank", s.rank}, {"extra", distribution_json(s.extra)}, {"persistence", s.persistence}};
+    if (s.probability != 1) one["probability"] = s.probability;  // older files stay as they were
+    stragglers.push_back(std::move(one));
   }
   j["stragglers"] = std::move(stragglers);
   j["trace"] = m.trace ? nlohmann::json{{"source", m.trace->source()},
@@ -457,8 +459,9 @@ std::string summary_table(const Experiment& e,
                         (d.base.kind_name() != "none" && d.base.kind_name() != "constant"));
     for (const sim::PersistentStraggler& s : d.stragglers) {
       random = random ||
-               (e.iterations > 1 && (s.persistence < 1 || (s.extra.kind_name() != "none" &&
-                                                           s.extra.kind_name() != "constant")));
+               (e.iterations > 1 &&
+                (s.persistence < 1 || s.probability < 1 ||
+                 (s.extra.kind_name() != "none" && s.extra.kind_name() != "constant")));
     }
   }
   std::vector<std::string> header;

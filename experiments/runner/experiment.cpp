@@ -170,8 +170,10 @@ class ProgressReporter {
  public:
   // `runs`: the run indices this invocation does (all of them, or a shard's, or the ones a
   // resumed run still lacks).
-  ProgressReporter(std::ostream* log, Progress mode, const Experiment& e, const std::vector<std::size_t>& runs)
-      : log_(log), total_(runs.size()), start_(Clock::now()) {
+  // `quiet_for`: seconds from the start in which nothing is printed.
+  ProgressReporter(std::ostream* log, Progress mode, const Experiment& e, const std::vector<std::size_t>& runs,
+                   double quiet_for = 0)
+      : log_(log), total_(runs.size()), start_(Clock::now()), quiet_for_(quiet_for) {
     if (mode == Progress::automatic) {
       mode = log == &std::cerr && isatty(STDERR_FILENO) ? Progress::bar : Progress::lines;
     }
@@ -188,6 +190,7 @@ class ProgressReporter {
   void finished(std::size_t run, const std::string& what, double seconds, std::size_t done,
                 const std::string& where = "") {
     done_cost_ += costs_[run];
+    if (quiet_for_ > 0 && since(start_) < quiet_for_) return;
     if (mode_ == Progress::lines) {
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.2fs", seconds);
@@ -203,6 +206,7 @@ class ProgressReporter {
   }
 
   void tick(std::size_t done) {
+    if (quiet_for_ > 0 && since(start_) < quiet_for_) return;
     if (mode_ == Progress::bar) draw(done);
   }
 
@@ -232,6 +236,7 @@ class ProgressReporter {
   double done_cost_ = 0;
   int columns_ = 80;
   Clock::time_point start_;
+  double quiet_for_ = 0;
   bool drawn_ = false;
   double last_draw_ = 0;
 };
@@ -458,10 +463,11 @@ int threads_per_run(int jobs, int threads) {
   return resolve_jobs(jobs) == 1 ? resolve_jobs(threads) : 1;
 }
 
-ExperimentRuns run_experiment_in_memory(const Experiment& e, int jobs, int threads) {
+ExperimentRuns run_experiment_in_memory(const Experiment& e, int jobs, int threads,
+                                        std::ostream* log, Progress progress, double quiet_for) {
   std::vector<std::size_t> todo(e.run_count());
   for (std::size_t r = 0; r < todo.size(); ++r) todo[r] = r;
-  ProgressReporter quiet(nullptr, Progress::none, e, todo);
+  ProgressReporter quiet(log, log ? progress : Progress::none, e, todo, quiet_for);
   ExperimentRuns out;
   out.runs.resize(e.points.size());
   out.summaries.resize(e.points.size());

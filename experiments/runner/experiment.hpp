@@ -254,7 +254,12 @@ struct ExperimentRuns {
   std::vector<std::vector<sim::SimulationResult>> runs;
   std::vector<std::vector<AlgorithmSummary>> summaries;
 };
-ExperimentRuns run_experiment_in_memory(const Experiment& e, int jobs, int threads = 1);
+// Progress (as `run` reports it) goes to `log` when it is given, from `quiet_for` seconds after
+// the start (a run that ends sooner prints nothing).
+ExperimentRuns run_experiment_in_memory(const Experiment& e, int jobs, int threads = 1,
+                                        std::ostream* log = nullptr,
+                                        Progress progress = Progress::none,
+                                        double quiet_for = 0);
 
 // The threads each run gets (RunnerOptions::threads): `threads` (0: every core) when `jobs`
 // (0: every core) resolves to 1 run at a time, else 1.

@@ -102,6 +102,7 @@ int run_program(int argc, char** argv) {
   // Named here, not from argv[0]: usage lines say "stragglesim-gpu", not the path it ran by.
   CLI::App app{"stragglesim-gpu: run schedules on GPUs with NCCL", "stragglesim-gpu"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("stragglesim-gpu ") + STRAGGLESIM_VERSION);
   CLI::App* devices =
       app.add_subcommand("devices", "List the CUDA devices and the CUDA/NCCL versions");
   devices->callback([] {
@@ -167,7 +168,7 @@ int run_program(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
-      return app.exit(e);  // --help
+      return app.exit(e);  // --help, --version
     const std::vector<CLI::App*> parsed = app.get_subcommands();
     std::cerr << "stragglesim-gpu: error: " << ssim::printable(e.what())
               << "\nRun 'stragglesim-gpu "

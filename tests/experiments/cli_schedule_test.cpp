@@ -108,7 +108,7 @@ TEST(CliSchedule, HelpOnEveryCommand) {
 TEST(CliSchedule, UnknownAlgorithmListsValidNames) {
   const CommandResult r = run_cli("schedule rung --ranks 8");
   EXPECT_NE(r.rc, 0);
-  EXPECT_TRUE(contains(r.err, "unknown algorithm 'rung' (valid: ring")) << r.err;
+  EXPECT_TRUE(contains(r.err, "unknown algorithm 'rung' (did you mean 'ring'? valid: ring")) << r.err;
 }
 
 TEST(CliSchedule, UnsupportedRanksSaysWhatIsSupported) {

@@ -38,6 +38,41 @@ TEST(ConfigDelays, DistributionsAndStragglers) {
   EXPECT_NEAR(m.stragglers[1].extra.mean()->value, 2e-3, 1e-15);
 }
 
+// An intermittent straggler: probability per step, persistence as before.
+TEST(ConfigDelays, Probability) {
+  const sim::DelayModel m = load(
+      "persistent: [{rank: 5, delay: {distribution: uniform, low: 3ms, high: 10ms}, "
+      "persistence: 0.9, probability: 0.3}]\n");
+  ASSERT_EQ(m.stragglers.size(), 1u);
+  EXPECT_DOUBLE_EQ(m.stragglers[0].probability, 0.3);
+  EXPECT_DOUBLE_EQ(m.stragglers[0].persistence, 0.9);
+  EXPECT_DOUBLE_EQ(load("persistent: [{rank: 5, delay: 1ms}]").stragglers[0].probability, 1.0);
+  const sim::DelayModel both = load(
+      "persistent: [{rank: 1, delay: 1ms, probability: 1}, {rank: 2, delay: 1ms, probability: "
+      "0.5}]");
+  EXPECT_DOUBLE_EQ(both.stragglers[1].probability, 0.5);
+}
+
+TEST(ConfigDelays, ProbabilityErrors) {
+  for (const char* bad : {"1.5", "-0.1", "nan", ".nan", "NaN", "inf", "30%", "{a: 1}"}) {
+    EXPECT_EQ(error_of(std::string("persistent: [{rank: 5, delay: 1ms, probability: ") + bad +
+                       "}]")
+                  .rfind("d.yaml:1:50: persistent[0].probability: must be a number in [0, 1]: "
+                         "the share of steps in which the straggler is late (1: every step)",
+                         0),
+              0u)
+        << bad;
+  }
+  // With a straggler late in every step, no probability can hold.
+  EXPECT_EQ(error_of("persistent:\n"
+                     "  - {rank: 1, delay: 1ms}\n"
+                     "  - {rank: 2, delay: 1ms, probability: 0.3}\n"),
+            "d.yaml:3:39: persistent[1].probability: a straggler late in a share of the steps "
+            "cannot be given together with one late in every step (persistent[0], line 2, has no "
+            "probability): any rank would then be late in every step; give every straggler a "
+            "probability (1: every step), or none (value: 0.3)");
+}
+
 TEST(ConfigDelays, EveryDistributionKind) {
   for (const char* d : {"{distribution: none}", "{distribution: constant, value: 1ms}",
                         "{distribution: uniform, low: 1ms, high: 2ms}", "{distribution: normal, mean: 1ms, stddev: 1ms}",
@@ -53,7 +88,7 @@ TEST(ConfigDelays, Errors) {
             "d.yaml:1:22: base.distribution: unknown value 'gamma' (expected one of: none, constant, uniform, "
             "normal, lognormal, exponential, pareto, empirical)");
   EXPECT_EQ(error_of("base: {distribution: uniform, low: 1ms, hgih: 2ms}"),
-            "d.yaml:1:41: base.hgih: unknown key 'hgih' (allowed here: distribution, low, high)");
+            "d.yaml:1:41: base.hgih: unknown key 'hgih' (did you mean 'high'? allowed here: distribution, low, high)");
   EXPECT_EQ(error_of("base: {distribution: lognormal, mean: 9.5ms}"),
             "d.yaml:1:7: base: missing required key 'p90' (value: {distribution: lognormal, mean: 9.5ms})");
   EXPECT_EQ(error_of("base: {distribution: lognormal, mean: 9.5ms, p90: 5ms}").find("d.yaml:1:7: base: "), 0u);

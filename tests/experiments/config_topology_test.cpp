@@ -196,7 +196,7 @@ TEST(ConfigTopology, ErrorsNameLineKeyAndValue) {
       "T (x1000) or Ki, Mi, Gi, Ti (x1024); e.g. 450GB/s, 450GBps, 450GiB/s, 400Gbps, 400Gb/s, "
       "400Gbit/s, 100Mibit/s)");
   EXPECT_EQ(error_of("kind: swtich\nranks: 8\n"),
-            "t.yaml:1:7: kind: unknown value 'swtich' (expected one of: switch, fully_connected, "
+            "t.yaml:1:7: kind: unknown value 'swtich' (did you mean 'switch'? expected one of: switch, fully_connected, "
             "ring, torus2d, "
             "torus3d, fat_tree, hierarchical, custom, shared_device)");
   EXPECT_EQ(error_of("kind: switch\nranks: 1\nbandwidth: 1GB/s\nlatency: 3us\n"),

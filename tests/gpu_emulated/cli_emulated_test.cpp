@@ -56,6 +56,13 @@ TEST(EmulatedCli, UsageShowsTheProgramName) {
   EXPECT_FALSE(contains(r.out, STRAGGLESIM_BIN)) << r.out;
 }
 
+// --version answers without a subcommand (issue 43: it was "A subcommand is required").
+TEST(EmulatedCli, Version) {
+  const auto r = run_cli("--version");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "stragglesim-gpu " STRAGGLESIM_VERSION "\n");
+}
+
 TEST(EmulatedCli, DevicesListsTheEmulatedGpus) {
   const auto r = run_cli("devices");
   EXPECT_EQ(r.rc, 0) << r.err;

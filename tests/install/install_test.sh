@@ -18,6 +18,12 @@ share=$tmp/prefix/share/stragglesim
 [[ -f $share/plot.py ]] || fail "no $share/plot.py"
 [[ -f $share/configs/experiments/default.yaml ]] || fail "no shipped default experiment"
 [[ -f $share/configs/topologies/dgx_h100.yaml ]] || fail "no shipped topologies"
+[[ -x $share/train_plot.py ]] || fail "no executable $share/train_plot.py"
+doc=$tmp/prefix/share/doc/stragglesim
+[[ -f $doc/README.md && -f $doc/docs/user_guide.md && -f $doc/docs/tutorial.md ]] || fail "no guides in $doc"
+[[ -f $doc/docs/img/default_speedup_vs_ranks.png ]] || fail "no README figure in $doc/docs/img"
+# CMake's own record of what it installed, rewritten by every install (docs/cli.md says so).
+grep -qx "$share/train_plot.py" "$build/install_manifest.txt" || fail "install_manifest.txt lacks train_plot.py"
 
 mkdir "$tmp/elsewhere"
 cd "$tmp/elsewhere"

@@ -170,6 +170,41 @@ class Figures(unittest.TestCase):
         for (_, right), (left, _) in zip(spans, spans[1:]):
             self.assertLess(right, left, spans)
 
+    def test_every_swept_delay_labelled_and_a_compact_legend(self):
+        # Issue 43: multi_node_hierarchical's delay axis (0 to 100ms) in four panels: side by
+        # side one of them finds no room; upright, every value is labelled, none overlapping, and the
+        # figure leaves them room. The legend of 7 entries is 2 rows of 4, not a row across the
+        # figure.
+        delays = ["0", "2ms", "5ms", "20ms", "100ms"]
+        axis = plot.XAxis({"key": "stragglers.delay", "values": delays,
+                           "numeric": [0.0, 2e-3, 5e-3, 2e-2, 1e-1], "unit": "s", "straggler_delay": True})
+        self.assertLess(len(axis.fitting_labels(plot.TWO_COLUMNS_IN / 4)), len(delays))  # side by side
+        entries = ["ring (baseline)"] + [f"algorithm{i}" for i in range(6)]
+        fig = plot.Figure(4, "t", [], entries)
+        self.assertEqual(fig.ncol, 4)
+        lines = []
+        for ax in fig.axes:
+            for j in range(len(entries)):
+                (h,) = ax.plot(axis.positions, [1.0 + j] * len(delays))
+                lines.append(h)
+            fig.xtick_in = max(fig.xtick_in, axis.apply(ax, fig.panel_w))
+        self.assertGreater(fig.xtick_in, plot.LINE_IN)
+        fig.finish(lines[:len(entries)], entries)
+        renderer = fig.fig.canvas.get_renderer()
+        for ax in fig.axes:
+            labels = [t for t in ax.get_xticklabels() if t.get_text()]
+            self.assertEqual([t.get_text() for t in labels], delays)
+            boxes = sorted((t.get_window_extent(renderer) for t in labels), key=lambda b: b.x0)
+            for a, b in zip(boxes, boxes[1:]):
+                self.assertLess(a.x1, b.x0, (a, b))
+            # Inside the figure, below the panel.
+            panel = ax.get_window_extent(renderer)
+            self.assertGreaterEqual(min(b.y0 for b in boxes), 0)
+            self.assertLessEqual(max(b.y1 for b in boxes), panel.y0)
+        legend = fig.fig.legends[0].get_window_extent(renderer)
+        self.assertLess(legend.width, 0.8 * fig.fig.bbox.width)
+        plot.plt.close(fig.fig)
+
     def test_overlap_is_judged_on_the_axis_as_drawn(self):
         # On a log axis over 0.5..30, lines 1.4% apart hide one another: named.
         notes = plot.coinciding({"a": [1.0, 10.0], "b": [1.014, 10.1], "c": [2.0, 20.0]}, "log", 0.5, 30.0)

@@ -72,6 +72,35 @@ class TrainPlot(unittest.TestCase):
         self.assertAlmostEqual(float(row["lost_gpu_hours_per_day"]), ring["lost_gpu_hours_per_day"], places=9)
         self.assertIn("lost_gpu_hours_vs_persistence.png", r.stdout)
 
+    def test_progress_lines(self):
+        out = os.path.join(self.tmp.name, "plots")
+        r = run("--persistence", "0.5,1", self.job, out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = [line for line in r.stderr.splitlines() if "done in" in line]
+        self.assertEqual(len(lines), 3, r.stderr)
+        self.assertIn("run 1/3, the job as configured: done in ", lines[0])
+        self.assertIn("run 3/3, persistence 1: done in ", lines[2])
+
+    def test_finds_a_python_with_matplotlib(self):
+        # -S: no site-packages, so this interpreter lacks matplotlib; the script runs itself
+        # again with STRAGGLESIM_PYTHON, which has it.
+        out = os.path.join(self.tmp.name, "plots")
+        env = dict(os.environ, STRAGGLESIM_PYTHON=sys.executable)
+        env.pop("STRAGGLESIM_TRAIN_PLOT_RERUN", None)
+        r = subprocess.run([sys.executable, "-S", SCRIPT, "--stragglesim", BINARY, "--persistence", "none",
+                            self.job, out], capture_output=True, text=True, check=False, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("lacks matplotlib; running with " + sys.executable, r.stderr)
+        self.assertTrue(os.path.isfile(os.path.join(out, "step_time_cdf.png")))
+        # Already re-run once (or no interpreter has it): exit 2, nothing written.
+        env["STRAGGLESIM_TRAIN_PLOT_RERUN"] = "1"
+        fresh = os.path.join(self.tmp.name, "fresh")
+        r = subprocess.run([sys.executable, "-S", SCRIPT, self.job, fresh], capture_output=True, text=True,
+                           check=False, env=env)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("no python3 with matplotlib", r.stderr)
+        self.assertFalse(os.path.exists(fresh))
+
     def test_refuses_an_existing_folder_and_bad_arguments(self):
         out = os.path.join(self.tmp.name, "exists")
         os.mkdir(out)

@@ -570,6 +570,76 @@ TEST(DelayGeneratorInvalid, TraceRankCountMismatch) {
   expect_input_error([&] { DelayGenerator(m, 8, 1); }, "has 4 ranks, the run has 8");
 }
 
+TEST(DelayGeneratorInvalid, ProbabilityOutsideUnitInterval) {
+  for (double p : {1.5, -0.1, static_cast<double>(NAN)}) {
+    DelayModel m = one_straggler(1, 1.0);
+    m.stragglers[0].probability = p;
+    expect_input_error([&] { DelayGenerator(m, 8, 1); },
+                       "straggler 0: probability must lie in [0, 1]");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Intermittent stragglers (probability < 1)
+
+DelayModel intermittent(double probability, double persistence) {
+  DelayModel m;
+  m.base = Distribution::exponential(ms(0.05));
+  m.stragglers.push_back({.rank = 5,
+                          .extra = Distribution::uniform(ms(3), ms(10)),
+                          .persistence = persistence,
+                          .probability = probability});
+  return m;
+}
+
+// Late in about `probability` of the iterations; when late, the rank and the delay are the very
+// draws of the every-iteration model (paired), and the base delays are untouched.
+TEST(IntermittentStraggler, LateInItsShareOfIterationsOnTheSameDraws) {
+  const DelayGenerator every(intermittent(1.0, 0.8), 8, 7);
+  const DelayGenerator some(intermittent(0.3, 0.8), 8, 7);
+  const int n = 4000;
+  int late = 0, home = 0;
+  for (int i = 0; i < n; ++i) {
+    const IterationArrivals a = every.iteration(i), b = some.iteration(i);
+    ASSERT_EQ(b.straggler_late.size(), 1u);
+    EXPECT_EQ(a.straggler_late[0], 1);
+    EXPECT_EQ(a.straggler_ranks, b.straggler_ranks);
+    const auto r = static_cast<std::size_t>(b.straggler_ranks[0]);
+    for (std::size_t k = 0; k < 8; ++k) {
+      if (k != r || b.straggler_late[0]) EXPECT_EQ(a.arrival[k], b.arrival[k]) << i;
+    }
+    if (b.straggler_late[0]) {
+      ++late;
+      home += b.straggler_ranks[0] == 5;
+      EXPECT_EQ(b.last_rank, b.straggler_ranks[0]);
+      EXPECT_GE(b.arrival[r].value, 3e-3);
+    } else {
+      EXPECT_LT(b.arrival[r].value, 3e-3) << i;  // only its base delay
+    }
+  }
+  // Binomial: 4000 x 0.3 = 1200 +- 29 (1 sd); persistence among the late ones 0.8 +- 0.012.
+  EXPECT_NEAR(late, 1200, 120);
+  EXPECT_NEAR(static_cast<double>(home) / late, 0.8, 0.05);
+}
+
+TEST(IntermittentStraggler, ZeroNeverLateAndSeeded) {
+  const DelayGenerator never(intermittent(0.0, 1.0), 8, 3);
+  for (int i = 0; i < 200; ++i) EXPECT_EQ(never.iteration(i).straggler_late[0], 0);
+  const DelayGenerator g1(intermittent(0.4, 0.9), 8, 11, StragglerPolicy::previous);
+  const DelayGenerator g2(intermittent(0.4, 0.9), 8, 11, StragglerPolicy::previous);
+  const std::vector<IterationArrivals> a = g1.iterations(0, 100), b = g2.iterations(0, 100);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    expect_same(a[i], b[i]);
+    EXPECT_EQ(a[i].straggler_late, b[i].straggler_late);
+  }
+}
+
+TEST(IntermittentStraggler, Describe) {
+  EXPECT_EQ(DelayModel(intermittent(0.3, 0.9)).describe(),
+            "base=exponential(mean=50.000us), stragglers=[rank 5 +uniform(3.000ms, 10.000ms) "
+            "persistence 0.9 probability 0.3]");
+}
+
 TEST(DelayGenerator, DescribeEchoesEverything) {
   const DelayGenerator gen(one_straggler(1, 0.9), 4, 42, StragglerPolicy::fixed, 1);
   EXPECT_EQ(gen.describe(),
