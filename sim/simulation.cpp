@@ -6,6 +6,7 @@
 #include <memory>
 #include <sstream>
 
+#include "common/cancel.hpp"
 #include "common/error.hpp"
 #include "sim/adaptive.hpp"
 #include "sim/trace.hpp"
@@ -300,6 +301,7 @@ SimulationResult run_simulation(const SimulationConfig& config) {
   for (int first = 0; first < config.iterations; first += kArrivalBlock) {
     const int count = std::min(kArrivalBlock, config.iterations - first);
     for (const IterationArrivals& a : delays.iterations(first, count)) {
+      cancellation_point();  // the Python binding's KeyboardInterrupt (common/cancel.hpp)
       RunOptions options;
       options.threads = config.threads;
       int predicted_straggler = a.predicted_straggler;

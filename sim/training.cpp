@@ -6,6 +6,7 @@
 #include <optional>
 #include <span>
 
+#include "common/cancel.hpp"
 #include "common/error.hpp"
 #include "common/stats.hpp"
 #include "sim/executor.hpp"
@@ -411,6 +412,7 @@ class StepModel {
       }
     };
     for (int s = 0; s < c_.steps; ++s) {
+      cancellation_point();  // the Python binding's KeyboardInterrupt (common/cancel.hpp)
       if (delays) {
         const IterationArrivals a = delays->iteration(s);
         previous_delay.swap(delay);

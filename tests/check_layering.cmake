@@ -3,7 +3,7 @@ cmake_minimum_required(VERSION 3.22)
 #   common -> (nothing); algorithms, topologies, schema -> common; sim -> algorithms, topologies;
 #   calibration -> schema, algorithms; lowering -> algorithms; experiments -> sim, schema,
 #   calibration, lowering (never gpu_backend); gpu_backend -> algorithms, topologies, schema,
-#   lowering.
+#   lowering; python (the Python package's extension module) -> everything but gpu_backend.
 # Only the config loader (experiments/config/) may include yaml-cpp, and sim/ includes neither
 # <fstream> nor <filesystem>: the simulator receives numbers, files are read at the edge.
 set(allowed_common "common")
@@ -15,7 +15,8 @@ set(allowed_calibration "common;algorithms;schema;calibration")
 set(allowed_lowering "common;algorithms;lowering")
 set(allowed_experiments "common;algorithms;topologies;sim;schema;calibration;lowering;experiments")
 set(allowed_gpu_backend "common;algorithms;topologies;schema;lowering;gpu_backend")
-set(layers common algorithms topologies schema sim calibration lowering experiments gpu_backend)
+set(allowed_python "common;algorithms;topologies;sim;schema;calibration;lowering;experiments;python")
+set(layers common algorithms topologies schema sim calibration lowering experiments gpu_backend python)
 set(errors "")
 foreach(layer IN LISTS layers)
   file(GLOB_RECURSE files ${ROOT}/${layer}/*.hpp ${ROOT}/${layer}/*.cpp ${ROOT}/${layer}/*.cu)
