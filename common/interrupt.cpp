@@ -60,4 +60,6 @@ void throw_if_interrupted(const std::string& what) {
   if (const int s = interrupt_signal(); s != 0) throw Interrupted(s, signal_name(s) + ": " + what);
 }
 
+void clear_interrupt_signal() { received.store(0); }
+
 }  // namespace ssim

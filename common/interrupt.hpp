@@ -31,5 +31,8 @@ int interrupt_signal();
 std::string signal_name(int signal_number);
 // Throws Interrupted("SIGNAL: what") when a signal was received.
 void throw_if_interrupted(const std::string& what);
+// Forgets the signal received, for a process that goes on after an interrupted command (the
+// Python package: a notebook runs the next cell).
+void clear_interrupt_signal();
 
 }  // namespace ssim

@@ -24,6 +24,8 @@ if [[ $mode != --run ]]; then
     libgtest-dev libgmock-dev libbenchmark-dev
     libopenmpi-dev openmpi-bin
     libsimgrid-dev  # only the SimGrid cross-check of the flow model (tests/simgrid, ctest -L simgrid)
+    # the Python package (python/, docs/python.md) for /usr/bin/python3, and its tests (ctest -L python)
+    python3-dev pybind11-dev python3-pybind11 python3-numpy python3-yaml python3-pytest python3-torch
   )
 fi
 if [[ $mode == --fuzz ]]; then

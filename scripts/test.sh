@@ -6,7 +6,8 @@
 #               any report fails the test that triggered it. LeakSanitizer ignores OpenMPI's own
 #               leaks (scripts/lsan_openmpi.supp). The CUDA backend is off there (nvcc's runtime
 #               and ASan's shadow memory do not mix; its host code still runs under the
-#               sanitizers in the gpu_emulated tests).
+#               sanitizers in the gpu_emulated tests). The Python package is off there too (an
+#               ASan extension module cannot be loaded into Debian's uninstrumented python3).
 #   --clang     clang++ build in build-clang/ (the second compiler; CUDA kernels still go through
 #               nvcc with its own host compiler).
 # STRAGGLESIM_BUILD_DIR overrides the build folder, STRAGGLESIM_JOBS the parallelism.
@@ -26,7 +27,7 @@ case $mode in
     # -O1 -g1 (line tables): the stacks a report needs, at about half the compile time of -O2 -g
     # (experiments/cli/simulate.cpp: 57 s against 104 s, objects 2.3x smaller).
     extra=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
-           -DSTRAGGLESIM_GPU=OFF "-DCMAKE_CXX_FLAGS=$san"
+           -DSTRAGGLESIM_GPU=OFF -DSTRAGGLESIM_PYTHON=OFF "-DCMAKE_CXX_FLAGS=$san"
            "-DCMAKE_EXE_LINKER_FLAGS=$san" "-DCMAKE_SHARED_LINKER_FLAGS=$san")
     # The MPI tests get full malloc stacks and OpenMPI's components kept loaded: without them a
     # leak inside OpenMPI shows one frame or "<unknown module>" and no suppression can name it.

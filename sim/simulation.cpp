@@ -6,6 +6,7 @@
 #include <memory>
 #include <sstream>
 
+#include "common/cancel.hpp"
 #include "common/error.hpp"
 #include "sim/adaptive.hpp"
 #include "sim/trace.hpp"
@@ -429,6 +430,7 @@ SimulationResult run_simulation(const SimulationConfig& config) {
   for (int first = 0; first < config.iterations; first += kArrivalBlock) {
     const int count = std::min(kArrivalBlock, config.iterations - first);
     for (const IterationArrivals& a : delays.iterations(first, count)) {
+      cancellation_point();  // the Python binding's KeyboardInterrupt (common/cancel.hpp)
       Prediction prediction = predict(config, schedule, a, previous_arrival, previous_late);
       RunOptions options;
       options.threads = config.threads;

@@ -7,6 +7,7 @@
 #include <span>
 
 #include "common/checked.hpp"
+#include "common/cancel.hpp"
 #include "common/error.hpp"
 #include "common/stats.hpp"
 #include "sim/executor.hpp"
@@ -415,6 +416,7 @@ class StepModel {
       }
     };
     for (int s = 0; s < c_.steps; ++s) {
+      cancellation_point();  // the Python binding's KeyboardInterrupt (common/cancel.hpp)
       if (delays) {
         const IterationArrivals a = delays->iteration(s);
         previous_delay.swap(delay);

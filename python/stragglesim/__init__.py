@@ -1,0 +1,247 @@
+"""stragglesim: AllReduce schedules, their lowering and the simulator, from Python.
+
+The functions here call the same C++ as the ``stragglesim`` command line (the extension module
+``stragglesim._core``), with the same checks: a bad input raises :class:`InputError` (a
+``ValueError``) whose message is what the CLI prints after ``stragglesim: error:``.
+
+    >>> import stragglesim as ss
+    >>> s = ss.schedule("ring", 4)                 # rounds of (src, dst, chunk_begin, chunk_end, op)
+    >>> s["rounds"][0]["transfers"][0]
+    (0, 1, 0, 1, 'reduce')
+    >>> plan = ss.lower("stragglar", 8, "1MiB", straggler=7)   # per-rank send/receive plan
+    >>> df = ss.simulate({"topology": "h200", "ranks": 8, ...})  # columns of the JSON output
+
+Configs (``simulate``, ``run``) are a YAML path or a dict in the same config language
+(docs/user_guide.md); a dict is written out as YAML text and read by the same loader, so its
+errors name the key path (as ``<dict>:LINE:COLUMN: key.path: ...``). Results come as columns
+with the names of the CLI's CSV and JSON outputs: a pandas DataFrame when pandas is installed,
+else a :class:`Columns` dict of NumPy arrays. See docs/python.md.
+
+``stragglesim.torch`` holds the DDP communication hook that runs any of these schedules with
+``torch.distributed`` point-to-point operations.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import tempfile
+import warnings
+from typing import Any, Dict, List, Mapping, Optional, Union
+
+import numpy as np
+
+from . import _core
+from ._core import InputError, InternalError, ResourceError, UsageError
+
+__version__ = _core.__version__
+__all__ = [
+    "Columns",
+    "InputError",
+    "InternalError",
+    "ResourceError",
+    "UsageError",
+    "algorithms",
+    "lower",
+    "run",
+    "schedule",
+    "simulate",
+]
+
+Config = Union[str, "os.PathLike[str]", Mapping[str, Any]]
+
+
+class Columns(dict):
+    """Columns of a result (name -> NumPy array), used when pandas is not installed.
+
+    ``attrs`` holds the run's summary (as ``DataFrame.attrs`` does with pandas).
+    """
+
+    def __init__(self, columns: Mapping[str, Any], attrs: Optional[Dict[str, Any]] = None):
+        super().__init__(columns)
+        self.attrs: Dict[str, Any] = dict(attrs or {})
+
+    def __repr__(self) -> str:
+        rows = len(next(iter(self.values()))) if self else 0
+        return f"Columns({rows} rows: {', '.join(self.keys())})"
+
+
+def _frame(columns: Mapping[str, Any], attrs: Dict[str, Any]):
+    cols = {k: (v if isinstance(v, np.ndarray) else np.asarray(v)) for k, v in columns.items()}
+    try:
+        import pandas as pd  # optional
+    except ImportError:
+        return Columns(cols, attrs)
+    df = pd.DataFrame(cols)
+    df.attrs.update(attrs)
+    return df
+
+
+def _options(options: Mapping[str, Any]):
+    """keyword options -> (the CLI's --option items, --straggler or -1)."""
+    straggler = -1
+    items: List[str] = []
+    for key, value in options.items():
+        if key == "straggler":
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise InputError(f"--straggler: must be an integer rank, got {value!r}")
+            if value < 0:
+                raise InputError(f"--straggler: must be >= 0, got {value}")
+            straggler = int(value)
+            continue
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        items.append(f"{key}={value}")
+    return items, straggler
+
+
+def _budget(value: Optional[str]) -> str:
+    return "" if value is None else str(value)
+
+
+def algorithms() -> List[Dict[str, Any]]:
+    """The registry's algorithms: name, description, supported_ranks, straggler_aware,
+    in_network and options ((name, description, default) tuples), as ``stragglesim algorithms``."""
+    return _core.algorithms()
+
+
+def supports_ranks(algorithm: str, ranks: int) -> bool:
+    """Whether ``algorithm`` makes a schedule for ``ranks`` ranks (InputError: unknown name)."""
+    return _core.supports_ranks(algorithm, int(ranks))
+
+
+def schedule(algorithm: str, ranks: int, *, max_memory: Optional[str] = None,
+             max_time: Optional[str] = None, **options: Any) -> Dict[str, Any]:
+    """The schedule ``stragglesim schedule ALGORITHM --ranks RANKS`` writes, as data, verified.
+
+    ``options`` are the generator's options (``--option key=value``; ``straggler=R`` is
+    ``--straggler R``). Returns a dict: algorithm, collective, ranks, chunks, straggler (or
+    None), late, options, transfers (count), verified (always True: a schedule that fails
+    verification raises InternalError), summary (the verifier's text) and rounds, a list of
+    ``{"phase": str, "transfers": [(src, dst, chunk_begin, chunk_end, "reduce"|"copy"), ...]}``
+    (chunk ranges are half-open; in-network schedules also have ``switch_reduces``:
+    ``(members, receivers, chunk_begin, chunk_end)``).
+    """
+    items, straggler = _options(options)
+    return _core.schedule(algorithm, int(ranks), items, straggler, _budget(max_memory),
+                          _budget(max_time))
+
+
+def lower(algorithm: str, ranks: int, bytes: Union[int, str], dtype: str = "float32",
+          align: int = 128, *, max_memory: Optional[str] = None,
+          max_time: Optional[str] = None, **options: Any) -> Dict[str, Any]:
+    """The per-rank point-to-point plan of ``stragglesim lower`` (lowering/plan.hpp), as data.
+
+    ``bytes``: per-rank buffer size (an int, or text such as ``"64MiB"``). Returns a dict:
+    algorithm, collective, ranks, rounds, straggler, layout (dtype, dtype_size, chunks, align,
+    bytes, count, chunk_count, padded_count, padded_bytes) and rank_plans: per rank
+    ``{"steps": [...], "scratch_bytes": int}``, each step ``{"round", "sends": [(peer, offset,
+    count)], "recvs": [(peer, scratch_offset, count)], "applies": [("reduce"|"copy", offset,
+    scratch_offset, count)], "scratch_bytes"}``: offsets in bytes, counts in elements. A step's
+    sends read the buffer as it was before the step; receives land in scratch and are applied
+    after all of the step's transfers, in order.
+    """
+    items, straggler = _options(options)
+    if isinstance(bytes, bool) or not isinstance(bytes, (int, np.integer, str)):
+        raise InputError(f"--bytes: expected a size (an integer or text like 64MiB), got {bytes!r}")
+    return _core.lower(algorithm, int(ranks), str(bytes), dtype, int(align), items, straggler,
+                       _budget(max_memory), _budget(max_time))
+
+
+def _config_source(config: Config):
+    """(source, is_text, name): a path as is, a mapping as YAML text named <dict>."""
+    if isinstance(config, Mapping):
+        import yaml  # python3-yaml
+
+        return yaml.safe_dump(dict(config), sort_keys=False), True, "<dict>"
+    if isinstance(config, (str, os.PathLike)):
+        return os.fspath(config), False, ""
+    raise TypeError(f"config must be a YAML path or a dict, got {type(config).__name__}")
+
+
+def simulate(config: Config, *, iterations: Optional[int] = None, seed: Optional[int] = None,
+             per_rank: bool = False, threads: int = 1, max_memory: Optional[str] = None,
+             max_time: Optional[str] = None):
+    """``stragglesim simulate CONFIG --json``: one configuration over many iterations.
+
+    Returns one row per iteration with the JSON output's names: iteration, completion_s,
+    after_last_arrival_s, algbw_GBps, busbw_GBps, last_rank, predicted_straggler, chosen; the
+    summary (mean_completion_s, mean_after_last_arrival_s, algbw_GBps, busbw_GBps,
+    prediction_accuracy, fallback_fraction, algorithm, ranks, rounds, transfers, seed, ...) is
+    in ``.attrs``, with ``arrival_s`` and ``finish_s`` (iterations x ranks arrays) when
+    ``per_rank``. Runs without the GIL; Ctrl-C (KeyboardInterrupt) stops it between iterations.
+    """
+    source, is_text, name = _config_source(config)
+    cols, attrs = _core.simulate(source, is_text, name, int(iterations or 0),
+                                 -1 if seed is None else int(seed), bool(per_rank), int(threads),
+                                 _budget(max_memory), _budget(max_time))
+    if attrs.get("shared_link"):
+        warnings.warn(attrs["shared_link"], RuntimeWarning, stacklevel=2)
+    return _frame(cols, attrs)
+
+
+def _parse_column(cells: List[str]) -> np.ndarray:
+    """int64 (uint64 for seeds beyond it), else float64 (empty cells: NaN), else strings."""
+    try:
+        ints = [int(c) for c in cells]
+        try:
+            return np.array(ints, dtype=np.int64)
+        except OverflowError:
+            return np.array(ints, dtype=np.uint64)
+    except (ValueError, OverflowError):
+        pass
+    try:
+        return np.array([float(c) if c != "" else np.nan for c in cells], dtype=np.float64)
+    except ValueError:
+        return np.array(cells, dtype=object)
+
+
+def _read_csv(path: str):
+    """results.csv as columns: a column of numbers as int64 or float64 (empty cells: NaN),
+    anything else as strings."""
+    with open(path, newline="") as f:
+        reader = csv.reader(f)
+        header = next(reader)
+        rows = list(reader)
+    cols: Dict[str, Any] = {}
+    for j, name in enumerate(header):
+        cells = [r[j] if j < len(r) else "" for r in rows]
+        cols[name] = _parse_column(cells)
+    return cols
+
+
+def run(experiment: Config, *, output: Optional[Union[str, "os.PathLike[str]"]] = None,
+        iterations: Optional[int] = None, seed: Optional[int] = None, jobs: int = 1,
+        threads: int = 1, force: bool = False, max_memory: Optional[str] = None,
+        max_time: Optional[str] = None):
+    """``stragglesim run EXPERIMENT -o OUTPUT --no-plots``: every (point, algorithm) of an
+    experiment; returns results.csv's rows as columns (the same names).
+
+    ``output``: the folder for results.csv, results.json and journal.jsonl (kept); None: a
+    temporary folder, removed once the CSV is read. ``jobs`` runs at a time (0: every core).
+    Ctrl-C stops after the runs in flight (KeyboardInterrupt; the journal stays, as in the CLI).
+    """
+    source, is_text, name = _config_source(experiment)
+    temporary = None
+    if output is None:
+        temporary = tempfile.mkdtemp(prefix="stragglesim-run-")
+        folder = temporary
+    else:
+        folder = os.fspath(output)
+    try:
+        written, files, _ = _core.run(source, is_text, name, folder, int(iterations or 0),
+                                      -1 if seed is None else int(seed), int(jobs), int(threads),
+                                      bool(force), _budget(max_memory),
+                                      _budget(max_time))
+        csv_path = next((f for f in files if f.endswith("results.csv")),
+                        os.path.join(written, "results.csv"))
+        cols = _read_csv(csv_path)
+    finally:
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)
+    attrs: Dict[str, Any] = {"experiment": name or source}
+    if temporary is None:
+        attrs["output"] = written
+        attrs["files"] = list(files)
+    return _frame(cols, attrs)

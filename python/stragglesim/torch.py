@@ -1,0 +1,338 @@
+"""Any stragglesim schedule as a PyTorch DDP communication hook (docs/python.md).
+
+    import stragglesim.torch as sst
+    model = torch.nn.parallel.DistributedDataParallel(net)
+    model.register_comm_hook(None, sst.allreduce_hook(algorithm="stragglar", straggler="previous"))
+
+The hook runs the schedule the registry makes (ring, rhd, dbtree, stragglar, stragglar_hier,
+direct, ...) with ``torch.distributed`` point-to-point operations on the flattened gradient
+bucket: the plan of ``stragglesim.lower`` for the bucket's size and dtype (cached per size,
+dtype and straggler), one ``batch_isend_irecv`` group per round in which the rank takes part,
+then the round's receives applied in order (``+=`` for a reduce, a copy for a copy), which is the
+schedule IR's round semantics. The bucket is padded to the plan's layout (any size works, one
+element included) and the sum is divided by the world size, as DDP's default hook does.
+
+Straggler-aware schedules (StragglAR) are built for one late rank:
+
+* ``straggler=R`` (an int): always rank R (``"fixed"``).
+* ``straggler="previous"``: each rank records when its first bucket of a step became ready,
+  as the time since its last exchange ended; those times travel inside that bucket's own exchange
+  (``world_size`` extra elements of the padded buffer, each rank writing only its own, so the sum
+  delivers all of them; no extra collective), and the rank that was last becomes the straggler of
+  the next step. The first step runs for the schedule's default straggler. Ranks that are not
+  waiting for the straggler run the rounds that do not involve it while it still computes: a
+  point-to-point operation waits only for its peer.
+* ``straggler=None``: the schedule's default.
+
+``arrival_log=PATH``: rank 0 writes ``rank,step,seconds`` rows (each rank's time from the end of
+the previous step's last exchange to its first bucket being ready), the step log that
+``stragglesim fit-delays`` reads (experiments/config/delay_files.hpp). The file must not exist.
+
+Errors (an unknown algorithm or option, a world size the schedule cannot serve, a straggler
+outside the world, a backend without point-to-point operations) raise ``stragglesim.InputError``
+when the hook is made, on every rank alike, before anything is sent. ``allreduce_`` on tensors
+that are not dense, contiguous and of one floating dtype raises on every rank: a flag travels
+with the exchange, so a bad input on one rank never leaves the others waiting.
+
+Works on any backend with point-to-point operations: gloo (CPU tensors; also CUDA tensors, staged
+through the host by gloo) and NCCL (CUDA tensors).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+import torch
+import torch.distributed as dist
+
+from . import InputError, lower as _lower, schedule as _schedule, supports_ranks
+
+__all__ = ["ScheduleAllReduce", "allreduce_hook"]
+
+_P2P_BACKENDS = ("gloo", "nccl", "mpi")
+_DTYPES = {
+    torch.float32: "float32",
+    torch.float64: "float64",
+    torch.float16: "float16",
+    torch.bfloat16: "bfloat16",
+}
+
+
+class _Step:
+    """One round of one rank's plan, in elements: sends (peer, begin, end) of the data buffer,
+    receives (peer, begin, end) of scratch, applies (reduce?, data begin, scratch begin, count)."""
+
+    __slots__ = ("sends", "recvs", "applies")
+
+    def __init__(self, step: Dict[str, Any], size: int):
+        self.sends = [(p, o // size, o // size + c) for p, o, c in step["sends"]]
+        self.recvs = [(p, o // size, o // size + c) for p, o, c in step["recvs"]]
+        self.applies = [(op == "reduce", o // size, s // size, c) for op, o, s, c in step["applies"]]
+
+
+class _Plan:
+    def __init__(self, plan: Dict[str, Any], rank: int):
+        layout = plan["layout"]
+        size = layout["dtype_size"]
+        self.padded = layout["padded_count"]
+        self.scratch = plan["rank_plans"][rank]["scratch_bytes"] // size
+        self.steps = [_Step(s, size) for s in plan["rank_plans"][rank]["steps"]]
+
+
+class ScheduleAllReduce:
+    """A schedule run as an AllReduce (sum) over ``process_group`` with point-to-point operations.
+
+    ``algorithm`` and ``options`` as for ``stragglesim.schedule``; ``straggler``: None, a rank,
+    ``"fixed"`` (with ``options["straggler"]``) or ``"previous"``. Every rank must make it with
+    the same arguments. Raises InputError (on every rank) for what the schedule cannot serve.
+    """
+
+    def __init__(self, algorithm: str = "ring", straggler: Union[None, int, str] = None,
+                 process_group: Optional[dist.ProcessGroup] = None,
+                 arrival_log: Optional[Union[str, "os.PathLike[str]"]] = None, **options: Any):
+        if not dist.is_available() or not dist.is_initialized():
+            raise InputError("stragglesim.torch: torch.distributed is not initialized "
+                             "(call dist.init_process_group first)")
+        self.group = process_group
+        self.world = dist.get_world_size(process_group)
+        self.rank = dist.get_rank(process_group)
+        backend = str(dist.get_backend(process_group)).lower()
+        if backend not in _P2P_BACKENDS:
+            raise InputError(f"stragglesim.torch: backend '{backend}' has no point-to-point "
+                             f"operations (send/recv); use one of: {', '.join(_P2P_BACKENDS)}")
+        self.backend = backend
+        self.peers = self._global_ranks()  # group rank -> global rank, for P2POp
+        self.algorithm = algorithm
+        self.options = dict(options)
+        if "straggler" in self.options:
+            if straggler not in (None, "fixed"):
+                raise InputError("stragglesim.torch: give the straggler once: straggler=R, or "
+                                 "straggler='fixed' with the option straggler=R")
+            straggler = self.options.pop("straggler")
+        elif straggler == "fixed":
+            raise InputError("stragglesim.torch: straggler='fixed' needs the rank: straggler=R")
+        self.mode = "previous" if straggler == "previous" else ("fixed" if straggler is not None
+                                                                 else "default")
+        if self.mode == "fixed":
+            if isinstance(straggler, bool) or not isinstance(straggler, int):
+                raise InputError(f"stragglesim.torch: straggler must be a rank, 'fixed' or "
+                                 f"'previous', got {straggler!r}")
+            if not 0 <= straggler < self.world:
+                raise InputError(f"stragglesim.torch: straggler {straggler} is outside the world "
+                                 f"(ranks 0..{self.world - 1})")
+        self.fixed = straggler if self.mode == "fixed" else None
+        # The schedule's header, checked now on every rank: algorithm, options, world size.
+        if not supports_ranks(algorithm, self.world):
+            info = next((a for a in _core_algorithms() if a["name"] == algorithm), None)
+            rule = info["supported_ranks"] if info else "?"
+            raise InputError(f"stragglesim.torch: {algorithm} does not run on {self.world} ranks "
+                             f"(world size; it supports {rule})")
+        header = self._header(self.fixed)
+        self.aware = header["straggler"] is not None
+        if self.mode == "previous" and not self.aware:
+            raise InputError(f"stragglesim.torch: straggler='previous' needs a straggler-aware "
+                             f"algorithm; {algorithm} is not one")
+        self.chunks = header["chunks"]
+        self.default_straggler = header["straggler"]
+        self._headers: Dict[Optional[int], Dict[str, Any]] = {self.fixed: header}
+        self._plans: Dict[Tuple[int, torch.dtype, Optional[int]], _Plan] = {}
+        self._scratch: Dict[Tuple[torch.dtype, torch.device], torch.Tensor] = {}
+        # 'previous' and the log: each rank's time to its first bucket of a step.
+        self.timed = self.mode == "previous" or arrival_log is not None
+        self.predicted: Optional[int] = self.fixed if self.mode == "fixed" else None
+        self.step = 0  # steps done (buckets with is_last())
+        self.buckets = 0  # buckets reduced by the hook
+        self.last_arrivals: Optional[List[float]] = None
+        self._since = time.perf_counter()
+        self._log = None
+        if arrival_log is not None and self.rank == 0:
+            try:
+                self._log = open(arrival_log, "x", encoding="ascii")  # never over a file
+            except OSError as e:
+                raise InputError(f"stragglesim.torch: arrival_log {os.fspath(arrival_log)}: "
+                                 f"{e.strerror}") from None
+            self._log.write("rank,step,seconds\n")
+            self._log.flush()
+
+    def _header(self, straggler: Optional[int]) -> Dict[str, Any]:
+        opts = dict(self.options)
+        if straggler is not None:
+            opts["straggler"] = straggler
+        # A schedule for the world: its header (chunks, straggler); small (rounds of n ranks).
+        s = _schedule(self.algorithm, self.world, **opts)
+        s.pop("rounds", None)
+        return s
+
+    def straggler_for_step(self) -> Optional[int]:
+        """The rank the next exchange's schedule is built for (None: the schedule's default)."""
+        return self.predicted
+
+    def _plan(self, count: int, dtype: torch.dtype, straggler: Optional[int]) -> _Plan:
+        key = (count, dtype, straggler)
+        plan = self._plans.get(key)
+        if plan is None:
+            opts = dict(self.options)
+            if straggler is not None:
+                opts["straggler"] = straggler
+            size = torch.tensor([], dtype=dtype).element_size()
+            total = max(count, self.chunks)
+            raw = _lower(self.algorithm, self.world, total * size, _DTYPES[dtype], size, **opts)
+            plan = _Plan(raw, self.rank)
+            self._plans[key] = plan
+        return plan
+
+    def _global_ranks(self) -> List[int]:
+        if self.group is None:
+            return list(range(self.world))
+        c10d = dist.distributed_c10d
+        get = getattr(c10d, "get_global_rank", None) or c10d._get_global_rank
+        return [get(self.group, r) for r in range(self.world)]
+
+    def _run(self, buf: torch.Tensor, plan: _Plan) -> None:
+        key = (buf.dtype, buf.device)
+        scratch = self._scratch.get(key)
+        if scratch is None or scratch.numel() < plan.scratch:
+            scratch = torch.empty(max(plan.scratch, 1), dtype=buf.dtype, device=buf.device)
+            self._scratch[key] = scratch
+        peers, group = self.peers, self.group
+        for step in plan.steps:
+            ops = [dist.P2POp(dist.isend, buf[b:e], peers[p], group) for p, b, e in step.sends]
+            ops += [dist.P2POp(dist.irecv, scratch[b:e], peers[p], group) for p, b, e in step.recvs]
+            if ops:
+                for req in dist.batch_isend_irecv(ops):
+                    req.wait()
+            for reduce, d, s, c in step.applies:
+                if reduce:
+                    buf[d:d + c].add_(scratch[s:s + c])
+                else:
+                    buf[d:d + c].copy_(scratch[s:s + c])
+
+    def _exchange(self, flat: torch.Tensor, first: bool, bad: Optional[str]) -> Optional[List[float]]:
+        """Sums ``flat`` over the group in place. ``first``: the step's first bucket (carries the
+        arrival times). ``bad``: this rank's input is unusable (message); it still takes part
+        with zeros and the flag, and every rank raises."""
+        n = flat.numel()
+        world = self.world
+        extra = 1 + (world if (first and self.timed) else 0)  # error flag, then the times
+        straggler = self.predicted if self.aware else None
+        plan = self._plan(n + extra, flat.dtype, straggler)
+        buf = torch.zeros(plan.padded, dtype=flat.dtype, device=flat.device)
+        if bad is None:
+            buf[:n].copy_(flat)
+        else:
+            buf[n] = 1
+        if extra > 1:
+            buf[n + 1 + self.rank] = time.perf_counter() - self._since
+        self._run(buf, plan)
+        flags = int(buf[n].item())
+        if flags:
+            raise InputError(f"stragglesim.torch: {bad}" if bad is not None else
+                             f"stragglesim.torch: {flags} rank(s) gave an unusable tensor "
+                             f"(not dense and contiguous, mixed dtypes, or a dtype other than "
+                             f"{', '.join(str(d) for d in _DTYPES)}); nothing was reduced")
+        flat.copy_(buf[:n])
+        self._since = time.perf_counter()
+        if extra > 1:
+            return [float(x) for x in buf[n + 1:n + 1 + world].tolist()]
+        return None
+
+    def allreduce_(self, tensors: Union[torch.Tensor, Sequence[torch.Tensor]]) -> None:
+        """Sums ``tensors`` (one tensor or a list, same dtype) over the group, in place. Bad
+        input (mixed dtypes, a non-contiguous or sparse tensor, an integer dtype) raises
+        InputError on every rank; the sizes must agree across ranks (as for dist.all_reduce)."""
+        ts = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
+        bad = _check(ts)
+        if bad is None:
+            flat = ts[0].view(-1) if len(ts) == 1 else torch.cat([t.view(-1) for t in ts])
+        else:
+            # Take part with zeros of the same element count and a dtype all ranks can agree
+            # on only if the sizes agree; sizes are the caller's contract.
+            numel = sum(t.numel() for t in ts)
+            dtype = ts[0].dtype if ts and ts[0].dtype in _DTYPES else torch.float32
+            flat = torch.zeros(numel, dtype=dtype)
+        self._exchange(flat, False, bad)
+        if len(ts) > 1:
+            offset = 0
+            for t in ts:
+                t.view(-1).copy_(flat[offset:offset + t.numel()])
+                offset += t.numel()
+
+    def bucket(self, tensor: torch.Tensor, first: bool, last: bool) -> torch.Tensor:
+        """The hook's work on one bucket: sum in place, divide by the world size."""
+        bad = _check([tensor])
+        if bad is not None:  # take part with zeros of the same size: every rank raises
+            dtype = tensor.dtype if tensor.dtype in _DTYPES else torch.float32
+            tensor = torch.zeros(tensor.numel(), dtype=dtype)
+        arrivals = self._exchange(tensor, first, bad)
+        if arrivals is not None:
+            self.last_arrivals = arrivals
+            if self._log is not None and self.step > 0:
+                for r, seconds in enumerate(arrivals):
+                    self._log.write(f"{r},{self.step},{seconds:.9g}\n")
+                self._log.flush()
+            if self.mode == "previous":
+                self.predicted = max(range(self.world), key=lambda r: (arrivals[r], -r))
+        tensor.div_(self.world)
+        self.buckets += 1
+        if last:
+            self.step += 1
+        return tensor
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+def _core_algorithms():
+    from . import algorithms
+
+    return algorithms()
+
+
+def _check(ts: Sequence[torch.Tensor]) -> Optional[str]:
+    if not ts:
+        return "no tensor given"
+    for t in ts:
+        if not isinstance(t, torch.Tensor):
+            return f"expected tensors, got {type(t).__name__}"
+        if t.layout != torch.strided:
+            return f"a {t.layout} tensor: only dense tensors are reduced"
+        if not t.is_contiguous():
+            return f"a non-contiguous tensor (shape {tuple(t.shape)}, strides {t.stride()})"
+        if t.dtype not in _DTYPES:
+            return f"dtype {t.dtype} is not reduced (one of {', '.join(str(d) for d in _DTYPES)})"
+    dtypes = sorted({str(t.dtype) for t in ts})
+    if len(dtypes) > 1:
+        return f"mixed dtypes ({', '.join(dtypes)}): a bucket holds one dtype"
+    devices = sorted({str(t.device) for t in ts})
+    if len(devices) > 1:
+        return f"tensors on several devices ({', '.join(devices)})"
+    return None
+
+
+def allreduce_hook(algorithm: str = "ring", straggler: Union[None, int, str] = None,
+                   process_group: Optional[dist.ProcessGroup] = None,
+                   arrival_log: Optional[Union[str, "os.PathLike[str]"]] = None,
+                   **options: Any) -> Callable[[Any, "dist.GradBucket"], "torch.futures.Future"]:
+    """A DDP communication hook running ``algorithm``'s schedule (see the module docstring).
+
+    ``model.register_comm_hook(None, allreduce_hook("stragglar", straggler="previous"))``: the
+    hook keeps its own state (DDP's state argument may be None); it is a
+    :class:`ScheduleAllReduce`, reachable as ``hook.allreduce`` (``hook.allreduce.predicted``:
+    the straggler of the next step; ``last_arrivals``: the last step's per-rank times).
+    """
+    runner = ScheduleAllReduce(algorithm, straggler, process_group, arrival_log, **options)
+
+    # No annotations: DDP compares them with dist.GradBucket and Future[Tensor] as objects.
+    def hook(state, bucket):
+        tensor = runner.bucket(bucket.buffer(), bucket.index() == 0, bucket.is_last())
+        fut: torch.futures.Future = torch.futures.Future()
+        fut.set_result(tensor)
+        return fut
+
+    hook.allreduce = runner  # type: ignore[attr-defined]
+    hook.__name__ = f"stragglesim_{algorithm}_hook"
+    return hook
