@@ -57,7 +57,7 @@ TEST(ConfigDelays, ProbabilityErrors) {
   for (const char* bad : {"1.5", "-0.1", "nan", ".nan", "NaN", "inf", "30%", "{a: 1}"}) {
     EXPECT_EQ(error_of(std::string("persistent: [{rank: 5, delay: 1ms, probability: ") + bad +
                        "}]")
-                  .rfind("d.yaml:1:50: persistent[0].probability: must be a number in [0, 1]: "
+                  .rfind("d.yaml:1:49: persistent[0].probability: must be a number in [0, 1]: "
                          "the share of steps in which the straggler is late (1: every step)",
                          0),
               0u)
@@ -67,7 +67,7 @@ TEST(ConfigDelays, ProbabilityErrors) {
   EXPECT_EQ(error_of("persistent:\n"
                      "  - {rank: 1, delay: 1ms}\n"
                      "  - {rank: 2, delay: 1ms, probability: 0.3}\n"),
-            "d.yaml:3:39: persistent[1].probability: a straggler late in a share of the steps "
+            "d.yaml:3:40: persistent[1].probability: a straggler late in a share of the steps "
             "cannot be given together with one late in every step (persistent[0], line 2, has no "
             "probability): any rank would then be late in every step; give every straggler a "
             "probability (1: every step), or none (value: 0.3)");

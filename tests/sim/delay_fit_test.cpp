@@ -43,6 +43,32 @@ TEST(DelayFit, RecoversAPersistentLognormalStraggler) {
   EXPECT_LT(f.base.ks(), 0.05) << f.report();
 }
 
+// Intermittent: late in 30% of the steps by 3-10 ms. The fit finds the probability, fits the
+// delay to the late steps only, and counts persistence among them; the same straggler late in
+// every step (its delay's lower tail reaching below the threshold) gets no probability.
+TEST(DelayFit, IntermittentStraggler) {
+  DelayModel m;
+  m.base = Distribution::exponential(Seconds{200e-6});
+  m.stragglers.push_back({.rank = 5,
+                          .extra = Distribution::uniform(Seconds{3e-3}, Seconds{10e-3}),
+                          .persistence = 0.9,
+                          .probability = 0.3});
+  const DelayFit f = fit_delays(draw(m, 8, 2000, 0.1));
+  ASSERT_EQ(f.stragglers.size(), 1u) << f.report();
+  EXPECT_NEAR(f.probability, 0.3, 0.03) << f.report();
+  EXPECT_NEAR(f.stragglers[0].persistence, 0.9, 0.03) << f.report();
+  ASSERT_NE(std::get_if<dist::Uniform>(&f.extra.chosen().params()), nullptr) << f.report();
+  EXPECT_NEAR(f.extra.mean, 6.5e-3, 0.3e-3) << f.report();
+  ASSERT_EQ(f.model.stragglers.size(), 1u);
+  EXPECT_DOUBLE_EQ(f.model.stragglers[0].probability, f.probability);
+  EXPECT_NE(f.report().find("\nlate: in "), std::string::npos) << f.report();
+  m.stragglers[0].extra = Distribution::lognormal_mean_p90(Seconds{9.5e-3}, Seconds{18.8e-3});
+  m.stragglers[0].probability = 1;
+  const DelayFit every = fit_delays(draw(m, 8, 2000, 0.1));
+  EXPECT_EQ(every.probability, 1.0) << every.report();
+  EXPECT_EQ(every.model.stragglers.at(0).probability, 1.0);
+}
+
 TEST(DelayFit, NoStragglerAndConstantCases) {
   DelayModel m;
   m.base = Distribution::uniform(Seconds{0}, Seconds{1e-3});
