@@ -209,24 +209,33 @@ class ScheduleAllReduce:
                 else:
                     buf[d:d + c].copy_(scratch[s:s + c])
 
-    def _exchange(self, flat: torch.Tensor, first: bool, bad: Optional[str]) -> Optional[List[float]]:
-        """Sums ``flat`` over the group in place. ``first``: the step's first bucket (carries the
-        arrival times). ``bad``: this rank's input is unusable (message); it still takes part
-        with zeros and the flag, and every rank raises."""
+    def _exchange(self, flat: torch.Tensor, first: bool, bad: Optional[str],
+                  flag: bool = True) -> Optional[List[float]]:
+        """Sums ``flat`` (1-D, contiguous) over the group in place. ``first``: the step's first
+        bucket (carries the arrival times). ``flag``: an error flag travels with the exchange;
+        ``bad``: this rank's input is unusable (message): it takes part with zeros and the flag
+        set, and every rank raises. Without flag or times, a buffer that needs no padding is
+        exchanged in place."""
         n = flat.numel()
         world = self.world
-        extra = 1 + (world if (first and self.timed) else 0)  # error flag, then the times
+        timed = first and self.timed
+        extra = (1 if flag else 0) + (world if timed else 0)  # the flag, then the times
         straggler = self.predicted if self.aware else None
         plan = self._plan(n + extra, flat.dtype, straggler)
+        if extra == 0 and plan.padded == n and bad is None:
+            self._run(flat, plan)
+            self._since = time.perf_counter()
+            return None
         buf = torch.zeros(plan.padded, dtype=flat.dtype, device=flat.device)
         if bad is None:
             buf[:n].copy_(flat)
-        else:
+        elif flag:
             buf[n] = 1
-        if extra > 1:
-            buf[n + 1 + self.rank] = time.perf_counter() - self._since
+        at = n + (1 if flag else 0)
+        if timed:
+            buf[at + self.rank] = time.perf_counter() - self._since
         self._run(buf, plan)
-        flags = int(buf[n].item())
+        flags = int(buf[n].item()) if flag else 0
         if flags:
             raise InputError(f"stragglesim.torch: {bad}" if bad is not None else
                              f"stragglesim.torch: {flags} rank(s) gave an unusable tensor "
@@ -234,8 +243,8 @@ class ScheduleAllReduce:
                              f"{', '.join(str(d) for d in _DTYPES)}); nothing was reduced")
         flat.copy_(buf[:n])
         self._since = time.perf_counter()
-        if extra > 1:
-            return [float(x) for x in buf[n + 1:n + 1 + world].tolist()]
+        if timed:
+            return [float(x) for x in buf[at:at + world].tolist()]
         return None
 
     def allreduce_(self, tensors: Union[torch.Tensor, Sequence[torch.Tensor]]) -> None:
@@ -261,11 +270,12 @@ class ScheduleAllReduce:
 
     def bucket(self, tensor: torch.Tensor, first: bool, last: bool) -> torch.Tensor:
         """The hook's work on one bucket: sum in place, divide by the world size."""
+        # DDP's buckets are dense, contiguous and of one dtype by construction (the same on
+        # every rank): no error flag travels with them.
         bad = _check([tensor])
-        if bad is not None:  # take part with zeros of the same size: every rank raises
-            dtype = tensor.dtype if tensor.dtype in _DTYPES else torch.float32
-            tensor = torch.zeros(tensor.numel(), dtype=dtype)
-        arrivals = self._exchange(tensor, first, bad)
+        if bad is not None:
+            raise InputError(f"stragglesim.torch: the bucket is {bad}")
+        arrivals = self._exchange(tensor.view(-1), first, None, flag=False)
         if arrivals is not None:
             self.last_arrivals = arrivals
             if self._log is not None and self.step > 0:

@@ -18,7 +18,7 @@ import stragglesim.torch as sst
 
 # Bucket sizes in elements: 1 element (fewer than any schedule's chunks), an odd size that no
 # chunk count divides, and 1 MiB of float32 (2 MiB of float64) plus 3 elements.
-SIZES = (1, 4099, 262147)
+SIZES = (1, 4099, 6720, 262147)  # 6720 = 2^6*3*5*7: no padding for most schedules (in place)
 LARGE = (1 << 20) + 1  # 4 MiB of float32: every algorithm at the full world only
 
 
@@ -66,7 +66,9 @@ def bitwise_sums(rank, groups, report):
                         first = v.get("straggler") == "previous"
                         if first:  # the predicted straggler moves: plans for every relabelling
                             runner.predicted = (n + x.element_size()) % world  # same on every rank
-                        runner._exchange(x, first, None)  # the hook's sum (before dividing)
+                        # float32: the hook's path (no flag; in place when nothing pads);
+                        # float64: allreduce_'s, with the error flag in the buffer
+                        runner._exchange(x, first, None, flag=dtype == torch.float64)
                         checked += 1
                         if not torch.equal(x, ref):
                             bad = (x != ref).nonzero()[:3].flatten().tolist()
