@@ -15,16 +15,18 @@
 // does not know, hence an option), each part a ring ReduceScatter then AllGather of n chunks
 // (2(n-1) steps, one round each). Chunk of (loop l, channel c, ring position p) =
 // (l C + c) n + p, NCCL's layout (loop-major, a channel's part contiguous).
-// Ring orders on rail-optimized nodes, as NCCL's topology search builds them (src/graph/search.cc
-// and rings.cc: per channel a path NET -> GPU ... GPU -> NET inside every node, nodes
-// concatenated): channel c enters node j on local r_j(c) and leaves it on local r_{j+1}(c) != r_j(c)
-// after visiting every other local over NVLink; the crossing from node j to node j+1 is from
-// local r_{j+1} to local r_{j+1}, one rail. With a = c mod G: r_j = a + (j mod 2) (mod G) for
-// an even node count; for an odd count the last node enters on a + 2 (G >= 3), so the crossing
-// back to node 0 is on rail a again; with G = 2 and an odd node count the last crossing goes
-// from rail a + 1 to rail a (through the fabric's spines). Channels c and c + G use the same
-// rails; C a multiple of G puts the same number of crossings on every NIC of a node.
-// One node: channel c's ring is the locals in order from a. G = 1: one ring over the nodes.
+// Ring orders on rail-optimized nodes with the property NCCL's topology search gives them
+// (src/graph/search.cc and rings.cc: per channel a path NET -> GPU ... GPU -> NET inside every
+// node, nodes concatenated; its node crossings on one rail, the channels spread over the NICs;
+// the orders below are ours, NCCL reaches the same NIC load through PXN): channel c enters node j
+// on local r_j(c) and leaves it on local r_{j+1}(c) != r_j(c) after visiting every other local over
+// NVLink; the crossing from node j to node j+1 is from local r_{j+1} to local r_{j+1}, one rail.
+// With a = c mod G: r_j = a + (j mod 2) (mod G) for an even node count; for an odd count the last
+// node enters on a + 2 (G >= 3), so the crossing back to node 0 is on rail a again; with G = 2 and
+// an odd node count the last crossing goes from rail a + 1 to rail a (through the fabric's spines).
+// Channels c and c + G use the same rails; C a multiple of G puts the same number of crossings on
+// every NIC of a node. One node: channel c's ring is the locals in order from a. G = 1: one ring
+// over the nodes.
 //
 // nccl_tree: channel c runs NCCL's double binary tree number c mod 2 over the node indices
 // (src/graph/trees.cc, ncclGetBtree / ncclGetDtree: tree 0 a binary tree rooted at node 0 whose
@@ -56,7 +58,7 @@ constexpr int kMaxChannels = 64;
 constexpr int kDefaultChannelsCap = 8;
 constexpr int kMaxLoops = 4096;
 constexpr int kMaxTreeSegments = 4096;
-constexpr int kDefaultTreeSegments = 64;
+constexpr int kDefaultTreeSegments = 16;
 // The chunk count is an int32 in the IR; keep well below it.
 constexpr long long kMaxChunks = 1LL << 30;
 
@@ -75,8 +77,10 @@ NcclShape checked_nccl_shape(const std::string& name, int n, const Options& o, b
   s.nodes = n / s.g;
   // Enough channels for every rail: the ring's channel c leaves a node on its own rail; the
   // tree's channels 2k and 2k+1 share head k and run the two trees (NCCL duplicates its
-  // channels the same way, ncclTopoPostset).
-  const int default_channels = (tree ? 2 : 1) * std::min(s.g, kDefaultChannelsCap);
+  // channels the same way, ncclTopoPostset). One node: one channel (NCCL runs more there for
+  // the bandwidth of more CUDA blocks, a per-channel limit this model does not have yet).
+  const int default_channels =
+      s.nodes == 1 ? 1 : (tree ? 2 : 1) * std::min(s.g, kDefaultChannelsCap);
   try {
     s.channels = o.get_int("channels", default_channels, 1, kMaxChannels);
     s.parts = tree ? o.get_int("segments", kDefaultTreeSegments, 1, kMaxTreeSegments)
@@ -175,7 +179,8 @@ RoundStream nccl_ring_rounds(NcclShape s) {
 GeneratedRounds make_nccl_ring(int n, const Options& o) {
   NcclShape s = checked_nccl_shape("nccl_ring", n, o, false);
   const int chunks = s.channels * s.parts * n;
-  const std::size_t rounds = static_cast<std::size_t>(s.parts) * 2 * static_cast<std::size_t>(n - 1);
+  const std::size_t rounds =
+      static_cast<std::size_t>(s.parts) * 2 * static_cast<std::size_t>(n - 1);
   return {Schedule::make(Collective::allreduce, "nccl_ring", n, chunks), nccl_ring_rounds(s),
           rounds};
 }
@@ -229,7 +234,9 @@ RankTree channel_tree(int c, int g, int nodes) {
   std::vector<int> node_depth(static_cast<std::size_t>(nodes), -1);
   for (int j = 0; j < nodes; ++j) {  // depth by walking up (log depth: cheap)
     int d = 0;
-    for (int k = j; node_parent[static_cast<std::size_t>(k)] >= 0; k = node_parent[static_cast<std::size_t>(k)]) ++d;
+    for (int k = j; node_parent[static_cast<std::size_t>(k)] >= 0;
+         k = node_parent[static_cast<std::size_t>(k)])
+      ++d;
     node_depth[static_cast<std::size_t>(j)] = d;
   }
   const int h = mod(c / 2, g);
@@ -272,12 +279,14 @@ RoundStream nccl_tree_rounds(NcclShape s) {
       for (int r = 0; r < n; ++r) {  // up: reduce into the parent
         const int parent = t.parent[static_cast<std::size_t>(r)];
         const int j = step - (deepest - t.depth[static_cast<std::size_t>(r)]);
-        if (parent >= 0 && j >= 0 && j < segments) round.add(r, parent, base + j, base + j + 1, Op::reduce);
+        if (parent >= 0 && j >= 0 && j < segments)
+          round.add(r, parent, base + j, base + j + 1, Op::reduce);
       }
       for (int r = 0; r < n; ++r) {  // down: the parent forwards the result
         const int parent = t.parent[static_cast<std::size_t>(r)];
         const int j = step - deepest - (t.depth[static_cast<std::size_t>(r)] - 1);
-        if (parent >= 0 && j >= 0 && j < segments) round.add(parent, r, base + j, base + j + 1, Op::copy);
+        if (parent >= 0 && j >= 0 && j < segments)
+          round.add(parent, r, base + j, base + j + 1, Op::copy);
       }
     }
     round.phase = "tree";
@@ -316,7 +325,8 @@ std::vector<OptionSpec> nccl_common_options(bool tree) {
        "NCCL's channels (NCCL_MIN_NCHANNELS/NCCL_MAX_NCHANNELS, NCCL_MIN_CTAS): C parts of the "
        "buffer, each with its own ring or tree, 1.." +
            std::to_string(kMaxChannels),
-       std::string(tree ? "2 x " : "") + "min(G, " + std::to_string(kDefaultChannelsCap) + ")"},
+       std::string(tree ? "2 x " : "") + "min(G, " + std::to_string(kDefaultChannelsCap) +
+           ") across nodes, 1 on one node"},
   };
 }
 
@@ -353,16 +363,17 @@ AlgorithmInfo nccl_ring_info() {
             const double rounds = 2 * (r - 1) * l;
             return ScheduleSize{c * l * r, rounds, rounds * c * r, c * r, std::min(c, r - 1) * r};
           },
-      .check_options = [](int n, const Options& o) { (void)checked_nccl_shape("nccl_ring", n, o, false); },
+      .check_options = [](int n,
+                          const Options& o) { (void)checked_nccl_shape("nccl_ring", n, o, false); },
   };
 }
 
 AlgorithmInfo nccl_tree_info() {
   std::vector<OptionSpec> options = nccl_common_options(true);
-  options.push_back({"segments",
-                     "segments each channel's share is pipelined in, 1.." +
-                         std::to_string(kMaxTreeSegments),
-                     std::to_string(kDefaultTreeSegments)});
+  options.push_back(
+      {"segments",
+       "segments each channel's share is pipelined in, 1.." + std::to_string(kMaxTreeSegments),
+       std::to_string(kDefaultTreeSegments)});
   return AlgorithmInfo{
       .name = "nccl_tree",
       .description =
@@ -375,10 +386,8 @@ AlgorithmInfo nccl_tree_info() {
       .rounds = make_nccl_tree,
       // No closed form (a head serves its chain and up to two child nodes): the schedule's
       // exact cost under the IR's semantics.
-      .cost =
-          [](int n, double bytes, const CostParams& p, const Options& o) {
-            return schedule_cost(generate("nccl_tree", n, o), bytes, p);
-          },
+      .cost = [](int n, double bytes, const CostParams& p,
+                 const Options& o) { return schedule_cost(generate("nccl_tree", n, o), bytes, p); },
       // Chunks C P; rounds P + 2D - 1; per round at most 2 transfers per channel and non-root
       // rank; pairs: every tree edge both ways, per tree (2 distinct trees).
       .size =
@@ -390,7 +399,8 @@ AlgorithmInfo nccl_tree_info() {
             return ScheduleSize{c * seg, rounds, 2 * c * seg * (r - 1), 2 * c * (r - 1),
                                 2 * trees * (r - 1)};
           },
-      .check_options = [](int n, const Options& o) { (void)checked_nccl_shape("nccl_tree", n, o, true); },
+      .check_options = [](int n,
+                          const Options& o) { (void)checked_nccl_shape("nccl_tree", n, o, true); },
   };
 }
 

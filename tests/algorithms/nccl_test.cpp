@@ -37,7 +37,8 @@ std::vector<Shape> shapes() {
       if (nodes * g >= 2) v.push_back({nodes, g});
     }
   }
-  for (Shape s : {Shape{2, 8}, Shape{4, 8}, Shape{16, 8}, Shape{3, 16}, Shape{33, 2}}) v.push_back(s);
+  for (Shape s : {Shape{2, 8}, Shape{4, 8}, Shape{16, 8}, Shape{3, 16}, Shape{33, 2}})
+    v.push_back(s);
   return v;
 }
 
@@ -68,14 +69,22 @@ TEST(NcclRing, VerifiesForManyShapesChannelsAndLoops) {
   }
 }
 
-// One channel on one node is the textbook ring, transfer for transfer.
+// One channel on one node (the default there) is the textbook ring, transfer for transfer.
 TEST(NcclRing, OneChannelOnOneNodeIsRing) {
   for (int n : {2, 3, 8, 13}) {
-    Schedule s = generate("nccl_ring", n, opts({{"channels", "1"}}));
-    const Schedule ring = generate("ring", n, Options{});
-    ASSERT_EQ(s.rounds.size(), ring.rounds.size());
-    for (std::size_t k = 0; k < s.rounds.size(); ++k) EXPECT_EQ(s.rounds[k], ring.rounds[k]) << n;
+    for (const Options& o : {opts({{"channels", "1"}}), Options{}}) {
+      Schedule s = generate("nccl_ring", n, o);
+      const Schedule ring = generate("ring", n, Options{});
+      EXPECT_EQ(s.chunks, ring.chunks);
+      ASSERT_EQ(s.rounds.size(), ring.rounds.size());
+      for (std::size_t k = 0; k < s.rounds.size(); ++k) EXPECT_EQ(s.rounds[k], ring.rounds[k]) << n;
+    }
   }
+  // Across nodes the default is one channel per rail (at most 8), two per head for the tree.
+  EXPECT_EQ(generate("nccl_ring", 16, opts({{"gpus_per_node", "8"}})).chunks, 8 * 16);
+  EXPECT_EQ(generate("nccl_ring", 12, opts({{"gpus_per_node", "3"}})).chunks, 3 * 12);
+  EXPECT_EQ(generate("nccl_tree", 16, opts({{"gpus_per_node", "8"}})).chunks, 16 * 16);
+  EXPECT_EQ(generate("nccl_tree", 16, Options{}).chunks, 16);
 }
 
 // Per channel: the ring visits every node's GPUs in one stretch (N crossings), and every
@@ -88,7 +97,8 @@ TEST(NcclRing, ChannelsCrossNodesOnDistinctRails) {
     const int n = sh.nodes * sh.g;
     for (int c : {sh.g, 2 * sh.g}) {
       const Schedule s = generate(
-          "nccl_ring", n, opts({{"gpus_per_node", std::to_string(sh.g)}, {"channels", std::to_string(c)}}));
+          "nccl_ring", n,
+          opts({{"gpus_per_node", std::to_string(sh.g)}, {"channels", std::to_string(c)}}));
       const Round& r = s.rounds.front();
       std::vector<int> out(static_cast<std::size_t>(n)), in(static_cast<std::size_t>(n));
       int off_rail = 0;
@@ -109,7 +119,8 @@ TEST(NcclRing, ChannelsCrossNodesOnDistinctRails) {
       EXPECT_EQ(off_rail, odd_pair ? c : 0) << label(sh, c);
       if (odd_pair) continue;
       for (int rank = 0; rank < n; ++rank) {
-        EXPECT_EQ(out[static_cast<std::size_t>(rank)], c / sh.g) << label(sh, c) << " rank " << rank;
+        EXPECT_EQ(out[static_cast<std::size_t>(rank)], c / sh.g)
+            << label(sh, c) << " rank " << rank;
         EXPECT_EQ(in[static_cast<std::size_t>(rank)], c / sh.g) << label(sh, c) << " rank " << rank;
       }
     }
@@ -201,9 +212,10 @@ TEST(NcclTree, ChainInsideNodesHeadsOnOneRail) {
   for (const Shape& sh : {Shape{2, 8}, Shape{5, 4}, Shape{6, 3}, Shape{7, 1}}) {
     const int n = sh.nodes * sh.g;
     const int c = 2 * sh.g;
-    const Schedule s = generate(
-        "nccl_tree", n,
-        opts({{"gpus_per_node", std::to_string(sh.g)}, {"channels", std::to_string(c)}, {"segments", "1"}}));
+    const Schedule s = generate("nccl_tree", n,
+                                opts({{"gpus_per_node", std::to_string(sh.g)},
+                                      {"channels", std::to_string(c)},
+                                      {"segments", "1"}}));
     std::map<int, std::set<std::pair<int, int>>> up;  // channel -> (child, parent)
     for (const Round& r : s.rounds) {
       for (const Transfer& t : r.transfers) {
@@ -238,8 +250,8 @@ TEST(NcclTree, ChainInsideNodesHeadsOnOneRail) {
 // Reduce and broadcast overlap: P + 2D - 1 rounds with D the deepest depth (node tree depth
 // plus the chain), e.g. 2 x 8: D = 1 + 7.
 TEST(NcclTree, PipelineLength) {
-  const Schedule s =
-      generate("nccl_tree", 16, opts({{"gpus_per_node", "8"}, {"channels", "2"}, {"segments", "10"}}));
+  const Schedule s = generate(
+      "nccl_tree", 16, opts({{"gpus_per_node", "8"}, {"channels", "2"}, {"segments", "10"}}));
   EXPECT_EQ(s.rounds.size(), 10u + 2 * 8 - 1);
   const Schedule one_node = generate("nccl_tree", 6, opts({{"channels", "1"}, {"segments", "3"}}));
   EXPECT_EQ(one_node.rounds.size(), 3u + 2 * 5 - 1);  // a chain of 6

@@ -68,13 +68,14 @@ const Case kCases[] = {
     {"dbtree", "", "", 0x073f797a86744ba9ull},
     {"dbtree", "segments", "2", 0x2a9ad12b6f497645ull},
     {"dbtree", "segments", "5", 0x4b5250340b74810cull},
-    // NCCL's Ring and Tree (one node by default; tests/algorithms/nccl_test.cpp has the
-    // multi-node shapes): taken when they were added, already streamed.
-    {"nccl_ring", "", "", 0xe16cd600d40fc894ull},
+    // NCCL's Ring and Tree (one node and one channel by default, where nccl_ring is ring:
+    // tests/algorithms/nccl_test.cpp checks it and has the multi-node shapes): taken when they
+    // were added, already streamed.
+    {"nccl_ring", "", "", 0x474cf1ea11a8596aull},
     {"nccl_ring", "channels", "3", 0x633c33e33d30a259ull},
-    {"nccl_ring", "loops", "2", 0x82d6375bff4e3e4cull},
-    {"nccl_tree", "", "", 0xd32ce35b9791bb66ull},
-    {"nccl_tree", "segments", "3", 0x8a192469320f233bull},
+    {"nccl_ring", "loops", "2", 0x46fc3155fc993ae3ull},
+    {"nccl_tree", "", "", 0x1271296120791516ull},
+    {"nccl_tree", "segments", "3", 0x4c3b855c66376791ull},
 };
 
 std::vector<int> ranks_of(const Case& c) {

@@ -20,7 +20,7 @@ namespace {
 
 constexpr double kAlpha = 3e-6;
 constexpr double kNvlink = 450.0 * 1024 * 1024 * 1024;  // 450 GiB/s
-constexpr double kNic = 50e9;                          // 400 Gb/s
+constexpr double kNic = 50e9;                           // 400 Gb/s
 constexpr std::uint64_t kGiB = 1ull << 30;
 
 alg::Options opts(std::initializer_list<std::pair<const char*, std::string>> kv) {
@@ -43,7 +43,8 @@ TEST(NcclRingSim, ChannelsOnASwitchInBothModels) {
     const topo::Topology t = testing::switch_of(n, kNvlink, kAlpha);
     for (int c : {1, 4}) {
       for (int loops : {1, 2}) {
-        const alg::Options o = opts({{"channels", std::to_string(c)}, {"loops", std::to_string(loops)}});
+        const alg::Options o =
+            opts({{"channels", std::to_string(c)}, {"loops", std::to_string(loops)}});
         const alg::Schedule s = alg::generate("nccl_ring", n, o);
         const std::uint64_t bytes = 8192ull * static_cast<std::uint64_t>(s.chunks);
         const double sb = static_cast<double>(bytes);
