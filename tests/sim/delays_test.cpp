@@ -606,7 +606,9 @@ TEST(IntermittentStraggler, LateInItsShareOfIterationsOnTheSameDraws) {
     EXPECT_EQ(a.straggler_ranks, b.straggler_ranks);
     const auto r = static_cast<std::size_t>(b.straggler_ranks[0]);
     for (std::size_t k = 0; k < 8; ++k) {
-      if (k != r || b.straggler_late[0]) EXPECT_EQ(a.arrival[k], b.arrival[k]) << i;
+      if (k != r || b.straggler_late[0]) {
+        EXPECT_EQ(a.arrival[k], b.arrival[k]) << i;
+      }
     }
     if (b.straggler_late[0]) {
       ++late;
