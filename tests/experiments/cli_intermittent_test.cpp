@@ -8,26 +8,16 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "cli_support.hpp"
+#include "cli_yaml_support.hpp"
 
 namespace ssim::testing {
 namespace {
 
-bool contains(const std::string& s, const std::string& what) {
-  return s.find(what) != std::string::npos;
-}
-
-std::string temp(const std::string& name) {
-  return "/tmp/ssim_intermittent_" + std::to_string(::getpid()) + "_" + name;
-}
+std::string temp(const std::string& name) { return temp_path("intermittent", name); }
 
 CommandResult run_yaml(const std::string& command, const std::string& yaml,
                        const std::string& flags = "") {
-  const std::string path = temp("config.yaml");
-  std::ofstream(path) << yaml;
-  CommandResult r = run_cli(command + " " + path + " " + flags);
-  std::remove(path.c_str());
-  return r;
+  return run_yaml_file("intermittent", command, yaml, flags);
 }
 
 const std::string kSimulate = R"(topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us}
