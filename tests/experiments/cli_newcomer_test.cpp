@@ -11,8 +11,6 @@
 namespace ssim::testing {
 namespace {
 
-std::string temp(const std::string& name) { return temp_path("newcomer", name); }
-
 CommandResult run_yaml(const std::string& command, const std::string& yaml,
                        const std::string& flags = "") {
   return run_yaml_file("newcomer", command, yaml, flags);
