@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -39,6 +40,32 @@ std::optional<double> number(const std::string& s) {
   return v;
 }
 
+// Half the last printed digit of a number as nccl-tests prints it ("0.01" -> 0.005, "123" ->
+// 0.5, "1.5e+04" -> 500): the value before printing lies within that of the printed one.
+double print_rounding(const std::string& s) {
+  const std::size_t e = s.find_first_of("eE");
+  const std::string mantissa = s.substr(0, e);
+  int exponent = 0;
+  if (e != std::string::npos) {
+    std::string_view rest(s);
+    rest.remove_prefix(e + 1);
+    if (!rest.empty() && rest.front() == '+') rest.remove_prefix(1);
+    std::from_chars(rest.data(), rest.data() + rest.size(), exponent);  // checked by number()
+  }
+  const std::size_t dot = mantissa.find('.');
+  const int decimals = dot == std::string::npos ? 0 : static_cast<int>(mantissa.size() - dot - 1);
+  return 0.5 * std::pow(10.0, exponent - decimals);
+}
+
+// JSON numbers are written with %lf (six decimals).
+constexpr double kJsonRounding = 0.5e-6;
+
+std::string printf_ratio(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
 [[noreturn]] void fail(std::string_view name, int line, const std::string& what) {
   throw InputError(std::string(name) + ":" + std::to_string(line) + ": " + what);
 }
@@ -56,13 +83,31 @@ std::string time_problem(double us) {
 // What the fits model: AllReduce with sum (nccl-tests' redop column; empty: not given).
 std::string redop_problem(const std::string& redop) {
   if (redop.empty() || redop == "sum") return "";
-  return "redop " + redop + ": calibrate fits sum AllReduce runs (all_reduce_perf -o sum)";
+  if (redop == "none") {
+    return "redop none: a collective without a reduction (all_gather_perf, alltoall_perf, "
+           "broadcast_perf, ...); stragglesim reads AllReduce logs (all_reduce_perf -o sum)";
+  }
+  return "redop " + redop + ": stragglesim reads sum AllReduce logs (all_reduce_perf -o sum)";
+}
+
+// all_reduce_perf prints root -1 (no root); reduce_perf and broadcast_perf print theirs.
+std::string root_problem(const std::string& root) {
+  if (root.empty() || root == "-1") return "";
+  return "root " + root +
+         ": all_reduce_perf prints root -1; a rooted collective (reduce_perf, "
+         "broadcast_perf) is not AllReduce";
 }
 
 // The text table's column positions, from its header line.
 struct Columns {
-  int size = -1, count = -1, type = -1, redop = -1, time = -1, algbw = -1, busbw = -1, wrong = -1;
-  int needed() const { return std::max({size, count, type, redop, time, algbw, busbw, wrong}) + 1; }
+  int size = -1, count = -1, type = -1, redop = -1, root = -1, time = -1, algbw = -1, busbw = -1,
+      wrong = -1;
+  // The in-place side: the second time/algbw/busbw/#wrong.
+  int ip_time = -1, ip_algbw = -1, ip_busbw = -1, ip_wrong = -1;
+  int needed() const {
+    return std::max({size, count, type, redop, root, time, algbw, busbw, wrong}) + 1;
+  }
+  int needed_in_place() const { return std::max({ip_time, ip_algbw, ip_busbw, ip_wrong}) + 1; }
 };
 
 // "#  size count type redop root time algbw busbw #wrong ..." -> positions of the first
@@ -78,30 +123,70 @@ std::optional<Columns> header_columns(std::string_view line) {
     auto first = [i](int& slot) {
       if (slot < 0) slot = i;
     };
+    // The first of a pair is out-of-place, the second in-place.
+    auto pair = [i](int& out, int& in) {
+      if (out < 0) {
+        out = i;
+      } else if (in < 0) {
+        in = i;
+      }
+    };
     if (h == "size") first(c.size);
     if (h == "count") first(c.count);
     if (h == "type") first(c.type);
     if (h == "redop") first(c.redop);
-    if (h == "time" || h == "cputime") first(c.time);
-    if (h == "algbw") first(c.algbw);
-    if (h == "busbw") first(c.busbw);
-    if (h == "#wrong" || h == "error") first(c.wrong);
+    if (h == "root") first(c.root);
+    if (h == "time" || h == "cputime") pair(c.time, c.ip_time);
+    if (h == "algbw") pair(c.algbw, c.ip_algbw);
+    if (h == "busbw") pair(c.busbw, c.ip_busbw);
+    if (h == "#wrong" || h == "error") pair(c.wrong, c.ip_wrong);
   }
   if (c.time < 0) return std::nullopt;
   return c;
 }
 
 // "#  Rank  0 Group  0 Pid  40211 on dgx-h100-07 device  0 [0000:18:00] NVIDIA H100 80GB HBM3"
-// (older versions without "Group"): rank 0's "HOST: NAME", or "" for other ranks.
-std::optional<std::string> rank_line_device(std::string_view line) {
+// (older versions without "Group"): the rank, rank 0's "HOST: NAME" ("" for other ranks), and
+// whether nccl-tests cut the line ("..." at the end: a process's lines past 2048 characters).
+struct RankLine {
+  long long rank = 0;
+  std::string device;
+  bool cut = false;
+};
+std::optional<RankLine> rank_line(std::string_view line) {
   if (line.empty() || line.front() != '#') return std::nullopt;
   const std::vector<std::string> f = fields_of(line.substr(1));
   if (f.size() < 2 || f[0] != "Rank" || !all_digits(f[1])) return std::nullopt;
-  if (f[1] != "0") return std::string();
+  RankLine r;
+  const auto [end, ec] = std::from_chars(f[1].data(), f[1].data() + f[1].size(), r.rank);
+  if (ec != std::errc() || end != f[1].data() + f[1].size()) r.rank = -1;  // beyond long long
+  const std::string_view trimmed = trim(line, kWhitespace);
+  r.cut = trimmed.size() >= 3 && trimmed.substr(trimmed.size() - 3) == "...";
+  if (r.rank != 0) return r;
   const auto on = std::find(f.begin(), f.end(), "on");
   const std::size_t bracket = line.find(']');
-  if (on == f.end() || on + 1 == f.end() || bracket == std::string_view::npos) return std::string();
-  return *(on + 1) + ": " + std::string(trim(line.substr(bracket + 1), kWhitespace));
+  if (on == f.end() || on + 1 == f.end() || bracket == std::string_view::npos) return r;
+  r.device = *(on + 1) + ": " + std::string(trim(line.substr(bracket + 1), kWhitespace));
+  return r;
+}
+
+// The program a command line runs ("mpirun ... ./build/all_gather_perf -b 8"): the file name
+// of a field that ends in _perf or _perf_mpi; "" when none does.
+std::string command_program(const std::vector<std::string>& f) {
+  for (const std::string& field : f) {
+    const std::size_t slash = field.rfind('/');
+    const std::string base = slash == std::string::npos ? field : field.substr(slash + 1);
+    const bool word = !base.empty() && std::all_of(base.begin(), base.end(), [](char c) {
+      return std::islower(static_cast<unsigned char>(c)) || c == '_' ||
+             std::isdigit(static_cast<unsigned char>(c));
+    });
+    auto ends_with = [&](const char* tail) {
+      const std::string t(tail);
+      return base.size() > t.size() && base.compare(base.size() - t.size(), t.size(), t) == 0;
+    };
+    if (word && (ends_with("_perf") || ends_with("_perf_mpi"))) return base;
+  }
+  return "";
 }
 
 void check_program(std::string_view name, int line, const std::string& program) {
@@ -112,14 +197,15 @@ void check_program(std::string_view name, int line, const std::string& program) 
   if (lower.find("allreduce") == std::string::npos) {
     fail(name, line,
          "this is a log of " + program +
-             "; calibrate fits AllReduce closed forms (use all_reduce_perf's output)");
+             ", not of all_reduce_perf: stragglesim compares and fits AllReduce (use "
+             "all_reduce_perf's output)");
   }
 }
 
 NcclTestsLog parse_text(std::string_view text, std::string_view name) {
   NcclTestsLog log;
   std::optional<Columns> columns;
-  int rank_lines = 0;
+  std::vector<long long> listed;  // the ranks of the device lines, in order
   int line_no = 0;
   std::size_t pos = 0;
   while (pos <= text.size()) {
@@ -132,9 +218,17 @@ NcclTestsLog parse_text(std::string_view text, std::string_view name) {
       columns = c;
       continue;
     }
-    if (const auto device = rank_line_device(line)) {
-      ++rank_lines;
-      if (!device->empty()) log.device = *device;
+    if (const auto r = rank_line(line)) {
+      if (r->rank < 0 || r->rank >= kMaxLogRanks) {
+        fail(name, line_no,
+             "device line of rank " + fields_of(line.substr(1))[1] + ": more than " +
+                 std::to_string(kMaxLogRanks) + " ranks");
+      }
+      if (log.device_lines == 0) log.ranks_line = line_no;
+      ++log.device_lines;
+      listed.push_back(r->rank);
+      if (r->cut) log.listing_shortened = true;
+      if (!r->device.empty()) log.device = r->device;
       continue;
     }
     const std::vector<std::string> f = fields_of(line);
@@ -162,6 +256,14 @@ NcclTestsLog parse_text(std::string_view text, std::string_view name) {
       continue;
     }
     if (!all_digits(f[0])) {
+      // A command line kept with the log ("mpirun ... ./all_gather_perf -b 8 -e 8G").
+      if (std::find(f.begin(), f.end(), "NCCL") == f.end()) {
+        if (const std::string program = command_program(f); !program.empty()) {
+          check_program(name, line_no, program);
+          if (log.program.empty()) log.program = program;
+          continue;
+        }
+      }
       // A row whose size is not a whole number ("-8", "8.5", "8K", "1e30") is an error, not a
       // line to skip: in a table, with as many fields as the header names and numbers after.
       const auto numeric_start = [](const std::string& t) {
@@ -216,21 +318,68 @@ NcclTestsLog parse_text(std::string_view text, std::string_view name) {
     if (c.count >= 0) row.count = whole(c.count, "count");
     if (c.type >= 0) row.type = field(c.type);
     if (c.redop >= 0) row.redop = field(c.redop);
-    row.time_us = num(c.time, "time");
-    if (row.time_us <= 0) fail(name, line_no, "column time: bad value '0' (expected a time > 0)");
-    if (const std::string p = time_problem(row.time_us); !p.empty())
-      fail(name, line_no, "column time: '" + field(c.time) + "' us is " + p);
     if (const std::string p = redop_problem(row.redop); !p.empty()) fail(name, line_no, p);
-    if (c.algbw >= 0) row.algbw_GBps = num(c.algbw, "algbw");
-    if (c.busbw >= 0) row.busbw_GBps = num(c.busbw, "busbw");
-    if (c.wrong >= 0 && field(c.wrong) != "N/A") row.wrong = num(c.wrong, "#wrong");
+    if (c.root >= 0) {
+      if (const std::string p = root_problem(field(c.root)); !p.empty()) fail(name, line_no, p);
+    }
+    // One side's time, bandwidths and #wrong; `side` names it in messages ("" or "in-place ").
+    auto times = [&](int time, int algbw, int busbw, int wrong, const std::string& side) {
+      NcclTestsTimes t;
+      const std::string time_column = side + "time";
+      t.time_us = num(time, time_column.c_str());
+      if (t.time_us <= 0)
+        fail(name, line_no, "column " + time_column + ": bad value '0' (expected a time > 0)");
+      if (const std::string p = time_problem(t.time_us); !p.empty())
+        fail(name, line_no, "column " + time_column + ": '" + field(time) + "' us is " + p);
+      if (algbw >= 0) {
+        t.algbw_GBps = num(algbw, (side + "algbw").c_str());
+        t.algbw_rounding = print_rounding(field(algbw));
+      }
+      if (busbw >= 0) {
+        t.busbw_GBps = num(busbw, (side + "busbw").c_str());
+        t.busbw_rounding = print_rounding(field(busbw));
+      }
+      if (wrong >= 0 && field(wrong) != "N/A") t.wrong = num(wrong, (side + "#wrong").c_str());
+      return t;
+    };
+    const NcclTestsTimes out = times(c.time, c.algbw, c.busbw, c.wrong, "");
+    row.time_us = out.time_us;
+    row.algbw_GBps = out.algbw_GBps;
+    row.busbw_GBps = out.busbw_GBps;
+    row.algbw_rounding = out.algbw_rounding;
+    row.busbw_rounding = out.busbw_rounding;
+    row.wrong = out.wrong;
+    // The in-place side where the header names it and the row has it (nccl-tests prints it
+    // for every row; a table cut after the out-of-place columns is read without it).
+    if (c.ip_time >= 0 && static_cast<int>(f.size()) >= c.needed_in_place())
+      row.in_place = times(c.ip_time, c.ip_algbw, c.ip_busbw, c.ip_wrong, "in-place ");
     log.rows.push_back(std::move(row));
   }
-  if (rank_lines > kMaxLogRanks) {
-    throw InputError(std::string(name) + ": " + std::to_string(rank_lines) +
+  if (log.device_lines > kMaxLogRanks) {
+    throw InputError(std::string(name) + ": " + std::to_string(log.device_lines) +
                      " \"#  Rank\" lines, more than " + std::to_string(kMaxLogRanks) + " ranks");
   }
-  if (rank_lines > 0) log.ranks = rank_lines;
+  // A complete listing names ranks 0..n-1 once each; anything else was shortened (by hand, or
+  // cut by nccl-tests) and leaves the count to the rows.
+  if (log.device_lines > 0) {
+    std::vector<bool> seen(listed.size(), false);
+    bool complete = !log.listing_shortened;
+    for (const long long r : listed) {
+      if (r >= static_cast<long long>(seen.size()) || seen[static_cast<std::size_t>(r)]) {
+        complete = false;
+        break;
+      }
+      seen[static_cast<std::size_t>(r)] = true;
+    }
+    if (complete) {
+      log.ranks = log.device_lines;
+      log.ranks_from = NcclTestsRanksFrom::device_lines;
+    } else {
+      log.listing_shortened = true;
+      // At least the highest rank listed ran.
+      log.rows_min_ranks = static_cast<int>(*std::max_element(listed.begin(), listed.end())) + 1;
+    }
+  }
   return log;
 }
 
@@ -285,6 +434,7 @@ NcclTestsLog parse_json(std::string_view text, std::string_view name) {
                           std::to_string(kMaxLogRanks));
       }
       log.ranks = static_cast<int>(ranks);
+      log.ranks_from = NcclTestsRanksFrom::json_config;
       const nlohmann::json& d0 = cfg["devices"].front();
       if (d0.is_object()) {
         const std::string host = d0.value("hostname", std::string());
@@ -303,7 +453,8 @@ NcclTestsLog parse_json(std::string_view text, std::string_view name) {
         check_program(name, index, log.program);
       } catch (const InputError&) {
         bad(where, "experiment_name " + log.program +
-                       ": calibrate fits AllReduce closed forms (use all_reduce_perf's output)");
+                       ": not AllReduce; stragglesim compares and fits AllReduce (use "
+                       "all_reduce_perf's output)");
       }
     }
     auto number_at = [&](const nlohmann::json& obj, const char* key, const std::string& path) {
@@ -323,21 +474,172 @@ NcclTestsLog parse_json(std::string_view text, std::string_view name) {
     if (r.contains("count")) row.count = whole_at(r, "count", where);
     row.type = r.value("type", std::string());
     row.redop = r.value("redop", std::string());
+    if (const std::string p = redop_problem(row.redop); !p.empty()) bad(where, p);
+    if (r.contains("root") && r["root"].is_string()) {
+      const std::string root(trim(r["root"].get<std::string>(), kWhitespace));
+      if (const std::string p = root_problem(root); !p.empty()) bad(where, p);
+    }
+    auto times = [&](const char* key) {
+      const nlohmann::json& o = r[key];
+      const std::string op = where + "." + key;
+      NcclTestsTimes t;
+      t.time_us = o.contains("time") ? number_at(o, "time", op) : number_at(o, "cpu_time", op);
+      if (t.time_us <= 0) bad(op, "\"time\" must be > 0");
+      if (const std::string p = time_problem(t.time_us); !p.empty())
+        bad(op, "\"time\" " + nlohmann::json(t.time_us).dump() + " us is " + p);
+      if (o.contains("alg_bw")) t.algbw_GBps = number_at(o, "alg_bw", op);
+      if (o.contains("bus_bw")) t.busbw_GBps = number_at(o, "bus_bw", op);
+      t.algbw_rounding = t.busbw_rounding = kJsonRounding;
+      if (o.contains("nwrong") && !o["nwrong"].is_null()) t.wrong = number_at(o, "nwrong", op);
+      return t;
+    };
     if (!r.contains("out_of_place") || !r["out_of_place"].is_object())
       bad(where, "no \"out_of_place\" object");
-    const nlohmann::json& o = r["out_of_place"];
-    const std::string op = where + ".out_of_place";
-    row.time_us = o.contains("time") ? number_at(o, "time", op) : number_at(o, "cpu_time", op);
-    if (row.time_us <= 0) bad(op, "\"time\" must be > 0");
-    if (const std::string p = time_problem(row.time_us); !p.empty())
-      bad(op, "\"time\" " + nlohmann::json(row.time_us).dump() + " us is " + p);
-    if (const std::string p = redop_problem(row.redop); !p.empty()) bad(where, p);
-    if (o.contains("alg_bw")) row.algbw_GBps = number_at(o, "alg_bw", op);
-    if (o.contains("bus_bw")) row.busbw_GBps = number_at(o, "bus_bw", op);
-    if (o.contains("nwrong") && !o["nwrong"].is_null()) row.wrong = number_at(o, "nwrong", op);
+    const NcclTestsTimes out = times("out_of_place");
+    row.time_us = out.time_us;
+    row.algbw_GBps = out.algbw_GBps;
+    row.busbw_GBps = out.busbw_GBps;
+    row.algbw_rounding = out.algbw_rounding;
+    row.busbw_rounding = out.busbw_rounding;
+    row.wrong = out.wrong;
+    if (r.contains("in_place") && r["in_place"].is_object()) row.in_place = times("in_place");
     log.rows.push_back(std::move(row));
   }
   return log;
+}
+
+// AllReduce's busbw / algbw in nccl-tests: 2(n-1)/n.
+double allreduce_factor(long n) {
+  return 2.0 * static_cast<double>(n - 1) / static_cast<double>(n);
+}
+
+// The busbw / algbw a side's printed bandwidths allow, within their print rounding; nullopt when
+// they allow any (algbw printed as 0).
+struct FactorRange {
+  double lo = 0, hi = 0;
+};
+std::optional<FactorRange> factor_range(double algbw, double algbw_rounding, double busbw,
+                                        double busbw_rounding) {
+  if (algbw - algbw_rounding <= 0) return std::nullopt;
+  constexpr double kSlack = 1e-9;  // the division's own rounding
+  return FactorRange{
+      std::max(0.0, (busbw - busbw_rounding) / (algbw + algbw_rounding)) * (1 - kSlack),
+      (busbw + busbw_rounding) / (algbw - algbw_rounding) * (1 + kSlack)};
+}
+
+// The rank counts n in [1, kMaxLogRanks] with 2(n-1)/n in r (2(n-1)/n grows with n): [first,
+// second], empty when first > second.
+std::pair<int, int> ranks_in(const FactorRange& r) {
+  constexpr int kMax = kMaxLogRanks;
+  int a = 1;
+  if (r.lo > 0) {
+    if (r.lo >= 2) {
+      a = kMax + 1;
+    } else {
+      a = static_cast<int>(std::min(std::ceil(2.0 / (2.0 - r.lo)), double{kMax + 1}));
+      while (a > 1 && allreduce_factor(a - 1) >= r.lo) --a;
+      while (a <= kMax && allreduce_factor(a) < r.lo) ++a;
+    }
+  }
+  int b = kMax;
+  if (r.hi < 2) {
+    b = static_cast<int>(std::min(std::floor(2.0 / (2.0 - r.hi)), double{kMax}));
+    while (b < kMax && allreduce_factor(b + 1) <= r.hi) ++b;
+    while (b >= 1 && allreduce_factor(b) > r.hi) --b;
+  }
+  return {a, b};
+}
+
+std::string ranks_text(int a, int b) {
+  if (a == b) return "n = " + std::to_string(a);
+  if (b >= kMaxLogRanks) return "n >= " + std::to_string(a);
+  return "n = " + std::to_string(a) + ".." + std::to_string(b);
+}
+
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// "in-place busbw 21.08 / algbw 11.24 = 1.875, 2(n-1)/n for n = 16"
+std::string factor_text(const std::string& side, double algbw, double busbw, int a, int b,
+                        const FactorRange& r) {
+  std::string s = side + "busbw " + number_text(busbw) + " / algbw " + number_text(algbw) + " = " +
+                  printf_ratio(busbw / algbw);
+  if (a <= b) return s + ", 2(n-1)/n for " + ranks_text(a, b);
+  if (r.hi < 1 && r.lo > 0) {
+    return s +
+           ", below 1, which AllReduce's 2(n-1)/n is for no n (it is 0 or >= 1); (n-1)/n is "
+           "what all_gather_perf and reduce_scatter_perf print: not an AllReduce log";
+  }
+  return s + ", which is 2(n-1)/n for no whole n (not an AllReduce log?)";
+}
+
+// The rank count from the rows where the log gave none, and every row checked against it.
+void resolve_ranks(NcclTestsLog& log, std::string_view name) {
+  // "file:line: ..." for text, "file: results[i]: ..." for JSON, as the parsers name rows.
+  const auto fail_row = [&](int line, const std::string& what) {
+    if (!log.json) fail(name, line, what);
+    throw InputError(std::string(name) + ": results[" + std::to_string(line - 1) + "]: " + what);
+  };
+  int lo = log.rows_min_ranks, hi = kMaxLogRanks;
+  int lo_line = log.listing_shortened ? log.ranks_line : 0, hi_line = 0;
+  for (const NcclTestsRow& row : log.rows) {
+    for (int side = 0; side < 2; ++side) {
+      if (side == 1 && !row.in_place) continue;
+      const NcclTestsTimes t =
+          side == 0 ? NcclTestsTimes{row.time_us,        row.algbw_GBps,     row.busbw_GBps,
+                                     row.algbw_rounding, row.busbw_rounding, row.wrong}
+                    : *row.in_place;
+      const auto range =
+          factor_range(t.algbw_GBps, t.algbw_rounding, t.busbw_GBps, t.busbw_rounding);
+      if (!range) continue;
+      const auto [a, b] = ranks_in(*range);
+      const std::string what =
+          factor_text(side == 0 ? "" : "in-place ", t.algbw_GBps, t.busbw_GBps, a, b, *range);
+      if (log.ranks) {
+        if (*log.ranks >= a && *log.ranks <= b) continue;
+        const std::string count =
+            log.ranks_from == NcclTestsRanksFrom::json_config
+                ? "config.devices x nthreads x ngpus says " + std::to_string(*log.ranks) + " ranks"
+                : "the log's device lines (line " + std::to_string(log.ranks_line) + ") list " +
+                      std::to_string(*log.ranks) + " ranks";
+        fail_row(row.line, what + "; " + count + ": the rows disagree with the log's rank count");
+      }
+      if (a > b) fail_row(row.line, what);
+      if (std::max(lo, a) > std::min(hi, b)) {
+        std::string before = ranks_text(lo, hi);
+        std::string where;
+        if (lo_line > 0) where += "line " + std::to_string(lo_line);
+        if (hi_line > 0 && hi_line != lo_line)
+          where += (where.empty() ? "line " : " and ") + std::to_string(hi_line);
+        fail_row(row.line, what + "; the rows before it" +
+                               (log.listing_shortened ? " and the device listing" : "") +
+                               " allow " + before + (where.empty() ? "" : " (" + where + ")") +
+                               ": the rows disagree on the rank count");
+      }
+      if (a > lo) {
+        lo = a;
+        lo_line = row.line;
+      }
+      if (b < hi) {
+        hi = b;
+        hi_line = row.line;
+      }
+    }
+  }
+  if (log.ranks) {
+    log.rows_min_ranks = log.rows_max_ranks = *log.ranks;
+    return;
+  }
+  log.rows_min_ranks = lo;
+  log.rows_max_ranks = hi;
+  if (lo == hi) {
+    log.ranks = lo;
+    log.ranks_from = NcclTestsRanksFrom::bandwidths;
+    log.ranks_line = std::max(lo_line, hi_line);
+  }
 }
 
 }  // namespace
@@ -388,7 +690,27 @@ NcclTestsLog parse_nccl_tests(std::string_view text, std::string_view name) {
     throw InputError(std::string(name) + ": no result rows in this nccl-tests " +
                      (log.json ? "JSON" : "log") + " (did the run finish?)");
   }
+  resolve_ranks(log, name);
   return log;
+}
+
+std::string describe_ranks(const NcclTestsLog& log) {
+  if (!log.ranks) return "an unknown number of ranks";
+  const std::string n = std::to_string(*log.ranks) + " ranks";
+  const std::string line = std::to_string(log.ranks_line);
+  switch (log.ranks_from) {
+    case NcclTestsRanksFrom::device_lines:
+      return n + " (" + std::to_string(log.device_lines) + " device lines from line " + line + ")";
+    case NcclTestsRanksFrom::json_config:
+      return n + " (config: devices x nthreads x ngpus)";
+    case NcclTestsRanksFrom::bandwidths:
+      return n + " (busbw/algbw = 2(n-1)/n, fixed at line " + line +
+             (log.listing_shortened ? "; the device listing is shortened" : "; no device lines") +
+             ")";
+    case NcclTestsRanksFrom::none:
+      break;
+  }
+  return n;
 }
 
 std::vector<MeasuredRun> nccl_tests_runs(const NcclTestsLog& log, std::string_view name,
@@ -397,16 +719,23 @@ std::vector<MeasuredRun> nccl_tests_runs(const NcclTestsLog& log, std::string_vi
   int n = 0;
   if (log.ranks && ranks && *log.ranks != *ranks) {
     throw InputError(std::string(name) + ": the log ran " + std::to_string(*log.ranks) +
-                     " ranks, --log-ranks says " + std::to_string(*ranks));
+                     " ranks, --log-ranks says " + std::to_string(*ranks) +
+                     " (the log: " + describe_ranks(log) + ")");
   }
+  const std::string allowed = ranks_text(log.rows_min_ranks, log.rows_max_ranks);
   if (log.ranks) {
     n = *log.ranks;
   } else if (ranks) {
+    if (*ranks < log.rows_min_ranks || *ranks > log.rows_max_ranks) {
+      throw InputError(std::string(name) + ": --log-ranks " + std::to_string(*ranks) +
+                       ": the rows' busbw/algbw = 2(n-1)/n allow " + allowed);
+    }
     n = *ranks;
   } else {
     throw InputError(std::string(name) +
-                     ": the log does not say how many ranks ran (no \"#  Rank\" device lines); "
-                     "give --log-ranks N");
+                     ": the log does not say how many ranks ran (no complete \"#  Rank\" device "
+                     "listing, and the rows' busbw/algbw = 2(n-1)/n allow " +
+                     allowed + "); give --log-ranks N");
   }
   auto skip = [&](const std::string& reason, int line) {
     for (SkippedRows& s : skipped) {
