@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "calibration/calibration.hpp"
+#include "calibration/nccl_tests.hpp"
 #include "common/csv.hpp"
 #include "common/error.hpp"
 #include "common/stats.hpp"
@@ -399,11 +400,13 @@ void run_calibrate(const CalibrateArgs& a) {
 struct ValidateArgs {
   std::string input;
   std::string topology;
-  std::string network = "alphabeta";
+  std::string network;  // "": alphabeta, or kValidateNcclTestsNetwork for an nccl-tests log
   std::string gamma;
   std::string output;
   std::vector<std::string> options;  // -O ALG:KEY=VALUE for rows without an options column
   std::string timeline;
+  std::string algorithm = kValidateNcclTestsAlgorithm;  // nccl-tests logs only
+  CLI::Option* algorithm_option = nullptr;
 };
 
 const alg::AlgorithmInfo* registry_algorithm(const std::string& name) {
@@ -450,10 +453,10 @@ std::string error_summary(const std::vector<double>& errors, const std::vector<i
          " (line " + std::to_string(lines[worst]) + ")";
 }
 
-void validate_runs(const ValidateArgs& a, const ValidationModel& model, sim::NetworkKind network) {
+void validate_runs(const ValidateArgs& a, const std::string& text, const ValidationModel& model,
+                   sim::NetworkKind network) {
   const topo::Topology& topology = model.topology;
   const int gpus = topology.gpu_count();
-  const std::string text = read_input(a.input);
   std::istringstream in(text);
   const std::string name = a.input == "-" ? "<stdin>" : a.input;
   const std::vector<calib::MeasuredRun> runs = calib::read_measured_runs(in, name);
@@ -1064,12 +1067,34 @@ void run_validate(const ValidateArgs& a) {
   }
   const ConfigReader reader(a.topology);
   const ValidationModel model = load_validation_model(reader, a.gamma);
-  const sim::NetworkKind network = sim::parse_network_kind(a.network);
-  if (a.timeline.empty()) {
-    validate_runs(a, model, network);
-  } else {
-    validate_timeline(a, model, network);
+  if (!a.timeline.empty()) {
+    if (a.algorithm_option->count() > 0)
+      throw InputError("--algorithm: for nccl-tests logs; a timeline names its algorithms");
+    validate_timeline(a, model,
+                      sim::parse_network_kind(a.network.empty() ? "alphabeta" : a.network));
+    return;
   }
+  const std::string text = read_input(a.input);
+  const std::string name = a.input == "-" ? "<stdin>" : a.input;
+  if (calib::looks_like_nccl_tests(text)) {
+    NcclLogValidation v;
+    v.name = name;
+    v.text = text;
+    v.topology_path = a.topology;
+    v.algorithm = a.algorithm;
+    v.algorithm_given = a.algorithm_option->count() > 0;
+    v.options = a.options;
+    v.network = a.network;
+    v.output = a.output;
+    validate_nccl_tests_log(v, model.topology, model.gamma, model.gamma_from);
+    return;
+  }
+  if (a.algorithm_option->count() > 0) {
+    throw InputError("--algorithm: for nccl-tests logs; the rows of " + name +
+                     " name their algorithms");
+  }
+  validate_runs(a, text, model,
+                sim::parse_network_kind(a.network.empty() ? "alphabeta" : a.network));
 }
 }  // namespace
 
@@ -1117,22 +1142,32 @@ void add_calibrate_commands(CLI::App& app) {
   auto v = std::make_shared<ValidateArgs>();
   CLI::App* val =
       app.add_subcommand("validate", "Simulate measured runs on a topology and compare the times");
-  val->add_option("measured", v->input, "Result CSV of measured runs ('-': stdin)");
+  val->add_option("measured", v->input,
+                  "Result CSV of measured runs, or nccl-tests' all_reduce_perf output (text log "
+                  "or -J JSON) ('-': stdin)");
+  v->algorithm_option = val->add_option(
+      "--algorithm", v->algorithm,
+      std::string("nccl-tests logs: the algorithm to simulate for every size (default ") +
+          kValidateNcclTestsAlgorithm + ")");
   val->add_option("--timeline", v->timeline,
                   "Instead of a result CSV: a timeline of stragglesim-gpu run --timeline, "
                   "compared round by round");
   val->add_option("-O,--option", v->options,
                   "ALG:KEY=VALUE: an option of ALG's runs for files without an options column "
-                  "(repeatable), e.g. hierarchical:gpus_per_node=4");
+                  "(repeatable), e.g. hierarchical:gpus_per_node=4; nccl-tests logs: of "
+                  "--algorithm, e.g. nccl_ring:channels=24");
   val->add_option("--topology", v->topology, "Topology YAML (e.g. written by calibrate -o)")
       ->required();
-  val->add_option("--network", v->network, "Network model (default alphabeta)")
+  val->add_option("--network", v->network,
+                  std::string("Network model (default alphabeta; ") + kValidateNcclTestsNetwork +
+                      " for nccl-tests logs)")
       ->check(CLI::IsMember({"alphabeta", "flow"}));
   val->add_option("--gamma", v->gamma,
                   "Reduce cost (default: the topology's provenance.gamma, else 0)");
   val->add_option("-o,--output", v->output,
                   "Write the simulated rows as a result CSV (source=simulated); with --timeline "
-                  "the comparison per rank and round");
+                  "the comparison per rank and round; with an nccl-tests log the comparison per "
+                  "size");
   val->callback([v] { run_validate(*v); });
 }
 

@@ -28,6 +28,26 @@ void add_simulate_command(CLI::App& app);
 // `calibrate MEASUREMENTS.csv [-o TOPOLOGY.yaml]` and `validate MEASURED.csv --topology FILE`.
 void add_calibrate_commands(CLI::App& app);
 
+// `validate LOG --topology T` on an nccl-tests log (validate_nccl_tests.cpp): each size's
+// measured out-of-place and in-place times against `algorithm` simulated on the topology.
+// The algorithm and the network model it is compared in when the command line names neither:
+// NCCL's Ring with its channels (a rank's channels share its links only in the flow model; the
+// alpha-beta model serializes them on one port, docs/algorithms.md "What NCCL runs").
+inline constexpr const char* kValidateNcclTestsAlgorithm = "nccl_ring";
+inline constexpr const char* kValidateNcclTestsNetwork = "flow";
+struct NcclLogValidation {
+  std::string name;           // the log as messages name it ("<stdin>" for "-")
+  std::string text;           // its content
+  std::string topology_path;  // as given to --topology
+  std::string algorithm = kValidateNcclTestsAlgorithm;
+  bool algorithm_given = false;
+  std::vector<std::string> options;  // -O ALG:KEY=VALUE, ALG = algorithm
+  std::string network;               // "": kValidateNcclTestsNetwork
+  std::string output;                // -o: the comparison as CSV ("": none)
+};
+void validate_nccl_tests_log(const NcclLogValidation& a, const topo::Topology& topology,
+                             SecondsPerByte gamma, const std::string& gamma_from);
+
 // calibrate by simulation (calibrate_sim.cpp, experiments/runner/calibrate_sim.hpp): the options
 // beyond calibrate's own, registered on the calibrate subcommand; used with --topology-kind
 // shared_device or --by-simulation.
