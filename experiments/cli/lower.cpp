@@ -13,7 +13,7 @@
 #include "common/input_file.hpp"
 #include "common/units.hpp"
 #include "experiments/cli/commands.hpp"
-#include "experiments/runner/resource_check.hpp"
+#include "experiments/config/resource_check.hpp"
 #include "lowering/plan.hpp"
 
 namespace ssim::exp {

@@ -15,11 +15,11 @@
 #include "common/folder_lock.hpp"
 #include "common/interrupt.hpp"
 #include "experiments/cli/commands.hpp"
-#include "experiments/cli/data_files.hpp"
 #include "experiments/config/config.hpp"
+#include "experiments/config/data_files.hpp"
+#include "experiments/config/resource_check.hpp"
 #include "experiments/runner/experiment.hpp"
 #include "experiments/runner/journal.hpp"
-#include "experiments/runner/resource_check.hpp"
 #include "experiments/runner/run_group.hpp"
 
 namespace ssim::exp {
@@ -92,7 +92,7 @@ std::string plot_format_error(const std::string& text) {
   }
 }
 
-// configs/experiments/default.yaml of the shipped data (experiments/cli/data_files.hpp).
+// configs/experiments/default.yaml of the shipped data (experiments/config/data_files.hpp).
 std::string default_experiment() {
   const std::string path = data_file("configs/experiments/default.yaml");
   if (path.empty())

@@ -20,7 +20,7 @@
 #include "common/input_file.hpp"
 #include "common/units.hpp"
 #include "experiments/cli/commands.hpp"
-#include "experiments/runner/resource_check.hpp"
+#include "experiments/config/resource_check.hpp"
 
 namespace ssim::exp {
 namespace {

@@ -24,8 +24,8 @@
 #include "experiments/cli/commands.hpp"
 #include "experiments/config/algorithm.hpp"
 #include "experiments/config/config.hpp"
+#include "experiments/config/resource_check.hpp"
 #include "experiments/config/training.hpp"
-#include "experiments/runner/resource_check.hpp"
 
 namespace ssim::exp {
 namespace {

@@ -21,9 +21,9 @@
 #include "common/interrupt.hpp"
 #include "common/output_file.hpp"
 #include "common/random.hpp"
+#include "experiments/config/resource_check.hpp"
 #include "experiments/output/experiment_output.hpp"
 #include "experiments/runner/journal.hpp"
-#include "experiments/runner/resource_check.hpp"
 #include "schema/result_csv.hpp"
 
 namespace ssim::exp {

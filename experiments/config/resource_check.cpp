@@ -1,4 +1,4 @@
-#include "experiments/runner/resource_check.hpp"
+#include "experiments/config/resource_check.hpp"
 
 #include <algorithm>
 #include <cmath>
