@@ -1,9 +1,6 @@
 // `stragglesim run [EXPERIMENT.yaml] [-o DIR] [--jobs N] [--dry-run] [--no-plots]
 // [--plot-format png,svg,pdf] [--shard I/N] [--resume]`: the main job; `stragglesim merge
 // SHARD_DIR... -o DIR`: the shards' results as one.
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -18,6 +15,7 @@
 #include "experiments/config/config.hpp"
 #include "experiments/config/data_files.hpp"
 #include "experiments/config/resource_check.hpp"
+#include "experiments/output/plots.hpp"
 #include "experiments/runner/experiment.hpp"
 #include "experiments/runner/journal.hpp"
 #include "experiments/runner/run_group.hpp"
@@ -53,30 +51,6 @@ struct MergeArgs {
   std::string plot_format = "png";
 };
 
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-int shell(const std::string& command) {
-  const int status = std::system(command.c_str());
-  return status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-// plot.py needs matplotlib, which Debian installs for /usr/bin/python3; a python3 earlier on
-// PATH (pyenv, a venv) may lack it, so each candidate is asked to import it.
-std::string python_with_matplotlib() {
-  std::vector<std::string> candidates;
-  if (const char* env = std::getenv("STRAGGLESIM_PYTHON")) candidates.emplace_back(env);
-  candidates.emplace_back("python3");
-  candidates.emplace_back("/usr/bin/python3");
-  for (const std::string& py : candidates) {
-    if (shell(shell_quote(py) + " -c 'import matplotlib' >/dev/null 2>&1") == 0) return py;
-  }
-  return "";
-}
-
 // "" when `text` is a comma-separated list of png, svg and pdf, else why not.
 std::string plot_format_error(const std::string& text) {
   std::size_t start = 0;
@@ -99,31 +73,6 @@ std::string default_experiment() {
     throw UsageError("no experiment given and the default, configs/experiments/default.yaml, is in none of " +
                      data_dirs_text() + " (set STRAGGLESIM_DATA_DIR to the folder holding configs/)");
   return path;
-}
-
-void make_plots(const std::string& dir, const std::string& formats) {
-  const char* env = std::getenv("STRAGGLESIM_PLOT_SCRIPT");
-  const std::string script = env ? std::string(env) : data_file("plot.py");
-  std::error_code ec;
-  if (script.empty() || !std::filesystem::exists(script, ec)) {
-    std::cerr << "stragglesim run: plots skipped: "
-              << (script.empty() ? "plot.py not found in " + data_dirs_text() : script + " not found")
-              << "\n";
-    return;
-  }
-  const std::string py = python_with_matplotlib();
-  if (py.empty()) {
-    std::cerr << "stragglesim run: plots skipped: no python3 with matplotlib (apt-get install "
-                 "python3-matplotlib, "
-                 "or set STRAGGLESIM_PYTHON); the results are complete, plot later with: python3 "
-              << script << " " << dir << "\n";
-    return;
-  }
-  std::cout << "drawing plots into " << dir << " (" << formats << ", one plot.py process)...\n"
-            << std::flush;
-  const int rc = shell(shell_quote(py) + " " + shell_quote(script) + " --format " +
-                       shell_quote(formats) + " " + shell_quote(dir));
-  if (rc != 0) std::cerr << "stragglesim run: plots not made: plot.py exited with " << rc << "\n";
 }
 
 Experiment load_run_experiment(const RunArgs& a, const std::string& path) {

@@ -440,8 +440,6 @@ void run_rounds(const RoundsArgs& a) {
 
 }  // namespace
 
-std::string read_input(const std::string& path) { return read_input_file(path); }
-
 void write_output(const std::string& path, const std::string& text) {
   write_output_file(path, text);
 }

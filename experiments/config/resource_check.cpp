@@ -7,7 +7,7 @@
 
 #include "algorithms/verifier.hpp"
 #include "common/error.hpp"
-#include "experiments/runner/experiment.hpp"
+#include "experiments/config/experiment.hpp"
 #include "sim/network.hpp"
 
 namespace ssim::exp {

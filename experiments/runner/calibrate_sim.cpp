@@ -15,7 +15,7 @@
 #include "common/error.hpp"
 #include "common/random.hpp"
 #include "common/stats.hpp"
-#include "experiments/cli/commands.hpp"
+#include "experiments/config/files.hpp"
 #include "experiments/config/resource_check.hpp"
 #include "sim/executor.hpp"
 #include "topologies/generators.hpp"
