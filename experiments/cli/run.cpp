@@ -11,6 +11,7 @@
 #include "common/error.hpp"
 #include "common/folder_lock.hpp"
 #include "common/interrupt.hpp"
+#include "common/text.hpp"
 #include "experiments/cli/commands.hpp"
 #include "experiments/config/config.hpp"
 #include "experiments/config/data_files.hpp"
@@ -111,22 +112,15 @@ struct TracePoint {
   int iteration = 0;
 };
 
-bool all_digits(const std::string& s) {
-  return !s.empty() && s.size() <= 9 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& i : items) out += (out.empty() ? "" : ", ") + i;
-  return out;
-}
+// A run index or iteration as given: digits only, at most 9 of them (it fits an int).
+bool small_whole_number(const std::string& s) { return s.size() <= 9 && all_digits(s); }
 
 TracePoint select_trace_point(const Experiment& e, const std::string& text) {
   const std::string flag = "--trace '" + text + "'";
   const std::string example = " (e.g. --trace 3, or --trace label=ring,iteration=2" +
                               (e.axes.empty() ? std::string() : "," + e.axes[0].key + "=" + e.axes[0].labels[0]) + ")";
   std::vector<std::pair<std::string, std::string>> selectors;
-  if (all_digits(text)) {
+  if (small_whole_number(text)) {
     selectors.emplace_back("run", text);
   } else {
     std::size_t start = 0;
@@ -149,7 +143,7 @@ TracePoint select_trace_point(const Experiment& e, const std::string& text) {
   for (std::size_t r = 0; r < runs.size(); ++r) runs[r] = r;
   auto keep = [&](auto&& pred) { runs.erase(std::remove_if(runs.begin(), runs.end(), [&](std::size_t r) { return !pred(r); }), runs.end()); };
   auto index = [&](const std::string& key, const std::string& value, std::size_t count) {
-    if (!all_digits(value) || std::stoul(value) >= count) {
+    if (!small_whole_number(value) || std::stoul(value) >= count) {
       throw InputError(flag + ": " + key + "=" + value + " is not one of 0.." + std::to_string(count - 1) + " (" + e.file + ")");
     }
     return static_cast<std::size_t>(std::stoul(value));
@@ -174,7 +168,7 @@ TracePoint select_trace_point(const Experiment& e, const std::string& text) {
         if (std::find(known.begin(), known.end(), v) == known.end()) known.push_back(v);
       }
       if (std::find(known.begin(), known.end(), value) == known.end())
-        throw InputError(flag + ": " + key + "=" + value + " is not in the experiment (" + key + "s: " + joined(known) + ")");
+        throw InputError(flag + ": " + key + "=" + value + " is not in the experiment (" + key + "s: " + joined(known, ", ") + ")");
       keep([&](std::size_t r) { return (key == "label" ? e.algorithms[r % nalg].label : e.algorithms[r % nalg].name) == value; });
     } else {
       const std::string axis_key = key.rfind("sweep.", 0) == 0 ? key.substr(6) : key;
@@ -182,11 +176,11 @@ TracePoint select_trace_point(const Experiment& e, const std::string& text) {
       if (axis == e.axes.end()) {
         std::vector<std::string> keys = {"run", "point", "label", "algorithm", "iteration"};
         for (const SweepAxis& x : e.axes) keys.push_back(x.key);
-        throw InputError(flag + ": unknown key '" + key + "' (keys: " + joined(keys) + ")");
+        throw InputError(flag + ": unknown key '" + key + "' (keys: " + joined(keys, ", ") + ")");
       }
       const auto label = std::find(axis->labels.begin(), axis->labels.end(), value);
       if (label == axis->labels.end())
-        throw InputError(flag + ": " + axis_key + "=" + value + " is not a value of the sweep (values: " + joined(axis->labels) + ")");
+        throw InputError(flag + ": " + axis_key + "=" + value + " is not a value of the sweep (values: " + joined(axis->labels, ", ") + ")");
       const std::size_t k = static_cast<std::size_t>(axis - e.axes.begin());
       const std::size_t v = static_cast<std::size_t>(label - axis->labels.begin());
       keep([&](std::size_t r) { return e.points[r / nalg].value[k] == v; });
