@@ -26,12 +26,6 @@ std::vector<std::string> fields_of(std::string_view line) {
   return out;
 }
 
-bool all_digits(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isdigit(static_cast<unsigned char>(c));
-  });
-}
-
 std::optional<double> number(const std::string& s) {
   double v = 0;
   const char* end = s.data() + s.size();

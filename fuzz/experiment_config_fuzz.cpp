@@ -4,8 +4,8 @@
 #include <cstdint>
 
 #include "experiments/config/config.hpp"
+#include "experiments/config/resource_check.hpp"
 #include "experiments/runner/experiment.hpp"
-#include "experiments/runner/resource_check.hpp"
 #include "fuzz/fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -11,7 +11,7 @@
 
 #include "algorithms/schedule_bin.hpp"
 #include "algorithms/verifier.hpp"
-#include "experiments/runner/resource_check.hpp"
+#include "experiments/config/resource_check.hpp"
 #include "fuzz/fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -12,7 +12,7 @@
 
 #include "algorithms/schedule_json.hpp"
 #include "algorithms/verifier.hpp"
-#include "experiments/runner/resource_check.hpp"
+#include "experiments/config/resource_check.hpp"
 #include "fuzz/fuzz_support.hpp"
 
 namespace {

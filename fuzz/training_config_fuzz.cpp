@@ -1,12 +1,12 @@
 // libFuzzer harness: `train`'s YAML loader on arbitrary text, then the memory and time
-// estimate the CLI checks before it runs (experiments/runner/resource_check.hpp); nothing is
+// estimate the CLI checks before it runs (experiments/config/resource_check.hpp); nothing is
 // simulated. The text has no folder: files it names resolve against the working directory.
 #include <cstddef>
 #include <cstdint>
 
 #include "experiments/config/config.hpp"
+#include "experiments/config/resource_check.hpp"
 #include "experiments/config/training.hpp"
-#include "experiments/runner/resource_check.hpp"
 #include "fuzz/fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

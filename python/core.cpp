@@ -32,8 +32,8 @@
 #include "experiments/cli/commands.hpp"
 #include "experiments/config/config.hpp"
 #include "experiments/config/reader.hpp"
+#include "experiments/config/resource_check.hpp"
 #include "experiments/runner/experiment.hpp"
-#include "experiments/runner/resource_check.hpp"
 #include "lowering/plan.hpp"
 
 namespace py = pybind11;

@@ -15,10 +15,10 @@
 #include "common/error.hpp"
 #include "common/suggest.hpp"
 #include "experiments/cli/commands.hpp"
-#include "experiments/cli/data_files.hpp"
 #include "experiments/config/config.hpp"
+#include "experiments/config/data_files.hpp"
+#include "experiments/config/resource_check.hpp"
 #include "experiments/runner/experiment.hpp"
-#include "experiments/runner/resource_check.hpp"
 
 namespace ssim::exp {
 namespace {

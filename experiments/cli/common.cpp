@@ -16,8 +16,8 @@
 #include "common/time_budget.hpp"
 #include "common/units.hpp"
 #include "experiments/cli/commands.hpp"
+#include "experiments/config/resource_check.hpp"
 #include "experiments/runner/experiment.hpp"
-#include "experiments/runner/resource_check.hpp"
 
 namespace ssim::exp {
 namespace {

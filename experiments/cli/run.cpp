@@ -1,9 +1,6 @@
 // `stragglesim run [EXPERIMENT.yaml] [-o DIR] [--jobs N] [--dry-run] [--no-plots]
 // [--plot-format png,svg,pdf] [--shard I/N] [--resume]`: the main job; `stragglesim merge
 // SHARD_DIR... -o DIR`: the shards' results as one.
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -14,12 +11,14 @@
 #include "common/error.hpp"
 #include "common/folder_lock.hpp"
 #include "common/interrupt.hpp"
+#include "common/text.hpp"
 #include "experiments/cli/commands.hpp"
-#include "experiments/cli/data_files.hpp"
 #include "experiments/config/config.hpp"
+#include "experiments/config/data_files.hpp"
+#include "experiments/config/resource_check.hpp"
+#include "experiments/output/plots.hpp"
 #include "experiments/runner/experiment.hpp"
 #include "experiments/runner/journal.hpp"
-#include "experiments/runner/resource_check.hpp"
 #include "experiments/runner/run_group.hpp"
 
 namespace ssim::exp {
@@ -53,30 +52,6 @@ struct MergeArgs {
   std::string plot_format = "png";
 };
 
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-int shell(const std::string& command) {
-  const int status = std::system(command.c_str());
-  return status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-// plot.py needs matplotlib, which Debian installs for /usr/bin/python3; a python3 earlier on
-// PATH (pyenv, a venv) may lack it, so each candidate is asked to import it.
-std::string python_with_matplotlib() {
-  std::vector<std::string> candidates;
-  if (const char* env = std::getenv("STRAGGLESIM_PYTHON")) candidates.emplace_back(env);
-  candidates.emplace_back("python3");
-  candidates.emplace_back("/usr/bin/python3");
-  for (const std::string& py : candidates) {
-    if (shell(shell_quote(py) + " -c 'import matplotlib' >/dev/null 2>&1") == 0) return py;
-  }
-  return "";
-}
-
 // "" when `text` is a comma-separated list of png, svg and pdf, else why not.
 std::string plot_format_error(const std::string& text) {
   std::size_t start = 0;
@@ -92,38 +67,13 @@ std::string plot_format_error(const std::string& text) {
   }
 }
 
-// configs/experiments/default.yaml of the shipped data (experiments/cli/data_files.hpp).
+// configs/experiments/default.yaml of the shipped data (experiments/config/data_files.hpp).
 std::string default_experiment() {
   const std::string path = data_file("configs/experiments/default.yaml");
   if (path.empty())
     throw UsageError("no experiment given and the default, configs/experiments/default.yaml, is in none of " +
                      data_dirs_text() + " (set STRAGGLESIM_DATA_DIR to the folder holding configs/)");
   return path;
-}
-
-void make_plots(const std::string& dir, const std::string& formats) {
-  const char* env = std::getenv("STRAGGLESIM_PLOT_SCRIPT");
-  const std::string script = env ? std::string(env) : data_file("plot.py");
-  std::error_code ec;
-  if (script.empty() || !std::filesystem::exists(script, ec)) {
-    std::cerr << "stragglesim run: plots skipped: "
-              << (script.empty() ? "plot.py not found in " + data_dirs_text() : script + " not found")
-              << "\n";
-    return;
-  }
-  const std::string py = python_with_matplotlib();
-  if (py.empty()) {
-    std::cerr << "stragglesim run: plots skipped: no python3 with matplotlib (apt-get install "
-                 "python3-matplotlib, "
-                 "or set STRAGGLESIM_PYTHON); the results are complete, plot later with: python3 "
-              << script << " " << dir << "\n";
-    return;
-  }
-  std::cout << "drawing plots into " << dir << " (" << formats << ", one plot.py process)...\n"
-            << std::flush;
-  const int rc = shell(shell_quote(py) + " " + shell_quote(script) + " --format " +
-                       shell_quote(formats) + " " + shell_quote(dir));
-  if (rc != 0) std::cerr << "stragglesim run: plots not made: plot.py exited with " << rc << "\n";
 }
 
 Experiment load_run_experiment(const RunArgs& a, const std::string& path) {
@@ -162,22 +112,15 @@ struct TracePoint {
   int iteration = 0;
 };
 
-bool all_digits(const std::string& s) {
-  return !s.empty() && s.size() <= 9 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& i : items) out += (out.empty() ? "" : ", ") + i;
-  return out;
-}
+// A run index or iteration as given: digits only, at most 9 of them (it fits an int).
+bool small_whole_number(const std::string& s) { return s.size() <= 9 && all_digits(s); }
 
 TracePoint select_trace_point(const Experiment& e, const std::string& text) {
   const std::string flag = "--trace '" + text + "'";
   const std::string example = " (e.g. --trace 3, or --trace label=ring,iteration=2" +
                               (e.axes.empty() ? std::string() : "," + e.axes[0].key + "=" + e.axes[0].labels[0]) + ")";
   std::vector<std::pair<std::string, std::string>> selectors;
-  if (all_digits(text)) {
+  if (small_whole_number(text)) {
     selectors.emplace_back("run", text);
   } else {
     std::size_t start = 0;
@@ -200,7 +143,7 @@ TracePoint select_trace_point(const Experiment& e, const std::string& text) {
   for (std::size_t r = 0; r < runs.size(); ++r) runs[r] = r;
   auto keep = [&](auto&& pred) { runs.erase(std::remove_if(runs.begin(), runs.end(), [&](std::size_t r) { return !pred(r); }), runs.end()); };
   auto index = [&](const std::string& key, const std::string& value, std::size_t count) {
-    if (!all_digits(value) || std::stoul(value) >= count) {
+    if (!small_whole_number(value) || std::stoul(value) >= count) {
       throw InputError(flag + ": " + key + "=" + value + " is not one of 0.." + std::to_string(count - 1) + " (" + e.file + ")");
     }
     return static_cast<std::size_t>(std::stoul(value));
@@ -225,7 +168,7 @@ TracePoint select_trace_point(const Experiment& e, const std::string& text) {
         if (std::find(known.begin(), known.end(), v) == known.end()) known.push_back(v);
       }
       if (std::find(known.begin(), known.end(), value) == known.end())
-        throw InputError(flag + ": " + key + "=" + value + " is not in the experiment (" + key + "s: " + joined(known) + ")");
+        throw InputError(flag + ": " + key + "=" + value + " is not in the experiment (" + key + "s: " + joined(known, ", ") + ")");
       keep([&](std::size_t r) { return (key == "label" ? e.algorithms[r % nalg].label : e.algorithms[r % nalg].name) == value; });
     } else {
       const std::string axis_key = key.rfind("sweep.", 0) == 0 ? key.substr(6) : key;
@@ -233,11 +176,11 @@ TracePoint select_trace_point(const Experiment& e, const std::string& text) {
       if (axis == e.axes.end()) {
         std::vector<std::string> keys = {"run", "point", "label", "algorithm", "iteration"};
         for (const SweepAxis& x : e.axes) keys.push_back(x.key);
-        throw InputError(flag + ": unknown key '" + key + "' (keys: " + joined(keys) + ")");
+        throw InputError(flag + ": unknown key '" + key + "' (keys: " + joined(keys, ", ") + ")");
       }
       const auto label = std::find(axis->labels.begin(), axis->labels.end(), value);
       if (label == axis->labels.end())
-        throw InputError(flag + ": " + axis_key + "=" + value + " is not a value of the sweep (values: " + joined(axis->labels) + ")");
+        throw InputError(flag + ": " + axis_key + "=" + value + " is not a value of the sweep (values: " + joined(axis->labels, ", ") + ")");
       const std::size_t k = static_cast<std::size_t>(axis - e.axes.begin());
       const std::size_t v = static_cast<std::size_t>(label - axis->labels.begin());
       keep([&](std::size_t r) { return e.points[r / nalg].value[k] == v; });

@@ -20,7 +20,7 @@
 #include "common/input_file.hpp"
 #include "common/units.hpp"
 #include "experiments/cli/commands.hpp"
-#include "experiments/runner/resource_check.hpp"
+#include "experiments/config/resource_check.hpp"
 
 namespace ssim::exp {
 namespace {
@@ -439,8 +439,6 @@ void run_rounds(const RoundsArgs& a) {
 }
 
 }  // namespace
-
-std::string read_input(const std::string& path) { return read_input_file(path); }
 
 void write_output(const std::string& path, const std::string& text) {
   write_output_file(path, text);

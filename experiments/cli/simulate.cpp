@@ -12,9 +12,9 @@
 #include "common/memory_budget.hpp"
 #include "experiments/cli/commands.hpp"
 #include "experiments/config/config.hpp"
+#include "experiments/config/resource_check.hpp"
 #include "experiments/output/experiment_output.hpp"
 #include "experiments/runner/experiment.hpp"
-#include "experiments/runner/resource_check.hpp"
 
 namespace ssim::exp {
 namespace {

@@ -12,8 +12,8 @@
 #include "common/error.hpp"
 #include "experiments/cli/commands.hpp"
 #include "experiments/config/config.hpp"
+#include "experiments/config/resource_check.hpp"
 #include "experiments/config/training.hpp"
-#include "experiments/runner/resource_check.hpp"
 #include "schema/result_csv.hpp"
 
 namespace ssim::exp {

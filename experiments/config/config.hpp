@@ -30,8 +30,8 @@
 #include <utility>
 #include <vector>
 
+#include "experiments/config/experiment.hpp"
 #include "experiments/config/reader.hpp"
-#include "experiments/runner/experiment.hpp"
 #include "sim/delays.hpp"
 #include "sim/simulation.hpp"
 #include "topologies/topology.hpp"

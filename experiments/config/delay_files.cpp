@@ -17,6 +17,7 @@
 #include "common/csv.hpp"
 #include "common/error.hpp"
 #include "common/input_file.hpp"
+#include "common/text.hpp"
 
 namespace ssim::exp {
 namespace {
@@ -79,12 +80,6 @@ int cell_index(const CsvReader& csv, const CsvRecord& r, std::size_t k, std::str
   return *v;
 }
 
-std::string joined(const CsvRecord& r) {
-  std::string s;
-  for (std::size_t k = 0; k < r.fields.size(); ++k) s += (k ? "," : "") + r.fields[k];
-  return s;
-}
-
 std::ifstream open_or_throw(const std::filesystem::path& file, std::string_view what) {
   check_input_file(file.string());  // a regular file within the size limit (common/input_file.hpp)
   std::ifstream in(file);
@@ -114,7 +109,7 @@ sim::Distribution read_delay_samples(std::istream& in, const std::string& source
         header_factor = unit->factor;
       } else if (fields.size() != 2 || fields[1] != "unit") {
         csv.fail(r, "expected a header 'name_<unit>' (e.g. delay_ms) or 'name,unit', got '" +
-                        joined(r) + "'");
+                        joined(r.fields, ",") + "'");
       }
       continue;
     }

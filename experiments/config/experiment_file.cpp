@@ -1,4 +1,4 @@
-// Experiment YAML -> Experiment (runner/experiment.hpp): algorithms, baseline, sweep axes and every
+// Experiment YAML -> Experiment (config/experiment.hpp): algorithms, baseline, sweep axes and every
 // sweep point resolved into a SimulationConfig.
 //
 // A sweep point is loaded from the experiment document itself: each swept value is put in
@@ -7,7 +7,7 @@
 // parsed document in place, instead of copying it, keeps every node's file:line:column (a
 // yaml-cpp Clone drops them), so an error in a fixed field still points at its line and an
 // error in a swept value points at the value in the sweep list.
-#include "experiments/runner/experiment.hpp"
+#include "experiments/config/experiment.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -21,11 +21,11 @@
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
 #include "common/memory_budget.hpp"
-#include "experiments/cli/commands.hpp"
 #include "experiments/config/algorithm.hpp"
 #include "experiments/config/config.hpp"
+#include "experiments/config/files.hpp"
+#include "experiments/config/resource_check.hpp"
 #include "experiments/config/training.hpp"
-#include "experiments/runner/resource_check.hpp"
 
 namespace ssim::exp {
 namespace {

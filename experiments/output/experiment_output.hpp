@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/runner/experiment.hpp"
+#include "experiments/output/summary.hpp"
 #include "sim/simulation.hpp"
 
 namespace ssim::exp {

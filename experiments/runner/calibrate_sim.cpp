@@ -15,8 +15,8 @@
 #include "common/error.hpp"
 #include "common/random.hpp"
 #include "common/stats.hpp"
-#include "experiments/cli/commands.hpp"
-#include "experiments/runner/resource_check.hpp"
+#include "experiments/config/files.hpp"
+#include "experiments/config/resource_check.hpp"
 #include "sim/executor.hpp"
 #include "topologies/generators.hpp"
 

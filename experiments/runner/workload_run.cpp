@@ -1,4 +1,4 @@
-// Runs of an experiment with a `workload:` (experiment.hpp: Workload): each run is a training
+// Runs of an experiment with a `workload:` (config/experiment.hpp: Workload): each run is a training
 // job (sim/training.hpp), its steps the run's iterations.
 #include <algorithm>
 
@@ -6,12 +6,6 @@
 #include "experiments/runner/experiment.hpp"
 
 namespace ssim::exp {
-
-std::uint64_t Workload::gradient_bytes() const {
-  std::uint64_t params = 0;
-  for (const sim::TrainingLayer& l : layers) params += l.params;
-  return params * bytes_per_param;
-}
 
 sim::TrainingConfig training_config(const Experiment& e, std::size_t run) {
   const SweepPoint& p = e.points[run / e.algorithms.size()];

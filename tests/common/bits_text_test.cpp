@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/bits.hpp"
 #include "common/text.hpp"
@@ -54,6 +56,24 @@ TEST(Text, TrimWhitespace) {
   EXPECT_EQ(trim(" 12\r\n", kWhitespace), "12");
   EXPECT_EQ(trim("\v\f host \t", kWhitespace), "host");
   EXPECT_EQ(trim("\r\n", kWhitespace), "");
+}
+
+TEST(Text, AllDigits) {
+  static_assert(all_digits("0042"));
+  EXPECT_TRUE(all_digits("7"));
+  EXPECT_TRUE(all_digits("12345678901234567890"));  // any length: the caller bounds it
+  EXPECT_FALSE(all_digits(""));
+  for (const char* s : {"-1", "+1", " 1", "1 ", "1.0", "1e3", "0x1", "12a", "\xd9\xa3"}) {
+    EXPECT_FALSE(all_digits(s)) << s;
+  }
+}
+
+TEST(Text, Joined) {
+  EXPECT_EQ(joined({"ring", "rhd", "direct"}, ", "), "ring, rhd, direct");
+  EXPECT_EQ(joined({"a", "", "b"}, ","), "a,,b");  // empty items keep their separators
+  EXPECT_EQ(joined({"", "b"}, ","), ",b");
+  EXPECT_EQ(joined({"only"}, ", "), "only");
+  EXPECT_EQ(joined({}, ", "), "");
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// `run` experiments with a `workload:` (experiments/runner/experiment.hpp, Workload): every run is
+// `run` experiments with a `workload:` (experiments/config/experiment.hpp, Workload): every run is
 // a training job whose steps are the run's iterations. A point equals `train` of the same job to
 // the bit; the shipped experiment runs, resumes from its journal and merges from shards; bad
 // input is one message naming the file, line and key, exit 1, nothing written.

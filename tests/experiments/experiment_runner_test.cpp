@@ -13,8 +13,8 @@
 #include "common/csv.hpp"
 #include "common/error.hpp"
 #include "experiments/config/config.hpp"
+#include "experiments/config/resource_check.hpp"
 #include "experiments/runner/experiment.hpp"
-#include "experiments/runner/resource_check.hpp"
 #include "run_support.hpp"
 #include "schema/result_csv.hpp"
 
@@ -358,7 +358,7 @@ TEST(ExperimentRunner, AFailingRunKeepsThePointsBeforeIt) {
   }
 }
 
-// The ETA weighs runs by their estimated simulation time (experiments/runner/resource_check.hpp),
+// The ETA weighs runs by their estimated simulation time (experiments/config/resource_check.hpp),
 // so a sweep whose large or flow-model points come last is not promised the pace of its small ones.
 TEST(ExperimentProgress, EtaWeighsRunsByCost) {
   const Experiment e = load(

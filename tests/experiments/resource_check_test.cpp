@@ -1,5 +1,5 @@
 // experiments/resource_check: memory refusals and time notes, from the inputs alone.
-#include "experiments/runner/resource_check.hpp"
+#include "experiments/config/resource_check.hpp"
 
 #include <gtest/gtest.h>
 

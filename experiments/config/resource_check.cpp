@@ -1,4 +1,4 @@
-#include "experiments/runner/resource_check.hpp"
+#include "experiments/config/resource_check.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include "algorithms/verifier.hpp"
 #include "common/error.hpp"
-#include "experiments/runner/experiment.hpp"
+#include "experiments/config/experiment.hpp"
 #include "sim/network.hpp"
 
 namespace ssim::exp {

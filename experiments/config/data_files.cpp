@@ -1,4 +1,4 @@
-#include "experiments/cli/data_files.hpp"
+#include "experiments/config/data_files.hpp"
 
 #include <cstdlib>
 #include <filesystem>
