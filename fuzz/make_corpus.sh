@@ -10,7 +10,7 @@ bin=${1:-$root/build/experiments/stragglesim}
 corpus=$root/fuzz/corpus
 # Regression inputs (issue15_*, and crash inputs once fixed) are kept; the rest is rebuilt.
 find "$corpus" -type f ! -name 'issue*' -delete 2>/dev/null || true
-mkdir -p "$corpus"/{simulate_config,experiment_config,topology,schedule_json,schedule_bin,calibration_csv,simgrid_platform,step_log,training_config,calibration_sim}
+mkdir -p "$corpus"/{simulate_config,experiment_config,topology,schedule_json,schedule_bin,calibration_csv,simgrid_platform,step_log,training_config,calibration_sim,timeline,profiler_trace}
 
 # A config with `topology: {file: ../topologies/X.yaml}` -> the same with X's keys inline.
 inline_topology() {
@@ -59,4 +59,23 @@ cp "$root"/configs/topologies/simgrid/*.xml "$corpus/simgrid_platform/"
 cp "$root"/tests/data/step_logs/*.csv "$corpus/step_log/"
 cp "$root"/configs/train/*.yaml "$corpus/training_config/"
 cp "$root"/tests/data/calibration/ring4_measured.csv "$corpus/calibration_sim/"
+# Timelines: the first iteration of each shipped run (a whole file is past the 16 KiB -max_len),
+# with the options it ran with in an options column (the hierarchical one: gpus_per_node=4).
+for f in "$root"/tests/data/calibration/h200_tl_*.csv; do
+  opt=$([[ $f == *hierarchical* ]] && echo "gpus_per_node=4" || true)
+  awk -F, -v opt="$opt" 'NR == 1 { print $0 ",options"; next } NR == 2 { b = $3 }
+                         $4 == 0 && $3 == b { print $0 "," opt }' "$f" >"$corpus/timeline/$(basename "$f")"
+done
+# Profiler traces: two ranks' traces of a few steps, separated by a line "---" (the harness's form).
+for n in 2 3; do
+  for ((r = 0; r < n; ++r)); do
+    [[ $r -gt 0 ]] && echo "---"
+    printf '{"distributedInfo": {"rank": %d, "world_size": %d}, "traceEvents": [' "$r" "$n"
+    for s in 0 1 2 3 4; do
+      [[ $s -gt 0 ]] && printf ', '
+      printf '{"ph": "X", "name": "ProfilerStep#%d", "ts": %d, "dur": %d}' "$s" $((s * 5000)) $((4000 + 37 * r * s % 900))
+    done
+    printf ']}\n'
+  done >"$corpus/profiler_trace/ranks$n.json"
+done
 du -sh "$corpus"

@@ -3,8 +3,9 @@
 # each for SECONDS (default 600) on a copy of its seed corpus (docs/testing.md "Fuzzing").
 #   scripts/fuzz.sh [SECONDS] [HARNESS...]    harnesses: fuzz/NAME_fuzz.cpp (simulate_config,
 #                                             experiment_config, topology, schedule_json,
-#                                             schedule_bin, calibration_csv, simgrid_platform;
-#                                             default all)
+#                                             schedule_bin, calibration_csv, simgrid_platform,
+#                                             step_log, training_config, calibration_sim,
+#                                             timeline, profiler_trace; default all)
 # Environment: STRAGGLESIM_FUZZ_BUILD_DIR (default build-fuzz), STRAGGLESIM_FUZZ_JOBS (harnesses
 # run at once, default 1), CXX (default clang++). Findings (crash-*, timeout-*, oom-*) and each
 # run's log land in build-fuzz/runs/<harness>/; replay one with

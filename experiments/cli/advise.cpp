@@ -328,6 +328,34 @@ std::string pct(double f) {
 }
 
 void run_advise(const AdviseArgs& a) {
+  require_threads_used(a.jobs, a.threads);
+  // Flags checked before anything runs, each naming itself: what would otherwise be ignored (the
+  // straggler's flags without a straggler), refused in the generated experiment (--gamma, named
+  // by its generated line) or after the ranking (the trace's).
+  if (a.delay_dist.empty() && a.delays_file.empty() &&
+      (a.straggler_rank >= 0 || a.persistence != 1.0 || a.probability != -1)) {
+    throw UsageError(
+        "--straggler-rank, --persistence and --probability describe the straggler of "
+        "--delay-dist, which is not given (without it no rank is late)");
+  }
+  if (!a.gamma.empty()) {
+    try {
+      (void)parse_seconds_per_byte(a.gamma);
+    } catch (const InputError& e) {
+      throw InputError(std::string("--gamma: ") + e.what());
+    }
+  }
+  if (!a.trace.empty()) {
+    if (a.trace_iteration >= a.iterations) {
+      throw InputError("--trace-iteration " + std::to_string(a.trace_iteration) +
+                       " is past the last iteration (" + std::to_string(a.iterations - 1) + ")");
+    }
+    if (a.trace_links > 0 && a.network != "flow") {
+      throw InputError("--trace-links " + std::to_string(a.trace_links) +
+                       ": link utilization counters need the flow model (--network flow); the "
+                       "alphabeta model has no link rates");
+    }
+  }
   std::vector<std::string> left_out;
   const std::vector<std::string> policies = advise_policies(a);
   const std::vector<std::string> candidates = advise_candidates(a, &left_out);

@@ -188,7 +188,11 @@ struct ValidationModel {
 ValidationModel load_validation_model(const ConfigReader& reader, const std::string& gamma_flag) {
   ValidationModel m{load_topology(reader.root(), reader.directory()), SecondsPerByte{0.0}, ""};
   if (!gamma_flag.empty()) {
-    m.gamma = parse_seconds_per_byte(gamma_flag);
+    try {
+      m.gamma = parse_seconds_per_byte(gamma_flag);
+    } catch (const InputError& e) {
+      throw InputError(std::string("--gamma: ") + e.what());
+    }
     m.gamma_from = "--gamma";
   } else if (const auto recorded = load_calibrated_gamma(reader.root())) {
     m.gamma = *recorded;
@@ -216,6 +220,9 @@ struct CalibrateArgs {
   SimCalibrateArgs sim;
   // The closed-form fit's options, refused where calibration by simulation would ignore them.
   std::vector<CLI::Option*> only_closed_form;
+  // What only -o uses (the written topology's GPU count and provenance).
+  std::vector<CLI::Option*> only_with_output;
+  CLI::Option* kind_option = nullptr;
 };
 
 // A flag that the chosen fit would ignore is refused, never taken silently.
@@ -348,6 +355,10 @@ void write_topology(const calib::Calibration& c, const CalibrateArgs& a) {
 }
 
 void run_calibrate(const CalibrateArgs& a) {
+  if (a.output.empty()) {
+    refuse_given(a.only_with_output,
+                 "says what -o writes (the calibrated topology), and no -o is given");
+  }
   if (a.kind == "shared_device" || a.sim.by_simulation) {
     refuse_given(a.only_closed_form,
                  "an option of the closed-form fit, which calibration by simulation "
@@ -365,6 +376,14 @@ void run_calibrate(const CalibrateArgs& a) {
   refuse_given(a.sim.only_by_simulation,
                "an option of calibration by simulation (--by-simulation or --topology-kind "
                "shared_device), which the closed-form fit does not use");
+  // The closed form fits the same model for every kind: the kind is what -o writes.
+  if (a.output.empty() && a.kind_option != nullptr)
+    refuse_given({a.kind_option},
+                 "says what -o writes (the calibrated topology), and no -o is given");
+  if (a.piece > 0 && a.piecewise.empty()) {
+    throw InputError("--piece " + std::to_string(a.piece) +
+                     ": picks one of the fits of --piecewise, which is not given");
+  }
   calib::CalibrationOptions o;
   if (!a.piecewise.empty()) {
     try {
@@ -376,7 +395,11 @@ void run_calibrate(const CalibrateArgs& a) {
   if (!a.link_class.empty()) o.link_class = a.link_class;
   if (!a.gamma.empty()) {
     if (a.fit_gamma) throw InputError("--gamma and --fit-gamma exclude each other");
-    o.gamma = parse_seconds_per_byte(a.gamma);
+    try {
+      o.gamma = parse_seconds_per_byte(a.gamma);
+    } catch (const InputError& e) {
+      throw InputError(std::string("--gamma: ") + e.what());
+    }
   }
   o.fit_gamma = a.fit_gamma;
   if (!a.algorithm.empty()) o.algorithm = a.algorithm;
@@ -385,6 +408,11 @@ void run_calibrate(const CalibrateArgs& a) {
   const std::string text = read_input(a.input);
   std::istringstream in(text);
   const calib::Calibration c = calib::calibrate(in, a.input == "-" ? "<stdin>" : a.input, o);
+  if (a.log_ranks > 0 && c.input != calib::CalibrationInput::nccl_tests) {
+    throw InputError("--log-ranks " + std::to_string(a.log_ranks) + ": " + c.source + " holds " +
+                     std::string(calib::to_string(c.input)) +
+                     ", which name their rank counts (--log-ranks is for nccl-tests logs)");
+  }
   if (o.link_class && c.input != calib::CalibrationInput::sweep) {
     throw InputError(
         "--link-class " + *o.link_class + ": " + c.source +
@@ -1098,6 +1126,17 @@ void run_validate(const ValidateArgs& a) {
 }
 }  // namespace
 
+std::size_t compare_timeline(const std::string& text, const std::string& name,
+                             const topo::Topology& topology) {
+  const std::vector<TimelineRun> runs = read_timeline(text, name);
+  const ValidationModel model{topology, SecondsPerByte{0.0}, "default"};
+  calib::RunOptionsResolver resolve(stated_options({}), name);
+  std::vector<RoundComparison> all;
+  for (const TimelineRun& t : runs)
+    compare_run(t, name, model, sim::NetworkKind::alphabeta, resolve, all);
+  return all.size();
+}
+
 void add_calibrate_commands(CLI::App& app) {
   auto c = std::make_shared<CalibrateArgs>();
   CLI::App* cal = app.add_subcommand(
@@ -1120,15 +1159,18 @@ void add_calibrate_commands(CLI::App& app) {
   closed.push_back(cal->add_option("--piece", c->piece,
                   "With --piecewise and -o: the fit to write (1-based, as printed)")
       ->check(positive_number()));
-  cal->add_option("--topology-kind", c->kind,
-                  "Topology written by -o (default switch); shared_device fits by simulation")
-      ->check(CLI::IsMember({"switch", "fully_connected", "ring", "shared_device"}));
-  cal->add_option("-r,--ranks", c->ranks,
-                  "GPU count of the written topology (default: the runs' rank count)")
-      ->check(CLI::Range(2, 65536));
+  c->kind_option =
+      cal->add_option("--topology-kind", c->kind,
+                      "Topology written by -o (default switch); shared_device fits by simulation")
+          ->check(CLI::IsMember({"switch", "fully_connected", "ring", "shared_device"}));
+  c->only_with_output.push_back(
+      cal->add_option("-r,--ranks", c->ranks,
+                      "GPU count of the written topology (default: the runs' rank count)")
+          ->check(CLI::Range(2, 65536)));
   cal->add_option("-o,--output", c->output, "Write the calibrated topology YAML here");
-  cal->add_option("--machine", c->machine,
-                  "Where the measurements ran, for the provenance (default: device column)");
+  c->only_with_output.push_back(cal->add_option(
+      "--machine", c->machine,
+      "Where the measurements ran, for the provenance (default: device column)"));
   closed.push_back(cal->add_option("--gamma", c->gamma,
                   "Collective runs: known reduce cost, e.g. 0.05ns/B (default 0)"));
   closed.push_back(cal->add_flag("--fit-gamma", c->fit_gamma,

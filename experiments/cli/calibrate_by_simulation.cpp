@@ -131,6 +131,8 @@ void add_simulation_calibrate_options(CLI::App& cal, SimCalibrateArgs& a) {
       cal.add_option("--max-evaluations", a.max_evaluations,
                      "By simulation: evaluations of the fit before it counts as not converged")
           ->check(CLI::Range(1, 10000000)));
+  add_max_time_option(cal, a.max_time);
+  only.push_back(cal.get_option("--max-time"));
   only.push_back(cal.add_option(
       "--rows-output", a.rows_output,
       "By simulation: write every compared row (measured, simulated, error, held out) as CSV"));
@@ -144,6 +146,7 @@ void run_calibrate_by_simulation(const std::string& input, const std::string& ki
   o.seed = a.seed;
   o.threads = a.threads;
   o.max_evaluations = a.max_evaluations;
+  o.max_time = a.max_time;
   o.fit = a.fit;
   for (const std::string& item : a.fix) {
     const auto [key, text] = split_at(item, '=', "--fix", "PARAMETER=VALUE");

@@ -49,6 +49,13 @@ struct NcclLogValidation {
 void validate_nccl_tests_log(const NcclLogValidation& a, const topo::Topology& topology,
                              SecondsPerByte gamma, const std::string& gamma_from);
 
+// validate --timeline without its report (fuzz/timeline_fuzz.cpp): reads `text`, a timeline as
+// stragglesim-gpu run --timeline writes it (named `name` in errors), and compares each of its
+// runs with its simulation on `topology` (alpha-beta, gamma 0, the options of the file's column).
+// Returns the number of (rank, round) comparisons.
+std::size_t compare_timeline(const std::string& text, const std::string& name,
+                             const topo::Topology& topology);
+
 // calibrate by simulation (calibrate_sim.cpp, experiments/runner/calibrate_sim.hpp): the options
 // beyond calibrate's own, registered on the calibrate subcommand; used with --topology-kind
 // shared_device or --by-simulation.
@@ -62,6 +69,7 @@ struct SimCalibrateArgs {
   std::uint64_t seed = 0;
   int threads = 1;
   int max_evaluations = 4000;
+  std::string max_time;     // --max-time ("": the default)
   std::string rows_output;  // every compared row with its simulated time, as CSV
 };
 void add_simulation_calibrate_options(CLI::App& calibrate, SimCalibrateArgs& args);
@@ -83,11 +91,15 @@ void add_lower_command(CLI::App& app);
 // `advise --topology T --size S [--ranks N] [--delay-dist D] ...`: which algorithm to use.
 void add_advise_command(CLI::App& app);
 
-// Sign checks for numeric flags, with short messages ("--seed: must be >= 0, got -5"; CLI11's
-// NonNegativeNumber prints DBL_MAX in all its 309 digits).
+// Sign checks for int flags, with short messages ("--straggler: must be >= 0, got -5"; CLI11's
+// NonNegativeNumber prints DBL_MAX in all its 309 digits); a value past an int or with a fraction
+// is "must be a whole number from 0 to 2147483647, got '...'" (CLI11: "Could not convert").
 // --threads N (1..1024): threads of the alpha-beta dataflow pass inside one simulation.
 // `threads` keeps its default (1 in every command) when the flag is absent.
 void add_threads_option(CLI::App& cmd, int& threads, const std::string& extra = "");
+// `run` and `advise`: --threads above 1 would do nothing with more than one job (each run then
+// gets one thread): UsageError saying so. `jobs` as --jobs (0: the hardware threads).
+void require_threads_used(int jobs, int threads);
 CLI::Validator non_negative_number();
 CLI::Validator positive_number();
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,6 +31,14 @@ CLI::Validator sign_check(bool zero_ok) {
         if (end == text.c_str() || *end != '\0') return "";  // not a number: the conversion says so
         if (v < 0 || (!zero_ok && v == 0))
           return std::string("must be ") + (zero_ok ? ">= 0" : "> 0") + ", got " + text;
+        // An int flag: past its range CLI11 would say only "Could not convert".
+        long long whole = 0;
+        const auto [at, ec] = std::from_chars(text.data(), text.data() + text.size(), whole);
+        if (ec != std::errc() || at != text.data() + text.size() ||
+            whole > std::numeric_limits<int>::max()) {
+          return std::string("must be a whole number from ") + (zero_ok ? "0" : "1") + " to " +
+                 std::to_string(std::numeric_limits<int>::max()) + ", got '" + text + "'";
+        }
         return "";
       },
       zero_ok ? "NUMBER>=0" : "NUMBER>0");
@@ -253,7 +262,7 @@ void add_trace_links_option(CLI::App& cmd, int& k) {
   cmd.add_option("--trace-links", k,
                  "Flow model: utilization counters in the trace for the K links that carry the "
                  "most bytes (default: every link that carries traffic; 0: none)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
 }
 
 void add_trace_selection_options(CLI::App& cmd, TraceOptions& t, CLI::Option* trace) {
@@ -353,6 +362,16 @@ sim::SimulationResult write_trace(sim::SimulationConfig config, int iteration, i
   }
   out.commit();
   return r;
+}
+
+void require_threads_used(int jobs, int threads) {
+  if (threads > 1 && threads_per_run(jobs, threads) == 1) {
+    throw UsageError("--threads " + std::to_string(threads) +
+                     ": the threads of one run, used only with --jobs 1 (with " +
+                     (jobs > 0 ? std::to_string(jobs) + " jobs"
+                               : std::string("--jobs left at the hardware threads")) +
+                     " each run gets one); give --jobs 1 or leave --threads out");
+  }
 }
 
 void add_threads_option(CLI::App& cmd, int& threads, const std::string& extra) {

@@ -1,6 +1,8 @@
 // `stragglesim lower`: the per-rank point-to-point plan the executors run for one schedule (an
 // algorithm of the registry, or a schedule file, JSON or binary), size and element type
 // (lowering/plan.hpp), as text or JSON.
+#include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -208,11 +210,21 @@ void add_lower_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--option", args->options, "Algorithm option key=value (repeatable)");
   cmd->add_option("--straggler", args->straggler, "Straggler rank for straggler-aware algorithms")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   cmd->add_option("--align", args->align,
                   "Chunk boundaries on multiples of this many bytes (a power of two >= the "
                   "element size; the element size gives the unaligned tight layout)")
-      ->capture_default_str();
+      ->capture_default_str()
+      // CLI11 reads "-1" into the unsigned as 2^64 - 1 and saturates a value past it: both are
+      // refused as given.
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            std::uint64_t v = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+            if (!text.empty() && ec == std::errc() && end == text.data() + text.size()) return "";
+            return "must be a whole number of bytes (a power of two), got '" + text + "'";
+          },
+          "BYTES"));
   cmd->add_option("--format", args->format, "Output format")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

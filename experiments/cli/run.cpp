@@ -7,6 +7,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "common/error.hpp"
 #include "common/folder_lock.hpp"
@@ -55,6 +56,7 @@ struct MergeArgs {
 // "" when `text` is a comma-separated list of png, svg and pdf, else why not.
 std::string plot_format_error(const std::string& text) {
   std::size_t start = 0;
+  std::vector<std::string> seen;
   while (true) {
     const std::size_t comma = text.find(',', start);
     const std::string f = text.substr(start, comma == std::string::npos ? comma : comma - start);
@@ -62,6 +64,9 @@ std::string plot_format_error(const std::string& text) {
       return "'" + text + "': expected a comma-separated list of png, svg, pdf (e.g. png,pdf)" +
              (f.empty() ? "" : "; '" + f + "' is not one");
     }
+    if (std::find(seen.begin(), seen.end(), f) != seen.end())
+      return "'" + text + "': '" + f + "' is listed twice";
+    seen.push_back(f);
     if (comma == std::string::npos) return "";
     start = comma + 1;
   }
@@ -239,6 +244,7 @@ void run_trace(const RunArgs& a, const Experiment& e) {
 }
 
 void run_run(const RunArgs& a) {
+  if (a.trace.empty() && !a.dry_run) require_threads_used(a.jobs, a.threads);
   const std::string path = a.config.empty() ? default_experiment() : a.config;
   // Under mpirun: rank 0 leads and the others serve; alone (no launcher, no MPI build): nullptr.
   std::unique_ptr<RunGroup> group = join_run_group();
@@ -309,10 +315,6 @@ void run_merge(const MergeArgs& a) {
     paths.push_back((std::filesystem::path(dir) / "journal.jsonl").string());
     journals.push_back(read_journal(paths.back()));
   }
-  std::error_code ec;
-  std::filesystem::create_directories(a.output, ec);
-  if (ec) throw InputError("cannot create the output folder '" + a.output + "': " + ec.message());
-  const FolderLock lock(a.output);
   const JournalHeader& first = journals[0].header;
   if (!first.shard) throw InputError(paths[0] + ": not a shard's journal (written by `run` without --shard)");
   const int count = first.shard->count;
@@ -344,11 +346,21 @@ void run_merge(const MergeArgs& a) {
     throw InputError("merge: shard" + std::string(missing.find(',') != std::string::npos ? "s " : " ") + missing +
                      " of " + std::to_string(count) + " missing: give every shard's folder");
   }
-  // From the path as `run` was given it when that resolves here (then results.json echoes the
-  // same settings as an unsharded run), else from its absolute form.
-  const std::string yaml = std::filesystem::exists(first.file) ? first.file : first.file_absolute;
+  // From its absolute form: the path as `run` was given it is relative to run's working
+  // directory, not to the journal nor to merge's, where a file of that name may be another. That
+  // path is used only when it names the same file here (then results.json echoes the same
+  // settings as an unsharded run); otherwise results.json still echoes it as `run` was given it.
+  if (!std::filesystem::path(first.file_absolute).is_absolute() ||
+      !std::filesystem::is_regular_file(first.file_absolute)) {
+    throw InputError(paths[0] + ": the experiment it was run from, " + first.file_absolute +
+                     ", is not there (merge reloads the experiment from that file)");
+  }
+  std::error_code same_ec;
+  const bool same = std::filesystem::equivalent(first.file, first.file_absolute, same_ec);
+  const std::string yaml = same && !same_ec ? first.file : first.file_absolute;
   const ConfigReader reader(yaml);
   Experiment e = load_experiment(reader);
+  e.file = first.file;
   set_iterations(e, first.iterations);
   set_seed(e, first.seed);
   e.output = a.output;
@@ -393,6 +405,11 @@ void run_merge(const MergeArgs& a) {
     }
   }
   if (!incomplete.empty()) throw InputError("merge: incomplete shards:" + incomplete);
+  // The output folder only now, with every shard checked: a refused merge leaves none behind.
+  std::error_code ec;
+  std::filesystem::create_directories(a.output, ec);
+  if (ec) throw InputError("cannot create the output folder '" + a.output + "': " + ec.message());
+  const FolderLock lock(a.output);
   const ExperimentResult r = write_experiment_results(e, std::move(runs), a.output, 0);
   std::cout << summary_table(e, r.points);
   std::cout << "wrote";
@@ -409,9 +426,11 @@ void add_merge_command(CLI::App& app) {
       "merge", "Combine the folders of an experiment run as shards (run --shard I/N) into its full results");
   cmd->add_option("shards", args->shards, "The shards' output folders (each holds a journal.jsonl)")->required();
   cmd->add_option("-o,--output", args->output, "Folder for results.csv, results.json and plots")->required();
-  cmd->add_flag("--no-plots", args->no_plots, "Do not call experiments/plot.py");
+  CLI::Option* no_plots =
+      cmd->add_flag("--no-plots", args->no_plots, "Do not call experiments/plot.py");
   cmd->add_option("--plot-format", args->plot_format, "Plot file formats, comma-separated: png, svg, pdf")
-      ->check(CLI::Validator(plot_format_error, "png,svg,pdf", "plot format"));
+      ->check(CLI::Validator(plot_format_error, "png,svg,pdf", "plot format"))
+      ->excludes(no_plots);
   cmd->callback([args] { run_merge(*args); });
 }
 

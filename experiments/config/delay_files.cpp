@@ -10,6 +10,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
+#include <sstream>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -340,54 +342,73 @@ std::vector<std::vector<double>> load_step_log(const std::filesystem::path& file
 
 namespace ssim::exp {
 
-std::vector<std::vector<double>> load_profiler_traces(const std::vector<std::filesystem::path>& files) {
-  struct RankTrace {
-    std::string file;
-    std::map<int, double> steps;  // step -> seconds
-  };
-  std::map<int, RankTrace> ranks;
-  for (const std::filesystem::path& path : files) {
-    const std::string file = path.string();
-    std::ifstream in = open_or_throw(path, "profiler trace");
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw InputError(file + ": not a JSON profiler trace (" + e.what() + ")");
-    }
-    if (!j.is_object()) throw InputError(file + ": expected a JSON object with traceEvents");
-    const auto info = j.find("distributedInfo");
-    const nlohmann::json* rank_field =
-        info != j.end() && info->is_object() && info->contains("rank") ? &(*info)["rank"] : nullptr;
-    if (!rank_field || !rank_field->is_number_integer() || rank_field->get<long long>() < 0 ||
-        rank_field->get<long long>() > 1'000'000) {
-      throw InputError(file + ": distributedInfo.rank: missing or not an integer in [0, 1000000] (the rank of "
-                       "the trace, as PyTorch's profiler records it under DDP)");
-    }
-    const int rank = rank_field->get<int>();
-    const auto events = j.find("traceEvents");
-    if (events == j.end() || !events->is_array()) throw InputError(file + ": traceEvents: missing or not a list");
-    RankTrace t{file, {}};
-    constexpr std::string_view kStep = "ProfilerStep#";
-    for (std::size_t i = 0; i < events->size(); ++i) {
-      const nlohmann::json& ev = (*events)[i];
-      if (!ev.is_object() || !ev.contains("name") || !ev["name"].is_string()) continue;
-      const std::string name = ev["name"].get<std::string>();
-      if (!std::string_view(name).starts_with(kStep)) continue;
-      const std::string where = file + ": traceEvents[" + std::to_string(i) + "]";
-      const std::optional<int> step = parse_int(std::string_view(name).substr(kStep.size()));
-      if (!step || *step < 0) throw InputError(where + ".name: '" + name + "' is not ProfilerStep#<step>");
-      if (!ev.contains("dur") || !ev["dur"].is_number() || !std::isfinite(ev["dur"].get<double>()) ||
-          !(ev["dur"].get<double>() > 0)) {
-        throw InputError(where + ".dur: the step's duration (microseconds) must be a number > 0");
-      }
-      if (!t.steps.emplace(*step, ev["dur"].get<double>() * 1e-6).second)
-        throw InputError(where + ": step " + std::to_string(*step) + " given twice");
-    }
-    if (t.steps.empty()) throw InputError(file + ": no ProfilerStep#<step> spans in traceEvents");
-    const auto [pos, inserted] = ranks.emplace(rank, std::move(t));
-    if (!inserted) throw InputError(file + ": rank " + std::to_string(rank) + " is also the rank of " + pos->second.file);
+namespace {
+
+struct RankTrace {
+  std::string file;
+  std::map<int, double> steps;  // step -> seconds
+};
+
+// One rank's trace, from `in` (named `file` in errors), added to `ranks`.
+void read_profiler_trace(std::istream& in, const std::string& file,
+                         std::map<int, RankTrace>& ranks) {
+  nlohmann::json j;
+  // nlohmann keeps the last of two equal keys ("dur", "rank"): a duplicate is an error, as in
+  // every reader.
+  std::vector<std::set<std::string>> keys;  // per open object
+  const nlohmann::json::parser_callback_t no_duplicates =
+      [&keys, &file](int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+        if (event == nlohmann::json::parse_event_t::object_start) keys.emplace_back();
+        if (event == nlohmann::json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+        if (event == nlohmann::json::parse_event_t::key && !keys.empty() &&
+            !keys.back().insert(parsed.get<std::string>()).second) {
+          throw InputError(file + ": duplicate key \"" + parsed.get<std::string>() +
+                           "\" (a key may appear once per object)");
+        }
+        return true;
+      };
+  try {
+    j = nlohmann::json::parse(in, no_duplicates);
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error, and out_of_range for a number beyond a double (1e400).
+    throw InputError(file + ": not a JSON profiler trace (" + e.what() + ")");
   }
+  if (!j.is_object()) throw InputError(file + ": expected a JSON object with traceEvents");
+  const auto info = j.find("distributedInfo");
+  const nlohmann::json* rank_field =
+      info != j.end() && info->is_object() && info->contains("rank") ? &(*info)["rank"] : nullptr;
+  if (!rank_field || !rank_field->is_number_integer() || rank_field->get<long long>() < 0 ||
+      rank_field->get<long long>() > 1'000'000) {
+    throw InputError(file + ": distributedInfo.rank: missing or not an integer in [0, 1000000] (the rank of "
+                     "the trace, as PyTorch's profiler records it under DDP)");
+  }
+  const int rank = rank_field->get<int>();
+  const auto events = j.find("traceEvents");
+  if (events == j.end() || !events->is_array()) throw InputError(file + ": traceEvents: missing or not a list");
+  RankTrace t{file, {}};
+  constexpr std::string_view kStep = "ProfilerStep#";
+  for (std::size_t i = 0; i < events->size(); ++i) {
+    const nlohmann::json& ev = (*events)[i];
+    if (!ev.is_object() || !ev.contains("name") || !ev["name"].is_string()) continue;
+    const std::string name = ev["name"].get<std::string>();
+    if (!std::string_view(name).starts_with(kStep)) continue;
+    const std::string where = file + ": traceEvents[" + std::to_string(i) + "]";
+    const std::optional<int> step = parse_int(std::string_view(name).substr(kStep.size()));
+    if (!step || *step < 0) throw InputError(where + ".name: '" + name + "' is not ProfilerStep#<step>");
+    if (!ev.contains("dur") || !ev["dur"].is_number() || !std::isfinite(ev["dur"].get<double>()) ||
+        !(ev["dur"].get<double>() > 0)) {
+      throw InputError(where + ".dur: the step's duration (microseconds) must be a number > 0");
+    }
+    if (!t.steps.emplace(*step, ev["dur"].get<double>() * 1e-6).second)
+      throw InputError(where + ": step " + std::to_string(*step) + " given twice");
+  }
+  if (t.steps.empty()) throw InputError(file + ": no ProfilerStep#<step> spans in traceEvents");
+  const auto [pos, inserted] = ranks.emplace(rank, std::move(t));
+  if (!inserted) throw InputError(file + ": rank " + std::to_string(rank) + " is also the rank of " + pos->second.file);
+}
+
+// times[step - first][rank] from every rank's trace.
+std::vector<std::vector<double>> step_times(const std::map<int, RankTrace>& ranks) {
   if (ranks.empty()) throw InputError("no profiler traces given");
   const int n = ranks.rbegin()->first + 1;
   for (int r = 0; r < n; ++r) {
@@ -422,6 +443,27 @@ std::vector<std::vector<double>> load_profiler_traces(const std::vector<std::fil
     for (const auto& [step, seconds] : ranks.at(r).steps) times[s++][static_cast<std::size_t>(r)] = seconds;
   }
   return times;
+}
+
+}  // namespace
+
+std::vector<std::vector<double>> load_profiler_traces(const std::vector<std::filesystem::path>& files) {
+  std::map<int, RankTrace> ranks;
+  for (const std::filesystem::path& path : files) {
+    std::ifstream in = open_or_throw(path, "profiler trace");
+    read_profiler_trace(in, path.string(), ranks);
+  }
+  return step_times(ranks);
+}
+
+std::vector<std::vector<double>> read_profiler_traces(
+    const std::vector<std::pair<std::string, std::string>>& traces) {
+  std::map<int, RankTrace> ranks;
+  for (const auto& [source, text] : traces) {
+    std::istringstream in(text);
+    read_profiler_trace(in, source, ranks);
+  }
+  return step_times(ranks);
 }
 
 }  // namespace ssim::exp

@@ -35,6 +35,7 @@
 #include <filesystem>
 #include <iosfwd>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/delays.hpp"
@@ -51,5 +52,8 @@ sim::Trace read_delay_trace(std::istream& in, const std::string& source);
 std::vector<std::vector<double>> load_step_log(const std::filesystem::path& file);
 std::vector<std::vector<double>> read_step_log(std::istream& in, const std::string& source);
 std::vector<std::vector<double>> load_profiler_traces(const std::vector<std::filesystem::path>& files);
+// The same from texts: (source, the trace's JSON) per rank; `source` names it in errors.
+std::vector<std::vector<double>> read_profiler_traces(
+    const std::vector<std::pair<std::string, std::string>>& traces);
 
 }  // namespace ssim::exp

@@ -247,6 +247,11 @@ topo::Topology load_inline(const ConfigNode& node) {
         "a shared_device topology has no network routes to spread (its ranks share one GPU's "
         "memory): ecmp must be false or absent");
   }
+  if ((kind == "switch" || kind == "fully_connected") && t.ecmp()) {
+    node.child("ecmp").fail("a " + kind +
+                            " topology has one shortest route between any two GPUs, none to "
+                            "spread over: ecmp must be false or absent");
+  }
   if (node.has("name")) t.name = node.get_string("name");
   std::string provenance;
   if (node.has("description")) provenance = node.get_string("description");

@@ -153,6 +153,7 @@ struct SimCase {
   std::vector<Seconds> arrival;
   bool delayed = false;
   double result = 0;
+  double seconds = 0;  // the estimated time of one simulation (resource_check.hpp's constants)
 };
 
 alg::Schedule case_schedule(const std::string& algorithm, const alg::Options& base, int ranks,
@@ -411,9 +412,10 @@ SimFit fit_by_simulation(const std::vector<MeasuredFile>& files, const SimFitOpt
       auto c = case_of.find(key);
       if (c == case_of.end()) {
         // Every distinct case keeps its schedule for the whole fit: checked before it is built.
+        double transfers = 0;
         try {
-          kept_bytes += schedule_size(info->name, r.ranks, options).transfers *
-                        (kScheduleBytesPerTransfer + kExecutorBytesPerTransfer);
+          transfers = static_cast<double>(schedule_size(info->name, r.ranks, options).transfers);
+          kept_bytes += transfers * (kScheduleBytesPerTransfer + kExecutorBytesPerTransfer);
         } catch (const InputError& e) {
           throw InputError(where + ": " + e.what());
         }
@@ -432,6 +434,8 @@ SimFit fit_by_simulation(const std::vector<MeasuredFile>& files, const SimFitOpt
         }
         sc.arrival = case_arrival(r.ranks, r.delay.value, straggler);
         sc.delayed = delayed;
+        sc.seconds = transfers * kAlphabetaSecondsPerTransfer + kSecondsPerIteration +
+                     r.ranks * kSecondsPerRankIteration;
         c = case_of.emplace(key, cases.size()).first;
         cases.push_back(std::move(sc));
       }
@@ -502,6 +506,24 @@ SimFit fit_by_simulation(const std::vector<MeasuredFile>& files, const SimFitOpt
     }
   }
   const int threads = std::max(1, o.threads);
+  // The time guard, before the fit starts: every evaluation simulates the fitted points' cases
+  // (shared over the threads from 8 cases on), the end every case once.
+  {
+    const int evaluations = free.empty() ? 1 : o.max_evaluations;
+    double per_evaluation = 0, once = 0;
+    for (const std::size_t i : fit_cases) per_evaluation += cases[i].seconds;
+    for (const SimCase& c : cases) once += c.seconds;
+    const double share = fit_cases.size() < 8 ? 1.0 : std::min<double>(threads, fit_cases.size());
+    const double estimate = (evaluations * per_evaluation + once) / share;
+    std::ostringstream what;
+    what << "the fit by simulation (up to " << evaluations << " evaluation"
+         << (evaluations == 1 ? "" : "s") << " of " << fit_cases.size() << " distinct simulation"
+         << (fit_cases.size() == 1 ? "" : "s") << ", " << threads << " thread"
+         << (threads == 1 ? "" : "s") << ")";
+    TimeBudget::from_flag(o.max_time)
+        .require(estimate, what.str(),
+                 "fit fewer or smaller runs, lower --max-evaluations or raise --fit-threads");
+  }
   auto simulate = [&](const std::map<std::string, double>& values,
                       const std::vector<std::size_t>& which) {
     std::map<int, topo::Topology> topologies;

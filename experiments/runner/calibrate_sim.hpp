@@ -65,6 +65,10 @@ struct SimFitOptions {
   // memory (resource_check.hpp's bytes per transfer) is checked against this budget before
   // each is built (ResourceError naming the row); 0: the default budget (half the memory).
   std::uint64_t max_memory = 0;
+  // The fit's estimated time (max_evaluations evaluations of the fitted cases, each timed as
+  // resource_check.hpp times a simulation, over `threads`) is checked against this limit before
+  // the fit starts (ResourceError); a --max-time value, "" for the default (an hour).
+  std::string max_time;
 };
 
 // One measured row and its simulated counterpart.

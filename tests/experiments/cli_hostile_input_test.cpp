@@ -440,5 +440,192 @@ TEST_F(HostileInput, RunForceDoesNotFollowASymlinkedJournal) {
   EXPECT_FALSE(fs::exists(path("out/results.csv")));
 }
 
+
+// Profiler traces: a key given twice (nlohmann keeps the last) and a number past a double are
+// bad input naming the file, not a silent choice or an internal error.
+TEST_F(HostileInput, ProfilerTraceDuplicateKeyOrHugeNumberIsRefused) {
+  const std::string steps =
+      R"("traceEvents": [{"ph": "X", "name": "ProfilerStep#0", "ts": 1, "dur": 1000},
+                         {"ph": "X", "name": "ProfilerStep#1", "ts": 2, "dur": 1200}])";
+  const std::string ok = write("r1.json", R"({"distributedInfo": {"rank": 1}, )" + steps + "}");
+  struct Case {
+    std::string text, expect;
+  };
+  const std::vector<Case> cases = {
+      {R"({"distributedInfo": {"rank": 0, "rank": 1}, )" + steps + "}", "duplicate key \"rank\""},
+      {R"({"distributedInfo": {"rank": 0}, "traceEvents": [{"name": "ProfilerStep#0", "dur": 5,)"
+       R"( "dur": 1000}, {"name": "ProfilerStep#1", "dur": 1000}]})",
+       "duplicate key \"dur\""},
+      {R"({"distributedInfo": {"rank": 0}, )"
+       R"("traceEvents": [{"name": "ProfilerStep#0", "dur": 1e400}]})",
+       "not a JSON profiler trace"},
+  };
+  for (const Case& c : cases) {
+    const std::string bad = write("r0.json", c.text);
+    const CommandResult r = run("fit-delays " + bad + " " + ok + " -o fit.yaml");
+    EXPECT_EQ(r.rc, 1) << c.text << "\n" << r.err;
+    EXPECT_TRUE(contains(r.err, bad + ": " + c.expect)) << r.err;
+    EXPECT_FALSE(fs::exists(path("fit.yaml")));
+  }
+}
+
+// merge reloads the experiment the journals were run from (their absolute path), not a file of
+// the same relative name in merge's working directory; a missing one is named.
+TEST_F(HostileInput, MergeReadsTheJournalsExperimentNotAFileOfThatNameHere) {
+  const std::string yaml =
+      "name: tiny\ntopology: {kind: switch, ranks: 4, bandwidth: 100GB/s, latency: 3us}\n"
+      "algorithms: [ring, rhd]\nsize: 1MiB\niterations: 2\n";
+  write("a/exp.yaml", yaml);
+  for (const std::string shard : {"1", "2"}) {
+    const CommandResult r =
+        run("run exp.yaml --shard " + shard + "/2 -o s" + shard + " --no-plots --quiet", path("a"));
+    ASSERT_EQ(r.rc, 0) << r.err;
+  }
+  // Another experiment of that name beside merge (another algorithm list).
+  std::string other = yaml;
+  other.replace(other.find("ring, rhd"), 9, "ring, direct");
+  write("b/exp.yaml", other);
+  CommandResult m = run("merge ../a/s1 ../a/s2 -o m --no-plots", path("b"));
+  ASSERT_EQ(m.rc, 0) << m.err;
+  EXPECT_TRUE(contains(m.out, "(2 runs from 2 shards)")) << m.out;
+  EXPECT_TRUE(contains(slurp(path("b/m/results.csv")), "rhd")) << slurp(path("b/m/results.csv"));
+  fs::remove(path("a/exp.yaml"));
+  m = run("merge ../a/s1 ../a/s2 -o m2 --no-plots", path("b"));
+  EXPECT_EQ(m.rc, 1) << m.err;
+  EXPECT_TRUE(contains(m.err, "../a/s1/journal.jsonl: the experiment it was run from, " +
+                                  fs::canonical(path("a")).string() + "/exp.yaml, is not there"))
+      << m.err;
+  EXPECT_FALSE(fs::exists(path("b/m2/results.csv")));
+}
+
+// ecmp: true where every pair of GPUs has one route (switch, fully_connected) would do nothing.
+TEST_F(HostileInput, EcmpWhereThereIsOneRoutePerPairIsRefused) {
+  for (const std::string kind : {"switch", "fully_connected"}) {
+    write("sim.yaml", "collective: {algorithm: ring, size: 1MiB}\ntopology:\n  kind: " + kind +
+                          "\n  ranks: 8\n  bandwidth: 100GB/s\n  latency: 3us\n  ecmp: true\n");
+    const CommandResult r = run("simulate sim.yaml");
+    EXPECT_EQ(r.rc, 1) << kind << "\n" << r.err;
+    EXPECT_TRUE(contains(r.err, "sim.yaml:7:9: topology.ecmp: a " + kind +
+                                    " topology has one shortest route between any two GPUs"))
+        << r.err;
+  }
+  // Where routes can tie (a ring of 8: two ways to the rank opposite) it is taken.
+  write("ring.yaml", "collective: {algorithm: ring, size: 1MiB}\ntopology: {kind: ring, ranks: 8, "
+                     "bandwidth: 100GB/s, latency: 3us, ecmp: true}\nnetwork: {model: flow}\n");
+  EXPECT_EQ(run("simulate ring.yaml").rc, 0);
+}
+
+// Calibration by simulation is under the time guard: its estimate (evaluations x simulations)
+// is checked against --max-time before the fit starts.
+TEST_F(HostileInput, CalibrationBySimulationIsUnderTheTimeGuard) {
+  const std::string ring =
+      std::string(STRAGGLESIM_SOURCE_DIR) + "/data/measured/h200/2026-11-26/graph-d0-ring.csv";
+  // 8 distinct simulations of a ring on 8 ranks, about 0.16 ms an evaluation: 10^7 evaluations
+  // are estimated at 27 minutes, 10^5 at 16 s.
+  CommandResult r = run("calibrate " + ring +
+                        " --topology-kind shared_device --max-evaluations 10000000 --max-time "
+                        "10min -o fit.yaml");
+  EXPECT_EQ(r.rc, 3) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "the fit by simulation (up to 10000000 evaluations of 8 distinct "
+                              "simulations, 1 thread) would take about"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "(--max-time 10min)")) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_FALSE(fs::exists(path("fit.yaml")));
+  r = run("calibrate " + ring +
+          " --topology-kind shared_device --max-evaluations 100000 --max-time 1s -o fit.yaml");
+  EXPECT_EQ(r.rc, 3) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "(--max-time 1s)")) << r.err;
+  // A closed-form fit has nothing to guard: the flag would be ignored there.
+  r = run("calibrate " + ring + " --max-time 2h -o fit.yaml");
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "--max-time: an option of calibration by simulation")) << r.err;
+  EXPECT_FALSE(fs::exists(path("fit.yaml")));
+}
+
+
+// The numeric-flag sweep (issue 42, "every numeric flag"): values past an int, negatives into
+// unsigned, and flags that would be accepted and ignored, each refused naming the flag.
+TEST_F(HostileInput, NumericFlagSweepRefusals) {
+  const std::string runs = data_path("calibration/ring4_measured.csv");
+  write("s.yaml", "topology: {kind: switch, ranks: 4, bandwidth: 100GB/s, latency: 3us}\n"
+                  "collective: {algorithm: ring, size: 1MiB}\niterations: 3\n");
+  write("t4.yaml", "kind: switch\nranks: 4\nbandwidth: 100GB/s\nlatency: 3us\n");
+  write("exp.yaml", "name: tiny\ntopology: {kind: switch, ranks: 4, bandwidth: 100GB/s, "
+                    "latency: 3us}\nalgorithms: [ring, rhd]\nsize: 1MiB\niterations: 2\n");
+  const std::string advise =
+      "advise --topology switch:100GB/s:3us -r 8 --size 1MiB -n 4 --algorithms ring,rhd ";
+  struct Case {
+    std::string args;
+    int rc;
+    std::string expect;
+  };
+  const std::vector<Case> cases = {
+      {"lower ring -r 4 -b 1MiB --align -1", 2,
+       "--align: must be a whole number of bytes (a power of two), got '-1'"},
+      {"lower ring -r 4 -b 1MiB --align 99999999999999999999", 2,
+       "--align: must be a whole number of bytes (a power of two), got '99999999999999999999'"},
+      {"simulate s.yaml --trace out.json --trace-iteration 99999999999", 2,
+       "--trace-iteration: must be a whole number from 0 to 2147483647, got '99999999999'"},
+      {"simulate s.yaml --trace out.json --trace-links -1", 2,
+       "--trace-links: must be >= 0, got -1"},
+      {"schedule stragglar -r 4 --straggler 2147483648 -o out.json", 2,
+       "--straggler: must be a whole number from 0 to 2147483647, got '2147483648'"},
+      {"lower stragglar -r 4 -b 1MiB --straggler 1.5 -o out.json", 2,
+       "--straggler: must be a whole number from 0 to 2147483647, got '1.5'"},
+      {"calibrate " + runs + " --piece 3", 1,
+       "--piece 3: picks one of the fits of --piecewise, which is not given"},
+      {"calibrate " + runs + " --log-ranks 8", 1,
+       "--log-ranks 8: " + runs + " holds collective runs"},
+      {"calibrate " + runs + " --machine lab", 1, "--machine: says what -o writes"},
+      {"calibrate " + runs + " -r 8", 1, "--ranks: says what -o writes"},
+      {"calibrate " + runs + " --topology-kind ring", 1, "--topology-kind: says what -o writes"},
+      {"calibrate " + runs + " --gamma -1ns/B -o out.json", 1, "--gamma: invalid per-byte cost"},
+      {"validate " + runs + " --topology t4.yaml --gamma -1ns/B -o out.json", 1,
+       "--gamma: invalid per-byte cost"},
+      {advise + "--straggler-rank 3", 2,
+       "--straggler-rank, --persistence and --probability describe the straggler of --delay-dist"},
+      {advise + "--persistence 0.5", 2, "describe the straggler of --delay-dist"},
+      {advise + "--gamma -1ns/B", 1, "stragglesim: error: --gamma: invalid per-byte cost"},
+      {advise + "--trace out.json --trace-iteration 9", 1,
+       "--trace-iteration 9 is past the last iteration (3)"},
+      {advise + "--trace out.json --trace-links 3", 1,
+       "--trace-links 3: link utilization counters need the flow model"},
+      {advise + "--threads 2 --jobs 2", 2,
+       "--threads 2: the threads of one run, used only with --jobs 1"},
+      {"run exp.yaml -o out.json --threads 4 --jobs 2 --no-plots", 2,
+       "--threads 4: the threads of one run, used only with --jobs 1"},
+      {"run exp.yaml -o out.json --plot-format svg,svg", 2, "'svg' is listed twice"},
+  };
+  for (const Case& c : cases) {
+    const CommandResult r = run(c.args);
+    EXPECT_EQ(r.rc, c.rc) << c.args << "\n" << r.err;
+    EXPECT_TRUE(contains(r.err, c.expect)) << c.args << "\n" << r.err;
+    EXPECT_FALSE(contains(r.err, "Could not convert")) << c.args << "\n" << r.err;
+    EXPECT_FALSE(contains(r.err, "179769313")) << c.args << "\n" << r.err;  // DBL_MAX's digits
+    // Refused before any work: nothing printed, nothing written.
+    EXPECT_EQ(r.out, "") << c.args;
+    EXPECT_FALSE(fs::exists(path("out.json"))) << c.args;
+  }
+}
+
+// merge: --plot-format with --no-plots is refused; a refused merge leaves no output folder.
+TEST_F(HostileInput, MergeRefusesIgnoredFlagsAndLeavesNoFolderWhenRefused) {
+  write("exp.yaml", "name: tiny\ntopology: {kind: switch, ranks: 4, bandwidth: 100GB/s, "
+                    "latency: 3us}\nalgorithms: [ring, rhd]\nsize: 1MiB\niterations: 2\n");
+  for (const std::string shard : {"1", "2"})
+    ASSERT_EQ(run("run exp.yaml --shard " + shard + "/2 -o s" + shard + " --no-plots -q").rc, 0);
+  CommandResult r = run("merge s1 s2 -o m --no-plots --plot-format svg");
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_TRUE(contains(r.err, "--no-plots excludes --plot-format")) << r.err;
+  EXPECT_FALSE(fs::exists(path("m")));
+  r = run("merge s1 s1 -o m --no-plots");
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "shard 1/2 is given twice")) << r.err;
+  EXPECT_FALSE(fs::exists(path("m")));
+  EXPECT_EQ(run("merge s1 s2 -o m --no-plots").rc, 0);
+  EXPECT_TRUE(fs::exists(path("m/results.csv")));
+}
+
 }  // namespace
 }  // namespace ssim::testing

@@ -220,8 +220,10 @@ TEST(ConfigLanguage, EverySweepableKeyIsOneValueForSimulate) {
       {"network.model: [flow]", "network: {model: flow}\n"},
       {"topology.bandwidth: [100GB/s]",
        "topology: {kind: switch, ranks: 8, bandwidth: 100GB/s, latency: 3us}\n"},
+      // On a ring (an even one has two shortest routes to the rank opposite): a switch has
+      // one route per pair, and ecmp there is refused.
       {"topology.ecmp: [true]",
-       "topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us, ecmp: true}\n"},
+       "topology: {kind: ring, ranks: 8, bandwidth: 450GiB/s, latency: 3us, ecmp: true}\n"},
       {"stragglers.delay.mean: [3ms]",
        "stragglers: {count: 1, delay: {distribution: exponential, mean: 3ms}}\n"},
       {"delays.base.mean: [20us]", "delays: {base: {distribution: exponential, mean: 20us}}\n"},
@@ -238,6 +240,7 @@ TEST(ConfigLanguage, EverySweepableKeyIsOneValueForSimulate) {
     if (c.sweep.rfind("delays.base", 0) == 0)
       tail += "delays: {base: {distribution: exponential, mean: 1us}}\n";
     if (c.sweep.rfind("prediction.detection", 0) == 0) tail += "prediction: {policy: eager}\n";
+    if (c.sweep.rfind("topology.ecmp", 0) == 0) head.replace(head.find("switch"), 6, "ring");
     const sim::SimulationConfig swept = simulation(head + tail + "sweep: {" + c.sweep + "}\n");
     std::string written = head;
     if (c.sweep.rfind("size", 0) == 0)
