@@ -112,7 +112,7 @@ stragglers:
        {5, "iterations: 0", "iterations: 2", "iterations: must be in [1, 10000000]"},
        {9, "  count: two", "  count: 2", "stragglers.count: expected an integer"}},
       [&out](const std::string& yaml) {
-        const CommandResult r = run_yaml("run", yaml, "-q -o " + out);
+        const CommandResult r = run_yaml("run", yaml, "-q --no-plots -o " + out);
         std::error_code ec;
         std::filesystem::remove_all(out, ec);  // what this run wrote, under this test's name
         return r;
