@@ -146,8 +146,10 @@ std::string delays_file_yaml(const AdviseArgs& a, const std::string& prediction)
         "--probability");
   const ConfigReader file(a.delays_file);
   const ConfigNode root = file.root();
-  root.allow_only({"base", "persistent"});
-  load_delay_model(root, file.directory());
+  all_errors([&] {  // every error of the file at once (experiments/config/reader.hpp)
+    root.allow_only({"base", "persistent"});
+    load_delay_model(root, file.directory());
+  });
   // Copied into the generated experiment, a sample file's path stays relative to this file
   // (made absolute here), not to the working directory.
   auto copied = [&file](const ConfigNode& n) {

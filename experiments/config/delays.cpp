@@ -115,31 +115,53 @@ sim::Distribution load_distribution(const ConfigNode& node, const std::string& b
   return at_node(node.child("samples"), [&] { return Distribution::empirical(std::move(samples), "inline"); });
 }
 
+// base, trace and each straggler are read on their own (errors collected, reader.hpp); a
+// straggler's keys too, except that a rank that failed is not compared with the others.
 sim::DelayModel load_delay_model(const ConfigNode& node, const std::string& base_dir) {
-  node.allow_only({"base", "trace", "persistent"});
-  sim::DelayModel model;
-  if (auto base = node.maybe("base")) model.base = load_distribution(*base, base_dir);
-  if (auto trace = node.maybe("trace")) {
-    if (node.has("base")) trace->fail("a trace replaces the base distribution: give one of base and trace");
-    model.trace = load_delay_trace(resolve(*trace, base_dir));
-  }
-  if (auto list = node.maybe("persistent")) {
-    const std::vector<ConfigNode> items = list->items();
-    check_late_probabilities(items);
-    for (const ConfigNode& s : items) {
-      s.allow_only({"rank", "delay", "persistence", "probability"});
-      sim::PersistentStraggler p;
-      p.rank = static_cast<int>(s.get_int("rank", std::nullopt, 0, 1 << 24));
-      p.extra = load_distribution(s.child("delay"), base_dir);
-      p.persistence = s.get_double("persistence", 1.0, 0.0, 1.0);
-      if (s.has("probability")) p.probability = load_late_probability(s.child("probability"));
-      for (const sim::PersistentStraggler& other : model.stragglers) {
-        if (other.rank == p.rank) s.child("rank").fail("rank " + std::to_string(p.rank) + " is listed twice");
+  return all_errors([&] {
+    node.allow_only({"base", "trace", "persistent"});
+    sim::DelayModel model;
+    collect([&] {
+      if (auto base = node.maybe("base")) model.base = load_distribution(*base, base_dir);
+    });
+    collect([&] {
+      if (auto trace = node.maybe("trace")) {
+        if (node.has("base"))
+          trace->fail("a trace replaces the base distribution: give one of base and trace");
+        model.trace = load_delay_trace(resolve(*trace, base_dir));
       }
-      model.stragglers.push_back(std::move(p));
-    }
-  }
-  return model;
+    });
+    collect([&] {
+      if (auto list = node.maybe("persistent")) {
+        const std::vector<ConfigNode> items = list->items();
+        collect([&] { check_late_probabilities(items); });
+        for (const ConfigNode& s : items) {
+          collect([&] {
+            s.allow_only({"rank", "delay", "persistence", "probability"});
+            sim::PersistentStraggler p;
+            Values v;
+            p.rank =
+                v([&] { return static_cast<int>(s.get_int("rank", std::nullopt, 0, 1 << 24)); });
+            const bool rank_ok = v.ok();
+            collect([&] { p.extra = load_distribution(s.child("delay"), base_dir); });
+            p.persistence = v([&] { return s.get_double("persistence", 1.0, 0.0, 1.0); });
+            p.probability = v([&] {
+              return s.has("probability") ? load_late_probability(s.child("probability")) : 1.0;
+            });
+            if (rank_ok) {
+              for (const sim::PersistentStraggler& other : model.stragglers) {
+                if (other.rank == p.rank)
+                  s.child("rank").fail("rank " + std::to_string(p.rank) + " is listed twice");
+              }
+            }
+            v.done();
+            model.stragglers.push_back(std::move(p));
+          });
+        }
+      }
+    });
+    return model;
+  });
 }
 
 }  // namespace ssim::exp

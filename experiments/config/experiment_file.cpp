@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <unordered_set>
 
 #include "algorithms/registry.hpp"
@@ -379,9 +380,13 @@ ExperimentAlgorithm load_algorithm_entry(const ConfigNode& item, bool collective
         std::string names;
         for (const alg::OptionSpec& s : info->options)
           names += (names.empty() ? "" : ", ") + s.name;
-        opts->child(key).fail(
-            "algorithm " + info->name + " has no option '" + key + "' (" +
-            (names.empty() ? std::string("it takes no options") : "options: " + names) + ")");
+        // Recorded while errors are collected; the entry's other options are still read.
+        collect([&] {
+          opts->child(key).fail(
+              "algorithm " + info->name + " has no option '" + key + "' (" +
+              (names.empty() ? std::string("it takes no options") : "options: " + names) + ")");
+        });
+        continue;
       }
       a.options.set(key, opts->child(key).as_string());
     }
@@ -396,6 +401,7 @@ std::vector<ExperimentAlgorithm> load_algorithms(const ConfigNode& root, ConfigC
                                                  std::vector<ConfigNode>& entries) {
   const int given = root.has("algorithms") + root.has("algorithm") + root.has("collective");
   if (given == 0) {
+    for (const char* key : {"algorithms", "algorithm", "collective"}) stop_if_misspelled(root, key);
     root.fail(command == ConfigCommand::simulate
                   ? "missing required key 'algorithm' (a name; or algorithms: with one entry, or "
                     "collective: {algorithm, size})"
@@ -421,17 +427,23 @@ std::vector<ExperimentAlgorithm> load_algorithms(const ConfigNode& root, ConfigC
   const std::vector<ConfigNode> items = root.has("algorithm")
                                             ? std::vector<ConfigNode>{root.child("algorithm")}
                                             : root.child("algorithms").items();
+  // Each entry on its own (errors collected); the list is kept only when every entry loaded,
+  // so that `out` and `entries` stay parallel.
+  bool all_loaded = true;
   for (const ConfigNode& item : items) {
-    ExperimentAlgorithm a = load_algorithm_entry(item, /*collective=*/false, dir);
-    for (const ExperimentAlgorithm& other : out) {
-      if (other.label == a.label) {
-        item.fail("algorithm label '" + a.label +
-                  "' is used twice (give each entry its own label:)");
+    all_loaded &= collect([&] {
+      ExperimentAlgorithm a = load_algorithm_entry(item, /*collective=*/false, dir);
+      for (const ExperimentAlgorithm& other : out) {
+        if (other.label == a.label) {
+          item.fail("algorithm label '" + a.label +
+                    "' is used twice (give each entry its own label:)");
+        }
       }
-    }
-    out.push_back(std::move(a));
-    entries.push_back(item);
+      out.push_back(std::move(a));
+      entries.push_back(item);
+    });
   }
+  if (!all_loaded) throw ErrorsRecorded{};
   return out;
 }
 
@@ -478,88 +490,111 @@ void check_schedule_entry(const ExperimentAlgorithm& a, const ConfigNode& where,
 }
 
 // Everything of a point but the topology, which the caller has loaded.
+// Each section is read on its own (errors collected, experiment_file.cpp's load_experiment);
+// the delay model's check below needs them all.
 sim::SimulationConfig load_point(const ConfigNode& root, topo::Topology topology,
                                  const std::string& dir) {
-  sim::SimulationConfig c;
-  c.topology = std::move(topology);
-  const int n = c.topology.gpu_count();
-  if (auto net = root.maybe("network")) {
-    net->allow_only({"model", "gamma"});
-    c.network =
-        sim::parse_network_kind(net->get_choice("model", {"alphabeta", "flow"}, "alphabeta"));
-    if (net->has("gamma")) c.gamma = net->child("gamma").as_seconds_per_byte();
-  }
-  // simulate's `collective:` carries the size; a top-level (or swept) size besides it is one
-  // too many.
-  if (root.has("collective")) {
-    if (root.has("size")) root.child("size").fail("collective: gives the size already");
-    const ConfigNode coll = root.child("collective");
-    c.size = coll.get_bytes("size");
-    if (c.size.value == 0) coll.child("size").fail("size must be > 0");
-  } else if (!root.has("workload")) {  // a workload's size is its gradients (the caller's)
-    c.size = root.get_bytes("size");
-    if (c.size.value == 0) root.child("size").fail("size must be > 0");
-  }
-  if (auto d = root.maybe("delays")) {
-    c.delays = load_delay_model(*d, dir);
-    if (auto list = d->maybe("persistent")) {
-      for (const ConfigNode& item : list->items()) item.child("rank").as_int(0, n - 1);
-    }
-    if (c.delays.trace && c.delays.trace->ranks() != n) {
-      d->child("trace").fail("the trace has " + std::to_string(c.delays.trace->ranks()) +
-                             " ranks but the topology has " + std::to_string(n));
-    }
-  }
-  if (auto s = root.maybe("stragglers")) {
-    s->allow_only({"count", "ranks", "delay", "persistence", "probability"});
-    if (const auto d = root.maybe("delays")) {
-      if (const auto list = d->maybe("persistent")) {
-        std::vector<ConfigNode> entries = list->items();
-        entries.insert(entries.begin(), *s);
-        check_late_probabilities(entries);
+  return all_errors([&] {
+    sim::SimulationConfig c;
+    c.topology = std::move(topology);
+    const int n = c.topology.gpu_count();
+    bool ok = collect([&] {
+      if (auto net = root.maybe("network")) {
+        net->allow_only({"model", "gamma"});
+        c.network =
+            sim::parse_network_kind(net->get_choice("model", {"alphabeta", "flow"}, "alphabeta"));
+        if (net->has("gamma")) c.gamma = net->child("gamma").as_seconds_per_byte();
       }
-    }
-    if (s->has("count") && s->has("ranks")) s->fail("give stragglers either a count or ranks");
-    std::vector<int> ranks;
-    if (s->has("ranks")) {
-      for (const ConfigNode& r : s->child("ranks").items(true)) {
-        const int v = static_cast<int>(r.as_int(0, n - 1));
-        if (std::find(ranks.begin(), ranks.end(), v) != ranks.end()) r.fail("rank listed twice");
-        ranks.push_back(v);
+    });
+    // simulate's `collective:` carries the size; a top-level (or swept) size besides it is one
+    // too many.
+    ok &= collect([&] {
+      if (root.has("collective")) {
+        if (root.has("size")) root.child("size").fail("collective: gives the size already");
+        const ConfigNode coll = root.child("collective");
+        c.size = coll.get_bytes("size");
+        if (c.size.value == 0) coll.child("size").fail("size must be > 0");
+      } else if (!root.has("workload")) {  // a workload's size is its gradients (the caller's)
+        c.size = root.get_bytes("size");
+        if (c.size.value == 0) root.child("size").fail("size must be > 0");
       }
-    } else {
-      const int count = static_cast<int>(s->get_int("count", 1, 0, n - 1));
-      for (int i = 0; i < count; ++i) ranks.push_back(n - 1 - i);
-    }
-    for (const sim::PersistentStraggler& p : c.delays.stragglers) {
-      if (std::find(ranks.begin(), ranks.end(), p.rank) != ranks.end()) {
-        s->fail("rank " + std::to_string(p.rank) +
-                " is a straggler here and in delays.persistent: give it once");
+    });
+    // The stragglers below are checked against the delays' ones: without those, not at all.
+    const bool delays_ok = collect([&] {
+      if (auto d = root.maybe("delays")) {
+        c.delays = load_delay_model(*d, dir);
+        if (auto list = d->maybe("persistent")) {
+          for (const ConfigNode& item : list->items()) item.child("rank").as_int(0, n - 1);
+        }
+        if (c.delays.trace && c.delays.trace->ranks() != n) {
+          d->child("trace").fail("the trace has " + std::to_string(c.delays.trace->ranks()) +
+                                 " ranks but the topology has " + std::to_string(n));
+        }
       }
+    });
+    ok = delays_ok && ok;
+    if (delays_ok) {
+      ok &= collect([&] {
+        if (auto s = root.maybe("stragglers")) {
+          s->allow_only({"count", "ranks", "delay", "persistence", "probability"});
+          if (const auto d = root.maybe("delays")) {
+            if (const auto list = d->maybe("persistent")) {
+              std::vector<ConfigNode> entries = list->items();
+              entries.insert(entries.begin(), *s);
+              check_late_probabilities(entries);
+            }
+          }
+          if (s->has("count") && s->has("ranks"))
+            s->fail("give stragglers either a count or ranks");
+          std::vector<int> ranks;
+          if (s->has("ranks")) {
+            for (const ConfigNode& r : s->child("ranks").items(true)) {
+              const int v = static_cast<int>(r.as_int(0, n - 1));
+              if (std::find(ranks.begin(), ranks.end(), v) != ranks.end())
+                r.fail("rank listed twice");
+              ranks.push_back(v);
+            }
+          } else {
+            const int count = static_cast<int>(s->get_int("count", 1, 0, n - 1));
+            for (int i = 0; i < count; ++i) ranks.push_back(n - 1 - i);
+          }
+          for (const sim::PersistentStraggler& p : c.delays.stragglers) {
+            if (std::find(ranks.begin(), ranks.end(), p.rank) != ranks.end()) {
+              s->fail("rank " + std::to_string(p.rank) +
+                      " is a straggler here and in delays.persistent: give it once");
+            }
+          }
+          if (!ranks.empty()) {
+            const sim::Distribution delay = load_distribution(s->child("delay"), dir);
+            const double persistence = s->get_double("persistence", 1.0, 0.0, 1.0);
+            const double probability =
+                s->has("probability") ? load_late_probability(s->child("probability")) : 1.0;
+            for (int r : ranks)
+              c.delays.stragglers.push_back({.rank = r,
+                                             .extra = delay,
+                                             .persistence = persistence,
+                                             .probability = probability});
+          }
+        }
+      });
     }
-    if (!ranks.empty()) {
-      const sim::Distribution delay = load_distribution(s->child("delay"), dir);
-      const double persistence = s->get_double("persistence", 1.0, 0.0, 1.0);
-      const double probability =
-          s->has("probability") ? load_late_probability(s->child("probability")) : 1.0;
-      for (int r : ranks)
-        c.delays.stragglers.push_back(
-            {.rank = r, .extra = delay, .persistence = persistence, .probability = probability});
+    ok &= collect([&] {
+      if (auto p = root.maybe("prediction")) {
+        // With the policy swept, a fallback serves the sweep's adaptive points.
+        const std::optional<ConfigNode> sweep = root.maybe("sweep");
+        const bool policy_swept =
+            sweep && sweep->is_map() && (sweep->has("policy") || sweep->has("prediction.policy"));
+        load_prediction(*p, n, c, policy_swept);
+      }
+    });
+    if (!ok) return c;  // all_errors reports what was recorded
+    try {
+      const sim::DelayGenerator check(c.delays, n, 0, c.policy, c.straggler.value_or(n - 1));
+    } catch (const InputError& e) {
+      (root.has("stragglers") ? root.child("stragglers") : root).fail(e.what());
     }
-  }
-  if (auto p = root.maybe("prediction")) {
-    // With the policy swept, a fallback serves the sweep's adaptive points.
-    const std::optional<ConfigNode> sweep = root.maybe("sweep");
-    const bool policy_swept =
-        sweep && sweep->is_map() && (sweep->has("policy") || sweep->has("prediction.policy"));
-    load_prediction(*p, n, c, policy_swept);
-  }
-  try {
-    const sim::DelayGenerator check(c.delays, n, 0, c.policy, c.straggler.value_or(n - 1));
-  } catch (const InputError& e) {
-    (root.has("stragglers") ? root.child("stragglers") : root).fail(e.what());
-  }
-  return c;
+    return c;
+  });
 }
 
 // The point's `workload:` (training.hpp's loader, as `stragglesim train` reads it) and
@@ -616,9 +651,10 @@ void check_workload_point(const ConfigNode& root, const Workload& w, const sim::
     check_mode_policy(w.mode, c.policy, !c.adaptive_fallbacks.empty(), root.child("mode"));
 }
 
-}  // namespace
-
-Experiment load_experiment(const ConfigReader& reader, ConfigCommand command) {
+// load_experiment's body: every top-level key on its own (errors collected), then the points,
+// when what they depend on (the topology, the sweep, ranks) loaded.
+Experiment load_experiment_parts(const ConfigReader& reader, ConfigCommand command) {
+  list_file_first(reader.file());
   const ConfigNode root = reader.root();
   root.require_map();
   const bool simulate = command == ConfigCommand::simulate;
@@ -648,80 +684,115 @@ Experiment load_experiment(const ConfigReader& reader, ConfigCommand command) {
   }
   // A training job: the model sets the bytes of every collective.
   const bool workload = root.has("workload");
-  if (workload && root.has("size")) {
-    root.child("size").fail(
-        "size has no meaning with a workload: the model's gradients set the bytes (leave size "
-        "out; sweep workload.bucket_cap or the model instead)");
-  }
-  if (!workload && root.has("mode")) {
-    root.child("mode").fail("mode (a synchronization mode) is for a training job: give workload:");
-  }
+  collect([&] {
+    if (workload && root.has("size")) {
+      root.child("size").fail(
+          "size has no meaning with a workload: the model's gradients set the bytes (leave size "
+          "out; sweep workload.bucket_cap or the model instead)");
+    }
+  });
+  collect([&] {
+    if (!workload && root.has("mode")) {
+      root.child("mode").fail(
+          "mode (a synchronization mode) is for a training job: give workload:");
+    }
+  });
   const std::string dir = reader.directory();
   Experiment e;
   e.file = reader.file();
-  e.name = root.get_string("name", std::filesystem::path(reader.file()).stem().string());
-  if (e.name.empty() || e.name.find_first_of("/\\") != std::string::npos) {
-    root.child("name").fail("name must be non-empty without slashes (it names the output folder)");
-  }
-  e.description = root.get_string("description", "");
+  e.name = std::filesystem::path(reader.file()).stem().string();
+  collect([&] {
+    e.name = root.get_string("name", e.name);
+    if (e.name.empty() || e.name.find_first_of("/\\") != std::string::npos) {
+      root.child("name").fail(
+          "name must be non-empty without slashes (it names the output folder)");
+    }
+  });
+  collect([&] { e.description = root.get_string("description", ""); });
   // The topology: inline in this document, or the root of a topology file (with this
   // document's overrides laid over it).
-  const TopologySource topo_source = open_topology(root.child("topology"), dir);
-  e.topology_file = topo_source.file;
-  const ConfigReader& topo_reader = topo_source.node.reader();
-  const std::string& topo_dir = topo_source.dir;
-  YAML::Node doc = root.yaml();
-  YAML::Node topo_doc = topo_source.node.yaml();
-  const std::string topo_path = topo_source.node.path();
+  std::optional<TopologySource> topo_source;
+  collect([&] { topo_source.emplace(open_topology(root.child("topology"), dir)); });
 
   std::vector<ConfigNode> algorithm_nodes;
-  e.algorithms = load_algorithms(root, command, dir, algorithm_nodes);
-  if (auto b = root.maybe("baseline")) {
-    const std::string label = b->as_string();
-    const auto it = std::find_if(e.algorithms.begin(), e.algorithms.end(),
-                                 [&](const ExperimentAlgorithm& a) { return a.label == label; });
-    if (it == e.algorithms.end()) b->fail("the baseline must be one of the algorithms' labels");
-    e.baseline = static_cast<std::size_t>(it - e.algorithms.begin());
+  const bool algorithms_ok =
+      collect([&] { e.algorithms = load_algorithms(root, command, dir, algorithm_nodes); });
+  if (!algorithms_ok) {
+    e.algorithms.clear();
+    algorithm_nodes.clear();
   }
-  e.metric =
-      root.get_choice("metric", {"completion", "after_last_arrival"}, "completion") == "completion"
-          ? Metric::completion
-          : Metric::after_last_arrival;
+  if (algorithms_ok) {
+    collect([&] {
+      if (auto b = root.maybe("baseline")) {
+        const std::string label = b->as_string();
+        const auto it =
+            std::find_if(e.algorithms.begin(), e.algorithms.end(),
+                         [&](const ExperimentAlgorithm& a) { return a.label == label; });
+        if (it == e.algorithms.end()) b->fail("the baseline must be one of the algorithms' labels");
+        e.baseline = static_cast<std::size_t>(it - e.algorithms.begin());
+      }
+    });
+  }
+  collect([&] {
+    e.metric = root.get_choice("metric", {"completion", "after_last_arrival"}, "completion") ==
+                       "completion"
+                   ? Metric::completion
+                   : Metric::after_last_arrival;
+  });
   // simulate's `collective:` form keeps its own default of one iteration.
-  e.iterations =
-      static_cast<int>(root.get_int("iterations", root.has("collective") ? 1 : 20, 1, 10'000'000));
-  e.seed = static_cast<std::uint64_t>(root.get_int("seed", 1, 0, INT64_MAX));
-  e.output = root.get_string("output", "results/" + e.name);
-  if (e.output.empty()) root.child("output").fail("output must name a folder");
+  collect([&] {
+    e.iterations = static_cast<int>(
+        root.get_int("iterations", root.has("collective") ? 1 : 20, 1, 10'000'000));
+  });
+  collect([&] { e.seed = static_cast<std::uint64_t>(root.get_int("seed", 1, 0, INT64_MAX)); });
+  collect([&] {
+    e.output = root.get_string("output", "results/" + e.name);
+    if (e.output.empty()) root.child("output").fail("output must name a folder");
+  });
 
   std::vector<Axis> axes;
-  if (auto sweep = root.maybe("sweep")) {
-    sweep->require_map();
-    if (sweep->keys().empty())
-      sweep->fail("empty sweep: give at least one axis, or leave sweep out");
-    for (const std::string& key : sweep->keys()) {
-      axes.push_back(load_axis(*sweep, key));
-      if (workload && axes.back().target == Target::document && axes.back().path[0] == "size") {
-        sweep->child(key).fail(
-            "size has no meaning with a workload: the model's gradients set the bytes (sweep "
-            "workload.bucket_cap or the model instead)");
+  // The points need every axis: with one of them wrong, no point is loaded.
+  const bool sweep_ok = collect([&] {
+    if (auto sweep = root.maybe("sweep")) {
+      sweep->require_map();
+      if (sweep->keys().empty())
+        sweep->fail("empty sweep: give at least one axis, or leave sweep out");
+      bool axes_ok = true;
+      for (const std::string& key : sweep->keys()) {
+        axes_ok &= collect([&] {
+          axes.push_back(load_axis(*sweep, key));
+          if (workload && axes.back().target == Target::document && axes.back().path[0] == "size") {
+            sweep->child(key).fail(
+                "size has no meaning with a workload: the model's gradients set the bytes (sweep "
+                "workload.bucket_cap or the model instead)");
+          }
+          for (std::size_t j = 0; j + 1 < axes.size(); ++j) {
+            // One path a prefix of the other: the later one would overwrite the earlier.
+            const std::vector<std::string>& p = axes[j].path;
+            const std::vector<std::string>& q = axes.back().path;
+            const std::size_t common = std::min(p.size(), q.size());
+            const bool overlap = axes[j].target == axes.back().target &&
+                                 (axes[j].target == Target::ranks ||
+                                  std::equal(p.begin(), p.begin() + common, q.begin()));
+            if (overlap)
+              sweep->child(key).fail("overlaps sweep." + axes[j].out.key +
+                                     " (both set the same parameter)");
+          }
+        });
       }
-      for (std::size_t j = 0; j + 1 < axes.size(); ++j) {
-        // One path a prefix of the other: the later one would overwrite the earlier.
-        const std::vector<std::string>& p = axes[j].path;
-        const std::vector<std::string>& q = axes.back().path;
-        const std::size_t common = std::min(p.size(), q.size());
-        const bool overlap = axes[j].target == axes.back().target &&
-                             (axes[j].target == Target::ranks ||
-                              std::equal(p.begin(), p.begin() + common, q.begin()));
-        if (overlap)
-          sweep->child(key).fail("overlaps sweep." + axes[j].out.key +
-                                 " (both set the same parameter)");
-      }
+      if (!axes_ok) throw ErrorsRecorded{};
+    } else if (!root.has("size") && !root.has("collective") && !workload) {
+      stop_if_misspelled(root, "size");
+      root.fail("missing required key 'size' (or sweep it)");
     }
-  } else if (!root.has("size") && !root.has("collective") && !workload) {
-    root.fail("missing required key 'size' (or sweep it)");
-  }
+  });
+  if (!sweep_ok || !topo_source) return e;  // load_experiment reports what was recorded
+  const ConfigReader& topo_reader = topo_source->node.reader();
+  const std::string& topo_dir = topo_source->dir;
+  e.topology_file = topo_source->file;
+  YAML::Node doc = root.yaml();
+  YAML::Node topo_doc = topo_source->node.yaml();
+  const std::string topo_path = topo_source->node.path();
   for (const Axis& a : axes) e.axes.push_back(a.out);
   e.default_prediction =
       !root.has("prediction") && std::none_of(axes.begin(), axes.end(), [](const Axis& a) {
@@ -769,13 +840,20 @@ Experiment load_experiment(const ConfigReader& reader, ConfigCommand command) {
     }
   }
   // `ranks: N`: the topology's rank count, as one value of sweep.ranks would set it.
-  const std::optional<ConfigNode> ranks_node = root.maybe("ranks");
-  if (ranks_node) {
-    ranks_node->as_int(2, 65536);
-    if (std::any_of(axes.begin(), axes.end(),
-                    [](const Axis& a) { return a.target == Target::ranks; }))
-      ranks_node->fail("ranks is swept (sweep.ranks): leave it out here");
-  }
+  std::optional<ConfigNode> ranks_node;
+  const bool ranks_ok = collect([&] {
+    ranks_node = root.maybe("ranks");
+    if (ranks_node) {
+      ranks_node->as_int(2, 65536);
+      if (std::any_of(axes.begin(), axes.end(),
+                      [](const Axis& a) { return a.target == Target::ranks; }))
+        ranks_node->fail("ranks is swept (sweep.ranks): leave it out here");
+    }
+  });
+  if (!ranks_ok) return e;  // load_experiment reports what was recorded
+  // A sweep point's first error is reported with the point (below), as the only error of the
+  // points: the same mistake would be repeated at every point.
+  const bool swept = !axes.empty();
   std::map<std::vector<std::size_t>, topo::Topology> topologies;  // by the topology axes' values
   std::vector<std::size_t> idx(axes.size(), 0);
   for (std::size_t p = 0; p < total; ++p) {
@@ -786,6 +864,7 @@ Experiment load_experiment(const ConfigReader& reader, ConfigCommand command) {
     }
     SweepPoint point;
     point.value = idx;
+    const FirstErrorScope first_only(swept);
     try {
       Patch patch;
       std::vector<std::size_t> topo_key;
@@ -904,14 +983,29 @@ Experiment load_experiment(const ConfigReader& reader, ConfigCommand command) {
       for (std::size_t k = 0; k < axes.size(); ++k) {
         label += (k ? " " : "") + axes[k].out.key + "=" + axes[k].out.labels[idx[k]];
       }
-      throw InputError("sweep point " + std::to_string(p + 1) + " of " + std::to_string(total) +
-                       " (" + label + "): " + err.what());
+      // The point's errors (a nested loader's, one per line) each name the point.
+      const std::string where =
+          "sweep point " + std::to_string(p + 1) + " of " + std::to_string(total) + " (" + label +
+          "): ";
+      std::string message;
+      std::istringstream lines(err.what());
+      for (std::string line; std::getline(lines, line);) {
+        message += (message.empty() ? "" : "\n") +
+                   (line.rfind("... and ", 0) == 0 ? line : where + line);
+      }
+      throw InputError(message);
     }
     point.config.iterations = e.iterations;
     point.config.seed = point_seed(e.seed, e.axes, point.value);
     e.points.push_back(std::move(point));
   }
   return e;
+}
+
+}  // namespace
+
+Experiment load_experiment(const ConfigReader& reader, ConfigCommand command) {
+  return all_errors([&] { return load_experiment_parts(reader, command); });
 }
 
 }  // namespace ssim::exp

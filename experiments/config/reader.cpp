@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 #include <unordered_map>
 
 #include "common/error.hpp"
@@ -55,7 +56,163 @@ std::string control_character(const std::string& s) {
   return "";
 }
 
+// The errors of one load (all_errors), in the order found; reported sorted.
+struct ErrorLog {
+  struct Entry {
+    std::string message;
+    std::string file;  // "" when the message names no place
+    long line = 0;
+    long column = 0;
+  };
+  std::vector<Entry> entries;
+  std::size_t recorded = 0;  // every add, duplicates included
+  std::vector<std::string> first_files;  // list_file_first
+  std::vector<std::pair<YAML::Node, std::string>> misspelled;  // note_misspelled
+
+  void add(const std::string& message) {
+    ++recorded;
+    for (const Entry& e : entries) {
+      if (e.message == message) return;  // one check reached twice
+    }
+    entries.push_back(place(message));
+  }
+
+  // "FILE:LINE:COLUMN: ..." or "FILE:LINE: ..." (the place every message of this loader starts
+  // with); the first ":DIGITS:" ends the file's name.
+  static Entry place(const std::string& message) {
+    Entry e{message, "", 0, 0};
+    for (std::size_t i = message.find(':'); i != std::string::npos; i = message.find(':', i + 1)) {
+      std::size_t j = i + 1;
+      long line = 0;
+      while (j < message.size() && message[j] >= '0' && message[j] <= '9' && line < 1'000'000'000)
+        line = line * 10 + (message[j++] - '0');
+      if (j == i + 1 || j >= message.size() || message[j] != ':') continue;
+      e.file = message.substr(0, i);
+      e.line = line;
+      std::size_t k = j + 1;
+      long column = 0;
+      while (k < message.size() && message[k] >= '0' && message[k] <= '9' && column < 1'000'000'000)
+        column = column * 10 + (message[k++] - '0');
+      if (k > j + 1 && k < message.size() && message[k] == ':') e.column = column;
+      break;
+    }
+    return e;
+  }
+
+  std::string report() const {
+    if (entries.size() == 1) return entries.front().message;
+    // By file (in the order first met), then line and column; the order found breaks ties.
+    std::vector<std::string> files = first_files;
+    for (const Entry& e : entries) {
+      if (std::find(files.begin(), files.end(), e.file) == files.end()) files.push_back(e.file);
+    }
+    std::vector<const Entry*> order;
+    for (const Entry& e : entries) order.push_back(&e);
+    auto rank = [&files](const Entry* e) {
+      return std::find(files.begin(), files.end(), e->file) - files.begin();
+    };
+    std::stable_sort(order.begin(), order.end(), [&](const Entry* a, const Entry* b) {
+      return std::tuple(rank(a), a->line, a->column) < std::tuple(rank(b), b->line, b->column);
+    });
+    std::string out;
+    const std::size_t shown = std::min(order.size(), kMaxReportedErrors);
+    for (std::size_t i = 0; i < shown; ++i) out += (i ? "\n" : "") + order[i]->message;
+    if (order.size() > shown) {
+      out += "\n... and " + std::to_string(order.size() - shown) + " more errors (" +
+             std::to_string(order.size()) + " in all; fix these and run again)";
+    }
+    return out;
+  }
+};
+
+thread_local ErrorLog* active_log = nullptr;
+
+// Sets the active log for a scope, restoring the previous one on every exit.
+class ActiveLog {
+ public:
+  explicit ActiveLog(ErrorLog* log) : previous_(active_log) { active_log = log; }
+  ~ActiveLog() { active_log = previous_; }
+  ActiveLog(const ActiveLog&) = delete;
+  ActiveLog& operator=(const ActiveLog&) = delete;
+
+ private:
+  ErrorLog* previous_;
+};
+
 }  // namespace
+
+bool collect(const std::function<void()>& part) {
+  ErrorLog* log = active_log;
+  if (log == nullptr) {
+    part();
+    return true;
+  }
+  try {
+    part();
+    return true;
+  } catch (const ErrorsRecorded&) {
+    return false;
+  } catch (const InputError& e) {
+    log->add(e.what());
+    return false;
+  }
+}
+
+bool collecting_errors() { return active_log != nullptr; }
+
+void note_misspelled(const ConfigNode& map, const std::string& meant) {
+  if (active_log != nullptr) active_log->misspelled.emplace_back(map.yaml(), meant);
+}
+
+void stop_if_misspelled(const ConfigNode& map, const std::string& meant) {
+  if (active_log == nullptr) return;
+  for (const auto& [node, key] : active_log->misspelled) {
+    if (key == meant && node.is(map.yaml())) throw ErrorsRecorded{};
+  }
+}
+
+void list_file_first(const std::string& file) {
+  if (active_log != nullptr && active_log->first_files.empty())
+    active_log->first_files.push_back(file);
+}
+
+void all_errors_void(const std::function<void()>& body) {
+  if (ErrorLog* log = active_log) {
+    const std::size_t before = log->recorded;
+    try {
+      body();
+    } catch (const InputError& e) {
+      log->add(e.what());
+      throw ErrorsRecorded{};
+    }
+    if (log->recorded > before) throw ErrorsRecorded{};
+    return;
+  }
+  ErrorLog own;
+  {
+    const ActiveLog scope(&own);
+    try {
+      body();
+    } catch (const InputError& e) {
+      own.add(e.what());
+    } catch (const ErrorsRecorded&) {
+    }
+  }
+  if (!own.entries.empty()) throw InputError(own.report());
+}
+
+FirstErrorScope::FirstErrorScope(bool on) : on_(on), previous_(active_log) {
+  if (on_) active_log = nullptr;
+}
+
+FirstErrorScope::~FirstErrorScope() {
+  if (on_) active_log = static_cast<ErrorLog*>(previous_);
+}
+
+void first_error_void(const std::function<void()>& f) {
+  const ActiveLog scope(nullptr);
+  f();
+}
 
 // yaml-cpp accepts keys that are null or maps (`? :`) and keeps both of two equal keys (lookups
 // then see the first). Every map key must be a plain scalar, once per map.
@@ -307,7 +464,10 @@ void ConfigNode::require_map() const {
 
 ConfigNode ConfigNode::child(const std::string& key) const {
   require_map();
-  if (!has(key)) fail("missing required key '" + key + "'");
+  if (!has(key)) {
+    stop_if_misspelled(*this, key);
+    fail("missing required key '" + key + "'");
+  }
   return ConfigNode(reader_, node_[key], join_path(path_, key));
 }
 
@@ -337,9 +497,13 @@ void ConfigNode::allow_only(std::initializer_list<const char*> allowed) const {
     if (!ok) {
       const std::optional<std::string> near =
           closest_name(key, std::vector<std::string>(allowed.begin(), allowed.end()));
-      ConfigNode(reader_, it->first, join_path(path_, key))
-          .fail("unknown key '" + key + "' (" + (near ? "did you mean '" + *near + "'? " : "") +
-                "allowed here: " + list + ")");
+      // Recorded while errors are collected (the key is ignored; the rest can still be read).
+      if (near) note_misspelled(*this, *near);
+      collect([&] {
+        ConfigNode(reader_, it->first, join_path(path_, key))
+            .fail("unknown key '" + key + "' (" + (near ? "did you mean '" + *near + "'? " : "") +
+                  "allowed here: " + list + ")");
+      });
     }
   }
 }

@@ -12,9 +12,11 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -23,6 +25,124 @@
 namespace ssim::exp {
 
 class ConfigReader;
+class ConfigNode;
+
+// Every error of a file in one pass. A loader's entry point runs its body under all_errors();
+// inside it, collect() runs one part of the document whose failure leaves the others
+// meaningful (one key's value, one list item, one section): an InputError there is recorded
+// and the loader goes on with the next part. A part whose later checks depend on a value that
+// failed is one collect() (the subtree stops at its first error). allow_only() records every
+// unknown key and goes on. At the end the outermost all_errors() throws one InputError that
+// lists the errors by file (in the order first met), line and column, at most
+// kMaxReportedErrors of them, then "... and K more errors"; a single error is its own message,
+// unchanged. Outside all_errors() (and inside first_error()) nothing is collected: the first
+// error propagates, as it always did.
+//
+//   Experiment load(const ConfigReader& r) {
+//     return all_errors([&] {
+//       r.root().allow_only({"iterations", "seed"});       // every unknown key recorded
+//       Experiment e;
+//       collect([&] { e.iterations = r.root().get_int("iterations", 20, 1, 1000); });
+//       collect([&] { e.seed = r.root().get_int("seed", 1, 0, 1 << 30); });
+//       return e;                                           // or the errors, all at once
+//     });
+//   }
+inline constexpr std::size_t kMaxReportedErrors = 20;
+
+// Thrown by a nested all_errors() whose part recorded errors: the caller's collect() stops its
+// subtree there (the errors are in the log already). Not an InputError, so that no handler
+// that rewords InputErrors reports them a second time; never escapes the outermost
+// all_errors().
+struct ErrorsRecorded {};
+
+// Runs `part`; while errors are collected, an InputError it throws is recorded (and a nested
+// all_errors() that recorded some stops it) and the result is false; else errors propagate.
+bool collect(const std::function<void()>& part);
+
+// Whether errors are being collected on this thread (inside all_errors(), not in first_error()).
+bool collecting_errors();
+
+// Lists the errors of `file` (a loader's own document) before those of the files it names
+// (otherwise files come in the order their first error was met). No effect outside
+// all_errors().
+void list_file_first(const std::string& file);
+
+// An unknown key of `map` recorded with its "did you mean `meant`": a missing `meant` there is
+// that same mistake, not a second one; while errors are collected, child(meant) then stops
+// its part without a message (ErrorsRecorded), and so does a check of such a key that calls
+// stop_if_misspelled(map, meant).
+void note_misspelled(const ConfigNode& map, const std::string& meant);
+void stop_if_misspelled(const ConfigNode& map, const std::string& meant);
+
+void all_errors_void(const std::function<void()>& body);
+
+// Runs a loader's `body` collecting its errors (above). Nested in another all_errors(), its
+// errors join the outer log, and it throws ErrorsRecorded when `body` recorded any (its
+// caller must not use a result loaded with errors).
+template <typename F>
+auto all_errors(F&& body) -> decltype(body()) {
+  using R = decltype(body());
+  if constexpr (std::is_void_v<R>) {
+    all_errors_void(body);
+  } else {
+    std::optional<R> result;
+    all_errors_void([&] { result.emplace(body()); });
+    return std::move(*result);
+  }
+}
+
+// Runs `f` with collection off: its first error propagates (for code that catches an
+// InputError to reword it or to try another reading).
+void first_error_void(const std::function<void()>& f);
+template <typename F>
+auto first_error(F&& f) -> decltype(f()) {
+  using R = decltype(f());
+  if constexpr (std::is_void_v<R>) {
+    first_error_void(f);
+  } else {
+    std::optional<R> result;
+    first_error_void([&] { result.emplace(f()); });
+    return std::move(*result);
+  }
+}
+
+// While alive (and `on`), errors are not collected on this thread: as first_error(), for a
+// scope.
+class FirstErrorScope {
+ public:
+  explicit FirstErrorScope(bool on = true);
+  ~FirstErrorScope();
+  FirstErrorScope(const FirstErrorScope&) = delete;
+  FirstErrorScope& operator=(const FirstErrorScope&) = delete;
+
+ private:
+  bool on_;
+  void* previous_;
+};
+
+// Values read one by one, each one's error collected, for a use that needs them all:
+//   Values v;
+//   const int ranks = v([&] { return node.get_int("ranks", std::nullopt, 2, 64); });
+//   const Seconds lat = v([&] { return node.get_time("latency"); });
+//   v.done();   // stops the subtree (ErrorsRecorded) when one of them failed
+// Outside all_errors() the first error propagates at once.
+class Values {
+ public:
+  template <typename F>
+  auto operator()(F&& read) -> decltype(read()) {
+    using R = decltype(read());
+    R value{};
+    ok_ = collect([&] { value = read(); }) && ok_;
+    return value;
+  }
+  bool ok() const { return ok_; }
+  void done() const {
+    if (!ok_) throw ErrorsRecorded{};
+  }
+
+ private:
+  bool ok_ = true;
+};
 
 // A YAML node with the key path that led to it, e.g. "delays.persistent[0].rank".
 class ConfigNode {
@@ -81,7 +201,8 @@ class ConfigNode {
   ConfigNode child(const std::string& key) const;  // required: error names the missing key
   std::optional<ConfigNode> maybe(const std::string& key) const;
   void require_map() const;
-  // Unknown keys are errors naming the key and the allowed ones.
+  // Unknown keys are errors naming the key and the allowed ones (each one recorded while
+  // errors are collected; the first thrown otherwise).
   void allow_only(std::initializer_list<const char*> keys) const;
   std::vector<std::string> keys() const;  // in document order
 

@@ -122,8 +122,13 @@ topo::Topology load_inline(const ConfigNode& node) {
         std::string list;
         for (const std::string& a : keys) list += (list.empty() ? "" : ", ") + a;
         const std::optional<std::string> near = closest_name(k, keys);
-        node.child(k).fail("unknown key '" + k + "' for a " + kind + " topology (" +
-                           (near ? "did you mean '" + *near + "'? " : "") + "allowed: " + list + ")");
+        // Recorded while errors are collected (reader.hpp): the other keys are still read.
+        if (near) note_misspelled(node, *near);
+        collect([&] {
+          node.child(k).fail("unknown key '" + k + "' for a " + kind + " topology (" +
+                             (near ? "did you mean '" + *near + "'? " : "") + "allowed: " + list +
+                             ")");
+        });
       }
     }
   };
@@ -140,9 +145,13 @@ topo::Topology load_inline(const ConfigNode& node) {
     } else {
       allow({"ranks", "bandwidth", "latency"});
     }
-    const int ranks = static_cast<int>(node.get_int("ranks", std::nullopt, 2, kMaxRanks));
-    const BytesPerSecond bw = node.get_bandwidth("bandwidth");
-    const Seconds lat = node.get_time("latency");
+    // Each value on its own (errors collected); the generator needs them all.
+    Values v;
+    const int ranks =
+        v([&] { return static_cast<int>(node.get_int("ranks", std::nullopt, 2, kMaxRanks)); });
+    const BytesPerSecond bw = v([&] { return node.get_bandwidth("bandwidth"); });
+    const Seconds lat = v([&] { return node.get_time("latency"); });
+    v.done();
     t = generate_at(node, [&] {
       if (kind == "switch") return topo::make_switch({.ranks = ranks, .bandwidth = bw, .latency = lat});
       if (kind == "ring") return topo::make_ring({.ranks = ranks, .bandwidth = bw, .latency = lat});
@@ -159,11 +168,17 @@ topo::Topology load_inline(const ConfigNode& node) {
     } else {
       allow({"x", "y", "bandwidth", "latency"});
     }
-    const int x = static_cast<int>(node.get_int("x", std::nullopt, 1, kMaxRanks));
-    const int y = static_cast<int>(node.get_int("y", std::nullopt, 1, kMaxRanks));
-    const int z = three ? static_cast<int>(node.get_int("z", std::nullopt, 1, kMaxRanks)) : 1;
-    const BytesPerSecond bw = node.get_bandwidth("bandwidth");
-    const Seconds lat = node.get_time("latency");
+    Values v;
+    const int x =
+        v([&] { return static_cast<int>(node.get_int("x", std::nullopt, 1, kMaxRanks)); });
+    const int y =
+        v([&] { return static_cast<int>(node.get_int("y", std::nullopt, 1, kMaxRanks)); });
+    const int z =
+        three ? v([&] { return static_cast<int>(node.get_int("z", std::nullopt, 1, kMaxRanks)); })
+              : 1;
+    const BytesPerSecond bw = v([&] { return node.get_bandwidth("bandwidth"); });
+    const Seconds lat = v([&] { return node.get_time("latency"); });
+    v.done();
     t = generate_at(node, [&] {
       if (three) return topo::make_torus3d({.x = x, .y = y, .z = z, .bandwidth = bw, .latency = lat});
       return topo::make_torus2d({.x = x, .y = y, .bandwidth = bw, .latency = lat});
@@ -171,35 +186,49 @@ topo::Topology load_inline(const ConfigNode& node) {
   } else if (kind == "fat_tree") {
     allow({"k", "tiers", "bandwidth", "latency", "oversubscription", "ranks"});
     topo::FatTreeParams p;
-    p.k = static_cast<int>(node.get_int("k", std::nullopt, 2, 362));
-    p.tiers = static_cast<int>(node.get_int("tiers", 3, 2, 3));
-    p.bandwidth = node.get_bandwidth("bandwidth");
-    p.latency = node.get_time("latency");
-    p.oversubscription = node.get_double("oversubscription", 1.0, 1.0, 1e6);
-    p.ranks = static_cast<int>(node.get_int("ranks", 0, 0, kMaxRanks));
+    Values v;
+    p.k = v([&] { return static_cast<int>(node.get_int("k", std::nullopt, 2, 362)); });
+    p.tiers = v([&] { return static_cast<int>(node.get_int("tiers", 3, 2, 3)); });
+    p.bandwidth = v([&] { return node.get_bandwidth("bandwidth"); });
+    p.latency = v([&] { return node.get_time("latency"); });
+    p.oversubscription = v([&] { return node.get_double("oversubscription", 1.0, 1.0, 1e6); });
+    p.ranks = v([&] { return static_cast<int>(node.get_int("ranks", 0, 0, kMaxRanks)); });
+    v.done();
     t = generate_at(node, [&] { return topo::make_fat_tree(p); });
   } else if (kind == "hierarchical") {
     allow({"nodes", "gpus_per_node", "nvlink", "nic", "fabric"});
     topo::HierarchicalParams p;
-    p.nodes = static_cast<int>(node.get_int("nodes", std::nullopt, 1, kMaxRanks));
-    p.gpus_per_node = static_cast<int>(node.get_int("gpus_per_node", std::nullopt, 1, 1024));
+    // Each value on its own (errors collected); the fabric's defaults are the NIC's values.
+    Values v;
+    p.nodes =
+        v([&] { return static_cast<int>(node.get_int("nodes", std::nullopt, 1, kMaxRanks)); });
+    p.gpus_per_node =
+        v([&] { return static_cast<int>(node.get_int("gpus_per_node", std::nullopt, 1, 1024)); });
     const ConfigNode nv = node.child("nvlink");
     nv.allow_only({"bandwidth", "latency", "reduce"});
-    p.nvlink_bandwidth = nv.get_bandwidth("bandwidth");
-    p.nvlink_latency = nv.get_time("latency");
+    p.nvlink_bandwidth = v([&] { return nv.get_bandwidth("bandwidth"); });
+    p.nvlink_latency = v([&] { return nv.get_time("latency"); });
     const ConfigNode nic = node.child("nic");
     nic.allow_only({"bandwidth", "latency"});
-    p.nic_bandwidth = nic.get_bandwidth("bandwidth");
-    p.nic_latency = nic.get_time("latency");
+    Values nic_values;
+    p.nic_bandwidth = nic_values([&] { return nic.get_bandwidth("bandwidth"); });
+    p.nic_latency = nic_values([&] { return nic.get_time("latency"); });
     const ConfigNode fab = node.child("fabric");
     fab.allow_only({"kind", "spines", "bandwidth", "latency", "nodes_per_leaf", "reduce"});
-    p.fabric = fab.get_choice("kind", {"leaf_spine", "rail_optimized"}) == "leaf_spine"
-                   ? topo::FabricKind::leaf_spine
-                   : topo::FabricKind::rail_optimized;
-    p.spines = static_cast<int>(fab.get_int("spines", 1, 0, 4096));
-    p.spine_bandwidth = fab.get_bandwidth("bandwidth", p.nic_bandwidth);
-    p.spine_latency = fab.get_time("latency", p.nic_latency);
-    p.nodes_per_leaf = static_cast<int>(fab.get_int("nodes_per_leaf", 1, 1, kMaxRanks));
+    p.fabric = v([&] {
+      return fab.get_choice("kind", {"leaf_spine", "rail_optimized"}) == "leaf_spine"
+                 ? topo::FabricKind::leaf_spine
+                 : topo::FabricKind::rail_optimized;
+    });
+    p.spines = v([&] { return static_cast<int>(fab.get_int("spines", 1, 0, 4096)); });
+    if (nic_values.ok()) {
+      p.spine_bandwidth = v([&] { return fab.get_bandwidth("bandwidth", p.nic_bandwidth); });
+      p.spine_latency = v([&] { return fab.get_time("latency", p.nic_latency); });
+    }
+    p.nodes_per_leaf =
+        v([&] { return static_cast<int>(fab.get_int("nodes_per_leaf", 1, 1, kMaxRanks)); });
+    nic_values.done();
+    v.done();
     t = generate_at(node, [&] { return topo::make_hierarchical(p); });
     // NVLS: the NVSwitch of each node; SHARP/CollNet: the switches the NICs plug into.
     if (nv.has("reduce")) {
@@ -215,11 +244,13 @@ topo::Topology load_inline(const ConfigNode& node) {
            "copy_factor", "reduce_factor", "apply_copy_factor", "unaligned_factor",
            "operation_bandwidth"});
     topo::SharedDeviceParams p;
-    p.ranks = static_cast<int>(node.get_int("ranks", std::nullopt, 2, kMaxRanks));
-    p.device.memory_bandwidth = node.get_bandwidth("memory_bandwidth");
-    p.device.copy_latency = node.get_time("copy_latency");
-    p.device.apply_latency = node.get_time("apply_latency");
-    p.device.launch_time = node.get_time("launch_time", Seconds{0.0});
+    Values v;
+    p.ranks =
+        v([&] { return static_cast<int>(node.get_int("ranks", std::nullopt, 2, kMaxRanks)); });
+    p.device.memory_bandwidth = v([&] { return node.get_bandwidth("memory_bandwidth"); });
+    p.device.copy_latency = v([&] { return node.get_time("copy_latency"); });
+    p.device.apply_latency = v([&] { return node.get_time("apply_latency"); });
+    p.device.launch_time = v([&] { return node.get_time("launch_time", Seconds{0.0}); });
     // Bytes of memory traffic per byte: 0 (no such copy) or in [kMinDeviceFactor, 1000]; a
     // tiny positive factor would make the memory link's bandwidth (memory_bandwidth /
     // copy_factor) infinite.
@@ -230,42 +261,55 @@ topo::Topology load_inline(const ConfigNode& node) {
       }
       return v;
     };
-    p.device.copy_factor = factor("copy_factor", 2.0);
-    p.device.reduce_factor = factor("reduce_factor", 3.0);
-    p.device.apply_copy_factor = factor("apply_copy_factor", 2.0);
-    p.device.unaligned_factor = node.get_double("unaligned_factor", 1.0, 1.0, 100.0);
-    if (node.has("operation_bandwidth"))
-      p.device.operation_bandwidth = node.get_bandwidth("operation_bandwidth");
+    p.device.copy_factor = v([&] { return factor("copy_factor", 2.0); });
+    p.device.reduce_factor = v([&] { return factor("reduce_factor", 3.0); });
+    p.device.apply_copy_factor = v([&] { return factor("apply_copy_factor", 2.0); });
+    p.device.unaligned_factor =
+        v([&] { return node.get_double("unaligned_factor", 1.0, 1.0, 100.0); });
+    v([&] {
+      if (node.has("operation_bandwidth"))
+        p.device.operation_bandwidth = node.get_bandwidth("operation_bandwidth");
+      return 0;
+    });
+    v.done();
     t = generate_at(node, [&] { return topo::make_shared_device(p); });
   } else {
     allow({"nodes", "links"});
     t = load_custom(node);
   }
-  t.set_ecmp(node.get_bool("ecmp", false));
-  if (kind == "shared_device" && t.ecmp()) {
-    node.child("ecmp").fail(
-        "a shared_device topology has no network routes to spread (its ranks share one GPU's "
-        "memory): ecmp must be false or absent");
-  }
-  if ((kind == "switch" || kind == "fully_connected") && t.ecmp()) {
-    node.child("ecmp").fail("a " + kind +
-                            " topology has one shortest route between any two GPUs, none to "
-                            "spread over: ecmp must be false or absent");
-  }
-  if (node.has("name")) t.name = node.get_string("name");
+  collect([&] {
+    t.set_ecmp(node.get_bool("ecmp", false));
+    if (kind == "shared_device" && t.ecmp()) {
+      node.child("ecmp").fail(
+          "a shared_device topology has no network routes to spread (its ranks share one GPU's "
+          "memory): ecmp must be false or absent");
+    }
+    if ((kind == "switch" || kind == "fully_connected") && t.ecmp()) {
+      node.child("ecmp").fail("a " + kind +
+                              " topology has one shortest route between any two GPUs, none to "
+                              "spread over: ecmp must be false or absent");
+    }
+  });
+  collect([&] {
+    if (node.has("name")) t.name = node.get_string("name");
+  });
   std::string provenance;
-  if (node.has("description")) provenance = node.get_string("description");
-  if (node.has("provenance")) {
-    // What calibrate writes (experiments/config/calibration.cpp, the closed-form fit and the
-    // fit by simulation): an unknown key is a typo or another tool's, refused like any other.
-    const ConfigNode p = node.child("provenance");
-    p.require_map();
-    p.allow_only({"machine", "date", "source", "input", "link_class", "size_range", "min_bytes",
-                  "max_bytes", "rows", "residual", "r_squared", "fit", "gamma", "gamma_source",
-                  "fitted", "fixed", "holdout"});
-    for (const std::string& key : p.keys()) p.child(key).as_string();
-    provenance += (provenance.empty() ? "" : "; ") + p.text();
-  }
+  collect([&] {
+    if (node.has("description")) provenance = node.get_string("description");
+  });
+  collect([&] {
+    if (node.has("provenance")) {
+      // What calibrate writes (experiments/config/calibration.cpp, the closed-form fit and the
+      // fit by simulation): an unknown key is a typo or another tool's, refused like any other.
+      const ConfigNode p = node.child("provenance");
+      p.require_map();
+      p.allow_only({"machine", "date", "source", "input", "link_class", "size_range", "min_bytes",
+                    "max_bytes", "rows", "residual", "r_squared", "fit", "gamma", "gamma_source",
+                    "fitted", "fixed", "holdout"});
+      for (const std::string& key : p.keys()) p.child(key).as_string();
+      provenance += (provenance.empty() ? "" : "; ") + p.text();
+    }
+  });
   if (!provenance.empty()) t.description = provenance + (t.description.empty() ? "" : " [" + t.description + "]");
   return t;
 }
@@ -332,7 +376,9 @@ TopologySource open_topology(const ConfigNode& entry, const std::string& base_di
   return TopologySource{std::move(reader), path.string(), std::move(dir), root};
 }
 
-topo::Topology load_topology(const ConfigNode& node, const std::string& base_dir) {
+namespace {
+
+topo::Topology load_topology_parts(const ConfigNode& node, const std::string& base_dir) {
   if (node.is_map() && node.has("astra_sim")) return load_astra_sim_network(node, base_dir);
   if (node.is_map() && node.has("simgrid")) return load_simgrid_platform(node, base_dir);
   const TopologySource source = open_topology(node, base_dir);
@@ -343,6 +389,13 @@ topo::Topology load_topology(const ConfigNode& node, const std::string& base_dir
   topo::Topology t = load_inline(source.node);
   if (!source.file.empty() && t.description.empty()) t.description = "from " + source.file;
   return t;
+}
+
+}  // namespace
+
+topo::Topology load_topology(const ConfigNode& node, const std::string& base_dir) {
+  // Errors collected (reader.hpp): an inline topology's or a topology file's all at once.
+  return all_errors([&] { return load_topology_parts(node, base_dir); });
 }
 
 }  // namespace ssim::exp

@@ -212,94 +212,142 @@ void load_workload(const ConfigNode& w, sim::TrainingConfig& c) {
   }
 }
 
-sim::TrainingConfig load_training_config(const ConfigReader& reader) {
+namespace {
+
+// load_training_config's body: each key on its own (errors collected, reader.hpp); what needs
+// the rank count waits for the topology, the checks across algorithms, modes and prediction
+// for all three.
+sim::TrainingConfig load_training_parts(const ConfigReader& reader) {
+  list_file_first(reader.file());
   const ConfigNode root = reader.root();
   root.allow_only({"name", "description", "topology", "network", "algorithms", "modes",
                    "prediction", "delays", "workload", "steps", "seed", "cluster_gpus"});
   for (const char* key : {"name", "description"}) {
-    if (root.has(key)) root.child(key).as_string();
+    collect([&] {
+      if (root.has(key)) root.child(key).as_string();
+    });
   }
   const std::string dir = reader.directory();
   sim::TrainingConfig c;
-  c.topology = load_topology(root.child("topology"), dir);
-  const int ranks = c.topology.gpu_count();
-  if (ranks < 2) root.child("topology").fail("training needs at least 2 ranks");
-  if (auto net = root.maybe("network")) {
-    net->allow_only({"model", "gamma"});
-    c.network =
-        sim::parse_network_kind(net->get_choice("model", {"alphabeta", "flow"}, "alphabeta"));
-    if (net->has("gamma")) c.gamma = net->child("gamma").as_seconds_per_byte();
-  }
-  for (const ConfigNode& item : root.child("algorithms").items(/*scalar_ok=*/true))
-    c.algorithms.push_back(load_algorithm(item, c.topology));
-  if (c.algorithms.empty()) root.child("algorithms").fail("no algorithm given");
-
-  std::vector<ConfigNode> mode_items;
-  if (auto modes = root.maybe("modes")) {
-    c.modes.clear();
-    for (const ConfigNode& item : modes->items(/*scalar_ok=*/true)) {
-      c.modes.push_back(load_sync_mode(item, ranks));
-      mode_items.push_back(item);
+  const bool topology_ok = collect([&] {
+    c.topology = load_topology(root.child("topology"), dir);
+    if (c.topology.gpu_count() < 2) root.child("topology").fail("training needs at least 2 ranks");
+  });
+  const int ranks = topology_ok ? c.topology.gpu_count() : 0;
+  collect([&] {
+    if (auto net = root.maybe("network")) {
+      net->allow_only({"model", "gamma"});
+      c.network =
+          sim::parse_network_kind(net->get_choice("model", {"alphabeta", "flow"}, "alphabeta"));
+      if (net->has("gamma")) c.gamma = net->child("gamma").as_seconds_per_byte();
     }
-    if (c.modes.empty()) modes->fail("no mode given");
+  });
+  bool algorithms_ok = false;
+  bool modes_ok = false;
+  std::vector<ConfigNode> mode_items;
+  if (topology_ok) {
+    algorithms_ok = collect([&] {
+      bool all = true;
+      for (const ConfigNode& item : root.child("algorithms").items(/*scalar_ok=*/true))
+        all &= collect([&] { c.algorithms.push_back(load_algorithm(item, c.topology)); });
+      if (!all) throw ErrorsRecorded{};
+      if (c.algorithms.empty()) root.child("algorithms").fail("no algorithm given");
+    });
+    modes_ok = collect([&] {
+      if (auto modes = root.maybe("modes")) {
+        c.modes.clear();
+        bool all = true;
+        for (const ConfigNode& item : modes->items(/*scalar_ok=*/true)) {
+          all &= collect([&] {
+            c.modes.push_back(load_sync_mode(item, ranks));
+            mode_items.push_back(item);
+          });
+        }
+        if (!all) throw ErrorsRecorded{};
+        if (c.modes.empty()) modes->fail("no mode given");
+      }
+    });
   }
   // Every algorithm must support the groups' rank count too.
-  for (std::size_t k = 0; k < c.modes.size(); ++k) {
-    const auto items = root.child("algorithms").items(/*scalar_ok=*/true);
-    for (std::size_t i = 0; i < c.algorithms.size(); ++i)
-      check_mode_algorithm(c.modes[k], ranks, c.algorithms[i].name, c.algorithms[i].options,
-                           items[i]);
-  }
-
-  load_workload(root.child("workload"), c);
-
-  if (auto delays = root.maybe("delays")) {
-    c.delays = load_delay_model(*delays, dir);
-    if (auto list = delays->maybe("persistent")) {
-      for (const ConfigNode& item : list->items()) item.child("rank").as_int(0, ranks - 1);
-    }
-    if (c.delays.trace && c.delays.trace->ranks() != ranks) {
-      delays->child("trace").fail("the trace has " + std::to_string(c.delays.trace->ranks()) +
-                                  " ranks but the topology has " + std::to_string(ranks));
-    }
-  }
-  if (auto pred = root.maybe("prediction")) {
-    sim::SimulationConfig s;
-    load_prediction(*pred, ranks, s, /*policy_swept=*/false);
-    if (s.late_count && *s.late_count > 1)
-      pred->child("k").fail("the training model takes one late rank");
-    c.policy = s.policy;
-    c.straggler = s.straggler;
-    c.adaptive_fallbacks = s.adaptive_fallbacks;
-    c.detection = s.detection;
-    if (c.policy == sim::StragglerPolicy::fixed && !c.straggler)
-      pred->fail("policy fixed needs a rank");
-    // mode_items: the modes as written (none without `modes:`, where the default synchronous
-    // mode needs no check).
-    for (std::size_t i = 0; i < mode_items.size(); ++i)
-      check_mode_policy(c.modes[i], c.policy, !c.adaptive_fallbacks.empty(), mode_items[i]);
-    // load_prediction checked the fallbacks against the rank count; grouped modes run them
-    // on each group's ranks too (when an algorithm is straggler-aware, so that they can run).
-    const bool aware = std::any_of(c.algorithms.begin(), c.algorithms.end(), [](const auto& a) {
-      return alg::find_algorithm(a.name).straggler_aware;
+  if (algorithms_ok && modes_ok) {
+    collect([&] {
+      for (std::size_t k = 0; k < c.modes.size(); ++k) {
+        const auto items = root.child("algorithms").items(/*scalar_ok=*/true);
+        for (std::size_t i = 0; i < c.algorithms.size(); ++i)
+          check_mode_algorithm(c.modes[k], ranks, c.algorithms[i].name, c.algorithms[i].options,
+                               items[i]);
+      }
     });
-    if (aware && pred->has("fallback")) {
-      const auto items = pred->child("fallback").items(/*scalar_ok=*/true);
-      for (std::size_t i = 0; i < c.adaptive_fallbacks.size(); ++i) {
-        const alg::AlgorithmInfo& info = alg::find_algorithm(c.adaptive_fallbacks[i]);
-        for (const sim::SyncSpec& m : c.modes) {
-          if (m.mode != sim::SyncMode::grouped || info.supports_ranks(ranks / m.groups)) continue;
-          items[i].fail(info.name + " does not support groups of " +
-                        std::to_string(ranks / m.groups) + " ranks (" + m.describe() +
-                        "; supported: " + info.supported_ranks + ")");
+  }
+
+  collect([&] { load_workload(root.child("workload"), c); });
+
+  if (topology_ok) {
+    collect([&] {
+      if (auto delays = root.maybe("delays")) {
+        c.delays = load_delay_model(*delays, dir);
+        if (auto list = delays->maybe("persistent")) {
+          for (const ConfigNode& item : list->items()) item.child("rank").as_int(0, ranks - 1);
+        }
+        if (c.delays.trace && c.delays.trace->ranks() != ranks) {
+          delays->child("trace").fail("the trace has " + std::to_string(c.delays.trace->ranks()) +
+                                      " ranks but the topology has " + std::to_string(ranks));
         }
       }
-    }
+    });
+    collect([&] {
+      if (auto pred = root.maybe("prediction")) {
+        sim::SimulationConfig s;
+        load_prediction(*pred, ranks, s, /*policy_swept=*/false);
+        if (s.late_count && *s.late_count > 1)
+          pred->child("k").fail("the training model takes one late rank");
+        c.policy = s.policy;
+        c.straggler = s.straggler;
+        c.adaptive_fallbacks = s.adaptive_fallbacks;
+        c.detection = s.detection;
+        if (c.policy == sim::StragglerPolicy::fixed && !c.straggler)
+          pred->fail("policy fixed needs a rank");
+        if (!algorithms_ok || !modes_ok) return;  // the checks against them below
+        // mode_items: the modes as written (none without `modes:`, where the default
+        // synchronous mode needs no check).
+        for (std::size_t i = 0; i < mode_items.size(); ++i)
+          check_mode_policy(c.modes[i], c.policy, !c.adaptive_fallbacks.empty(), mode_items[i]);
+        // load_prediction checked the fallbacks against the rank count; grouped modes run them
+        // on each group's ranks too (when an algorithm is straggler-aware, so that they can
+        // run).
+        const bool aware = std::any_of(c.algorithms.begin(), c.algorithms.end(), [](const auto& a) {
+          return alg::find_algorithm(a.name).straggler_aware;
+        });
+        if (aware && pred->has("fallback")) {
+          const auto items = pred->child("fallback").items(/*scalar_ok=*/true);
+          for (std::size_t i = 0; i < c.adaptive_fallbacks.size(); ++i) {
+            const alg::AlgorithmInfo& info = alg::find_algorithm(c.adaptive_fallbacks[i]);
+            for (const sim::SyncSpec& m : c.modes) {
+              if (m.mode != sim::SyncMode::grouped || info.supports_ranks(ranks / m.groups))
+                continue;
+              items[i].fail(info.name + " does not support groups of " +
+                            std::to_string(ranks / m.groups) + " ranks (" + m.describe() +
+                            "; supported: " + info.supported_ranks + ")");
+            }
+          }
+        }
+      }
+    });
   }
-  c.steps = static_cast<int>(root.get_int("steps", 100, 1, 10'000'000));
-  c.seed = static_cast<std::uint64_t>(root.get_int("seed", 1, 0, INT64_MAX));
-  c.cluster_gpus = static_cast<int>(root.get_int("cluster_gpus", ranks, 1, 100'000'000));
+  collect([&] { c.steps = static_cast<int>(root.get_int("steps", 100, 1, 10'000'000)); });
+  collect([&] { c.seed = static_cast<std::uint64_t>(root.get_int("seed", 1, 0, INT64_MAX)); });
+  if (topology_ok) {
+    collect([&] {
+      c.cluster_gpus = static_cast<int>(root.get_int("cluster_gpus", ranks, 1, 100'000'000));
+    });
+  }
   return c;
+}
+
+}  // namespace
+
+sim::TrainingConfig load_training_config(const ConfigReader& reader) {
+  return all_errors([&] { return load_training_parts(reader); });
 }
 
 }  // namespace ssim::exp
