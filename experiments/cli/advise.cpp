@@ -75,12 +75,6 @@ std::string checked_distribution(const std::string& flag, const std::string& tex
   return text;
 }
 
-std::string shipped_topology(const std::string& name) {
-  const std::string p = data_file("configs/topologies/" + name + ".yaml");
-  std::error_code ec;
-  return p.empty() ? p : std::filesystem::absolute(p, ec).string();
-}
-
 // --topology: a YAML file, a shipped topology's name, an inline YAML map, or
 // KIND:BANDWIDTH:LATENCY.
 std::string topology_yaml(const AdviseArgs& a) {
@@ -114,17 +108,7 @@ std::string topology_yaml(const AdviseArgs& a) {
     return "{kind: " + kind + ", ranks: " + std::to_string(a.ranks) +
            ", bandwidth: " + yaml_quoted(bw) + ", latency: " + yaml_quoted(lat) + "}";
   }
-  // A near miss of a shipped topology's name: say which.
-  std::vector<std::string> shipped;
-  for (const std::string& dir : data_dirs()) {
-    std::error_code list_ec;
-    for (const auto& f :
-         std::filesystem::directory_iterator(dir + "/configs/topologies", list_ec)) {
-      if (f.path().extension() == ".yaml") shipped.push_back(f.path().stem().string());
-    }
-    if (!shipped.empty()) break;
-  }
-  std::sort(shipped.begin(), shipped.end());
+  const std::vector<std::string> shipped = shipped_topology_names();
   if (const std::optional<std::string> near = closest_name(t, shipped))
     throw InputError("--topology '" + t + "': no such file or shipped topology; did you mean '" +
                      *near + "'?");

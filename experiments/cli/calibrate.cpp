@@ -17,6 +17,7 @@
 #include "common/stats.hpp"
 #include "experiments/cli/commands.hpp"
 #include "experiments/config/config.hpp"
+#include "experiments/config/data_files.hpp"
 #include "schema/result_csv.hpp"
 #include "sim/executor.hpp"
 
@@ -1093,7 +1094,7 @@ void run_validate(const ValidateArgs& a) {
     throw InputError(
         "validate takes a result CSV of measured runs or --timeline FILE (one of the two)");
   }
-  const ConfigReader reader(a.topology);
+  const ConfigReader reader(topology_file_argument(a.topology, "--topology"));
   const ValidationModel model = load_validation_model(reader, a.gamma);
   if (!a.timeline.empty()) {
     if (a.algorithm_option->count() > 0)

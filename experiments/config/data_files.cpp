@@ -1,8 +1,13 @@
 #include "experiments/config/data_files.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <system_error>
+
+#include "common/error.hpp"
+#include "common/suggest.hpp"
 
 namespace ssim::exp {
 
@@ -63,6 +68,38 @@ std::string data_dirs_text() {
   std::string text;
   for (const std::string& d : data_dirs()) text += (text.empty() ? "" : ", ") + d;
   return text.empty() ? "no folder (/proc/self/exe unreadable)" : text;
+}
+
+std::string shipped_topology(const std::string& name) {
+  if (name.empty() || name.find_first_of("/.") != std::string::npos) return "";
+  const std::string p = data_file("configs/topologies/" + name + ".yaml");
+  std::error_code ec;
+  return p.empty() ? p : fs::absolute(p, ec).string();
+}
+
+std::vector<std::string> shipped_topology_names() {
+  std::vector<std::string> names;
+  for (const std::string& dir : data_dirs()) {
+    std::error_code ec;
+    for (const auto& f : fs::directory_iterator(fs::path(dir) / "configs" / "topologies", ec)) {
+      if (f.path().extension() == ".yaml") names.push_back(f.path().stem().string());
+    }
+    if (!names.empty()) break;
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string topology_file_argument(const std::string& given, const std::string& flag) {
+  std::error_code ec;
+  if (fs::exists(given, ec)) return given;
+  if (const std::string shipped = shipped_topology(given); !shipped.empty()) return shipped;
+  std::string message = flag + " '" + given + "': no such file or shipped topology";
+  if (given.find_first_of("/.") == std::string::npos) {
+    if (const std::optional<std::string> near = closest_name(given, shipped_topology_names()))
+      message += "; did you mean '" + *near + "'?";
+  }
+  throw InputError(message);
 }
 
 }  // namespace ssim::exp

@@ -21,4 +21,17 @@ std::string data_file(const std::string& relative);
 // The folders data_dirs() names, for messages: "A, B".
 std::string data_dirs_text();
 
+// A shipped topology by its name (`dgx_h100`: configs/topologies/dgx_h100.yaml of the first
+// data folder that has it): its absolute path; "" when `name` is none (a name has no '/' and
+// no '.').
+std::string shipped_topology(const std::string& name);
+
+// The shipped topologies' names, sorted (those of the first data folder that has any).
+std::vector<std::string> shipped_topology_names();
+
+// A topology given on the command line (validate --topology): `given` when it is a file, else
+// the shipped topology of that name; InputError naming `flag` (with "did you mean" for a near
+// miss of a shipped name) when it is neither.
+std::string topology_file_argument(const std::string& given, const std::string& flag);
+
 }  // namespace ssim::exp

@@ -1,8 +1,10 @@
 #include <filesystem>
+#include <optional>
 
 #include "common/error.hpp"
 #include "common/suggest.hpp"
 #include "experiments/config/config.hpp"
+#include "experiments/config/data_files.hpp"
 #include "topologies/generators.hpp"
 
 namespace ssim::exp {
@@ -343,7 +345,21 @@ TopologySource open_topology(const ConfigNode& entry, const std::string& base_di
     if (entry.has("file")) file_node = entry.child("file");
   }
   if (!file_node) return TopologySource{nullptr, "", base_dir, entry};
-  const std::filesystem::path path = file_node->as_input_file(base_dir, "topology file");
+  std::filesystem::path path;
+  try {
+    path = file_node->as_input_file(base_dir, "topology file");
+  } catch (const InputError&) {
+    // No such file: a shipped topology's name (`dgx_h100`: configs/topologies/dgx_h100.yaml).
+    const std::string name = file_node->as_string();
+    path = shipped_topology(name);
+    if (path.empty()) {
+      if (name.find_first_of("/.") != std::string::npos) throw;
+      const std::optional<std::string> near = closest_name(name, shipped_topology_names());
+      file_node->fail("no topology file '" + name + "' beside this file and no shipped topology " +
+                      "of that name (configs/topologies/NAME.yaml)" +
+                      (near ? "; did you mean '" + *near + "'?" : std::string()));
+    }
+  }
   if (is_simgrid_platform_file(path.string())) {
     // An XML topology file is a SimGrid platform: loaded as `{simgrid: PATH}` (no overrides).
     if (entry.is_map()) {

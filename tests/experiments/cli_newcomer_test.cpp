@@ -29,6 +29,42 @@ TEST(CliDidYouMean, Topology) {
   EXPECT_TRUE(contains(far.err, "not a file, a shipped topology")) << far.err;
 }
 
+// A shipped topology's name works wherever a topology file does (issue 39): `topology:
+// dgx_h100`, `{file: dgx_h100, ...overrides}` and `validate --topology dgx_h100` read
+// configs/topologies/dgx_h100.yaml, and give what its path gives; a near miss is named.
+TEST(CliShippedTopology, NameWorksWhereAFileDoes) {
+  const std::string path = std::string(STRAGGLESIM_SOURCE_DIR) + "/configs/topologies/dgx_h100.yaml";
+  const std::string sim = "collective: {algorithm: ring, size: 64MiB}\ntopology: ";
+  const CommandResult by_path = run_yaml("simulate", sim + "{file: " + path + "}\n");
+  ASSERT_EQ(by_path.rc, 0) << by_path.err;
+  for (const std::string form : {"dgx_h100", "{file: dgx_h100}"}) {
+    const CommandResult r = run_yaml("simulate", sim + form + "\n");
+    ASSERT_EQ(r.rc, 0) << form << ": " << r.err;
+    EXPECT_EQ(r.out, by_path.out) << form;
+  }
+  // Overrides apply to the shipped file as to any file.
+  const CommandResult slow = run_yaml("simulate", sim + "{file: dgx_h100, bandwidth: 45GiB/s}\n");
+  ASSERT_EQ(slow.rc, 0) << slow.err;
+  EXPECT_NE(slow.out, by_path.out);
+  const CommandResult typo = run_yaml("simulate", sim + "{file: dgx_h10}\n");
+  EXPECT_EQ(typo.rc, 1);
+  EXPECT_TRUE(contains(typo.err, ":2:18: topology.file: no topology file 'dgx_h10' beside this "
+                                 "file and no shipped topology of that name"))
+      << typo.err;
+  EXPECT_TRUE(contains(typo.err, "did you mean 'dgx_h100'?")) << typo.err;
+  const std::string log = std::string(STRAGGLESIM_SOURCE_DIR) +
+                          "/data/published/nccl-tests/01-h100-dgx-1node-8gpu-nvls-8B-16G-nvidia-dgxc.txt";
+  const CommandResult v_path = run_cli("validate " + log + " --topology " + path);
+  const CommandResult v_name = run_cli("validate " + log + " --topology dgx_h100");
+  ASSERT_EQ(v_name.rc, 0) << v_name.err;
+  EXPECT_EQ(v_name.out, v_path.out);
+  const CommandResult v_typo = run_cli("validate " + log + " --topology dgx_h10");
+  EXPECT_EQ(v_typo.rc, 1);
+  EXPECT_TRUE(contains(v_typo.err, "--topology 'dgx_h10': no such file or shipped topology; did "
+                                   "you mean 'dgx_h100'?"))
+      << v_typo.err;
+}
+
 TEST(CliDidYouMean, AlgorithmKeyValueOptionSubcommand) {
   const std::string sim = R"(topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us}
 collective: {algorithm: stragglra, size: 1MiB}
