@@ -29,7 +29,7 @@ if [[ $mode != --run ]]; then
   )
 fi
 if [[ $mode == --fuzz ]]; then
-  packages+=(clang-14 libclang-rt-14-dev)
+  packages+=(clang-14 libclang-rt-14-dev llvm-14)  # llvm-14: llvm-symbolizer for sanitizer reports
 fi
 
 # Optional: installed when setup runs as root, never required. cadical is the SAT solver that
