@@ -47,6 +47,7 @@ AlgorithmInfo hierarchical_info();    // hierarchical.cpp
 AlgorithmInfo stragglar_hier_info();  // stragglar_hier.cpp
 AlgorithmInfo nccl_ring_info();       // nccl.cpp
 AlgorithmInfo nccl_tree_info();       // nccl.cpp
+AlgorithmInfo nccl_info();            // nccl.cpp
 // NCCL's binary tree over `nodes` indices rooted at 0 (the rule of ncclGetBtree, NVIDIA/nccl
 // src/graph/trees.cc): the parent of every index, -1 at the root. nccl_dtree_parents(nodes, 1)
 // is the second tree of the double binary tree (mirrored for an even count, shifted by one for

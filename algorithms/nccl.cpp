@@ -42,12 +42,15 @@
 // after step j + D - 1 and sends it down in step j + D, a rank at depth d forwards it to its
 // children in step j + D + d; P + 2D - 1 steps, one round each.
 #include <algorithm>
+#include <cctype>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "algorithms/cost_model.hpp"
 #include "algorithms/generators.hpp"
+#include "algorithms/protocol.hpp"
 #include "common/error.hpp"
 
 namespace ssim::alg {
@@ -87,6 +90,10 @@ NcclShape checked_nccl_shape(const std::string& name, int n, const Options& o, b
                    : o.get_int("loops", 1, 1, kMaxLoops);
   } catch (const InputError& e) {
     throw InputError(name + " " + e.what());
+  }
+  if (o.has("proto") && !parse_protocol(o.get_string("proto", ""))) {
+    throw InputError(name + " option proto=" + o.get_string("proto", "") +
+                     ": not one of " + std::string(kProtocolNames) + " (NCCL_PROTO's names)");
   }
   const long long chunks = static_cast<long long>(s.channels) * s.parts * (tree ? 1 : n);
   if (chunks > kMaxChunks) {
@@ -327,6 +334,10 @@ std::vector<OptionSpec> nccl_common_options(bool tree) {
            std::to_string(kMaxChannels),
        std::string(tree ? "2 x " : "") + "min(G, " + std::to_string(kDefaultChannelsCap) +
            ") across nodes, 1 on one node"},
+      {"proto",
+       "NCCL's protocol the transfers move with (NCCL_PROTO): simple, ll or ll128; data only, "
+       "what each costs is the simulator's (docs/algorithms.md \"Protocols\")",
+       "simple"},
   };
 }
 
@@ -401,6 +412,138 @@ AlgorithmInfo nccl_tree_info() {
           },
       .check_options = [](int n,
                           const Options& o) { (void)checked_nccl_shape("nccl_tree", n, o, true); },
+  };
+}
+
+// nccl: what NCCL runs, named by NCCL_ALGO's algorithm (option algo) and NCCL_PROTO's protocol
+// (option proto). Which algorithm, protocol and channel count NCCL would pick for a size on a
+// machine is NCCL's cost estimate over the machine (sim/nccl_tuner.hpp), which this layer cannot
+// know: the simulator fills algo, proto and channels before it generates the schedule; asked for
+// here without algo, the schedule is NCCL's Ring with its defaults (nccl_ring's).
+namespace {
+
+constexpr const char* kNcclAlgos = "ring, tree, nvls, nvls_tree, collnet_direct, collnet_chain";
+
+// The validated algo (empty when not given); InputError for unknown and not-modelled ones and
+// for a protocol the algorithm does not run.
+std::string nccl_algo_of(const Options& o) {
+  std::string algo = o.get_string("algo", "");
+  for (char& c : algo) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const bool known = algo.empty() || algo == "ring" || algo == "tree" || algo == "nvls" ||
+                     algo == "nvls_tree" || algo == "collnet_direct" || algo == "collnet_chain";
+  if (!known) {
+    throw InputError("nccl option algo=" + o.get_string("algo", "") + ": not one of " +
+                     kNcclAlgos + " (NCCL_ALGO's names)");
+  }
+  if (algo == "nvls_tree" || algo == "collnet_direct" || algo == "collnet_chain") {
+    throw InputError("nccl option algo=" + algo +
+                     ": NCCL's algorithm is not modelled yet (modelled: ring, tree, nvls; "
+                     "issue 39 item 1)");
+  }
+  std::optional<Protocol> proto;
+  if (o.has("proto")) {
+    proto = parse_protocol(o.get_string("proto", ""));
+    if (!proto) {
+      throw InputError("nccl option proto=" + o.get_string("proto", "") + ": not one of " +
+                       std::string(kProtocolNames) + " (NCCL_PROTO's names)");
+    }
+  }
+  if (algo == "nvls" && proto && *proto != Protocol::simple) {
+    throw InputError("nccl option proto=" + std::string(to_string(*proto)) +
+                     " with algo=nvls: NCCL runs NVLS with the Simple protocol only (allowed: "
+                     "simple)");
+  }
+  return algo;
+}
+
+// The options of the schedule nccl generates for `algo` (its own name's options).
+Options nccl_inner_options(const Options& o) {
+  Options inner;
+  for (const auto& [key, value] : o.values()) {
+    if (key != "algo") inner.set(key, value);
+  }
+  return inner;
+}
+
+GeneratedRounds make_nccl(int n, const Options& o) {
+  // Without algo (a schedule asked for without a machine: `stragglesim schedule nccl`), Ring
+  // with its defaults; simulate, run and advise fill algo, proto and channels first.
+  std::string algo = nccl_algo_of(o);
+  if (algo.empty()) algo = "ring";
+  GeneratedRounds g;
+  if (algo == "nvls") {
+    Options plain;  // NVLS: NCCL's own pipeline; the protocol is Simple
+    g = nvls_info().rounds(n, plain);
+  } else {
+    g = (algo == "ring" ? nccl_ring_info() : nccl_tree_info()).rounds(n, nccl_inner_options(o));
+  }
+  g.header.algorithm = "nccl";
+  return g;
+}
+
+}  // namespace
+
+AlgorithmInfo nccl_info() {
+  std::vector<OptionSpec> options = nccl_common_options(false);
+  options.push_back({"algo",
+                     std::string("NCCL_ALGO: ") + kNcclAlgos +
+                         " (ring, tree and nvls modelled: nccl_ring, nccl_tree, nvls); absent: "
+                         "NCCL's own choice for the size and machine (sim/nccl_tuner.hpp) in "
+                         "simulate, run and advise, ring for a schedule on its own",
+                     "NCCL's choice"});
+  for (OptionSpec& spec : options) {
+    if (spec.name == "proto") spec.default_value = "NCCL's choice (simple with algo=)";
+    if (spec.name == "channels") spec.default_value = "NCCL's choice (the default of algo=)";
+  }
+  options.push_back({"loops", "as nccl_ring's (algo=ring)", "1"});
+  options.push_back({"segments", "as nccl_tree's (algo=tree)",
+                     std::to_string(kDefaultTreeSegments)});
+  return AlgorithmInfo{
+      .name = "nccl",
+      .description =
+          "what NCCL runs: NCCL's choice of algorithm (ring, tree, nvls), protocol (simple, ll, "
+          "ll128) and channels by its own cost model for the size and machine, or the ones "
+          "forced with algo= and proto=",
+      .supported_ranks = "n >= 2",
+      .supports_ranks = [](int n) { return n >= 2; },
+      .options = std::move(options),
+      .rounds = make_nccl,
+      // The closed form of the schedule generate() gives: the algorithm given, Ring without
+      // one (NCCL's own choice is the simulator's, with the machine).
+      .cost =
+          [](int n, double bytes, const CostParams& p, const Options& o) {
+            const std::string algo = nccl_algo_of(o);
+            const Options inner = nccl_inner_options(o);
+            if (algo == "nvls") return nvls_info().cost(n, bytes, p, Options{});
+            if (algo == "tree") return nccl_tree_info().cost(n, bytes, p, inner);
+            return nccl_ring_info().cost(n, bytes, p, inner);
+          },
+      // The algorithm's bound; without algo the larger of Ring's and Tree's for the channels
+      // NCCL's choice may run (at most 2 x min(G, 8) across nodes, 16 on one node:
+      // sim/nccl_tuner.hpp), which generate() without a machine does not make.
+      .size =
+          [](int n, const Options& o) {
+            const std::string algo = nccl_algo_of(o);
+            if (algo == "nvls") return nvls_info().size(n, Options{});
+            // Without algo the tuner picks the channels later: up to 16 (sim/nccl_tuner.cpp).
+            Options inner = nccl_inner_options(o);
+            if (algo.empty() && !inner.has("channels")) inner.set("channels", "16");
+            const ScheduleSize r = nccl_ring_info().size(n, inner);
+            const ScheduleSize t = nccl_tree_info().size(n, inner);
+            if (algo == "ring") return r;
+            if (algo == "tree") return t;
+            return ScheduleSize{std::max(r.chunks, t.chunks), std::max(r.rounds, t.rounds),
+                                std::max(r.transfers, t.transfers),
+                                std::max(r.largest_round, t.largest_round),
+                                std::max(r.pairs, t.pairs)};
+          },
+      .check_options =
+          [](int n, const Options& o) {
+            const std::string algo = nccl_algo_of(o);
+            if (algo != "nvls") {
+              (void)checked_nccl_shape("nccl", n, nccl_inner_options(o), algo == "tree");
+            }
+          },
   };
 }
 

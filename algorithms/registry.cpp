@@ -43,6 +43,7 @@ const std::vector<AlgorithmInfo>& algorithms() {
       nvls_tree_info(),    collnet_info(),
       hierarchical_info(), stragglar_hier_info(),
       nccl_ring_info(),    nccl_tree_info(),
+      nccl_info(),
   };
   return registry;
 }

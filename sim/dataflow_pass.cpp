@@ -39,6 +39,7 @@ struct PassView {
   std::uint32_t ranks = 0;
   const int* map = nullptr;        // schedule rank -> physical rank; nullptr: the identity
   double gamma = 0;                // seconds per byte reduced
+  const ProtocolTiming* protocol = nullptr;  // the run's protocol (time_transfer)
   alg::ChunkSizes sizes;           // sizes.chunks: the schedule's chunk count
   double* ready = nullptr;         // when the rank reached its current round
   double* send_free = nullptr;     // in the round: when its send port is free
@@ -152,7 +153,8 @@ template <class Side, class Reporter>
     const std::uint64_t bytes = v.sizes.length(t);
     const auto& route = side.take(j, s, d, bytes);  // AlphaBetaTerms or CachedRoute
     const TransferTimes times = time_transfer(std::max(v.send_free[s], v.recv_free[d]), route,
-                                              static_cast<double>(bytes), t.op, v.gamma);
+                                              static_cast<double>(bytes), t.op, v.gamma,
+                                              v.protocol, s, d);
     v.send_free[s] = times.end;
     v.recv_free[d] = times.end;
     v.done[s] = std::max(v.done[s], times.end);
@@ -367,7 +369,7 @@ template <class Lookup>
     TransferTimes times;  // zeros for a missing route: the caller times it
     if (lookup.find(j, s, d, route, index)) [[likely]] {
       times = time_transfer(std::max(v.ready[s], v.ready[d]), route, static_cast<double>(bytes),
-                            t.op, v.gamma);
+                            t.op, v.gamma, v.protocol, s, d);
       if constexpr (Lookup::kRoutes) send[s].route.store(index, std::memory_order_relaxed);
     } else {
       missing = true;
@@ -422,7 +424,8 @@ struct ByteCounts {
 class DataflowPass {
  public:
   DataflowPass(RoundSource& rounds, RouteCache& routes, SecondsPerByte gamma, Bytes bytes,
-               std::span<const Seconds> arrival, const RunOptions& options);
+               std::span<const Seconds> arrival, const RunOptions& options,
+               const ProtocolTiming& protocol);
   IterationResult run();
 
  private:
@@ -430,6 +433,7 @@ class DataflowPass {
     return PassView{static_cast<std::uint32_t>(ranks_),
                     map_,
                     gamma_,
+                    &protocol_,
                     sizes_,
                     ready_.data(),
                     send_free_.data(),
@@ -460,6 +464,7 @@ class DataflowPass {
   const int ranks_, chunks_;
   const int* const map_;
   const double gamma_;
+  const ProtocolTiming protocol_;
   const alg::ChunkSizes sizes_;
   // A recorded timeline or a trace is for small traced runs: always sequential (the parallel
   // path records nothing).
@@ -482,7 +487,8 @@ class DataflowPass {
 };
 
 DataflowPass::DataflowPass(RoundSource& rounds, RouteCache& routes, SecondsPerByte gamma,
-                           Bytes bytes, std::span<const Seconds> arrival, const RunOptions& options)
+                           Bytes bytes, std::span<const Seconds> arrival, const RunOptions& options,
+                           const ProtocolTiming& protocol)
     : rounds_(rounds),
       routes_(routes),
       arrival_(arrival),
@@ -491,6 +497,7 @@ DataflowPass::DataflowPass(RoundSource& rounds, RouteCache& routes, SecondsPerBy
       chunks_(rounds.chunks()),
       map_(options.rank_map.empty() ? nullptr : options.rank_map.data()),
       gamma_(gamma.value),
+      protocol_(protocol),
       sizes_(bytes.value, chunks_ > 0 ? chunks_ : 1),
       reporting_(options.record_timeline || options.trace),
       threads_(reporting_ ? 1 : options.threads),
@@ -652,8 +659,10 @@ void DataflowPass::time_missing_routes(const alg::Round& round, std::uint32_t ro
     const int d = map_ ? map_[t.dst] : t.dst;
     const std::uint32_t route = routes_.find(s, d);
     p.route_of[j] = route;
-    const TransferTimes times = time_transfer(std::max(ready_[s], ready_[d]), routes_.route(route),
-                                              static_cast<double>(sizes_.length(t)), t.op, gamma_);
+    const TransferTimes times =
+        time_transfer(std::max(ready_[s], ready_[d]), routes_.route(route),
+                      static_cast<double>(sizes_.length(t)), t.op, gamma_, &protocol_,
+                      static_cast<std::size_t>(s), static_cast<std::size_t>(d));
     const std::uint64_t tag = ParallelPass::tag(round_stamp, j);
     if (p.send[s].tag.load(std::memory_order_relaxed) == tag) {
       p.send[s].time.store(times.end, std::memory_order_relaxed);
@@ -710,8 +719,8 @@ bool DataflowPass::merge_ready(std::size_t transfers, std::uint32_t round_stamp)
 
 IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPerByte gamma,
                               Bytes bytes, std::span<const Seconds> arrival,
-                              const RunOptions& options) {
-  return DataflowPass(rounds, routes, gamma, bytes, arrival, options).run();
+                              const RunOptions& options, const ProtocolTiming& protocol) {
+  return DataflowPass(rounds, routes, gamma, bytes, arrival, options, protocol).run();
 }
 
 }  // namespace ssim::sim

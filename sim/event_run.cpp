@@ -24,7 +24,8 @@ Executor::EventRun::EventRun(int ranks, int chunks, RouteCache& routes, NetworkC
       // Port order matters only to a model that serializes ports (alphabeta); the flow model
       // shares bandwidth instead.
       serial_(network.kind == NetworkKind::alphabeta) {
-  network_model_ = make_network(network.kind, engine_, *this, routes_, network.reference_flow);
+  network_model_ = make_network(network.kind, engine_, *this, routes_, network.reference_flow,
+                                network.protocol);
   SSIM_CHECK(network_model_->serializes_ports() == serial_, "port model mismatch");
 }
 

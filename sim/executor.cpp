@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "algorithms/protocol.hpp"
 #include "common/error.hpp"
 #include "sim/event_run.hpp"
 #include "sim/shared_device.hpp"
@@ -29,6 +30,9 @@ Executor::Executor(const alg::Schedule& schedule, const topo::Topology& topology
     throw InputError("gamma must be a finite number of seconds per byte >= 0");
   }
   SSIM_CHECK(schedule.chunks > 0, "schedule without chunks");
+  // The schedule's protocol (its `proto` option) as this machine costs it.
+  network_.protocol = ProtocolTiming::of(network.protocols.of(alg::schedule_protocol(schedule)),
+                                         topology.gpus_per_node);
 }
 
 Executor::~Executor() = default;
@@ -78,7 +82,8 @@ IterationResult Executor::run(RoundSource& source, std::span<const Seconds> arri
     return run_shared_device(rounds, routes_.topology(), bytes_, arrival, options);
   }
   if (network_.kind == NetworkKind::alphabeta && !options.use_event_engine)
-    return run_alphabeta(source, routes_, network_.gamma, bytes_, arrival, options);
+    return run_alphabeta(source, routes_, network_.gamma, bytes_, arrival, options,
+                         network_.protocol);
   if (!events_)
     events_ =
         std::make_unique<EventRun>(schedule_.ranks, schedule_.chunks, routes_, network_, bytes_);

@@ -194,7 +194,8 @@ class StreamRounds final : public RoundSource {
 // The alpha-beta dataflow pass over `rounds`; routes come from (and are added to) `routes`.
 IterationResult run_alphabeta(RoundSource& rounds, RouteCache& routes, SecondsPerByte gamma,
                               Bytes bytes, std::span<const Seconds> arrival,
-                              const RunOptions& options = {});
+                              const RunOptions& options = {},
+                              const ProtocolTiming& protocol = {});
 
 // When each rank was done with its part of each round, from a run recorded with
 // RunOptions::record_timeline: per physical rank, per schedule round (`rounds` of them), the

@@ -6,6 +6,7 @@
 
 #include "common/error.hpp"
 #include "sim/maxmin.hpp"
+#include "sim/transfer_timing.hpp"
 
 namespace ssim::sim {
 
@@ -163,14 +164,19 @@ namespace {
 // Every transfer finishes latency + bytes / bandwidth after it starts; nothing is shared.
 class AlphaBetaNetwork final : public NetworkModel, EventHandler {
  public:
-  AlphaBetaNetwork(Engine& engine, TransferSink& sink, RouteCache& routes)
-      : engine_(engine), sink_(sink), routes_(routes) {}
+  AlphaBetaNetwork(Engine& engine, TransferSink& sink, RouteCache& routes,
+                   const ProtocolTiming& protocol)
+      : engine_(engine), sink_(sink), routes_(routes), protocol_(protocol) {}
 
   NetworkKind kind() const override { return NetworkKind::alphabeta; }
   bool serializes_ports() const override { return true; }
   void start(std::uint32_t transfer, std::uint32_t route, std::uint64_t bytes) override {
-    const double t =
-        engine_.now().value + alphabeta_time(routes_.route(route), static_cast<double>(bytes));
+    const CachedRoute& r = routes_.route(route);
+    // The dataflow pass's transfer time (time_transfer), so the two agree to the last bit.
+    const double t = time_transfer(engine_.now().value, r, static_cast<double>(bytes), alg::Op::copy,
+                                   0.0, &protocol_, static_cast<std::size_t>(r.src),
+                                   static_cast<std::size_t>(r.dst))
+                         .end;
     engine_.schedule(Seconds{t}, *this, transfer);
   }
   void reset() override {}
@@ -182,6 +188,7 @@ class AlphaBetaNetwork final : public NetworkModel, EventHandler {
   Engine& engine_;
   TransferSink& sink_;
   RouteCache& routes_;
+  const ProtocolTiming protocol_;
 };
 
 // State shared by both flow models: the flows in flight, each in a reusable slot. A flow's
@@ -199,6 +206,7 @@ class FlowTable {
     double remaining = 0;  // bytes still to send at time `updated`
     double rate = 0;       // bytes per second
     double updated = 0;
+    double cap = MaxMinSolver::unlimited;  // the protocol's cap on a routed transfer (wire bytes/s)
     // An in-network reduction (start_reduction): its solver links, the topology links first and
     // then the switch's reduction resource, if any; `own_topology` of them are topology links.
     // Empty for a routed transfer.
@@ -206,7 +214,8 @@ class FlowTable {
     std::size_t own_topology = 0;
   };
 
-  FlowTable(TransferSink& sink, RouteCache& routes) : sink_(sink), routes_(routes) {
+  FlowTable(TransferSink& sink, RouteCache& routes, const ProtocolTiming& protocol)
+      : sink_(sink), routes_(routes), protocol_(protocol) {
     const topo::Topology& t = routes.topology();
     for (int l = 0; l < t.link_count(); ++l) solver_.add_link(t.link(l).bandwidth.value);
   }
@@ -235,6 +244,23 @@ class FlowTable {
     return slot;
   }
 
+  // A routed transfer (start), not yet moving: its wire bytes and cap under the run's protocol;
+  // returns the slot and sets `latency` to the time its first byte takes.
+  std::uint32_t new_routed(std::uint32_t transfer, std::uint32_t route, std::uint64_t bytes,
+                           double& latency) {
+    const std::uint32_t slot = new_flow(transfer, route, bytes);
+    const CachedRoute& r = routes_.route(route);
+    latency = r.latency;
+    if (protocol_.active) {
+      Flow& f = flows_[slot];
+      latency = protocol_.latency(r.latency, static_cast<std::size_t>(r.src),
+                                  static_cast<std::size_t>(r.dst));
+      f.remaining = static_cast<double>(bytes) * protocol_.wire;
+      if (protocol_.inverse_cap > 0) f.cap = protocol_.cap;
+    }
+    return slot;
+  }
+
   std::uint32_t new_flow(std::uint32_t transfer, std::uint32_t route, std::uint64_t bytes) {
     std::uint32_t slot;
     if (!free_.empty()) {
@@ -248,6 +274,7 @@ class FlowTable {
     f.transfer = transfer;
     f.route = route;
     f.remaining = static_cast<double>(bytes);
+    f.cap = MaxMinSolver::unlimited;
     f.rate = 0;
     f.solver_id = -1;
     f.own.clear();
@@ -269,7 +296,7 @@ class FlowTable {
   // The flow's first byte has arrived: it joins the solver (not yet solved).
   void add_to_solver(std::uint32_t slot, double now) {
     Flow& f = flows_[slot];
-    f.solver_id = solver_.add_flow(links_of(f));
+    f.solver_id = solver_.add_flow(links_of(f), f.cap);
     const std::size_t id = static_cast<std::size_t>(f.solver_id);
     if (slot_of_.size() <= id) slot_of_.resize(id + 1);
     slot_of_[id] = slot;
@@ -325,6 +352,7 @@ class FlowTable {
   std::vector<int> changed_;
   std::vector<std::pair<int, int>> reducers_;  // (switch vertex, its solver link)
   RateObserver* observer_ = nullptr;           // told of every rate change (trace link counters)
+  const ProtocolTiming protocol_;              // what a routed transfer costs beyond its route
 };
 
 // The flow model. Every start (first byte arrived) and end at one time is one batch: the
@@ -335,16 +363,18 @@ class FlowTable {
 // way instead of one event (and one heap operation) per flow.
 class FlowNetwork final : public NetworkModel, EventHandler, FlowTable {
  public:
-  FlowNetwork(Engine& engine, TransferSink& sink, RouteCache& routes)
-      : FlowTable(sink, routes), engine_(engine) {}
+  FlowNetwork(Engine& engine, TransferSink& sink, RouteCache& routes,
+              const ProtocolTiming& protocol)
+      : FlowTable(sink, routes, protocol), engine_(engine) {}
 
   NetworkKind kind() const override { return NetworkKind::flow; }
   bool serializes_ports() const override { return false; }
   void observe(RateObserver* observer) override { observer_ = observer; }
 
   void start(std::uint32_t transfer, std::uint32_t route, std::uint64_t bytes) override {
-    const std::uint32_t slot = new_flow(transfer, route, bytes);
-    at(engine_.now().value + routes_.route(route).latency, Entry{slot, kActivation});
+    double latency = 0;
+    const std::uint32_t slot = new_routed(transfer, route, bytes, latency);
+    at(engine_.now().value + latency, Entry{slot, kActivation});
   }
   void start_reduction(std::uint32_t transfer, std::span<const int> links, int reducer,
                        double latency, std::uint64_t bytes) override {
@@ -445,16 +475,18 @@ class FlowNetwork final : public NetworkModel, EventHandler, FlowTable {
 // the network. Slow; the differential tests check FlowNetwork against it.
 class ReferenceFlowNetwork final : public NetworkModel, EventHandler, FlowTable {
  public:
-  ReferenceFlowNetwork(Engine& engine, TransferSink& sink, RouteCache& routes)
-      : FlowTable(sink, routes), engine_(engine) {}
+  ReferenceFlowNetwork(Engine& engine, TransferSink& sink, RouteCache& routes,
+                       const ProtocolTiming& protocol)
+      : FlowTable(sink, routes, protocol), engine_(engine) {}
 
   NetworkKind kind() const override { return NetworkKind::flow; }
   bool serializes_ports() const override { return false; }
   void observe(RateObserver* observer) override { observer_ = observer; }
 
   void start(std::uint32_t transfer, std::uint32_t route, std::uint64_t bytes) override {
-    const std::uint32_t slot = new_flow(transfer, route, bytes);
-    engine_.schedule(Seconds{engine_.now().value + routes_.route(route).latency}, *this, slot);
+    double latency = 0;
+    const std::uint32_t slot = new_routed(transfer, route, bytes, latency);
+    engine_.schedule(Seconds{engine_.now().value + latency}, *this, slot);
   }
   void start_reduction(std::uint32_t transfer, std::span<const int> links, int reducer,
                        double latency, std::uint64_t bytes) override {
@@ -501,11 +533,13 @@ class ReferenceFlowNetwork final : public NetworkModel, EventHandler, FlowTable 
 }  // namespace
 
 std::unique_ptr<NetworkModel> make_network(NetworkKind kind, Engine& engine, TransferSink& sink,
-                                           RouteCache& routes, bool reference_flow) {
+                                           RouteCache& routes, bool reference_flow,
+                                           const ProtocolTiming& protocol) {
   if (kind == NetworkKind::alphabeta)
-    return std::make_unique<AlphaBetaNetwork>(engine, sink, routes);
-  if (reference_flow) return std::make_unique<ReferenceFlowNetwork>(engine, sink, routes);
-  return std::make_unique<FlowNetwork>(engine, sink, routes);
+    return std::make_unique<AlphaBetaNetwork>(engine, sink, routes, protocol);
+  if (reference_flow)
+    return std::make_unique<ReferenceFlowNetwork>(engine, sink, routes, protocol);
+  return std::make_unique<FlowNetwork>(engine, sink, routes, protocol);
 }
 
 }  // namespace ssim::sim

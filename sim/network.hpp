@@ -35,6 +35,7 @@
 #include "common/error.hpp"
 #include "common/units.hpp"
 #include "sim/engine.hpp"
+#include "sim/protocol.hpp"
 #include "topologies/topology.hpp"
 
 namespace ssim::sim {
@@ -50,6 +51,12 @@ struct NetworkConfig {
   // flow only, for differential tests: the reference flow model, which handles every start and
   // end on its own and re-solves all flows of the network each time (same sharing, slow).
   bool reference_flow = false;
+  // What NCCL's protocols cost on this machine (sim/protocol.hpp; NCCL's Hopper figures unless
+  // the topology says otherwise). A schedule names its protocol (alg::schedule_protocol); the
+  // Executor resolves it into `protocol`, which both models apply to every point-to-point
+  // transfer (callers leave `protocol` as it is).
+  ProtocolTable protocols = nccl_default_protocols();
+  ProtocolTiming protocol{};
 };
 
 // A route between two ranks as the models use it.
@@ -222,7 +229,9 @@ class NetworkModel {
 };
 
 // `reference_flow`: see NetworkConfig::reference_flow.
+// `protocol`: what every start() costs beyond the route (sim/protocol.hpp; default: nothing).
 std::unique_ptr<NetworkModel> make_network(NetworkKind kind, Engine& engine, TransferSink& sink,
-                                           RouteCache& routes, bool reference_flow = false);
+                                           RouteCache& routes, bool reference_flow = false,
+                                           const ProtocolTiming& protocol = {});
 
 }  // namespace ssim::sim

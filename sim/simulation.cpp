@@ -9,6 +9,7 @@
 #include "common/cancel.hpp"
 #include "common/error.hpp"
 #include "sim/adaptive.hpp"
+#include "sim/nccl_tuner.hpp"
 #include "sim/trace.hpp"
 
 namespace ssim::sim {
@@ -368,7 +369,31 @@ void finish_means(SimulationResult& out, const SimulationConfig& config, const T
 
 }  // namespace
 
+// run_simulation without NCCL's choice: the algorithm and options as they are.
+static SimulationResult run_simulation_as_given(const SimulationConfig& config);
+
 SimulationResult run_simulation(const SimulationConfig& config) {
+  // `nccl` runs what NCCL would pick for this size on this machine (sim/nccl_tuner.hpp): its
+  // algorithm, protocol and channels are filled in before the schedule is generated.
+  if (!config.schedule && config.algorithm == "nccl") {
+    const NcclChoice choice = nccl_choose(config.topology, config.size, config.options);
+    SimulationResult out;
+    if (choice.options.values() != config.options.values()) {
+      SimulationConfig resolved = config;
+      resolved.options = choice.options;
+      out = run_simulation_as_given(resolved);
+    } else {
+      out = run_simulation_as_given(config);
+    }
+    out.nccl_algo = choice.algo;
+    out.nccl_proto = std::string(alg::to_string(choice.proto));
+    out.nccl_channels = choice.algo == "nvls" ? 0 : choice.channels;
+    return out;
+  }
+  return run_simulation_as_given(config);
+}
+
+static SimulationResult run_simulation_as_given(const SimulationConfig& config) {
   check_config(config);
   const int n = config.topology.gpu_count();
   // A schedule given as data runs under its own name; a registry algorithm under its entry's.

@@ -168,6 +168,11 @@ std::optional<SharedLink> find_shared_link(const alg::Schedule& schedule, RouteC
 
 struct SimulationResult {
   std::string algorithm;
+  // The `nccl` algorithm: what NCCL's choice ran (sim/nccl_tuner.hpp): NCCL_ALGO's and
+  // NCCL_PROTO's names (ring, ll128) and the channel count; empty and 0 for other algorithms.
+  std::string nccl_algo;
+  std::string nccl_proto;
+  int nccl_channels = 0;
   int ranks = 0;
   int chunks = 0;
   std::size_t rounds = 0;

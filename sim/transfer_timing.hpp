@@ -6,9 +6,9 @@
 //   // t.end = start + latency + bytes / bandwidth; t.reduced = t.end + gamma * bytes
 //
 // `start` is when the transfer may begin (both ends in the round, both ports free: the caller's
-// rule); everything after that is here. A cost that depends on how the bytes are moved (a
-// protocol's per-step overhead and payload efficiency, NCCL's Simple/LL/LL128) belongs in this
-// function, as a further argument, so that every loop of the pass takes it at once.
+// rule); everything after that is here, including what the schedule's protocol costs (NCCL's
+// Simple/LL/LL128, sim/protocol.hpp: a latency factor by the route's class, wire bytes per data
+// byte, a channel's bandwidth cap), so that every loop of the pass takes it at once.
 #pragma once
 
 #include <algorithm>
@@ -16,6 +16,7 @@
 
 #include "algorithms/schedule.hpp"
 #include "sim/network.hpp"
+#include "sim/protocol.hpp"
 
 namespace ssim::sim {
 
@@ -38,10 +39,21 @@ struct TransferTimes {
 
 // A transfer of `bytes` bytes on `route` (a CachedRoute or AlphaBetaTerms) that begins at
 // `start`; a reduce costs the receiver `gamma` seconds per byte after the data has arrived.
+// `protocol` (nullptr or inactive: none, the plain alpha-beta time bit for bit) is the run's
+// protocol; `src` and `dst` are the physical ranks (whether the route crosses nodes):
+//   end = start + f latency + bytes max(wire / bandwidth, 1 / cap).
 template <class Route>
 inline TransferTimes time_transfer(double start, const Route& route, double bytes, alg::Op op,
-                                   double gamma) {
-  const double end = start + alphabeta_time(route, bytes);
+                                   double gamma, const ProtocolTiming* protocol = nullptr,
+                                   std::size_t src = 0, std::size_t dst = 0) {
+  double end = 0;
+  if (protocol == nullptr || !protocol->active) [[likely]] {
+    end = start + alphabeta_time(route, bytes);
+  } else {
+    end = start + alphabeta_time(AlphaBetaTerms{protocol->latency(route.latency, src, dst),
+                                                protocol->inverse_bandwidth(route.inverse_bandwidth)},
+                                 bytes);
+  }
   return {start, end, op == alg::Op::reduce ? end + gamma * bytes : end};
 }
 

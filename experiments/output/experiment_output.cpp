@@ -262,6 +262,8 @@ void write_point_rows(std::ostream& out, const Experiment& e, std::size_t point,
       schema::set_bandwidths(row);
       row.device = device;
       row.options = options_text;
+      row.nccl_algo = runs[a].nccl_algo;  // the `nccl` algorithm: what NCCL's choice ran
+      row.nccl_proto = runs[a].nccl_proto;
       row.transport = "sim";
       const double speedup =
           it.completion.value > 0 ? b.completion.value / it.completion.value : 1.0;

@@ -76,6 +76,10 @@ const Case kCases[] = {
     {"nccl_ring", "loops", "2", 0x46fc3155fc993ae3ull},
     {"nccl_tree", "", "", 0x1271296120791516ull},
     {"nccl_tree", "segments", "3", 0x4c3b855c66376791ull},
+    // nccl: NCCL's Ring without a machine, Tree and NVLS when forced (the same rounds as
+    // nccl_ring's, nccl_tree's and nvls's: the fingerprints are theirs).
+    {"nccl", "", "", 0x474cf1ea11a8596aull},
+    {"nccl", "algo", "tree", 0x1271296120791516ull},
 };
 
 std::vector<int> ranks_of(const Case& c) {
@@ -89,8 +93,9 @@ std::vector<int> ranks_of(const Case& c) {
     const bool all_to_all = algorithm == "direct_rs_ag" || algorithm == "oneshot" ||
                             algorithm == "twoshot" || algorithm == "nvls" ||
                             algorithm == "nvls_tree";
-    // n^2 transfers per round; nccl_ring: channels x n, nccl_tree on one node: a chain of n.
-    const bool nccl = algorithm.rfind("nccl_", 0) == 0;
+    // n^2 transfers per round; nccl_ring (and nccl): channels x n, nccl_tree on one node: a
+    // chain of n.
+    const bool nccl = algorithm.rfind("nccl", 0) == 0;  // nccl_ring, nccl_tree, nccl
     if ((!all_to_all && !nccl) || n <= (nccl ? 129 : 256)) v.push_back(n);
   }
   return v;

@@ -1,0 +1,194 @@
+// NCCL's tuner (see nccl_tuner.hpp). Constants: NVIDIA/nccl src/graph/tuning.cc
+// (ncclTunerConstantsDefaults, Hopper rows; the LL row for several nodes is Intel's) and
+// src/enqueue.cc, src/include/{comm,device}.h (thread counts and thresholds).
+#include "sim/nccl_tuner.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "common/error.hpp"
+
+namespace ssim::sim {
+namespace {
+
+enum Algo { kTree = 0, kRing = 1, kNvls = 2 };
+constexpr int kLL = 0, kLL128 = 1, kSimple = 2;  // NCCL's protocol order
+
+// baseLatencies and hwLatencies [NVLINK, NET] for Tree, Ring, NVLS (us).
+constexpr double kBaseLat[3][3] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}};
+constexpr double kHwLatNvlink[3][3] = {{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 25}};
+constexpr double kHwLatNet[3][3] = {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 18}};
+// Per node-count index (1, 2, >2 nodes), Hopper: llMaxBws (Hopper one node; Intel hosts across
+// nodes), perChMaxRingLL128Bws, perChMaxTreeLL128Bws, perChMaxTreeBws.
+constexpr double kLlMaxBw[3] = {141.0, 39.0, 20.4};
+constexpr double kPerChRingLL128[3] = {36.7, 36.7, 36.7};
+constexpr double kPerChTreeLL128[3] = {36.7, 36.7, 29.0};
+constexpr double kPerChTree[3] = {38.7, 41.4, 36.0};
+constexpr double kNvlsEfficiency = 0.85;  // Hopper
+constexpr double kNetOverhead = 1.0;      // us, Intel host
+// treeCorrectionFactor[proto][log2(bytes / 64)], 64 B to 256 MiB.
+constexpr double kTreeCorrection[3][24] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7,  .7,  .7,  .6,  .5,
+     .4,  .4,  .5,  .6,  .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7,  .6,  .6,
+     .6,  .6,  .6,  .6,  .8,  .9, .9, .9, .9, 1.0, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5,
+     .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9}};
+// Threads per block and the per-thread work thresholds of the channel tuning (enqueue.cc).
+constexpr int kMaxThreads[3] = {512, 640, 512};  // LL, LL128, Simple (Ring and Tree)
+constexpr int kThreadThreshold[3] = {8, 8, 64};
+constexpr int kNvlsChannels = 16;
+
+int log2i(double x) { return x < 1 ? -1 : static_cast<int>(std::floor(std::log2(x))); }
+
+alg::Protocol to_protocol(int p) {
+  return p == kLL ? alg::Protocol::ll : p == kLL128 ? alg::Protocol::ll128 : alg::Protocol::simple;
+}
+int index_of(alg::Protocol p) {
+  return p == alg::Protocol::ll ? kLL : p == alg::Protocol::ll128 ? kLL128 : kSimple;
+}
+
+struct Machine {
+  int n = 0, g = 0, nodes = 0;
+  double bw = 0;  // GB/s per GPU of the ring/tree graph (nChannels x bwIntra)
+  bool reduces = false;
+  int channels = 0;  // NCCL's channel count for Ring and Tree
+};
+
+Machine machine_of(const topo::Topology& t) {
+  Machine m;
+  m.n = t.gpu_count();
+  m.g = t.gpus_per_node > 0 && t.gpus_per_node <= m.n ? t.gpus_per_node : m.n;
+  m.nodes = m.n / m.g;
+  const double intra =
+      m.g >= 2 ? t.route_summary(0, 1).bandwidth.value : std::numeric_limits<double>::infinity();
+  const double inter = m.nodes >= 2 ? t.route_summary(0, m.g).bandwidth.value
+                                    : std::numeric_limits<double>::infinity();
+  m.bw = std::min(intra, inter) / 1e9;
+  m.reduces = t.has_reducing_switch();
+  m.channels = m.nodes == 1 ? 16 : 2 * std::min(m.g, 8);
+  return m;
+}
+
+// tuning.cc's latency and bandwidth of (algo, proto) and getAlgoTime's time for `bytes`.
+NcclEstimate estimate(const Machine& m, int a, int p, double bytes) {
+  NcclEstimate e;
+  e.algo = a == kRing ? "ring" : a == kTree ? "tree" : "nvls";
+  e.proto = to_protocol(p);
+  const int idx = std::min(m.nodes, 3) - 1;
+  const int nsteps = 2 * (m.n - 1);
+  const double ppn = static_cast<double>(m.n) / m.nodes;
+  const int nch = a == kNvls ? kNvlsChannels : m.channels;
+  double bus = m.bw;  // nChannels x bw
+  if (a == kNvls) {
+    if (p != kSimple || !m.reduces || m.nodes > 1) return e;
+    const double per = m.bw / nch;
+    const double intra = per * kNvlsEfficiency * (nch - 1) / nch * 2.0;
+    bus = nch * std::min(intra, per);
+  }
+  if (a == kRing && p == kLL) bus = std::min(kLlMaxBw[idx], bus * .5);
+  if (a == kRing && p == kLL128) bus = std::min(bus * 0.92, nch * kPerChRingLL128[idx]);
+  if (a == kTree) bus = std::min(bus * .92, nch * kPerChTree[idx]);
+  if (a == kTree && p == kLL) bus = std::min(bus / 3.8, kLlMaxBw[idx]);
+  if (a == kTree && p == kLL128)
+    bus = std::min(bus * (m.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), nch * kPerChTreeLL128[idx]);
+  bus *= a == kTree ? 0.5 : static_cast<double>(m.n) / nsteps;
+  double lat = kBaseLat[a][p];
+  double intra_lat = kHwLatNvlink[a][p];
+  const double inter_lat = ppn == 1 ? kHwLatNet[kTree][p] : kHwLatNet[a][p];
+  if (a == kRing) {
+    const double overhead = m.nodes > 1 ? kNetOverhead * (p == kSimple ? 3 : 1) : 0;
+    intra_lat = std::max(intra_lat, overhead);
+    const int inter_steps = m.nodes == 1 ? 0 : 2 * (m.nodes - 1);
+    lat += (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat;
+  } else if (a == kTree) {
+    lat += 2 * ((ppn - 1) * intra_lat + log2i(m.nodes) * inter_lat);
+  } else {
+    lat = intra_lat;
+  }
+  e.latency_us = lat;
+  double bw = bus;
+  const int log_size = log2i(bytes / 64);
+  if (a == kTree && log_size >= 0 && log_size < 23) bw *= kTreeCorrection[p][log_size];
+  if (a == kRing && p == kSimple && m.nodes > 1 && bytes / (m.channels * m.n) >= 64) lat *= 1.4;
+  e.bandwidth_gbs = bw;
+  e.time_us = lat + bytes / (1000 * bw);
+  return e;
+}
+
+// enqueue.cc's channel tuning for Ring and Tree: fewer channels while each thread would get
+// less than its threshold.
+int tuned_channels(const Machine& m, int a, int p, double bytes) {
+  if (a == kNvls) return kNvlsChannels;
+  const int nt = kMaxThreads[p];
+  double threshold = kThreadThreshold[p];
+  if (a == kRing && p == kLL) threshold *= m.n;
+  int nc = m.channels;
+  while (bytes < static_cast<double>(nc) * nt * threshold && nc >= 2) --nc;
+  return nc;
+}
+
+std::string allowed_algos(const Machine& m) {
+  return m.reduces && m.nodes == 1 ? "ring, tree, nvls" : "ring, tree";
+}
+
+}  // namespace
+
+NcclChoice nccl_choose(const topo::Topology& topology, Bytes size, const alg::Options& options) {
+  const alg::AlgorithmInfo& info = alg::find_algorithm("nccl");
+  info.check_options(topology.gpu_count(), options);  // names and values the layer checks
+  const Machine m = machine_of(topology);
+  std::string algo = options.get_string("algo", "");
+  for (char& c : algo) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::optional<alg::Protocol> proto;
+  if (options.has("proto")) proto = alg::parse_protocol(options.get_string("proto", ""));
+  if (algo == "nvls" && (!m.reduces || m.nodes > 1)) {
+    throw InputError(
+        "nccl option algo=nvls: " +
+        std::string(!m.reduces
+                        ? "topology " + topology.name + " has no switch that reduces"
+                        : "NVLS alone runs on one node (" + std::to_string(m.nodes) + " here)") +
+        "; allowed here: " + allowed_algos(m));
+  }
+  const double bytes = static_cast<double>(size.value);
+  NcclChoice choice;
+  double best = std::numeric_limits<double>::infinity();
+  int best_a = -1, best_p = -1;
+  for (int a : {kTree, kRing, kNvls}) {
+    for (int p : {kLL, kLL128, kSimple}) {
+      NcclEstimate e = estimate(m, a, p, bytes);
+      if (e.time_us < 0) continue;
+      choice.table.push_back(e);
+      if (!algo.empty() && e.algo != algo) continue;
+      if (proto && index_of(*proto) != p) continue;
+      if (e.time_us < best) {
+        best = e.time_us;
+        best_a = a;
+        best_p = p;
+      }
+    }
+  }
+  SSIM_CHECK(best_a >= 0, "no NCCL algorithm and protocol for a checked request");
+  choice.algo = best_a == kRing ? "ring" : best_a == kTree ? "tree" : "nvls";
+  choice.proto = to_protocol(best_p);
+  choice.estimate_us = best;
+  choice.channels = options.has("channels") ? options.get_int("channels", 1, 1, 64)
+                                            : tuned_channels(m, best_a, best_p, bytes);
+  choice.options = options;
+  choice.options.set("algo", choice.algo);
+  choice.options.set("proto", std::string(alg::to_string(choice.proto)));
+  if (choice.algo != "nvls") {
+    choice.options.set("channels", std::to_string(choice.channels));
+  } else {
+    alg::Options plain;  // nvls: no ring/tree options
+    for (const auto& [k, v] : choice.options.values())
+      if (k == "algo" || k == "proto" || k == "gpus_per_node") plain.set(k, v);
+    choice.options = plain;
+  }
+  return choice;
+}
+
+}  // namespace ssim::sim

@@ -1,0 +1,54 @@
+// NCCL's choice of algorithm, protocol and channel count for an AllReduce of a size on a machine,
+// made the way NCCL makes it: its own cost estimate (NVIDIA/nccl src/graph/tuning.cc,
+// ncclTopoTuneModel and ncclTopoGetAlgoTime; src/enqueue.cc, topoGetAlgoInfo) over the candidate
+// algorithm x protocol pairs, the cheapest wins, then its channel count is cut for small sizes.
+// This is NCCL's estimate, not the simulator's time: the simulator then runs what was chosen.
+//
+//   NcclChoice c = nccl_choose(topology, Bytes{1 << 20}, options);   // options: algo=, proto=
+//   c.options   // the `nccl` algorithm's options with algo, proto and channels filled in
+//
+// It lives in sim/ because it needs the machine (the topology's bandwidths, nodes and whether a
+// switch reduces); the algorithm layer carries only the names (algorithms/nccl.cpp, `nccl`).
+// run_simulation calls it for the `nccl` algorithm before it generates the schedule, so
+// simulate, run, advise and train all get NCCL's choice.
+//
+// The machine as NCCL's model sees it (docs/algorithms.md "NCCL's choice"): Hopper GPUs on
+// NVLink, an Intel host (network overhead 1 us), InfiniBand (no extra inter-node latency), the
+// graph's bandwidth per GPU the NVLink route's on one node and the smaller of the NVLink and the
+// NIC route's across nodes (one NIC per GPU), NCCL's channel count 16 on one node and
+// 2 x min(G, 8) across nodes (one ring per rail, duplicated), NVLS with 16 channels.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "algorithms/protocol.hpp"
+#include "algorithms/registry.hpp"
+#include "common/units.hpp"
+#include "topologies/topology.hpp"
+
+namespace ssim::sim {
+
+// One candidate's estimate (tuning.cc: latency in us, bandwidth in GB/s as NCCL keeps them).
+struct NcclEstimate {
+  std::string algo;  // ring, tree, nvls
+  alg::Protocol proto = alg::Protocol::simple;
+  double latency_us = 0;
+  double bandwidth_gbs = 0;  // algorithm bandwidth after NCCL's refinements; 0: not available
+  double time_us = -1;       // NCCL's estimate; < 0: not available
+};
+
+struct NcclChoice {
+  std::string algo;
+  alg::Protocol proto = alg::Protocol::simple;
+  int channels = 0;
+  double estimate_us = 0;
+  std::vector<NcclEstimate> table;  // every candidate considered
+  alg::Options options;             // the nccl options to generate the schedule with
+};
+
+// Throws InputError (naming the option and what is allowed on this machine) for algo=nvls
+// where no switch reduces or across nodes, and for a forced pair NCCL would not run.
+NcclChoice nccl_choose(const topo::Topology& topology, Bytes size, const alg::Options& options);
+
+}  // namespace ssim::sim

@@ -1,0 +1,186 @@
+// NCCL's protocols as the simulator costs them (sim/protocol.hpp), in both network models,
+// against closed forms, and NCCL's own choice (sim/nccl_tuner.hpp): its estimate by hand from
+// tuning.cc's constants, its picks at the ends of the size range, and its refusals.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "algorithms/protocol.hpp"
+#include "algorithms/registry.hpp"
+#include "common/error.hpp"
+#include "sim/executor.hpp"
+#include "sim/nccl_tuner.hpp"
+#include "sim/simulation.hpp"
+#include "tests/sim/fixtures.hpp"
+#include "topologies/generators.hpp"
+
+namespace ssim::sim {
+namespace {
+
+constexpr double kAlpha = 3e-6;
+constexpr double kBw = 400e9;
+
+alg::Options opts(std::initializer_list<std::pair<const char*, std::string>> kv) {
+  alg::Options o;
+  for (const auto& [k, v] : kv) o.set(k, v);
+  return o;
+}
+
+double run(const alg::Schedule& s, const topo::Topology& t, NetworkKind kind, std::uint64_t bytes) {
+  Executor ex(s, t, NetworkConfig{kind, SecondsPerByte{0.0}}, Bytes{bytes});
+  const std::vector<Seconds> arrival(static_cast<std::size_t>(s.ranks), Seconds{0});
+  return ex.run(arrival).completion.value;
+}
+
+// One channel's ring on a switch: 2(n-1) steps of f alpha + (s/n) max(wire / b, 1 / cap), in
+// both models (nothing shared), for each protocol with NCCL's Hopper figures.
+TEST(NcclProtocolSim, RingOnASwitchMatchesTheClosedForm) {
+  const int n = 8;
+  const topo::Topology t = testing::switch_of(n, kBw, kAlpha);
+  const ProtocolTable table = nccl_default_protocols();
+  for (const char* proto : {"simple", "ll", "ll128"}) {
+    const alg::Schedule s = alg::generate("nccl_ring", n, opts({{"proto", proto}}));
+    ASSERT_EQ(alg::to_string(alg::schedule_protocol(s)), proto);
+    const ProtocolCost& c = table.of(*alg::parse_protocol(proto));
+    for (std::uint64_t bytes : {8ull * 64, 8ull << 20}) {
+      const double chunk = static_cast<double>(bytes) / n;
+      const double inv =
+          std::max(c.wire / kBw, c.channel_bandwidth > 0 ? 1 / c.channel_bandwidth : 0);
+      const double want = 2.0 * (n - 1) * (c.latency_intra * kAlpha + chunk * inv);
+      for (NetworkKind kind : {NetworkKind::alphabeta, NetworkKind::flow}) {
+        const double got = run(s, t, kind, bytes);
+        EXPECT_NEAR(got, want, 1e-9 * want) << proto << " " << bytes << " " << to_string(kind);
+      }
+    }
+  }
+  // The figures themselves: LL halves the bandwidth, LL128 loses 8 of 128 bytes and is capped at
+  // 36.7 GB/s a channel (here below 400 GB/s / (128/120)), and both cut Simple's latency.
+  EXPECT_DOUBLE_EQ(table.ll.wire, 2.0);
+  EXPECT_DOUBLE_EQ(table.ll128.wire, 128.0 / 120.0);
+  EXPECT_DOUBLE_EQ(table.ll128.channel_bandwidth, 36.7e9);
+  EXPECT_NEAR(table.ll.latency_intra, 0.6 / 3.4, 1e-12);
+  EXPECT_NEAR(table.ll128.latency_inter, 4.0 / 14.0, 1e-12);
+}
+
+// Across nodes the route's latency is scaled by the inter-node factor: two ranks on two nodes
+// of one GPU each, one transfer each way per step.
+TEST(NcclProtocolSim, AcrossNodesTheInterNodeFactorApplies) {
+  const topo::Topology t = topo::make_hierarchical({.nodes = 2,
+                                                    .gpus_per_node = 1,
+                                                    .nvlink_bandwidth = BytesPerSecond{kBw},
+                                                    .nvlink_latency = Seconds{kAlpha},
+                                                    .nic_bandwidth = BytesPerSecond{50e9},
+                                                    .nic_latency = Seconds{2e-6},
+                                                    .fabric = topo::FabricKind::rail_optimized,
+                                                    .spines = 1,
+                                                    .spine_bandwidth = BytesPerSecond{50e9},
+                                                    .spine_latency = Seconds{1e-6}});
+  const double latency = t.route_summary(0, 1).latency.value;
+  const double bw = t.route_summary(0, 1).bandwidth.value;
+  const ProtocolCost ll = nccl_default_protocols().ll;
+  const alg::Schedule s =
+      alg::generate("nccl_ring", 2, opts({{"proto", "ll"}, {"gpus_per_node", "1"}}));
+  const std::uint64_t bytes = 1 << 20;
+  const double want = 2.0 * (ll.latency_inter * latency + bytes / 2.0 * ll.wire / bw);
+  for (NetworkKind kind : {NetworkKind::alphabeta, NetworkKind::flow})
+    EXPECT_NEAR(run(s, t, kind, bytes), want, 1e-9 * want) << to_string(kind);
+}
+
+// In the flow model the cap binds a channel even where the link has room: LL128 on a link of
+// 400 GB/s moves one transfer at 36.7 GB/s of data, two channels at twice that.
+TEST(NcclProtocolSim, FlowModelCapsEachChannel) {
+  const topo::Topology t = testing::switch_of(2, kBw, 0.0);
+  const std::uint64_t bytes = 64ull << 20;
+  for (int channels : {1, 2}) {
+    const alg::Schedule s = alg::generate(
+        "nccl_ring", 2, opts({{"proto", "ll128"}, {"channels", std::to_string(channels)}}));
+    const double want = 2.0 * (bytes / 2.0 / channels) / 36.7e9;
+    EXPECT_NEAR(run(s, t, NetworkKind::flow, bytes), want, 1e-9 * want) << channels;
+  }
+}
+
+// NCCL's estimate for a one-node ring with LL, by hand from tuning.cc: base 6.6 us + 14 steps x
+// 0.6 us, bandwidth min(141, bw/2) x n / 2(n-1).
+TEST(NcclTuner, EstimateIsTuningCcs) {
+  const int n = 8;
+  const topo::Topology t = testing::switch_of(n, kBw, kAlpha);
+  const NcclChoice c = nccl_choose(t, Bytes{4096}, alg::Options{});
+  bool found = false;
+  for (const NcclEstimate& e : c.table) {
+    if (e.algo == "ring" && e.proto == alg::Protocol::ll) {
+      found = true;
+      EXPECT_NEAR(e.latency_us, 6.6 + 14 * 0.6, 1e-9);
+      const double bw = std::min(141.0, kBw / 1e9 * 0.5) * n / (2.0 * (n - 1));
+      EXPECT_NEAR(e.time_us, 6.6 + 14 * 0.6 + 4096 / (1000 * bw), 1e-6);
+    }
+  }
+  EXPECT_TRUE(found);
+  EXPECT_EQ(c.proto, alg::Protocol::ll);  // small: LL
+  EXPECT_NEAR(c.estimate_us, 6.6 + 14 * 0.6 + 4096 / (1000 * std::min(141.0, 200.0) * 8 / 14), 1.0);
+}
+
+// Small sizes take LL, large ones Simple; NVLS where the switch reduces on one node at 1 GiB.
+TEST(NcclTuner, ChoosesByEstimate) {
+  const topo::Topology plain = testing::switch_of(8, kBw, kAlpha);
+  EXPECT_EQ(nccl_choose(plain, Bytes{8}, alg::Options{}).proto, alg::Protocol::ll);
+  const NcclChoice big = nccl_choose(plain, Bytes{1ull << 30}, alg::Options{});
+  EXPECT_EQ(big.proto, alg::Protocol::simple);
+  EXPECT_EQ(big.algo, "ring");
+  EXPECT_EQ(big.channels, 16);
+  EXPECT_EQ(nccl_choose(plain, Bytes{8}, alg::Options{}).channels, 1);  // cut for 8 bytes
+  topo::Topology reducing = testing::switch_of(8, kBw, kAlpha);
+  reducing.set_switch_reduction(8, {BytesPerSecond{kBw}, Seconds{1e-6}});  // vertex 8: the switch
+  EXPECT_EQ(nccl_choose(reducing, Bytes{1ull << 30}, alg::Options{}).algo, "nvls");
+  // Forced: the cheapest of what is allowed.
+  const NcclChoice forced = nccl_choose(plain, Bytes{8}, opts({{"algo", "tree"}}));
+  EXPECT_EQ(forced.algo, "tree");
+  EXPECT_EQ(nccl_choose(plain, Bytes{8}, opts({{"proto", "simple"}})).proto, alg::Protocol::simple);
+}
+
+std::string error_of(const topo::Topology& t, const alg::Options& o) {
+  try {
+    (void)nccl_choose(t, Bytes{1 << 20}, o);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Bad input: one message naming the option, the value and what is allowed.
+TEST(NcclTuner, RefusesWhatNcclWouldNotRun) {
+  const topo::Topology plain = testing::switch_of(8, kBw, kAlpha);
+  std::string m = error_of(plain, opts({{"algo", "nvls"}}));
+  EXPECT_NE(m.find("algo=nvls"), std::string::npos) << m;
+  EXPECT_NE(m.find("no switch that reduces"), std::string::npos) << m;
+  EXPECT_NE(m.find("allowed here: ring, tree"), std::string::npos) << m;
+  m = error_of(plain, opts({{"algo", "nvls"}, {"proto", "ll128"}}));
+  EXPECT_NE(m.find("proto=ll128"), std::string::npos) << m;
+  EXPECT_NE(m.find("Simple protocol only"), std::string::npos) << m;
+  m = error_of(plain, opts({{"algo", "rings"}}));
+  EXPECT_NE(m.find("algo=rings"), std::string::npos) << m;
+  EXPECT_NE(m.find("ring, tree, nvls, nvls_tree, collnet_direct, collnet_chain"), std::string::npos)
+      << m;
+  m = error_of(plain, opts({{"proto", "ll64"}}));
+  EXPECT_NE(m.find("proto=ll64"), std::string::npos) << m;
+  EXPECT_NE(m.find("simple, ll, ll128"), std::string::npos) << m;
+  m = error_of(plain, opts({{"algo", "collnet_chain"}}));
+  EXPECT_NE(m.find("not modelled yet"), std::string::npos) << m;
+}
+
+// run_simulation runs NCCL's choice: the result equals nccl with that choice forced.
+TEST(NcclTuner, SimulationRunsTheChoice) {
+  SimulationConfig c;
+  c.topology = testing::switch_of(8, kBw, kAlpha);
+  c.algorithm = "nccl";
+  c.size = Bytes{4096};
+  const SimulationResult auto_run = run_simulation(c);
+  const NcclChoice choice = nccl_choose(c.topology, c.size, alg::Options{});
+  c.options = choice.options;
+  EXPECT_DOUBLE_EQ(run_simulation(c).mean_completion.value, auto_run.mean_completion.value);
+  c.options = opts({{"algo", "ring"}, {"proto", "simple"}, {"channels", "1"}});
+  EXPECT_GT(run_simulation(c).mean_completion.value, auto_run.mean_completion.value);
+}
+
+}  // namespace
+}  // namespace ssim::sim
