@@ -425,7 +425,8 @@ int Topology::add_gpu(std::string vertex_name) {
   const int v = static_cast<int>(boost::num_vertices(impl_->graph));
   impl_->by_name.emplace(vertex_name, v);
   boost::add_vertex(
-      Node{NodeKind::gpu, std::move(vertex_name), static_cast<int>(impl_->rank_vertex.size())},
+      Node{NodeKind::gpu, std::move(vertex_name), static_cast<int>(impl_->rank_vertex.size()),
+           std::nullopt},
       impl_->graph);
   impl_->rank_vertex.push_back(v);
   return v;
@@ -436,7 +437,8 @@ int Topology::add_switch(std::string vertex_name) {
   impl_->invalidate();
   const int v = static_cast<int>(boost::num_vertices(impl_->graph));
   impl_->by_name.emplace(vertex_name, v);
-  boost::add_vertex(Node{NodeKind::switch_node, std::move(vertex_name), -1}, impl_->graph);
+  boost::add_vertex(Node{NodeKind::switch_node, std::move(vertex_name), -1, std::nullopt},
+                    impl_->graph);
   return v;
 }
 
