@@ -84,6 +84,7 @@ TEST_F(Direct, EveryAlgorithmOnOneDevice) {
   int case_index = 0;
   for (const alg::AlgorithmInfo& info : alg::algorithms()) {
     if (info.in_network) continue;  // switch reductions: switch_reduce_test, nvls_test
+    if (info.name == kNcclAlgorithm) continue;  // ncclAllReduce: the NCCL transport only
     for (int n : {2, 3, 4, 5, 8}) {
       if (!info.supports_ranks(n)) continue;
       const lowering::DType dtype = kTypes[case_index++ % 6];
@@ -122,6 +123,7 @@ TEST_F(Direct, EveryDtype) {
 TEST_F(Direct, OneRankPerDeviceThroughPeerAccess) {
   for (const alg::AlgorithmInfo& info : alg::algorithms()) {
     if (info.in_network) continue;  // switch reductions: switch_reduce_test, nvls_test
+    if (info.name == kNcclAlgorithm) continue;  // ncclAllReduce: the NCCL transport only
     for (int n : {3, 8}) {
       if (!info.supports_ranks(n)) continue;
       DeviceGroup group = DeviceGroup::direct(n, one_per_device(n));

@@ -211,6 +211,7 @@ TEST_F(Emulated, EveryAlgorithmOnTheSingleGpuTransport) {
     DeviceGroup group = DeviceGroup::single_gpu(n, 0);
     for (const alg::AlgorithmInfo& info : alg::algorithms()) {
       if (info.in_network) continue;  // switch reductions: switch_reduce_test, nvls_test
+      if (info.name == kNcclAlgorithm) continue;  // ncclAllReduce: the NCCL transport only
       if (!info.supports_ranks(n)) continue;
       for (int straggler : straggler_positions(n)) {
         expect_exact(group,

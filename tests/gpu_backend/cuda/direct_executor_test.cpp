@@ -41,6 +41,7 @@ TEST(DirectExecutor, EveryAlgorithmOnOneGpu) {
   DeviceGroup group = DeviceGroup::direct(n, std::vector<int>(n, 0));
   for (const alg::AlgorithmInfo& info : alg::algorithms()) {
     if (info.in_network) continue;  // switch reductions: switch_reduce_test, nvls_test
+    if (info.name == kNcclAlgorithm) continue;  // ncclAllReduce: the NCCL transport only
     if (!info.supports_ranks(n)) continue;
     for (std::uint64_t bytes : {std::uint64_t{4100}, std::uint64_t{(3u << 20) + 12}}) {
       for (double delay : {0.0, 1e-3}) {

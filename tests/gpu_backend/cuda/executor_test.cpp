@@ -139,6 +139,7 @@ TEST_F(SingleGpuExecutor, EveryAlgorithmIsExact) {
       DeviceGroup group = one_gpu_group(transport, n);
       for (const alg::AlgorithmInfo& info : alg::algorithms()) {
         if (info.in_network) continue;  // switch reductions: switch_reduce_test, nvls_test
+        if (info.name == kNcclAlgorithm) continue;  // ncclAllReduce: the NCCL transport only
         if (!info.supports_ranks(n)) continue;
         const int chunks = alg::generate(info.name, n, alg::Options{}).chunks;
         for (std::size_t t = 0; t < kTypes.size(); ++t) {
@@ -166,6 +167,7 @@ TEST_F(SingleGpuExecutor, KernelCopiesAreExact) {
     DeviceGroup group = DeviceGroup::single_gpu(n, 0);
     for (const alg::AlgorithmInfo& info : alg::algorithms()) {
       if (info.in_network || !info.supports_ranks(n)) continue;
+      if (info.name == kNcclAlgorithm) continue;  // ncclAllReduce: the NCCL transport only
       const int chunks = alg::generate(info.name, n, alg::Options{}).chunks;
       for (int t : {0, 1}) {
         const lowering::DType dtype = t == 0 ? lowering::DType::float32 : lowering::DType::int64;
