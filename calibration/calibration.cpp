@@ -417,6 +417,15 @@ Calibration calibrate_runs(const std::vector<MeasuredRun>& runs, std::string_vie
     }
     // The schedule that ran: the row's options (or those -O states for files without them).
     const alg::Options run_options = resolve(run, *info);
+    if (info->name == "nccl" && !run_options.has("algo")) {
+      // NCCL's own choice depends on the machine being fitted: which closed form applies is
+      // not known until the fit is (a row that states algo= is fitted with that algorithm's).
+      skip(c,
+           "algorithm 'nccl' without algo= in its options (NCCL's own choice of algorithm "
+           "depends on the machine being fitted: no closed form)",
+           run.line);
+      continue;
+    }
     const std::optional<CostCoefficients> linear =
         linear_cost_coefficients(*info, r.ranks, static_cast<double>(r.bytes.value), run_options);
     const std::string options_text = schema::canonical_options(run_options.values());
@@ -573,6 +582,11 @@ Calibration calibrate(std::istream& in, std::string_view name, const Calibration
       for (const alg::AlgorithmInfo& a : alg::algorithms())
         names += (names.empty() ? "" : ", ") + a.name;
       throw InputError("--algorithm: unknown algorithm '" + algorithm + "' (valid: " + names + ")");
+    }
+    if (info->name == "nccl") {
+      throw InputError(
+          "--algorithm nccl: NCCL's own choice depends on the machine this fit is for, so it has "
+          "no closed form; name the algorithm the log ran (ring, nccl_ring, nccl_tree, ...)");
     }
     const NcclTestsLog log = parse_nccl_tests(text, name);
     std::vector<SkippedRows> skipped;

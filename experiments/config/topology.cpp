@@ -353,11 +353,14 @@ TopologySource open_topology(const ConfigNode& entry, const std::string& base_di
     const std::string name = file_node->as_string();
     path = shipped_topology(name);
     if (path.empty()) {
-      if (name.find_first_of("/.") != std::string::npos) throw;
-      const std::optional<std::string> near = closest_name(name, shipped_topology_names());
+      // Neither: the file's own error, with the shipped name it nearly is, if any.
+      const std::optional<std::string> near =
+          name.find_first_of("/.") == std::string::npos
+              ? closest_name(name, shipped_topology_names())
+              : std::nullopt;
+      if (!near) throw;
       file_node->fail("no topology file '" + name + "' beside this file and no shipped topology " +
-                      "of that name (configs/topologies/NAME.yaml)" +
-                      (near ? "; did you mean '" + *near + "'?" : std::string()));
+                      "of that name (configs/topologies/NAME.yaml); did you mean '" + *near + "'?");
     }
   }
   if (is_simgrid_platform_file(path.string())) {

@@ -382,7 +382,9 @@ TEST(Calibration, CollectiveRunsSkipWhatHasNoClosedForm) {
   const Calibration c = run(csv);
   EXPECT_EQ(c.rows_used, 3u);
   ASSERT_EQ(c.skipped.size(), 4u);
-  EXPECT_EQ(c.skipped[0].reason, "algorithm 'nccl' has no closed form in the registry");
+  EXPECT_EQ(c.skipped[0].reason,
+            "algorithm 'nccl' without algo= in its options (NCCL's own choice of algorithm "
+            "depends on the machine being fitted: no closed form)");
   EXPECT_EQ(c.skipped[0].lines, std::vector<int>{4});
   EXPECT_EQ(c.skipped[1].lines, std::vector<int>{5});
   EXPECT_NE(c.skipped[2].reason.find("stragglar with a delay"), std::string::npos);
@@ -393,8 +395,9 @@ TEST(Calibration, CollectiveRunsSkipWhatHasNoClosedForm) {
   EXPECT_EQ(c.fits[0].quality.rows[2].label, "rhd n=4 delayed");
   // Nothing left to fit: the error says why.
   EXPECT_EQ(error_of(kResultHeader + run_line("nccl", 4, 1 << 30, 1e-3)),
-            "t.csv: no measured run can be fitted (algorithm 'nccl' has no closed form in the "
-            "registry)");
+            "t.csv: no measured run can be fitted (algorithm 'nccl' without algo= in its options "
+            "(NCCL's own choice of algorithm depends on the machine being fitted: no closed "
+            "form))");
 }
 
 TEST(Calibration, UnderdeterminedFitsAreRefused) {

@@ -82,7 +82,9 @@ iterations: 10
   const CommandResult a = run_cli(
       "advise --topology switch:450GiB/s:3us --ranks 8 --size 1MiB --probability 0.3 -n 5");
   EXPECT_EQ(a.rc, 2);
-  EXPECT_TRUE(contains(a.err, "--probability needs --delay-dist")) << a.err;
+  EXPECT_TRUE(contains(a.err, "--straggler-rank, --persistence and --probability describe the "
+                              "straggler of --delay-dist, which is not given"))
+      << a.err;
   const CommandResult n = run_cli(
       "advise --topology switch:450GiB/s:3us --ranks 8 --size 1MiB --delay-dist 5ms "
       "--probability nan -n 5");
