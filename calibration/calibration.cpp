@@ -221,13 +221,7 @@ void fit_pieces(std::string_view name, const std::string& link_class,
 }
 
 void skip(Calibration& c, const std::string& reason, int line) {
-  for (SkippedRows& s : c.skipped) {
-    if (s.reason == reason) {
-      s.lines.push_back(line);
-      return;
-    }
-  }
-  c.skipped.push_back({reason, {line}});
+  add_skipped(c.skipped, reason, line);
 }
 
 // ---- sweeps --------------------------------------------------------------------------------
@@ -712,6 +706,16 @@ std::vector<Bytes> parse_size_list(std::string_view text) {
     start = comma + 1;
   }
   return sizes;
+}
+
+void add_skipped(std::vector<SkippedRows>& skipped, const std::string& reason, int line) {
+  for (SkippedRows& s : skipped) {
+    if (s.reason == reason) {
+      s.lines.push_back(line);
+      return;
+    }
+  }
+  skipped.push_back({reason, {line}});
 }
 
 }  // namespace ssim::calib

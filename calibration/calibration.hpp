@@ -148,6 +148,9 @@ struct SkippedRows {
   std::vector<int> lines;
 };
 
+// Adds `line` to the entry of `reason` (appended, in order of first occurrence, when new).
+void add_skipped(std::vector<SkippedRows>& skipped, const std::string& reason, int line);
+
 struct Calibration {
   CalibrationInput input = CalibrationInput::sweep;
   std::string source;               // the input's name

@@ -731,15 +731,7 @@ std::vector<MeasuredRun> nccl_tests_runs(const NcclTestsLog& log, std::string_vi
                      "listing, and the rows' busbw/algbw = 2(n-1)/n allow " +
                      allowed + "); give --log-ranks N");
   }
-  auto skip = [&](const std::string& reason, int line) {
-    for (SkippedRows& s : skipped) {
-      if (s.reason == reason) {
-        s.lines.push_back(line);
-        return;
-      }
-    }
-    skipped.push_back({reason, {line}});
-  };
+  auto skip = [&](const std::string& reason, int line) { add_skipped(skipped, reason, line); };
   std::string device = log.device.empty() ? std::string("nccl-tests") : log.device;
   if (!log.nccl_version.empty()) device += ", NCCL " + log.nccl_version;
   std::vector<MeasuredRun> runs;

@@ -500,13 +500,7 @@ void validate_runs(const ValidateArgs& a, const std::string& text, const Validat
   std::map<Key, sim::IterationSummary> simulated;
   std::vector<calib::SkippedRows> skipped;
   auto skip = [&](const std::string& reason, int line) {
-    for (calib::SkippedRows& s : skipped) {
-      if (s.reason == reason) {
-        s.lines.push_back(line);
-        return;
-      }
-    }
-    skipped.push_back({reason, {line}});
+    calib::add_skipped(skipped, reason, line);
   };
   std::vector<schema::ResultRow> out_rows;
   std::vector<double> after_errors, first_errors;

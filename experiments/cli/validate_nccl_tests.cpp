@@ -150,13 +150,7 @@ void validate_nccl_tests_log(const NcclLogValidation& a, const topo::Topology& t
 
   std::vector<calib::SkippedRows> skipped;
   auto skip = [&](const std::string& reason, int line) {
-    for (calib::SkippedRows& s : skipped) {
-      if (s.reason == reason) {
-        s.lines.push_back(line);
-        return;
-      }
-    }
-    skipped.push_back({reason, {line}});
+    calib::add_skipped(skipped, reason, line);
   };
   std::map<std::uint64_t, double> simulated;  // per size: the simulation is deterministic
   std::vector<Compared> compared;
