@@ -460,9 +460,16 @@ std::string nccl_algo_of(const Options& o) {
 Options nccl_inner_options(const Options& o) {
   Options inner;
   for (const auto& [key, value] : o.values()) {
-    if (key != "algo") inner.set(key, value);
+    if (key != "algo" && key != "pipeline") inner.set(key, value);
   }
   return inner;
+}
+
+// The options of the nvls schedule nccl generates with algo=nvls: its pipeline depth.
+Options nccl_nvls_options(const Options& o) {
+  Options plain;
+  if (o.has("pipeline")) plain.set("pipeline", o.get_string("pipeline", "1"));
+  return plain;
 }
 
 GeneratedRounds make_nccl(int n, const Options& o) {
@@ -472,8 +479,7 @@ GeneratedRounds make_nccl(int n, const Options& o) {
   if (algo.empty()) algo = "ring";
   GeneratedRounds g;
   if (algo == "nvls") {
-    Options plain;  // NVLS: NCCL's own pipeline; the protocol is Simple
-    g = nvls_info().rounds(n, plain);
+    g = nvls_info().rounds(n, nccl_nvls_options(o));  // the protocol is Simple
   } else {
     g = (algo == "ring" ? nccl_ring_info() : nccl_tree_info()).rounds(n, nccl_inner_options(o));
   }
@@ -498,6 +504,10 @@ AlgorithmInfo nccl_info() {
   options.push_back({"loops", "as nccl_ring's (algo=ring)", "1"});
   options.push_back({"segments", "as nccl_tree's (algo=tree)",
                      std::to_string(kDefaultTreeSegments)});
+  options.push_back({"pipeline",
+                     "as nvls's (algo=nvls): slices; NCCL's choice takes the depth of least time "
+                     "by nvls's closed form on the machine",
+                     "1"});
   return AlgorithmInfo{
       .name = "nccl",
       .description =
@@ -514,7 +524,7 @@ AlgorithmInfo nccl_info() {
           [](int n, double bytes, const CostParams& p, const Options& o) {
             const std::string algo = nccl_algo_of(o);
             const Options inner = nccl_inner_options(o);
-            if (algo == "nvls") return nvls_info().cost(n, bytes, p, Options{});
+            if (algo == "nvls") return nvls_info().cost(n, bytes, p, nccl_nvls_options(o));
             if (algo == "tree") return nccl_tree_info().cost(n, bytes, p, inner);
             return nccl_ring_info().cost(n, bytes, p, inner);
           },
@@ -524,7 +534,7 @@ AlgorithmInfo nccl_info() {
       .size =
           [](int n, const Options& o) {
             const std::string algo = nccl_algo_of(o);
-            if (algo == "nvls") return nvls_info().size(n, Options{});
+            if (algo == "nvls") return nvls_info().size(n, nccl_nvls_options(o));
             // Without algo the tuner picks the channels later: up to 16 (sim/nccl_tuner.cpp).
             Options inner = nccl_inner_options(o);
             if (algo.empty() && !inner.has("channels")) inner.set("channels", "16");

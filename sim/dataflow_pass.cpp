@@ -514,7 +514,8 @@ DataflowPass::DataflowPass(RoundSource& rounds, RouteCache& routes, SecondsPerBy
   done_.resize(n);
   stamp_.assign(n, 0);
   touched_.resize(n);
-  for (std::size_t r = 0; r < n; ++r) ready_[r] = arrival[r].value;
+  // An NCCL kernel starts its first transfer a launch after the rank arrives (sim/protocol.hpp).
+  for (std::size_t r = 0; r < n; ++r) ready_[r] = arrival[r].value + protocol_.launch;
   route_bytes_.assign(routes.size(), 0);
   if (star_) {
     sent_bytes_.assign(n, 0);

@@ -62,8 +62,11 @@ IterationResult Executor::EventRun::run(RoundSource& rounds, std::span<const Sec
   result.ranks = n;
   result.bytes = bytes_.value;
   timeline_ = options.record_timeline ? &result.timeline : nullptr;
+  // An NCCL kernel starts its first transfer a launch after the rank arrives (sim/protocol.hpp).
+  const double launch = network_.protocol.launch;
   for (int r = 0; r < n; ++r)
-    engine_.schedule(arrival[physical(r)], *this, static_cast<std::uint64_t>(r));
+    engine_.schedule(Seconds{arrival[physical(r)].value + launch}, *this,
+                     static_cast<std::uint64_t>(r));
   engine_.run();
   network_model_->observe(nullptr);
   sink_ = nullptr;

@@ -30,9 +30,12 @@ Executor::Executor(const alg::Schedule& schedule, const topo::Topology& topology
     throw InputError("gamma must be a finite number of seconds per byte >= 0");
   }
   SSIM_CHECK(schedule.chunks > 0, "schedule without chunks");
-  // The schedule's protocol (its `proto` option) as this machine costs it.
-  network_.protocol = ProtocolTiming::of(network.protocols.of(alg::schedule_protocol(schedule)),
-                                         topology.gpus_per_node);
+  // A schedule that names its protocol (its `proto` option) runs as an NCCL kernel and pays what
+  // the protocol costs on this machine; any other is costed by its routes alone.
+  if (schedule.options.contains("proto")) {
+    network_.protocol = ProtocolTiming::of(network.protocols.of(alg::schedule_protocol(schedule)),
+                                           topology.gpus_per_node);
+  }
 }
 
 Executor::~Executor() = default;

@@ -131,6 +131,36 @@ int tuned_channels(const Machine& m, int a, int p, double bytes) {
   return nc;
 }
 
+// The pipeline depth (slices) of `nvls` for `bytes` on a one-node topology whose switch reduces:
+// the one of least time by nvls's closed form (docs/in_network_reduction.md, `nvls`), powers of
+// two from 1 to 1024. NCCL cuts NVLS into chunks of 128 KiB per channel and overlaps their
+// latencies; the simulator pays each round's latency, so the depth NCCL's chunks give would
+// cost hundreds of latencies at large sizes: the closed form's best depth stands in for it.
+int nvls_pipeline(const topo::Topology& t, double bytes) {
+  const int n = t.gpu_count();
+  std::vector<int> all(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) all[static_cast<std::size_t>(r)] = r;
+  const int vertex = t.reducing_switch_of(all);
+  if (vertex < 0 || !t.node(vertex).reduce) return 1;
+  const topo::SwitchReduction& red = *t.node(vertex).reduce;
+  const topo::RouteSummary route = t.route_summary(0, 1);
+  const double alpha = route.latency.value, beta = 1.0 / route.bandwidth.value;
+  const double beta_r = 1.0 / red.bandwidth.value, lambda = red.latency.value;
+  int best = 1;
+  double best_time = std::numeric_limits<double>::infinity();
+  for (int p = 1; p <= 1024; p *= 2) {
+    const double q = bytes / p;
+    const double time = (p + 1) * alpha + p * lambda + std::max(q * beta, q * beta_r) +
+                        (p - 1) * std::max(q * (1 + 1.0 / n) * beta, q * beta_r) +
+                        q * (n - 1) / n * beta;
+    if (time < best_time) {
+      best_time = time;
+      best = p;
+    }
+  }
+  return best;
+}
+
 std::string allowed_algos(const Machine& m) {
   return m.reduces && m.nodes == 1 ? "ring, tree, nvls" : "ring, tree";
 }
@@ -183,9 +213,10 @@ NcclChoice nccl_choose(const topo::Topology& topology, Bytes size, const alg::Op
   if (choice.algo != "nvls") {
     choice.options.set("channels", std::to_string(choice.channels));
   } else {
-    alg::Options plain;  // nvls: no ring/tree options
+    alg::Options plain;  // nvls: no ring/tree options; its pipeline depth
     for (const auto& [k, v] : choice.options.values())
       if (k == "algo" || k == "proto" || k == "gpus_per_node") plain.set(k, v);
+    plain.set("pipeline", std::to_string(nvls_pipeline(topology, bytes)));
     choice.options = plain;
   }
   return choice;

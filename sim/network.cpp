@@ -255,8 +255,9 @@ class FlowTable {
       Flow& f = flows_[slot];
       latency = protocol_.latency(r.latency, static_cast<std::size_t>(r.src),
                                   static_cast<std::size_t>(r.dst));
-      f.remaining = static_cast<double>(bytes) * protocol_.wire;
-      if (protocol_.inverse_cap > 0) f.cap = protocol_.cap;
+      const auto src = static_cast<std::size_t>(r.src), dst = static_cast<std::size_t>(r.dst);
+      f.remaining = static_cast<double>(bytes) * protocol_.wire(src, dst);
+      if (protocol_.inverse_cap > 0) f.cap = protocol_.cap(src, dst);
     }
     return slot;
   }

@@ -1,26 +1,35 @@
 // What NCCL's protocols cost in the simulator (the protocol itself is data,
-// algorithms/protocol.hpp: a schedule's `proto` option). Both network models apply it to every
-// point-to-point transfer of a schedule, through time_transfer (alpha-beta,
-// sim/transfer_timing.hpp) and the flow model's start (sim/network.cpp):
+// algorithms/protocol.hpp: a schedule's `proto` option). Only a schedule that names its protocol
+// (the option is present: `nccl` always, `nccl_ring`/`nccl_tree` when given) runs as an NCCL
+// kernel and pays these costs; any other schedule is costed by its routes alone, bit for bit as
+// before. Both network models apply them to every point-to-point transfer, through
+// time_transfer (alpha-beta, sim/transfer_timing.hpp) and the flow model's start
+// (sim/network.cpp), and delay every rank's first transfer by the launch:
 //
-//   latency   the route's latency times the protocol's factor for the route's class: within a
-//             node (both ranks in one node, or a topology without nodes) or across nodes. The
-//             topology's latencies are Simple's, so Simple's factors are 1.
-//   wire      wire bytes per data byte: a transfer of m data bytes moves wire * m bytes at the
-//             route's bandwidth (flow: shares its links as wire * m bytes).
-//   channel   a cap on one transfer's data rate (one channel's, since a channel of an NCCL
-//             schedule is one transfer per step); 0: none.
+//   launch      seconds from a rank's arrival to its first transfer: NCCL's base latency of the
+//               collective (a kernel launch and its setup, paid once, not per hop).
+//   latency     the route's latency times the protocol's factor for the route's class: within a
+//               node (both ranks in one node, or a topology without nodes) or across nodes. The
+//               topology's latencies are Simple's, so Simple's factors are 1.
+//   wire        wire bytes per data byte: a transfer of m data bytes moves wire * m bytes at the
+//               route's bandwidth (flow: shares its links as wire * m bytes).
+//   efficiency  within a node, the fraction of the route's bandwidth the kernel's copies reach
+//               (NVLink moved by SMs): a transfer within a node moves wire / efficiency bytes.
+//   channel     a cap on one transfer's data rate (one channel's, since a channel of an NCCL
+//               schedule is one transfer per step); 0: none.
 //
 // So a transfer of m bytes on a route of latency a and bandwidth b takes, in the alpha-beta model,
-//   f a + m max(wire / b, 1 / cap)
-// and the flow model moves wire * m bytes after f a at its max-min share, capped at wire * cap.
+//   f a + m max(w / b, 1 / cap),   w = wire / efficiency within a node, wire across nodes,
+// and the flow model moves w * m bytes after f a at its max-min share, capped at w * cap.
 //
 // Defaults (nccl_default_protocols) are NCCL's own figures for Hopper (NVIDIA/nccl
-// src/graph/tuning.cc, ncclTunerConstantsDefaults): latency factors are the ratios of its
-// per-step hardware latencies hwLat[NVLINK or NET][Ring][p] to Simple's (LL 0.6/3.4 within a node,
-// 2.7/14 across; LL128 1.9/3.4 and 4.0/14), wire 8/4 for LL (4 data bytes per 8-byte line) and
-// 128/120 for LL128 (120 per 128-byte line), and LL128's per-channel cap 36.7 GB/s
-// (perChMaxRingLL128Bws, Hopper). Simple has no cap here: its channel's bandwidth is the links'.
+// src/graph/tuning.cc, ncclTunerConstantsDefaults; src/graph/topo.h): latency factors are the
+// ratios of its per-step hardware latencies hwLat[NVLINK or NET][Ring][p] to Simple's (LL 0.6/3.4
+// within a node, 2.7/14 across; LL128 1.9/3.4 and 4.0/14), launches its Ring base latencies
+// baseLat[Ring][p] (LL 6.6 us, LL128 14 us, Simple 8.4 us), wire 8/4 for LL (4 data bytes per
+// 8-byte line) and 128/120 for LL128 (120 per 128-byte line), LL128's per-channel cap 36.7 GB/s
+// (perChMaxRingLL128Bws, Hopper), and the NVLink efficiency 20.6/25 = 0.824: NCCL counts 20.6
+// GB/s per NVLink4 link on Hopper (SM90_NVLINK_BW) against the link's 25 GB/s each way.
 #pragma once
 
 #include <algorithm>
@@ -36,6 +45,8 @@ struct ProtocolCost {
   double latency_inter = 1;      // ... across nodes
   double wire = 1;               // wire bytes per data byte, >= 1
   double channel_bandwidth = 0;  // bytes per second of one transfer's data; 0: no cap
+  double efficiency_intra = 1;   // fraction of a route's bandwidth reached within a node, (0, 1]
+  double launch = 0;             // seconds from arrival to a rank's first transfer
 };
 
 struct ProtocolTable {
@@ -48,10 +59,12 @@ struct ProtocolTable {
 };
 
 // NCCL's figures for Hopper GPUs (see the header comment).
+inline constexpr double kNcclNvlinkEfficiency = 20.6 / 25.0;
 inline ProtocolTable nccl_default_protocols() {
   ProtocolTable t;
-  t.ll = {0.6 / 3.4, 2.7 / 14.0, 8.0 / 4.0, 0};
-  t.ll128 = {1.9 / 3.4, 4.0 / 14.0, 128.0 / 120.0, 36.7e9};
+  t.simple = {1, 1, 1, 0, kNcclNvlinkEfficiency, 8.4e-6};
+  t.ll = {0.6 / 3.4, 2.7 / 14.0, 8.0 / 4.0, 0, kNcclNvlinkEfficiency, 6.6e-6};
+  t.ll128 = {1.9 / 3.4, 4.0 / 14.0, 128.0 / 120.0, 36.7e9, kNcclNvlinkEfficiency, 14.0e-6};
   return t;
 }
 
@@ -61,22 +74,25 @@ struct ProtocolTiming {
   bool active = false;
   double latency_intra = 1;
   double latency_inter = 1;
-  double wire = 1;
+  double wire_intra = 1;   // wire bytes per data byte within a node (wire / efficiency)
+  double wire_inter = 1;   // ... across nodes
   double inverse_cap = 0;  // seconds per data byte of one transfer at its cap; 0: none
-  double cap = std::numeric_limits<double>::infinity();  // wire bytes per second of one transfer
-  std::size_t gpus_per_node = 0;                         // 0: one node (every route within it)
+  double channel_bandwidth = 0;  // data bytes per second of one transfer's cap; 0: none
+  double launch = 0;             // seconds from arrival to a rank's first transfer
+  std::size_t gpus_per_node = 0;  // 0: one node (every route within it)
 
   static ProtocolTiming of(const ProtocolCost& c, int gpus_per_node) {
     ProtocolTiming t;
-    t.active =
-        c.latency_intra != 1 || c.latency_inter != 1 || c.wire != 1 || c.channel_bandwidth > 0;
+    t.active = true;
     t.latency_intra = c.latency_intra;
     t.latency_inter = c.latency_inter;
-    t.wire = c.wire;
+    t.wire_intra = c.wire / c.efficiency_intra;
+    t.wire_inter = c.wire;
     if (c.channel_bandwidth > 0) {
       t.inverse_cap = 1.0 / c.channel_bandwidth;
-      t.cap = c.channel_bandwidth * c.wire;
+      t.channel_bandwidth = c.channel_bandwidth;
     }
+    t.launch = c.launch;
     t.gpus_per_node = gpus_per_node > 0 ? static_cast<std::size_t>(gpus_per_node) : 0;
     return t;
   }
@@ -86,8 +102,16 @@ struct ProtocolTiming {
   double latency(double route_latency, std::size_t src, std::size_t dst) const {
     return route_latency * (across_nodes(src, dst) ? latency_inter : latency_intra);
   }
-  double inverse_bandwidth(double route_inverse) const {
-    return std::max(route_inverse * wire, inverse_cap);
+  double wire(std::size_t src, std::size_t dst) const {
+    return across_nodes(src, dst) ? wire_inter : wire_intra;
+  }
+  double inverse_bandwidth(double route_inverse, std::size_t src, std::size_t dst) const {
+    return std::max(route_inverse * wire(src, dst), inverse_cap);
+  }
+  // The cap of one transfer in wire bytes per second (infinity: none).
+  double cap(std::size_t src, std::size_t dst) const {
+    return channel_bandwidth > 0 ? channel_bandwidth * wire(src, dst)
+                                 : std::numeric_limits<double>::infinity();
   }
 };
 

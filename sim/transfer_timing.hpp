@@ -41,7 +41,7 @@ struct TransferTimes {
 // `start`; a reduce costs the receiver `gamma` seconds per byte after the data has arrived.
 // `protocol` (nullptr or inactive: none, the plain alpha-beta time bit for bit) is the run's
 // protocol; `src` and `dst` are the physical ranks (whether the route crosses nodes):
-//   end = start + f latency + bytes max(wire / bandwidth, 1 / cap).
+//   end = start + f latency + bytes max(w / bandwidth, 1 / cap)   (sim/protocol.hpp).
 template <class Route>
 inline TransferTimes time_transfer(double start, const Route& route, double bytes, alg::Op op,
                                    double gamma, const ProtocolTiming* protocol = nullptr,
@@ -51,7 +51,7 @@ inline TransferTimes time_transfer(double start, const Route& route, double byte
     end = start + alphabeta_time(route, bytes);
   } else {
     end = start + alphabeta_time(AlphaBetaTerms{protocol->latency(route.latency, src, dst),
-                                                protocol->inverse_bandwidth(route.inverse_bandwidth)},
+                                                protocol->inverse_bandwidth(route.inverse_bandwidth, src, dst)},
                                  bytes);
   }
   return {start, end, op == alg::Op::reduce ? end + gamma * bytes : end};

@@ -33,8 +33,9 @@ double run(const alg::Schedule& s, const topo::Topology& t, NetworkKind kind, st
   return ex.run(arrival).completion.value;
 }
 
-// One channel's ring on a switch: 2(n-1) steps of f alpha + (s/n) max(wire / b, 1 / cap), in
-// both models (nothing shared), for each protocol with NCCL's Hopper figures.
+// One channel's ring on a switch: the launch, then 2(n-1) steps of
+// f alpha + (s/n) max(wire / (efficiency b), 1 / cap), in both models (nothing shared), for each
+// protocol with NCCL's Hopper figures (a switch is one node: the NVLink efficiency applies).
 TEST(NcclProtocolSim, RingOnASwitchMatchesTheClosedForm) {
   const int n = 8;
   const topo::Topology t = testing::switch_of(n, kBw, kAlpha);
@@ -45,9 +46,9 @@ TEST(NcclProtocolSim, RingOnASwitchMatchesTheClosedForm) {
     const ProtocolCost& c = table.of(*alg::parse_protocol(proto));
     for (std::uint64_t bytes : {8ull * 64, 8ull << 20}) {
       const double chunk = static_cast<double>(bytes) / n;
-      const double inv =
-          std::max(c.wire / kBw, c.channel_bandwidth > 0 ? 1 / c.channel_bandwidth : 0);
-      const double want = 2.0 * (n - 1) * (c.latency_intra * kAlpha + chunk * inv);
+      const double inv = std::max(c.wire / (c.efficiency_intra * kBw),
+                                  c.channel_bandwidth > 0 ? 1 / c.channel_bandwidth : 0);
+      const double want = c.launch + 2.0 * (n - 1) * (c.latency_intra * kAlpha + chunk * inv);
       for (NetworkKind kind : {NetworkKind::alphabeta, NetworkKind::flow}) {
         const double got = run(s, t, kind, bytes);
         EXPECT_NEAR(got, want, 1e-9 * want) << proto << " " << bytes << " " << to_string(kind);
@@ -61,10 +62,50 @@ TEST(NcclProtocolSim, RingOnASwitchMatchesTheClosedForm) {
   EXPECT_DOUBLE_EQ(table.ll128.channel_bandwidth, 36.7e9);
   EXPECT_NEAR(table.ll.latency_intra, 0.6 / 3.4, 1e-12);
   EXPECT_NEAR(table.ll128.latency_inter, 4.0 / 14.0, 1e-12);
+  // NCCL's Ring base latencies and its Hopper NVLink figure (20.6 of 25 GB/s per link).
+  EXPECT_DOUBLE_EQ(table.simple.launch, 8.4e-6);
+  EXPECT_DOUBLE_EQ(table.ll.launch, 6.6e-6);
+  EXPECT_DOUBLE_EQ(table.ll128.launch, 14e-6);
+  EXPECT_DOUBLE_EQ(table.simple.efficiency_intra, 20.6 / 25);
 }
 
-// Across nodes the route's latency is scaled by the inter-node factor: two ranks on two nodes
-// of one GPU each, one transfer each way per step.
+// A schedule that names no protocol is costed by its routes alone: no launch, no NVLink
+// efficiency, Simple's latencies; naming Simple adds exactly the launch and the efficiency.
+TEST(NcclProtocolSim, NoProtocolNoNcclCosts) {
+  const int n = 8;
+  const topo::Topology t = testing::switch_of(n, kBw, kAlpha);
+  const std::uint64_t bytes = 8ull << 20;
+  const double chunk = static_cast<double>(bytes) / n;
+  const alg::Schedule plain = alg::generate("nccl_ring", n, alg::Options{});
+  const alg::Schedule simple = alg::generate("nccl_ring", n, opts({{"proto", "simple"}}));
+  const ProtocolCost c = nccl_default_protocols().simple;
+  for (NetworkKind kind : {NetworkKind::alphabeta, NetworkKind::flow}) {
+    const double want_plain = 2.0 * (n - 1) * (kAlpha + chunk / kBw);
+    const double want_simple =
+        c.launch + 2.0 * (n - 1) * (kAlpha + chunk / (c.efficiency_intra * kBw));
+    EXPECT_NEAR(run(plain, t, kind, bytes), want_plain, 1e-9 * want_plain) << to_string(kind);
+    EXPECT_NEAR(run(simple, t, kind, bytes), want_simple, 1e-9 * want_simple) << to_string(kind);
+  }
+}
+
+// The launch is paid from each rank's own arrival: a rank that arrives late starts its kernel
+// late, so on two ranks the ring ends a launch after the later arrival plus its two steps.
+TEST(NcclProtocolSim, LaunchCountsFromEachRanksArrival) {
+  const topo::Topology t = testing::switch_of(2, kBw, kAlpha);
+  const alg::Schedule s = alg::generate("nccl_ring", 2, opts({{"proto", "ll"}}));
+  const ProtocolCost c = nccl_default_protocols().ll;
+  const std::uint64_t bytes = 1 << 10;
+  const double step = c.latency_intra * kAlpha + bytes / 2.0 * c.wire / (c.efficiency_intra * kBw);
+  const std::vector<Seconds> arrival{Seconds{0}, Seconds{50e-6}};
+  for (NetworkKind kind : {NetworkKind::alphabeta, NetworkKind::flow}) {
+    Executor ex(s, t, NetworkConfig{kind, SecondsPerByte{0.0}}, Bytes{bytes});
+    const double want = 50e-6 + c.launch + 2 * step;
+    EXPECT_NEAR(ex.run(arrival).completion.value, want, 1e-9 * want) << to_string(kind);
+  }
+}
+
+// Across nodes the route's latency is scaled by the inter-node factor and the NVLink efficiency
+// does not apply: two ranks on two nodes of one GPU each, one transfer each way per step.
 TEST(NcclProtocolSim, AcrossNodesTheInterNodeFactorApplies) {
   const topo::Topology t = topo::make_hierarchical({.nodes = 2,
                                                     .gpus_per_node = 1,
@@ -82,7 +123,7 @@ TEST(NcclProtocolSim, AcrossNodesTheInterNodeFactorApplies) {
   const alg::Schedule s =
       alg::generate("nccl_ring", 2, opts({{"proto", "ll"}, {"gpus_per_node", "1"}}));
   const std::uint64_t bytes = 1 << 20;
-  const double want = 2.0 * (ll.latency_inter * latency + bytes / 2.0 * ll.wire / bw);
+  const double want = ll.launch + 2.0 * (ll.latency_inter * latency + bytes / 2.0 * ll.wire / bw);
   for (NetworkKind kind : {NetworkKind::alphabeta, NetworkKind::flow})
     EXPECT_NEAR(run(s, t, kind, bytes), want, 1e-9 * want) << to_string(kind);
 }
@@ -95,7 +136,7 @@ TEST(NcclProtocolSim, FlowModelCapsEachChannel) {
   for (int channels : {1, 2}) {
     const alg::Schedule s = alg::generate(
         "nccl_ring", 2, opts({{"proto", "ll128"}, {"channels", std::to_string(channels)}}));
-    const double want = 2.0 * (bytes / 2.0 / channels) / 36.7e9;
+    const double want = 14e-6 + 2.0 * (bytes / 2.0 / channels) / 36.7e9;  // launch + steps
     EXPECT_NEAR(run(s, t, NetworkKind::flow, bytes), want, 1e-9 * want) << channels;
   }
 }
@@ -136,6 +177,32 @@ TEST(NcclTuner, ChoosesByEstimate) {
   const NcclChoice forced = nccl_choose(plain, Bytes{8}, opts({{"algo", "tree"}}));
   EXPECT_EQ(forced.algo, "tree");
   EXPECT_EQ(nccl_choose(plain, Bytes{8}, opts({{"proto", "simple"}})).proto, alg::Protocol::simple);
+}
+
+// NVLS chosen by nccl gets the pipeline depth of least time: simulated (alpha-beta, where the
+// closed form is exact) it is no slower than half or twice that depth, and at 1 GiB it pipelines
+// (depth > 1) and beats the unpipelined schedule, which pays the reduction and the multicast one
+// after the other.
+TEST(NcclTuner, NvlsGetsThePipelineOfLeastTime) {
+  topo::Topology t = testing::switch_of(8, kBw, kAlpha);
+  t.set_switch_reduction(8, {BytesPerSecond{274e9}, Seconds{1e-6}});
+  for (std::uint64_t bytes : {1ull << 20, 1ull << 30}) {
+    const NcclChoice c = nccl_choose(t, Bytes{bytes}, opts({{"algo", "nvls"}}));
+    ASSERT_EQ(c.algo, "nvls");
+    const int p = c.options.get_int("pipeline", 1, 1, 1024);
+    auto time_at = [&](int depth) {
+      alg::Options o = c.options;
+      o.set("pipeline", std::to_string(depth));
+      return run(alg::generate("nccl", 8, o), t, NetworkKind::alphabeta, bytes);
+    };
+    const double at_p = time_at(p);
+    if (p > 1) EXPECT_LE(at_p, time_at(p / 2)) << bytes;
+    if (p < 1024) EXPECT_LE(at_p, time_at(p * 2)) << bytes;
+    if (bytes == 1ull << 30) {
+      EXPECT_GT(p, 1);
+      EXPECT_LT(at_p, 0.8 * time_at(1));
+    }
+  }
 }
 
 std::string error_of(const topo::Topology& t, const alg::Options& o) {
