@@ -435,10 +435,10 @@ std::string nccl_algo_of(const Options& o) {
     throw InputError("nccl option algo=" + o.get_string("algo", "") + ": not one of " +
                      kNcclAlgos + " (NCCL_ALGO's names)");
   }
-  if (algo == "nvls_tree" || algo == "collnet_direct" || algo == "collnet_chain") {
+  if (algo == "collnet_direct" || algo == "collnet_chain") {
     throw InputError("nccl option algo=" + algo +
-                     ": NCCL's algorithm is not modelled yet (modelled: ring, tree, nvls; "
-                     "issue 39 item 1)");
+                     ": NCCL's algorithm is not modelled yet (modelled: ring, tree, nvls, "
+                     "nvls_tree; issue 39 item 1)");
   }
   std::optional<Protocol> proto;
   if (o.has("proto")) {
@@ -448,10 +448,10 @@ std::string nccl_algo_of(const Options& o) {
                        std::string(kProtocolNames) + " (NCCL_PROTO's names)");
     }
   }
-  if (algo == "nvls" && proto && *proto != Protocol::simple) {
-    throw InputError("nccl option proto=" + std::string(to_string(*proto)) +
-                     " with algo=nvls: NCCL runs NVLS with the Simple protocol only (allowed: "
-                     "simple)");
+  if ((algo == "nvls" || algo == "nvls_tree") && proto && *proto != Protocol::simple) {
+    throw InputError("nccl option proto=" + std::string(to_string(*proto)) + " with algo=" +
+                     algo + ": NCCL runs " + (algo == "nvls" ? "NVLS" : "NVLS_TREE") +
+                     " with the Simple protocol only (allowed: simple)");
   }
   return algo;
 }
@@ -465,10 +465,12 @@ Options nccl_inner_options(const Options& o) {
   return inner;
 }
 
-// The options of the nvls schedule nccl generates with algo=nvls: its pipeline depth.
-Options nccl_nvls_options(const Options& o) {
+// The options of the nvls (nvls_tree) schedule nccl generates with algo=nvls (nvls_tree): its
+// pipeline depth (and the node size).
+Options nccl_nvls_options(const Options& o, bool tree = false) {
   Options plain;
   if (o.has("pipeline")) plain.set("pipeline", o.get_string("pipeline", "1"));
+  if (tree && o.has("gpus_per_node")) plain.set("gpus_per_node", o.get_string("gpus_per_node", ""));
   return plain;
 }
 
@@ -480,6 +482,8 @@ GeneratedRounds make_nccl(int n, const Options& o) {
   GeneratedRounds g;
   if (algo == "nvls") {
     g = nvls_info().rounds(n, nccl_nvls_options(o));  // the protocol is Simple
+  } else if (algo == "nvls_tree") {
+    g = nvls_tree_info().rounds(n, nccl_nvls_options(o, true));
   } else {
     g = (algo == "ring" ? nccl_ring_info() : nccl_tree_info()).rounds(n, nccl_inner_options(o));
   }
@@ -493,7 +497,8 @@ AlgorithmInfo nccl_info() {
   std::vector<OptionSpec> options = nccl_common_options(false);
   options.push_back({"algo",
                      std::string("NCCL_ALGO: ") + kNcclAlgos +
-                         " (ring, tree and nvls modelled: nccl_ring, nccl_tree, nvls); absent: "
+                         " (ring, tree, nvls and nvls_tree modelled: nccl_ring, nccl_tree, nvls, "
+                         "nvls_tree); absent: "
                          "NCCL's own choice for the size and machine (sim/nccl_tuner.hpp) in "
                          "simulate, run and advise, ring for a schedule on its own",
                      "NCCL's choice"});
@@ -505,8 +510,8 @@ AlgorithmInfo nccl_info() {
   options.push_back({"segments", "as nccl_tree's (algo=tree)",
                      std::to_string(kDefaultTreeSegments)});
   options.push_back({"pipeline",
-                     "as nvls's (algo=nvls): slices; NCCL's choice takes the depth of least time "
-                     "by nvls's closed form on the machine",
+                     "as nvls's and nvls_tree's (algo=nvls, nvls_tree): slices; NCCL's choice "
+                     "takes the depth of least estimated time on the machine",
                      "1"});
   return AlgorithmInfo{
       .name = "nccl",
@@ -525,6 +530,8 @@ AlgorithmInfo nccl_info() {
             const std::string algo = nccl_algo_of(o);
             const Options inner = nccl_inner_options(o);
             if (algo == "nvls") return nvls_info().cost(n, bytes, p, nccl_nvls_options(o));
+            if (algo == "nvls_tree")
+              return nvls_tree_info().cost(n, bytes, p, nccl_nvls_options(o, true));
             if (algo == "tree") return nccl_tree_info().cost(n, bytes, p, inner);
             return nccl_ring_info().cost(n, bytes, p, inner);
           },
@@ -535,6 +542,7 @@ AlgorithmInfo nccl_info() {
           [](int n, const Options& o) {
             const std::string algo = nccl_algo_of(o);
             if (algo == "nvls") return nvls_info().size(n, nccl_nvls_options(o));
+            if (algo == "nvls_tree") return nvls_tree_info().size(n, nccl_nvls_options(o, true));
             // Without algo the tuner picks the channels later: up to 16 (sim/nccl_tuner.cpp).
             Options inner = nccl_inner_options(o);
             if (algo.empty() && !inner.has("channels")) inner.set("channels", "16");
@@ -550,7 +558,9 @@ AlgorithmInfo nccl_info() {
       .check_options =
           [](int n, const Options& o) {
             const std::string algo = nccl_algo_of(o);
-            if (algo != "nvls") {
+            if (algo == "nvls_tree") {
+              nvls_tree_info().check_options(n, nccl_nvls_options(o, true));
+            } else if (algo != "nvls") {
               (void)checked_nccl_shape("nccl", n, nccl_inner_options(o), algo == "tree");
             }
           },

@@ -81,6 +81,7 @@ GeneratedRounds make_nvls(int n, const Options& o) {
 // piece), where a pipelined tree's inner ranks carry more.
 struct TreeShape {
   int g = 0, nodes = 0, b = 1;
+  int slices = 1;  // pipeline depth P
   std::string inter = "ring";
 };
 
@@ -89,8 +90,19 @@ TreeShape nvls_tree_shape(int n, const Options& o) {
   t.g = checked_gpus_per_node("nvls_tree", n, o, 2);
   t.nodes = n / t.g;
   t.inter = checked_inter("nvls_tree", o, {"ring", "rhd", "halving_doubling", "tree", "dbtree"});
+  t.slices = pipeline_of(o);
   if (t.nodes >= 2) t.b = generate_rounds(t.inter, t.nodes, Options{}).header.chunks;
   return t;
+}
+
+// The inter algorithm's rounds on the shape's nodes (none for one node), kept: every slice
+// plays them again on its own chunks.
+std::vector<Round> inter_rounds_of(const TreeShape& t) {
+  std::vector<Round> rounds;
+  if (t.nodes < 2) return rounds;
+  GeneratedRounds g = generate_rounds(t.inter, t.nodes, Options{});
+  while (const Round* r = g.stream.next()) rounds.push_back(*r);
+  return rounds;
 }
 
 // Rounds of the inter algorithm on the shape's nodes (0 for one node).
@@ -103,55 +115,70 @@ std::size_t inter_rounds(const TreeShape& t) {
   return rounds;
 }
 
-RoundStream nvls_tree_rounds(TreeShape shape) {
+// Slice p's stage `stage` appended to `round`: 0 the switch reduce-scatter, 1..R the inter
+// algorithm's rounds per rail, R+1 the multicast all-gather. Slice p, piece l holds chunks
+// [(p G + l) B, (p G + l + 1) B).
+void append_stage(Round& round, const TreeShape& shape, const std::vector<Round>& inter, int p,
+                  std::size_t stage) {
   const int g = shape.g, nodes = shape.nodes, b = shape.b;
-  Round round;
-  round.phase = "switch-reduce-scatter";
-  for (int j = 0; j < nodes; ++j) {
-    const std::vector<int> members = node_members(j, g);
+  auto base = [&](int l) { return (p * g + l) * b; };
+  if (stage == 0) {
+    for (int j = 0; j < nodes; ++j) {
+      const std::vector<int> members = node_members(j, g);
+      for (int l = 0; l < g; ++l)
+        round.switch_reduces.push_back(SwitchReduce{members, {j * g + l}, base(l), base(l) + b});
+    }
+  } else if (stage <= inter.size()) {
     for (int l = 0; l < g; ++l)
-      round.switch_reduces.push_back(SwitchReduce{members, {j * g + l}, l * b, (l + 1) * b});
-  }
-  co_yield round;
-  round.switch_reduces.clear();
-  if (nodes >= 2) {
-    std::vector<RoundStream> rails;
-    for (int l = 0; l < g; ++l)
-      rails.push_back(generate_rounds(shape.inter, nodes, Options{}).stream);
-    for (;;) {
-      round.transfers.clear();
-      bool more = true;
+      append_mapped(round, inter[stage - 1], rail_members(l, g, nodes), base(l), 1);
+  } else {
+    for (int j = 0; j < nodes; ++j) {
       for (int l = 0; l < g; ++l) {
-        const Round* r = rails[static_cast<std::size_t>(l)].next();
-        if (!r) {
-          more = false;  // every rail has the same number of rounds
-          break;
-        }
-        round.phase = "inter-" + r->phase;
-        append_mapped(round, *r, rail_members(l, g, nodes), l * b, 1);
+        std::vector<int> others;
+        for (int i = 0; i < g; ++i)
+          if (i != l) others.push_back(j * g + i);
+        round.switch_reduces.push_back(
+            SwitchReduce{{j * g + l}, std::move(others), base(l), base(l) + b});
       }
-      if (!more) break;
-      co_yield round;
     }
   }
-  round.transfers.clear();
-  round.phase = "switch-allgather";
-  for (int j = 0; j < nodes; ++j) {
-    for (int l = 0; l < g; ++l) {
-      std::vector<int> others;
-      for (int i = 0; i < g; ++i)
-        if (i != l) others.push_back(j * g + i);
-      round.switch_reduces.push_back(
-          SwitchReduce{{j * g + l}, std::move(others), l * b, (l + 1) * b});
+}
+
+std::string stage_phase(const std::vector<Round>& inter, std::size_t stage) {
+  if (stage == 0) return "switch-reduce-scatter";
+  if (stage <= inter.size()) return "inter-" + inter[stage - 1].phase;
+  return "switch-allgather";
+}
+
+// Round t holds stage t - p of every slice p that is in the pipeline then (P + R + 1 rounds):
+// slice p reduces in its node while slice p - 1 crosses the nodes and an earlier one is
+// multicast, as NCCL's NVLS_TREE kernel streams its chunks. With one slice the three phases
+// follow each other.
+RoundStream nvls_tree_rounds(TreeShape shape) {
+  const std::vector<Round> inter = inter_rounds_of(shape);
+  const std::size_t stages = inter.size() + 2;
+  const std::size_t total = static_cast<std::size_t>(shape.slices) + stages - 1;
+  Round round;
+  for (std::size_t t = 0; t < total; ++t) {
+    round.transfers.clear();
+    round.switch_reduces.clear();
+    std::string phase;
+    for (int p = 0; p < shape.slices; ++p) {
+      const std::size_t sp = static_cast<std::size_t>(p);
+      if (t < sp || t - sp >= stages) continue;
+      append_stage(round, shape, inter, p, t - sp);
+      const std::string name = stage_phase(inter, t - sp);
+      phase = phase.empty() || phase == name ? name : "pipeline";
     }
+    round.phase = phase;
+    co_yield round;
   }
-  co_yield round;
 }
 
 GeneratedRounds make_nvls_tree(int n, const Options& o) {
   const TreeShape shape = nvls_tree_shape(n, o);
-  const std::size_t rounds = 2 + inter_rounds(shape);
-  return {Schedule::make(Collective::allreduce, "nvls_tree", n, shape.g * shape.b),
+  const std::size_t rounds = static_cast<std::size_t>(shape.slices) + 1 + inter_rounds(shape);
+  return {Schedule::make(Collective::allreduce, "nvls_tree", n, shape.slices * shape.g * shape.b),
           nvls_tree_rounds(shape), rounds};
 }
 
@@ -184,22 +211,35 @@ AlgorithmInfo nvls_tree_info() {
                   {"inter",
                    "AllReduce across nodes per rail: ring, rhd, halving_doubling, tree or dbtree "
                    "(NCCL's NVLS_TREE)",
-                   "ring"}},
+                   "ring"},
+                  {"pipeline",
+                   "slices the buffer is cut into, streamed through the three phases (slice k "
+                   "reduces in the node while slice k-1 crosses the nodes), 1..1024",
+                   "1"}},
       .rounds = make_nvls_tree,
       .cost =
           [](int n, double bytes, const CostParams& p, const Options& o) {
             const TreeShape t = nvls_tree_shape(n, o);
+            if (t.slices > 1) {
+              throw InputError("nvls_tree with pipeline=" + std::to_string(t.slices) +
+                               " has no closed form (its slices overlap in the network): "
+                               "simulate it instead");
+            }
             return nvls_tree_cost(n, bytes, t.g, p, p, t.inter);
           },
-      // Chunks G*B; rounds 2 + the inter algorithm's; per inter round at most n transfers (one
-      // rail's bound times G); pairs: the rails' pairs, G times the inter algorithm's.
+      // Chunks P*G*B; rounds P + 1 + the inter algorithm's; per round at most G times one
+      // inter round's transfers per slice in it (at most all of one slice's); pairs: the rails'
+      // pairs, G times the inter algorithm's.
       .size =
           [](int n, const Options& o) {
             const TreeShape t = nvls_tree_shape(n, o);
             const ScheduleSize inner =
                 t.nodes >= 2 ? find_algorithm(t.inter).size(t.nodes, Options{}) : ScheduleSize{};
-            const double g = t.g, rounds = 2.0 + inner.rounds;
-            return ScheduleSize{g * t.b, rounds, g * inner.transfers, g * inner.largest_round,
+            const double g = t.g, slices = t.slices, rounds = slices + 1.0 + inner.rounds;
+            const double largest =
+                t.slices == 1 ? g * inner.largest_round
+                              : g * std::min(inner.transfers, inner.largest_round * slices);
+            return ScheduleSize{slices * g * t.b, rounds, slices * g * inner.transfers, largest,
                                 g * inner.pairs};
           },
       .check_options = [](int n, const Options& o) { (void)nvls_tree_shape(n, o); },

@@ -14,19 +14,21 @@
 namespace ssim::sim {
 namespace {
 
-enum Algo { kTree = 0, kRing = 1, kNvls = 2 };
+enum Algo { kTree = 0, kRing = 1, kNvls = 2, kNvlsTree = 3 };
 constexpr int kLL = 0, kLL128 = 1, kSimple = 2;  // NCCL's protocol order
 
-// baseLatencies and hwLatencies [NVLINK, NET] for Tree, Ring, NVLS (us).
-constexpr double kBaseLat[3][3] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}};
-constexpr double kHwLatNvlink[3][3] = {{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 25}};
-constexpr double kHwLatNet[3][3] = {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 18}};
+// baseLatencies and hwLatencies [NVLINK, NET] for Tree, Ring, NVLS, NVLS Tree (us).
+constexpr double kBaseLat[4][3] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}};
+constexpr double kHwLatNvlink[4][3] = {
+    {0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 25}, {0, 0, 25}};
+constexpr double kHwLatNet[4][3] = {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 18}, {0, 0, 20.9}};
 // Per node-count index (1, 2, >2 nodes), Hopper: llMaxBws (Hopper one node; Intel hosts across
 // nodes), perChMaxRingLL128Bws, perChMaxTreeLL128Bws, perChMaxTreeBws.
 constexpr double kLlMaxBw[3] = {141.0, 39.0, 20.4};
 constexpr double kPerChRingLL128[3] = {36.7, 36.7, 36.7};
 constexpr double kPerChTreeLL128[3] = {36.7, 36.7, 29.0};
 constexpr double kPerChTree[3] = {38.7, 41.4, 36.0};
+constexpr double kPerChNvlsTree[3] = {0.0, 57.7, 45.5};  // perChMaxNVLSTreeBws, Hopper
 constexpr double kNvlsEfficiency = 0.85;  // Hopper
 constexpr double kNetOverhead = 1.0;      // us, Intel host
 // treeCorrectionFactor[proto][log2(bytes / 64)], 64 B to 256 MiB.
@@ -53,8 +55,10 @@ int index_of(alg::Protocol p) {
 
 struct Machine {
   int n = 0, g = 0, nodes = 0;
-  double bw = 0;  // GB/s per GPU of the ring/tree graph (nChannels x bwIntra)
-  bool reduces = false;
+  double bw = 0;  // GB/s of the ring/tree graph (nChannels x bw per channel)
+  double nvlink = 0, nics = 0;  // GB/s: a GPU's NVLink route; a node's NICs together
+  bool reduces = false;         // one switch reduces for every rank (NVLS on one node)
+  bool node_reduces = false;    // every node's NVSwitch reduces (NVLS_TREE across nodes)
   int channels = 0;  // NCCL's channel count for Ring and Tree
 };
 
@@ -67,8 +71,15 @@ Machine machine_of(const topo::Topology& t) {
       m.g >= 2 ? t.route_summary(0, 1).bandwidth.value : std::numeric_limits<double>::infinity();
   const double inter = m.nodes >= 2 ? t.route_summary(0, m.g).bandwidth.value
                                     : std::numeric_limits<double>::infinity();
-  m.bw = std::min(intra, inter) / 1e9;
-  m.reduces = t.has_reducing_switch();
+  // Across nodes the channels' rings and trees cross on every NIC of a node (one rail each), so
+  // the graph's bandwidth is the smaller of a GPU's NVLink and the node's NICs together.
+  m.nvlink = intra / 1e9;
+  m.nics = m.g * inter / 1e9;
+  m.bw = std::min(m.nvlink, m.nics);
+  std::vector<int> node0(static_cast<std::size_t>(m.g));
+  for (int r = 0; r < m.g; ++r) node0[static_cast<std::size_t>(r)] = r;
+  m.node_reduces = m.g >= 2 && t.reducing_switch_of(node0) >= 0;
+  m.reduces = m.nodes == 1 ? m.node_reduces : t.has_reducing_switch();
   m.channels = m.nodes == 1 ? 16 : 2 * std::min(m.g, 8);
   return m;
 }
@@ -76,12 +87,12 @@ Machine machine_of(const topo::Topology& t) {
 // tuning.cc's latency and bandwidth of (algo, proto) and getAlgoTime's time for `bytes`.
 NcclEstimate estimate(const Machine& m, int a, int p, double bytes) {
   NcclEstimate e;
-  e.algo = a == kRing ? "ring" : a == kTree ? "tree" : "nvls";
+  e.algo = a == kRing ? "ring" : a == kTree ? "tree" : a == kNvls ? "nvls" : "nvls_tree";
   e.proto = to_protocol(p);
   const int idx = std::min(m.nodes, 3) - 1;
   const int nsteps = 2 * (m.n - 1);
   const double ppn = static_cast<double>(m.n) / m.nodes;
-  const int nch = a == kNvls ? kNvlsChannels : m.channels;
+  const int nch = a == kNvls || a == kNvlsTree ? kNvlsChannels : m.channels;
   double bus = m.bw;  // nChannels x bw
   if (a == kNvls) {
     if (p != kSimple || !m.reduces || m.nodes > 1) return e;
@@ -89,13 +100,19 @@ NcclEstimate estimate(const Machine& m, int a, int p, double bytes) {
     const double intra = per * kNvlsEfficiency * (nch - 1) / nch * 2.0;
     bus = nch * std::min(intra, per);
   }
+  if (a == kNvlsTree) {  // NVLS in every node, NCCL's tree across (2 nodes: twice the NICs)
+    if (p != kSimple || !m.node_reduces || m.nodes == 1) return e;
+    const double intra = m.nvlink / nch * kNvlsEfficiency * (nch - 1) / nch * 2.0;
+    const double inter = m.nics / nch * (m.nodes <= 2 ? 2 : 1);
+    bus = nch * std::min({intra, inter, kPerChNvlsTree[idx]});
+  }
   if (a == kRing && p == kLL) bus = std::min(kLlMaxBw[idx], bus * .5);
   if (a == kRing && p == kLL128) bus = std::min(bus * 0.92, nch * kPerChRingLL128[idx]);
   if (a == kTree) bus = std::min(bus * .92, nch * kPerChTree[idx]);
   if (a == kTree && p == kLL) bus = std::min(bus / 3.8, kLlMaxBw[idx]);
   if (a == kTree && p == kLL128)
     bus = std::min(bus * (m.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), nch * kPerChTreeLL128[idx]);
-  bus *= a == kTree ? 0.5 : static_cast<double>(m.n) / nsteps;
+  bus *= a == kTree ? 0.5 : static_cast<double>(m.n) / nsteps;  // Ring, NVLS, NVLS Tree: n/2(n-1)
   double lat = kBaseLat[a][p];
   double intra_lat = kHwLatNvlink[a][p];
   const double inter_lat = ppn == 1 ? kHwLatNet[kTree][p] : kHwLatNet[a][p];
@@ -106,8 +123,10 @@ NcclEstimate estimate(const Machine& m, int a, int p, double bytes) {
     lat += (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat;
   } else if (a == kTree) {
     lat += 2 * ((ppn - 1) * intra_lat + log2i(m.nodes) * inter_lat);
-  } else {
+  } else if (a == kNvls) {
     lat = intra_lat;
+  } else {
+    lat += intra_lat + 2 * log2i(m.nodes) * inter_lat;
   }
   e.latency_us = lat;
   double bw = bus;
@@ -122,7 +141,7 @@ NcclEstimate estimate(const Machine& m, int a, int p, double bytes) {
 // enqueue.cc's channel tuning for Ring and Tree: fewer channels while each thread would get
 // less than its threshold.
 int tuned_channels(const Machine& m, int a, int p, double bytes) {
-  if (a == kNvls) return kNvlsChannels;
+  if (a == kNvls || a == kNvlsTree) return kNvlsChannels;
   const int nt = kMaxThreads[p];
   double threshold = kThreadThreshold[p];
   if (a == kRing && p == kLL) threshold *= m.n;
@@ -161,8 +180,44 @@ int nvls_pipeline(const topo::Topology& t, double bytes) {
   return best;
 }
 
+// The pipeline depth of `nvls_tree` for `bytes` across nodes (inter ring): the one of least
+// estimated time, a pipeline's fill (one slice through its stages: the switch's reduce-scatter,
+// the inter ring's rounds per rail, the multicast) plus the slowest stage once per further
+// slice, by the stages' alpha-beta terms on the topology; powers of two from 1 to 1024. As for
+// nvls: NCCL streams 128 KiB chunks and overlaps their latencies, the simulator pays them.
+int nvls_tree_pipeline(const topo::Topology& t, const Machine& m, double bytes) {
+  std::vector<int> node0(static_cast<std::size_t>(m.g));
+  for (int r = 0; r < m.g; ++r) node0[static_cast<std::size_t>(r)] = r;
+  const int vertex = t.reducing_switch_of(node0);
+  if (vertex < 0 || !t.node(vertex).reduce) return 1;
+  const topo::SwitchReduction& red = *t.node(vertex).reduce;
+  const topo::RouteSummary nv = t.route_summary(0, 1), net = t.route_summary(0, m.g);
+  const double alpha = nv.latency.value, beta = 1.0 / nv.bandwidth.value;
+  const double beta_r = 1.0 / red.bandwidth.value, lambda = red.latency.value;
+  const alg::AlgorithmInfo& ring = alg::find_algorithm("ring");
+  const alg::CostParams rail{.alpha = net.latency.value, .beta = 1.0 / net.bandwidth.value};
+  const double inter_rounds = 2.0 * (m.nodes - 1);
+  int best = 1;
+  double best_time = std::numeric_limits<double>::infinity();
+  for (int p = 1; p <= 1024; p *= 2) {
+    const double q = bytes / p;
+    const double rs = alpha + lambda + std::max(q * beta, q * beta_r);
+    const double inter = ring.cost(m.nodes, q / m.g, rail, alg::Options{}) / inter_rounds;
+    const double ag = alpha + q * (m.g - 1) / m.g * beta;
+    const double time =
+        rs + inter_rounds * inter + ag + (p - 1) * std::max({rs, inter, ag});
+    if (time < best_time) {
+      best_time = time;
+      best = p;
+    }
+  }
+  return best;
+}
+
 std::string allowed_algos(const Machine& m) {
-  return m.reduces && m.nodes == 1 ? "ring, tree, nvls" : "ring, tree";
+  if (m.reduces && m.nodes == 1) return "ring, tree, nvls";
+  if (m.node_reduces && m.nodes > 1) return "ring, tree, nvls_tree";
+  return "ring, tree";
 }
 
 }  // namespace
@@ -183,11 +238,19 @@ NcclChoice nccl_choose(const topo::Topology& topology, Bytes size, const alg::Op
                         : "NVLS alone runs on one node (" + std::to_string(m.nodes) + " here)") +
         "; allowed here: " + allowed_algos(m));
   }
+  if (algo == "nvls_tree" && (!m.node_reduces || m.nodes == 1)) {
+    throw InputError("nccl option algo=nvls_tree: " +
+                     std::string(m.nodes == 1 ? "NVLS_TREE runs across nodes (one node here)"
+                                              : "the NVSwitch of topology " + topology.name +
+                                                    "'s nodes does not reduce (nvlink has no "
+                                                    "reduce: key)") +
+                     "; allowed here: " + allowed_algos(m));
+  }
   const double bytes = static_cast<double>(size.value);
   NcclChoice choice;
   double best = std::numeric_limits<double>::infinity();
   int best_a = -1, best_p = -1;
-  for (int a : {kTree, kRing, kNvls}) {
+  for (int a : {kTree, kRing, kNvls, kNvlsTree}) {
     for (int p : {kLL, kLL128, kSimple}) {
       NcclEstimate e = estimate(m, a, p, bytes);
       if (e.time_us < 0) continue;
@@ -202,7 +265,10 @@ NcclChoice nccl_choose(const topo::Topology& topology, Bytes size, const alg::Op
     }
   }
   SSIM_CHECK(best_a >= 0, "no NCCL algorithm and protocol for a checked request");
-  choice.algo = best_a == kRing ? "ring" : best_a == kTree ? "tree" : "nvls";
+  choice.algo = best_a == kRing   ? "ring"
+                : best_a == kTree ? "tree"
+                : best_a == kNvls ? "nvls"
+                                  : "nvls_tree";
   choice.proto = to_protocol(best_p);
   choice.estimate_us = best;
   choice.channels = options.has("channels") ? options.get_int("channels", 1, 1, 64)
@@ -210,13 +276,19 @@ NcclChoice nccl_choose(const topo::Topology& topology, Bytes size, const alg::Op
   choice.options = options;
   choice.options.set("algo", choice.algo);
   choice.options.set("proto", std::string(alg::to_string(choice.proto)));
-  if (choice.algo != "nvls") {
+  if (choice.algo == "ring" || choice.algo == "tree") {
     choice.options.set("channels", std::to_string(choice.channels));
   } else {
-    alg::Options plain;  // nvls: no ring/tree options; its pipeline depth
+    alg::Options plain;  // nvls, nvls_tree: no ring/tree options; their pipeline depth
     for (const auto& [k, v] : choice.options.values())
-      if (k == "algo" || k == "proto" || k == "gpus_per_node") plain.set(k, v);
-    plain.set("pipeline", std::to_string(nvls_pipeline(topology, bytes)));
+      if (k == "algo" || k == "proto" || k == "gpus_per_node" || k == "pipeline") plain.set(k, v);
+    if (choice.algo == "nvls_tree" && !plain.has("gpus_per_node"))
+      plain.set("gpus_per_node", std::to_string(m.g));
+    if (!plain.has("pipeline")) {
+      const int depth = choice.algo == "nvls" ? nvls_pipeline(topology, bytes)
+                                              : nvls_tree_pipeline(topology, m, bytes);
+      plain.set("pipeline", std::to_string(depth));
+    }
     choice.options = plain;
   }
   return choice;

@@ -3,6 +3,7 @@
 // tuning.cc's constants, its picks at the ends of the size range, and its refusals.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -205,6 +206,69 @@ TEST(NcclTuner, NvlsGetsThePipelineOfLeastTime) {
   }
 }
 
+// Two nodes of 8 whose NVSwitches reduce: NCCL's NVLS_TREE is a candidate (Simple only), its
+// estimate by hand from tuning.cc (no base latency, 25 us of NVLink, 2 log2(2) x 20.9 us of
+// network; bus bandwidth 16 channels x min(NVLS's 2 x 0.85 x 15/16 of a channel's NVLink, twice a
+// channel's share of the node's NICs on two nodes, 57.7 GB/s), x n / 2(n-1)); at 1 GiB it is
+// NCCL's choice, with the node size and a pipeline; forced where it cannot run, refused.
+TEST(NcclTuner, NvlsTreeAcrossNodes) {
+  const double nvlink = 400e9, nic = 50e9;
+  topo::Topology t = topo::make_hierarchical({.nodes = 2,
+                                              .gpus_per_node = 8,
+                                              .nvlink_bandwidth = BytesPerSecond{nvlink},
+                                              .nvlink_latency = Seconds{kAlpha},
+                                              .nic_bandwidth = BytesPerSecond{nic},
+                                              .nic_latency = Seconds{2e-6},
+                                              .fabric = topo::FabricKind::rail_optimized,
+                                              .spines = 0,
+                                              .spine_bandwidth = BytesPerSecond{nic},
+                                              .spine_latency = Seconds{1e-6}});
+  const topo::Topology plain = t;
+  for (int j = 0; j < 2; ++j) {
+    for (int l : t.out_links(t.vertex_of_rank(j * 8)))
+      if (t.link(l).link_class == "nvlink")
+        t.set_switch_reduction(t.link(l).to, {BytesPerSecond{274e9}, Seconds{1e-6}});
+  }
+  const NcclChoice big = nccl_choose(t, Bytes{1ull << 30}, alg::Options{});
+  EXPECT_EQ(big.algo, "nvls_tree");
+  EXPECT_EQ(big.proto, alg::Protocol::simple);
+  EXPECT_EQ(big.options.get_string("gpus_per_node", ""), "8");
+  EXPECT_GT(big.options.get_int("pipeline", 1, 1, 1024), 1);
+  bool found = false;
+  for (const NcclEstimate& e : big.table) {
+    if (e.algo != "nvls_tree") continue;
+    found = true;
+    EXPECT_EQ(e.proto, alg::Protocol::simple);  // the only protocol it has
+    EXPECT_NEAR(e.latency_us, 25 + 2 * 20.9, 1e-9);
+    const double channel_nvlink = nvlink / 1e9 / 16 * 0.85 * 15 / 16 * 2;
+    const double channel_nics = 8 * nic / 1e9 / 16 * 2;
+    const double bus = 16 * std::min({channel_nvlink, channel_nics, 57.7});
+    EXPECT_NEAR(e.bandwidth_gbs, bus * 16 / 30, 1e-9);
+  }
+  EXPECT_TRUE(found);
+  // It runs: simulated, NCCL's choice equals the same options forced.
+  SimulationConfig c;
+  c.topology = t;
+  c.algorithm = "nccl";
+  c.size = Bytes{64ull << 20};
+  c.network = NetworkKind::flow;
+  const SimulationResult chosen = run_simulation(c);
+  c.options = nccl_choose(t, c.size, alg::Options{}).options;
+  EXPECT_DOUBLE_EQ(run_simulation(c).mean_completion.value, chosen.mean_completion.value);
+  // Refused: where the NVSwitches do not reduce, with another protocol.
+  std::string m;
+  try {
+    (void)nccl_choose(plain, Bytes{1 << 20}, opts({{"algo", "nvls_tree"}}));
+  } catch (const InputError& e) {
+    m = e.what();
+  }
+  EXPECT_NE(m.find("algo=nvls_tree"), std::string::npos) << m;
+  EXPECT_NE(m.find("does not reduce"), std::string::npos) << m;
+  EXPECT_NE(m.find("allowed here: ring, tree"), std::string::npos) << m;
+  EXPECT_THROW((void)nccl_choose(t, Bytes{1 << 20}, opts({{"algo", "nvls_tree"}, {"proto", "ll"}})),
+               InputError);
+}
+
 std::string error_of(const topo::Topology& t, const alg::Options& o) {
   try {
     (void)nccl_choose(t, Bytes{1 << 20}, o);
@@ -233,6 +297,8 @@ TEST(NcclTuner, RefusesWhatNcclWouldNotRun) {
   EXPECT_NE(m.find("simple, ll, ll128"), std::string::npos) << m;
   m = error_of(plain, opts({{"algo", "collnet_chain"}}));
   EXPECT_NE(m.find("not modelled yet"), std::string::npos) << m;
+  m = error_of(plain, opts({{"algo", "nvls_tree"}}));  // one node
+  EXPECT_NE(m.find("NVLS_TREE runs across nodes"), std::string::npos) << m;
 }
 
 // run_simulation runs NCCL's choice: the result equals nccl with that choice forced.
