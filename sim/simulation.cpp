@@ -387,7 +387,9 @@ SimulationResult run_simulation(const SimulationConfig& config) {
     }
     out.nccl_algo = choice.algo;
     out.nccl_proto = std::string(alg::to_string(choice.proto));
-    out.nccl_channels = choice.algo == "nvls" ? 0 : choice.channels;
+    out.nccl_channels = choice.algo == "ring" || choice.algo == "tree" ? choice.channels : 0;
+    out.nccl_options = choice.options.values();
+    out.nccl_estimate_us = choice.estimate_us;
     return out;
   }
   return run_simulation_as_given(config);

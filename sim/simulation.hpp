@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -173,6 +174,8 @@ struct SimulationResult {
   std::string nccl_algo;
   std::string nccl_proto;
   int nccl_channels = 0;
+  std::map<std::string, std::string> nccl_options;  // the options the chosen schedule ran with
+  double nccl_estimate_us = 0;  // NCCL's own estimate of the chosen pair (tuning.cc), us
   int ranks = 0;
   int chunks = 0;
   std::size_t rounds = 0;

@@ -57,6 +57,12 @@ std::string summary_json(const sim::SimulationConfig& c, const sim::SimulationRe
   j["schedule"] = {{"algorithm", r.algorithm}, {"ranks", r.ranks},
                    {"chunks", r.chunks},       {"rounds", r.rounds},
                    {"transfers", r.transfers}, {"straggler_aware", r.straggler_aware}};
+  if (!r.nccl_algo.empty()) {
+    j["schedule"]["nccl"] = {{"algo", r.nccl_algo},
+                             {"proto", r.nccl_proto},
+                             {"options", r.nccl_options},
+                             {"estimate_s", r.nccl_estimate_us * 1e-6}};
+  }
   nlohmann::json its = nlohmann::json::array();
   for (const sim::IterationSummary& it : r.iterations) {
     its.push_back({{"iteration", it.iteration},
@@ -115,6 +121,13 @@ std::string summary_table(const sim::SimulationConfig& c, const sim::SimulationR
      << c.topology.name << ": " << r.ranks << " ranks, " << format_bytes(c.size) << ", "
      << sim::to_string(c.network) << " model, " << r.rounds << " rounds, " << r.transfers
      << " transfers\n";
+  if (!r.nccl_algo.empty()) {
+    // What NCCL's own estimate picked (sim/nccl_tuner.hpp), which the run above is.
+    std::string options;
+    for (const auto& [k, v] : r.nccl_options) options += (options.empty() ? "" : " ") + k + "=" + v;
+    os << "NCCL's choice: " << r.nccl_algo << "/" << r.nccl_proto << " (" << options
+       << "; NCCL's estimate " << format_time(Seconds{r.nccl_estimate_us * 1e-6}) << ")\n";
+  }
   os << "delays: " << c.delays.describe() << "; prediction "
      << (c.adaptive_fallbacks.empty() ? std::string(sim::to_string(c.policy))
                                       : std::string("adaptive"))
