@@ -604,16 +604,22 @@ Workload load_point_workload(const ConfigNode& root, int n, const std::string& d
   sim::TrainingConfig t;
   const ConfigNode node = root.child("workload");
   if (node.is_map() && node.has("file")) {
+    // Each other key recorded (errors collected, reader.hpp); the file's errors follow this
+    // file's, all of them (load_workload).
+    bool keys_ok = true;
     for (const std::string& key : node.keys()) {
       if (key != "file") {
-        node.child(key).fail("a workload file takes no other keys (" + key +
-                             "): change the file, or give the workload inline");
+        keys_ok = collect([&] {
+          node.child(key).fail("a workload file takes no other keys (" + key +
+                               "): change the file, or give the workload inline");
+        }) && keys_ok;
       }
     }
     const ConfigReader job(node.child("file").as_input_file(dir, "workload file"));
     const ConfigNode top = job.root();
     top.require_map();
     load_workload(top.has("workload") ? top.child("workload") : top, t);
+    if (!keys_ok) throw ErrorsRecorded{};
   } else {
     load_workload(node, t);
   }
