@@ -1,10 +1,13 @@
 #include "gpu_backend/run_table.hpp"
 
 #include <cstdio>
+#include <optional>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
+#include "common/suggest.hpp"
 #include "schema/result_csv.hpp"
 
 namespace ssim::gpu {
@@ -113,11 +116,15 @@ std::string run_json(const RunJsonHeader& h, const std::vector<SizeRow>& rows) {
 void require_known_algorithm(const std::string& name, const std::string& extra) {
   if (name == extra) return;
   std::string names;
+  std::vector<std::string> known{extra};
   for (const alg::AlgorithmInfo& a : alg::algorithms()) {
     if (a.name == name) return;
     names += a.name + ", ";
+    known.push_back(a.name);
   }
-  throw InputError("unknown algorithm '" + name + "' (valid: " + names + extra + ")");
+  const std::optional<std::string> near = closest_name(name, known);
+  throw InputError("unknown algorithm '" + name + "' (" +
+                   (near ? "did you mean '" + *near + "'? " : "") + "valid: " + names + extra + ")");
 }
 
 }  // namespace ssim::gpu

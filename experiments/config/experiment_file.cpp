@@ -377,15 +377,8 @@ ExperimentAlgorithm load_algorithm_entry(const ConfigNode& item, bool collective
       const bool known = std::any_of(info->options.begin(), info->options.end(),
                                      [&](const alg::OptionSpec& s) { return s.name == key; });
       if (!known) {
-        std::string names;
-        for (const alg::OptionSpec& s : info->options)
-          names += (names.empty() ? "" : ", ") + s.name;
         // Recorded while errors are collected; the entry's other options are still read.
-        collect([&] {
-          opts->child(key).fail(
-              "algorithm " + info->name + " has no option '" + key + "' (" +
-              (names.empty() ? std::string("it takes no options") : "options: " + names) + ")");
-        });
+        collect([&] { opts->child(key).fail(alg::unknown_option_message(*info, info->name, key)); });
         continue;
       }
       a.options.set(key, opts->child(key).as_string());
