@@ -1,5 +1,6 @@
 #include "gpu_backend/run_table.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <vector>
@@ -122,9 +123,15 @@ void require_known_algorithm(const std::string& name, const std::string& extra) 
     names += a.name + ", ";
     known.push_back(a.name);
   }
+  // `extra` once: the registry has an nccl of its own beside stragglesim-gpu's.
+  if (std::find(known.begin() + 1, known.end(), extra) == known.end()) {
+    names += extra;
+  } else {
+    names.resize(names.size() - 2);  // the last ", "
+  }
   const std::optional<std::string> near = closest_name(name, known);
   throw InputError("unknown algorithm '" + name + "' (" +
-                   (near ? "did you mean '" + *near + "'? " : "") + "valid: " + names + extra + ")");
+                   (near ? "did you mean '" + *near + "'? " : "") + "valid: " + names + ")");
 }
 
 }  // namespace ssim::gpu
