@@ -61,6 +61,20 @@ const AlgorithmInfo& find_algorithm(std::string_view name) {
                    (near ? "did you mean '" + *near + "'? " : "") + "valid: " + names + ")");
 }
 
+std::string unknown_option_message(const AlgorithmInfo& info, const std::string& shown,
+                                   const std::string& key) {
+  std::vector<std::string> names;
+  std::string list;
+  for (const OptionSpec& spec : info.options) {
+    names.push_back(spec.name);
+    list += (list.empty() ? "" : ", ") + spec.name;
+  }
+  if (list.empty()) return "algorithm " + shown + " has no option '" + key + "' (it takes no options)";
+  const std::optional<std::string> near = closest_name(key, names);
+  return "algorithm " + shown + " has no option '" + key + "' (" +
+         (near ? "did you mean '" + *near + "'? " : "") + "options: " + list + ")";
+}
+
 GeneratedRounds generate_rounds(std::string_view name, int ranks, const Options& options) {
   const AlgorithmInfo& info = find_algorithm(name);
   if (!info.supports_ranks(ranks)) {
@@ -74,10 +88,7 @@ GeneratedRounds generate_rounds(std::string_view name, int ranks, const Options&
       known = known || spec.name == key;
       list += (list.empty() ? "" : ", ") + spec.name;
     }
-    if (!known) {
-      throw InputError("algorithm " + info.name + " has no option '" + key + "' (" +
-                       (list.empty() ? std::string("it takes no options") : "options: " + list) + ")");
-    }
+    if (!known) throw InputError(unknown_option_message(info, info.name, key));
   }
   GeneratedRounds g = info.rounds(ranks, options);
   g.header.algorithm = info.name;

@@ -104,6 +104,10 @@ struct AlgorithmInfo {
 const std::vector<AlgorithmInfo>& algorithms();
 // Throws InputError listing the valid names.
 const AlgorithmInfo& find_algorithm(std::string_view name);
+// "algorithm NAME has no option 'KEY' (did you mean 'K'? options: ...)", the suggestion when one
+// of the algorithm's options is close (common/suggest.hpp); `shown` is the name as written.
+std::string unknown_option_message(const AlgorithmInfo& info, const std::string& shown,
+                                   const std::string& key);
 // Validates ranks and option names and records the options in the header's metadata; the
 // rounds come on demand from the returned stream.
 GeneratedRounds generate_rounds(std::string_view name, int ranks, const Options& options);

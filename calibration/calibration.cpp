@@ -16,6 +16,7 @@
 #include "common/csv.hpp"
 #include "common/error.hpp"
 #include "common/stats.hpp"
+#include "common/suggest.hpp"
 #include "common/text.hpp"
 
 namespace ssim::calib {
@@ -565,6 +566,23 @@ std::vector<MeasuredRun> read_measured_runs(std::istream& in, std::string_view n
   return runs;
 }
 
+namespace {
+
+// "unknown algorithm 'NAME' (did you mean 'N'? valid: ...)", the suggestion when a name is close.
+std::string unknown_algorithm(const std::string& algorithm) {
+  std::string names;
+  std::vector<std::string> known;
+  for (const alg::AlgorithmInfo& a : alg::algorithms()) {
+    names += (names.empty() ? "" : ", ") + a.name;
+    known.push_back(a.name);
+  }
+  const std::optional<std::string> near = closest_name(algorithm, known);
+  return "unknown algorithm '" + algorithm + "' (" +
+         (near ? "did you mean '" + *near + "'? " : "") + "valid: " + names + ")";
+}
+
+}  // namespace
+
 Calibration calibrate(std::istream& in, std::string_view name, const CalibrationOptions& options) {
   check_bounds(options);
   const std::string text(std::istreambuf_iterator<char>(in), {});
@@ -572,10 +590,7 @@ Calibration calibrate(std::istream& in, std::string_view name, const Calibration
     const std::string algorithm = options.algorithm.value_or("ring");
     const alg::AlgorithmInfo* info = lookup(algorithm);
     if (info == nullptr) {
-      std::string names;
-      for (const alg::AlgorithmInfo& a : alg::algorithms())
-        names += (names.empty() ? "" : ", ") + a.name;
-      throw InputError("--algorithm: unknown algorithm '" + algorithm + "' (valid: " + names + ")");
+      throw InputError("--algorithm: " + unknown_algorithm(algorithm));
     }
     if (info->name == "nccl") {
       throw InputError(
@@ -625,23 +640,13 @@ void add_stated_option(StatedOptions& stated, std::string_view text, std::string
   const std::string value(text.substr(eq + 1));
   const alg::AlgorithmInfo* info = lookup(algorithm);
   if (info == nullptr) {
-    std::string names;
-    for (const alg::AlgorithmInfo& a : alg::algorithms())
-      names += (names.empty() ? "" : ", ") + a.name;
-    fail("unknown algorithm '" + algorithm + "' (valid: " + names + ")");
+    fail(unknown_algorithm(algorithm));
   }
   if (key == "straggler")
     fail("the straggler comes from the rows' straggler column (n-1 when it is empty)");
-  std::string list;
-  bool known = false;
-  for (const alg::OptionSpec& spec : info->options) {
-    known = known || spec.name == key;
-    list += (list.empty() ? "" : ", ") + spec.name;
-  }
-  if (!known) {
-    fail("algorithm " + algorithm + " has no option '" + key + "' (" +
-         (list.empty() ? std::string("it takes no options") : "options: " + list) + ")");
-  }
+  const bool known = std::any_of(info->options.begin(), info->options.end(),
+                                 [&key](const alg::OptionSpec& spec) { return spec.name == key; });
+  if (!known) fail(alg::unknown_option_message(*info, algorithm, key));
   if (value.empty() || value.find(';') != std::string::npos)
     fail("the value must be non-empty and hold no ';'");
   if (!stated[algorithm].emplace(key, value).second)

@@ -197,6 +197,7 @@ class XAxis:
         # Positions in SI units; the tick labels are the values as written, units included.
         unit = axis["unit"]
         self.positions = list(numeric)
+        self.values = list(numeric)  # the positions, until drawn evenly spaced (columns())
         self.scale, self.linthresh = value_scale(self.positions, X_DECADE_RATIO)
         self.base = 2 if unit == "B" or (unit == "" and all(float(v).is_integer() for v in numeric)) else 10
 
@@ -232,6 +233,36 @@ class XAxis:
             half_in = max(len(self.labels[kept[0]]), len(self.labels[kept[-1]])) * FONT_PT * 0.62 / 72 / 2
             ax.margins(x=min(0.25, (half_in + 0.02) / max(width_in, 0.5)))
         return LINE_IN
+
+    def labels_fit(self, width_in):
+        """Whether every value gets its tick label in a panel `width_in` wide (side by side or
+        upright)."""
+        n = len(self.positions)
+        return len(self.fitting_labels(width_in)) == n or len(self.fitting_labels(width_in, upright=True)) == n
+
+    def columns(self, count):
+        """The columns of a figure of `count` panels over this axis in which every swept value
+        gets its tick label: the layout's own when they fit, else fewer (wider panels, at most
+        one empty cell). Where no width fits them as they lie (a dense stretch of a log axis:
+        1.5ms, 2ms, ..., 4ms among 0..20ms), the values are drawn evenly spaced, in order (the
+        axis title says so), at the most columns that fit; where even that fails, the layout's
+        own columns, labelling as many values as fit."""
+        most = LAYOUT[count][1]
+        if not self.numeric:
+            return most
+        fitting = [c for c in range(most, 0, -1) if c * math.ceil(count / c) - count <= 1]
+        for cols in fitting:
+            if self.labels_fit(panel_width(cols)):
+                return cols
+        scaled = (self.positions, self.scale, self.linthresh, self.title)
+        self.positions = list(range(len(self.positions)))
+        self.scale, self.linthresh = "linear", None
+        self.title = f"{scaled[3]} (evenly spaced)"
+        for cols in fitting:
+            if self.labels_fit(panel_width(cols)):
+                return cols
+        self.positions, self.scale, self.linthresh, self.title = scaled
+        return most
 
     def label_at(self, x):
         for p, label in zip(self.positions, self.labels):
@@ -279,14 +310,19 @@ class XAxis:
 
         n = len(ts)
         inner = range(1, n - 1)
-        order = [0, n - 1] + [i for i in inner if round_value(self.positions[i])] + \
-            [i for i in inner if not round_value(self.positions[i]) and one_two_five(self.positions[i])] + \
-            [i for i in inner if not round_value(self.positions[i]) and not one_two_five(self.positions[i])]
+        order = [0, n - 1] + [i for i in inner if round_value(self.values[i])] + \
+            [i for i in inner if not round_value(self.values[i]) and one_two_five(self.values[i])] + \
+            [i for i in inner if not round_value(self.values[i]) and not one_two_five(self.values[i])]
         kept = []
         for i in order:
             if i not in kept and all(clears(i, j) for j in kept):
                 kept.append(i)
         return sorted(kept)
+
+
+def panel_width(cols):
+    """The width of one panel of a figure with `cols` columns (Figure)."""
+    return (ONE_COLUMN_IN if cols == 1 else TWO_COLUMNS_IN) / cols
 
 
 def value_scale(values, ratio=10):
@@ -410,11 +446,13 @@ class Figure:
     when the grid has one, else above the panels). Panel positions are computed in inches from
     the font size, the tick labels and the title lines (no tight_layout pass)."""
 
-    def __init__(self, count, title, notes, legend_entries, sharey=True, right_in=0.12, panel_h=None):
+    def __init__(self, count, title, notes, legend_entries, sharey=True, right_in=0.12, panel_h=None, cols=None):
         self.rows, self.cols = LAYOUT[count]
+        if cols is not None and cols < self.cols:  # wider panels (XAxis.columns)
+            self.rows, self.cols = math.ceil(count / cols), cols
         self.count = count
         self.width = ONE_COLUMN_IN if self.cols == 1 else TWO_COLUMNS_IN
-        self.panel_w = self.width / self.cols
+        self.panel_w = panel_width(self.cols)
         self.header = textwrap.wrap(title, int(self.width / ((FONT_PT + 1) / FONT_PT * CHAR_IN * 1.05)))
         self.notes = [line for note in notes for line in textwrap.wrap(note, int(self.width / (CHAR_IN * 0.95)))]
         self.title_chars = max(int((self.panel_w - 0.2) / CHAR_IN), 12)
@@ -633,6 +671,7 @@ def plot_per_axis(data, axis_index, formats, out_dir, kind, skipped):
     same = coinciding(series, scale, lo, hi)
     written = []
     for page, shown in enumerate(pages):
+        cols = x.columns(len(shown))  # every swept value labelled (may space them evenly)
         if kind == "speedup":
             notes = [f"y: mean {data.baseline} time / mean time ({data.metric} time)."]
             notes.append(data.uncertainty_note("shaded" if x.numeric else "error bars"))
@@ -643,7 +682,7 @@ def plot_per_axis(data, axis_index, formats, out_dir, kind, skipped):
             title = f"{data.name}: {data.metric} time vs {x.title}"
             legend = list(labels)
         notes += same
-        fig = Figure(len(shown), page_title(title, page, len(pages)), notes, legend)
+        fig = Figure(len(shown), page_title(title, page, len(pages)), notes, legend, cols=cols)
         all_y = []
         handles = {}
         dodge = 0.5 / max(len(labels), 1)

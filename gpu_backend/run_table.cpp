@@ -1,10 +1,14 @@
 #include "gpu_backend/run_table.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <optional>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
+#include "common/suggest.hpp"
 #include "schema/result_csv.hpp"
 
 namespace ssim::gpu {
@@ -113,11 +117,21 @@ std::string run_json(const RunJsonHeader& h, const std::vector<SizeRow>& rows) {
 void require_known_algorithm(const std::string& name, const std::string& extra) {
   if (name == extra) return;
   std::string names;
+  std::vector<std::string> known{extra};
   for (const alg::AlgorithmInfo& a : alg::algorithms()) {
     if (a.name == name) return;
     names += a.name + ", ";
+    known.push_back(a.name);
   }
-  throw InputError("unknown algorithm '" + name + "' (valid: " + names + extra + ")");
+  // `extra` once: the registry has an nccl of its own beside stragglesim-gpu's.
+  if (std::find(known.begin() + 1, known.end(), extra) == known.end()) {
+    names += extra;
+  } else {
+    names.resize(names.size() - 2);  // the last ", "
+  }
+  const std::optional<std::string> near = closest_name(name, known);
+  throw InputError("unknown algorithm '" + name + "' (" +
+                   (near ? "did you mean '" + *near + "'? " : "") + "valid: " + names + ")");
 }
 
 }  // namespace ssim::gpu

@@ -178,10 +178,14 @@ std::vector<std::string> advise_policies(const AdviseArgs& a) {
   const std::vector<std::string> policies = split_list("--policy", a.policy);
   for (std::size_t i = 0; i < policies.size(); ++i) {
     const std::string& p = policies[i];
-    if (p != "oracle" && p != "fixed" && p != "previous" && p != "adaptive" && p != "eager")
-      throw UsageError("--policy: unknown policy '" + p +
-                       "' (allowed: oracle, fixed, previous, adaptive, eager, or several "
-                       "separated by commas)");
+    if (p != "oracle" && p != "fixed" && p != "previous" && p != "adaptive" && p != "eager") {
+      const std::optional<std::string> near =
+          closest_name(p, {"oracle", "fixed", "previous", "adaptive", "eager"});
+      throw UsageError("--policy: unknown policy '" + p + "' (" +
+                       (near ? "did you mean '" + *near + "'? " : "") +
+                       "allowed: oracle, fixed, previous, adaptive, eager, or several separated "
+                       "by commas)");
+    }
     if (std::find(policies.begin(), policies.begin() + static_cast<std::ptrdiff_t>(i), p) !=
         policies.begin() + static_cast<std::ptrdiff_t>(i))
       throw UsageError("--policy: " + p + " is listed twice");
@@ -222,6 +226,13 @@ std::vector<std::string> advise_candidates(const AdviseArgs& a,
   }
   std::vector<std::string> algs =
       a.algorithms.empty() ? std::vector<std::string>() : split_list("--algorithms", a.algorithms);
+  for (const std::string& name : algs) {
+    try {
+      (void)alg::find_algorithm(name);  // named by the flag, with "did you mean"
+    } catch (const InputError& e) {
+      throw InputError(std::string("--algorithms: ") + e.what());
+    }
+  }
   if (algs.empty()) {
     // Algorithms that reduce in a switch only where the topology's switch reduces; asked for
     // by name, they are checked like any experiment's.

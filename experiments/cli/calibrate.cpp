@@ -186,22 +186,47 @@ struct ValidationModel {
   std::string gamma_from;
 };
 
-ValidationModel load_validation_model(const ConfigReader& reader, const std::string& gamma_flag) {
-  ValidationModel m{load_topology(reader.root(), reader.directory()), SecondsPerByte{0.0}, ""};
-  if (!gamma_flag.empty()) {
-    try {
-      m.gamma = parse_seconds_per_byte(gamma_flag);
-    } catch (const InputError& e) {
-      throw InputError(std::string("--gamma: ") + e.what());
-    }
-    m.gamma_from = "--gamma";
-  } else if (const auto recorded = load_calibrated_gamma(reader.root())) {
-    m.gamma = *recorded;
-    m.gamma_from = "the topology's provenance";
-  } else {
-    m.gamma_from = "default";
+// Whether provenance.gamma (if any) reads as text: when it does not, the topology's loader
+// has reported it, and the reduce cost's check would only say it again.
+bool gamma_text_ok(const ConfigNode& root) {
+  const FirstErrorScope first;
+  try {
+    const std::optional<ConfigNode> p = root.maybe("provenance");
+    if (p && p->is_map() && p->has("gamma")) p->child("gamma").as_string();
+    return true;
+  } catch (const InputError&) {
+    return false;
   }
-  return m;
+}
+
+ValidationModel load_validation_model(const ConfigReader& reader, const std::string& gamma_flag) {
+  // The topology's errors and those of its provenance.gamma at once (reader.hpp).
+  return all_errors([&] {
+    ValidationModel m{topo::Topology{}, SecondsPerByte{0.0}, ""};
+    const bool topology_ok =
+        collect([&] { m.topology = load_topology(reader.root(), reader.directory()); });
+    if (!gamma_flag.empty()) {
+      try {
+        m.gamma = parse_seconds_per_byte(gamma_flag);
+      } catch (const InputError& e) {
+        throw InputError(std::string("--gamma: ") + e.what());
+      }
+      m.gamma_from = "--gamma";
+      return m;
+    }
+    std::optional<SecondsPerByte> recorded;
+    collect([&] {
+      if (topology_ok || gamma_text_ok(reader.root()))
+        recorded = load_calibrated_gamma(reader.root());
+    });
+    if (recorded) {
+      m.gamma = *recorded;
+      m.gamma_from = "the topology's provenance";
+    } else {
+      m.gamma_from = "default";
+    }
+    return m;
+  });
 }
 
 struct CalibrateArgs {

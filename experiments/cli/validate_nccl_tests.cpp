@@ -30,12 +30,11 @@ std::string fixed(const char* format, double v) {
 }
 
 const alg::AlgorithmInfo& log_algorithm(const std::string& name) {
-  std::string valid;
-  for (const alg::AlgorithmInfo& a : alg::algorithms()) {
-    if (a.name == name) return a;
-    valid += (valid.empty() ? "" : ", ") + a.name;
+  try {
+    return alg::find_algorithm(name);  // "did you mean" for a near miss
+  } catch (const InputError& e) {
+    throw InputError(std::string("--algorithm: ") + e.what());
   }
-  throw InputError("--algorithm: unknown algorithm '" + name + "' (valid: " + valid + ")");
 }
 
 // One compared size.

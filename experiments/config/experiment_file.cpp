@@ -377,15 +377,8 @@ ExperimentAlgorithm load_algorithm_entry(const ConfigNode& item, bool collective
       const bool known = std::any_of(info->options.begin(), info->options.end(),
                                      [&](const alg::OptionSpec& s) { return s.name == key; });
       if (!known) {
-        std::string names;
-        for (const alg::OptionSpec& s : info->options)
-          names += (names.empty() ? "" : ", ") + s.name;
         // Recorded while errors are collected; the entry's other options are still read.
-        collect([&] {
-          opts->child(key).fail(
-              "algorithm " + info->name + " has no option '" + key + "' (" +
-              (names.empty() ? std::string("it takes no options") : "options: " + names) + ")");
-        });
+        collect([&] { opts->child(key).fail(alg::unknown_option_message(*info, info->name, key)); });
         continue;
       }
       a.options.set(key, opts->child(key).as_string());
@@ -604,16 +597,22 @@ Workload load_point_workload(const ConfigNode& root, int n, const std::string& d
   sim::TrainingConfig t;
   const ConfigNode node = root.child("workload");
   if (node.is_map() && node.has("file")) {
+    // Each other key recorded (errors collected, reader.hpp); the file's errors follow this
+    // file's, all of them (load_workload).
+    bool keys_ok = true;
     for (const std::string& key : node.keys()) {
       if (key != "file") {
-        node.child(key).fail("a workload file takes no other keys (" + key +
-                             "): change the file, or give the workload inline");
+        keys_ok = collect([&] {
+          node.child(key).fail("a workload file takes no other keys (" + key +
+                               "): change the file, or give the workload inline");
+        }) && keys_ok;
       }
     }
     const ConfigReader job(node.child("file").as_input_file(dir, "workload file"));
     const ConfigNode top = job.root();
     top.require_map();
     load_workload(top.has("workload") ? top.child("workload") : top, t);
+    if (!keys_ok) throw ErrorsRecorded{};
   } else {
     load_workload(node, t);
   }

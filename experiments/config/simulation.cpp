@@ -32,10 +32,7 @@ alg::Options load_algorithm_options(const alg::AlgorithmInfo& info, int ranks,
       const bool known = std::any_of(info.options.begin(), info.options.end(),
                                      [&](const alg::OptionSpec& s) { return s.name == key; });
       if (!known) {
-        std::string list;
-        for (const alg::OptionSpec& s : info.options) list += (list.empty() ? "" : ", ") + s.name;
-        v.fail("algorithm " + info.name + " has no option '" + key + "' (" +
-               (list.empty() ? std::string("it takes no options") : "options: " + list) + ")");
+        v.fail(alg::unknown_option_message(info, info.name, key));
       }
       if (key == "straggler") v.as_int(0, ranks - 1);
       options.set(key, v.as_string());

@@ -1,5 +1,6 @@
 #include <filesystem>
 #include <optional>
+#include <set>
 
 #include "common/error.hpp"
 #include "common/suggest.hpp"
@@ -56,57 +57,119 @@ void reduce_switches(topo::Topology& t, const std::string& link_class,
   }
 }
 
+// Each node and each link on its own (errors collected, reader.hpp): a node with an error is
+// left out, and so is a link with one. A link to a node that had an error (or to any name,
+// when a node's name itself could not be read) is not reported a second time as unknown.
 topo::Topology load_custom(const ConfigNode& node) {
   topo::Topology t;
-  for (const ConfigNode& n : node.child("nodes").items()) {
-    n.allow_only({"name", "type", "reduce"});
-    const std::string name = n.get_string("name");
-    if (t.find_vertex(name) >= 0) n.child("name").fail("duplicate node name '" + name + "'");
-    if (n.get_choice("type", {"gpu", "switch"}, "gpu") == "gpu") {
-      if (n.has("reduce")) {
-        n.child("reduce").fail("reduce on GPU node '" + name +
-                               "': only a switch (type: switch) can reduce");
+  std::set<std::string> failed_names;  // nodes with an error, not added to t
+  bool nameless_failed = false;        // a node whose name could not be read
+  const bool nodes_ok = collect([&] {
+    bool all = true;
+    const std::vector<ConfigNode> nodes = [&] {
+      try {
+        return node.child("nodes").items();
+      } catch (...) {
+        nameless_failed = true;
+        throw;
       }
-      t.add_gpu(name);
-    } else {
-      const int v = t.add_switch(name);
-      if (n.has("reduce")) {
-        const ConfigNode r = n.child("reduce");
-        const topo::SwitchReduction red = parse_reduce(r);
-        try {
-          t.set_switch_reduction(v, red);
-        } catch (const InputError& e) {
-          r.fail(e.what());
+    }();
+    for (const ConfigNode& n : nodes) {
+      std::optional<std::string> name;
+      bool gpu = true;
+      std::optional<topo::SwitchReduction> red;
+      bool ok = collect([&] {
+        n.allow_only({"name", "type", "reduce"});
+        name = n.get_string("name");
+        if (t.find_vertex(*name) >= 0 || failed_names.count(*name) > 0)
+          n.child("name").fail("duplicate node name '" + *name + "'");
+      });
+      if (!name) nameless_failed = true;
+      const bool type_ok =
+          collect([&] { gpu = n.get_choice("type", {"gpu", "switch"}, "gpu") == "gpu"; });
+      ok = ok && type_ok;
+      if (type_ok) {
+        ok = collect([&] {
+               if (!n.has("reduce")) return;
+               const ConfigNode r = n.child("reduce");
+               if (gpu) {
+                 r.fail("reduce on GPU node '" + name.value_or("") +
+                        "': only a switch (type: switch) can reduce");
+               }
+               red = parse_reduce(r);
+             }) &&
+             ok;
+      }
+      if (!ok) {
+        if (name) failed_names.insert(*name);
+        all = false;
+        continue;
+      }
+      if (gpu) {
+        t.add_gpu(*name);
+      } else {
+        const int s = t.add_switch(*name);
+        if (red) {
+          const ConfigNode r = n.child("reduce");
+          if (!collect([&] {
+                try {
+                  t.set_switch_reduction(s, *red);
+                } catch (const InputError& e) {
+                  r.fail(e.what());
+                }
+              })) {
+            all = false;
+          }
         }
       }
     }
-  }
-  if (t.gpu_count() < 2) node.child("nodes").fail("a custom topology needs at least 2 GPUs");
-  if (t.gpu_count() > kMaxRanks) {
-    node.child("nodes").fail("a custom topology of " + std::to_string(t.gpu_count()) +
-                             " GPUs: at most " + std::to_string(kMaxRanks) +
-                             ", as for every topology");
-  }
-  for (const ConfigNode& l : node.child("links").items()) {
-    l.allow_only({"from", "to", "bandwidth", "latency", "class", "duplex"});
-    auto endpoint = [&](const char* key) {
-      const ConfigNode e = l.child(key);
-      const int v = t.find_vertex(e.as_string());
-      if (v < 0) e.fail("unknown node '" + e.as_string() + "' (declare it under nodes)");
-      return v;
-    };
-    const int from = endpoint("from");
-    const int to = endpoint("to");
-    if (from == to) l.child("to").fail("a link must join two different nodes");
-    const BytesPerSecond bw = l.get_bandwidth("bandwidth");
-    const Seconds lat = l.get_time("latency");
-    const std::string cls = l.get_string("class", "");
-    if (l.get_bool("duplex", true)) {
-      t.add_duplex_link(from, to, bw, lat, cls);
-    } else {
-      t.add_link(from, to, bw, lat, cls);
+    if (!all) throw ErrorsRecorded{};
+    if (t.gpu_count() < 2) node.child("nodes").fail("a custom topology needs at least 2 GPUs");
+    if (t.gpu_count() > kMaxRanks) {
+      node.child("nodes").fail("a custom topology of " + std::to_string(t.gpu_count()) +
+                               " GPUs: at most " + std::to_string(kMaxRanks) +
+                               ", as for every topology");
     }
-  }
+  });
+  collect([&] {
+    for (const ConfigNode& l : node.child("links").items()) {
+      collect([&] {
+        l.allow_only({"from", "to", "bandwidth", "latency", "class", "duplex"});
+        Values v;
+        auto endpoint = [&](const char* key) {
+          return v([&] {
+            const ConfigNode e = l.child(key);
+            const std::string name = e.as_string();
+            const int vertex = t.find_vertex(name);
+            if (vertex < 0) {
+              // Its node's error is reported already.
+              if (nameless_failed || failed_names.count(name) > 0) throw ErrorsRecorded{};
+              e.fail("unknown node '" + name + "' (declare it under nodes)");
+            }
+            return vertex;
+          });
+        };
+        const int from = endpoint("from");
+        const int to = endpoint("to");
+        const bool ends_ok = v.ok();
+        v([&] {
+          if (ends_ok && from == to) l.child("to").fail("a link must join two different nodes");
+          return 0;
+        });
+        const BytesPerSecond bw = v([&] { return l.get_bandwidth("bandwidth"); });
+        const Seconds lat = v([&] { return l.get_time("latency"); });
+        const std::string cls = v([&] { return l.get_string("class", ""); });
+        const bool duplex = v([&] { return l.get_bool("duplex", true); });
+        v.done();
+        if (!nodes_ok) return;  // t lacks the nodes that failed; nothing of it is used
+        if (duplex) {
+          t.add_duplex_link(from, to, bw, lat, cls);
+        } else {
+          t.add_link(from, to, bw, lat, cls);
+        }
+      });
+    }
+  });
   t.name = "custom(" + std::to_string(t.gpu_count()) + " GPUs)";
   return t;
 }
@@ -141,144 +204,148 @@ topo::Topology load_inline(const ConfigNode& node) {
                               "custom (a switch node))");
   }
   topo::Topology t;
-  if (kind == "switch" || kind == "fully_connected" || kind == "ring") {
-    if (kind == "switch") {
-      allow({"ranks", "bandwidth", "latency", "reduce"});
-    } else {
-      allow({"ranks", "bandwidth", "latency"});
-    }
-    // Each value on its own (errors collected); the generator needs them all.
-    Values v;
-    const int ranks =
-        v([&] { return static_cast<int>(node.get_int("ranks", std::nullopt, 2, kMaxRanks)); });
-    const BytesPerSecond bw = v([&] { return node.get_bandwidth("bandwidth"); });
-    const Seconds lat = v([&] { return node.get_time("latency"); });
-    v.done();
-    t = generate_at(node, [&] {
-      if (kind == "switch") return topo::make_switch({.ranks = ranks, .bandwidth = bw, .latency = lat});
-      if (kind == "ring") return topo::make_ring({.ranks = ranks, .bandwidth = bw, .latency = lat});
-      return topo::make_fully_connected({.ranks = ranks, .bandwidth = bw, .latency = lat});
-    });
-    if (node.has("reduce")) {
-      const ConfigNode r = node.child("reduce");
-      reduce_switches(t, "nvlink", parse_reduce(r), r);
-    }
-  } else if (kind == "torus2d" || kind == "torus3d") {
-    const bool three = kind == "torus3d";
-    if (three) {
-      allow({"x", "y", "z", "bandwidth", "latency"});
-    } else {
-      allow({"x", "y", "bandwidth", "latency"});
-    }
-    Values v;
-    const int x =
-        v([&] { return static_cast<int>(node.get_int("x", std::nullopt, 1, kMaxRanks)); });
-    const int y =
-        v([&] { return static_cast<int>(node.get_int("y", std::nullopt, 1, kMaxRanks)); });
-    const int z =
-        three ? v([&] { return static_cast<int>(node.get_int("z", std::nullopt, 1, kMaxRanks)); })
-              : 1;
-    const BytesPerSecond bw = v([&] { return node.get_bandwidth("bandwidth"); });
-    const Seconds lat = v([&] { return node.get_time("latency"); });
-    v.done();
-    t = generate_at(node, [&] {
-      if (three) return topo::make_torus3d({.x = x, .y = y, .z = z, .bandwidth = bw, .latency = lat});
-      return topo::make_torus2d({.x = x, .y = y, .bandwidth = bw, .latency = lat});
-    });
-  } else if (kind == "fat_tree") {
-    allow({"k", "tiers", "bandwidth", "latency", "oversubscription", "ranks"});
-    topo::FatTreeParams p;
-    Values v;
-    p.k = v([&] { return static_cast<int>(node.get_int("k", std::nullopt, 2, 362)); });
-    p.tiers = v([&] { return static_cast<int>(node.get_int("tiers", 3, 2, 3)); });
-    p.bandwidth = v([&] { return node.get_bandwidth("bandwidth"); });
-    p.latency = v([&] { return node.get_time("latency"); });
-    p.oversubscription = v([&] { return node.get_double("oversubscription", 1.0, 1.0, 1e6); });
-    p.ranks = v([&] { return static_cast<int>(node.get_int("ranks", 0, 0, kMaxRanks)); });
-    v.done();
-    t = generate_at(node, [&] { return topo::make_fat_tree(p); });
-  } else if (kind == "hierarchical") {
-    allow({"nodes", "gpus_per_node", "nvlink", "nic", "fabric"});
-    topo::HierarchicalParams p;
-    // Each value on its own (errors collected); the fabric's defaults are the NIC's values.
-    Values v;
-    p.nodes =
-        v([&] { return static_cast<int>(node.get_int("nodes", std::nullopt, 1, kMaxRanks)); });
-    p.gpus_per_node =
-        v([&] { return static_cast<int>(node.get_int("gpus_per_node", std::nullopt, 1, 1024)); });
-    const ConfigNode nv = node.child("nvlink");
-    nv.allow_only({"bandwidth", "latency", "reduce"});
-    p.nvlink_bandwidth = v([&] { return nv.get_bandwidth("bandwidth"); });
-    p.nvlink_latency = v([&] { return nv.get_time("latency"); });
-    const ConfigNode nic = node.child("nic");
-    nic.allow_only({"bandwidth", "latency"});
-    Values nic_values;
-    p.nic_bandwidth = nic_values([&] { return nic.get_bandwidth("bandwidth"); });
-    p.nic_latency = nic_values([&] { return nic.get_time("latency"); });
-    const ConfigNode fab = node.child("fabric");
-    fab.allow_only({"kind", "spines", "bandwidth", "latency", "nodes_per_leaf", "reduce"});
-    p.fabric = v([&] {
-      return fab.get_choice("kind", {"leaf_spine", "rail_optimized"}) == "leaf_spine"
-                 ? topo::FabricKind::leaf_spine
-                 : topo::FabricKind::rail_optimized;
-    });
-    p.spines = v([&] { return static_cast<int>(fab.get_int("spines", 1, 0, 4096)); });
-    if (nic_values.ok()) {
-      p.spine_bandwidth = v([&] { return fab.get_bandwidth("bandwidth", p.nic_bandwidth); });
-      p.spine_latency = v([&] { return fab.get_time("latency", p.nic_latency); });
-    }
-    p.nodes_per_leaf =
-        v([&] { return static_cast<int>(fab.get_int("nodes_per_leaf", 1, 1, kMaxRanks)); });
-    nic_values.done();
-    v.done();
-    t = generate_at(node, [&] { return topo::make_hierarchical(p); });
-    // NVLS: the NVSwitch of each node; SHARP/CollNet: the switches the NICs plug into.
-    if (nv.has("reduce")) {
-      const ConfigNode r = nv.child("reduce");
-      reduce_switches(t, "nvlink", parse_reduce(r), r);
-    }
-    if (fab.has("reduce")) {
-      const ConfigNode r = fab.child("reduce");
-      reduce_switches(t, "nic", parse_reduce(r), r);
-    }
-  } else if (kind == "shared_device") {
-    allow({"ranks", "memory_bandwidth", "copy_latency", "apply_latency", "launch_time",
-           "copy_factor", "reduce_factor", "apply_copy_factor", "unaligned_factor",
-           "operation_bandwidth"});
-    topo::SharedDeviceParams p;
-    Values v;
-    p.ranks =
-        v([&] { return static_cast<int>(node.get_int("ranks", std::nullopt, 2, kMaxRanks)); });
-    p.device.memory_bandwidth = v([&] { return node.get_bandwidth("memory_bandwidth"); });
-    p.device.copy_latency = v([&] { return node.get_time("copy_latency"); });
-    p.device.apply_latency = v([&] { return node.get_time("apply_latency"); });
-    p.device.launch_time = v([&] { return node.get_time("launch_time", Seconds{0.0}); });
-    // Bytes of memory traffic per byte: 0 (no such copy) or in [kMinDeviceFactor, 1000]; a
-    // tiny positive factor would make the memory link's bandwidth (memory_bandwidth /
-    // copy_factor) infinite.
-    auto factor = [&node](const char* key, double fallback) {
-      const double v = node.get_double(key, fallback, 0.0, 1000.0);
-      if (v != 0 && v < topo::kMinDeviceFactor) {
-        node.child(key).fail(std::string(key) + " must be 0 (no such copy) or in [0.001, 1000]");
+  // The kind's own keys, then (errors collected, reader.hpp) the common ones whatever they
+  // gave: a misspelled bandwidth does not hide an error in the provenance.
+  const bool generated = collect([&] {
+    if (kind == "switch" || kind == "fully_connected" || kind == "ring") {
+      if (kind == "switch") {
+        allow({"ranks", "bandwidth", "latency", "reduce"});
+      } else {
+        allow({"ranks", "bandwidth", "latency"});
       }
-      return v;
-    };
-    p.device.copy_factor = v([&] { return factor("copy_factor", 2.0); });
-    p.device.reduce_factor = v([&] { return factor("reduce_factor", 3.0); });
-    p.device.apply_copy_factor = v([&] { return factor("apply_copy_factor", 2.0); });
-    p.device.unaligned_factor =
-        v([&] { return node.get_double("unaligned_factor", 1.0, 1.0, 100.0); });
-    v([&] {
-      if (node.has("operation_bandwidth"))
-        p.device.operation_bandwidth = node.get_bandwidth("operation_bandwidth");
-      return 0;
-    });
-    v.done();
-    t = generate_at(node, [&] { return topo::make_shared_device(p); });
-  } else {
-    allow({"nodes", "links"});
-    t = load_custom(node);
-  }
+      // Each value on its own (errors collected); the generator needs them all.
+      Values v;
+      const int ranks =
+          v([&] { return static_cast<int>(node.get_int("ranks", std::nullopt, 2, kMaxRanks)); });
+      const BytesPerSecond bw = v([&] { return node.get_bandwidth("bandwidth"); });
+      const Seconds lat = v([&] { return node.get_time("latency"); });
+      v.done();
+      t = generate_at(node, [&] {
+        if (kind == "switch") return topo::make_switch({.ranks = ranks, .bandwidth = bw, .latency = lat});
+        if (kind == "ring") return topo::make_ring({.ranks = ranks, .bandwidth = bw, .latency = lat});
+        return topo::make_fully_connected({.ranks = ranks, .bandwidth = bw, .latency = lat});
+      });
+      if (node.has("reduce")) {
+        const ConfigNode r = node.child("reduce");
+        reduce_switches(t, "nvlink", parse_reduce(r), r);
+      }
+    } else if (kind == "torus2d" || kind == "torus3d") {
+      const bool three = kind == "torus3d";
+      if (three) {
+        allow({"x", "y", "z", "bandwidth", "latency"});
+      } else {
+        allow({"x", "y", "bandwidth", "latency"});
+      }
+      Values v;
+      const int x =
+          v([&] { return static_cast<int>(node.get_int("x", std::nullopt, 1, kMaxRanks)); });
+      const int y =
+          v([&] { return static_cast<int>(node.get_int("y", std::nullopt, 1, kMaxRanks)); });
+      const int z =
+          three ? v([&] { return static_cast<int>(node.get_int("z", std::nullopt, 1, kMaxRanks)); })
+                : 1;
+      const BytesPerSecond bw = v([&] { return node.get_bandwidth("bandwidth"); });
+      const Seconds lat = v([&] { return node.get_time("latency"); });
+      v.done();
+      t = generate_at(node, [&] {
+        if (three) return topo::make_torus3d({.x = x, .y = y, .z = z, .bandwidth = bw, .latency = lat});
+        return topo::make_torus2d({.x = x, .y = y, .bandwidth = bw, .latency = lat});
+      });
+    } else if (kind == "fat_tree") {
+      allow({"k", "tiers", "bandwidth", "latency", "oversubscription", "ranks"});
+      topo::FatTreeParams p;
+      Values v;
+      p.k = v([&] { return static_cast<int>(node.get_int("k", std::nullopt, 2, 362)); });
+      p.tiers = v([&] { return static_cast<int>(node.get_int("tiers", 3, 2, 3)); });
+      p.bandwidth = v([&] { return node.get_bandwidth("bandwidth"); });
+      p.latency = v([&] { return node.get_time("latency"); });
+      p.oversubscription = v([&] { return node.get_double("oversubscription", 1.0, 1.0, 1e6); });
+      p.ranks = v([&] { return static_cast<int>(node.get_int("ranks", 0, 0, kMaxRanks)); });
+      v.done();
+      t = generate_at(node, [&] { return topo::make_fat_tree(p); });
+    } else if (kind == "hierarchical") {
+      allow({"nodes", "gpus_per_node", "nvlink", "nic", "fabric"});
+      topo::HierarchicalParams p;
+      // Each value on its own (errors collected); the fabric's defaults are the NIC's values.
+      Values v;
+      p.nodes =
+          v([&] { return static_cast<int>(node.get_int("nodes", std::nullopt, 1, kMaxRanks)); });
+      p.gpus_per_node =
+          v([&] { return static_cast<int>(node.get_int("gpus_per_node", std::nullopt, 1, 1024)); });
+      const ConfigNode nv = node.child("nvlink");
+      nv.allow_only({"bandwidth", "latency", "reduce"});
+      p.nvlink_bandwidth = v([&] { return nv.get_bandwidth("bandwidth"); });
+      p.nvlink_latency = v([&] { return nv.get_time("latency"); });
+      const ConfigNode nic = node.child("nic");
+      nic.allow_only({"bandwidth", "latency"});
+      Values nic_values;
+      p.nic_bandwidth = nic_values([&] { return nic.get_bandwidth("bandwidth"); });
+      p.nic_latency = nic_values([&] { return nic.get_time("latency"); });
+      const ConfigNode fab = node.child("fabric");
+      fab.allow_only({"kind", "spines", "bandwidth", "latency", "nodes_per_leaf", "reduce"});
+      p.fabric = v([&] {
+        return fab.get_choice("kind", {"leaf_spine", "rail_optimized"}) == "leaf_spine"
+                   ? topo::FabricKind::leaf_spine
+                   : topo::FabricKind::rail_optimized;
+      });
+      p.spines = v([&] { return static_cast<int>(fab.get_int("spines", 1, 0, 4096)); });
+      if (nic_values.ok()) {
+        p.spine_bandwidth = v([&] { return fab.get_bandwidth("bandwidth", p.nic_bandwidth); });
+        p.spine_latency = v([&] { return fab.get_time("latency", p.nic_latency); });
+      }
+      p.nodes_per_leaf =
+          v([&] { return static_cast<int>(fab.get_int("nodes_per_leaf", 1, 1, kMaxRanks)); });
+      nic_values.done();
+      v.done();
+      t = generate_at(node, [&] { return topo::make_hierarchical(p); });
+      // NVLS: the NVSwitch of each node; SHARP/CollNet: the switches the NICs plug into.
+      if (nv.has("reduce")) {
+        const ConfigNode r = nv.child("reduce");
+        reduce_switches(t, "nvlink", parse_reduce(r), r);
+      }
+      if (fab.has("reduce")) {
+        const ConfigNode r = fab.child("reduce");
+        reduce_switches(t, "nic", parse_reduce(r), r);
+      }
+    } else if (kind == "shared_device") {
+      allow({"ranks", "memory_bandwidth", "copy_latency", "apply_latency", "launch_time",
+             "copy_factor", "reduce_factor", "apply_copy_factor", "unaligned_factor",
+             "operation_bandwidth"});
+      topo::SharedDeviceParams p;
+      Values v;
+      p.ranks =
+          v([&] { return static_cast<int>(node.get_int("ranks", std::nullopt, 2, kMaxRanks)); });
+      p.device.memory_bandwidth = v([&] { return node.get_bandwidth("memory_bandwidth"); });
+      p.device.copy_latency = v([&] { return node.get_time("copy_latency"); });
+      p.device.apply_latency = v([&] { return node.get_time("apply_latency"); });
+      p.device.launch_time = v([&] { return node.get_time("launch_time", Seconds{0.0}); });
+      // Bytes of memory traffic per byte: 0 (no such copy) or in [kMinDeviceFactor, 1000]; a
+      // tiny positive factor would make the memory link's bandwidth (memory_bandwidth /
+      // copy_factor) infinite.
+      auto factor = [&node](const char* key, double fallback) {
+        const double v = node.get_double(key, fallback, 0.0, 1000.0);
+        if (v != 0 && v < topo::kMinDeviceFactor) {
+          node.child(key).fail(std::string(key) + " must be 0 (no such copy) or in [0.001, 1000]");
+        }
+        return v;
+      };
+      p.device.copy_factor = v([&] { return factor("copy_factor", 2.0); });
+      p.device.reduce_factor = v([&] { return factor("reduce_factor", 3.0); });
+      p.device.apply_copy_factor = v([&] { return factor("apply_copy_factor", 2.0); });
+      p.device.unaligned_factor =
+          v([&] { return node.get_double("unaligned_factor", 1.0, 1.0, 100.0); });
+      v([&] {
+        if (node.has("operation_bandwidth"))
+          p.device.operation_bandwidth = node.get_bandwidth("operation_bandwidth");
+        return 0;
+      });
+      v.done();
+      t = generate_at(node, [&] { return topo::make_shared_device(p); });
+    } else {
+      allow({"nodes", "links"});
+      t = load_custom(node);
+    }
+  });
   collect([&] {
     t.set_ecmp(node.get_bool("ecmp", false));
     if (kind == "shared_device" && t.ecmp()) {
@@ -308,10 +375,15 @@ topo::Topology load_inline(const ConfigNode& node) {
       p.allow_only({"machine", "date", "source", "input", "link_class", "size_range", "min_bytes",
                     "max_bytes", "rows", "residual", "r_squared", "fit", "gamma", "gamma_source",
                     "fitted", "fixed", "holdout"});
-      for (const std::string& key : p.keys()) p.child(key).as_string();
+      // Each value on its own (errors collected, reader.hpp).
+      bool values_ok = true;
+      for (const std::string& key : p.keys())
+        values_ok = collect([&] { p.child(key).as_string(); }) && values_ok;
+      if (!values_ok) throw ErrorsRecorded{};
       provenance += (provenance.empty() ? "" : "; ") + p.text();
     }
   });
+  if (!generated) throw ErrorsRecorded{};
   if (!provenance.empty()) t.description = provenance + (t.description.empty() ? "" : " [" + t.description + "]");
   return t;
 }

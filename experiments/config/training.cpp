@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "algorithms/registry.hpp"
 #include "common/checked.hpp"
@@ -37,23 +38,38 @@ sim::TrainingAlgorithm load_algorithm(const ConfigNode& item, const topo::Topolo
   return a;
 }
 
-// workload.model: a layer list, or parameters with forward and backward times.
-void load_model(const ConfigNode& model, int samples, sim::TrainingConfig& c) {
+// workload.model: a layer list, or parameters with forward and backward times. Each key and
+// each layer on its own (errors collected, reader.hpp); `sizes_ok`: the workload's
+// gradient_bytes_per_param and bucket_cap loaded (params are cut into buckets of that size).
+void load_model(const ConfigNode& model, int samples, bool sizes_ok, sim::TrainingConfig& c) {
   model.allow_only({"name", "source", "layers", "achieved_tflops", "backward_factor", "params",
                     "forward", "backward"});
-  if (model.has("name")) model.child("name").as_string();
-  if (model.has("source")) model.child("source").as_string();
+  for (const char* key : {"name", "source"}) {
+    collect([&] {
+      if (model.has(key)) model.child(key).as_string();
+    });
+  }
   if (model.has("layers") == model.has("params")) {
+    // A misspelled layers or params is reported as such (allow_only), not a second time here.
+    stop_if_misspelled(model, "layers");
+    stop_if_misspelled(model, "params");
     model.fail("give either layers (a list) or params with forward and backward times");
   }
   if (model.has("params")) {
+    Values v;
     for (const char* key : {"achieved_tflops", "backward_factor"}) {
-      if (model.has(key)) model.child(key).fail(std::string(key) + " is for a layer list");
+      v([&] {
+        if (model.has(key)) model.child(key).fail(std::string(key) + " is for a layer list");
+        return 0;
+      });
     }
     const ConfigNode pn = model.child("params");
-    const std::uint64_t params = static_cast<std::uint64_t>(pn.as_int(1, INT64_MAX / 16));
-    const Seconds forward = positive_time(model, "forward");
-    const Seconds backward = positive_time(model, "backward");
+    const std::uint64_t params =
+        v([&] { return static_cast<std::uint64_t>(pn.as_int(1, INT64_MAX / 16)); });
+    const Seconds forward = v([&] { return positive_time(model, "forward"); });
+    const Seconds backward = v([&] { return positive_time(model, "backward"); });
+    v.done();
+    if (!sizes_ok) throw ErrorsRecorded{};  // the bucket size is not known
     // Gradients come out at an even rate during backward: pieces of one bucket each.
     const std::uint64_t piece = (c.bucket_cap.value + c.bytes_per_param - 1) / c.bytes_per_param;
     const std::uint64_t pieces = (params + piece - 1) / piece;
@@ -70,41 +86,61 @@ void load_model(const ConfigNode& model, int samples, sim::TrainingConfig& c) {
     return;
   }
   std::optional<double> tflops;
-  if (model.has("achieved_tflops")) {
-    const ConfigNode t = model.child("achieved_tflops");
-    tflops = t.as_double(0, 1e9);
-    if (!(*tflops > 0)) t.fail("achieved_tflops must be > 0");
-  }
-  const double factor = model.get_double("backward_factor", 2.0, 0, 1e6);
-  if (!(factor > 0)) model.child("backward_factor").fail("backward_factor must be > 0");
+  const bool tflops_ok = collect([&] {
+    if (model.has("achieved_tflops")) {
+      const ConfigNode t = model.child("achieved_tflops");
+      tflops = t.as_double(0, 1e9);
+      if (!(*tflops > 0)) t.fail("achieved_tflops must be > 0");
+    }
+  });
+  double factor = 2.0;  // stays the default when backward_factor has an error
+  collect([&] {
+    const double f = model.get_double("backward_factor", 2.0, 0, 1e6);
+    if (!(f > 0)) model.child("backward_factor").fail("backward_factor must be > 0");
+    factor = f;
+  });
   const auto items = model.child("layers").items();
   if (items.empty()) model.child("layers").fail("the model has no layers");
+  bool layers_ok = true;
   for (const ConfigNode& l : items) {
-    l.allow_only({"name", "params", "flops", "forward", "backward", "count"});
-    const std::string name = l.get_string("name", "layer" + std::to_string(c.layers.size()));
-    const std::uint64_t params =
-        static_cast<std::uint64_t>(l.get_int("params", 0, 0, INT64_MAX / 16));
-    const int count = static_cast<int>(l.get_int("count", 1, 1, 100'000));
-    Seconds forward, backward;
-    if (l.has("flops")) {
-      if (l.has("forward")) l.child("forward").fail("give flops or forward, not both");
-      const ConfigNode f = l.child("flops");
-      const double flops = f.as_double(0, 1e30);
-      if (!(flops > 0)) f.fail("flops must be > 0");
-      if (!tflops) f.fail("flops need model.achieved_tflops");
-      forward = Seconds{flops * samples / (*tflops * 1e12)};
-    } else if (l.has("forward")) {
-      forward = positive_time(l, "forward");
-    } else {
-      l.fail("a layer needs flops (forward FLOPs per sample) or a forward time");
-    }
-    backward = l.has("backward") ? positive_time(l, "backward") : Seconds{forward.value * factor};
-    if (!(forward.value > 0) || !(backward.value > 0)) l.fail("compute times must be > 0");
-    if (c.layers.size() + static_cast<std::size_t>(count) > kMaxLayers)
-      l.fail("more than " + std::to_string(kMaxLayers) + " layers");
-    for (int i = 0; i < count; ++i)
-      c.layers.push_back({count > 1 ? name + std::to_string(i) : name, params, forward, backward});
+    layers_ok = collect([&] {
+      l.allow_only({"name", "params", "flops", "forward", "backward", "count"});
+      Values v;
+      const std::string name =
+          v([&] { return l.get_string("name", "layer" + std::to_string(c.layers.size())); });
+      const std::uint64_t params =
+          v([&] { return static_cast<std::uint64_t>(l.get_int("params", 0, 0, INT64_MAX / 16)); });
+      const int count = v([&] { return static_cast<int>(l.get_int("count", 1, 1, 100'000)); });
+      Seconds forward, backward;
+      const bool forward_ok = collect([&] {
+        if (l.has("flops")) {
+          if (l.has("forward")) l.child("forward").fail("give flops or forward, not both");
+          const ConfigNode f = l.child("flops");
+          const double flops = f.as_double(0, 1e30);
+          if (!(flops > 0)) f.fail("flops must be > 0");
+          if (!tflops_ok) throw ErrorsRecorded{};  // achieved_tflops's error is reported
+          if (!tflops) f.fail("flops need model.achieved_tflops");
+          forward = Seconds{flops * samples / (*tflops * 1e12)};
+        } else if (l.has("forward")) {
+          forward = positive_time(l, "forward");
+        } else {
+          l.fail("a layer needs flops (forward FLOPs per sample) or a forward time");
+        }
+      });
+      const bool backward_ok = collect([&] {
+        if (l.has("backward")) backward = positive_time(l, "backward");
+      });
+      v.done();
+      if (!forward_ok || !backward_ok) throw ErrorsRecorded{};
+      if (!l.has("backward")) backward = Seconds{forward.value * factor};
+      if (!(forward.value > 0) || !(backward.value > 0)) l.fail("compute times must be > 0");
+      if (c.layers.size() + static_cast<std::size_t>(count) > kMaxLayers)
+        l.fail("more than " + std::to_string(kMaxLayers) + " layers");
+      for (int i = 0; i < count; ++i)
+        c.layers.push_back({count > 1 ? name + std::to_string(i) : name, params, forward, backward});
+    }) && layers_ok;
   }
+  if (!layers_ok) throw ErrorsRecorded{};
 }
 
 }  // namespace
@@ -182,34 +218,47 @@ void check_mode_policy(const sim::SyncSpec& m, sim::StragglerPolicy policy, bool
 }
 
 void load_workload(const ConfigNode& w, sim::TrainingConfig& c) {
-  w.allow_only({"model", "samples_per_gpu", "gradient_bytes_per_param", "bucket_cap", "optimizer"});
-  c.samples_per_gpu = static_cast<int>(w.get_int("samples_per_gpu", 1, 1, 1 << 30));
-  c.bytes_per_param = static_cast<std::uint64_t>(w.get_int("gradient_bytes_per_param", 4, 1, 16));
-  c.bucket_cap = w.get_bytes("bucket_cap", Bytes{25ull << 20});
-  if (c.bucket_cap.value == 0) w.child("bucket_cap").fail("bucket_cap must be > 0");
-  if (w.has("optimizer")) {
-    const ConfigNode o = w.child("optimizer");
-    c.optimizer = o.as_time();
-    if (!(c.optimizer.value >= 0) || !std::isfinite(c.optimizer.value))
-      o.fail("optimizer must be >= 0");
-  }
-  load_model(w.child("model"), c.samples_per_gpu, c);
-  // The model's parameters and gradient bytes, checked (common/checked.hpp): 16 layers of 2^58
-  // parameters are 2^62, in bytes past 64 bits.
-  const ConfigNode model = w.child("model");
-  auto too_large = [&model](const std::string& what) {
-    model.fail("the model's gradients do not fit in 64 bits: " + what +
-               " (parameters x gradient_bytes_per_param must be at most 2^64 - 1 bytes)");
-  };
-  std::uint64_t params = 0;
-  for (const sim::TrainingLayer& l : c.layers) params = checked_add(params, l.params, too_large);
-  const std::uint64_t gradients = checked_mul(params, c.bytes_per_param, too_large);
-  if (params == 0) model.fail("the model has no parameters");
-  if (c.bucket_cap.value > gradients) {
-    const ConfigNode cap = w.has("bucket_cap") ? w.child("bucket_cap") : w;
-    cap.fail("bucket_cap " + format_bytes(c.bucket_cap) +
-             " is larger than the model's gradients (" + format_bytes(Bytes{gradients}) + ")");
-  }
+  // Each key on its own (errors collected, reader.hpp); the checks across them when they all
+  // loaded. Nested in a loader's all_errors(), it stops its caller's part when it recorded any.
+  all_errors([&] {
+    w.allow_only(
+        {"model", "samples_per_gpu", "gradient_bytes_per_param", "bucket_cap", "optimizer"});
+    collect([&] { c.samples_per_gpu = static_cast<int>(w.get_int("samples_per_gpu", 1, 1, 1 << 30)); });
+    bool sizes_ok = collect([&] {
+      c.bytes_per_param = static_cast<std::uint64_t>(w.get_int("gradient_bytes_per_param", 4, 1, 16));
+    });
+    sizes_ok = collect([&] {
+      c.bucket_cap = w.get_bytes("bucket_cap", Bytes{25ull << 20});
+      if (c.bucket_cap.value == 0) w.child("bucket_cap").fail("bucket_cap must be > 0");
+    }) && sizes_ok;
+    collect([&] {
+      if (w.has("optimizer")) {
+        const ConfigNode o = w.child("optimizer");
+        c.optimizer = o.as_time();
+        if (!(c.optimizer.value >= 0) || !std::isfinite(c.optimizer.value))
+          o.fail("optimizer must be >= 0");
+      }
+    });
+    const bool model_ok =
+        collect([&] { load_model(w.child("model"), c.samples_per_gpu, sizes_ok, c); });
+    if (!model_ok || !sizes_ok) return;
+    // The model's parameters and gradient bytes, checked (common/checked.hpp): 16 layers of 2^58
+    // parameters are 2^62, in bytes past 64 bits.
+    const ConfigNode model = w.child("model");
+    auto too_large = [&model](const std::string& what) {
+      model.fail("the model's gradients do not fit in 64 bits: " + what +
+                 " (parameters x gradient_bytes_per_param must be at most 2^64 - 1 bytes)");
+    };
+    std::uint64_t params = 0;
+    for (const sim::TrainingLayer& l : c.layers) params = checked_add(params, l.params, too_large);
+    const std::uint64_t gradients = checked_mul(params, c.bytes_per_param, too_large);
+    if (params == 0) model.fail("the model has no parameters");
+    if (c.bucket_cap.value > gradients) {
+      const ConfigNode cap = w.has("bucket_cap") ? w.child("bucket_cap") : w;
+      cap.fail("bucket_cap " + format_bytes(c.bucket_cap) +
+               " is larger than the model's gradients (" + format_bytes(Bytes{gradients}) + ")");
+    }
+  });
 }
 
 namespace {

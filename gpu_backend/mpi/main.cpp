@@ -34,6 +34,8 @@ int run(int argc, char** argv, int rank) {
       "stragglesim-mpi: run an AllReduce schedule with one MPI process per rank "
       "(start with mpirun -np N)",
       "stragglesim-mpi"};  // not argv[0]: usage lines name the program, not its path
+  // As stragglesim and stragglesim-gpu (issue 43): the version, no run.
+  app.set_version_flag("--version", std::string("stragglesim-mpi ") + STRAGGLESIM_VERSION);
   ssim::gpu::NcclTestsFlags flags;
   ssim::gpu::add_nccl_tests_flags(app, flags, "mpi (MPI_Allreduce)");
 

@@ -1,5 +1,6 @@
 // Every YAML error of a file in one run (issue 43): for each kind of config (simulate config,
-// run experiment, topology file, train job, advise --delays file) a file with three errors, on
+// run experiment, topology file, train job, advise --delays file; a custom topology's nodes
+// and links, a workload file, a calibrated topology's provenance) a file with errors, on
 // lines 4, 5 and 9 (an unknown key with a suggestion, a value out of range, a value of the
 // wrong type), gets all three, in line order, each exactly as it reads when it is the file's
 // only error; the list is capped; exit 1.
@@ -191,6 +192,102 @@ persistent:
             "advise --topology switch:450GiB/s:3us --ranks 8 --size 1MiB --iterations 2 --delays " +
             delays);
         std::remove(delays.c_str());
+        return r;
+      });
+}
+
+// A custom topology: a node's error, and a link's; a link to a node with an error is not
+// reported a second time (sw's typo on line 6 leaves the link of line 8 to it unchecked, not
+// "unknown node 'sw'").
+TEST(CliAllErrors, CustomTopologyNodesAndLinks) {
+  const std::string topo = temp_path("allerrors", "custom.yaml");
+  expect_all_errors(
+      R"(# a custom topology with four errors
+kind: custom
+nodes:
+  - {name: g0}
+  - {name: g1}
+  - {name: sw, type: switch}
+links:
+  - {from: g0, to: sw, bandwidth: 100GB/s, latency: 1us}
+  - {from: g1, to: sw, bandwidth: 100GB/s, latency: 1us}
+)",
+      {{4, "  - {name: g0, typ: gpu}", "  - {name: g0}",
+        "nodes[0].typ: unknown key 'typ' (did you mean 'type'?"},
+       {6, "  - {name: sw, type: swich}", "  - {name: sw, type: switch}",
+        "nodes[2].type: unknown value 'swich' (did you mean 'switch'?"},
+       {8, "  - {from: g0, to: sw, bandwidth: fast, latency: 1us}",
+        "  - {from: g0, to: sw, bandwidth: 100GB/s, latency: 1us}", "links[0].bandwidth: "},
+       {9, "  - {from: g1, to: g9, bandwidth: 100GB/s, latency: 1us}",
+        "  - {from: g1, to: sw, bandwidth: 100GB/s, latency: 1us}",
+        "links[1].to: unknown node 'g9' (declare it under nodes)"}},
+      [&topo](const std::string& yaml) {
+        std::ofstream(topo) << yaml;
+        const CommandResult r = run_yaml(
+            "simulate", "topology: " + topo + "\ncollective: {algorithm: ring, size: 1MiB}\n");
+        std::remove(topo.c_str());
+        return r;
+      });
+}
+
+// advise --workload FILE (`workload: {file: ...}`): the workload section's errors, its model's
+// and its layers'.
+TEST(CliAllErrors, WorkloadFile) {
+  const std::string job = temp_path("allerrors", "job.yaml");
+  expect_all_errors(
+      R"(# a workload file with three errors
+workload:
+  samples_per_gpu: 2
+  bucket_cap: 8MiB
+  optimizer: 1ms
+  model:
+    layers:
+      - {name: a, params: 10000000, forward: 1ms}
+      - {name: b, params: 10000000, forward: 2ms}
+)",
+      {{4, "  bucket_cpa: 8MiB", "  bucket_cap: 8MiB",
+        "workload.bucket_cpa: unknown key 'bucket_cpa' (did you mean 'bucket_cap'?"},
+       {5, "  optimizer: soon", "  optimizer: 1ms", "workload.optimizer: "},
+       {9, "      - {name: b, params: 10000000, forward: 0ms}",
+        "      - {name: b, params: 10000000, forward: 2ms}",
+        "workload.model.layers[1].forward: forward must be > 0"}},
+      [&job](const std::string& yaml) {
+        std::ofstream(job) << yaml;
+        const CommandResult r = run_cli(
+            "advise --topology switch:100GB/s:3us --ranks 4 --iterations 2 --algorithms ring,rhd "
+            "--workload " + job);
+        std::remove(job.c_str());
+        return r;
+      });
+}
+
+// validate --topology: a calibrated topology's provenance values, its reduce cost
+// (provenance.gamma, which validate reads) among them, with the topology's own errors.
+TEST(CliAllErrors, CalibratedTopologyProvenance) {
+  const std::string topo = temp_path("allerrors", "calibrated.yaml");
+  expect_all_errors(
+      R"(# a calibrated topology with four errors
+kind: switch
+ranks: 4
+bandwidth: 100GB/s
+latency: 1us
+provenance:
+  machine: "node 7"
+  date: "2026-11-29"
+  gamma: 0.1ns/B
+)",
+      {{4, "bandwith: 100GB/s", "bandwidth: 100GB/s",
+        "unknown key 'bandwith' for a switch topology (did you mean 'bandwidth'?"},
+       {7, "  machine: [node, 7]", "  machine: \"node 7\"",
+        "provenance.machine: expected a string"},
+       {8, "  date: {day: 29}", "  date: \"2026-11-29\"", "provenance.date: expected a string"},
+       {9, "  gamma: 0.1ns", "  gamma: 0.1ns/B", "provenance.gamma: "}},
+      [&topo](const std::string& yaml) {
+        std::ofstream(topo) << yaml;
+        const CommandResult r = run_cli("validate " +
+                                        data_path("calibration/ring4_measured.csv") +
+                                        " --topology " + topo);
+        std::remove(topo.c_str());
         return r;
       });
 }

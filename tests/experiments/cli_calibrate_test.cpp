@@ -147,7 +147,8 @@ TEST(CliCalibrate, NcclTestsBadInput) {
            Case{"calibrate " + dir + "nccl_tests_ring8.txt --algorithm nccl",
                 "--algorithm nccl: NCCL's own choice depends on the machine this fit is for"},
            Case{"calibrate " + dir + "nccl_tests_ring8.txt --algorithm nccl_rign",
-                "--algorithm: unknown algorithm 'nccl_rign' (valid: ring, "},
+                "--algorithm: unknown algorithm 'nccl_rign' (did you mean 'nccl_ring'? valid: "
+                "ring, "},
            Case{"calibrate " + dir + "ring4_measured.csv --algorithm ring",
                 "--algorithm is for nccl-tests logs"},
            Case{"calibrate " + dir + "nccl_tests_ring8.txt --log-ranks 4",

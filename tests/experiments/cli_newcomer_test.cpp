@@ -101,6 +101,28 @@ collective: {algorithm: stragglra, size: 1MiB}
   r = run_cli("advise --topolgy dgx_h100 --size 1MiB");
   EXPECT_EQ(r.rc, 2);
   EXPECT_TRUE(contains(r.err, "--topolgy: did you mean --topology?")) << r.err;
+  // Flags naming algorithms, policies and algorithm options (issue 43).
+  r = run_cli("advise --topology switch:450GiB/s:3us --ranks 8 --size 1MiB --algorithms ring,rign");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(contains(r.err, "error: --algorithms: unknown algorithm 'rign' (did you mean "
+                              "'ring'? valid: "))
+      << r.err;
+  r = run_cli("advise --topology switch:450GiB/s:3us --ranks 8 --size 1MiB --policy adaptiv");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_TRUE(contains(r.err, "--policy: unknown policy 'adaptiv' (did you mean 'adaptive'? "))
+      << r.err;
+  r = run_cli("schedule stragglar --ranks 8 --option stragglrs=2");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(contains(r.err, "algorithm stragglar has no option 'stragglrs' (did you mean "
+                              "'stragglers'? options: "))
+      << r.err;
+  r = run_yaml("simulate", R"(topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us}
+collective: {algorithm: dbtree, size: 1MiB, options: {segmnts: 4}}
+)");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(contains(r.err, "collective.options.segmnts: algorithm dbtree has no option "
+                              "'segmnts' (did you mean 'segments'? options: segments)"))
+      << r.err;
   r = run_cli("simualte x.yaml");
   EXPECT_EQ(r.rc, 2);
   EXPECT_TRUE(contains(r.err, "unknown subcommand 'simualte' (did you mean 'simulate'? ")) << r.err;

@@ -167,8 +167,8 @@ TEST(ExperimentConfigErrors, AlgorithmThatDoesNotSupportASweptRankCount) {
 TEST(ExperimentConfigErrors, UnknownOptionAndDuplicateLabel) {
   EXPECT_HAS(error_of(kHead.substr(0, kHead.find('\n') + 1) +
                       "algorithms: [{algorithm: dbtree, options: {segmnts: 4}}]\nsize: 1MiB\n"),
-             "algorithms[0].options.segmnts: algorithm dbtree has no option 'segmnts' (options: "
-             "segments)");
+             "algorithms[0].options.segmnts: algorithm dbtree has no option 'segmnts' (did you "
+             "mean 'segments'? options: segments)");
   EXPECT_HAS(
       error_of(kHead.substr(0, kHead.find('\n') + 1) + "algorithms: [ring, ring]\nsize: 1MiB\n"),
       "exp.yaml:2:20: algorithms[1]: algorithm label 'ring' is used twice");

@@ -63,6 +63,16 @@ TEST(EmulatedCli, Version) {
   EXPECT_EQ(r.out, "stragglesim-gpu " STRAGGLESIM_VERSION "\n");
 }
 
+// A near miss of an algorithm's name is named; nccl (the registry's and the driver's) is listed
+// once.
+TEST(EmulatedCli, UnknownAlgorithmSuggests) {
+  const auto r = run_cli("run --algo rign");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_TRUE(contains(r.err, "unknown algorithm 'rign' (did you mean 'ring'? valid: ring, ")) << r.err;
+  EXPECT_TRUE(contains(r.err, ", nccl_tree, nccl)")) << r.err;
+  EXPECT_FALSE(contains(r.err, "nccl, nccl")) << r.err;
+}
+
 TEST(EmulatedCli, DevicesListsTheEmulatedGpus) {
   const auto r = run_cli("devices");
   EXPECT_EQ(r.rc, 0) << r.err;

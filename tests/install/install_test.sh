@@ -25,6 +25,25 @@ doc=$tmp/prefix/share/doc/stragglesim
 # CMake's own record of what it installed, rewritten by every install (docs/cli.md says so).
 grep -qx "$share/train_plot.py" "$build/install_manifest.txt" || fail "install_manifest.txt lacks train_plot.py"
 
+# The Python package when it is not built (scripts/run.sh builds stragglesim alone): its install
+# rules, run on a build folder without the module, install nothing of it, say so, and do not
+# fail (`cmake --install` after `scripts/run.sh` stopped at the missing module, issue 43).
+if [[ -f $build/python/cmake_install.cmake ]]; then
+  sed "s|$build/python/stragglesim/|$tmp/not_built/|g" "$build/python/cmake_install.cmake" >"$tmp/python_install.cmake"
+  cmake -DCMAKE_INSTALL_PREFIX="$tmp/prefix_cli" -P "$tmp/python_install.cmake" >"$tmp/python_install.log" 2>&1 ||
+    { cat "$tmp/python_install.log" >&2; fail "the Python package's install rules failed without the module"; }
+  grep -q "the Python package is not built, not installed" "$tmp/python_install.log" ||
+    fail "no note that the Python package was left out: $(cat "$tmp/python_install.log")"
+  # No file, and no empty package folder (Python would import it as a namespace package).
+  [[ ! -e $tmp/prefix_cli ]] || fail "the install left $(find "$tmp/prefix_cli") without the module"
+  # A folder that was there before stays.
+  mkdir -p "$tmp/prefix_kept/lib"
+  cmake -DCMAKE_INSTALL_PREFIX="$tmp/prefix_kept" -P "$tmp/python_install.cmake" >/dev/null 2>&1 ||
+    fail "the Python package's install rules failed without the module (existing prefix)"
+  [[ -d $tmp/prefix_kept/lib && -z $(ls -A "$tmp/prefix_kept/lib") ]] ||
+    fail "the install changed what was there: $(find "$tmp/prefix_kept")"
+fi
+
 mkdir "$tmp/elsewhere"
 cd "$tmp/elsewhere"
 

@@ -205,6 +205,41 @@ class Figures(unittest.TestCase):
         self.assertLess(legend.width, 0.8 * fig.fig.bbox.width)
         plot.plt.close(fig.fig)
 
+    def test_every_swept_delay_labelled_in_a_dense_sweep(self):
+        # Issue 43: paper_8gpu_delay's 16 delays (0 to 20ms) in 8 panels. On the symlog axis
+        # 1.5ms..4ms crowd together (2ms was unlabelled) and no panel width labels them all, so
+        # they are drawn evenly spaced (said in the axis title), in 2 columns, each labelled
+        # and none overlapping.
+        delays = ["0", "250us", "500us", "1ms", "1.5ms", "2ms", "2.5ms", "3ms", "3.5ms", "4ms", "5ms",
+                  "6ms", "8ms", "10ms", "15ms", "20ms"]
+        seconds = [0.0] + [float(d[:-2]) * (1e-6 if d.endswith("us") else 1e-3) for d in delays[1:]]
+        axis = plot.XAxis({"key": "delay", "values": delays, "numeric": seconds, "unit": "s",
+                           "straggler_delay": True})
+        self.assertEqual(axis.scale, "symlog")
+        cols = axis.columns(8)
+        self.assertEqual(cols, 2)
+        self.assertIn("evenly spaced", axis.title)
+        fig = plot.Figure(8, "t", [], ["ring (baseline)", "stragglar"], cols=cols)
+        self.assertEqual((fig.rows, fig.cols), (4, 2))
+        for ax in fig.axes:
+            ax.plot(axis.positions, [1.0] * len(delays))
+            fig.xtick_in = max(fig.xtick_in, axis.apply(ax, fig.panel_w))
+        fig.finish([], [])
+        renderer = fig.fig.canvas.get_renderer()
+        for ax in fig.axes:
+            labels = [t for t in ax.get_xticklabels() if t.get_text()]
+            self.assertEqual([t.get_text() for t in labels], delays)
+            boxes = sorted((t.get_window_extent(renderer) for t in labels), key=lambda b: b.x0)
+            for a, b in zip(boxes, boxes[1:]):
+                self.assertLess(a.x1, b.x0, (a, b))
+        plot.plt.close(fig.fig)
+        # Where every value fits as it lies, the axis and the layout stay as they were.
+        few = plot.XAxis({"key": "delay", "values": ["0", "2ms", "5ms", "20ms", "100ms"],
+                          "numeric": [0.0, 2e-3, 5e-3, 2e-2, 1e-1], "unit": "s", "straggler_delay": True})
+        self.assertEqual(few.columns(4), 4)
+        self.assertEqual(few.scale, "symlog")
+        self.assertNotIn("evenly", few.title)
+
     def test_overlap_is_judged_on_the_axis_as_drawn(self):
         # On a log axis over 0.5..30, lines 1.4% apart hide one another: named.
         notes = plot.coinciding({"a": [1.0, 10.0], "b": [1.014, 10.1], "c": [2.0, 20.0]}, "log", 0.5, 30.0)

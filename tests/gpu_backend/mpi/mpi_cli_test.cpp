@@ -140,6 +140,15 @@ TEST(MpiCli, StragglerDelayShowsInTimeNotAfterLastArrival) {
   std::remove(csv.c_str());
 }
 
+// --version answers as stragglesim's and stragglesim-gpu's do (it was "The following argument
+// was not expected: --version", exit 2).
+TEST(MpiCli, Version) {
+  SSIM_REQUIRE_MPIRUN();
+  const MpiResult r = run_mpi(1, "--version");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "stragglesim-mpi 0.")) << r.out << r.err;
+}
+
 // Each case: ranks, arguments, the message. Every rank exits non-zero, the message appears
 // once (from rank 0), no table is printed, and nothing hangs (exit status 124 = timed out).
 TEST(MpiCli, BadInputEndsEveryRankWithOneMessage) {
