@@ -32,10 +32,11 @@ Executor::Executor(const alg::Schedule& schedule, const topo::Topology& topology
   SSIM_CHECK(schedule.chunks > 0, "schedule without chunks");
   // A schedule that names its protocol (its `proto` option) runs as an NCCL kernel and pays what
   // the protocol costs on this machine; any other is costed by its routes alone.
-  if (schedule.options.contains("proto")) {
-    network_.protocol = ProtocolTiming::of(network.protocols.of(alg::schedule_protocol(schedule)),
-                                           topology.gpus_per_node);
-  }
+  // A network-wide protocol (`network: {protocol: ...}`) makes every other schedule NCCL's
+  // send/recv under it.
+  std::optional<alg::Protocol> proto = network.p2p_protocol;
+  if (schedule.options.contains("proto")) proto = alg::schedule_protocol(schedule);
+  if (proto) network_.protocol = ProtocolTiming::of(network.protocols.of(*proto), topology.gpus_per_node);
 }
 
 Executor::~Executor() = default;

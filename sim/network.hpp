@@ -57,6 +57,10 @@ struct NetworkConfig {
   // transfer (callers leave `protocol` as it is).
   ProtocolTable protocols = nccl_default_protocols();
   ProtocolTiming protocol{};
+  // The protocol of schedules that name none (`network: {protocol: ...}`): they then run as
+  // NCCL's send/recv moves them, paying that protocol's costs like `nccl`; empty: costed by
+  // their routes alone.
+  std::optional<alg::Protocol> p2p_protocol;
 };
 
 // A route between two ranks as the models use it.

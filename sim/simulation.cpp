@@ -14,6 +14,13 @@
 
 namespace ssim::sim {
 
+// The network a configuration's runs take: its model, gamma and network-wide protocol.
+static NetworkConfig network_config(const SimulationConfig& config) {
+  NetworkConfig n{config.network, config.gamma};
+  n.p2p_protocol = config.protocol;
+  return n;
+}
+
 namespace {
 // Arrivals are drawn in blocks: memory stays O(block * ranks) for long runs, and the
 // `previous` policy draws each iteration once instead of twice.
@@ -419,7 +426,7 @@ static SimulationResult run_simulation_as_given(const SimulationConfig& config) 
                      std::to_string(std::max<std::size_t>(1, schedule.late.size())) +
                      " late rank(s) (its option stragglers)");
   }
-  Executor executor(schedule, config.topology, NetworkConfig{config.network, config.gamma},
+  Executor executor(schedule, config.topology, network_config(config),
                     config.size);
   const int default_straggler = config.straggler.value_or(schedule.straggler.value_or(n - 1));
   const DelayGenerator delays(config.delays, n, config.seed, config.policy, default_straggler);
@@ -427,7 +434,7 @@ static SimulationResult run_simulation_as_given(const SimulationConfig& config) 
   // Adaptive: the candidates besides the configured algorithm, each with its executor.
   AdaptiveChoice fallbacks(
       schedule.straggler ? config.adaptive_fallbacks : std::vector<std::string>{}, name, n, {},
-      config.topology, NetworkConfig{config.network, config.gamma}, config.size);
+      config.topology, network_config(config), config.size);
   // Adaptive, or several late ranks: the last iteration's arrivals, and whether a rank was late.
   std::vector<Seconds> previous_arrival;
   bool previous_late = false;

@@ -172,7 +172,8 @@ class Collective {
       padded_ = true;
     }
     const alg::Schedule& run = groups > 1 || padded_ ? merged_ : group_;
-    const NetworkConfig network{c.network, c.gamma};
+    NetworkConfig network{c.network, c.gamma};
+    network.p2p_protocol = c.protocol;
     executor_ = std::make_unique<Executor>(run, c.topology, network, bytes);
     previous_.assign(static_cast<std::size_t>(groups), -1);
     stragglers_.assign(static_cast<std::size_t>(groups), 0);

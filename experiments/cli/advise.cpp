@@ -11,6 +11,7 @@
 #include <optional>
 #include <sstream>
 
+#include "algorithms/protocol.hpp"
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
 #include "common/suggest.hpp"
@@ -38,6 +39,7 @@ struct AdviseArgs {
   std::string fallback;             // adaptive's fallbacks, comma-separated
   std::string network = "alphabeta";
   std::string gamma;
+  std::string protocol = "none";  // network: {protocol: ...}: NCCL's costs for every schedule
   std::string algorithms;  // comma-separated; "" for every algorithm
   int iterations = 200;
   long long seed = 1;
@@ -275,6 +277,7 @@ std::string advise_document(const AdviseArgs& a, const std::vector<std::string>&
   y << "topology: " << topology_yaml(a) << "\n";
   y << "network: {model: " << a.network;
   if (!a.gamma.empty()) y << ", gamma: " << yaml_quoted(a.gamma);
+  if (a.protocol != "none") y << ", protocol: " << a.protocol;
   y << "}\n";
   y << "algorithms: [";
   for (std::size_t i = 0; i < algs.size(); ++i) y << (i ? ", " : "") << yaml_quoted(algs[i]);
@@ -446,7 +449,11 @@ void run_advise(const AdviseArgs& a) {
   } else {
     std::cout << format_bytes(c.size);
   }
-  std::cout << ", " << sim::to_string(c.network) << " model; delays: " << c.delays.describe()
+  std::cout << ", " << sim::to_string(c.network) << " model"
+            << (c.protocol ? std::string(", NCCL's ") + std::string(alg::to_string(*c.protocol)) +
+                                 " costs for every schedule"
+                           : std::string())
+            << "; delays: " << c.delays.describe()
             << "; prediction " << policy_list << "; " << e.iterations
             << (job ? " steps" : " iterations") << ", seed " << e.seed << "\n";
   std::cout << (job ? "completion = the step's time; after last arr. = its exposed communication "
@@ -562,6 +569,10 @@ void add_advise_command(CLI::App& app) {
   cmd->add_option("--network", a->network, "Network model (default alphabeta)")
       ->check(CLI::IsMember({"alphabeta", "flow"}));
   cmd->add_option("--gamma", a->gamma, "Reduce cost, e.g. 0.05ns/B (default 0)");
+  cmd->add_option("--protocol", a->protocol,
+                  "Every candidate that names no protocol runs as NCCL's send/recv with this one, "
+                  "as nccl does (none, simple, ll, ll128; default none: by its routes alone)")
+      ->check(CLI::IsMember({"none", "simple", "ll", "ll128"}));
   cmd->add_option("--algorithms", a->algorithms,
                   "Candidates, comma-separated (default: every algorithm)");
   cmd->add_option("-n,--iterations", a->iterations, "Iterations per algorithm (default 200)")

@@ -89,6 +89,30 @@ TEST(NcclProtocolSim, NoProtocolNoNcclCosts) {
   }
 }
 
+// network: {protocol: simple} makes every schedule that names none NCCL's send/recv under
+// Simple: `ring` then pays the launch and the NVLink efficiency, exactly as nccl_ring
+// proto=simple does; a schedule's own proto still wins.
+TEST(NcclProtocolSim, NetworkProtocolAppliesToSchedulesWithoutOne) {
+  SimulationConfig c;
+  c.topology = testing::switch_of(8, kBw, kAlpha);
+  c.algorithm = "ring";
+  c.size = Bytes{8ull << 20};
+  c.network = NetworkKind::flow;
+  const double plain = run_simulation(c).mean_completion.value;
+  c.protocol = alg::Protocol::simple;
+  const double simple = run_simulation(c).mean_completion.value;
+  const ProtocolCost p = nccl_default_protocols().simple;
+  const double chunk = static_cast<double>(c.size.value) / 8;
+  EXPECT_NEAR(plain, 14 * (kAlpha + chunk / kBw), 1e-9 * plain);
+  EXPECT_NEAR(simple, p.launch + 14 * (kAlpha + chunk / (p.efficiency_intra * kBw)), 1e-9 * simple);
+  // nccl_ring proto=ll keeps its own protocol under a network-wide Simple.
+  c.algorithm = "nccl_ring";
+  c.options = opts({{"proto", "ll"}});
+  const double ll = run_simulation(c).mean_completion.value;
+  c.protocol.reset();
+  EXPECT_DOUBLE_EQ(run_simulation(c).mean_completion.value, ll);
+}
+
 // The launch is paid from each rank's own arrival: a rank that arrives late starts its kernel
 // late, so on two ranks the ring ends a launch after the later arrival plus its two steps.
 TEST(NcclProtocolSim, LaunchCountsFromEachRanksArrival) {
