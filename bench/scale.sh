@@ -53,6 +53,11 @@ cases=(
   "ring4096_threads2|0|-|simulate $cfg/ring_switch_4096.yaml --json --threads 2"
   "stragglar4096_threads2|0|-|simulate $cfg/stragglar_switch_4096.yaml --json --threads 2"
   "stragglar4096_ring|0|6|simulate $cfg/stragglar_ring_4096.yaml --json --threads 1"
+  # issue 39 item 8: nccl_ring (8 channels) within 3x ring's CPU at 1024 ranks (128 x 8 H100)
+  "ring1024_ib400|0|-|simulate $cfg/ring_ib400_1024_alphabeta.yaml --json --threads 1"
+  "nccl_ring1024_ib400|0|-|simulate $cfg/nccl_ring_ib400_1024_alphabeta.yaml --json --threads 1"
+  "ring1024_ib400_flow|0|-|simulate $cfg/ring_ib400_1024_flow.yaml --json"
+  "nccl_ring1024_ib400_flow|0|-|simulate $cfg/nccl_ring_ib400_1024_flow.yaml --json"
   "schedule|0|5|schedule stragglar --ranks 4096"
   # verify FILE, FILE written first by `schedule ALGO --ranks 4096 --format json` (not timed)
   "verify_stragglar4096|0|-|verify $tmp/stragglar4096.json"
