@@ -4,6 +4,7 @@
 #include "common/error.hpp"
 #include "experiments/config/algorithm.hpp"
 #include "experiments/config/config.hpp"
+#include "sim/nccl_tuner.hpp"
 
 namespace ssim::exp {
 
@@ -53,6 +54,22 @@ void check_algorithm_entry_options(const alg::AlgorithmInfo& info, int ranks,
       info.check_options(ranks, options);
     } catch (const InputError& e) {
       at.fail(e.what());
+    }
+  }
+  // What NCCL refuses on this machine (algo=nvls without a reducing switch, nvls_tree on one
+  // node, ...) needs the topology: asked here, the error points at the option's line.
+  if (info.name == "nccl" && ranks == topology.gpu_count()) {
+    try {
+      (void)sim::nccl_choose(topology, Bytes{1}, options);
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      if (node) {
+        for (const std::string& key : node->keys()) {
+          if (what.find("option " + key) != std::string::npos) node->child(key).fail(what);
+        }
+        node->fail(what);
+      }
+      at.fail(what);
     }
   }
 }

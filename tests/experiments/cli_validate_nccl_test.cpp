@@ -206,6 +206,22 @@ TEST_F(ValidateNccl, NetworkProtocolCostsEverySchedule) {
   EXPECT_EQ(run_cli("advise --topology " + kDgx + " --size 1GiB --protocol ll64").rc, 2);
 }
 
+// What NCCL refuses on the machine is refused when the experiment is read, naming the option's
+// line (it used to fail the first run, with a partial results folder).
+TEST_F(ValidateNccl, NcclRefusalsNameTheLine) {
+  const std::string config = write(
+      "nv.yaml",
+      "topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us}\nalgorithms:\n"
+      "  - ring\n  - {algorithm: nccl, options: {algo: nvls}}\nsize: 1GiB\niterations: 1\n");
+  const CommandResult r = run_cli("run " + config + " -o " + path("out") + " --no-plots");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(contains(r.err, "nv.yaml:4:39: algorithms[1].options.algo: nccl option algo=nvls: "
+                              "topology switch(8) has no switch that reduces; allowed here: ring, "
+                              "tree"))
+      << r.err;
+  EXPECT_FALSE(fs::exists(path("out")));
+}
+
 // The text log and its -J JSON give the same comparison; stdin reads as a file; the small sizes
 // have their own summary line.
 TEST_F(ValidateNccl, TextJsonAndStdinCompareTheSame) {
