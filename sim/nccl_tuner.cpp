@@ -59,6 +59,7 @@ struct Machine {
   double nvlink = 0, nics = 0;  // GB/s: a GPU's NVLink route; a node's NICs together
   bool reduces = false;         // one switch reduces for every rank (NVLS on one node)
   bool node_reduces = false;    // every node's NVSwitch reduces (NVLS_TREE across nodes)
+  bool ll128 = true;  // NCCL enables LL128 (across nodes: only with the NIC up to PXN)
   int channels = 0;  // NCCL's channel count for Ring and Tree
 };
 
@@ -80,6 +81,8 @@ Machine machine_of(const topo::Topology& t) {
   for (int r = 0; r < m.g; ++r) node0[static_cast<std::size_t>(r)] = r;
   m.node_reduces = m.g >= 2 && t.reducing_switch_of(node0) >= 0;
   m.reduces = m.nodes == 1 ? m.node_reduces : t.has_reducing_switch();
+  // tuning.cc: LL128 by default only where the inter-node path is at most PXB, or PXN on Hopper.
+  m.ll128 = m.nodes == 1 || !(t.nic_path == "phb" || t.nic_path == "sys");
   m.channels = m.nodes == 1 ? 16 : 2 * std::min(m.g, 8);
   return m;
 }
@@ -238,6 +241,13 @@ NcclChoice nccl_choose(const topo::Topology& topology, Bytes size, const alg::Op
                         : "NVLS alone runs on one node (" + std::to_string(m.nodes) + " here)") +
         "; allowed here: " + allowed_algos(m));
   }
+  if (!m.ll128 && proto == alg::Protocol::ll128) {
+    throw InputError("nccl option proto=ll128: NCCL does not enable LL128 across nodes where a "
+                     "GPU reaches its NIC through " +
+                     std::string(topology.nic_path == "phb" ? "the host bridge (nic path: phb)"
+                                                            : "another CPU socket (nic path: sys)") +
+                     " (tuning.cc: up to PXB, or PXN on Hopper); allowed here: simple, ll");
+  }
   if (algo == "nvls_tree" && (!m.node_reduces || m.nodes == 1)) {
     throw InputError("nccl option algo=nvls_tree: " +
                      std::string(m.nodes == 1 ? "NVLS_TREE runs across nodes (one node here)"
@@ -252,6 +262,7 @@ NcclChoice nccl_choose(const topo::Topology& topology, Bytes size, const alg::Op
   int best_a = -1, best_p = -1;
   for (int a : {kTree, kRing, kNvls, kNvlsTree}) {
     for (int p : {kLL, kLL128, kSimple}) {
+      if (p == kLL128 && !m.ll128) continue;  // not enabled on this machine
       NcclEstimate e = estimate(m, a, p, bytes);
       if (e.time_us < 0) continue;
       choice.table.push_back(e);

@@ -401,6 +401,7 @@ Topology::Topology(const Topology& o)
     : name(o.name),
       description(o.description),
       gpus_per_node(o.gpus_per_node),
+      nic_path(o.nic_path),
       shared_device(o.shared_device),
       impl_(o.impl_) {}
 Topology& Topology::operator=(const Topology& o) {

@@ -200,6 +200,11 @@ class Topology {
   // rank = node * gpus_per_node + local index. 0: none known. Experiments pass it to the
   // topology-aware algorithms as their gpus_per_node option.
   int gpus_per_node = 0;
+  // How a GPU reaches its NIC, in NCCL's path names (src/graph/topo.h): "pix" or "pxb" (through
+  // PCIe switches only: the HGX/DGX layout), "pxn" (through another GPU's NVLink), "phb" (through
+  // the host bridge), "sys" (across CPU sockets). NCCL enables LL128 across nodes only up to pxn
+  // on Hopper (src/graph/tuning.cc). Empty: not said (a hierarchical topology's default is pxb).
+  std::string nic_path;
   // Set for a shared_device topology (topologies/generators.hpp make_shared_device): the
   // simulator then runs the ranks on this machine model instead of routing over the links.
   std::optional<SharedDevice> shared_device;

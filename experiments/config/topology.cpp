@@ -277,10 +277,13 @@ topo::Topology load_inline(const ConfigNode& node) {
       p.nvlink_bandwidth = v([&] { return nv.get_bandwidth("bandwidth"); });
       p.nvlink_latency = v([&] { return nv.get_time("latency"); });
       const ConfigNode nic = node.child("nic");
-      nic.allow_only({"bandwidth", "latency"});
+      nic.allow_only({"bandwidth", "latency", "path"});
       Values nic_values;
       p.nic_bandwidth = nic_values([&] { return nic.get_bandwidth("bandwidth"); });
       p.nic_latency = nic_values([&] { return nic.get_time("latency"); });
+      // How a GPU reaches its NIC (NCCL's path names; topologies/topology.hpp nic_path).
+      const std::string nic_path =
+          v([&] { return nic.get_choice("path", {"pix", "pxb", "pxn", "phb", "sys"}, "pxb"); });
       const ConfigNode fab = node.child("fabric");
       fab.allow_only({"kind", "spines", "bandwidth", "latency", "nodes_per_leaf", "reduce"});
       p.fabric = v([&] {
@@ -298,6 +301,7 @@ topo::Topology load_inline(const ConfigNode& node) {
       nic_values.done();
       v.done();
       t = generate_at(node, [&] { return topo::make_hierarchical(p); });
+      t.nic_path = nic_path;
       // NVLS: the NVSwitch of each node; SHARP/CollNet: the switches the NICs plug into.
       if (nv.has("reduce")) {
         const ConfigNode r = nv.child("reduce");

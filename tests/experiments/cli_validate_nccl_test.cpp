@@ -108,6 +108,17 @@ TEST_F(ValidateNccl, PublishedRingTableStaysInItsBand) {
   ASSERT_EQ(errors.size(), 10u);
   EXPECT_LE(quantile(errors, 0.5), 0.05);
 
+  // NCCL's own choice forced to Ring, as table 15 ran (the file's NIC path rules out LL128):
+  // median |error| >= 1 MiB at most 5% (3.1% when written).
+  const CommandResult forced = run_cli("validate " + kTable15 + " --topology " + kIb400 +
+                                       " --algorithm nccl -O nccl:algo=ring -o " + path("f.csv"));
+  ASSERT_EQ(forced.rc, 0) << forced.err;
+  std::vector<double> forced_errors;
+  for (const auto& [bytes, ratio] : read_ratios(path("f.csv")).by_size)
+    forced_errors.push_back(std::fabs(ratio.first - 1));
+  ASSERT_EQ(forced_errors.size(), 14u);
+  EXPECT_LE(quantile(forced_errors, 0.5), 0.05);
+
   // calibrate reads the same count (it used to take the 2 device lines for 2 ranks).
   const CommandResult fit = run_cli("calibrate " + kTable15);
   ASSERT_EQ(fit.rc, 0) << fit.err;
@@ -220,6 +231,26 @@ TEST_F(ValidateNccl, NcclRefusalsNameTheLine) {
                               "tree"))
       << r.err;
   EXPECT_FALSE(fs::exists(path("out")));
+  // The NIC's path is one of NCCL's names; with phb, LL128 forced is refused at its line.
+  const std::string topology = write(
+      "t.yaml", "kind: hierarchical\nnodes: 2\ngpus_per_node: 8\nnvlink: {bandwidth: 450GiB/s, "
+                "latency: 3us}\nnic: {bandwidth: 400Gbps, latency: 2us, path: pcie}\n"
+                "fabric: {kind: rail_optimized, spines: 0}\n");
+  const std::string bad = write("b.yaml", "topology: {file: t.yaml}\nalgorithm: ring\nsize: 1MiB\n");
+  const CommandResult b = run_cli("simulate " + bad);
+  EXPECT_EQ(b.rc, 1);
+  EXPECT_TRUE(contains(b.err, "t.yaml:5:47: nic.path: unknown value 'pcie' (expected one of: pix, "
+                              "pxb, pxn, phb, sys)"))
+      << b.err;
+  write("t.yaml", slurp(topology).replace(slurp(topology).find("pcie"), 4, "phb"));
+  const std::string forced = write(
+      "f.yaml", "topology: {file: t.yaml}\nalgorithm: {algorithm: nccl, options: {proto: ll128}}\n"
+                "size: 1MiB\n");
+  const CommandResult f = run_cli("simulate " + forced);
+  EXPECT_EQ(f.rc, 1);
+  EXPECT_TRUE(contains(f.err, "f.yaml:2:47: algorithm.options.proto: nccl option proto=ll128: NCCL "
+                              "does not enable LL128 across nodes"))
+      << f.err;
 }
 
 // The text log and its -J JSON give the same comparison; stdin reads as a file; the small sizes

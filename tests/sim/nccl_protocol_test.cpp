@@ -293,6 +293,39 @@ TEST(NcclTuner, NvlsTreeAcrossNodes) {
                InputError);
 }
 
+// LL128 across nodes only where a GPU reaches its NIC through PCIe switches or NVLink (NCCL's
+// rule): with the NIC behind the host bridge (nic path phb) or another socket (sys) NCCL's
+// estimate never picks it, forcing it is refused, and a copy of the topology keeps the path.
+TEST(NcclTuner, Ll128AcrossNodesFollowsTheNicPath) {
+  topo::Topology t = topo::make_hierarchical({.nodes = 2,
+                                              .gpus_per_node = 8,
+                                              .nvlink_bandwidth = BytesPerSecond{400e9},
+                                              .nvlink_latency = Seconds{kAlpha},
+                                              .nic_bandwidth = BytesPerSecond{50e9},
+                                              .nic_latency = Seconds{2e-6},
+                                              .fabric = topo::FabricKind::rail_optimized,
+                                              .spines = 0,
+                                              .spine_bandwidth = BytesPerSecond{50e9},
+                                              .spine_latency = Seconds{1e-6}});
+  const Bytes size{8ull << 20};
+  const auto picks_ll128 = [&](const topo::Topology& top) {
+    const NcclChoice c = nccl_choose(top, size, opts({{"algo", "ring"}}));
+    bool listed = false;
+    for (const NcclEstimate& e : c.table) listed |= e.proto == alg::Protocol::ll128;
+    return std::make_pair(c.proto == alg::Protocol::ll128, listed);
+  };
+  EXPECT_EQ(picks_ll128(t), std::make_pair(true, true));  // pxb (default): LL128 at 8 MiB
+  for (const char* path : {"phb", "sys"}) {
+    t.nic_path = path;
+    const topo::Topology copy = t;
+    EXPECT_EQ(copy.nic_path, path);
+    EXPECT_EQ(picks_ll128(copy), std::make_pair(false, false)) << path;
+    EXPECT_THROW((void)nccl_choose(copy, size, opts({{"proto", "ll128"}})), InputError) << path;
+  }
+  t.nic_path = "pxn";
+  EXPECT_EQ(picks_ll128(t).second, true);
+}
+
 std::string error_of(const topo::Topology& t, const alg::Options& o) {
   try {
     (void)nccl_choose(t, Bytes{1 << 20}, o);
