@@ -2,7 +2,7 @@
 """Plots of a training job (`stragglesim train`), written into a new folder.
 
     python3 experiments/train_plot.py [--persistence 0,0.25,0.5,0.75,0.9,1] [--steps N]
-        [--stragglesim BIN] [--format png,svg,pdf] JOB.yaml OUT_DIR
+        [--lost reference|own] [--stragglesim BIN] [--format png,svg,pdf] JOB.yaml OUT_DIR
 
 OUT_DIR must not exist: the script creates it and writes only there (on failure it removes what
 it wrote). It runs `stragglesim train JOB.yaml --json --steps-csv --ranks-csv` once, and once
@@ -11,12 +11,18 @@ home rank in a fraction P of the steps, elsewhere otherwise), then writes:
 
   train.json, steps.csv, ranks.csv     what `train` wrote (one row per step, per rank)
   lost_vs_persistence.csv              persistence, algorithm, options, mode, mean_step_s,
-                                       lost_fraction, lost_gpu_hours_per_day (per run and value)
+                                       lost_fraction, lost_gpu_hours_per_day (against the run's
+                                       own no-delay step), reference_mean_step_s,
+                                       lost_vs_reference, lost_vs_reference_gpu_hours_per_day
+                                       (against the mode's common reference; per run and value)
   step_time_cdf                        the CDF of the step time of every run (algorithm, mode)
   idle_per_rank                        each rank's mean idle time per step (waiting for the
                                        collective beyond its own compute), one line per run
-  lost_gpu_hours_vs_persistence        GPU-hours lost per day (against the same job without
-                                       delays) against the stragglers' persistence, per run
+  lost_gpu_hours_vs_persistence        GPU-hours lost per day against the stragglers'
+                                       persistence, per run: with --lost reference (the default)
+                                       against the mode's common reference (the same job without
+                                       delays on NCCL's choice, comparable across algorithms),
+                                       with --lost own against each run's own no-delay step
 
 `--persistence none` skips the sweep (a job whose delays have no persistent straggler). The
 `stragglesim` binary: --stragglesim, else `stragglesim` on PATH, else the one installed beside
@@ -197,13 +203,19 @@ def plot_idle(ranks_csv, out_dir, formats):
     return save(fig, out_dir, "idle_per_rank", formats)
 
 
-def plot_lost(rows, out_dir, formats, cluster_gpus):
+# --lost: the column plotted and the axis label.
+LOST = {"reference": ("lost_vs_reference_gpu_hours_per_day", "GPU-hours lost per day (vs common reference)"),
+        "own": ("lost_gpu_hours_per_day", "GPU-hours lost per day (vs own no-delay step)")}
+
+
+def plot_lost(rows, out_dir, formats, cluster_gpus, lost="reference"):
+    column, label = LOST[lost]
     runs = {}
     for r in rows:
         runs.setdefault(run_label(r["algorithm"], r["options"], r["mode"]), []).append(
-            (r["persistence"], r["lost_gpu_hours_per_day"]))
+            (r["persistence"], r[column]))
     fig, ax = figure(f"GPU-hours lost per day at {cluster_gpus} GPUs", "straggler persistence [--persistence]",
-                     "GPU-hours lost per day")
+                     label)
     for label, points in runs.items():
         ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
     finish(fig, ax)
@@ -233,10 +245,15 @@ def make(args, out_dir):
             raise Failure(f"{e} (--persistence none skips the sweep)") from None
         result = json.loads(out)
         for run in result["runs"]:
+            if "lost_vs_reference" not in run:
+                raise Failure(f"{binary} reports no lost_vs_reference (a stragglesim before the common reference)")
             rows.append({"persistence": p, "algorithm": run["algorithm"], "options": run["options"],
                          "mode": run["mode"], "mean_step_s": run["mean_step_s"],
                          "lost_fraction": run["lost_fraction"],
-                         "lost_gpu_hours_per_day": run["lost_gpu_hours_per_day"]})
+                         "lost_gpu_hours_per_day": run["lost_gpu_hours_per_day"],
+                         "reference_mean_step_s": run["reference_mean_step_s"],
+                         "lost_vs_reference": run["lost_vs_reference"],
+                         "lost_vs_reference_gpu_hours_per_day": run["lost_vs_reference_gpu_hours_per_day"]})
     path = os.path.join(out_dir, "lost_vs_persistence.csv")
     with open(path, "x", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()), lineterminator="\n")
@@ -244,7 +261,7 @@ def make(args, out_dir):
         for r in rows:
             w.writerow({k: (repr(v) if isinstance(v, float) else v) for k, v in r.items()})
     written.append(path)
-    written += plot_lost(rows, out_dir, args.formats, cluster_gpus)
+    written += plot_lost(rows, out_dir, args.formats, cluster_gpus, args.lost)
     return written
 
 
@@ -253,6 +270,9 @@ def main(argv):
     parser.add_argument("--persistence", default="0,0.25,0.5,0.75,0.9,1",
                         help="comma-separated persistences in [0, 1] for the lost GPU-hours plot, or none")
     parser.add_argument("--steps", type=int, default=0, help="override the job's step count")
+    parser.add_argument("--lost", default="reference",
+                        help="GPU-hours lost against: reference (the mode's common reference, the default) or own "
+                             "(each run's own no-delay step)")
     parser.add_argument("--stragglesim", default="", help="the stragglesim binary")
     parser.add_argument("--format", default="png", help="comma-separated: png, svg, pdf (default png)")
     parser.add_argument("config", help="a `stragglesim train` job (YAML)")
@@ -263,6 +283,8 @@ def main(argv):
         return 1 if e.code else 0
     try:
         args.formats = parse_list(args.format, "--format", str, lambda v: v in FORMATS)
+        if args.lost not in LOST:
+            raise Failure(f"--lost: '{args.lost}' is not one of reference, own")
         if args.persistence.strip() == "none":
             args.persistence = None
         else:

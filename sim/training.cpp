@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -11,6 +12,7 @@
 #include "common/error.hpp"
 #include "common/stats.hpp"
 #include "sim/executor.hpp"
+#include "sim/nccl_tuner.hpp"
 
 namespace ssim::sim {
 
@@ -148,6 +150,7 @@ struct PassTotals {
   int adaptive_runs = 0;     // collectives that chose under the adaptive policy
   int fallback_runs = 0;     // of those, the ones that ran a fallback
   std::vector<int> sat_out;  // per rank, steps it sat out (exclude_late)
+  int steps = 0;             // steps run (fewer than configured when `until` ended the pass)
 };
 
 // One collective on every group of ranks (one group: all ranks), with the straggler-aware
@@ -331,12 +334,41 @@ class Collective {
   IterationResult result_;
 };
 
+// `nccl`'s schedules on every rank, one per choice NCCL makes (sim/nccl_tuner.hpp): NCCL's
+// algorithm, protocol and channels for a collective's size on the machine, as run_simulation
+// fills them in. Buckets of one choice share its schedule.
+class NcclSchedules {
+ public:
+  NcclSchedules(const topo::Topology& topology, alg::Options options)
+      : topology_(topology), options_(std::move(options)) {}
+
+  const alg::Schedule& operator()(Bytes size) {
+    const NcclChoice choice = nccl_choose(topology_, size, options_);
+    auto it = made_.find(choice.options.values());
+    if (it == made_.end()) {
+      it = made_
+               .emplace(choice.options.values(),
+                        std::make_unique<alg::Schedule>(
+                            alg::generate("nccl", topology_.gpu_count(), choice.options)))
+               .first;
+    }
+    return *it->second;
+  }
+
+ private:
+  const topo::Topology& topology_;
+  alg::Options options_;
+  std::map<std::map<std::string, std::string>, std::unique_ptr<alg::Schedule>> made_;
+};
+
 class StepModel {
  public:
   // `full`: the algorithm's schedule on every rank; `group`: on one group of the mode (the
-  // same schedule for synchronous).
+  // same schedule for synchronous). `nccl`: NCCL's choice per size for the collectives that
+  // span every rank (the buckets when `group` is `full`, the parameter average).
   StepModel(const TrainingConfig& c, const SyncSpec& mode, const alg::Schedule& full,
-            const alg::Schedule& group, const std::vector<Bucket>& buckets, Bytes model_bytes)
+            const alg::Schedule& group, const std::vector<Bucket>& buckets, Bytes model_bytes,
+            NcclSchedules* nccl = nullptr)
       : c_(c), mode_(mode), buckets_(buckets), n_(c.topology.gpu_count()) {
     for (const TrainingLayer& l : c.layers) {
       forward_ += l.forward.value;
@@ -346,11 +378,15 @@ class StepModel {
     if (mode.mode != SyncMode::local_sgd) {
       const int groups = mode.mode == SyncMode::grouped ? mode.groups : 1;
       for (const Bucket& b : buckets) {
+        const alg::Schedule& s = nccl && group.ranks == n_ ? (*nccl)(b.bytes) : group;
         bucket_.push_back(
-            std::make_unique<Collective>(c, group, groups, b.bytes, excluding_ ? n_ : 0));
+            std::make_unique<Collective>(c, s, groups, b.bytes, excluding_ ? n_ : 0));
       }
     }
-    if (average_needed(mode)) average_ = std::make_unique<Collective>(c, full, 1, model_bytes);
+    if (average_needed(mode)) {
+      average_ = std::make_unique<Collective>(c, nccl ? (*nccl)(model_bytes) : full, 1,
+                                              model_bytes);
+    }
   }
 
   // exclude_late: the mode's `late` ranks predicted to arrive last at step s sit out
@@ -391,8 +427,11 @@ class StepModel {
   }
 
   // Every step; `delays` null for the job without delays. `on_step` per step when set.
+  // `until`, when set, is asked after every step with the step and each rank's end minus the
+  // step's end; true ends the pass there (PassTotals::steps says how many ran).
+  using Until = std::function<bool(const StepRecord&, std::span<const double>)>;
   PassTotals run(const DelayGenerator* delays,
-                 const std::function<void(const StepRecord&)>& on_step) {
+                 const std::function<void(const StepRecord&)>& on_step, const Until& until = {}) {
     const std::size_t un = static_cast<std::size_t>(n_);
     PassTotals t;
     t.idle_sum.assign(un, 0.0);
@@ -478,6 +517,19 @@ class StepModel {
                            Seconds{idle_sum / n_}, Seconds{idle_max}, slowest, Seconds{exposed},
                            choices_, averaged ? &average_choice_ : nullptr, sat_out_});
       }
+      t.steps = s + 1;
+      if (until) {
+        offsets_.resize(un);
+        for (std::size_t r = 0; r < un; ++r) offsets_[r] = end[r] - step_end;
+        StepRecord record;
+        record.step = s;
+        record.step_time = Seconds{step_end - previous_end};
+        record.end = Seconds{step_end};
+        if (until(record, offsets_)) {
+          t.last_end = step_end;
+          return t;
+        }
+      }
       previous_end = step_end;
       start.swap(end);
     }
@@ -508,7 +560,100 @@ class StepModel {
   std::vector<int> sat_out_;        // exclude_late: this step's, ascending
   std::vector<int> members_;        // exclude_late: the others, ascending
   std::vector<Seconds> predicted_;  // exclude_late: predicted arrivals
+  std::vector<double> offsets_;     // run's `until`: each rank's end minus the step's end
 };
+
+// The nccl options of the reference: nccl's defaults with the topology's node structure (as the
+// configuration loaders give every algorithm that takes gpus_per_node).
+alg::Options reference_options(const topo::Topology& t) {
+  alg::Options o;
+  if (t.gpus_per_node > 0) o.set("gpus_per_node", std::to_string(t.gpus_per_node));
+  return o;
+}
+
+// The mean step of `model` without delays. Without delays the job is periodic: once each
+// rank's end relative to the step's end repeats, every step (with parameter averages every
+// `every` steps: every period of that many) repeats the one before. The pass stops at the
+// first period that repeats the previous one (the period's duration and every rank's offset
+// within 1e-9 of the period) and counts the steps left at that period's step times; a job that
+// never settles runs every step.
+double periodic_mean_step(const TrainingConfig& c, const SyncSpec& mode, StepModel& model) {
+  const int period = average_needed(mode) ? mode.every : 1;
+  std::vector<double> times;   // the step times of the period in progress
+  std::vector<double> before;  // each rank's offset at the end of the previous period
+  double before_duration = -1;
+  const auto until = [&](const StepRecord& r, std::span<const double> offsets) {
+    times.push_back(r.step_time.value);
+    if ((r.step + 1) % period != 0) return false;
+    double duration = 0;
+    for (const double t : times) duration += t;
+    const double tolerance = 1e-9 * duration;
+    bool same = before_duration >= 0 && std::abs(duration - before_duration) <= tolerance;
+    for (std::size_t k = 0; same && k < offsets.size(); ++k)
+      same = std::abs(offsets[k] - before[k]) <= tolerance;
+    before.assign(offsets.begin(), offsets.end());
+    before_duration = duration;
+    if (!same) times.clear();
+    return same;
+  };
+  const PassTotals t = model.run(nullptr, {}, until);
+  double total = t.last_end;
+  if (t.steps < c.steps) {
+    const int left = c.steps - t.steps;  // t.steps is a whole number of periods
+    total += (left / period) * before_duration;
+    for (int k = 0; k < left % period; ++k) total += times[static_cast<std::size_t>(k)];
+  }
+  return total / c.steps;
+}
+
+// The mode's common reference (TrainingReference): NCCL's choice without delays, a listed nccl
+// of the same options reused, else the fastest of `runs` (the mode's runs) without delays.
+TrainingReference common_reference(const TrainingConfig& c, const SyncSpec& mode,
+                                   std::span<const TrainingRun> runs,
+                                   const std::vector<Bucket>& buckets, Bytes model_bytes) {
+  const int n = c.topology.gpu_count();
+  TrainingReference ref;
+  ref.mode = mode;
+  const bool groups = (mode.mode == SyncMode::grouped && mode.groups > 1) ||
+                      (mode.mode == SyncMode::exclude_late && mode.late > 0);
+  if (c.topology.shared_device) {
+    ref.why_not_nccl = "topology " + c.topology.name +
+                       " puts several ranks on one GPU, which NCCL refuses";
+  } else if (groups) {
+    ref.why_not_nccl = "the mode's bucket AllReduces run on groups of ranks, and NCCL's choice "
+                       "here is made for the whole machine";
+  } else {
+    const alg::Options options = reference_options(c.topology);
+    const auto listed = std::find_if(runs.begin(), runs.end(), [&](const TrainingRun& r) {
+      return r.algorithm == "nccl" && r.options.values() == options.values();
+    });
+    try {
+      if (listed != runs.end()) {
+        ref.mean_step = listed->baseline_mean_step;
+      } else {
+        const alg::Schedule schedule = alg::generate("nccl", n, options);
+        NcclSchedules nccl(c.topology, options);
+        StepModel model(c, mode, schedule, schedule, buckets, model_bytes, &nccl);
+        ref.mean_step = Seconds{periodic_mean_step(c, mode, model)};
+      }
+      ref.nccl = true;
+      ref.algorithm = "nccl";
+      ref.options = options;
+      return ref;
+    } catch (const InputError& e) {
+      ref.why_not_nccl = std::string("nccl: ") + e.what();
+    }
+  }
+  // The fastest without delays, the first of equals (config order).
+  const TrainingRun* best = &runs.front();
+  for (const TrainingRun& r : runs) {
+    if (r.baseline_mean_step.value < best->baseline_mean_step.value) best = &r;
+  }
+  ref.algorithm = best->algorithm;
+  ref.options = best->options;
+  ref.mean_step = best->baseline_mean_step;
+  return ref;
+}
 
 }  // namespace
 
@@ -523,6 +668,7 @@ TrainingResult run_training(const TrainingConfig& c, const StepCallback& on_step
   const DelayGenerator delays(c.delays, n, c.seed, StragglerPolicy::oracle);
 
   for (const SyncSpec& mode : c.modes) {
+    const std::size_t first_run = result.runs.size();
     for (const TrainingAlgorithm& a : c.algorithms) {
       const alg::AlgorithmInfo& info = alg::find_algorithm(a.name);
       const int m = mode.mode == SyncMode::grouped        ? n / mode.groups
@@ -566,8 +712,10 @@ TrainingResult run_training(const TrainingConfig& c, const StepCallback& on_step
         throw InputError("algorithm " + info.name + " reduces in switches, which " +
                          mode.describe() + " does not model for a group of ranks");
       }
+      std::optional<NcclSchedules> nccl;
+      if (info.name == "nccl") nccl.emplace(c.topology, a.options);
       StepModel model(c, mode, schedule, group ? *group : schedule, result.buckets,
-                      Bytes{result.gradient_bytes});
+                      Bytes{result.gradient_bytes}, nccl ? &*nccl : nullptr);
       result.forward = Seconds{model.forward()};
       result.backward = Seconds{model.backward()};
 
@@ -622,6 +770,17 @@ TrainingResult run_training(const TrainingConfig& c, const StepCallback& on_step
       }
       result.runs.push_back(std::move(run));
     }
+    if (!c.common_reference) continue;
+    const std::span<TrainingRun> runs(result.runs.data() + first_run,
+                                      result.runs.size() - first_run);
+    TrainingReference ref = common_reference(c, mode, runs, result.buckets,
+                                             Bytes{result.gradient_bytes});
+    for (TrainingRun& run : runs) {
+      run.reference_mean_step = ref.mean_step;
+      run.lost_vs_reference = 1.0 - ref.mean_step.value / run.mean_step.value;
+      run.lost_vs_reference_gpu_hours_per_day = result.cluster_gpus * 24.0 * run.lost_vs_reference;
+    }
+    result.references.push_back(std::move(ref));
   }
   return result;
 }

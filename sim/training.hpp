@@ -44,6 +44,18 @@
 //
 // The same job without delays (every d_r = 0) is run beside it: lost fraction = 1 - T0 / T (T,
 // T0 the mean step times), GPU-hours lost per day = cluster_gpus * 24 * lost fraction.
+// T0 is each algorithm's own, so a slower algorithm can look better. Beside it, against one
+// reference per mode (c.common_reference): lost vs reference = 1 - T_ref / T, T_ref the mean
+// step of the same job in that mode without delays on `nccl` (NCCL's choice of algorithm,
+// protocol and channels for each collective's size, sim/nccl_tuner.hpp). Where NCCL does not
+// run it (a shared_device topology: NCCL refuses two ranks on one GPU, ncclInvalidUsage
+// "Duplicate GPU detected" in NVIDIA/nccl src/init.cc; a mode whose bucket
+// collectives run on groups of ranks, whose NCCL choice is not the whole machine's; a machine
+// nccl refuses), T_ref is the fastest no-delay step of the job's algorithms in that mode, and
+// TrainingReference says which and why.
+// `nccl`, listed or the reference, gets NCCL's choice per collective size wherever the
+// collective spans every rank (the buckets of synchronous and of exclude_late with late 0, the
+// parameter averages), as run_simulation does; a group's collectives run nccl's default (Ring).
 // Memory: O(ranks x buckets), plus 8 bytes per step with keep_step_times (the default; `train`
 // turns it off). Step-time quantiles are exact up to 65,536 steps, beyond that within 5e-5
 // relative in memory bounded by the spread of the step times (common/stats.hpp,
@@ -167,6 +179,10 @@ struct TrainingConfig {
   bool keep_step_times = true;
   std::uint64_t seed = 0;
   int cluster_gpus = 0;  // for GPU-hours lost per day; 0: the rank count
+  // Measure every run against its mode's common reference too (TrainingReference; one more
+  // no-delay pass per mode unless a listed nccl is the reference); `run` experiments, which do
+  // not report lost time, turn it off.
+  bool common_reference = true;
 };
 
 // What one collective of a step ran: the algorithm or, under the adaptive policy, the fallback
@@ -222,6 +238,22 @@ struct TrainingRun {
   double baseline_samples_per_second = 0.0;
   double lost_fraction = 0.0;  // 1 - baseline_mean_step / mean_step
   double lost_gpu_hours_per_day = 0.0;
+  // Against the mode's common reference (TrainingConfig::common_reference; else 0): 1 -
+  // reference_mean_step / mean_step (< 0: faster than the reference), and its GPU-hours.
+  Seconds reference_mean_step;
+  double lost_vs_reference = 0.0;
+  double lost_vs_reference_gpu_hours_per_day = 0.0;
+};
+
+// The common reference of one mode: the same job in that mode without delays on NCCL's choice,
+// or where NCCL does not run it the fastest of the job's algorithms without delays.
+struct TrainingReference {
+  SyncSpec mode;
+  bool nccl = false;      // NCCL's choice; false: the fallback
+  std::string algorithm;  // "nccl", or the fallback's algorithm
+  alg::Options options;   // as run (nccl: before NCCL's choice is filled in per collective)
+  std::string why_not_nccl;  // the fallback: why NCCL's choice is not the reference
+  Seconds mean_step;
 };
 
 struct TrainingResult {
@@ -231,6 +263,7 @@ struct TrainingResult {
   std::vector<Bucket> buckets;
   std::uint64_t gradient_bytes = 0;
   std::vector<TrainingRun> runs;  // per mode, per algorithm, in config order
+  std::vector<TrainingReference> references;  // per mode (common_reference; else empty)
 };
 
 // Called for every step of every delayed run (not the baseline), in step order.

@@ -80,12 +80,16 @@ std::string summary_table(const std::string& path, const sim::TrainingConfig& c,
     label_width = std::max(label_width, static_cast<int>(run_label(run).size()));
     mode_width = std::max(mode_width, static_cast<int>(run.mode.describe().size()));
   }
-  const char* format = "%-*s %-*s %10s %10s %10s %10s %11s %10s %8s %11s %6s\n";
+  // The last two columns (against the mode's common reference) only with references.
+  const bool ref = !r.references.empty();
+  const char* format = ref ? "%-*s %-*s %10s %10s %10s %10s %11s %10s %8s %11s %6s %9s %14s\n"
+                           : "%-*s %-*s %10s %10s %10s %10s %11s %10s %8s %11s %6s\n";
   auto line = [&](const std::vector<std::string>& f) {
     const auto print = [&](char* buf, std::size_t size) {
       return std::snprintf(buf, size, format, label_width, f[0].c_str(), mode_width, f[1].c_str(),
                            f[2].c_str(), f[3].c_str(), f[4].c_str(), f[5].c_str(), f[6].c_str(),
-                           f[7].c_str(), f[8].c_str(), f[9].c_str(), f[10].c_str());
+                           f[7].c_str(), f[8].c_str(), f[9].c_str(), f[10].c_str(),
+                           f.size() > 11 ? f[11].c_str() : "", f.size() > 12 ? f[12].c_str() : "");
     };
     std::string buf(static_cast<std::size_t>(print(nullptr, 0)) + 1, '\0');
     print(buf.data(), buf.size());
@@ -93,7 +97,7 @@ std::string summary_table(const std::string& path, const sim::TrainingConfig& c,
     os << buf;
   };
   line({"algorithm", "mode", "mean step", "p50", "p99", "no-delay", "samples/s", "max idle", "lost",
-        "GPU-h/day", "stale"});
+        "GPU-h/day", "stale", "ref lost", "ref GPU-h/day"});
   for (const sim::TrainingRun& run : r.runs) {
     double idle = 0;
     for (const Seconds& s : run.mean_idle) idle = std::max(idle, s.value);
@@ -101,7 +105,9 @@ std::string summary_table(const std::string& path, const sim::TrainingConfig& c,
           format_time(run.mean_step), format_time(run.p50_step), format_time(run.p99_step),
           format_time(run.baseline_mean_step), fixed(run.samples_per_second, 1),
           format_time(Seconds{idle}), fixed(100 * run.lost_fraction, 2) + "%",
-          fixed(run.lost_gpu_hours_per_day, 1), fixed(run.mean_staleness, 1)});
+          fixed(run.lost_gpu_hours_per_day, 1), fixed(run.mean_staleness, 1),
+          fixed(100 * run.lost_vs_reference, 2) + "%",
+          fixed(run.lost_vs_reference_gpu_hours_per_day, 1)});
   }
   os << "\nmax idle: the largest per-rank mean idle time per step (waiting for the collective "
         "beyond "
@@ -109,6 +115,22 @@ std::string summary_table(const std::string& path, const sim::TrainingConfig& c,
         "lost;\n"
         "stale: mean steps of other ranks' updates a rank lacks (its effect on accuracy is not "
         "modelled).\n";
+  if (ref) {
+    os << "ref lost, ref GPU-h/day: the same against the mode's common reference, 1 - reference "
+          "step / step (comparable across algorithms; < 0: faster than the reference):\n";
+  }
+  for (const sim::TrainingReference& x : r.references) {
+    os << "reference: " << x.mode.describe() << ": ";
+    if (x.nccl) {
+      os << "nccl (NCCL's choice per collective size) without delays, "
+         << format_time(x.mean_step) << " per step\n";
+    } else {
+      const std::string opts = options_text(x.options);
+      os << x.algorithm << (opts.empty() ? "" : "(" + opts + ")")
+         << ", the fastest of the job's algorithms without delays, " << format_time(x.mean_step)
+         << " per step (not nccl: " << x.why_not_nccl << ")\n";
+    }
+  }
   for (const sim::TrainingRun& run : r.runs) {
     if (run.mode.mode != sim::SyncMode::exclude_late) continue;
     // The ranks that sat out most often (at most 4), most often first.
@@ -201,12 +223,26 @@ nlohmann::json summary_json(const std::string& path, const sim::TrainingConfig& 
                     {"baseline_samples_per_s", run.baseline_samples_per_second},
                     {"lost_fraction", run.lost_fraction},
                     {"lost_gpu_hours_per_day", run.lost_gpu_hours_per_day},
+                    {"reference_mean_step_s", run.reference_mean_step.value},
+                    {"lost_vs_reference", run.lost_vs_reference},
+                    {"lost_vs_reference_gpu_hours_per_day",
+                     run.lost_vs_reference_gpu_hours_per_day},
                     {"mean_idle_s", std::move(idle)},
                     {"max_idle_s", std::move(idle_max)},
                     {"mean_delay_s", std::move(delay)},
                     {"sat_out_fraction", run.sat_out}});
   }
   j["runs"] = std::move(runs);
+  nlohmann::json references = nlohmann::json::array();
+  for (const sim::TrainingReference& x : r.references) {
+    references.push_back({{"mode", x.mode.describe()},
+                          {"nccl", x.nccl},
+                          {"algorithm", x.algorithm},
+                          {"options", options_text(x.options)},
+                          {"why_not_nccl", x.why_not_nccl},
+                          {"mean_step_s", x.mean_step.value}});
+  }
+  j["references"] = std::move(references);
   return j;
 }
 

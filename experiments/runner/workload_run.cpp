@@ -30,6 +30,7 @@ sim::TrainingConfig training_config(const Experiment& e, std::size_t run) {
   c.steps = s.iterations;
   c.seed = s.seed;
   c.cluster_gpus = 0;
+  c.common_reference = false;  // a run reports no lost time: no reference pass
   return c;
 }
 

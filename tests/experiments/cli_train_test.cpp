@@ -2,6 +2,7 @@
 // bad input is one message naming the file, line and key, exit 1, nothing written.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -105,6 +106,56 @@ TEST(CliTrain, TableAndSameSeedSameResults) {
       with_in(kJob, "delays: {persistent: [{rank: 2, delay: 2ms}]}\n", ""), "--persistence 1");
   EXPECT_EQ(none.rc, 1);
   EXPECT_TRUE(contains(none.err, "--persistence needs a persistent straggler")) << none.err;
+}
+
+// GPU-hours lost against the mode's common reference (the job without delays on NCCL's choice)
+// beside today's figure against each algorithm's own no-delay step.
+TEST(CliTrain, LostAgainstTheCommonReference) {
+  const CommandResult table = train(kJob);
+  ASSERT_EQ(table.rc, 0) << table.err;
+  EXPECT_TRUE(contains(table.out, "  stale  ref lost  ref GPU-h/day\n")) << table.out;
+  EXPECT_TRUE(contains(table.out, "\nreference: synchronous: nccl (NCCL's choice per collective "
+                                  "size) without delays, "))
+      << table.out;
+  const CommandResult r = train(kJob, "--json");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("references")) << r.out;
+  ASSERT_EQ(j["references"].size(), 1u);
+  const nlohmann::json& ref = j["references"][0];
+  EXPECT_EQ(ref["mode"], "synchronous");
+  EXPECT_EQ(ref["nccl"], true);
+  EXPECT_EQ(ref["algorithm"], "nccl");
+  const double t_ref = ref["mean_step_s"];
+  // The table's line gives the reference's step as the JSON does.
+  char step[64];
+  std::snprintf(step, sizeof step, "without delays, %.3fms per step\n", t_ref * 1e3);
+  EXPECT_TRUE(contains(table.out, step)) << step << "\n" << table.out;
+  for (const auto& run : j["runs"]) {
+    const double t = run["mean_step_s"];
+    EXPECT_EQ(double(run["reference_mean_step_s"]), t_ref);
+    EXPECT_NEAR(double(run["lost_vs_reference"]), 1 - t_ref / t, 1e-15);
+    EXPECT_NEAR(double(run["lost_vs_reference_gpu_hours_per_day"]), 1000 * 24 * (1 - t_ref / t),
+                1e-9);
+  }
+  // StragglAR is the slower: it looks better against its own no-delay step and is worse
+  // against the common one.
+  const nlohmann::json& ring = j["runs"][0];
+  const nlohmann::json& stragglar = j["runs"][1];
+  ASSERT_GT(double(stragglar["mean_step_s"]), double(ring["mean_step_s"]));
+  EXPECT_LT(double(stragglar["lost_gpu_hours_per_day"]), double(ring["lost_gpu_hours_per_day"]));
+  EXPECT_GT(double(stragglar["lost_vs_reference_gpu_hours_per_day"]),
+            double(ring["lost_vs_reference_gpu_hours_per_day"]));
+  // Ranks sharing one GPU (NCCL refuses them): the fastest of the job's algorithms, and why.
+  const CommandResult shared =
+      train(with_in(kJob, "{kind: switch, ranks: 4, bandwidth: 100GB/s, latency: 3us}",
+                    "{file: h100_single_gpu}"));
+  ASSERT_EQ(shared.rc, 0) << shared.err;
+  EXPECT_TRUE(contains(shared.out, ", the fastest of the job's algorithms without delays, "))
+      << shared.out;
+  EXPECT_TRUE(contains(shared.out, "(not nccl: topology h100_single_gpu puts several ranks on "
+                                   "one GPU, which NCCL refuses)\n"))
+      << shared.out;
 }
 
 TEST(CliTrain, ShippedConfigsRun) {

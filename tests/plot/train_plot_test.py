@@ -70,7 +70,28 @@ class TrainPlot(unittest.TestCase):
         row = [r for r in rows if r["persistence"] == "1.0" and r["algorithm"] == "ring"
                and r["mode"] == "synchronous"][0]
         self.assertAlmostEqual(float(row["lost_gpu_hours_per_day"]), ring["lost_gpu_hours_per_day"], places=9)
+        # Against the common reference too: the reference's step, the fraction and its GPU-hours.
+        for key in ("reference_mean_step_s", "lost_vs_reference", "lost_vs_reference_gpu_hours_per_day"):
+            self.assertAlmostEqual(float(row[key]), ring[key], places=9, msg=key)
         self.assertIn("lost_gpu_hours_vs_persistence.png", r.stdout)
+
+    def test_lost_against_the_reference_or_the_own_step(self):
+        # The default plots the common-reference figure (--lost reference); --lost own the
+        # figure against each run's own no-delay step: another plot.
+        png = {}
+        for name, flags in (("default", []), ("reference", ["--lost", "reference"]), ("own", ["--lost", "own"])):
+            out = os.path.join(self.tmp.name, name)
+            r = run("--persistence", "1", "--steps", "4", *flags, self.job, out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(out, "lost_gpu_hours_vs_persistence.png"), "rb") as f:
+                png[name] = f.read()
+        self.assertEqual(png["default"], png["reference"])
+        self.assertNotEqual(png["default"], png["own"])
+        fresh = os.path.join(self.tmp.name, "fresh")
+        r = run("--lost", "both", self.job, fresh)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("--lost", r.stderr)
+        self.assertFalse(os.path.exists(fresh))
 
     def test_progress_lines(self):
         out = os.path.join(self.tmp.name, "plots")

@@ -8,6 +8,8 @@
 #include "common/error.hpp"
 #include "common/stats.hpp"
 #include "sim/executor.hpp"
+#include "sim/simulation.hpp"
+#include "topologies/generators.hpp"
 #include "tests/sim/fixtures.hpp"
 
 namespace ssim::sim {
@@ -532,6 +534,142 @@ TEST(Training, ReportsLinksTheAlphabetaModelDoesNotShare) {
       << run.shared_link->describe();
   c.network = NetworkKind::flow;
   EXPECT_FALSE(run_training(c).runs.at(0).shared_link);
+}
+
+// The common reference (TrainingReference): one no-delay step per mode that every algorithm is
+// measured against, beside each algorithm's own no-delay step.
+// 8 ranks on a 10 GB/s switch, two 8 MB buckets, rank 3 late by 0.2 ms every step.
+TrainingConfig eight_ranks_late() {
+  TrainingConfig c;
+  c.topology = switch_of(8, 10e9, 5e-6);
+  c.layers = {layer("a", 2'000'000, 0.004, 0.008), layer("b", 2'000'000, 0.004, 0.008)};
+  c.bucket_cap = Bytes{8'000'000};
+  c.optimizer = Seconds{0.001};
+  c.algorithms = {{"ring", {}}, {"stragglar", {}}};
+  c.delays.stragglers.push_back(
+      {.rank = 3, .extra = Distribution::constant(Seconds{0.0002}), .persistence = 1});
+  c.steps = 20;
+  c.seed = 5;
+  c.cluster_gpus = 1000;
+  return c;
+}
+
+TEST(TrainingReference, OneReferenceOrdersTheAlgorithmsAsTheirSteps) {
+  const TrainingConfig c = eight_ranks_late();
+  const TrainingResult r = run_training(c);
+  ASSERT_EQ(r.runs.size(), 2u);
+  ASSERT_EQ(r.references.size(), 1u);
+  const TrainingReference& ref = r.references[0];
+  EXPECT_TRUE(ref.nccl);
+  EXPECT_EQ(ref.algorithm, "nccl");
+  EXPECT_TRUE(ref.why_not_nccl.empty());
+  // The reference is the same job without delays on nccl: what a listed nccl's own no-delay
+  // step is (the reference stops once the steps repeat; within 1e-9 of every step run).
+  TrainingConfig listed = c;
+  listed.algorithms = {{"nccl", {}}};
+  const TrainingResult n = run_training(listed);
+  EXPECT_NEAR(ref.mean_step.value, n.runs[0].baseline_mean_step.value,
+              1e-9 * n.runs[0].baseline_mean_step.value);
+  // A listed nccl of the reference's options is the reference itself.
+  listed.algorithms = {{"ring", {}}, {"stragglar", {}}, {"nccl", {}}};
+  const TrainingResult with = run_training(listed);
+  EXPECT_EQ(with.references[0].mean_step.value, with.runs[2].baseline_mean_step.value);
+  const TrainingRun& ring = r.runs[0];
+  const TrainingRun& stragglar = r.runs[1];
+  for (const TrainingRun& run : r.runs) {
+    EXPECT_EQ(run.reference_mean_step.value, ref.mean_step.value);
+    EXPECT_DOUBLE_EQ(run.lost_vs_reference, 1 - ref.mean_step.value / run.mean_step.value);
+    EXPECT_DOUBLE_EQ(run.lost_vs_reference_gpu_hours_per_day, 1000 * 24 * run.lost_vs_reference);
+    // Today's figure is unchanged: against the run's own no-delay step.
+    EXPECT_DOUBLE_EQ(run.lost_fraction, 1 - run.baseline_mean_step.value / run.mean_step.value);
+  }
+  // StragglAR is slower here with and without the straggler, and hides the 0.2 ms where Ring
+  // pays it: against its own step it looks better than Ring (0% against 0.75% lost), against
+  // the common reference it is worse, in the order of the step times.
+  ASSERT_GT(stragglar.baseline_mean_step.value, ring.baseline_mean_step.value);
+  ASSERT_GT(stragglar.mean_step.value, ring.mean_step.value);
+  EXPECT_LT(stragglar.lost_fraction, ring.lost_fraction);
+  EXPECT_GT(stragglar.lost_vs_reference, ring.lost_vs_reference);
+}
+
+TEST(TrainingReference, NcclGetsNcclsChoiceForEachBucketSize) {
+  // One bucket, full when backward is done: the no-delay step is compute, the AllReduce of the
+  // gradients as run_simulation runs nccl (NCCL's choice for the size), then the optimizer.
+  TrainingConfig c = eight_ranks_late();
+  c.bucket_cap = Bytes{16'000'000};
+  c.algorithms = {{"nccl", {}}};
+  c.steps = 3;
+  const TrainingResult r = run_training(c);
+  SimulationConfig one;
+  one.topology = c.topology;
+  one.algorithm = "nccl";
+  one.size = Bytes{16'000'000};
+  const SimulationResult s = run_simulation(one);
+  ASSERT_FALSE(s.nccl_algo.empty());
+  const double step = 0.008 + 0.016 + s.mean_completion.value + 0.001;
+  EXPECT_NEAR(r.runs[0].baseline_mean_step.value, step, 1e-12);
+  EXPECT_NEAR(r.references[0].mean_step.value, step, 1e-12);
+  // Not nccl's schedule without a machine (Ring's defaults), which the training model ran
+  // before.
+  SimulationConfig plain = one;
+  plain.options.set("algo", "ring");
+  plain.options.set("proto", "simple");
+  plain.options.set("channels", "1");
+  EXPECT_NE(run_simulation(plain).mean_completion.value, s.mean_completion.value);
+}
+
+TEST(TrainingReference, TheFastestWhereNcclDoesNotRun) {
+  // Ranks sharing one GPU: NCCL refuses them; the reference is the fastest no-delay step.
+  TrainingConfig c = eight_ranks_late();
+  topo::SharedDevice d;
+  d.memory_bandwidth = BytesPerSecond{1e12};
+  d.copy_latency = Seconds{2e-6};
+  d.apply_latency = Seconds{2e-6};
+  c.topology = topo::make_shared_device({.ranks = 8, .device = d});
+  c.algorithms = {{"stragglar", {}}, {"ring", {}}};
+  TrainingResult r = run_training(c);
+  ASSERT_EQ(r.references.size(), 1u);
+  const TrainingRun& fastest = r.runs[0].baseline_mean_step.value <=
+                                       r.runs[1].baseline_mean_step.value
+                                   ? r.runs[0]
+                                   : r.runs[1];
+  EXPECT_FALSE(r.references[0].nccl);
+  EXPECT_EQ(r.references[0].algorithm, fastest.algorithm);
+  EXPECT_EQ(r.references[0].mean_step.value, fastest.baseline_mean_step.value);
+  EXPECT_NE(r.references[0].why_not_nccl.find("one GPU"), std::string::npos)
+      << r.references[0].why_not_nccl;
+  EXPECT_DOUBLE_EQ(fastest.lost_vs_reference, fastest.lost_fraction);
+  // Groups of ranks: NCCL's choice is the whole machine's, so the fastest again; modes have
+  // their own reference, in config order.
+  c = eight_ranks_late();
+  c.modes = {SyncSpec{}, SyncSpec{.mode = SyncMode::grouped, .groups = 2, .every = 4}};
+  r = run_training(c);
+  ASSERT_EQ(r.references.size(), 2u);
+  EXPECT_TRUE(r.references[0].nccl);
+  EXPECT_FALSE(r.references[1].nccl);
+  EXPECT_EQ(r.references[1].mode.describe(), "grouped(groups=2,every=4)");
+  EXPECT_NE(r.references[1].why_not_nccl.find("groups"), std::string::npos);
+  EXPECT_EQ(r.runs[2].reference_mean_step.value, r.references[1].mean_step.value);
+  // Off: no reference pass, no figure.
+  c.common_reference = false;
+  r = run_training(c);
+  EXPECT_TRUE(r.references.empty());
+  EXPECT_EQ(r.runs[0].lost_vs_reference, 0.0);
+}
+
+TEST(TrainingReference, PeriodicWithAveragesCountsEveryStep) {
+  // local_sgd averages every 3 steps over 10 steps (not a whole number of periods): the
+  // reference, stopped once a period repeats, is what a listed nccl's full no-delay pass gives.
+  TrainingConfig c = eight_ranks_late();
+  c.modes = {SyncSpec{.mode = SyncMode::local_sgd, .every = 3}};
+  c.steps = 10;
+  const TrainingResult r = run_training(c);
+  c.algorithms = {{"nccl", {}}};
+  c.common_reference = false;
+  const TrainingResult n = run_training(c);
+  ASSERT_TRUE(r.references[0].nccl);
+  EXPECT_NEAR(r.references[0].mean_step.value, n.runs[0].baseline_mean_step.value,
+              1e-9 * n.runs[0].baseline_mean_step.value);
 }
 
 TEST(Training, BadInput) {
