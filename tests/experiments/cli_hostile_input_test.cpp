@@ -543,6 +543,22 @@ TEST_F(HostileInput, CalibrationBySimulationIsUnderTheTimeGuard) {
   EXPECT_FALSE(fs::exists(path("fit.yaml")));
 }
 
+// Found by fuzz_training_config (fuzz/corpus/training_config/finding_yaml_*): yaml-cpp 0.7's
+// LoadAll answers a ',' at the top level with a null document and never moves past it, so every
+// YAML reader (simulate, run, train, topologies) collected null documents until memory ran out.
+TEST_F(HostileInput, YamlTokenThatStartsNoValueIsRefusedNotLoopedOn) {
+  write("comma.yaml", ",\n");
+  CommandResult r = run("train comma.yaml");
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "comma.yaml:1:1: malformed YAML: ',' cannot start a value here"))
+      << r.err;
+  write("second.yaml", "iterations: 10\n---\n,\n");
+  r = run("simulate second.yaml");
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "second.yaml:3:1: malformed YAML: ',' cannot start a value here"))
+      << r.err;
+}
+
 // Found by fuzz_calibration_sim (fuzz/corpus/calibration_sim/finding_shared_device_time_estimate.csv):
 // a shared_device simulation costs the device's operations per transfer, growing with the ranks
 // (resource_check.hpp), not the alpha-beta pass's 40 ns. Timed as alpha-beta, a ring on 628
