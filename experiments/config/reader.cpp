@@ -10,6 +10,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include <yaml-cpp/eventhandler.h>
+
 #include "common/error.hpp"
 #include "common/input_file.hpp"
 #include "common/suggest.hpp"
@@ -23,21 +25,62 @@ std::string join_path(const std::string& base, const std::string& key) {
 
 constexpr int kMaxDepth = 256;
 
+// The start of each document of a YAML stream, as the parser reports them; nothing is built.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> starts;
+  void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
 // YAML::Load of the whole text, refusing a second document (which yaml-cpp would ignore).
+// The documents are counted by their starts, not with YAML::LoadAll: yaml-cpp 0.7 answers a
+// token that cannot start a node (a ',' at the top level) with a null document and leaves the
+// token where it was, so LoadAll collects null documents until memory runs out (yaml-cpp issue
+// #1040, fixed after 0.7 by PR #1319). A document starting where the previous one started is
+// that token: refused at its place.
 YAML::Node load_one_document(const std::string& text, const std::string& name) {
-  std::vector<YAML::Node> docs;
+  auto at = [&name](const YAML::Mark& m) {
+    return name + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
+  };
+  DocumentStarts docs;
   try {
-    docs = YAML::LoadAll(text);
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    while (parser.HandleNextDocument(docs)) {
+      const std::vector<YAML::Mark>& s = docs.starts;
+      if (s.size() >= 2 && s[s.size() - 1].pos == s[s.size() - 2].pos) {
+        const YAML::Mark m = s.back();
+        const auto pos = static_cast<std::size_t>(std::max(0, m.pos));
+        const auto c = pos < text.size() ? static_cast<unsigned char>(text[pos]) : 0;
+        char what[48];
+        if (c > 0x20 && c < 0x7F) {
+          std::snprintf(what, sizeof what, "'%c'", c);
+        } else {
+          std::snprintf(what, sizeof what, "byte 0x%02X", c);
+        }
+        throw InputError(at(m) + ": malformed YAML: " + what + " cannot start a value here");
+      }
+    }
+    if (docs.starts.size() > 1) {
+      const YAML::Mark m = docs.starts[1];
+      throw InputError(name + (m.line >= 0 ? ":" + std::to_string(m.line + 1) : std::string()) +
+                       ": a second YAML document (after '---'): a config is one document");
+    }
+    return docs.starts.empty() ? YAML::Node() : YAML::Load(text);
   } catch (const YAML::ParserException& e) {
-    throw InputError(name + ":" + std::to_string(e.mark.line + 1) + ":" +
-                     std::to_string(e.mark.column + 1) + ": malformed YAML: " + e.msg);
+    throw InputError(at(e.mark) + ": malformed YAML: " + e.msg);
   }
-  if (docs.size() > 1) {
-    const YAML::Mark m = docs[1].Mark();
-    throw InputError(name + (m.line >= 0 ? ":" + std::to_string(m.line + 1) : std::string()) +
-                     ": a second YAML document (after '---'): a config is one document");
-  }
-  return docs.empty() ? YAML::Node() : docs.front();
 }
 
 // Control characters (C0, DEL, C1) in a string: "U+001B at byte 3"; "" when there is none.

@@ -159,9 +159,16 @@ void check_simulation_memory(const MemoryBudget& budget, const sim::SimulationCo
                  fewer(c) + (c.per_rank_times ? ", fewer iterations or no --per-rank" : ""));
 }
 
+double seconds_per_transfer(sim::NetworkKind network, bool shared_device, int ranks) {
+  if (shared_device)
+    return kSharedDeviceSecondsPerTransfer + ranks * kSharedDeviceSecondsPerTransferRank;
+  return network == sim::NetworkKind::flow ? kFlowSecondsPerTransfer
+                                           : kAlphabetaSecondsPerTransfer;
+}
+
 double simulation_seconds(const sim::SimulationConfig& c) {
-  const double per_transfer =
-      c.network == sim::NetworkKind::flow ? kFlowSecondsPerTransfer : kAlphabetaSecondsPerTransfer;
+  const double per_transfer = seconds_per_transfer(
+      c.network, c.topology.shared_device.has_value(), c.topology.gpu_count());
   const double n = c.topology.gpu_count();
   return c.iterations * (run_schedule_size(c).transfers * per_transfer + kSecondsPerIteration +
                          n * kSecondsPerRankIteration);
@@ -310,7 +317,7 @@ TrainingWork training_work(const sim::TrainingConfig& c) {
   const double buckets =
       static_cast<double>(sim::make_buckets(c.layers, c.bytes_per_param, c.bucket_cap).size());
   const double per_transfer =
-      c.network == sim::NetworkKind::flow ? kFlowSecondsPerTransfer : kAlphabetaSecondsPerTransfer;
+      seconds_per_transfer(c.network, c.topology.shared_device.has_value(), n);
   TrainingWork w;
   double most = -1;
   for (const sim::SyncSpec& mode : c.modes) {

@@ -60,6 +60,15 @@ inline constexpr double kAlphabetaSecondsPerTransfer = 40e-9;
 inline constexpr double kFlowSecondsPerTransfer = 800e-9;
 inline constexpr double kSecondsPerIteration = 15e-6;
 inline constexpr double kSecondsPerRankIteration = 100e-9;
+// A shared_device topology (sim/shared_device.hpp) runs every transfer as device operations whose
+// cost grows with the ranks sharing the device: kSharedDeviceSecondsPerTransfer plus
+// kSharedDeviceSecondsPerTransferRank per rank (ring, 4 MiB, release build: 8 ranks 20000
+// iterations 1.1 s, 32 ranks 20000 iterations 23 s, 512 ranks 1 iteration 1.7 s; the alpha-beta
+// constant above underestimated 512 ranks 80-fold).
+inline constexpr double kSharedDeviceSecondsPerTransfer = 0.3e-6;
+inline constexpr double kSharedDeviceSecondsPerTransferRank = 6e-9;
+// The time of one transfer in one iteration: of the network model, or of the shared device.
+double seconds_per_transfer(sim::NetworkKind network, bool shared_device, int ranks);
 // Generating a schedule, per transfer; verifying it, per chunk moved and rank (the verifier's
 // bit sets); writing its text or JSON form, per transfer (`schedule ring --ranks 2048`: 3 s;
 // `rhd`: 17 s); lowering it and writing the per-rank plan, per transfer (`lower ring --ranks

@@ -434,7 +434,9 @@ SimFit fit_by_simulation(const std::vector<MeasuredFile>& files, const SimFitOpt
         }
         sc.arrival = case_arrival(r.ranks, r.delay.value, straggler);
         sc.delayed = delayed;
-        sc.seconds = transfers * kAlphabetaSecondsPerTransfer + kSecondsPerIteration +
+        sc.seconds = transfers * seconds_per_transfer(sim::NetworkKind::alphabeta,
+                                                     o.kind == "shared_device", r.ranks) +
+                     kSecondsPerIteration +
                      r.ranks * kSecondsPerRankIteration;
         c = case_of.emplace(key, cases.size()).first;
         cases.push_back(std::move(sc));

@@ -520,8 +520,8 @@ TEST_F(HostileInput, EcmpWhereThereIsOneRoutePerPairIsRefused) {
 TEST_F(HostileInput, CalibrationBySimulationIsUnderTheTimeGuard) {
   const std::string ring =
       std::string(STRAGGLESIM_SOURCE_DIR) + "/data/measured/h200/2026-11-26/graph-d0-ring.csv";
-  // 8 distinct simulations of a ring on 8 ranks, about 0.16 ms an evaluation: 10^7 evaluations
-  // are estimated at 27 minutes, 10^5 at 16 s.
+  // 8 distinct simulations of a ring on 8 ranks on the shared device, about 0.44 ms an
+  // evaluation: 10^7 evaluations are estimated at 73 minutes, 10^5 at 44 s.
   CommandResult r = run("calibrate " + ring +
                         " --topology-kind shared_device --max-evaluations 10000000 --max-time "
                         "10min -o fit.yaml");
@@ -540,6 +540,48 @@ TEST_F(HostileInput, CalibrationBySimulationIsUnderTheTimeGuard) {
   r = run("calibrate " + ring + " --max-time 2h -o fit.yaml");
   EXPECT_EQ(r.rc, 1) << r.err;
   EXPECT_TRUE(contains(r.err, "--max-time: an option of calibration by simulation")) << r.err;
+  EXPECT_FALSE(fs::exists(path("fit.yaml")));
+}
+
+// Found by fuzz_training_config (fuzz/corpus/training_config/finding_yaml_*): yaml-cpp 0.7's
+// LoadAll answers a ',' at the top level with a null document and never moves past it, so every
+// YAML reader (simulate, run, train, topologies) collected null documents until memory ran out.
+TEST_F(HostileInput, YamlTokenThatStartsNoValueIsRefusedNotLoopedOn) {
+  write("comma.yaml", ",\n");
+  CommandResult r = run("train comma.yaml");
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "comma.yaml:1:1: malformed YAML: ',' cannot start a value here"))
+      << r.err;
+  write("second.yaml", "iterations: 10\n---\n,\n");
+  r = run("simulate second.yaml");
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "second.yaml:3:1: malformed YAML: ',' cannot start a value here"))
+      << r.err;
+}
+
+// Found by fuzz_calibration_sim (fuzz/corpus/calibration_sim/finding_shared_device_time_estimate.csv):
+// a shared_device simulation costs the device's operations per transfer, growing with the ranks
+// (resource_check.hpp), not the alpha-beta pass's 40 ns. Timed as alpha-beta, a ring on 628
+// ranks was estimated at 0.1 s and ran for 10 s past --max-time 1s.
+TEST_F(HostileInput, SharedDeviceFitIsTimedAsTheDevice) {
+  std::string csv =
+      "source,algorithm,ranks,bytes,dtype,delay_s,straggler,iteration,time_s,"
+      "after_last_arrival_s,algbw_GBps,busbw_GBps,wrong,device,timestamp\n";
+  for (const char* rb : {"4,1048576", "4,16777216", "4,268435456", "2,16777216", "3,16777216",
+                         "628,4435456"}) {
+    csv += std::string("measured,ring,") + rb +
+           ",float32,0,,0,4.1e-03,4.1e-03,22,34,0,box,2025-06-01T12:00:00Z\n";
+  }
+  write("runs.csv", csv);
+  const CommandResult r = run(
+      "calibrate runs.csv --topology-kind shared_device --max-evaluations 3 --max-time 1s "
+      "-o fit.yaml");
+  EXPECT_EQ(r.rc, 3) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "the fit by simulation (up to 3 evaluations of 6 distinct "
+                              "simulations, 1 thread) would take about"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "(--max-time 1s)")) << r.err;
+  EXPECT_EQ(r.out, "");
   EXPECT_FALSE(fs::exists(path("fit.yaml")));
 }
 

@@ -28,6 +28,24 @@ TEST(ResourceCheck, TimeNoteOnlyForLongSimulations) {
   EXPECT_EQ(simulation_time_note(ring_on_switch(8, sim::NetworkKind::flow, 1000)), "");
 }
 
+TEST(ResourceCheck, SharedDeviceSimulationsAreTimedAsTheDevice) {
+  // ring at 512 ranks on one shared device: 2 * 512 * 511 = 523,264 transfers, measured 1.7 s
+  // for one iteration (release build); the alpha-beta constant would say 0.02 s.
+  sim::SimulationConfig c = ring_on_switch(512, sim::NetworkKind::alphabeta, 1);
+  topo::SharedDevice d;
+  d.memory_bandwidth = BytesPerSecond{4e12};
+  d.copy_latency = Seconds{3e-6};
+  d.apply_latency = Seconds{0.6e-6};
+  c.topology = topo::make_shared_device({.ranks = 512, .device = d});
+  const double transfers = 2.0 * 512 * 511;
+  EXPECT_GE(simulation_seconds(c), 0.5 * 1.7);
+  EXPECT_LE(simulation_seconds(c), 4 * 1.7);
+  EXPECT_GT(simulation_seconds(c), 10 * transfers * kAlphabetaSecondsPerTransfer);
+  c.iterations = 100;  // about 3 minutes: announced
+  const std::string note = simulation_time_note(c);
+  EXPECT_NE(note.find("this simulation may take about"), std::string::npos) << note;
+}
+
 TEST(ResourceCheck, SimulationMemoryGrowsWithTransfersAndIsChecked) {
   // The flow model streams but is counted as materialized (its window of rounds, at worst the
   // whole schedule).
