@@ -166,18 +166,20 @@ int nvls_pipeline(const topo::Topology& t, double bytes) {
   if (vertex < 0 || !t.node(vertex).reduce) return 1;
   const topo::SwitchReduction& red = *t.node(vertex).reduce;
   const topo::RouteSummary route = t.route_summary(0, 1);
-  const double alpha = route.latency.value, beta = 1.0 / route.bandwidth.value;
-  const double beta_r = 1.0 / red.bandwidth.value, lambda = red.latency.value;
+  const alg::CostParams p{.alpha = route.latency.value,
+                          .beta = 1.0 / route.bandwidth.value,
+                          .switch_beta = 1.0 / red.bandwidth.value,
+                          .switch_latency = red.latency.value};
+  const alg::AlgorithmInfo& nvls = alg::find_algorithm("nvls");
   int best = 1;
   double best_time = std::numeric_limits<double>::infinity();
-  for (int p = 1; p <= 1024; p *= 2) {
-    const double q = bytes / p;
-    const double time = (p + 1) * alpha + p * lambda + std::max(q * beta, q * beta_r) +
-                        (p - 1) * std::max(q * (1 + 1.0 / n) * beta, q * beta_r) +
-                        q * (n - 1) / n * beta;
+  for (int depth = 1; depth <= 1024; depth *= 2) {
+    alg::Options o;
+    o.set("pipeline", std::to_string(depth));
+    const double time = nvls.cost(n, bytes, p, o);
     if (time < best_time) {
       best_time = time;
-      best = p;
+      best = depth;
     }
   }
   return best;

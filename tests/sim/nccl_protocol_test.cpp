@@ -230,6 +230,20 @@ TEST(NcclTuner, NvlsGetsThePipelineOfLeastTime) {
   }
 }
 
+// Two nodes of 8 GPUs: NVLink 400 GB/s, one 50 GB/s NIC per GPU on a rail-optimized fabric.
+topo::Topology two_nodes_of_8() {
+  return topo::make_hierarchical({.nodes = 2,
+                                  .gpus_per_node = 8,
+                                  .nvlink_bandwidth = BytesPerSecond{400e9},
+                                  .nvlink_latency = Seconds{kAlpha},
+                                  .nic_bandwidth = BytesPerSecond{50e9},
+                                  .nic_latency = Seconds{2e-6},
+                                  .fabric = topo::FabricKind::rail_optimized,
+                                  .spines = 0,
+                                  .spine_bandwidth = BytesPerSecond{50e9},
+                                  .spine_latency = Seconds{1e-6}});
+}
+
 // Two nodes of 8 whose NVSwitches reduce: NCCL's NVLS_TREE is a candidate (Simple only), its
 // estimate by hand from tuning.cc (no base latency, 25 us of NVLink, 2 log2(2) x 20.9 us of
 // network; bus bandwidth 16 channels x min(NVLS's 2 x 0.85 x 15/16 of a channel's NVLink, twice a
@@ -237,16 +251,7 @@ TEST(NcclTuner, NvlsGetsThePipelineOfLeastTime) {
 // NCCL's choice, with the node size and a pipeline; forced where it cannot run, refused.
 TEST(NcclTuner, NvlsTreeAcrossNodes) {
   const double nvlink = 400e9, nic = 50e9;
-  topo::Topology t = topo::make_hierarchical({.nodes = 2,
-                                              .gpus_per_node = 8,
-                                              .nvlink_bandwidth = BytesPerSecond{nvlink},
-                                              .nvlink_latency = Seconds{kAlpha},
-                                              .nic_bandwidth = BytesPerSecond{nic},
-                                              .nic_latency = Seconds{2e-6},
-                                              .fabric = topo::FabricKind::rail_optimized,
-                                              .spines = 0,
-                                              .spine_bandwidth = BytesPerSecond{nic},
-                                              .spine_latency = Seconds{1e-6}});
+  topo::Topology t = two_nodes_of_8();
   const topo::Topology plain = t;
   for (int j = 0; j < 2; ++j) {
     for (int l : t.out_links(t.vertex_of_rank(j * 8)))
@@ -297,16 +302,7 @@ TEST(NcclTuner, NvlsTreeAcrossNodes) {
 // rule): with the NIC behind the host bridge (nic path phb) or another socket (sys) NCCL's
 // estimate never picks it, forcing it is refused, and a copy of the topology keeps the path.
 TEST(NcclTuner, Ll128AcrossNodesFollowsTheNicPath) {
-  topo::Topology t = topo::make_hierarchical({.nodes = 2,
-                                              .gpus_per_node = 8,
-                                              .nvlink_bandwidth = BytesPerSecond{400e9},
-                                              .nvlink_latency = Seconds{kAlpha},
-                                              .nic_bandwidth = BytesPerSecond{50e9},
-                                              .nic_latency = Seconds{2e-6},
-                                              .fabric = topo::FabricKind::rail_optimized,
-                                              .spines = 0,
-                                              .spine_bandwidth = BytesPerSecond{50e9},
-                                              .spine_latency = Seconds{1e-6}});
+  topo::Topology t = two_nodes_of_8();
   const Bytes size{8ull << 20};
   const auto picks_ll128 = [&](const topo::Topology& top) {
     const NcclChoice c = nccl_choose(top, size, opts({{"algo", "ring"}}));
