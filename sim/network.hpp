@@ -60,7 +60,7 @@ struct NetworkConfig {
   // The protocol of schedules that name none (`network: {protocol: ...}`): they then run as
   // NCCL's send/recv moves them, paying that protocol's costs like `nccl`; empty: costed by
   // their routes alone.
-  std::optional<alg::Protocol> p2p_protocol;
+  std::optional<alg::Protocol> p2p_protocol = std::nullopt;
 };
 
 // A route between two ranks as the models use it.

@@ -63,7 +63,7 @@ struct SimulationConfig {
   SecondsPerByte gamma{0.0};       // reduce cost at the receiver
   // network: {protocol: ...}: schedules that name no protocol run as NCCL's send/recv with this
   // one (NetworkConfig::p2p_protocol); empty: by their routes alone.
-  std::optional<alg::Protocol> protocol;
+  std::optional<alg::Protocol> protocol = std::nullopt;
   std::string algorithm = "ring";  // a registry name (alg::algorithms())
   alg::Options options;            // generator options, e.g. segments, straggler
   // A schedule given as data (a schedule file, read and verified by the caller), run instead of

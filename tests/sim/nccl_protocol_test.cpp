@@ -221,8 +221,12 @@ TEST(NcclTuner, NvlsGetsThePipelineOfLeastTime) {
       return run(alg::generate("nccl", 8, o), t, NetworkKind::alphabeta, bytes);
     };
     const double at_p = time_at(p);
-    if (p > 1) EXPECT_LE(at_p, time_at(p / 2)) << bytes;
-    if (p < 1024) EXPECT_LE(at_p, time_at(p * 2)) << bytes;
+    if (p > 1) {
+      EXPECT_LE(at_p, time_at(p / 2)) << bytes;
+    }
+    if (p < 1024) {
+      EXPECT_LE(at_p, time_at(p * 2)) << bytes;
+    }
     if (bytes == 1ull << 30) {
       EXPECT_GT(p, 1);
       EXPECT_LT(at_p, 0.8 * time_at(1));
