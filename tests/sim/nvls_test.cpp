@@ -501,7 +501,9 @@ TEST(NvlsTree, PipelinedVerifiesAndOverlapsThePhases) {
         EXPECT_EQ(s.chunks, slices * g * alone.chunks);
         const alg::ScheduleSize size = alg::find_algorithm("nvls_tree").size(n, o);
         EXPECT_GE(size.rounds, static_cast<double>(s.rounds.size()));  // dbtree's is a bound
-        if (std::string(inter) == "ring") EXPECT_EQ(size.rounds, static_cast<double>(s.rounds.size()));
+        if (std::string(inter) == "ring") {
+          EXPECT_EQ(size.rounds, static_cast<double>(s.rounds.size()));
+        }
         EXPECT_EQ(size.chunks, static_cast<double>(s.chunks));
         if (slices == 1) {
           o.set("pipeline", "1");
