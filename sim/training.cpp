@@ -615,6 +615,12 @@ TrainingReference common_reference(const TrainingConfig& c, const SyncSpec& mode
   const int n = c.topology.gpu_count();
   TrainingReference ref;
   ref.mode = mode;
+  // The fastest without delays, the first of equals (config order): the fallback, and the
+  // bound a reference on NCCL's choice may not exceed.
+  const TrainingRun* fastest = &runs.front();
+  for (const TrainingRun& r : runs) {
+    if (r.baseline_mean_step.value < fastest->baseline_mean_step.value) fastest = &r;
+  }
   const bool groups = (mode.mode == SyncMode::grouped && mode.groups > 1) ||
                       (mode.mode == SyncMode::exclude_late && mode.late > 0);
   if (c.topology.shared_device) {
@@ -628,11 +634,6 @@ TrainingReference common_reference(const TrainingConfig& c, const SyncSpec& mode
     const auto listed = std::find_if(runs.begin(), runs.end(), [&](const TrainingRun& r) {
       return r.algorithm == "nccl" && r.options.values() == options.values();
     });
-    // The fastest without delays, the first of equals (config order).
-    const TrainingRun* fastest = &runs.front();
-    for (const TrainingRun& r : runs) {
-      if (r.baseline_mean_step.value < fastest->baseline_mean_step.value) fastest = &r;
-    }
     try {
       Seconds step;
       if (listed != runs.end()) {
@@ -662,14 +663,9 @@ TrainingReference common_reference(const TrainingConfig& c, const SyncSpec& mode
       ref.why_not_nccl = std::string("nccl: ") + e.what();
     }
   }
-  // The fastest without delays, the first of equals (config order).
-  const TrainingRun* best = &runs.front();
-  for (const TrainingRun& r : runs) {
-    if (r.baseline_mean_step.value < best->baseline_mean_step.value) best = &r;
-  }
-  ref.algorithm = best->algorithm;
-  ref.options = best->options;
-  ref.mean_step = best->baseline_mean_step;
+  ref.algorithm = fastest->algorithm;
+  ref.options = fastest->options;
+  ref.mean_step = fastest->baseline_mean_step;
   return ref;
 }
 

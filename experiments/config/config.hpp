@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "algorithms/protocol.hpp"
 #include "experiments/config/experiment.hpp"
 #include "experiments/config/reader.hpp"
 #include "sim/delays.hpp"
@@ -110,6 +111,11 @@ sim::SimulationConfig load_simulation_config(const ConfigReader& reader);
 // an error, unless the experiment sweeps the policy (then it serves the adaptive points).
 void load_prediction(const ConfigNode& node, int ranks, sim::SimulationConfig& c,
                      bool policy_swept);
+// The `network:` map of a simulate config, an experiment or a training job: model (alphabeta,
+// flow), gamma and protocol (none, simple, ll, ll128: NCCL's costs for every schedule that names
+// none), each failing at its key.
+void load_network(const ConfigNode& net, sim::NetworkKind& kind, SecondsPerByte& gamma,
+                  std::optional<alg::Protocol>& protocol);
 // Checks an algorithm's option values for `ranks` (e.g. stragglar's stragglers and late) at
 // their YAML keys under `node` (the options map).
 void check_algorithm_options(const alg::AlgorithmInfo& info, int ranks, const alg::Options& options,

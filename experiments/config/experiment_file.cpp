@@ -19,7 +19,6 @@
 #include <sstream>
 #include <unordered_set>
 
-#include "algorithms/protocol.hpp"
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
 #include "common/memory_budget.hpp"
@@ -494,15 +493,7 @@ sim::SimulationConfig load_point(const ConfigNode& root, topo::Topology topology
     const int n = c.topology.gpu_count();
     bool ok = collect([&] {
       if (auto net = root.maybe("network")) {
-        net->allow_only({"model", "gamma", "protocol"});
-        c.network =
-            sim::parse_network_kind(net->get_choice("model", {"alphabeta", "flow"}, "alphabeta"));
-        if (net->has("gamma")) c.gamma = net->child("gamma").as_seconds_per_byte();
-        // Schedules that name no protocol run as NCCL's send/recv with this one (none: by
-        // their routes alone, the default).
-        const std::string protocol =
-            net->get_choice("protocol", {"none", "simple", "ll", "ll128"}, "none");
-        if (protocol != "none") c.protocol = alg::parse_protocol(protocol);
+        load_network(*net, c.network, c.gamma, c.protocol);
       }
     });
     // simulate's `collective:` carries the size; a top-level (or swept) size besides it is one

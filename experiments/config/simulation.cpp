@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "algorithms/protocol.hpp"
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
 #include "experiments/config/algorithm.hpp"
@@ -41,6 +42,17 @@ alg::Options load_algorithm_options(const alg::AlgorithmInfo& info, int ranks,
   }
   check_algorithm_entry_options(info, ranks, topology, options, node, name);
   return options;
+}
+
+void load_network(const ConfigNode& net, sim::NetworkKind& kind, SecondsPerByte& gamma,
+                  std::optional<alg::Protocol>& protocol) {
+  net.allow_only({"model", "gamma", "protocol"});
+  kind = sim::parse_network_kind(net.get_choice("model", {"alphabeta", "flow"}, "alphabeta"));
+  if (net.has("gamma")) gamma = net.child("gamma").as_seconds_per_byte();
+  // Schedules that name no protocol run as NCCL's send/recv with this one (none: by their
+  // routes alone, the default).
+  const std::string p = net.get_choice("protocol", {"none", "simple", "ll", "ll128"}, "none");
+  if (p != "none") protocol = alg::parse_protocol(p);
 }
 
 void check_algorithm_entry_options(const alg::AlgorithmInfo& info, int ranks,

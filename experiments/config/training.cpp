@@ -4,7 +4,6 @@
 #include <cmath>
 #include <optional>
 
-#include "algorithms/protocol.hpp"
 #include "algorithms/registry.hpp"
 #include "common/checked.hpp"
 #include "common/error.hpp"
@@ -286,14 +285,7 @@ sim::TrainingConfig load_training_parts(const ConfigReader& reader) {
   const int ranks = topology_ok ? c.topology.gpu_count() : 0;
   collect([&] {
     if (auto net = root.maybe("network")) {
-      net->allow_only({"model", "gamma", "protocol"});
-      c.network =
-          sim::parse_network_kind(net->get_choice("model", {"alphabeta", "flow"}, "alphabeta"));
-      if (net->has("gamma")) c.gamma = net->child("gamma").as_seconds_per_byte();
-      // As an experiment's (experiment_file.cpp).
-      const std::string protocol =
-          net->get_choice("protocol", {"none", "simple", "ll", "ll128"}, "none");
-      if (protocol != "none") c.protocol = alg::parse_protocol(protocol);
+      load_network(*net, c.network, c.gamma, c.protocol);
     }
   });
   bool algorithms_ok = false;
