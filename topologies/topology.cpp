@@ -400,6 +400,7 @@ Topology& Topology::operator=(Topology&&) noexcept = default;
 Topology::Topology(const Topology& o)
     : name(o.name),
       description(o.description),
+      calibrated(o.calibrated),
       gpus_per_node(o.gpus_per_node),
       nic_path(o.nic_path),
       shared_device(o.shared_device),

@@ -196,6 +196,9 @@ class Topology {
 
   std::string name;         // e.g. "switch(8)"
   std::string description;  // provenance: generator parameters or the file it came from
+  // Whether the figures were fitted to (or checked against) measurements: a topology file's
+  // `provenance:` map, as `calibrate` writes it. Outputs call the others uncalibrated.
+  bool calibrated = false;
   // Node structure, when the topology has one (the hierarchical generator): GPUs per node,
   // rank = node * gpus_per_node + local index. 0: none known. Experiments pass it to the
   // topology-aware algorithms as their gpus_per_node option.

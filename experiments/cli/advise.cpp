@@ -487,7 +487,7 @@ void run_advise(const AdviseArgs& given) {
     for (std::size_t i = 0; i < left_out.size(); ++i) std::cout << (i ? ", " : " ") << left_out[i];
     std::cout << "\n";
   }
-  std::cout << one_channel_ring_note(e) << "\n";
+  std::cout << one_channel_ring_note(e) << uncalibrated_note(e) << "\n";
   const std::string base = e.algorithms[e.baseline].label;
   // The algorithm column as wide as the longest label, so that every row lines up.
   int width = 10;

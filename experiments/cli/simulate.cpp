@@ -128,6 +128,11 @@ std::string summary_table(const sim::SimulationConfig& c, const sim::SimulationR
     os << "NCCL's choice: " << r.nccl_algo << "/" << r.nccl_proto << " (" << options
        << "; NCCL's estimate " << format_time(Seconds{r.nccl_estimate_us * 1e-6}) << ")\n";
   }
+  if (!c.topology.calibrated) {
+    os << "uncalibrated: " << c.topology.name
+       << " (nominal or published figures that no measurement checks: no provenance: in the "
+          "topology; docs/calibration.md)\n";
+  }
   os << "delays: " << c.delays.describe() << "; prediction "
      << (c.adaptive_fallbacks.empty() ? std::string(sim::to_string(c.policy))
                                       : std::string("adaptive"))

@@ -378,13 +378,14 @@ topo::Topology load_inline(const ConfigNode& node) {
       p.require_map();
       p.allow_only({"machine", "date", "source", "input", "link_class", "size_range", "min_bytes",
                     "max_bytes", "rows", "residual", "r_squared", "fit", "gamma", "gamma_source",
-                    "fitted", "fixed", "holdout"});
+                    "fitted", "fixed", "holdout", "network"});
       // Each value on its own (errors collected, reader.hpp).
       bool values_ok = true;
       for (const std::string& key : p.keys())
         values_ok = collect([&] { p.child(key).as_string(); }) && values_ok;
       if (!values_ok) throw ErrorsRecorded{};
       provenance += (provenance.empty() ? "" : "; ") + p.text();
+      t.calibrated = true;
     }
   });
   if (!generated) throw ErrorsRecorded{};

@@ -466,6 +466,22 @@ std::string one_channel_ring_note(const Experiment& e) {
          "rail (nccl_ring), and nccl is what NCCL runs\n";
 }
 
+std::string uncalibrated_note(const Experiment& e) {
+  std::vector<std::string> names;
+  for (const SweepPoint& p : e.points) {
+    const topo::Topology& t = p.config.topology;
+    if (!t.calibrated && std::find(names.begin(), names.end(), t.name) == names.end())
+      names.push_back(t.name);
+  }
+  if (names.empty()) return "";
+  std::string list;
+  for (std::size_t i = 0; i < names.size() && i < 4; ++i) list += (i ? ", " : "") + names[i];
+  if (names.size() > 4) list += ", ...";
+  return "note: uncalibrated: " + list +
+         " (nominal or published figures that no measurement checks: no provenance: in the "
+         "topology; docs/calibration.md)\n";
+}
+
 std::string summary_table(const Experiment& e,
                           const std::vector<std::vector<AlgorithmSummary>>& points) {
   const std::size_t nalg = e.algorithms.size();
@@ -552,7 +568,7 @@ std::string summary_table(const Experiment& e,
   for (const ExperimentAlgorithm& a : e.algorithms) {
     if (wins.count(a.label)) os << " " << a.label << " " << wins[a.label] << "/" << rows.size();
   }
-  os << "\n" << one_channel_ring_note(e);
+  os << "\n" << one_channel_ring_note(e) << uncalibrated_note(e);
 
   // Where the straggler-aware algorithms start to win along a swept straggler delay.
   std::size_t delay_axis = e.axes.size();

@@ -52,6 +52,10 @@ std::string summary_table(const Experiment& e,
 // runs a channel per rail (nccl_ring; nccl is NCCL's own choice).
 std::string one_channel_ring_note(const Experiment& e);
 
+// A line naming the experiment's topologies whose figures no measurement backs (no `provenance:`
+// in their file; empty when every one has it): their times are the model's on nominal figures.
+std::string uncalibrated_note(const Experiment& e);
+
 // The CSV columns of results.csv: schema/result_csv.hpp's, then the experiment's
 // (run, point, label, one "sweep.<key>" column per axis, seed, last_rank, predicted_straggler,
 // speedup, speedup_after_last_arrival).

@@ -236,6 +236,24 @@ TEST_F(ValidateNccl, AdviseComparesWithWhatNcclRuns) {
   ASSERT_EQ(one_node.rc, 0) << one_node.err;
   EXPECT_TRUE(contains(one_node.out, "  vs nccl  fastest")) << one_node.out;
   EXPECT_FALSE(contains(one_node.out, "note: ring")) << one_node.out;
+  // Files whose figures a measurement checks carry provenance:; outputs on any other topology
+  // say they are uncalibrated.
+  for (const CommandResult* r : {&both, &one_node}) EXPECT_FALSE(contains(r->out, "uncalibrated"));
+  const CommandResult nominal = run_cli("advise --topology dgx_a100 --size 64MiB --iterations 2 "
+                                        "-q --algorithms ring,nccl");
+  ASSERT_EQ(nominal.rc, 0) << nominal.err;
+  EXPECT_TRUE(contains(nominal.out, "note: uncalibrated: dgx-a100 (nominal or published figures "
+                                    "that no measurement checks"))
+      << nominal.out;
+  const std::string config = write("a100.yaml", "topology: {file: " +
+                                                    source("configs/topologies/dgx_a100.yaml") +
+                                                    "}\nalgorithm: ring\nsize: 1MiB\n");
+  const CommandResult sim = run_cli("simulate " + config);
+  ASSERT_EQ(sim.rc, 0) << sim.err;
+  EXPECT_TRUE(contains(sim.out, "\nuncalibrated: dgx-a100 (")) << sim.out;
+  const std::string dgx = write("h100.yaml", "topology: {file: " + kDgx +
+                                                 "}\nalgorithm: ring\nsize: 1MiB\n");
+  EXPECT_FALSE(contains(run_cli("simulate " + dgx).out, "uncalibrated"));
 }
 
 // What NCCL refuses on the machine is refused when the experiment is read, naming the option's
