@@ -296,6 +296,9 @@ AlgorithmInfo collnet_direct_info() {
       .check_options = [](int n, const Options& o) { (void)direct_shape(n, o); },
       .in_network = true,
       .reduce_scope = AlgorithmInfo::ReduceScope::rails,
+      // One GPU per node (its default, and what a topology without nodes gives it), one slice:
+      // collnet's one switch reduction of all ranks.
+      .one_node_equals = "collnet",
   };
 }
 

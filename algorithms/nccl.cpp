@@ -415,8 +415,9 @@ AlgorithmInfo nccl_tree_info() {
   };
 }
 
-// nccl: what NCCL runs, named by NCCL_ALGO's algorithm (option algo) and NCCL_PROTO's protocol
-// (option proto). Which algorithm, protocol and channel count NCCL would pick for a size on a
+// nccl: what NCCL runs, named by NCCL_ALGO's algorithm (option algo: ring, tree, nvls,
+// nvls_tree, collnet_direct, collnet_chain, which run the schedules nccl_ring, nccl_tree, nvls,
+// nvls_tree, collnet_direct, collnet_chain) and NCCL_PROTO's protocol (option proto). Which algorithm, protocol and channel count NCCL would pick for a size on a
 // machine is NCCL's cost estimate over the machine (sim/nccl_tuner.hpp), which this layer cannot
 // know: the simulator fills algo, proto and channels before it generates the schedule; asked for
 // here without algo, the schedule is NCCL's Ring with its defaults (nccl_ring's).

@@ -101,13 +101,13 @@ TEST(CliNvls, SimulatesOnTheShippedDgxH100) {
       run_cli("advise --topology dgx_h100 --size 1GiB --delay-dist 1ms --iterations 3");
   ASSERT_EQ(advise.rc, 0) << advise.err;
   EXPECT_TRUE(contains(advise.out, "nvls")) << advise.out;
-  // One node: hierarchical is ring's schedule there and nvls_tree nvls's; each is named once,
-  // on the line that says why, and gets no row.
+  // One node: hierarchical is ring's schedule there, nvls_tree nvls's and collnet_direct
+  // collnet's; each is named once, on the line that says why, and gets no row.
   EXPECT_TRUE(contains(advise.out,
                        "left out, the same schedule as another candidate on one node: "
-                       "nvls_tree (= nvls), hierarchical (= ring)\n"))
+                       "nvls_tree (= nvls), collnet_direct (= collnet), hierarchical (= ring)\n"))
       << advise.out;
-  for (const std::string name : {"hierarchical", "nvls_tree"}) {
+  for (const std::string name : {"hierarchical", "nvls_tree", "collnet_direct"}) {
     std::size_t count = 0;
     for (std::size_t at = advise.out.find(name); at != std::string::npos;
          at = advise.out.find(name, at + 1))
