@@ -35,6 +35,25 @@ AlgorithmInfo collnet_info();    // hierarchical.cpp
 //   T = ring_reduce_scatter(G, s) + alpha_f + lambda + max(s/G beta_f, s/G beta_r)
 //       + (G-1)(alpha + s/G beta)
 double collnet_cost(int n, double bytes, int g, const CostParams& intra, const CostParams& inter);
+AlgorithmInfo collnet_direct_info();  // collnet.cpp
+AlgorithmInfo collnet_chain_info();   // collnet.cpp
+// collnet_direct's closed form with one slice, G = g GPUs per node, all arriving together:
+// intra = the node's NVLink (alpha GPU to GPU, beta per link, gamma), inter = a rail's reducing
+// switch (alpha: NIC up + down latency, beta per NIC link, switch_beta, switch_latency). The
+// scatter and the gather each cost (G-1)(alpha + s/G beta) in the alpha-beta model (a GPU's
+// sends one after another) and alpha + (G-1) s/G beta in the flow model (`flow`: at once):
+//   T = 2 phase + s/G gamma + alpha_f + lambda + max(s/G beta_f, s/G beta_r)   (G = 1: the
+//   switch alone).
+double collnet_direct_cost(int n, double bytes, int g, const CostParams& intra,
+                           const CostParams& inter, bool flow = false);
+// collnet_chain's closed form with one segment and C `channels`, C <= G or a multiple of G
+// (InputError otherwise), m = ceil(C/G) channels per rail: every GPU sends m transfers of s/C
+// per step, one after another in the alpha-beta model (m alpha) and at once in the flow model
+// (`flow`: one alpha):
+//   T = (G-1)(2 m alpha + 2 m s/C beta + s/C gamma) + alpha_f + lambda
+//       + max(m s/C beta_f, m s/C beta_r)
+double collnet_chain_cost(int n, double bytes, int g, int channels, const CostParams& intra,
+                          const CostParams& inter, bool flow = false);
 // nvls_tree's closed form, G = g GPUs per node, N = n/g nodes, all arriving together: intra =
 // the node's NVSwitch (alpha GPU-to-GPU, beta per link, switch_beta, switch_latency), inter =
 // a rail's route between nodes (alpha, beta, gamma of the inter algorithm's reductions):

@@ -415,8 +415,9 @@ AlgorithmInfo nccl_tree_info() {
   };
 }
 
-// nccl: what NCCL runs, named by NCCL_ALGO's algorithm (option algo) and NCCL_PROTO's protocol
-// (option proto). Which algorithm, protocol and channel count NCCL would pick for a size on a
+// nccl: what NCCL runs, named by NCCL_ALGO's algorithm (option algo: ring, tree, nvls,
+// nvls_tree, collnet_direct, collnet_chain, which run the schedules nccl_ring, nccl_tree, nvls,
+// nvls_tree, collnet_direct, collnet_chain) and NCCL_PROTO's protocol (option proto). Which algorithm, protocol and channel count NCCL would pick for a size on a
 // machine is NCCL's cost estimate over the machine (sim/nccl_tuner.hpp), which this layer cannot
 // know: the simulator fills algo, proto and channels before it generates the schedule; asked for
 // here without algo, the schedule is NCCL's Ring with its defaults (nccl_ring's).
@@ -435,11 +436,6 @@ std::string nccl_algo_of(const Options& o) {
     throw InputError("nccl option algo=" + o.get_string("algo", "") + ": not one of " +
                      kNcclAlgos + " (NCCL_ALGO's names)");
   }
-  if (algo == "collnet_direct" || algo == "collnet_chain") {
-    throw InputError("nccl option algo=" + algo +
-                     ": NCCL's algorithm is not modelled yet (modelled: ring, tree, nvls, "
-                     "nvls_tree; issue 39 item 1)");
-  }
   std::optional<Protocol> proto;
   if (o.has("proto")) {
     proto = parse_protocol(o.get_string("proto", ""));
@@ -448,9 +444,17 @@ std::string nccl_algo_of(const Options& o) {
                        std::string(kProtocolNames) + " (NCCL_PROTO's names)");
     }
   }
-  if ((algo == "nvls" || algo == "nvls_tree") && proto && *proto != Protocol::simple) {
+  // tuning.cc: NVLS and NVLS_TREE are skipped for LL and LL128; CollNet Direct and Chain get
+  // no bandwidth for them ("Not used"): Simple only.
+  if ((algo == "nvls" || algo == "nvls_tree" || algo == "collnet_direct" ||
+       algo == "collnet_chain") &&
+      proto && *proto != Protocol::simple) {
+    const char* nccl_name = algo == "nvls"             ? "NVLS"
+                            : algo == "nvls_tree"      ? "NVLS_TREE"
+                            : algo == "collnet_direct" ? "CollNetDirect"
+                                                       : "CollNetChain";
     throw InputError("nccl option proto=" + std::string(to_string(*proto)) + " with algo=" +
-                     algo + ": NCCL runs " + (algo == "nvls" ? "NVLS" : "NVLS_TREE") +
+                     algo + ": NCCL runs " + nccl_name +
                      " with the Simple protocol only (allowed: simple)");
   }
   return algo;
@@ -474,6 +478,27 @@ Options nccl_nvls_options(const Options& o, bool tree = false) {
   return plain;
 }
 
+// The options of the collnet_direct (collnet_chain) schedule nccl generates with
+// algo=collnet_direct (collnet_chain): the node size (nccl's default: one node, which CollNet
+// refuses), the pipeline depth (channels and segments).
+Options nccl_collnet_options(int n, const Options& o, bool chain) {
+  if (!o.has("gpus_per_node")) {
+    throw InputError("nccl option algo=" + std::string(chain ? "collnet_chain" : "collnet_direct") +
+                     ": CollNet reduces across nodes in the fabric's switches, and without "
+                     "gpus_per_node the " +
+                     std::to_string(n) + " ranks are one node (give gpus_per_node, or a "
+                     "hierarchical topology whose fabric reduces)");
+  }
+  Options plain;
+  plain.set("gpus_per_node", o.get_string("gpus_per_node", ""));
+  const std::vector<std::string> keys =
+      chain ? std::vector<std::string>{"channels", "segments"} : std::vector<std::string>{"pipeline"};
+  for (const std::string& key : keys) {
+    if (o.has(key)) plain.set(key, o.get_string(key, ""));
+  }
+  return plain;
+}
+
 GeneratedRounds make_nccl(int n, const Options& o) {
   // Without algo (a schedule asked for without a machine: `stragglesim schedule nccl`), Ring
   // with its defaults; simulate, run and advise fill algo, proto and channels first.
@@ -484,6 +509,10 @@ GeneratedRounds make_nccl(int n, const Options& o) {
     g = nvls_info().rounds(n, nccl_nvls_options(o));  // the protocol is Simple
   } else if (algo == "nvls_tree") {
     g = nvls_tree_info().rounds(n, nccl_nvls_options(o, true));
+  } else if (algo == "collnet_direct") {
+    g = collnet_direct_info().rounds(n, nccl_collnet_options(n, o, false));
+  } else if (algo == "collnet_chain") {
+    g = collnet_chain_info().rounds(n, nccl_collnet_options(n, o, true));
   } else {
     g = (algo == "ring" ? nccl_ring_info() : nccl_tree_info()).rounds(n, nccl_inner_options(o));
   }
@@ -497,8 +526,8 @@ AlgorithmInfo nccl_info() {
   std::vector<OptionSpec> options = nccl_common_options(false);
   options.push_back({"algo",
                      std::string("NCCL_ALGO: ") + kNcclAlgos +
-                         " (ring, tree, nvls and nvls_tree modelled: nccl_ring, nccl_tree, nvls, "
-                         "nvls_tree); absent: "
+                         " (the schedules nccl_ring, nccl_tree, nvls, nvls_tree, collnet_direct, "
+                         "collnet_chain); absent: "
                          "NCCL's own choice for the size and machine (sim/nccl_tuner.hpp) in "
                          "simulate, run and advise, ring for a schedule on its own",
                      "NCCL's choice"});
@@ -507,17 +536,18 @@ AlgorithmInfo nccl_info() {
     if (spec.name == "channels") spec.default_value = "NCCL's choice (the default of algo=)";
   }
   options.push_back({"loops", "as nccl_ring's (algo=ring)", "1"});
-  options.push_back({"segments", "as nccl_tree's (algo=tree)",
+  options.push_back({"segments", "as nccl_tree's and collnet_chain's (algo=tree, collnet_chain)",
                      std::to_string(kDefaultTreeSegments)});
   options.push_back({"pipeline",
-                     "as nvls's and nvls_tree's (algo=nvls, nvls_tree): slices; NCCL's choice "
-                     "takes the depth of least estimated time on the machine",
+                     "as nvls's, nvls_tree's and collnet_direct's (algo=nvls, nvls_tree, "
+                     "collnet_direct): slices; NCCL's choice takes the depth of least estimated "
+                     "time on the machine",
                      "1"});
   return AlgorithmInfo{
       .name = "nccl",
       .description =
-          "what NCCL runs: NCCL's choice of algorithm (ring, tree, nvls), protocol (simple, ll, "
-          "ll128) and channels by its own cost model for the size and machine, or the ones "
+          "what NCCL runs: NCCL's choice of algorithm (ring, tree, nvls, nvls_tree, "
+          "collnet_direct, collnet_chain), protocol (simple, ll, ll128) and channels by its own cost model for the size and machine, or the ones "
           "forced with algo= and proto=",
       .supported_ranks = "n >= 2",
       .supports_ranks = [](int n) { return n >= 2; },
@@ -532,6 +562,10 @@ AlgorithmInfo nccl_info() {
             if (algo == "nvls") return nvls_info().cost(n, bytes, p, nccl_nvls_options(o));
             if (algo == "nvls_tree")
               return nvls_tree_info().cost(n, bytes, p, nccl_nvls_options(o, true));
+            if (algo == "collnet_direct")
+              return collnet_direct_info().cost(n, bytes, p, nccl_collnet_options(n, o, false));
+            if (algo == "collnet_chain")
+              return collnet_chain_info().cost(n, bytes, p, nccl_collnet_options(n, o, true));
             if (algo == "tree") return nccl_tree_info().cost(n, bytes, p, inner);
             return nccl_ring_info().cost(n, bytes, p, inner);
           },
@@ -543,6 +577,10 @@ AlgorithmInfo nccl_info() {
             const std::string algo = nccl_algo_of(o);
             if (algo == "nvls") return nvls_info().size(n, nccl_nvls_options(o));
             if (algo == "nvls_tree") return nvls_tree_info().size(n, nccl_nvls_options(o, true));
+            if (algo == "collnet_direct")
+              return collnet_direct_info().size(n, nccl_collnet_options(n, o, false));
+            if (algo == "collnet_chain")
+              return collnet_chain_info().size(n, nccl_collnet_options(n, o, true));
             // Without algo the tuner picks the channels later: up to 16 (sim/nccl_tuner.cpp).
             Options inner = nccl_inner_options(o);
             if (algo.empty() && !inner.has("channels")) inner.set("channels", "16");
@@ -560,6 +598,14 @@ AlgorithmInfo nccl_info() {
             const std::string algo = nccl_algo_of(o);
             if (algo == "nvls_tree") {
               nvls_tree_info().check_options(n, nccl_nvls_options(o, true));
+            } else if (algo == "collnet_direct" || algo == "collnet_chain") {
+              // Without gpus_per_node (one node) the machine refuses it (sim/nccl_tuner.hpp,
+              // with the topology's words); the other options are checked here.
+              const bool chain = algo == "collnet_chain";
+              Options given = o;
+              if (!given.has("gpus_per_node")) given.set("gpus_per_node", "1");
+              (chain ? collnet_chain_info() : collnet_direct_info())
+                  .check_options(n, nccl_collnet_options(n, given, chain));
             } else if (algo != "nvls") {
               (void)checked_nccl_shape("nccl", n, nccl_inner_options(o), algo == "tree");
             }

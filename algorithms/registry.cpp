@@ -41,6 +41,7 @@ const std::vector<AlgorithmInfo>& algorithms() {
       direct_rs_ag_info(), oneshot_info(),
       twoshot_info(),      nvls_info(),
       nvls_tree_info(),    collnet_info(),
+      collnet_direct_info(), collnet_chain_info(),
       hierarchical_info(), stragglar_hier_info(),
       nccl_ring_info(),    nccl_tree_info(),
       nccl_info(),

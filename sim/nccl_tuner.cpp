@@ -14,14 +14,17 @@
 namespace ssim::sim {
 namespace {
 
-enum Algo { kTree = 0, kRing = 1, kNvls = 2, kNvlsTree = 3 };
+enum Algo { kTree = 0, kRing = 1, kNvls = 2, kNvlsTree = 3, kCollnetDirect = 4, kCollnetChain = 5 };
 constexpr int kLL = 0, kLL128 = 1, kSimple = 2;  // NCCL's protocol order
 
-// baseLatencies and hwLatencies [NVLINK, NET] for Tree, Ring, NVLS, NVLS Tree (us).
-constexpr double kBaseLat[4][3] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}};
-constexpr double kHwLatNvlink[4][3] = {
-    {0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 25}, {0, 0, 25}};
-constexpr double kHwLatNet[4][3] = {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 18}, {0, 0, 20.9}};
+// baseLatencies and hwLatencies [NVLINK, NET] for Tree, Ring, NVLS, NVLS Tree, CollNet Direct,
+// CollNet Chain (us; CollNet: Simple only, base latency 0).
+constexpr double kBaseLat[6][3] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0},
+                                   {0, 0, 0},        {0, 0, 0},        {0, 0, 0}};
+constexpr double kHwLatNvlink[6][3] = {{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 25},
+                                       {0, 0, 25},       {0, 0, 3.7},     {0, 0, 2.8}};
+constexpr double kHwLatNet[6][3] = {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 18},
+                                    {0, 0, 20.9},   {0, 0, 31},       {0, 0, 30}};
 // Per node-count index (1, 2, >2 nodes), Hopper: llMaxBws (Hopper one node; Intel hosts across
 // nodes), perChMaxRingLL128Bws, perChMaxTreeLL128Bws, perChMaxTreeBws.
 constexpr double kLlMaxBw[3] = {141.0, 39.0, 20.4};
@@ -43,6 +46,19 @@ constexpr double kTreeCorrection[3][24] = {
 constexpr int kMaxThreads[3] = {512, 640, 512};  // LL, LL128, Simple (Ring and Tree)
 constexpr int kThreadThreshold[3] = {8, 8, 64};
 constexpr int kNvlsChannels = 16;
+// CollNet (tuning.cc, enqueue.cc, connect.cc, search.cc): the 0.4 us of arity serialization per
+// local peer of CollNet Direct's latency; its Hopper bandwidth factor; at most 8 GPUs per node
+// (NCCL_MAX_DIRECT_ARITY + 1: enqueue.cc skips both CollNet algorithms beyond); the CollNet
+// graphs' per-channel bandwidth, at most the top of the Hopper inter-node speed array
+// (sm90SpeedArrayInter, 48 GB/s), raised in the search's second pass up to twice the NIC's
+// ("increase bwIntra for trees (2 nodes or collnet)"); threads (NCCL_MAX_NTHREADS) and the
+// per-thread threshold (512) of the channel tuning.
+constexpr double kCollnetArityLat = 0.4;
+constexpr double kCollnetDirectHopper = 0.85;
+constexpr int kCollnetMaxLocal = 8;
+constexpr double kCollnetPerChannelMax = 48.0;
+constexpr int kCollnetThreads = 640;
+constexpr int kCollnetThreadThreshold = 512;
 
 int log2i(double x) { return x < 1 ? -1 : static_cast<int>(std::floor(std::log2(x))); }
 
@@ -61,6 +77,12 @@ struct Machine {
   bool node_reduces = false;    // every node's NVSwitch reduces (NVLS_TREE across nodes)
   bool ll128 = true;  // NCCL enables LL128 (across nodes: only with the NIC up to PXN)
   int channels = 0;  // NCCL's channel count for Ring and Tree
+  int unreduced_rail = -1;  // across nodes: the first rail whose fabric switch does not reduce
+  double collnet_bw = 0;    // GB/s: the CollNet graphs' nChannels x bwIntra
+  int heads = 0;            // CollNet Direct's heads per node (one per NIC: one NIC per GPU)
+  int collnet_channels = 0;  // NCCL's channel count with CollNet enabled
+  // CollNet runs here: several nodes of at most 8 GPUs whose every rail's switch reduces.
+  bool collnet() const { return nodes > 1 && g <= kCollnetMaxLocal && unreduced_rail < 0; }
 };
 
 Machine machine_of(const topo::Topology& t) {
@@ -84,13 +106,35 @@ Machine machine_of(const topo::Topology& t) {
   // tuning.cc: LL128 by default only where the inter-node path is at most PXB, or PXN on Hopper.
   m.ll128 = m.nodes == 1 || !(t.nic_path == "phb" || t.nic_path == "sys");
   m.channels = m.nodes == 1 ? 16 : 2 * std::min(m.g, 8);
+  if (m.nodes > 1) {
+    std::vector<int> rail(static_cast<std::size_t>(m.nodes));
+    for (int l = 0; l < m.g && m.unreduced_rail < 0; ++l) {
+      for (int j = 0; j < m.nodes; ++j) rail[static_cast<std::size_t>(j)] = j * m.g + l;
+      if (t.reducing_switch_of(rail) < 0) m.unreduced_rail = l;
+    }
+    // One CollNet channel per head (NIC), each at most 48 GB/s and twice a NIC's bandwidth,
+    // all of them together at most a GPU's NVLink route (bwIntra is the intra-node graph's).
+    m.heads = std::min(m.g, kCollnetMaxLocal);
+    m.collnet_bw = std::min({m.nvlink, 2 * m.nics,
+                             m.heads * std::min(kCollnetPerChannelMax, 2 * inter / 1e9)});
+    // connect.cc: with CollNet, 50% more channels where the intra-node graph is faster than the
+    // network (not with one GPU per node).
+    m.collnet_channels = m.g > 1 && m.nvlink > inter / 1e9
+                             ? std::min(64, m.channels + m.channels / 2)
+                             : m.channels;
+  }
   return m;
 }
 
 // tuning.cc's latency and bandwidth of (algo, proto) and getAlgoTime's time for `bytes`.
 NcclEstimate estimate(const Machine& m, int a, int p, double bytes) {
   NcclEstimate e;
-  e.algo = a == kRing ? "ring" : a == kTree ? "tree" : a == kNvls ? "nvls" : "nvls_tree";
+  e.algo = a == kRing             ? "ring"
+           : a == kTree           ? "tree"
+           : a == kNvls           ? "nvls"
+           : a == kNvlsTree       ? "nvls_tree"
+           : a == kCollnetDirect  ? "collnet_direct"
+                                  : "collnet_chain";
   e.proto = to_protocol(p);
   const int idx = std::min(m.nodes, 3) - 1;
   const int nsteps = 2 * (m.n - 1);
@@ -109,13 +153,26 @@ NcclEstimate estimate(const Machine& m, int a, int p, double bytes) {
     const double inter = m.nics / nch * (m.nodes <= 2 ? 2 : 1);
     bus = nch * std::min({intra, inter, kPerChNvlsTree[idx]});
   }
+  if (a == kCollnetDirect || a == kCollnetChain) {  // Simple only ("Not used" otherwise)
+    if (p != kSimple || !m.collnet()) return e;
+    if (a == kCollnetDirect && m.g == 1) return e;  // NCCL disables it without an NVSwitch
+    bus = m.collnet_bw;
+    if (a == kCollnetDirect) {  // "all GPUs need a local NIC": factor 1 with one NIC per GPU
+      double factor = ppn / m.heads;
+      factor -= (factor - 1) / 2;
+      bus = bus / factor * kCollnetDirectHopper;
+    }
+  }
   if (a == kRing && p == kLL) bus = std::min(kLlMaxBw[idx], bus * .5);
   if (a == kRing && p == kLL128) bus = std::min(bus * 0.92, nch * kPerChRingLL128[idx]);
   if (a == kTree) bus = std::min(bus * .92, nch * kPerChTree[idx]);
   if (a == kTree && p == kLL) bus = std::min(bus / 3.8, kLlMaxBw[idx]);
   if (a == kTree && p == kLL128)
     bus = std::min(bus * (m.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), nch * kPerChTreeLL128[idx]);
-  bus *= a == kTree ? 0.5 : static_cast<double>(m.n) / nsteps;  // Ring, NVLS, NVLS Tree: n/2(n-1)
+  // Ring, NVLS, NVLS Tree: n/2(n-1); Tree and CollNet: 0.5.
+  bus *= a == kTree || a == kCollnetDirect || a == kCollnetChain
+             ? 0.5
+             : static_cast<double>(m.n) / nsteps;
   double lat = kBaseLat[a][p];
   double intra_lat = kHwLatNvlink[a][p];
   const double inter_lat = ppn == 1 ? kHwLatNet[kTree][p] : kHwLatNet[a][p];
@@ -128,6 +185,10 @@ NcclEstimate estimate(const Machine& m, int a, int p, double bytes) {
     lat += 2 * ((ppn - 1) * intra_lat + log2i(m.nodes) * inter_lat);
   } else if (a == kNvls) {
     lat = intra_lat;
+  } else if (a == kCollnetDirect) {
+    lat += 2 * (std::min(1.0, ppn - 1) * intra_lat + (ppn - 1) * kCollnetArityLat) + inter_lat;
+  } else if (a == kCollnetChain) {
+    lat += 2 * (ppn - 1) * intra_lat + inter_lat;
   } else {
     lat += intra_lat + 2 * log2i(m.nodes) * inter_lat;
   }
@@ -145,6 +206,25 @@ NcclEstimate estimate(const Machine& m, int a, int p, double bytes) {
 // less than its threshold.
 int tuned_channels(const Machine& m, int a, int p, double bytes) {
   if (a == kNvls || a == kNvlsTree) return kNvlsChannels;
+  if (a == kCollnetDirect) {  // enqueue.cc's CollNet channel tuning (heads x threads per block)
+    int nc = m.collnet_channels;
+    double threshold = kCollnetThreadThreshold;
+    bool flag = true;
+    for (int sw = 16; sw >= 1 && flag; sw /= 2) {
+      while ((flag = bytes < static_cast<double>(nc) * kCollnetThreads * m.heads * threshold) &&
+             nc > sw) {
+        if (nc == sw + sw / 2) threshold /= 2;
+        --nc;
+      }
+    }
+    return nc;
+  }
+  if (a == kCollnetChain) {  // the Ring/Tree tuning with CollNet's threads and threshold
+    int nc = m.collnet_channels;
+    while (bytes < static_cast<double>(nc) * kCollnetThreads * kCollnetThreadThreshold && nc >= 2)
+      --nc;
+    return nc;
+  }
   const int nt = kMaxThreads[p];
   double threshold = kThreadThreshold[p];
   if (a == kRing && p == kLL) threshold *= m.n;
@@ -219,10 +299,68 @@ int nvls_tree_pipeline(const topo::Topology& t, const Machine& m, double bytes) 
   return best;
 }
 
+// The pipeline depth of `collnet_direct` for `bytes`: the one of least estimated time, one
+// slice through its stages (the scatter to the heads and the gather, alpha + (G-1)/G q beta
+// each over NVLink, the rail switch's alpha_f + lambda + max(q/G beta_f, q/G beta_r)) plus the
+// slowest stage once per further slice; powers of two from 1 to 1024 (as nvls_tree's).
+int collnet_direct_pipeline(const topo::Topology& t, const Machine& m, double bytes) {
+  std::vector<int> rail(static_cast<std::size_t>(m.nodes));
+  for (int j = 0; j < m.nodes; ++j) rail[static_cast<std::size_t>(j)] = j * m.g;
+  const int vertex = t.reducing_switch_of(rail);
+  if (vertex < 0 || !t.node(vertex).reduce) return 1;
+  const topo::SwitchReduction& red = *t.node(vertex).reduce;
+  const topo::RouteSummary net = t.route_summary(0, m.g);
+  const double beta_r = 1.0 / red.bandwidth.value, lambda = red.latency.value;
+  double alpha = 0, beta = 0;
+  if (m.g > 1) {
+    const topo::RouteSummary nv = t.route_summary(0, 1);
+    alpha = nv.latency.value;
+    beta = 1.0 / nv.bandwidth.value;
+  }
+  int best = 1;
+  double best_time = std::numeric_limits<double>::infinity();
+  for (int p = 1; p <= 1024; p *= 2) {
+    const double piece = bytes / p / m.g;
+    const double local = m.g > 1 ? alpha + (m.g - 1) * piece * beta : 0.0;
+    const double fabric = net.latency.value + lambda +
+                          std::max(piece / net.bandwidth.value, piece * beta_r);
+    const double time = 2 * local + fabric + (p - 1) * std::max(local, fabric);
+    if (time < best_time) {
+      best_time = time;
+      best = p;
+    }
+  }
+  return best;
+}
+
 std::string allowed_algos(const Machine& m) {
+  std::string collnet;
+  if (m.collnet()) collnet = m.g > 1 ? ", collnet_direct, collnet_chain" : ", collnet_chain";
   if (m.reduces && m.nodes == 1) return "ring, tree, nvls";
-  if (m.node_reduces && m.nodes > 1) return "ring, tree, nvls_tree";
-  return "ring, tree";
+  if (m.node_reduces && m.nodes > 1) return "ring, tree, nvls_tree" + collnet;
+  return "ring, tree" + collnet;
+}
+
+// Why NCCL would not run CollNet (`algo`) on this machine; empty when it would.
+std::string collnet_refusal(const topo::Topology& t, const Machine& m, const std::string& algo) {
+  if (m.nodes == 1) {
+    return "CollNet reduces across nodes in the fabric's switches (one node here: topology " +
+           t.name + (t.gpus_per_node > 0 ? "" : " has no gpus_per_node") + ")";
+  }
+  if (m.unreduced_rail >= 0) {
+    return "topology " + t.name + " has no reducing fabric switch that joins the GPUs of rail " +
+           std::to_string(m.unreduced_rail) + " (local index " +
+           std::to_string(m.unreduced_rail) +
+           " of every node; give its fabric a reduce: {bandwidth, latency} key: SHARP)";
+  }
+  if (m.g > kCollnetMaxLocal) {
+    return "NCCL runs CollNet with at most " + std::to_string(kCollnetMaxLocal) +
+           " GPUs per node (NCCL_MAX_DIRECT_ARITY + 1; " + std::to_string(m.g) + " here)";
+  }
+  if (algo == "collnet_direct" && m.g == 1) {
+    return "NCCL disables CollNetDirect without an NVSwitch (one GPU per node here)";
+  }
+  return "";
 }
 
 }  // namespace
@@ -258,11 +396,17 @@ NcclChoice nccl_choose(const topo::Topology& topology, Bytes size, const alg::Op
                                                     "reduce: key)") +
                      "; allowed here: " + allowed_algos(m));
   }
+  if (algo == "collnet_direct" || algo == "collnet_chain") {
+    const std::string why = collnet_refusal(topology, m, algo);
+    if (!why.empty())
+      throw InputError("nccl option algo=" + algo + ": " + why + "; allowed here: " +
+                       allowed_algos(m));
+  }
   const double bytes = static_cast<double>(size.value);
   NcclChoice choice;
   double best = std::numeric_limits<double>::infinity();
   int best_a = -1, best_p = -1;
-  for (int a : {kTree, kRing, kNvls, kNvlsTree}) {
+  for (int a : {kTree, kRing, kNvls, kNvlsTree, kCollnetDirect, kCollnetChain}) {
     for (int p : {kLL, kLL128, kSimple}) {
       if (p == kLL128 && !m.ll128) continue;  // not enabled on this machine
       NcclEstimate e = estimate(m, a, p, bytes);
@@ -278,10 +422,12 @@ NcclChoice nccl_choose(const topo::Topology& topology, Bytes size, const alg::Op
     }
   }
   SSIM_CHECK(best_a >= 0, "no NCCL algorithm and protocol for a checked request");
-  choice.algo = best_a == kRing   ? "ring"
-                : best_a == kTree ? "tree"
-                : best_a == kNvls ? "nvls"
-                                  : "nvls_tree";
+  choice.algo = best_a == kRing             ? "ring"
+                : best_a == kTree           ? "tree"
+                : best_a == kNvls           ? "nvls"
+                : best_a == kNvlsTree       ? "nvls_tree"
+                : best_a == kCollnetDirect  ? "collnet_direct"
+                                            : "collnet_chain";
   choice.proto = to_protocol(best_p);
   choice.estimate_us = best;
   choice.channels = options.has("channels") ? options.get_int("channels", 1, 1, 64)
@@ -291,6 +437,21 @@ NcclChoice nccl_choose(const topo::Topology& topology, Bytes size, const alg::Op
   choice.options.set("proto", std::string(alg::to_string(choice.proto)));
   if (choice.algo == "ring" || choice.algo == "tree") {
     choice.options.set("channels", std::to_string(choice.channels));
+  } else if (choice.algo == "collnet_direct" || choice.algo == "collnet_chain") {
+    const bool chain = choice.algo == "collnet_chain";
+    alg::Options plain;  // the collnet schedule's options: the node size and its pipeline
+    for (const auto& [k, v] : choice.options.values()) {
+      if (k == "algo" || k == "proto" || k == "gpus_per_node" ||
+          (chain ? k == "segments" : k == "pipeline"))
+        plain.set(k, v);
+    }
+    if (!plain.has("gpus_per_node")) plain.set("gpus_per_node", std::to_string(m.g));
+    if (chain) {
+      plain.set("channels", std::to_string(choice.channels));
+    } else if (!plain.has("pipeline")) {
+      plain.set("pipeline", std::to_string(collnet_direct_pipeline(topology, m, bytes)));
+    }
+    choice.options = plain;
   } else {
     alg::Options plain;  // nvls, nvls_tree: no ring/tree options; their pipeline depth
     for (const auto& [k, v] : choice.options.values())

@@ -16,7 +16,10 @@
 // NVLink, an Intel host (network overhead 1 us), InfiniBand (no extra inter-node latency), the
 // graph's bandwidth per GPU the NVLink route's on one node and the smaller of the NVLink and the
 // NIC route's across nodes (one NIC per GPU), NCCL's channel count 16 on one node and
-// 2 x min(G, 8) across nodes (one ring per rail, duplicated), NVLS with 16 channels.
+// 2 x min(G, 8) across nodes (one ring per rail, duplicated), NVLS with 16 channels; CollNet
+// (Direct and Chain, Simple only) where several nodes of at most 8 GPUs have every rail's
+// fabric switch reducing (SHARP), its graphs' bandwidth min(NVLink, 2 x the node's NICs,
+// min(G, 8) x min(48 GB/s, 2 x a NIC)) (docs/algorithms.md "CollNet").
 #pragma once
 
 #include <string>
@@ -31,7 +34,7 @@ namespace ssim::sim {
 
 // One candidate's estimate (tuning.cc: latency in us, bandwidth in GB/s as NCCL keeps them).
 struct NcclEstimate {
-  std::string algo;  // ring, tree, nvls
+  std::string algo;  // ring, tree, nvls, nvls_tree, collnet_direct, collnet_chain
   alg::Protocol proto = alg::Protocol::simple;
   double latency_us = 0;
   double bandwidth_gbs = 0;  // algorithm bandwidth after NCCL's refinements; 0: not available
@@ -48,7 +51,9 @@ struct NcclChoice {
 };
 
 // Throws InputError (naming the option and what is allowed on this machine) for algo=nvls
-// where no switch reduces or across nodes, and for a forced pair NCCL would not run.
+// where no switch reduces or across nodes, algo=collnet_direct|collnet_chain on one node, where
+// a rail's fabric switch does not reduce or with more than 8 GPUs per node (Direct: also with
+// one), and for a forced pair NCCL would not run.
 NcclChoice nccl_choose(const topo::Topology& topology, Bytes size, const alg::Options& options);
 
 }  // namespace ssim::sim

@@ -394,7 +394,10 @@ SimulationResult run_simulation(const SimulationConfig& config) {
     }
     out.nccl_algo = choice.algo;
     out.nccl_proto = std::string(alg::to_string(choice.proto));
-    out.nccl_channels = choice.algo == "ring" || choice.algo == "tree" ? choice.channels : 0;
+    out.nccl_channels =
+        choice.algo == "ring" || choice.algo == "tree" || choice.algo == "collnet_chain"
+            ? choice.channels
+            : 0;
     out.nccl_options = choice.options.values();
     out.nccl_estimate_us = choice.estimate_us;
     return out;

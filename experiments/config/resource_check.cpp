@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "algorithms/registry.hpp"
 #include "algorithms/verifier.hpp"
 #include "common/error.hpp"
 #include "experiments/config/experiment.hpp"
@@ -225,16 +226,29 @@ struct ExperimentTime {
   std::string longest;
 };
 
+// The run of algorithm `a` at point `p` as far as the estimates need it: with the node size it
+// takes from a hierarchical topology (run_config), which the size bounds depend on.
+sim::SimulationConfig estimated_run(const SweepPoint& p, const ExperimentAlgorithm& a) {
+  sim::SimulationConfig c = p.config;
+  c.algorithm = a.name;
+  c.options = a.options;
+  c.schedule = a.schedule;
+  if (!c.schedule && c.topology.gpus_per_node > 0 && !c.options.has("gpus_per_node")) {
+    const alg::AlgorithmInfo& info = alg::find_algorithm(c.algorithm);
+    if (std::any_of(info.options.begin(), info.options.end(),
+                    [](const alg::OptionSpec& o) { return o.name == "gpus_per_node"; }))
+      c.options.set("gpus_per_node", std::to_string(c.topology.gpus_per_node));
+  }
+  return c;
+}
+
 ExperimentTime experiment_seconds(const Experiment& e, int jobs) {
   if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   double total = 0, longest = 0;
   std::string longest_run;
   for (const SweepPoint& p : e.points) {
     for (const ExperimentAlgorithm& a : e.algorithms) {
-      sim::SimulationConfig c = p.config;
-      c.algorithm = a.name;
-      c.options = a.options;
-      c.schedule = a.schedule;
+      const sim::SimulationConfig c = estimated_run(p, a);
       const double s = simulation_seconds(c);
       total += s;
       if (s > longest) {
@@ -275,10 +289,7 @@ void check_experiment_memory(const MemoryBudget& budget, const Experiment& e, in
   std::string largest_run;
   for (std::size_t p = 0; p < e.points.size(); ++p) {
     for (const ExperimentAlgorithm& a : e.algorithms) {
-      sim::SimulationConfig c = e.points[p].config;
-      c.algorithm = a.name;
-      c.options = a.options;
-      c.schedule = a.schedule;
+      const sim::SimulationConfig c = estimated_run(e.points[p], a);
       const double bytes = simulation_bytes(c) - results_bytes(c);
       results += results_bytes(c);
       if (bytes > largest) {

@@ -286,7 +286,7 @@ TEST(OneNodeEquals, TheScheduleIsTheNamedAlgorithmsOnOneNode) {
       }
     }
   }
-  EXPECT_EQ(claims, 2);  // hierarchical = ring, nvls_tree = nvls
+  EXPECT_EQ(claims, 3);  // hierarchical = ring, nvls_tree = nvls, collnet_direct = collnet
 }
 
 }  // namespace

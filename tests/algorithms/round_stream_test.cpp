@@ -44,6 +44,14 @@ const Case kCases[] = {
     {"nvls_tree", "", "", 0x56f8411c701db0c3ull},
     // collnet by default (one GPU per node): one switch reduction of all ranks; taken when added.
     {"collnet", "", "", 0xd2502fadd7ec5721ull},
+    // NCCL's CollNet Direct and Chain: one GPU per node by default, where one slice (one
+    // segment) is collnet's one switch reduction of all ranks (same fingerprint); taken when
+    // added (tests/sim/nvls_test.cpp has the multi-node shapes).
+    {"collnet_direct", "", "", 0xd2502fadd7ec5721ull},
+    {"collnet_direct", "pipeline", "3", 0xa4421703da4ebd2dull},
+    {"collnet_chain", "segments", "1", 0xd2502fadd7ec5721ull},
+    {"collnet_chain", "", "", 0x493aba61dd18f2a5ull},
+    {"collnet_chain", "channels", "3", 0x7a1a468b7f6b2505ull},
     {"direct", "", "", 0xbb8a97eb79d3c7aeull},
     {"direct", "straggler", "0", 0x3e3074da7b64ad8cull},
     {"direct", "straggler", "n/2", 0xa3425e118cae45deull},

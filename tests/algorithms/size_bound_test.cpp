@@ -46,6 +46,11 @@ TEST(SizeBound, HoldsForEveryAlgorithmAndRankCount) {
           check(info, n, Options({{"algo", std::string(algo)}}));
           check(info, n, Options({{"algo", std::string(algo)}, {"channels", "16"}}));
         }
+        for (const char* algo : {"collnet_direct", "collnet_chain"}) {  // one GPU per node
+          check(info, n, Options({{"algo", std::string(algo)}, {"gpus_per_node", "1"}}));
+          if (n % 2 == 0 && n >= 4)
+            check(info, n, Options({{"algo", std::string(algo)}, {"gpus_per_node", "2"}}));
+        }
       } else if (info.name == "rhd") {
         for (const char* mode : {"fold", "rabenseifner"}) check(info, n, Options({{"nonpow2", std::string(mode)}}));
       } else {

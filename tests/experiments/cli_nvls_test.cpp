@@ -102,13 +102,14 @@ TEST(CliNvls, SimulatesOnTheShippedDgxH100) {
   ASSERT_EQ(advise.rc, 0) << advise.err;
   EXPECT_TRUE(contains(advise.out, "nvls")) << advise.out;
   // One node: hierarchical is ring's schedule there and nvls_tree nvls's, and CollNet (SHARP
-  // across nodes) has no nodes to reduce across; each is named once, on the line that says
-  // why, and gets no row.
-  EXPECT_TRUE(contains(advise.out,
-                       "left out on one node: collnet (needs nodes: SHARP across them), "
-                       "nvls_tree (= nvls), hierarchical (= ring)\n"))
-      << advise.out;
-  for (const std::string name : {"hierarchical", "nvls_tree", "collnet"}) {
+  // across nodes: collnet, collnet_direct, collnet_chain) has no nodes to reduce across; each
+  // is named once, on the line that says why, and gets no row.
+  const std::size_t line = advise.out.find("left out on one node: collnet (needs nodes: SHARP across them), ");
+  ASSERT_NE(line, std::string::npos) << advise.out;
+  const std::string left_out = advise.out.substr(line, advise.out.find('\n', line) - line);
+  for (const char* what : {"collnet_direct (needs nodes", "nvls_tree (= nvls)", "hierarchical (= ring)"})
+    EXPECT_TRUE(contains(left_out, what)) << what << "\n" << left_out;
+  for (const std::string name : {"hierarchical", "nvls_tree", "collnet_direct"}) {
     std::size_t count = 0;
     for (std::size_t at = advise.out.find(name); at != std::string::npos;
          at = advise.out.find(name, at + 1))
@@ -201,6 +202,76 @@ TEST(CliNvls, CollnetOnReducingRails) {
                        "GPUs of rail 0 (local index 0 of every node; give its fabric a reduce: "
                        "{bandwidth, latency} key"))
       << none.err;
+}
+
+// NCCL's CollNet on the example of 4 nodes of 8 with SHARP rails
+// (examples/topologies/h100_4x8_sharp.yaml): listed; NCCL's choice picks CollNet Direct at 4 MiB
+// and CollNet Chain at 64 MiB (its estimates: tests/sim/nccl_protocol_test.cpp) and says so;
+// forced, it runs in both network models and `run` records it; where the rails do not reduce,
+// or with another protocol, the config is refused at the option's line (exit 1).
+TEST(CliNvls, NcclCollnetOnSharpRails) {
+  const CommandResult list = run_cli("algorithms");
+  ASSERT_EQ(list.rc, 0) << list.err;
+  EXPECT_TRUE(contains(list.out, "collnet_direct  (n >= 2)")) << list.out;
+  EXPECT_TRUE(contains(list.out, "collnet_chain  (n >= 2)")) << list.out;
+  const std::string sharp = std::string("topology: {file: ") + STRAGGLESIM_SOURCE_DIR +
+                            "/examples/topologies/h100_4x8_sharp.yaml}\n";
+  for (const auto& [size, algo] : {std::pair{"4MiB", "collnet_direct"},
+                                   std::pair{"64MiB", "collnet_chain"}}) {
+    const CommandResult r = simulate(sharp + "network: {model: flow}\ncollective: {algorithm: "
+                                     "nccl, size: " + size + "}\n");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_TRUE(contains(r.out, std::string("NCCL's choice: ") + algo + "/simple (algo=" + algo))
+        << r.out;
+  }
+  for (const char* network : {"alphabeta", "flow"}) {
+    for (const char* algo : {"collnet_direct", "collnet_chain"}) {
+      const CommandResult r =
+          simulate(sharp + "network: {model: " + network + "}\ncollective: {algorithm: nccl, " +
+                   "options: {algo: " + algo + "}, size: 1GiB}\n");
+      ASSERT_EQ(r.rc, 0) << network << " " << algo << ": " << r.err;
+      EXPECT_TRUE(contains(r.out, std::string("NCCL's choice: ") + algo + "/simple")) << r.out;
+    }
+  }
+  const std::string rail = std::string("topology: {file: ") + STRAGGLESIM_SOURCE_DIR +
+                           "/configs/topologies/h100_4x8_rail.yaml}\n";
+  const CommandResult none =
+      simulate(rail + "collective: {algorithm: nccl, options: {algo: collnet_direct}, size: 1GiB}\n");
+  EXPECT_EQ(none.rc, 1);
+  EXPECT_TRUE(contains(none.err, ".yaml:2:47: collective.options.algo: nccl option "
+                                 "algo=collnet_direct: topology h100-4x8-rail has no reducing "
+                                 "fabric switch that joins the GPUs of rail 0"))
+      << none.err;
+  const CommandResult ll = simulate(
+      sharp + "collective: {algorithm: nccl, options: {algo: collnet_chain, proto: ll}, size: 1GiB}\n");
+  EXPECT_EQ(ll.rc, 1);
+  EXPECT_TRUE(contains(ll.err, ".yaml:2:69: collective.options.proto: nccl option proto=ll with "
+                               "algo=collnet_chain: NCCL runs CollNetChain with the Simple protocol "
+                               "only (allowed: simple)"))
+      << ll.err;
+  // `run` of an experiment with CollNet forced (its estimates take the node size from the
+  // topology, as the runs do): the results say what ran.
+  const std::string dir = "/tmp/ssim_collnet_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/e.yaml") << sharp
+                                 << "network: {model: flow}\nalgorithms:\n  - nccl\n  - "
+                                    "{algorithm: nccl, label: direct, options: {algo: "
+                                    "collnet_direct}}\n  - collnet_chain\nsize: 64MiB\n"
+                                    "iterations: 1\n";
+  const CommandResult run = run_cli("run " + dir + "/e.yaml -o " + dir + "/out --no-plots -q");
+  ASSERT_EQ(run.rc, 0) << run.err;
+  std::ifstream in(dir + "/out/results.json");
+  const nlohmann::json j = nlohmann::json::parse(in);
+  ASSERT_EQ(j["points"].size(), 1u);
+  const nlohmann::json& summary = j["points"][0]["summary"];
+  for (const char* label : {"nccl", "direct", "collnet_chain"})
+    EXPECT_GT(summary[label]["mean_completion_s"].get<double>(), 0) << label;
+  std::ifstream csv(dir + "/out/results.csv");
+  const std::string rows((std::istreambuf_iterator<char>(csv)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(contains(rows, "collnet_direct,simple")) << rows;
+  EXPECT_TRUE(contains(rows, "collnet_chain,simple")) << rows;
+  std::filesystem::remove_all(dir);
 }
 
 // The shipped 16-128-GPU scaling (configs/experiments/nvls_scaling_128gpu.yaml, every schedule

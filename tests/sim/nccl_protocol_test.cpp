@@ -302,6 +302,101 @@ TEST(NcclTuner, NvlsTreeAcrossNodes) {
                InputError);
 }
 
+std::string error_of(const topo::Topology& t, const alg::Options& o);  // below
+
+// `nodes` nodes of `g` GPUs as two_nodes_of_8, every rail's fabric switch reducing (SHARP at
+// 50 GB/s, 1 us) when `sharp`.
+topo::Topology rails_of(int nodes, int g, bool sharp) {
+  topo::Topology t = topo::make_hierarchical({.nodes = nodes,
+                                              .gpus_per_node = g,
+                                              .nvlink_bandwidth = BytesPerSecond{400e9},
+                                              .nvlink_latency = Seconds{kAlpha},
+                                              .nic_bandwidth = BytesPerSecond{50e9},
+                                              .nic_latency = Seconds{2e-6},
+                                              .fabric = topo::FabricKind::rail_optimized,
+                                              .spines = 0,
+                                              .spine_bandwidth = BytesPerSecond{50e9},
+                                              .spine_latency = Seconds{1e-6}});
+  for (int local = 0; local < g && sharp; ++local) {
+    for (int l : t.out_links(t.vertex_of_rank(local)))
+      if (t.link(l).link_class == "nic")
+        t.set_switch_reduction(t.link(l).to, {BytesPerSecond{50e9}, Seconds{1e-6}});
+  }
+  return t;
+}
+
+// CollNet where every rail's switch reduces (4 nodes of 8; NVLink 400 GB/s, 50 GB/s NICs): its
+// estimates by hand from tuning.cc (Simple only, no base latency; Direct: 2 (3.7 + 7 x 0.4) us
+// of NVLink + 31 us of network, bus bandwidth the CollNet graph's 8 channels x min(48 GB/s,
+// twice a NIC) = 384 GB/s (under the GPU's 400 GB/s of NVLink) x 0.85 on Hopper; Chain:
+// 2 x 7 x 2.8 + 30 us, 384 GB/s; both halved into algorithm bandwidth). By those estimates
+// NCCL picks Tree/LL at 8 B (35.2 us), CollNet Direct at 4 MiB (69.7 us against Chain's 91.0
+// and Tree/LL128's 106), CollNet Chain at 64 MiB (419 us against Direct's 455, Ring/LL128's and
+// Tree/LL128's 498) and Ring at 1 GiB (5597 us against Chain's 5661); never CollNet where the
+// rails do not reduce. The choice runs (the options it fills), and is refused where NCCL would
+// not run it.
+TEST(NcclTuner, CollnetWhereTheFabricReduces) {
+  const topo::Topology t = rails_of(4, 8, true), plain = rails_of(4, 8, false);
+  const NcclChoice c4 = nccl_choose(t, Bytes{4ull << 20}, alg::Options{});
+  EXPECT_EQ(c4.algo, "collnet_direct");
+  EXPECT_EQ(c4.proto, alg::Protocol::simple);
+  EXPECT_EQ(c4.options.get_string("gpus_per_node", ""), "8");
+  EXPECT_TRUE(c4.options.has("pipeline"));
+  const NcclChoice c64 = nccl_choose(t, Bytes{64ull << 20}, alg::Options{});
+  EXPECT_EQ(c64.algo, "collnet_chain");
+  EXPECT_EQ(c64.channels, 24);  // 2 x 8, 50% more with CollNet (connect.cc)
+  EXPECT_EQ(c64.options.get_string("channels", ""), "24");
+  EXPECT_EQ(nccl_choose(t, Bytes{8}, alg::Options{}).algo, "tree");
+  EXPECT_EQ(nccl_choose(t, Bytes{1ull << 30}, alg::Options{}).algo, "ring");
+  int seen = 0;
+  for (const NcclEstimate& e : c64.table) {
+    if (e.algo == "collnet_direct") {
+      ++seen;
+      EXPECT_EQ(e.proto, alg::Protocol::simple);
+      EXPECT_NEAR(e.latency_us, 2 * (3.7 + 7 * 0.4) + 31, 1e-9);
+      EXPECT_NEAR(e.bandwidth_gbs, 384 * 0.85 * 0.5, 1e-9);
+    } else if (e.algo == "collnet_chain") {
+      ++seen;
+      EXPECT_EQ(e.proto, alg::Protocol::simple);
+      EXPECT_NEAR(e.latency_us, 2 * 7 * 2.8 + 30, 1e-9);
+      EXPECT_NEAR(e.bandwidth_gbs, 384 * 0.5, 1e-9);
+    }
+  }
+  EXPECT_EQ(seen, 2);  // one protocol each
+  for (std::uint64_t bytes : {8ull, 4ull << 20, 64ull << 20, 1ull << 30}) {
+    for (const NcclEstimate& e : nccl_choose(plain, Bytes{bytes}, alg::Options{}).table)
+      EXPECT_EQ(e.algo.rfind("collnet", 0), std::string::npos) << bytes;
+  }
+  // It runs: simulated, NCCL's choice equals the same options forced (both network models).
+  SimulationConfig sc;
+  sc.topology = t;
+  sc.algorithm = "nccl";
+  for (std::uint64_t bytes : {4ull << 20, 64ull << 20}) {
+    for (NetworkKind kind : {NetworkKind::alphabeta, NetworkKind::flow}) {
+      sc.size = Bytes{bytes};
+      sc.network = kind;
+      sc.options = alg::Options{};
+      const SimulationResult chosen = run_simulation(sc);
+      EXPECT_EQ(chosen.nccl_algo, bytes == 4ull << 20 ? "collnet_direct" : "collnet_chain");
+      sc.options = nccl_choose(t, sc.size, alg::Options{}).options;
+      EXPECT_DOUBLE_EQ(run_simulation(sc).mean_completion.value, chosen.mean_completion.value);
+    }
+  }
+  // Forced, and refused where NCCL would not run it, naming the rail, the cause, what is allowed.
+  EXPECT_EQ(nccl_choose(t, Bytes{8}, opts({{"algo", "collnet_chain"}})).algo, "collnet_chain");
+  std::string m = error_of(plain, opts({{"algo", "collnet_direct"}}));
+  EXPECT_NE(m.find("no reducing fabric switch that joins the GPUs of rail 0"), std::string::npos)
+      << m;
+  EXPECT_NE(m.find("allowed here: ring, tree"), std::string::npos) << m;
+  m = error_of(t, opts({{"algo", "collnet_chain"}, {"proto", "ll128"}}));
+  EXPECT_NE(m.find("CollNetChain with the Simple protocol only"), std::string::npos) << m;
+  m = error_of(rails_of(4, 1, true), opts({{"algo", "collnet_direct"}}));
+  EXPECT_NE(m.find("without an NVSwitch"), std::string::npos) << m;
+  EXPECT_NE(m.find("allowed here: ring, tree, collnet_chain"), std::string::npos) << m;
+  m = error_of(rails_of(2, 16, true), opts({{"algo", "collnet_chain"}}));
+  EXPECT_NE(m.find("at most 8 GPUs per node"), std::string::npos) << m;
+}
+
 // LL128 across nodes only where a GPU reaches its NIC through PCIe switches or NVLink (NCCL's
 // rule): with the NIC behind the host bridge (nic path phb) or another socket (sys) NCCL's
 // estimate never picks it, forcing it is refused, and a copy of the topology keeps the path.
@@ -352,8 +447,10 @@ TEST(NcclTuner, RefusesWhatNcclWouldNotRun) {
   m = error_of(plain, opts({{"proto", "ll64"}}));
   EXPECT_NE(m.find("proto=ll64"), std::string::npos) << m;
   EXPECT_NE(m.find("simple, ll, ll128"), std::string::npos) << m;
-  m = error_of(plain, opts({{"algo", "collnet_chain"}}));
-  EXPECT_NE(m.find("not modelled yet"), std::string::npos) << m;
+  m = error_of(plain, opts({{"algo", "collnet_chain"}}));  // one node
+  EXPECT_NE(m.find("CollNet reduces across nodes"), std::string::npos) << m;
+  m = error_of(plain, opts({{"algo", "collnet_direct"}, {"proto", "ll"}}));
+  EXPECT_NE(m.find("CollNetDirect with the Simple protocol only"), std::string::npos) << m;
   m = error_of(plain, opts({{"algo", "nvls_tree"}}));  // one node
   EXPECT_NE(m.find("NVLS_TREE runs across nodes"), std::string::npos) << m;
 }

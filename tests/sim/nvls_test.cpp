@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "algorithms/generators.hpp"
@@ -606,6 +608,159 @@ TEST(Collnet, VerifiedAndClosedFormEqualsSimulation) {
         << e.what();
   }
   EXPECT_THROW(collnet(8, 8), InputError);  // one node: nothing to reduce across
+}
+
+alg::Schedule collnet_direct(int n, int g, int pipeline = 1) {
+  return alg::generate("collnet_direct", n,
+                       alg::Options({{"gpus_per_node", std::to_string(g)},
+                                     {"pipeline", std::to_string(pipeline)}}));
+}
+
+alg::Schedule collnet_chain(int n, int g, int channels, int segments) {
+  return alg::generate("collnet_chain", n,
+                       alg::Options({{"gpus_per_node", std::to_string(g)},
+                                     {"channels", std::to_string(channels)},
+                                     {"segments", std::to_string(segments)}}));
+}
+
+double run_gamma(const alg::Schedule& s, const topo::Topology& t, std::uint64_t bytes,
+                 double gamma) {
+  Executor ex(s, t, NetworkConfig{NetworkKind::alphabeta, SecondsPerByte{gamma}}, Bytes{bytes});
+  return ex.run(std::vector<Seconds>(static_cast<std::size_t>(s.ranks), Seconds{0}))
+      .completion.value;
+}
+
+// NCCL's CollNet Direct (algorithms/collnet.cpp): verified for many shapes and pipeline depths,
+// its closed form (alg::collnet_direct_cost) equals the alpha-beta model (a GPU's G-1 sends one
+// after another, gamma included) and, with `flow`, the flow model (at once on its NVLink).
+//   By hand, 2 nodes of 4, rails reducing at 200 GB/s, s = 8 MB, alpha-beta: scatter 3 x (2 us
+//   + 2 MB / 400 GB/s) = 21 us; the rail switches 3 us + 0.6 us + 2 MB / 50 GB/s = 43.6 us;
+//   gather 21 us: 85.6 us (collnet's, whose rings cost the same here); flow: scatter 2 us +
+//   6 MB / 400 GB/s = 17 us, twice, + 43.6 us = 77.6 us.
+TEST(CollnetDirect, VerifiedAndClosedFormEqualsSimulation) {
+  for (int g : {1, 2, 3, 4, 8}) {
+    for (int nodes : {2, 3, 5}) {
+      for (int p : {1, 2, 5}) {
+        const alg::VerifyResult v = alg::verify(collnet_direct(g * nodes, g, p));
+        ASSERT_TRUE(v.ok()) << g << "x" << nodes << " P=" << p << ": " << v.error->to_string();
+        EXPECT_EQ(v.summary.rounds, p + (g == 1 ? 0 : 2)) << g << "x" << nodes << " P=" << p;
+      }
+    }
+  }
+  for (int g : {2, 4, 8}) {
+    for (int nodes : {2, 3}) {
+      for (double rail_bw : {1e12, 20e9}) {
+        const int n = g * nodes;
+        const topo::Topology t = nvls_cluster(nodes, g, 0, rail_bw);
+        const std::uint64_t bytes = std::uint64_t{3} << 23;
+        const alg::CostParams intra{.alpha = 2e-6, .beta = 1 / 400e9, .gamma = 1e-12};
+        const alg::CostParams inter{
+            .alpha = 3e-6, .beta = 1 / 50e9, .switch_beta = 1 / rail_bw, .switch_latency = 0.6e-6};
+        const double s = static_cast<double>(bytes);
+        const double ab = alg::collnet_direct_cost(n, s, g, intra, inter);
+        EXPECT_NEAR(run_gamma(collnet_direct(n, g), t, bytes, 1e-12), ab, 1e-12 * ab)
+            << g << "x" << nodes << " " << rail_bw;
+        alg::CostParams no_gamma = intra;
+        no_gamma.gamma = 0;
+        const double flow = alg::collnet_direct_cost(n, s, g, no_gamma, inter, true);
+        EXPECT_NEAR(run(collnet_direct(n, g), t, bytes, {}, NetworkKind::flow).completion.value,
+                    flow, 1e-12 * flow)
+            << g << "x" << nodes << " " << rail_bw;
+      }
+    }
+  }
+  const topo::Topology t = nvls_cluster(2, 4, 0, 200e9);
+  EXPECT_NEAR(run(collnet_direct(8, 4), t, 8'000'000).completion.value, 85.6e-6, 1e-15);
+  EXPECT_NEAR(run(collnet_direct(8, 4), t, 8'000'000, {}, NetworkKind::flow).completion.value,
+              77.6e-6, 1e-15);
+  // Pipelined, the scatter, the fabric and the gather of successive slices overlap: 1 GiB in
+  // 16 slices (flow model) takes about the fabric's s/G / 50 GB/s = 5.37 ms, its bound, plus
+  // a slice's scatter and gather, against 9.40 ms (2.01 + 5.37 + 2.01) in one slice.
+  const std::uint64_t gib = std::uint64_t{1} << 30;
+  const double fabric = static_cast<double>(gib) / 4 / 50e9;
+  const double one = run(collnet_direct(8, 4), t, gib, {}, NetworkKind::flow).completion.value;
+  const double sixteen =
+      run(collnet_direct(8, 4, 16), t, gib, {}, NetworkKind::flow).completion.value;
+  EXPECT_GT(one, 1.7 * fabric);
+  EXPECT_GT(sixteen, fabric);
+  EXPECT_LT(sixteen, 1.07 * fabric);
+  EXPECT_THROW((void)alg::find_algorithm("collnet_direct")
+                   .cost(8, 1e6, alg::CostParams{}, alg::Options({{"gpus_per_node", "4"},
+                                                                  {"pipeline", "2"}})),
+               InputError);  // no closed form pipelined
+  try {  // the rails do not reduce
+    run(collnet_direct(8, 4), nvls_cluster(2, 4, 1e12), 1 << 20);
+    FAIL() << "ran without reducing rail switches";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("has no reducing switch that joins ranks {0, 4}"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(collnet_direct(8, 8), InputError);  // one node: nothing to reduce across
+}
+
+// NCCL's CollNet Chain: verified for many shapes, channel counts and segment counts; with one
+// segment and C <= G or a multiple of G its closed form (alg::collnet_chain_cost) equals both
+// network models (gamma in the alpha-beta one).
+//   By hand, 2 nodes of 4, 4 channels (one per rail), s = 8 MB, rails reducing at 200 GB/s:
+//   3 steps up of 2 us + 2 MB / 400 GB/s = 7 us, the switches 43.6 us, 3 steps down of 7 us:
+//   85.6 us; one channel: 3 x (2 + 20) us up and down, 3 + 0.6 + 160 us in rail 0: 295.6 us.
+TEST(CollnetChain, VerifiedAndClosedFormEqualsSimulation) {
+  for (int g : {1, 2, 3, 4, 8}) {
+    for (int nodes : {2, 3, 5}) {
+      for (int c : {1, 2, 3, 2 * g}) {
+        for (int seg : {1, 4}) {
+          const alg::VerifyResult v = alg::verify(collnet_chain(g * nodes, g, c, seg));
+          ASSERT_TRUE(v.ok()) << g << "x" << nodes << " C=" << c << " P=" << seg << ": "
+                              << v.error->to_string();
+          EXPECT_EQ(v.summary.rounds, seg + 2 * (g - 1));
+        }
+      }
+    }
+  }
+  for (int g : {2, 4, 8}) {
+    for (int c : {1, g / 2, g, 2 * g}) {
+      for (double rail_bw : {1e12, 20e9}) {
+        const int nodes = 3, n = g * nodes;
+        const topo::Topology t = nvls_cluster(nodes, g, 0, rail_bw);
+        const std::uint64_t bytes = std::uint64_t{3} << 23;
+        const alg::CostParams intra{.alpha = 2e-6, .beta = 1 / 400e9, .gamma = 1e-12};
+        const alg::CostParams inter{
+            .alpha = 3e-6, .beta = 1 / 50e9, .switch_beta = 1 / rail_bw, .switch_latency = 0.6e-6};
+        const double s = static_cast<double>(bytes);
+        const alg::Schedule sched = collnet_chain(n, g, c, 1);
+        const double ab = alg::collnet_chain_cost(n, s, g, c, intra, inter);
+        EXPECT_NEAR(run_gamma(sched, t, bytes, 1e-12), ab, 1e-12 * ab)
+            << g << " C=" << c << " " << rail_bw;
+        alg::CostParams no_gamma = intra;
+        no_gamma.gamma = 0;
+        const double flow = alg::collnet_chain_cost(n, s, g, c, no_gamma, inter, true);
+        EXPECT_NEAR(run(sched, t, bytes, {}, NetworkKind::flow).completion.value, flow,
+                    1e-12 * flow)
+            << g << " C=" << c << " " << rail_bw;
+      }
+    }
+  }
+  const topo::Topology t = nvls_cluster(2, 4, 0, 200e9);
+  EXPECT_NEAR(run(collnet_chain(8, 4, 4, 1), t, 8'000'000).completion.value, 85.6e-6, 1e-15);
+  EXPECT_NEAR(run(collnet_chain(8, 4, 1, 1), t, 8'000'000).completion.value, 295.6e-6, 1e-15);
+  // Pipelined in 16 segments the chains' steps overlap the fabric's: 1 GiB takes within 11% of
+  // the fabric's bound s/G / 50 GB/s = 5.37 ms (flow model), against 9.40 ms in one segment.
+  const std::uint64_t gib = std::uint64_t{1} << 30;
+  const double fabric = static_cast<double>(gib) / 4 / 50e9;
+  const double one = run(collnet_chain(8, 4, 4, 1), t, gib, {}, NetworkKind::flow).completion.value;
+  const double sixteen =
+      run(collnet_chain(8, 4, 4, 16), t, gib, {}, NetworkKind::flow).completion.value;
+  EXPECT_GT(one, 1.7 * fabric);
+  EXPECT_GT(sixteen, fabric);
+  EXPECT_LT(sixteen, 1.11 * fabric);
+  EXPECT_THROW((void)alg::collnet_chain_cost(8, 1e6, 2, 3, alg::CostParams{}, alg::CostParams{}),
+               InputError);  // 3 chains on 2 rails: no closed form
+  EXPECT_THROW((void)alg::find_algorithm("collnet_chain")
+                   .cost(8, 1e6, alg::CostParams{}, alg::Options(std::map<std::string, std::string>{{"gpus_per_node", "4"}})),
+               InputError);  // 16 segments by default: no closed form
+  EXPECT_THROW(collnet_chain(8, 8, 1, 1), InputError);  // one node
+  EXPECT_THROW(collnet_chain(8, 4, 65, 1), InputError);  // more than NCCL's 64 channels
 }
 
 }  // namespace
