@@ -99,6 +99,7 @@ def bad_input(rank, groups, report):
         expect("world_size", lambda: sst.allreduce_hook("stragglar", process_group=groups[2]))
     expect("straggler_range", lambda: sst.allreduce_hook("stragglar", straggler=world))
     expect("straggler_not_aware", lambda: sst.allreduce_hook("ring", straggler=1))
+    expect("bad_pieces", lambda: sst.allreduce_hook("ring", pieces=0))
     runner = sst.ScheduleAllReduce("ring")
     # Only rank 1's input is bad: every rank must raise, none may hang.
     bad = torch.arange(12, dtype=torch.float32).reshape(3, 4).t() if rank == 1 else torch.zeros(12)
