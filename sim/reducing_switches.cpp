@@ -10,18 +10,28 @@ namespace ssim::sim {
 
 std::size_t ReducingSwitches::resolve(const alg::SwitchReduce& op, const int* map,
                                       std::size_t round, std::size_t j) {
-  participants_.clear();
+  listed_.clear();
   for (const std::vector<int>* list : {&op.members, &op.receivers}) {
     for (int r : *list) {
       SSIM_CHECK(r >= 0 && r < ranks_, "switch reduction rank out of range");
-      participants_.push_back(map ? map[r] : r);
+      listed_.push_back(map ? map[r] : r);
     }
   }
   SSIM_CHECK(!op.members.empty() && !op.receivers.empty() && 0 <= op.chunk_begin &&
                  op.chunk_begin < op.chunk_end && op.chunk_end <= chunks_,
              "switch reduction out of range");
-  const int sw = topology_.reducing_switch_of(participants_);
-  if (sw < 0) {
+  std::ptrdiff_t index = -1;
+  if (const auto known = index_of_.find(listed_); known != index_of_.end()) {
+    index = known->second;
+  } else {
+    index = find_ports();
+    if (memo_ints_ + listed_.size() <= kMemoInts) {
+      memo_ints_ += listed_.size();
+      index_of_.emplace(listed_, index);
+    }
+  }
+  if (index < 0) {
+    participants_ = listed_;
     std::sort(participants_.begin(), participants_.end());
     participants_.erase(std::unique(participants_.begin(), participants_.end()),
                         participants_.end());
@@ -34,6 +44,12 @@ std::size_t ReducingSwitches::resolve(const alg::SwitchReduce& op, const int* ma
                      "' has no reducing switch that joins ranks {" + list +
                      "} (give the switch a reduce: {bandwidth, latency} key)");
   }
+  return static_cast<std::size_t>(index);
+}
+
+std::ptrdiff_t ReducingSwitches::find_ports() {
+  const int sw = topology_.reducing_switch_of(listed_);
+  if (sw < 0) return -1;
   std::size_t index = 0;
   while (index < ports_.size() && ports_[index].vertex != sw) ++index;
   if (index == ports_.size()) {
@@ -53,7 +69,7 @@ std::size_t ReducingSwitches::resolve(const alg::SwitchReduce& op, const int* ma
     }
     ports_.push_back(std::move(p));
   }
-  return index;
+  return static_cast<std::ptrdiff_t>(index);
 }
 
 }  // namespace ssim::sim

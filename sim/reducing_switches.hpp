@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <unordered_map>
 #include <vector>
 
 #include "algorithms/schedule.hpp"
@@ -30,10 +31,27 @@ class ReducingSwitches {
   const Ports& ports(std::size_t index) const { return ports_[index]; }
 
  private:
+  // The ports' index of the reducing switch that joins listed_'s ranks (added when new), or -1.
+  std::ptrdiff_t find_ports();
+
   const topo::Topology& topology_;
   int ranks_ = 0, chunks_ = 0;
   std::vector<Ports> ports_;
   std::vector<int> participants_;
+  // Per reduction's ranks as listed (physical; members, then receivers): its ports' index, or
+  // -1 where no reducing switch joins them. A pipelined schedule reduces the same groups round
+  // after round, and finding their switch walks every participant's links in the topology.
+  struct ListHash {
+    std::size_t operator()(const std::vector<int>& v) const noexcept {
+      std::size_t h = 1469598103934665603ull;  // FNV-1a over the ranks
+      for (int r : v) h = (h ^ static_cast<std::size_t>(static_cast<unsigned>(r))) * 1099511628211ull;
+      return h;
+    }
+  };
+  std::unordered_map<std::vector<int>, std::ptrdiff_t, ListHash> index_of_;
+  std::size_t memo_ints_ = 0;  // ranks held by index_of_'s keys, at most kMemoInts
+  static constexpr std::size_t kMemoInts = std::size_t{1} << 20;
+  std::vector<int> listed_;
 };
 
 }  // namespace ssim::sim

@@ -20,6 +20,7 @@
 #include "experiments/config/config.hpp"
 #include "experiments/config/data_files.hpp"
 #include "experiments/config/resource_check.hpp"
+#include "experiments/output/summary.hpp"
 #include "experiments/runner/experiment.hpp"
 
 namespace ssim::exp {
@@ -220,6 +221,9 @@ std::vector<std::string> advise_candidates(const AdviseArgs& a,
     for (const alg::AlgorithmInfo& info : alg::algorithms()) {
       if (info.in_network && (topology().shared_device || unreduced_group(info, topology()) >= 0))
         continue;
+      // Ranks sharing one GPU run this project's own transports: one GPU cannot host several
+      // ranks of an NCCL communicator, so what NCCL runs is no candidate there.
+      if (topology().shared_device && info.name.starts_with("nccl")) continue;
       algs.push_back(info.name);
     }
     // On one node a node-aware schedule is another candidate's (hierarchical is ring there):
@@ -227,6 +231,13 @@ std::vector<std::string> advise_candidates(const AdviseArgs& a,
     const int ranks = a.ranks > 0 ? a.ranks : topology().gpu_count();
     const int g = topology().gpus_per_node;
     if (g == 0 || g >= ranks) {
+      // CollNet is NCCL's reduction in the network's switches across nodes (SHARP); on one
+      // node the switch that reduces is the NVSwitch, which is NVLS (nvls, nccl's choice).
+      std::erase_if(algs, [&](const std::string& name) {
+        const bool collnet = name.starts_with("collnet");
+        if (collnet && left_out) left_out->push_back(name + " (needs nodes: SHARP across them)");
+        return collnet;
+      });
       std::erase_if(algs, [&](const std::string& name) {
         const alg::AlgorithmInfo& info = alg::find_algorithm(name);
         const bool same = !info.one_node_equals.empty() &&
@@ -252,7 +263,12 @@ std::string advise_document(const AdviseArgs& a, const std::vector<std::string>&
   y << "algorithms: [";
   for (std::size_t i = 0; i < algs.size(); ++i) y << (i ? ", " : "") << yaml_quoted(algs[i]);
   y << "]\n";
-  if (std::find(algs.begin(), algs.end(), "ring") != algs.end()) y << "baseline: ring\n";
+  // The "vs" column: what NCCL runs where it is a candidate, else the paper's baseline, Ring.
+  if (std::find(algs.begin(), algs.end(), "nccl") != algs.end()) {
+    y << "baseline: nccl\n";
+  } else if (std::find(algs.begin(), algs.end(), "ring") != algs.end()) {
+    y << "baseline: ring\n";
+  }
   if (a.workload.empty()) {
     y << "size: " << yaml_quoted(a.size) << "\n";
   } else {
@@ -299,7 +315,8 @@ std::string pct(double f) {
 
 }  // namespace
 
-AdviseRanking rank_advise_candidates(const AdviseArgs& a, std::ostream& err) {
+AdviseRanking rank_advise_candidates(const AdviseArgs& given, std::ostream& err) {
+  AdviseArgs a = given;
   require_threads_used(a.jobs, a.threads);
   // Flags checked before anything runs, each naming itself: what would otherwise be ignored (the
   // straggler's flags without a straggler), refused in the generated experiment (--gamma, named
@@ -331,6 +348,10 @@ AdviseRanking rank_advise_candidates(const AdviseArgs& a, std::ostream& err) {
   std::vector<std::string> left_out;
   const std::vector<std::string> policies = advise_policies(a);
   const std::vector<std::string> candidates = advise_candidates(a, &left_out);
+  if (a.protocol == "auto") {
+    const bool nccl = std::find(candidates.begin(), candidates.end(), "nccl") != candidates.end();
+    a.protocol = nccl ? "simple" : "none";
+  }
   // One experiment per policy on the same seed and delays, so every candidate sees the same
   // arrivals in every iteration (the "fastest" column compares them iteration by iteration).
   // The first runs every candidate; the others only the straggler-aware ones (a baseline
@@ -444,11 +465,11 @@ void run_advise(const AdviseArgs& a) {
                       "(step end - optimizer - last backward end)\n"
                     : "completion = first arrival to last finish (what the step waits)\n");
   if (!left_out.empty()) {
-    std::cout << "left out, the same schedule as another candidate on one node:";
+    std::cout << "left out on one node:";
     for (std::size_t i = 0; i < left_out.size(); ++i) std::cout << (i ? ", " : " ") << left_out[i];
     std::cout << "\n";
   }
-  std::cout << "\n";
+  std::cout << one_channel_ring_note(e) << "\n";
   const std::string base = e.algorithms[e.baseline].label;
   // The algorithm column as wide as the longest label, so that every row lines up.
   int width = 10;
@@ -555,8 +576,9 @@ CLI::App* add_advise_options(CLI::App& app, AdviseArgs& args) {
   cmd->add_option("--gamma", a->gamma, "Reduce cost, e.g. 0.05ns/B (default 0)");
   cmd->add_option("--protocol", a->protocol,
                   "Every candidate that names no protocol runs as NCCL's send/recv with this one, "
-                  "as nccl does (none, simple, ll, ll128; default none: by its routes alone)")
-      ->check(CLI::IsMember({"none", "simple", "ll", "ll128"}));
+                  "as nccl does (none: by its routes alone; simple, ll, ll128; default auto: "
+                  "simple where nccl is a candidate, else none)")
+      ->check(CLI::IsMember({"auto", "none", "simple", "ll", "ll128"}));
   cmd->add_option("--algorithms", a->algorithms,
                   "Candidates, comma-separated (default: every algorithm)");
   cmd->add_option("-n,--iterations", a->iterations, "Iterations per algorithm (default 200)")

@@ -35,7 +35,9 @@ struct AdviseArgs {
   std::string fallback;             // adaptive's fallbacks, comma-separated
   std::string network = "alphabeta";
   std::string gamma;
-  std::string protocol = "none";  // network: {protocol: ...}: NCCL's costs for every schedule
+  // network: {protocol: ...}: NCCL's costs for every schedule. auto: simple where nccl is a
+  // candidate (so every candidate is costed as NCCL would move it, as nccl is), else none.
+  std::string protocol = "auto";
   std::string algorithms;  // comma-separated; "" for every algorithm
   int iterations = 200;
   long long seed = 1;

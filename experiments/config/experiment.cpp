@@ -3,6 +3,7 @@
 #include "experiments/config/experiment.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "common/error.hpp"
 #include "common/random.hpp"
@@ -31,6 +32,16 @@ std::uint64_t point_seed(std::uint64_t seed, const std::vector<SweepAxis>& axes,
   for (std::size_t k = 0; k < axes.size(); ++k)
     feed(axes[k].key + "=" + axes[k].labels[value[k]] + ";");
   return splitmix64(seed ^ h);
+}
+
+std::size_t default_baseline(const std::vector<ExperimentAlgorithm>& algorithms) {
+  std::optional<std::size_t> forced;
+  for (std::size_t a = 0; a < algorithms.size(); ++a) {
+    if (algorithms[a].name != "nccl" || algorithms[a].schedule) continue;
+    if (!algorithms[a].options.has("algo")) return a;
+    if (!forced) forced = a;
+  }
+  return forced.value_or(0);
 }
 
 void set_iterations(Experiment& e, int iterations) {

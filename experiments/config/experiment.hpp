@@ -98,6 +98,10 @@ struct Experiment {
 std::uint64_t point_seed(std::uint64_t seed, const std::vector<SweepAxis>& axes,
                          const std::vector<std::size_t>& value);
 
+// The baseline of an experiment that names none: what NCCL runs (`nccl` as NCCL chooses, i.e.
+// without a forced `algo`, else any `nccl`) when it is among the algorithms, else the first.
+std::size_t default_baseline(const std::vector<ExperimentAlgorithm>& algorithms);
+
 // Command-line overrides: iterations (> 0) and the experiment seed (re-derives point seeds).
 void set_iterations(Experiment& e, int iterations);
 void set_seed(Experiment& e, std::uint64_t seed);

@@ -726,6 +726,8 @@ Experiment load_experiment_parts(const ConfigReader& reader, ConfigCommand comma
                          [&](const ExperimentAlgorithm& a) { return a.label == label; });
         if (it == e.algorithms.end()) b->fail("the baseline must be one of the algorithms' labels");
         e.baseline = static_cast<std::size_t>(it - e.algorithms.begin());
+      } else {
+        e.baseline = default_baseline(e.algorithms);
       }
     });
   }

@@ -448,6 +448,24 @@ std::string dry_run_listing(const Experiment& e) {
   return os.str();
 }
 
+std::string one_channel_ring_note(const Experiment& e) {
+  const auto ring = std::find_if(e.algorithms.begin(), e.algorithms.end(),
+                                 [](const ExperimentAlgorithm& a) {
+                                   return a.name == "ring" && !a.schedule;
+                                 });
+  if (ring == e.algorithms.end()) return "";
+  int nodes = 1;
+  for (const SweepPoint& p : e.points) {
+    const topo::Topology& t = p.config.topology;
+    if (t.gpus_per_node > 0) nodes = std::max(nodes, t.gpu_count() / t.gpus_per_node);
+  }
+  if (nodes < 2) return "";
+  return "note: " + ring->label +
+         " is the textbook ring (the StragglAR paper's baseline): one channel, one ring through "
+         "all ranks that crosses each node boundary on one NIC; NCCL's Ring runs a channel per "
+         "rail (nccl_ring), and nccl is what NCCL runs\n";
+}
+
 std::string summary_table(const Experiment& e,
                           const std::vector<std::vector<AlgorithmSummary>>& points) {
   const std::size_t nalg = e.algorithms.size();
@@ -534,7 +552,7 @@ std::string summary_table(const Experiment& e,
   for (const ExperimentAlgorithm& a : e.algorithms) {
     if (wins.count(a.label)) os << " " << a.label << " " << wins[a.label] << "/" << rows.size();
   }
-  os << "\n";
+  os << "\n" << one_channel_ring_note(e);
 
   // Where the straggler-aware algorithms start to win along a swept straggler delay.
   std::size_t delay_axis = e.axes.size();

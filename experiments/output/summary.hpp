@@ -47,6 +47,11 @@ std::string dry_run_listing(const Experiment& e);
 std::string summary_table(const Experiment& e,
                           const std::vector<std::vector<AlgorithmSummary>>& points);
 
+// A line for a `ring` that runs on several nodes (empty otherwise): the textbook ring is one
+// channel, one ring through all ranks crossing each node boundary on one NIC, where NCCL's Ring
+// runs a channel per rail (nccl_ring; nccl is NCCL's own choice).
+std::string one_channel_ring_note(const Experiment& e);
+
 // The CSV columns of results.csv: schema/result_csv.hpp's, then the experiment's
 // (run, point, label, one "sweep.<key>" column per axis, seed, last_rank, predicted_straggler,
 // speedup, speedup_after_last_arrival).

@@ -101,13 +101,14 @@ TEST(CliNvls, SimulatesOnTheShippedDgxH100) {
       run_cli("advise --topology dgx_h100 --size 1GiB --delay-dist 1ms --iterations 3");
   ASSERT_EQ(advise.rc, 0) << advise.err;
   EXPECT_TRUE(contains(advise.out, "nvls")) << advise.out;
-  // One node: hierarchical is ring's schedule there and nvls_tree nvls's; each is named once,
-  // on the line that says why, and gets no row.
+  // One node: hierarchical is ring's schedule there and nvls_tree nvls's, and CollNet (SHARP
+  // across nodes) has no nodes to reduce across; each is named once, on the line that says
+  // why, and gets no row.
   EXPECT_TRUE(contains(advise.out,
-                       "left out, the same schedule as another candidate on one node: "
+                       "left out on one node: collnet (needs nodes: SHARP across them), "
                        "nvls_tree (= nvls), hierarchical (= ring)\n"))
       << advise.out;
-  for (const std::string name : {"hierarchical", "nvls_tree"}) {
+  for (const std::string name : {"hierarchical", "nvls_tree", "collnet"}) {
     std::size_t count = 0;
     for (std::size_t at = advise.out.find(name); at != std::string::npos;
          at = advise.out.find(name, at + 1))
@@ -202,10 +203,12 @@ TEST(CliNvls, CollnetOnReducingRails) {
       << none.err;
 }
 
-// The shipped 16-128-GPU scaling (configs/experiments/nvls_scaling_128gpu.yaml): what the docs
-// say of it. hierarchical beats nvls_tree everywhere (the in-node NVLS phases run unpipelined at
-// 274 GB/s); with the last rank 20 ms late stragglar_hier beats hierarchical from 32 GPUs on,
-// not at 16; the flat schedules share the fabric's leaf-to-leaf paths and trail by 1.5x or more.
+// The shipped 16-128-GPU scaling (configs/experiments/nvls_scaling_128gpu.yaml, every schedule
+// costed as NCCL moves it): what the docs say of it. What NCCL runs (nccl) is the fastest at
+// every point, the 20 ms straggler included; hierarchical beats nvls_tree everywhere (the in-node
+// NVLS phases run unpipelined at 274 GB/s); with the last rank 20 ms late stragglar_hier beats
+// hierarchical from 32 GPUs on, not at 16; the flat schedules share the fabric's leaf-to-leaf
+// paths and trail by 1.5x or more.
 TEST(CliNvls, ShippedScalingTo128Gpus) {
   const std::string out = "/tmp/ssim_nvls_scaling_" + std::to_string(::getpid());
   std::filesystem::remove_all(out);
@@ -224,11 +227,14 @@ TEST(CliNvls, ShippedScalingTo128Gpus) {
       return p["summary"][a]["mean_completion_s"].get<double>();
     };
     SCOPED_TRACE(std::to_string(gpus) + (late ? " GPUs, 20 ms late" : " GPUs, on time"));
+    for (const char* other : {"nvls_tree", "twoshot", "hierarchical", "stragglar_hier",
+                              "stragglar", "ring"})
+      EXPECT_LT(t("nccl"), t(other)) << other;
     EXPECT_LT(t("hierarchical"), t("nvls_tree"));
     EXPECT_GT(t("ring"), 3 * t("nvls_tree"));
     EXPECT_GT(t("twoshot"), 1.5 * t("nvls_tree"));
     if (late) EXPECT_EQ(t("stragglar_hier") < t("hierarchical"), gpus >= 32);
-    if (gpus == 64 && !late) EXPECT_NEAR(t("nvls_tree"), 10.624e-3, 1e-6);  // the 64-GPU table
+    if (gpus == 64 && !late) EXPECT_NEAR(t("nvls_tree"), 10.632e-3, 1e-6);  // the 64-GPU table
     ++checked;
   }
   EXPECT_EQ(checked, 8);

@@ -158,8 +158,8 @@ TEST_F(CliTrace, ShippedMultiNodeRunTrace) {
       run_cli("run " + std::string(STRAGGLESIM_SOURCE_DIR) + "/configs/experiments/multi_node.yaml -o " + out +
               " --trace 'label=stragglar,topology.ecmp=true,size=64MiB,delay=20ms'");
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_TRUE(contains(r.out, "run 39 (stragglar at topology.ecmp=true size=64MiB delay=20ms)")) << r.out;
-  const TraceCounts c = check_trace_strict(slurp(out + "/trace-run39-iteration0.json"));
+  EXPECT_TRUE(contains(r.out, "run 52 (stragglar at topology.ecmp=true size=64MiB delay=20ms)")) << r.out;
+  const TraceCounts c = check_trace_strict(slurp(out + "/trace-run52-iteration0.json"));
   EXPECT_GT(c.flows, 0u);
   bool nvlink = false, spine = false;
   for (const auto& [name, values] : c.counter_tracks) {

@@ -217,6 +217,27 @@ TEST_F(ValidateNccl, NetworkProtocolCostsEverySchedule) {
   EXPECT_EQ(run_cli("advise --topology " + kDgx + " --size 1GiB --protocol ll64").rc, 2);
 }
 
+// advise's "vs" column is what NCCL runs wherever nccl is a candidate (else Ring, the paper's
+// baseline), and a ring that spans nodes says it is the one-channel textbook ring.
+TEST_F(ValidateNccl, AdviseComparesWithWhatNcclRuns) {
+  const std::string two_nodes = "--topology h100_8xib400 --size 64MiB --iterations 2 -q";
+  const CommandResult both = run_cli("advise " + two_nodes + " --algorithms ring,nccl,rhd");
+  ASSERT_EQ(both.rc, 0) << both.err;
+  EXPECT_TRUE(contains(both.out, "  vs nccl  fastest")) << both.out;
+  EXPECT_TRUE(contains(both.out, "note: ring is the textbook ring (the StragglAR paper's "
+                                 "baseline): one channel"))
+      << both.out;
+  const CommandResult no_nccl = run_cli("advise " + two_nodes + " --algorithms rhd,ring");
+  ASSERT_EQ(no_nccl.rc, 0) << no_nccl.err;
+  EXPECT_TRUE(contains(no_nccl.out, "  vs ring  fastest")) << no_nccl.out;
+  // One node: the textbook ring crosses no NIC, nothing to say.
+  const CommandResult one_node = run_cli("advise --topology " + kDgx +
+                                         " --size 64MiB --iterations 2 -q --algorithms ring,nccl");
+  ASSERT_EQ(one_node.rc, 0) << one_node.err;
+  EXPECT_TRUE(contains(one_node.out, "  vs nccl  fastest")) << one_node.out;
+  EXPECT_FALSE(contains(one_node.out, "note: ring")) << one_node.out;
+}
+
 // What NCCL refuses on the machine is refused when the experiment is read, naming the option's
 // line (it used to fail the first run, with a partial results folder).
 TEST_F(ValidateNccl, NcclRefusalsNameTheLine) {

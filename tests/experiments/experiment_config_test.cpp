@@ -33,6 +33,28 @@ const std::string kHead =
     "topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us}\n"  // line 1
     "algorithms: [stragglar, ring]\n";                                         // line 2
 
+// Without a baseline: key the baseline is what NCCL runs where `nccl` is listed (the one NCCL
+// chooses for, before a forced algo), else the first algorithm.
+TEST(ExperimentConfig, DefaultBaselineIsNcclWhereListed) {
+  const std::string topo = "topology: {kind: switch, ranks: 8, bandwidth: 450GiB/s, latency: 3us}\n";
+  EXPECT_EQ(load(kHead + "size: 1MiB\n").baseline, 0u);
+  EXPECT_EQ(load(topo + "algorithms: [stragglar, ring, nccl]\nsize: 1MiB\n").baseline, 2u);
+  EXPECT_EQ(load(topo +
+                 "algorithms: [ring, {algorithm: nccl, label: forced, options: {algo: ring}}, "
+                 "nccl]\nsize: 1MiB\n")
+                .baseline,
+            2u);
+  EXPECT_EQ(load(topo +
+                 "algorithms: [ring, {algorithm: nccl, label: forced, options: {algo: ring}}]\n"
+                 "size: 1MiB\n")
+                .baseline,
+            1u);
+  // A baseline: key still decides.
+  EXPECT_EQ(load(topo + "algorithms: [stragglar, ring, nccl]\nbaseline: ring\nsize: 1MiB\n")
+                .baseline,
+            1u);
+}
+
 TEST(ExperimentConfig, CartesianProductLastAxisFastest) {
   const Experiment e = load(kHead +
                             "baseline: ring\n"

@@ -3,8 +3,8 @@
 
 README.md shows the summary of `stragglesim run` on configs/experiments/default.yaml (a
 ```console block starting `$ stragglesim run -o results/default`) and quotes one of its
-speedups in the opening paragraph ("makes a 1 GiB AllReduce X.XXXx faster than Ring on N
-GPUs"). This reruns the experiment (`--no-plots`, about a second) and checks every time,
+speedups in the opening paragraph ("makes a 1 GiB AllReduce X.XXXx faster than what NCCL runs
+on N GPUs"). This reruns the experiment (`--no-plots`, about a second) and checks every time,
 speedup and loss share in those rows, and the quoted speedup, against the rerun's summary:
 times and speedups within 0.1% (the README prints 4 significant digits; a rerun is
 deterministic, so any difference beyond rounding is a stale figure), loss shares within 0.1
@@ -89,11 +89,11 @@ def main():
         if winner != got_winner:
             errors.append(f"row {key}: README winner {winner}, rerun {got_winner}")
     # The opening paragraph's speedup: StragglAR (the first column) at 1 GiB on N GPUs.
-    m = re.search(r"makes a 1 GiB AllReduce (\d+\.\d+)x faster than Ring on (\d+) GPUs",
+    m = re.search(r"makes a 1 GiB AllReduce (\d+\.\d+)x faster than what NCCL runs on (\d+) GPUs",
                   " ".join(readme.split()))
     if not m:
         errors.append("README: the opening paragraph's speedup ('makes a 1 GiB AllReduce "
-                      "X.XXXx faster than Ring on N GPUs') is not there")
+                      "X.XXXx faster than what NCCL runs on N GPUs') is not there")
     elif (m.group(2), "1GiB") not in rerun or rerun[(m.group(2), "1GiB")][0][0][1] is None:
         errors.append(f"README quotes {m.group(2)} GPUs at 1 GiB: no such point in the rerun")
     elif not close(float(m.group(1)), rerun[(m.group(2), "1GiB")][0][0][1], 1e-3):
