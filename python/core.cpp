@@ -9,15 +9,21 @@
 // stragglesim.UsageError (ValueError), ResourceError -> stragglesim.ResourceError
 // (RuntimeError), InternalError -> stragglesim.InternalError (RuntimeError), Interrupted ->
 // KeyboardInterrupt. Long calls run without the GIL; a simulation checks Python's signals
-// (PyErr_CheckSignals, at most every 50 ms) before each iteration (common/cancel.hpp), `run`
-// installs the CLI's SIGINT handler (common/interrupt.hpp) for its runs.
+// (PyErr_CheckSignals, at most every 50 ms) before each iteration and a training job before
+// each step (common/cancel.hpp), `run` and `advise` install the CLI's SIGINT handler
+// (common/interrupt.hpp) for their runs. `advise` and `train` take their flags as the CLI's
+// argument list, parsed by the CLI's own parser (experiments/cli/advise.hpp, train.hpp).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <dlfcn.h>
+
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -29,8 +35,11 @@
 #include "common/memory_budget.hpp"
 #include "common/time_budget.hpp"
 #include "common/units.hpp"
+#include "experiments/cli/advise.hpp"
 #include "experiments/cli/commands.hpp"
+#include "experiments/cli/train.hpp"
 #include "experiments/config/config.hpp"
+#include "experiments/config/data_files.hpp"
 #include "experiments/config/reader.hpp"
 #include "experiments/config/resource_check.hpp"
 #include "experiments/runner/experiment.hpp"
@@ -354,6 +363,216 @@ py::tuple run(const std::string& source, bool is_text, const std::string& name,
   return py::make_tuple(done->output, done->files, exp::experiment_csv_columns(e));
 }
 
+using exp::add_advise_options;
+using exp::add_train_options;
+using exp::AdviseArgs;
+using exp::AdviseRanking;
+using exp::AdviseRow;
+using exp::AlgorithmSummary;
+using exp::Experiment;
+using exp::TrainArgs;
+
+// `flags` (the subcommand's name, then its flags as the CLI takes them) parsed by the CLI's
+// own parser into what `app`'s subcommand registered: CLI11's checks (ranges, choices) and
+// messages; a parse error is a UsageError with the message the CLI prints.
+void parse_flags(CLI::App& app, const std::vector<std::string>& flags) {
+  exp::require_finite_numbers(app);
+  std::vector<std::string> args(flags.rbegin(), flags.rend());  // CLI11 takes them reversed
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(e.what());
+  }
+}
+
+// The lines written to `err` ("stragglesim: note: ...", "stragglesim: warning: ..."), without
+// the prefix, by kind.
+void split_messages(const std::string& text, py::list& notes, py::list& warnings) {
+  std::istringstream in(text);
+  std::string line;
+  const std::string note = "stragglesim: note: ", warning = "stragglesim: warning: ";
+  while (std::getline(in, line)) {
+    if (line.rfind(note, 0) == 0) {
+      notes.append(line.substr(note.size()));
+    } else if (line.rfind(warning, 0) == 0) {
+      warnings.append(line.substr(warning.size()));
+    } else if (!line.empty()) {
+      notes.append(line);
+    }
+  }
+}
+
+// `stragglesim advise FLAGS...`: the table's rows, fastest first, as columns, and what the
+// table's header and the recommendation say.
+py::tuple advise(const std::vector<std::string>& flags) {
+  CLI::App app{"stragglesim", "stragglesim"};
+  AdviseArgs a;
+  add_advise_options(app, a);
+  parse_flags(app, flags);
+  std::ostringstream err;
+  std::optional<AdviseRanking> ranking;
+  std::optional<sim::SimulationResult> traced;
+  {
+    // As `run`: the CLI's SIGINT handler for the runs (common/interrupt.hpp); a signal stops
+    // them after the runs in flight (Interrupted -> KeyboardInterrupt).
+    py::gil_scoped_release release;
+    clear_interrupt_signal();
+    try {
+      const InterruptGuard guard("stragglesim.advise: stopping after the runs in flight");
+      ranking = exp::rank_advise_candidates(a, err);
+      if (!a.trace.empty()) {
+        const AdviseRow& best = ranking->rows[ranking->order.front()];
+        traced = exp::write_trace(exp::run_config(ranking->experiments[best.experiment], best.algorithm),
+                             a.trace_iteration, a.trace_links, a.trace_options, a.trace,
+                             a.max_memory, a.max_time, "stragglesim advise");
+      }
+    } catch (...) {
+      clear_interrupt_signal();
+      throw;
+    }
+  }
+  const AdviseRanking& r = *ranking;
+  const std::size_t n = r.rows.size();
+  py::array_t<std::int64_t> rank(static_cast<py::ssize_t>(n));
+  py::array_t<double> mean(static_cast<py::ssize_t>(n)), p90(static_cast<py::ssize_t>(n)),
+      after(static_cast<py::ssize_t>(n)), speedup(static_cast<py::ssize_t>(n)),
+      fastest(static_cast<py::ssize_t>(n)), accuracy(static_cast<py::ssize_t>(n)),
+      fallback(static_cast<py::ssize_t>(n));
+  py::array_t<bool> aware(static_cast<py::ssize_t>(n));
+  std::vector<std::string> label, policy;
+  for (std::size_t i = 0; i < n; ++i) {
+    const AdviseRow& row = r.rows[r.order[i]];
+    const AlgorithmSummary& s = row.summary;
+    const auto j = static_cast<py::ssize_t>(i);
+    rank.mutable_at(j) = static_cast<std::int64_t>(i + 1);
+    label.push_back(row.label);
+    policy.push_back(s.straggler_aware ? r.policies[row.experiment] : std::string());
+    mean.mutable_at(j) = s.mean_completion;
+    p90.mutable_at(j) = s.p90_completion;
+    after.mutable_at(j) = s.mean_after_last_arrival;
+    speedup.mutable_at(j) = s.speedup;
+    fastest.mutable_at(j) = r.wins[r.order[i]];
+    aware.mutable_at(j) = s.straggler_aware;
+    accuracy.mutable_at(j) = s.prediction_accuracy;
+    fallback.mutable_at(j) = s.fallback_fraction;
+  }
+  py::dict cols;
+  cols["rank"] = rank;
+  cols["algorithm"] = label;
+  cols["policy"] = policy;
+  cols["mean_s"] = mean;
+  cols["p90_s"] = p90;
+  cols["after_last_arrival_s"] = after;
+  cols["speedup"] = speedup;
+  cols["fastest"] = fastest;
+  cols["straggler_aware"] = aware;
+  cols["prediction_accuracy"] = accuracy;
+  cols["fallback_fraction"] = fallback;
+  const Experiment& e = r.experiments.front();
+  const sim::SimulationConfig& c = e.points.front().config;
+  py::dict attrs;
+  attrs["topology"] = c.topology.name;
+  attrs["ranks"] = c.topology.gpu_count();
+  attrs["size_bytes"] = c.size.value;
+  attrs["workload"] = e.points.front().workload.has_value();
+  attrs["network"] = std::string(sim::to_string(c.network));
+  attrs["protocol"] = c.protocol ? py::object(py::str(std::string(alg::to_string(*c.protocol))))
+                                 : py::object(py::none());
+  attrs["delays"] = c.delays.describe();
+  attrs["policies"] = r.policies;
+  attrs["iterations"] = e.iterations;
+  attrs["seed"] = e.seed;
+  attrs["baseline"] = e.algorithms[e.baseline].label;
+  attrs["recommended"] = r.rows[r.order.front()].label;
+  attrs["left_out"] = r.left_out;
+  if (traced) {
+    attrs["trace"] = a.trace;
+    attrs["trace_completion_s"] = traced->iterations.back().completion.value;
+  }
+  py::list notes, warnings;
+  split_messages(err.str(), notes, warnings);
+  attrs["notes"] = notes;
+  attrs["warnings"] = warnings;
+  return py::make_tuple(cols, attrs);
+}
+
+// `stragglesim train CONFIG --json FLAGS...`: the JSON the CLI prints (as text, parsed by the
+// Python layer) and, with `per_step`, the steps CSV's columns.
+py::tuple train(const std::string& source, bool is_text, const std::string& name,
+                const std::vector<std::string>& flags, bool per_step) {
+  CLI::App app{"stragglesim", "stragglesim"};
+  TrainArgs a;
+  add_train_options(app, a);
+  std::vector<std::string> args{"train", is_text ? name : source};
+  args.insert(args.end(), flags.begin(), flags.end());
+  parse_flags(app, args);
+  const exp::ConfigReader reader = open_config(source, is_text, name);
+  std::ostringstream err;
+  const sim::TrainingConfig c = exp::train_config(reader, a, err);
+  // The steps CSV's columns (train.cpp's --steps-csv), filled without the GIL.
+  std::vector<std::string> algorithm, options, mode, buckets, average, sat_out;
+  std::vector<std::int64_t> step, slowest;
+  std::vector<double> step_time, end, mean_idle, max_idle, exposed;
+  sim::StepCallback on_step;
+  if (per_step) {
+    on_step = [&](const sim::TrainingRun& run, const sim::StepRecord& s) {
+      algorithm.push_back(run.algorithm);
+      options.push_back(exp::options_text(run.options));
+      mode.push_back(run.mode.describe());
+      step.push_back(s.step);
+      step_time.push_back(s.step_time.value);
+      end.push_back(s.end.value);
+      mean_idle.push_back(s.mean_idle.value);
+      max_idle.push_back(s.max_idle.value);
+      slowest.push_back(s.slowest_rank);
+      exposed.push_back(s.exposed_comm.value);
+      std::ostringstream b, v, o;
+      for (std::size_t k = 0; k < s.buckets.size(); ++k) {
+        if (k > 0) b << ' ';
+        exp::write_choice(b, s.buckets[k]);
+      }
+      if (s.average) exp::write_choice(v, *s.average);
+      for (std::size_t k = 0; k < s.sat_out.size(); ++k) o << (k > 0 ? " " : "") << s.sat_out[k];
+      buckets.push_back(b.str());
+      average.push_back(v.str());
+      sat_out.push_back(o.str());
+    };
+  }
+  sim::TrainingResult r;
+  {
+    PythonSignalCheck check;  // run_training checks it before each step
+    py::gil_scoped_release release;
+    r = exp::run_train_job(c, a.config, on_step);
+  }
+  py::list notes, warnings;
+  split_messages(err.str(), notes, warnings);
+  for (const std::string& w : exp::train_warnings(r)) warnings.append(w);
+  py::object steps = py::none();
+  if (per_step) {
+    py::dict d;
+    d["algorithm"] = algorithm;
+    d["options"] = options;
+    d["mode"] = mode;
+    d["step"] = py::array_t<std::int64_t>(static_cast<py::ssize_t>(step.size()), step.data());
+    d["step_time_s"] =
+        py::array_t<double>(static_cast<py::ssize_t>(step_time.size()), step_time.data());
+    d["end_s"] = py::array_t<double>(static_cast<py::ssize_t>(end.size()), end.data());
+    d["mean_idle_s"] =
+        py::array_t<double>(static_cast<py::ssize_t>(mean_idle.size()), mean_idle.data());
+    d["max_idle_s"] =
+        py::array_t<double>(static_cast<py::ssize_t>(max_idle.size()), max_idle.data());
+    d["slowest_rank"] =
+        py::array_t<std::int64_t>(static_cast<py::ssize_t>(slowest.size()), slowest.data());
+    d["exposed_comm_s"] =
+        py::array_t<double>(static_cast<py::ssize_t>(exposed.size()), exposed.data());
+    d["bucket_runs"] = buckets;
+    d["average_run"] = average;
+    d["sat_out"] = sat_out;
+    steps = d;
+  }
+  return py::make_tuple(exp::train_summary_json(a.config, c, r).dump(), steps, notes, warnings);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -361,6 +580,11 @@ PYBIND11_MODULE(_core, m) {
       "stragglesim's C++ core (schedules, lowering, simulation, experiments); use the "
       "`stragglesim` package, which wraps these functions.";
   m.attr("__version__") = STRAGGLESIM_VERSION_STRING;
+  // Shipped data (configs/topologies/NAME.yaml) is found from this module's file, not from
+  // the interpreter's (experiments/config/data_files.hpp).
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&supports_ranks), &info) != 0 && info.dli_fname != nullptr)
+    exp::set_library_path(info.dli_fname);
 
   static py::exception<InputError> input_error(m, "InputError", PyExc_ValueError);
   static py::exception<UsageError> usage_error(m, "UsageError", PyExc_ValueError);
@@ -396,4 +620,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("run", &run, py::arg("source"), py::arg("is_text"), py::arg("name"), py::arg("output"),
         py::arg("iterations"), py::arg("seed"), py::arg("jobs"), py::arg("threads"),
         py::arg("force"), py::arg("max_memory"), py::arg("max_time"));
+  m.def("advise", &advise, py::arg("flags"));
+  m.def("train", &train, py::arg("source"), py::arg("is_text"), py::arg("name"),
+        py::arg("flags"), py::arg("per_step"));
 }

@@ -15,6 +15,7 @@
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
 #include "common/suggest.hpp"
+#include "experiments/cli/advise.hpp"
 #include "experiments/cli/commands.hpp"
 #include "experiments/config/config.hpp"
 #include "experiments/config/data_files.hpp"
@@ -24,39 +25,6 @@
 
 namespace ssim::exp {
 namespace {
-
-struct AdviseArgs {
-  std::string topology;
-  int ranks = 0;  // 0: the topology's
-  std::string size;
-  std::string workload;  // FILE: a training job (its workload: section) instead of --size
-  std::string delay_dist;
-  std::string base_dist;
-  std::string delays_file;  // a delays: map, as fit-delays writes it
-  int straggler_rank = -1;  // -1: the last rank
-  double persistence = 1.0;
-  double probability = -1;  // -1: late in every iteration (no probability key)
-  std::string policy = "previous";  // comma-separated: rank algorithm x policy pairs
-  std::string fallback;             // adaptive's fallbacks, comma-separated
-  std::string network = "alphabeta";
-  std::string gamma;
-  // network: {protocol: ...}: NCCL's costs for every schedule. auto: simple where nccl is a
-  // candidate (so every candidate is costed as NCCL would move it, as nccl is), else none.
-  std::string protocol = "auto";
-  std::string algorithms;  // comma-separated; "" for every algorithm
-  int iterations = 200;
-  long long seed = 1;
-  int jobs = 0;
-  std::string max_memory;
-  std::string max_time;
-  std::string trace;  // FILE: the recommended algorithm's trace
-  int trace_iteration = 0;
-  int trace_links = -1;
-  TraceOptions trace_options;
-  int threads = 1;  // used only with --jobs 1 (docs/scale.md: why one by default)
-  bool quiet = false;
-  double progress_after = 5;  // seconds without progress output (short runs print none)
-};
 
 std::string yaml_quoted(const std::string& s) {
   std::string out = "\"";
@@ -345,7 +313,9 @@ std::string pct(double f) {
   return buf;
 }
 
-void run_advise(const AdviseArgs& given) {
+}  // namespace
+
+AdviseRanking rank_advise_candidates(const AdviseArgs& given, std::ostream& err) {
   AdviseArgs a = given;
   require_threads_used(a.jobs, a.threads);
   // Flags checked before anything runs, each naming itself: what would otherwise be ignored (the
@@ -402,39 +372,31 @@ void run_advise(const AdviseArgs& given) {
     check_experiment_memory(MemoryBudget::from_flag(a.max_memory), e, a.jobs);
     check_experiment_time(TimeBudget::from_flag(a.max_time), e, a.jobs);
     if (const std::string note = experiment_time_note(e, a.jobs); !note.empty())
-      std::cerr << "stragglesim: note: " << note << "\n";
+      err << "stragglesim: note: " << note << "\n";
     ExperimentRuns runs =
         run_experiment_in_memory(e, a.jobs, a.threads, a.quiet ? nullptr : &std::cerr,
                                  Progress::automatic, a.progress_after);
     if (const std::string w = shared_link_warning(e, runs.summaries); !w.empty())
-      std::cerr << "stragglesim: warning: " << w << "\n";
+      err << "stragglesim: warning: " << w << "\n";
     experiments.push_back(std::move(e));
     results.push_back(std::move(runs));
   }
   const Experiment& e = experiments.front();
-  const sim::SimulationConfig& c = e.points.front().config;
   const bool pairs = experiments.size() > 1;
   // The rows: every candidate of every experiment, a straggler-aware one labelled with its
   // policy when several are ranked; the speedup against the first experiment's baseline.
-  struct Row {
-    std::string label;
-    const sim::SimulationResult* run;
-    AlgorithmSummary summary;
-    std::size_t experiment, algorithm;  // where it ran
-  };
-  std::vector<Row> rows;
+  std::vector<AdviseRow> rows;
   const AlgorithmSummary& base_summary = results.front().summaries.front()[e.baseline];
   for (std::size_t x = 0; x < experiments.size(); ++x) {
     for (std::size_t k = 0; k < experiments[x].algorithms.size(); ++k) {
-      Row row{experiments[x].algorithms[k].label, &results[x].runs.front()[k],
-              results[x].summaries.front()[k], x, k};
+      AdviseRow row{experiments[x].algorithms[k].label, &results[x].runs.front()[k],
+                    results[x].summaries.front()[k], x, k};
       if (pairs && row.summary.straggler_aware) row.label += " (" + policies[x] + ")";
       if (x > 0) row.summary.speedup = base_summary.mean_completion / row.summary.mean_completion;
       rows.push_back(std::move(row));
     }
   }
   const std::size_t nalg = rows.size();
-  const std::size_t baseline = e.baseline;  // rows of the first experiment come first
 
   // Share of iterations in which each algorithm is the fastest; an iteration that several tie
   // for (within 1e-9) is split among them, so the column sums to 100%.
@@ -459,6 +421,26 @@ void run_advise(const AdviseArgs& given) {
   std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
     return rows[x].summary.mean_completion < rows[y].summary.mean_completion;
   });
+  return {policies,          left_out,        std::move(experiments), std::move(results),
+          std::move(rows),   std::move(wins), std::move(order)};
+}
+
+namespace {
+
+void run_advise(const AdviseArgs& a) {
+  using Row = AdviseRow;
+  const AdviseRanking ranking = rank_advise_candidates(a, std::cerr);
+  const std::vector<std::string>& policies = ranking.policies;
+  const std::vector<std::string>& left_out = ranking.left_out;
+  const std::vector<Experiment>& experiments = ranking.experiments;
+  const std::vector<AdviseRow>& rows = ranking.rows;
+  const std::vector<double>& wins = ranking.wins;
+  const std::vector<std::size_t>& order = ranking.order;
+  const Experiment& e = experiments.front();
+  const sim::SimulationConfig& c = e.points.front().config;
+  const AlgorithmSummary& base_summary = ranking.results.front().summaries.front()[e.baseline];
+  const std::size_t nalg = rows.size();
+  const std::size_t baseline = e.baseline;  // rows of the first experiment come first
 
   const std::optional<Workload>& job = e.points.front().workload;
   std::string policy_list;
@@ -547,8 +529,8 @@ void run_advise(const AdviseArgs& given) {
 
 }  // namespace
 
-void add_advise_command(CLI::App& app) {
-  auto a = std::make_shared<AdviseArgs>();
+CLI::App* add_advise_options(CLI::App& app, AdviseArgs& args) {
+  AdviseArgs* a = &args;
   CLI::App* cmd = app.add_subcommand("advise",
                                      "Which AllReduce algorithm to use under a straggler delay "
                                      "distribution (ranked by mean completion)");
@@ -622,7 +604,12 @@ void add_advise_command(CLI::App& app) {
                   "Seconds before progress appears on stderr, as `run` prints it (default 5: a "
                   "quicker answer prints none)")
       ->check(CLI::Range(0.0, 86400.0));
-  cmd->callback([a] { run_advise(*a); });
+  return cmd;
+}
+
+void add_advise_command(CLI::App& app) {
+  auto a = std::make_shared<AdviseArgs>();
+  add_advise_options(app, *a)->callback([a] { run_advise(*a); });
 }
 
 }  // namespace ssim::exp

@@ -23,32 +23,26 @@ using schema::canonical_options;
 using schema::csv_field;
 using schema::csv_number;
 
-struct TrainArgs {
-  std::string config;
-  bool json = false;
-  std::string steps_csv;
-  std::string ranks_csv;
-  int steps = 0;            // 0: as configured
-  long long seed = -1;      // -1: as configured
-  double persistence = -1;  // -1: as configured
-  std::string max_memory, max_time;
-  double probability = -1;  // -1: as configured
-};
+}  // namespace
 
 std::string options_text(const alg::Options& o) { return canonical_options(o.values()); }
+
+namespace {
 
 // The policy as configured: adaptive is previous with fallbacks.
 std::string policy_name(const sim::TrainingConfig& c) {
   return c.adaptive_fallbacks.empty() ? std::string(sim::to_string(c.policy)) : "adaptive";
 }
 
-// What a collective ran, for the steps CSV: the algorithm, with "@R" for the rank that played
-// a straggler-aware schedule's straggler ("@R+R'..." one per group).
+}  // namespace
+
 void write_choice(std::ostream& out, const sim::BucketChoice& b) {
   out << b.algorithm;
   for (std::size_t g = 0; g < b.stragglers.size(); ++g)
     out << (g == 0 ? '@' : '+') << b.stragglers[g];
 }
+
+namespace {
 
 std::string fixed(double v, int digits) {
   char buf[64];
@@ -161,8 +155,10 @@ std::string summary_table(const std::string& path, const sim::TrainingConfig& c,
   return os.str();
 }
 
-nlohmann::json summary_json(const std::string& path, const sim::TrainingConfig& c,
-                            const sim::TrainingResult& r) {
+}  // namespace
+
+nlohmann::json train_summary_json(const std::string& path, const sim::TrainingConfig& c,
+                                  const sim::TrainingResult& r) {
   nlohmann::json j;
   j["version"] = STRAGGLESIM_VERSION_STRING;
   j["config"] = {{"file", path},
@@ -246,8 +242,8 @@ nlohmann::json summary_json(const std::string& path, const sim::TrainingConfig& 
   return j;
 }
 
-void run_train(const TrainArgs& a) {
-  const ConfigReader reader(a.config);
+sim::TrainingConfig train_config(const ConfigReader& reader, const TrainArgs& a,
+                                 std::ostream& err) {
   sim::TrainingConfig c = load_training_config(reader);
   c.keep_step_times = false;  // the steps CSV streams them: memory independent of the step count
   if (a.steps > 0) c.steps = a.steps;
@@ -277,7 +273,40 @@ void run_train(const TrainArgs& a) {
   check_training_resources(MemoryBudget::from_flag(a.max_memory), TimeBudget::from_flag(a.max_time),
                            c);
   if (const std::string note = training_time_note(c); !note.empty())
-    std::cerr << "stragglesim: note: " << note << "\n";
+    err << "stragglesim: note: " << note << "\n";
+  return c;
+}
+
+sim::TrainingResult run_train_job(const sim::TrainingConfig& c, const std::string& where,
+                                  const sim::StepCallback& on_step) {
+  try {
+    return sim::run_training(c, on_step);
+  } catch (const InputError& e) {
+    throw InputError(where + ": " + e.what());
+  }
+}
+
+std::vector<std::string> train_warnings(const sim::TrainingResult& r) {
+  std::vector<std::string> out;
+  std::size_t shared = 0;
+  for (const sim::TrainingRun& run : r.runs) {
+    if (run.shared_link && shared++ == 0) {
+      out.push_back(run.algorithm + " " + run.mode.describe() + ": " +
+                    shared_link_warning(*run.shared_link));
+    }
+  }
+  if (shared > 1) {
+    out.push_back(std::to_string(shared) + " of " + std::to_string(r.runs.size()) +
+                  " runs share links the alphabeta model does not share");
+  }
+  return out;
+}
+
+namespace {
+
+void run_train(const TrainArgs& a) {
+  const ConfigReader reader(a.config);
+  const sim::TrainingConfig c = train_config(reader, a, std::cerr);
   // Every output is opened before the run (a path that cannot be created fails first) and takes
   // its name only when the whole run succeeded.
   std::optional<OutputFile> steps, ranks;
@@ -307,12 +336,7 @@ void run_train(const TrainArgs& a) {
       out << '\n';
     };
   }
-  sim::TrainingResult r;
-  try {
-    r = sim::run_training(c, on_step);
-  } catch (const InputError& e) {
-    throw InputError(a.config + ": " + e.what());
-  }
+  const sim::TrainingResult r = run_train_job(c, a.config, on_step);
   if (ranks) {
     std::ostream& out = ranks->stream();
     out << "algorithm,options,mode,rank,mean_idle_s,max_idle_s,mean_delay_s,sat_out_fraction\n";
@@ -327,25 +351,15 @@ void run_train(const TrainArgs& a) {
   }
   if (steps) steps->commit();
   if (ranks) ranks->commit();
-  std::size_t shared = 0;
-  for (const sim::TrainingRun& run : r.runs) {
-    if (run.shared_link && shared++ == 0) {
-      std::cerr << "stragglesim: warning: " << run.algorithm << " " << run.mode.describe() << ": "
-                << shared_link_warning(*run.shared_link) << "\n";
-    }
-  }
-  if (shared > 1) {
-    std::cerr << "stragglesim: warning: " << shared << " of " << r.runs.size()
-              << " runs share links the alphabeta model does not share\n";
-  }
-  std::cout << (a.json ? summary_json(a.config, c, r).dump(2) + "\n"
+  for (const std::string& w : train_warnings(r)) std::cerr << "stragglesim: warning: " << w << "\n";
+  std::cout << (a.json ? train_summary_json(a.config, c, r).dump(2) + "\n"
                        : summary_table(a.config, c, r));
 }
 
 }  // namespace
 
-void add_train_command(CLI::App& app) {
-  auto args = std::make_shared<TrainArgs>();
+CLI::App* add_train_options(CLI::App& app, TrainArgs& a) {
+  TrainArgs* args = &a;
   CLI::App* cmd = app.add_subcommand(
       "train",
       "What stragglers cost a data-parallel training job (YAML): step time, idle time, GPU-hours");
@@ -370,7 +384,12 @@ void add_train_command(CLI::App& app) {
                   "Override every persistent straggler's probability of being late in a step "
                   "(0..1)")
       ->check(CLI::Range(0.0, 1.0));
-  cmd->callback([args] { run_train(*args); });
+  return cmd;
+}
+
+void add_train_command(CLI::App& app) {
+  auto args = std::make_shared<TrainArgs>();
+  add_train_options(app, *args)->callback([args] { run_train(*args); });
 }
 
 }  // namespace ssim::exp

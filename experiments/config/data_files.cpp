@@ -37,11 +37,29 @@ bool is_under(const fs::path& inner, const fs::path& outer) {
   return true;
 }
 
+std::string& library_path() {
+  static std::string path;
+  return path;
+}
+
 }  // namespace
+
+void set_library_path(const std::string& path) { library_path() = path; }
 
 std::vector<std::string> data_dirs() {
   if (const char* env = std::getenv("STRAGGLESIM_DATA_DIR"); env != nullptr && *env != '\0')
     return {env};
+  if (!library_path().empty()) {
+    std::error_code ec;
+    const fs::path lib = fs::absolute(library_path(), ec).parent_path();
+    if (is_under(lib, STRAGGLESIM_BINARY_ROOT)) return {STRAGGLESIM_SOURCE_ROOT};
+    for (fs::path a = lib; !a.empty(); a = a.parent_path()) {
+      const fs::path share = a / "share" / "stragglesim";
+      if (fs::is_directory(share, ec)) return {share.string()};
+      if (a == a.parent_path()) break;
+    }
+    return {};
+  }
   std::vector<std::string> dirs;
   const fs::path exe = exe_dir();
   if (!exe.empty()) {

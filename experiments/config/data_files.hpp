@@ -3,6 +3,9 @@
 //   2. an installed binary (PREFIX/bin/stragglesim): PREFIX/share/stragglesim, found from
 //      /proc/self/exe;
 //   3. a binary run from its build tree: the source tree it was built from.
+// A library loaded into another program (the Python module, python/core.cpp) names its own
+// file with set_library_path(): 2 becomes A/share/stragglesim for the nearest folder A above it
+// that has one (PREFIX for PREFIX/lib/python3.X/dist-packages/stragglesim/), 3 its build tree.
 //   std::string yaml = ssim::exp::data_file("configs/experiments/default.yaml");
 #pragma once
 
@@ -13,6 +16,10 @@ namespace ssim::exp {
 
 // The folders searched, in order (none of them need exist).
 std::vector<std::string> data_dirs();
+
+// The file of the library the data is looked up for, instead of /proc/self/exe (call it once,
+// before any lookup).
+void set_library_path(const std::string& path);
 
 // `relative` (e.g. "configs/topologies/dgx_h100.yaml", "plot.py") under the first data folder
 // that has it; "" when none has. "plot.py" is also found as experiments/plot.py of a source tree.

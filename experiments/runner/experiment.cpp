@@ -268,6 +268,9 @@ ExperimentRuns run_experiment_in_memory(const Experiment& e, int jobs, int threa
     rethrow_as(f.error,
                "run " + std::to_string(f.run) + " (" + e.point_label(f.run / e.algorithms.size()) +
                    ", " + e.algorithms[f.run % e.algorithms.size()].label + ") failed: " + f.what);
+  } catch (const Stopped& s) {  // only where a caller installed an InterruptGuard (Python)
+    throw Interrupted(s.signal, signal_name(s.signal) + ": stopped with " + std::to_string(s.done) +
+                                    " of " + std::to_string(s.total) + " runs done");
   }
   return out;
 }

@@ -134,7 +134,8 @@ struct ExperimentRuns {
   std::vector<std::vector<AlgorithmSummary>> summaries;
 };
 // Progress (as `run` reports it) goes to `log` when it is given, from `quiet_for` seconds after
-// the start (a run that ends sooner prints nothing).
+// the start (a run that ends sooner prints nothing). Under an InterruptGuard (common/interrupt.hpp)
+// a signal stops it after the runs in flight: ssim::Interrupted.
 ExperimentRuns run_experiment_in_memory(const Experiment& e, int jobs, int threads = 1,
                                         std::ostream* log = nullptr,
                                         Progress progress = Progress::none,

@@ -11,7 +11,7 @@ The functions here call the same C++ as the ``stragglesim`` command line (the ex
     >>> plan = ss.lower("stragglar", 8, "1MiB", straggler=7)   # per-rank send/receive plan
     >>> df = ss.simulate({"topology": "h200", "ranks": 8, ...})  # columns of the JSON output
 
-Configs (``simulate``, ``run``) are a YAML path or a dict in the same config language
+Configs (``simulate``, ``run``, ``train``) are a YAML path or a dict in the same config language
 (docs/user_guide.md); a dict is written out as YAML text and read by the same loader, so its
 errors name the key path (as ``<dict>:LINE:COLUMN: key.path: ...``). Results come as columns
 with the names of the CLI's CSV and JSON outputs: a pandas DataFrame when pandas is installed,
@@ -42,11 +42,13 @@ __all__ = [
     "InternalError",
     "ResourceError",
     "UsageError",
+    "advise",
     "algorithms",
     "lower",
     "run",
     "schedule",
     "simulate",
+    "train",
 ]
 
 Config = Union[str, "os.PathLike[str]", Mapping[str, Any]]
@@ -244,4 +246,140 @@ def run(experiment: Config, *, output: Optional[Union[str, "os.PathLike[str]"]] 
     if temporary is None:
         attrs["output"] = written
         attrs["files"] = list(files)
+    return _frame(cols, attrs)
+
+
+def _flag_value(flag: str, value: Any) -> str:
+    """A keyword's value as the CLI's flag text: a list joined by commas, a bool refused."""
+    if isinstance(value, bool):
+        raise InputError(f"{flag}: expected a value, got {value!r}")
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    return str(value)
+
+
+def _flags(pairs: List[Any]) -> List[str]:
+    """[(flag, value or None)] -> the CLI's argument list (None: the flag is left out)."""
+    out: List[str] = []
+    for flag, value in pairs:
+        if value is not None:
+            out += [flag, _flag_value(flag, value)]
+    return out
+
+
+def advise(topology: Union[str, "os.PathLike[str]"], size: Optional[Union[str, int]] = None, *,
+           ranks: Optional[int] = None, workload: Optional[Union[str, "os.PathLike[str]"]] = None,
+           delay_dist: Optional[str] = None, delays: Optional[Union[str, "os.PathLike[str]"]] = None,
+           straggler_rank: Optional[int] = None, persistence: Optional[float] = None,
+           probability: Optional[float] = None, base_dist: Optional[str] = None,
+           policy: Union[str, List[str], None] = None, fallback: Union[str, List[str], None] = None,
+           network: Optional[str] = None, gamma: Optional[str] = None,
+           protocol: Optional[str] = None, algorithms: Union[str, List[str], None] = None,
+           iterations: Optional[int] = None, seed: Optional[int] = None,
+           jobs: Optional[int] = None, threads: Optional[int] = None,
+           trace: Optional[Union[str, "os.PathLike[str]"]] = None,
+           trace_iteration: Optional[int] = None, trace_links: Optional[int] = None,
+           trace_ranks: Optional[str] = None, trace_rounds: Optional[str] = None,
+           trace_window: Optional[str] = None, trace_max_size: Optional[str] = None,
+           max_memory: Optional[str] = None, max_time: Optional[str] = None,
+           progress: bool = False):
+    """``stragglesim advise``: which AllReduce algorithm to use, every candidate simulated on
+    the same random arrivals and ranked by mean completion.
+
+    Each keyword is the CLI's flag of that name (``delay_dist`` is ``--delay-dist``, ``size``
+    ``--size``, ...; see ``stragglesim advise --help``), parsed and checked by the CLI's own
+    parser, so a bad value raises the CLI's message (UsageError for a flag out of its range,
+    InputError naming the flag, or the file, line and key of a ``delays``/``workload`` file).
+    Lists (``algorithms``, ``policy``, ``fallback``) may be given as Python lists. ``None``
+    leaves a flag at the CLI's default (200 iterations, seed 1, policy previous, every core).
+
+    Returns the table's rows, fastest first: rank, algorithm (the table's label, with its
+    policy when several are ranked), policy, mean_s, p90_s, after_last_arrival_s ("after last
+    arr."), speedup (the "vs BASELINE" column, mean baseline / mean), fastest (share of
+    iterations it was the fastest, 0..1), straggler_aware, prediction_accuracy,
+    fallback_fraction. ``.attrs``: baseline, recommended, topology, ranks, size_bytes,
+    workload, network, protocol, delays, policies, iterations, seed, left_out, notes, warnings
+    (also issued as RuntimeWarning) and, with ``trace``, trace and trace_completion_s.
+
+    Runs without the GIL; Ctrl-C (KeyboardInterrupt) stops after the runs in flight.
+    ``progress=True``: the CLI's progress lines on stderr (after 5 s).
+    """
+    flags = ["advise"] + _flags([
+        ("--topology", topology), ("--size", size), ("--ranks", ranks), ("--workload", workload),
+        ("--delay-dist", delay_dist), ("--delays", delays), ("--straggler-rank", straggler_rank),
+        ("--persistence", persistence), ("--probability", probability),
+        ("--base-dist", base_dist), ("--policy", policy), ("--fallback", fallback),
+        ("--network", network), ("--gamma", gamma), ("--protocol", protocol),
+        ("--algorithms", algorithms), ("--iterations", iterations), ("--seed", seed),
+        ("--jobs", jobs), ("--threads", threads), ("--trace", trace),
+        ("--trace-iteration", trace_iteration), ("--trace-links", trace_links),
+        ("--trace-ranks", trace_ranks), ("--trace-rounds", trace_rounds),
+        ("--trace-window", trace_window), ("--trace-max-size", trace_max_size),
+        ("--max-memory", max_memory), ("--max-time", max_time)])
+    if not progress:
+        flags.append("--quiet")
+    cols, attrs = _core.advise(flags)
+    for w in attrs["warnings"]:
+        warnings.warn(w, RuntimeWarning, stacklevel=2)
+    return _frame(cols, attrs)
+
+
+_RANK_KEYS = ("mean_idle_s", "max_idle_s", "mean_delay_s", "sat_out_fraction")
+
+
+def train(job: Config, *, steps: Optional[int] = None, seed: Optional[int] = None,
+          persistence: Optional[float] = None, probability: Optional[float] = None,
+          per_step: bool = False, max_memory: Optional[str] = None,
+          max_time: Optional[str] = None):
+    """``stragglesim train JOB --json``: what stragglers cost a data-parallel training job.
+
+    ``job``: a training YAML path or a dict in the same language. ``steps``, ``seed``,
+    ``persistence``, ``probability``, ``max_memory``, ``max_time``: the CLI's ``--steps``,
+    ``--seed``, ... (checked by its parser; None: as configured).
+
+    Returns one row per run (algorithm x mode) with the names of ``--json``'s ``runs``:
+    algorithm, options, mode, mean_step_s, p50_step_s, p90_step_s, p99_step_s, max_step_s,
+    samples_per_s, baseline_mean_step_s, lost_fraction, lost_gpu_hours_per_day,
+    lost_vs_reference, mean_staleness_steps, ... ``.attrs``: the JSON's other fields (config,
+    forward_s, backward_s, gradient_bytes, buckets, references, version), ``ranks`` (per run
+    and rank, the ``--ranks-csv`` columns: algorithm, options, mode, rank, mean_idle_s,
+    max_idle_s, mean_delay_s, sat_out_fraction), with ``per_step`` ``steps`` (the
+    ``--steps-csv`` columns: algorithm, options, mode, step, step_time_s, end_s, mean_idle_s,
+    max_idle_s, slowest_rank, exposed_comm_s, bucket_runs, average_run, sat_out), and notes and
+    warnings (also issued as RuntimeWarning). Runs without the GIL; Ctrl-C
+    (KeyboardInterrupt) stops it before its next step.
+    """
+    import json
+
+    source, is_text, name = _config_source(job)
+    flags = _flags([("--steps", steps), ("--seed", seed), ("--persistence", persistence),
+                    ("--probability", probability), ("--max-memory", max_memory),
+                    ("--max-time", max_time)])
+    text, step_cols, notes, warns = _core.train(source, is_text, name, flags, bool(per_step))
+    summary = json.loads(text)
+    runs = summary.pop("runs")
+    first = ("algorithm", "options", "mode")  # the CSVs' first columns, then the JSON's order
+    scalar = list(first) + [k for k in (runs[0].keys() if runs else [])
+                            if k not in _RANK_KEYS + first]
+    cols = {k: np.array([r[k] for r in runs]) for k in scalar}
+    ranks: Dict[str, List[Any]] = {k: [] for k in ("algorithm", "options", "mode", "rank")}
+    ranks.update({k: [] for k in _RANK_KEYS})
+    for r in runs:
+        for k, v in enumerate(r["mean_idle_s"]):
+            ranks["algorithm"].append(r["algorithm"])
+            ranks["options"].append(r["options"])
+            ranks["mode"].append(r["mode"])
+            ranks["rank"].append(k)
+            for key in _RANK_KEYS:
+                ranks[key].append(r[key][k])
+    attrs: Dict[str, Any] = dict(summary)
+    attrs["ranks"] = _frame({k: np.array(v) for k, v in ranks.items()}, {})
+    if step_cols is not None:
+        attrs["steps"] = _frame(step_cols, {})
+    attrs["notes"] = list(notes)
+    attrs["warnings"] = list(warns)
+    for w in warns:
+        warnings.warn(w, RuntimeWarning, stacklevel=2)
     return _frame(cols, attrs)

@@ -1,7 +1,7 @@
 """Type stubs of stragglesim._core, the extension module (python/core.cpp). Use the functions of
 the `stragglesim` package, which wrap these with keyword arguments and pandas/NumPy results."""
 
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -31,3 +31,10 @@ def simulate(source: str, is_text: bool, name: str, iterations: int, seed: int, 
 def run(source: str, is_text: bool, name: str, output: str, iterations: int, seed: int,
         jobs: int, threads: int, force: bool, max_memory: str, max_time: str
         ) -> Tuple[str, List[str], List[str]]: ...
+def advise(flags: List[str]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """`stragglesim advise` with `flags` (["advise", "--topology", T, ...], parsed by the CLI's
+    parser): the table's columns, fastest first, and the header's fields."""
+def train(source: str, is_text: bool, name: str, flags: List[str], per_step: bool
+          ) -> Tuple[str, Optional[Dict[str, Any]], List[str], List[str]]:
+    """`stragglesim train CONFIG --json` with `flags`: the JSON text, the steps CSV's columns
+    (per_step) or None, the notes and the warnings."""

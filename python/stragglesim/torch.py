@@ -40,6 +40,7 @@ through the host by gloo) and NCCL (CUDA tensors).
 
 from __future__ import annotations
 
+import bisect
 import os
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
@@ -47,11 +48,15 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import torch
 import torch.distributed as dist
 
-from . import InputError, lower as _lower, schedule as _schedule, supports_ranks
+from . import InputError, InternalError, lower as _lower, schedule as _schedule, supports_ranks
 
 __all__ = ["ScheduleAllReduce", "allreduce_hook"]
 
 _P2P_BACKENDS = ("gloo", "nccl", "mpi")
+# A message travels in up to PIECES pieces of at least PIECE_BYTES, each applied when it has
+# arrived (ScheduleAllReduce): the adds overlap the transfers.
+PIECES = 4
+PIECE_BYTES = 256 << 10
 _DTYPES = {
     torch.float32: "float32",
     torch.float64: "float64",
@@ -60,25 +65,89 @@ _DTYPES = {
 }
 
 
+def _pieces(items, pieces: int, least: int):
+    """(peer, ..., begin, end) messages cut into up to ``pieces`` equal pieces of at least
+    ``least`` elements, from the message's count alone: its sender and receiver cut it alike."""
+    out = []
+    for *head, b, e in items:
+        k = max(1, min(pieces, (e - b) // least))
+        out += [(*head, b + (e - b) * i // k, b + (e - b) * (i + 1) // k) for i in range(k)]
+    return out
+
+
+def _overlap(b1: int, e1: int, b2: int, e2: int) -> bool:
+    return b1 < e2 and b2 < e1
+
+
 class _Step:
-    """One round of one rank's plan, in elements: sends (peer, begin, end) of the data buffer,
-    receives (peer, begin, end) of scratch, applies (reduce?, data begin, scratch begin, count)."""
+    """One round of one rank's plan, in elements, ready to run:
+
+    * ``sends``: (peer, begin, end) of the data buffer;
+    * ``recvs``: (peer, into_data, begin, end): into scratch, or (``into_data``) straight into
+      the data buffer for a copy that nothing else of the round touches (it reads the whole
+      message, no send of the round reads its destination, no other apply writes there): the
+      copy out of scratch is saved (an all-gather's rounds are all such copies);
+    * both cut into pieces (_pieces);
+    * ``applies``: (reduce?, data begin, scratch begin, count, waits), cut at the receive
+      pieces' bounds, in the plan's order; ``waits``: the indexes (sends, then receives) of the
+      operations to wait for first: the receive piece it reads and any send of the round that
+      reads what it writes (a round's sends read the buffer as it was before the round)."""
 
     __slots__ = ("sends", "recvs", "applies")
 
-    def __init__(self, step: Dict[str, Any], size: int):
-        self.sends = [(p, o // size, o // size + c) for p, o, c in step["sends"]]
-        self.recvs = [(p, o // size, o // size + c) for p, o, c in step["recvs"]]
-        self.applies = [(op == "reduce", o // size, s // size, c) for op, o, s, c in step["applies"]]
+    def __init__(self, step: Dict[str, Any], size: int, pieces: int, least: int):
+        sends = [(p, o // size, o // size + c) for p, o, c in step["sends"]]
+        recvs = [(p, o // size, o // size + c) for p, o, c in step["recvs"]]
+        applies = [(op == "reduce", o // size, so // size, c) for op, o, so, c in step["applies"]]
+        direct = {}  # receive -> the apply it replaces
+        for i, (_, b, e) in enumerate(recvs):
+            readers = [k for k, (_, _, s, c) in enumerate(applies) if _overlap(s, s + c, b, e)]
+            if len(readers) != 1:
+                continue
+            k = readers[0]
+            reduce, d, s, c = applies[k]
+            if reduce or s != b or c != e - b:
+                continue
+            if any(_overlap(d, d + c, sb, se) for _, sb, se in sends):
+                continue
+            if any(j != k and _overlap(d, d + c, dd, dd + cc)
+                   for j, (_, dd, _, cc) in enumerate(applies)):
+                continue
+            direct[i] = k
+        self.sends = _pieces(sends, pieces, least)
+        self.recvs = _pieces([(p, True, applies[direct[i]][1], applies[direct[i]][1] + e - b)
+                              if i in direct else (p, False, b, e)
+                              for i, (p, b, e) in enumerate(recvs)], pieces, least)
+        replaced = set(direct.values())
+        bounds = sorted((b, e, len(self.sends) + i)
+                        for i, (_, into_data, b, e) in enumerate(self.recvs) if not into_data)
+        starts = [b for b, _, _ in bounds]
+        self.applies = []
+        for k, (reduce, d, s, c) in enumerate(applies):
+            if k in replaced:
+                continue
+            end = s + c
+            while s < end:
+                j = bisect.bisect_right(starts, s) - 1
+                rb, re, index = bounds[j] if j >= 0 else (0, 0, -1)
+                if not rb <= s < re:
+                    raise InternalError(f"stragglesim.torch: an apply reads scratch element {s}, "
+                                        f"which no receive of its round writes")
+                n = min(end, re) - s
+                waits = [index] + [i for i, (_, sb, se) in enumerate(self.sends)
+                                   if _overlap(d, d + n, sb, se)]
+                self.applies.append((reduce, d, s, n, tuple(waits)))
+                d, s = d + n, s + n
 
 
 class _Plan:
-    def __init__(self, plan: Dict[str, Any], rank: int):
+    def __init__(self, plan: Dict[str, Any], rank: int, pieces: int, piece_bytes: int):
         layout = plan["layout"]
         size = layout["dtype_size"]
         self.padded = layout["padded_count"]
         self.scratch = plan["rank_plans"][rank]["scratch_bytes"] // size
-        self.steps = [_Step(s, size) for s in plan["rank_plans"][rank]["steps"]]
+        self.steps = [_Step(s, size, pieces, max(1, piece_bytes // size))
+                      for s in plan["rank_plans"][rank]["steps"]]
 
 
 class ScheduleAllReduce:
@@ -87,11 +156,20 @@ class ScheduleAllReduce:
     ``algorithm`` and ``options`` as for ``stragglesim.schedule``; ``straggler``: None, a rank,
     ``"fixed"`` (with ``options["straggler"]``) or ``"previous"``. Every rank must make it with
     the same arguments. Raises InputError (on every rank) for what the schedule cannot serve.
+    ``pieces``, ``piece_bytes``: a message is sent in up to ``pieces`` pieces of at least
+    ``piece_bytes``, each applied as soon as it has arrived, while the next ones travel (the same
+    on every rank; it changes no result, only the overlap).
     """
 
     def __init__(self, algorithm: str = "ring", straggler: Union[None, int, str] = None,
                  process_group: Optional[dist.ProcessGroup] = None,
-                 arrival_log: Optional[Union[str, "os.PathLike[str]"]] = None, **options: Any):
+                 arrival_log: Optional[Union[str, "os.PathLike[str]"]] = None,
+                 pieces: int = PIECES, piece_bytes: int = PIECE_BYTES, **options: Any):
+        for key, value in (("pieces", pieces), ("piece_bytes", piece_bytes)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InputError(f"stragglesim.torch: {key} must be a positive integer, got "
+                                 f"{value!r}")
+        self.pieces, self.piece_bytes = pieces, piece_bytes
         if not dist.is_available() or not dist.is_initialized():
             raise InputError("stragglesim.torch: torch.distributed is not initialized "
                              "(call dist.init_process_group first)")
@@ -179,7 +257,7 @@ class ScheduleAllReduce:
             size = torch.tensor([], dtype=dtype).element_size()
             total = max(count, self.chunks)
             raw = _lower(self.algorithm, self.world, total * size, _DTYPES[dtype], size, **opts)
-            plan = _Plan(raw, self.rank)
+            plan = _Plan(raw, self.rank, self.pieces, self.piece_bytes)
             self._plans[key] = plan
         return plan
 
@@ -197,17 +275,29 @@ class ScheduleAllReduce:
             scratch = torch.empty(max(plan.scratch, 1), dtype=buf.dtype, device=buf.device)
             self._scratch[key] = scratch
         peers, group = self.peers, self.group
+        isend, irecv, P2POp = dist.isend, dist.irecv, dist.P2POp
         for step in plan.steps:
-            ops = [dist.P2POp(dist.isend, buf[b:e], peers[p], group) for p, b, e in step.sends]
-            ops += [dist.P2POp(dist.irecv, scratch[b:e], peers[p], group) for p, b, e in step.recvs]
-            if ops:
-                for req in dist.batch_isend_irecv(ops):
-                    req.wait()
-            for reduce, d, s, c in step.applies:
+            ops = [P2POp(isend, buf[b:e], peers[p], group) for p, b, e in step.sends]
+            ops += [P2POp(irecv, (buf if into_data else scratch)[b:e], peers[p], group)
+                    for p, into_data, b, e in step.recvs]
+            if not ops:
+                continue
+            reqs = dist.batch_isend_irecv(ops)
+            # Each piece is applied as soon as it has arrived, while the next ones travel: the
+            # adds overlap the transfers (the applies keep the plan's order).
+            waiting = [True] * len(reqs)
+            for reduce, d, s, c, waits in step.applies:
+                for i in waits:
+                    if waiting[i]:
+                        reqs[i].wait()
+                        waiting[i] = False
                 if reduce:
                     buf[d:d + c].add_(scratch[s:s + c])
                 else:
                     buf[d:d + c].copy_(scratch[s:s + c])
+            for i, req in enumerate(reqs):
+                if waiting[i]:
+                    req.wait()
 
     def _exchange(self, flat: torch.Tensor, first: bool, bad: Optional[str],
                   flag: bool = True) -> Optional[List[float]]:

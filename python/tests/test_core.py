@@ -249,3 +249,114 @@ def test_docs_notebook_example_runs():
         os.chdir(cwd)
     speedup = scope["speedup"]
     assert speedup[0] < 1.0 < speedup[-1]
+
+
+def advise_table(stdout):
+    """The CLI's advise table: (label, speedup text, fastest text) per row, and the "use" line's
+    label."""
+    lines = stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("rank algorithm"))
+    rows = []
+    for line in lines[start + 1:]:
+        if not line.strip():
+            break
+        f = line.split()
+        rows.append((" ".join(f[1:-5]), f[-2], f[-1]))
+    use = next(line for line in lines if line.startswith("use "))
+    return rows, use[len("use "):use.index(":")]
+
+
+def test_advise_equals_cli(tmp_path):
+    args = dict(size="64MiB", delay_dist="2ms", iterations=20, jobs=1,
+                algorithms=["ring", "stragglar", "rhd"], policy=["previous", "oracle"])
+    df = ss.advise("dgx_h100", **args)
+    r = cli("advise", "--topology", "dgx_h100", "--size", "64MiB", "--delay-dist", "2ms", "-n", "20",
+            "-j", "1", "--algorithms", "ring,stragglar,rhd", "--policy", "previous,oracle", "-q")
+    assert r.returncode == 0, r.stderr
+    rows, use = advise_table(r.stdout)
+    assert list(df["algorithm"]) == [label for label, _, _ in rows]
+    assert list(df["rank"]) == list(range(1, len(rows) + 1))
+    assert [f"{x:.3f}x" for x in df["speedup"]] == [s for _, s, _ in rows]
+    assert [f"{100 * x:.1f}%" for x in df["fastest"]] == [w for _, _, w in rows]
+    assert df.attrs["recommended"] == use == "stragglar (previous)"
+    assert list(df["policy"]) == ["previous", "oracle", "", ""]
+    assert df.attrs["baseline"] == "ring" and df.attrs["iterations"] == 20
+    assert np.all(np.diff(df["mean_s"]) >= 0) and abs(sum(df["fastest"]) - 1) < 1e-9
+    # the trace of the recommendation, as --trace writes it
+    trace = tmp_path / "t.json"
+    t = ss.advise("dgx_h100", "1MiB", algorithms="ring", iterations=2, trace=trace)
+    assert json.loads(trace.read_text()) and t.attrs["trace_completion_s"] > 0
+
+
+@pytest.mark.parametrize("kwargs,args", [
+    (dict(ranks=1), ["--ranks", "1"]),
+    (dict(algorithms="ring,nosuch"), ["--algorithms", "ring,nosuch"]),
+    (dict(policy="previous,bogus"), ["--policy", "previous,bogus"]),
+    (dict(delays="DELAYS"), ["--delays", "DELAYS"]),
+])
+def test_advise_errors_carry_the_cli_message(tmp_path, kwargs, args):
+    delays = tmp_path / "delays.yaml"  # a misspelt key on line 2: the message names it
+    delays.write_text("persistent:\n  - {rank: 3, delay: 2ms, persistance: 1}\n")
+    kwargs = {k: (str(delays) if v == "DELAYS" else v) for k, v in kwargs.items()}
+    args = [str(delays) if a == "DELAYS" else a for a in args]
+    with pytest.raises((ss.InputError, ss.UsageError)) as e:
+        ss.advise("dgx_h100", "64MiB", **kwargs)
+    assert str(e.value) == cli_error("advise", "--topology", "dgx_h100", "--size", "64MiB", *args)
+    if "DELAYS" in kwargs.values() or "delays" in kwargs:
+        assert "delays.yaml:2:" in str(e.value) and "persistance" in str(e.value)
+
+
+TRAIN_JOB = os.path.join(ROOT, "configs", "train", "gpt2_medium_64gpu.yaml")
+
+
+def test_train_equals_cli_json_and_csvs(tmp_path):
+    df = ss.train(TRAIN_JOB, steps=6, seed=3, per_step=True)
+    steps_csv, ranks_csv = tmp_path / "steps.csv", tmp_path / "ranks.csv"
+    r = cli("train", TRAIN_JOB, "-n", "6", "--seed", "3", "--json", "--steps-csv", str(steps_csv),
+            "--ranks-csv", str(ranks_csv))
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout)
+    assert len(df["algorithm"]) == len(j["runs"]) > 1
+    for key, value in j["runs"][0].items():
+        if not isinstance(value, list):
+            assert list(df[key]) == [run[key] for run in j["runs"]], key
+    for key in ("config", "forward_s", "backward_s", "gradient_bytes", "buckets", "references"):
+        assert df.attrs[key] == j[key], key
+    for name, table in (("ranks", ranks_csv), ("steps", steps_csv)):
+        want = ss._read_csv(str(table))
+        got = df.attrs[name]
+        assert list(got.keys()) == list(want.keys()), name
+        for key in want:  # our values as the CSV's cells, read back alike
+            ours = ss._parse_column([str(x) for x in got[key]])
+            if want[key].dtype == object:
+                assert list(ours) == list(want[key]), (name, key)
+            else:
+                assert np.array_equal(ours.astype(float), want[key].astype(float),
+                                      equal_nan=True), (name, key)
+
+
+def test_train_dict_and_its_errors():
+    import yaml
+
+    with open(TRAIN_JOB) as f:
+        job = yaml.safe_load(f)
+    assert list(ss.train(job, steps=2)["mean_step_s"]) == \
+        list(ss.train(TRAIN_JOB, steps=2)["mean_step_s"])
+    job["steps_per_day"] = 1
+    with pytest.raises(ss.InputError, match=r"^<dict>:\d+:\d+: steps_per_day"):
+        ss.train(job)
+    with pytest.raises(ss.UsageError) as e:
+        ss.train(TRAIN_JOB, persistence=2)
+    assert str(e.value) == cli_error("train", TRAIN_JOB, "--persistence", "2")
+
+
+def test_keyboard_interrupt_stops_advise_and_train():
+    # advise stops after the run in flight (a fraction of a second each; all 17 take 6 s)
+    for call in (lambda: ss.advise("dgx_h100", "1MiB", iterations=60_000, jobs=1),
+                 lambda: ss.train(TRAIN_JOB, steps=1_000_000, max_time="100h")):
+        timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+        start = time.monotonic()
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            call()
+        assert time.monotonic() - start < 5

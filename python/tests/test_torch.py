@@ -58,7 +58,7 @@ def test_sum_equals_all_reduce_bitwise(reports):
 def test_bad_input_raises_on_every_rank(reports):
     errors = [reports[r]["errors"] for r in range(WORLD)]
     for label in ("unknown_algorithm", "unknown_option", "straggler_range", "straggler_not_aware",
-                  "non_contiguous_on_one_rank", "mixed_dtypes"):
+                  "bad_pieces", "non_contiguous_on_one_rank", "mixed_dtypes"):
         messages = {e[label] for e in errors}
         assert None not in messages, f"{label}: some rank did not raise"
         if label not in ("non_contiguous_on_one_rank", "mixed_dtypes"):
@@ -66,6 +66,7 @@ def test_bad_input_raises_on_every_rank(reports):
     assert "nosuch" in errors[0]["unknown_algorithm"]
     assert "bogus" in errors[0]["unknown_option"]
     assert "outside the world" in errors[0]["straggler_range"]
+    assert "pieces must be a positive integer" in errors[0]["bad_pieces"]
     assert "non-contiguous" in errors[1]["non_contiguous_on_one_rank"]
     assert "1 rank(s)" in errors[0]["non_contiguous_on_one_rank"]
     assert "mixed dtypes" in errors[2]["mixed_dtypes"]
