@@ -19,6 +19,7 @@
 #include "algorithms/schedule_verify_sink.hpp"
 #include "algorithms/verifier.hpp"
 #include "common/error.hpp"
+#include "common/json_dom.hpp"
 
 namespace ssim::alg {
 namespace {
@@ -40,60 +41,14 @@ std::string position_of(std::string_view text, std::size_t byte) {
 }
 
 // nlohmann keeps the last of two equal keys without a word; a schedule with two "src" in one
-// transfer is an error. Parser callback that records the key path of the first duplicate.
-class DuplicateKeys {
- public:
-  bool operator()(int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-    using E = nlohmann::json::parse_event_t;
-    switch (event) {
-      case E::object_start:
-      case E::array_start:
-        count_element();
-        frames_.push_back(Frame{event == E::object_start, {}, {}, -1});
-        break;
-      case E::object_end:
-      case E::array_end:
-        if (!frames_.empty()) frames_.pop_back();
-        break;
-      case E::key:
-        if (!frames_.empty() && parsed.is_string()) {
-          Frame& f = frames_.back();
-          f.key = parsed.get<std::string>();
-          if (!f.keys.insert(f.key).second && !first_) first_ = path();
-        }
-        break;
-      case E::value:
-        count_element();
-        break;
-    }
-    return true;
-  }
-  const std::optional<std::string>& first() const { return first_; }
-
- private:
-  struct Frame {
-    bool object;
-    std::set<std::string> keys;
-    std::string key;
-    long long index;
-  };
-  void count_element() {
-    if (!frames_.empty() && !frames_.back().object) ++frames_.back().index;
-  }
-  std::string path() const {
-    std::string p;
-    for (const Frame& f : frames_) {
-      if (f.object) {
-        p += (p.empty() ? "" : ".") + f.key;
-      } else {
-        p += "[" + std::to_string(f.index) + "]";
-      }
-    }
-    return p;
-  }
-  std::vector<Frame> frames_;
-  std::optional<std::string> first_;
-};
+// transfer is an error, reported after any syntax error: the DOM of `text` and the key path of its
+// first duplicate key.
+json parse_noting_duplicates(std::string_view text, std::optional<std::string>& first_duplicate) {
+  return parse_json_unique_keys(text,
+                                [&first_duplicate](const std::string& path, const std::string&) {
+                                  if (!first_duplicate) first_duplicate = path;
+                                });
+}
 
 using Keys = std::span<const char* const>;
 constexpr std::array<const char*, 8> kTopKeys = {"collective", "algorithm", "ranks",   "chunks",
@@ -453,12 +408,9 @@ std::string schedule_to_json(const Schedule& schedule) {
 
 Schedule read_schedule_json(std::string_view text, std::string_view source_name) {
   json doc;
-  DuplicateKeys duplicates;
+  std::optional<std::string> duplicate;
   try {
-    doc = json::parse(text.begin(), text.end(),
-                      [&duplicates](int depth, json::parse_event_t event, json& parsed) {
-                        return duplicates(depth, event, parsed);
-                      });
+    doc = parse_noting_duplicates(text, duplicate);
   } catch (const json::parse_error& e) {
     std::string what = e.what();
     // nlohmann's message starts with "[json.exception.parse_error.101] parse error at line L,
@@ -474,8 +426,7 @@ Schedule read_schedule_json(std::string_view text, std::string_view source_name)
                      (bracket == std::string::npos ? what : what.substr(bracket + 2)));
   }
   Reader in(source_name);
-  if (duplicates.first())
-    in.fail(*duplicates.first(), "duplicate key (a key may appear once per object)");
+  if (duplicate) in.fail(*duplicate, "duplicate key (a key may appear once per object)");
   if (!doc.is_object())
     in.fail("(top level)", "expected an object, got " + std::string(doc.type_name()));
   Schedule s = read_header(in, doc);
@@ -1272,16 +1223,13 @@ class FastJsonReader {
       ws();
       raw.clear();
       if (!raw_value(raw)) return false;
-      DuplicateKeys duplicates;
+      std::optional<std::string> duplicate;
       try {
-        doc[k] =
-            json::parse(raw, [&duplicates](int depth, json::parse_event_t event, json& parsed) {
-              return duplicates(depth, event, parsed);
-            });
+        doc[k] = parse_noting_duplicates(raw, duplicate);
       } catch (const json::exception&) {
         return false;
       }
-      if (duplicates.first()) return false;
+      if (duplicate) return false;
       ws();
       if (!eat(',')) return false;
     }

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/error.hpp"
+#include "common/json_dom.hpp"
 #include "common/text.hpp"
 
 namespace ssim::calib {
@@ -380,21 +381,10 @@ NcclTestsLog parse_text(std::string_view text, std::string_view name) {
 NcclTestsLog parse_json(std::string_view text, std::string_view name) {
   nlohmann::json doc;
   // nlohmann keeps the last of two equal keys: a duplicate is an error, as in every reader.
-  std::vector<std::vector<std::string>> keys;  // per open object
-  const nlohmann::json::parser_callback_t no_duplicates =
-      [&keys, name](int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-        if (event == nlohmann::json::parse_event_t::object_start) keys.emplace_back();
-        if (event == nlohmann::json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
-        if (event == nlohmann::json::parse_event_t::key && !keys.empty()) {
-          const std::string key = parsed.get<std::string>();
-          if (std::find(keys.back().begin(), keys.back().end(), key) != keys.back().end())
-            throw InputError(std::string(name) + ": duplicate key \"" + key + "\"");
-          keys.back().push_back(key);
-        }
-        return true;
-      };
   try {
-    doc = nlohmann::json::parse(text, no_duplicates);
+    doc = parse_json_unique_keys(text, [name](const std::string& /*path*/, const std::string& key) {
+      throw InputError(std::string(name) + ": duplicate key \"" + key + "\"");
+    });
   } catch (const nlohmann::json::exception& e) {
     // parse_error, and out_of_range for a number beyond a double (1e400).
     throw InputError(std::string(name) + ": not valid JSON: " + e.what());
