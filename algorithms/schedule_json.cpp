@@ -8,6 +8,7 @@
 #include <functional>
 #include <istream>
 #include <iterator>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -19,6 +20,7 @@
 #include "algorithms/schedule_verify_sink.hpp"
 #include "algorithms/verifier.hpp"
 #include "common/error.hpp"
+#include "common/json_dom.hpp"
 
 namespace ssim::alg {
 namespace {
@@ -40,60 +42,14 @@ std::string position_of(std::string_view text, std::size_t byte) {
 }
 
 // nlohmann keeps the last of two equal keys without a word; a schedule with two "src" in one
-// transfer is an error. Parser callback that records the key path of the first duplicate.
-class DuplicateKeys {
- public:
-  bool operator()(int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-    using E = nlohmann::json::parse_event_t;
-    switch (event) {
-      case E::object_start:
-      case E::array_start:
-        count_element();
-        frames_.push_back(Frame{event == E::object_start, {}, {}, -1});
-        break;
-      case E::object_end:
-      case E::array_end:
-        if (!frames_.empty()) frames_.pop_back();
-        break;
-      case E::key:
-        if (!frames_.empty() && parsed.is_string()) {
-          Frame& f = frames_.back();
-          f.key = parsed.get<std::string>();
-          if (!f.keys.insert(f.key).second && !first_) first_ = path();
-        }
-        break;
-      case E::value:
-        count_element();
-        break;
-    }
-    return true;
-  }
-  const std::optional<std::string>& first() const { return first_; }
-
- private:
-  struct Frame {
-    bool object;
-    std::set<std::string> keys;
-    std::string key;
-    long long index;
-  };
-  void count_element() {
-    if (!frames_.empty() && !frames_.back().object) ++frames_.back().index;
-  }
-  std::string path() const {
-    std::string p;
-    for (const Frame& f : frames_) {
-      if (f.object) {
-        p += (p.empty() ? "" : ".") + f.key;
-      } else {
-        p += "[" + std::to_string(f.index) + "]";
-      }
-    }
-    return p;
-  }
-  std::vector<Frame> frames_;
-  std::optional<std::string> first_;
-};
+// transfer is an error, reported after any syntax error: the DOM of `text` and the key path of its
+// first duplicate key.
+json parse_noting_duplicates(std::string_view text, std::optional<std::string>& first_duplicate) {
+  return parse_json_unique_keys(text,
+                                [&first_duplicate](const std::string& path, const std::string&) {
+                                  if (!first_duplicate) first_duplicate = path;
+                                });
+}
 
 using Keys = std::span<const char* const>;
 constexpr std::array<const char*, 8> kTopKeys = {"collective", "algorithm", "ranks",   "chunks",
@@ -453,12 +409,9 @@ std::string schedule_to_json(const Schedule& schedule) {
 
 Schedule read_schedule_json(std::string_view text, std::string_view source_name) {
   json doc;
-  DuplicateKeys duplicates;
+  std::optional<std::string> duplicate;
   try {
-    doc = json::parse(text.begin(), text.end(),
-                      [&duplicates](int depth, json::parse_event_t event, json& parsed) {
-                        return duplicates(depth, event, parsed);
-                      });
+    doc = parse_noting_duplicates(text, duplicate);
   } catch (const json::parse_error& e) {
     std::string what = e.what();
     // nlohmann's message starts with "[json.exception.parse_error.101] parse error at line L,
@@ -474,8 +427,7 @@ Schedule read_schedule_json(std::string_view text, std::string_view source_name)
                      (bracket == std::string::npos ? what : what.substr(bracket + 2)));
   }
   Reader in(source_name);
-  if (duplicates.first())
-    in.fail(*duplicates.first(), "duplicate key (a key may appear once per object)");
+  if (duplicate) in.fail(*duplicate, "duplicate key (a key may appear once per object)");
   if (!doc.is_object())
     in.fail("(top level)", "expected an object, got " + std::string(doc.type_name()));
   Schedule s = read_header(in, doc);
@@ -512,7 +464,7 @@ namespace {
 // behind what it has read). Iterated by nlohmann's parser one byte at a time.
 class StreamInput {
  public:
-  explicit StreamInput(std::istream& in) : in_(in), buffer_(kKeep + kBlock) {}
+  explicit StreamInput(std::istream& in) : in_(in), buffer_(new char[kKeep + kBlock]) {}
 
   class iterator {
    public:
@@ -552,7 +504,7 @@ class StreamInput {
   std::string position(std::uint64_t byte) const {
     byte = std::min(byte, base_ + size_);
     if (byte < base_) byte = base_;  // not reached: the parser stops within kKeep bytes
-    const char* first = buffer_.data();
+    const char* first = buffer_.get();
     const char* at = first + (byte - base_);
     std::uint64_t line = lines_ + 1 + static_cast<std::uint64_t>(std::count(first, at, '\n'));
     std::int64_t last_newline = last_newline_;
@@ -573,7 +525,7 @@ class StreamInput {
   bool refill() {
     if (eof_) return false;
     const std::size_t drop = size_ > kKeep ? size_ - kKeep : 0;
-    const char* first = buffer_.data();
+    const char* first = buffer_.get();
     lines_ += static_cast<std::uint64_t>(std::count(first, first + drop, '\n'));
     for (std::size_t i = drop; i > 0; --i) {
       if (first[i - 1] == '\n') {
@@ -581,11 +533,11 @@ class StreamInput {
         break;
       }
     }
-    std::memmove(buffer_.data(), buffer_.data() + drop, size_ - drop);
+    std::memmove(buffer_.get(), buffer_.get() + drop, size_ - drop);
     base_ += drop;
     size_ -= drop;
     pos_ -= drop;
-    in_.read(buffer_.data() + size_, static_cast<std::streamsize>(kBlock));
+    in_.read(buffer_.get() + size_, static_cast<std::streamsize>(kBlock));
     const auto got = static_cast<std::size_t>(in_.gcount());
     size_ += got;
     if (got == 0) eof_ = true;
@@ -593,7 +545,9 @@ class StreamInput {
   }
 
   std::istream& in_;
-  std::vector<char> buffer_;
+  // Not zeroed: only the bytes read are used. (A zeroed megabyte per reader made each `verify`
+  // of a small file cost a fresh mapping and its page faults under ASan.)
+  std::unique_ptr<char[]> buffer_;
   std::size_t size_ = 0, pos_ = 0;  // bytes in the buffer, the next one to read
   std::uint64_t base_ = 0;          // stream offset of buffer_[0]
   std::uint64_t lines_ = 0;         // newlines before base_
@@ -1114,7 +1068,7 @@ class StreamHandler {
 class FastJsonReader {
  public:
   FastJsonReader(std::istream& in, std::string_view source, ScheduleJsonSink& sink)
-      : in_(in), source_(source), sink_(sink), buffer_(kBlock) {}
+      : in_(in), source_(source), sink_(sink), buffer_(new char[kBlock]) {}
 
   // True: the input was read to its end without a problem (header in *header); false: give up.
   bool read(Schedule* header) {
@@ -1143,7 +1097,7 @@ class FastJsonReader {
   }
   bool refill() {
     if (eof_) return false;
-    in_.read(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
+    in_.read(buffer_.get(), static_cast<std::streamsize>(kBlock));
     size_ = static_cast<std::size_t>(in_.gcount());
     pos_ = 0;
     if (size_ == 0) {
@@ -1178,7 +1132,7 @@ class FastJsonReader {
         if (u == '"' || u == '\\' || u < 0x20) break;
         ++pos_;
       }
-      capture.append(buffer_.data() + start, pos_ - start);
+      capture.append(buffer_.get() + start, pos_ - start);
       if (pos_ < size_) {
         if (buffer_[pos_] != '"') return false;
         ++pos_;
@@ -1272,16 +1226,13 @@ class FastJsonReader {
       ws();
       raw.clear();
       if (!raw_value(raw)) return false;
-      DuplicateKeys duplicates;
+      std::optional<std::string> duplicate;
       try {
-        doc[k] =
-            json::parse(raw, [&duplicates](int depth, json::parse_event_t event, json& parsed) {
-              return duplicates(depth, event, parsed);
-            });
+        doc[k] = parse_noting_duplicates(raw, duplicate);
       } catch (const json::exception&) {
         return false;
       }
-      if (duplicates.first()) return false;
+      if (duplicate) return false;
       ws();
       if (!eat(',')) return false;
     }
@@ -1403,7 +1354,7 @@ class FastJsonReader {
   // buffer; false (nothing consumed) for anything else or too near the buffer's end.
   bool canonical_transfer() {
     if (size_ - pos_ < 128) return false;
-    const char* p = buffer_.data() + pos_;
+    const char* p = buffer_.get() + pos_;
     const auto literal = [&p](const char* text, std::size_t n) {
       if (std::memcmp(p, text, n) != 0) return false;
       p += n;
@@ -1432,7 +1383,7 @@ class FastJsonReader {
     if (!literal(",\"src\":", 7) || !number(0, ranks_ - 1, t.src) || *p != '}' ||
         t.chunk_end <= t.chunk_begin)
       return false;
-    pos_ = static_cast<std::size_t>(p + 1 - buffer_.data());
+    pos_ = static_cast<std::size_t>(p + 1 - buffer_.get());
     round_.transfers.push_back(t);
     return true;
   }
@@ -1488,7 +1439,7 @@ class FastJsonReader {
   std::istream& in_;
   std::string_view source_;
   ScheduleJsonSink& sink_;
-  std::vector<char> buffer_;
+  std::unique_ptr<char[]> buffer_;  // kBlock bytes, not zeroed (StreamInput says why)
   std::size_t size_ = 0, pos_ = 0;
   bool eof_ = false;
   int ranks_ = 0, chunks_ = 0;

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/error.hpp"
+#include "common/json_dom.hpp"
 #include "common/text.hpp"
 
 namespace ssim::calib {
@@ -336,13 +337,7 @@ NcclTestsLog parse_text(std::string_view text, std::string_view name) {
       if (wrong >= 0 && field(wrong) != "N/A") t.wrong = num(wrong, (side + "#wrong").c_str());
       return t;
     };
-    const NcclTestsTimes out = times(c.time, c.algbw, c.busbw, c.wrong, "");
-    row.time_us = out.time_us;
-    row.algbw_GBps = out.algbw_GBps;
-    row.busbw_GBps = out.busbw_GBps;
-    row.algbw_rounding = out.algbw_rounding;
-    row.busbw_rounding = out.busbw_rounding;
-    row.wrong = out.wrong;
+    row.out_of_place = times(c.time, c.algbw, c.busbw, c.wrong, "");
     // The in-place side where the header names it and the row has it (nccl-tests prints it
     // for every row; a table cut after the out-of-place columns is read without it).
     if (c.ip_time >= 0 && static_cast<int>(f.size()) >= c.needed_in_place())
@@ -380,21 +375,10 @@ NcclTestsLog parse_text(std::string_view text, std::string_view name) {
 NcclTestsLog parse_json(std::string_view text, std::string_view name) {
   nlohmann::json doc;
   // nlohmann keeps the last of two equal keys: a duplicate is an error, as in every reader.
-  std::vector<std::vector<std::string>> keys;  // per open object
-  const nlohmann::json::parser_callback_t no_duplicates =
-      [&keys, name](int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-        if (event == nlohmann::json::parse_event_t::object_start) keys.emplace_back();
-        if (event == nlohmann::json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
-        if (event == nlohmann::json::parse_event_t::key && !keys.empty()) {
-          const std::string key = parsed.get<std::string>();
-          if (std::find(keys.back().begin(), keys.back().end(), key) != keys.back().end())
-            throw InputError(std::string(name) + ": duplicate key \"" + key + "\"");
-          keys.back().push_back(key);
-        }
-        return true;
-      };
   try {
-    doc = nlohmann::json::parse(text, no_duplicates);
+    doc = parse_json_unique_keys(text, [name](const std::string& /*path*/, const std::string& key) {
+      throw InputError(std::string(name) + ": duplicate key \"" + key + "\"");
+    });
   } catch (const nlohmann::json::exception& e) {
     // parse_error, and out_of_range for a number beyond a double (1e400).
     throw InputError(std::string(name) + ": not valid JSON: " + e.what());
@@ -489,13 +473,7 @@ NcclTestsLog parse_json(std::string_view text, std::string_view name) {
     };
     if (!r.contains("out_of_place") || !r["out_of_place"].is_object())
       bad(where, "no \"out_of_place\" object");
-    const NcclTestsTimes out = times("out_of_place");
-    row.time_us = out.time_us;
-    row.algbw_GBps = out.algbw_GBps;
-    row.busbw_GBps = out.busbw_GBps;
-    row.algbw_rounding = out.algbw_rounding;
-    row.busbw_rounding = out.busbw_rounding;
-    row.wrong = out.wrong;
+    row.out_of_place = times("out_of_place");
     if (r.contains("in_place") && r["in_place"].is_object()) row.in_place = times("in_place");
     log.rows.push_back(std::move(row));
   }
@@ -582,10 +560,7 @@ void resolve_ranks(NcclTestsLog& log, std::string_view name) {
   for (const NcclTestsRow& row : log.rows) {
     for (int side = 0; side < 2; ++side) {
       if (side == 1 && !row.in_place) continue;
-      const NcclTestsTimes t =
-          side == 0 ? NcclTestsTimes{row.time_us,        row.algbw_GBps,     row.busbw_GBps,
-                                     row.algbw_rounding, row.busbw_rounding, row.wrong}
-                    : *row.in_place;
+      const NcclTestsTimes& t = side == 0 ? row.out_of_place : *row.in_place;
       const auto range =
           factor_range(t.algbw_GBps, t.algbw_rounding, t.busbw_GBps, t.busbw_rounding);
       if (!range) continue;
@@ -740,7 +715,7 @@ std::vector<MeasuredRun> nccl_tests_runs(const NcclTestsLog& log, std::string_vi
       skip("size 0 rows", r.line);
       continue;
     }
-    if (r.wrong && *r.wrong > 0) {
+    if (r.out_of_place.wrong && *r.out_of_place.wrong > 0) {
       skip("rows with wrong elements (#wrong > 0)", r.line);
       continue;
     }
@@ -752,10 +727,10 @@ std::vector<MeasuredRun> nccl_tests_runs(const NcclTestsLog& log, std::string_vi
     row.ranks = n;
     row.bytes = Bytes{r.bytes};
     row.dtype = r.type;
-    row.time = Seconds{r.time_us * 1e-6};
+    row.time = Seconds{r.out_of_place.time_us * 1e-6};
     row.after_last_arrival = row.time;
     schema::set_bandwidths(row);
-    if (r.wrong) row.wrong = static_cast<std::uint64_t>(*r.wrong);
+    if (r.out_of_place.wrong) row.wrong = static_cast<std::uint64_t>(*r.out_of_place.wrong);
     row.device = device;
     row.nccl_version = log.nccl_version;
     row.options = "";  // the closed form's defaults model NCCL's AllReduce

@@ -66,15 +66,8 @@ struct NcclTestsRow {
   std::uint64_t count = 0;
   std::string type;   // "float", "half", ...
   std::string redop;  // "sum", ...
-  // Out-of-place (the fits use it).
-  double time_us = 0;
-  double algbw_GBps = 0;
-  double busbw_GBps = 0;
-  double algbw_rounding = 0;
-  double busbw_rounding = 0;
-  std::optional<double> wrong;  // empty when not checked (N/A, null)
-  // In-place, when the log has those columns.
-  std::optional<NcclTestsTimes> in_place;
+  NcclTestsTimes out_of_place;  // the fits use it
+  std::optional<NcclTestsTimes> in_place;  // when the log has those columns
 };
 
 // Where a log's rank count came from.

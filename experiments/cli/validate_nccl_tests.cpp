@@ -158,7 +158,7 @@ void validate_nccl_tests_log(const NcclLogValidation& a, const topo::Topology& t
       skip("size 0 rows", row.line);
       continue;
     }
-    if ((row.wrong && *row.wrong > 0) ||
+    if ((row.out_of_place.wrong && *row.out_of_place.wrong > 0) ||
         (row.in_place && row.in_place->wrong && *row.in_place->wrong > 0)) {
       skip("rows with wrong elements (#wrong > 0)", row.line);
       continue;
@@ -183,7 +183,7 @@ void validate_nccl_tests_log(const NcclLogValidation& a, const topo::Topology& t
     Compared c;
     c.row = &row;
     c.simulated_s = it->second;
-    c.ratio_out = c.simulated_s / (row.time_us * 1e-6);
+    c.ratio_out = c.simulated_s / (row.out_of_place.time_us * 1e-6);
     if (row.in_place) c.ratio_in = c.simulated_s / (row.in_place->time_us * 1e-6);
     compared.push_back(c);
   }
@@ -201,7 +201,7 @@ void validate_nccl_tests_log(const NcclLogValidation& a, const topo::Topology& t
     const calib::NcclTestsRow& r = *c.row;
     std::snprintf(buf, sizeof buf, "%5d  %10s | %12s %12s %7s | %12s %7s\n", r.line,
                   format_bytes(Bytes{r.bytes}).c_str(),
-                  format_time(Seconds{r.time_us * 1e-6}).c_str(),
+                  format_time(Seconds{r.out_of_place.time_us * 1e-6}).c_str(),
                   format_time(Seconds{c.simulated_s}).c_str(), fixed("%.3f", c.ratio_out).c_str(),
                   r.in_place ? format_time(Seconds{r.in_place->time_us * 1e-6}).c_str() : "-",
                   c.ratio_in ? fixed("%.3f", *c.ratio_in).c_str() : "-");
@@ -240,7 +240,8 @@ void validate_nccl_tests_log(const NcclLogValidation& a, const topo::Topology& t
       const calib::NcclTestsRow& r = *c.row;
       csv << r.line << "," << r.bytes << "," << r.count << "," << schema::csv_field(r.type) << ","
           << ranks << "," << info.name << "," << schema::csv_field(options_text) << ","
-          << sim::to_string(network) << "," << schema::csv_number(r.time_us * 1e-6) << ","
+          << sim::to_string(network) << ","
+          << schema::csv_number(r.out_of_place.time_us * 1e-6) << ","
           << (r.in_place ? schema::csv_number(r.in_place->time_us * 1e-6) : std::string()) << ","
           << schema::csv_number(c.simulated_s) << "," << schema::csv_number(c.ratio_out) << ","
           << (c.ratio_in ? schema::csv_number(*c.ratio_in) : std::string()) << "\n";

@@ -10,7 +10,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <set>
 #include <sstream>
 #include <string_view>
 #include <utility>
@@ -19,6 +18,7 @@
 #include "common/csv.hpp"
 #include "common/error.hpp"
 #include "common/input_file.hpp"
+#include "common/json_dom.hpp"
 #include "common/text.hpp"
 
 namespace ssim::exp {
@@ -355,20 +355,10 @@ void read_profiler_trace(std::istream& in, const std::string& file,
   nlohmann::json j;
   // nlohmann keeps the last of two equal keys ("dur", "rank"): a duplicate is an error, as in
   // every reader.
-  std::vector<std::set<std::string>> keys;  // per open object
-  const nlohmann::json::parser_callback_t no_duplicates =
-      [&keys, &file](int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-        if (event == nlohmann::json::parse_event_t::object_start) keys.emplace_back();
-        if (event == nlohmann::json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
-        if (event == nlohmann::json::parse_event_t::key && !keys.empty() &&
-            !keys.back().insert(parsed.get<std::string>()).second) {
-          throw InputError(file + ": duplicate key \"" + parsed.get<std::string>() +
-                           "\" (a key may appear once per object)");
-        }
-        return true;
-      };
   try {
-    j = nlohmann::json::parse(in, no_duplicates);
+    j = parse_json_unique_keys(in, [&file](const std::string& /*path*/, const std::string& key) {
+      throw InputError(file + ": duplicate key \"" + key + "\" (a key may appear once per object)");
+    });
   } catch (const nlohmann::json::exception& e) {
     // parse_error, and out_of_range for a number beyond a double (1e400).
     throw InputError(file + ": not a JSON profiler trace (" + e.what() + ")");

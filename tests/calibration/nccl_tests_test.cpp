@@ -44,10 +44,10 @@ TEST(NcclTests, TextLogOutOfPlaceColumns) {
   EXPECT_EQ(first.count, 256u);
   EXPECT_EQ(first.type, "float");
   EXPECT_EQ(first.redop, "sum");
-  EXPECT_DOUBLE_EQ(first.time_us, 85.98);  // out-of-place, not the in-place 83.46
-  EXPECT_DOUBLE_EQ(first.busbw_GBps, 0.02);
-  EXPECT_EQ(first.wrong, 0.0);
-  EXPECT_DOUBLE_EQ(log.rows.back().time_us, 3413.88);
+  EXPECT_DOUBLE_EQ(first.out_of_place.time_us, 85.98);  // out-of-place, not the in-place 83.46
+  EXPECT_DOUBLE_EQ(first.out_of_place.busbw_GBps, 0.02);
+  EXPECT_EQ(first.out_of_place.wrong, 0.0);
+  EXPECT_DOUBLE_EQ(log.rows.back().out_of_place.time_us, 3413.88);
   EXPECT_EQ(log.rows.back().bytes, 268435456u);
 }
 
@@ -64,7 +64,8 @@ TEST(NcclTests, JsonOutputHasTheSameRows) {
   ASSERT_EQ(json.rows.size(), log.rows.size());
   for (std::size_t i = 0; i < log.rows.size(); ++i) {
     EXPECT_EQ(json.rows[i].bytes, log.rows[i].bytes);
-    EXPECT_NEAR(json.rows[i].time_us, log.rows[i].time_us, 0.005) << i;  // the text rounds
+    // the text rounds
+    EXPECT_NEAR(json.rows[i].out_of_place.time_us, log.rows[i].out_of_place.time_us, 0.005) << i;
   }
 }
 
@@ -78,12 +79,12 @@ TEST(NcclTests, OlderMultiNodeLogWithInfoLines) {
   ASSERT_EQ(log.rows.size(), 8u);
   EXPECT_EQ(log.rows[0].type, "half");
   EXPECT_EQ(log.rows[0].count, 2048u);
-  EXPECT_FALSE(log.rows[0].wrong.has_value());
+  EXPECT_FALSE(log.rows[0].out_of_place.wrong.has_value());
 }
 
 TEST(NcclTests, RunsCarryTheChosenAlgorithmAndSkipWrongRows) {
   NcclTestsLog log = parse_nccl_tests(data("nccl_tests_ring8.txt"), "ring8.txt");
-  log.rows[2].wrong = 3;
+  log.rows[2].out_of_place.wrong = 3;
   log.rows[3].bytes = 0;
   std::vector<SkippedRows> skipped;
   const std::vector<MeasuredRun> runs = nccl_tests_runs(log, "ring8.txt", "tree", {}, skipped);
