@@ -168,7 +168,8 @@ template <class Side, class Reporter>
   return count;
 }
 
-// Pipelined: NCCL's steps overlap their latencies (an NCCL kernel's run, ProtocolTiming::pipelined).
+// Pipelined: NCCL's steps overlap their latencies (an NCCL kernel's run when
+// ProtocolTiming::pipelined).
 // NCCL keeps up to NCCL_STEPS = 8 steps in flight per connection, so a step's latency does not
 // hold up the next step's send (NVIDIA/nccl src/device/prims_simple.h; tuning.cc charges the
 // per-step hardware latency once per step of the pipeline's depth, not once per chunk looped

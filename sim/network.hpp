@@ -247,10 +247,11 @@ class NetworkModel {
 
 // `reference_flow`: see NetworkConfig::reference_flow.
 // `protocol`: what every start() costs beyond the route (sim/protocol.hpp; default: nothing).
-// With an active, pipelined protocol (ProtocolTiming::pipelined) the flow models are pipelined: a flow moves its
-// bytes at once, the sink is told transfer_sent when they have left (the sender is free) and
-// transfer_done the flow's latency later (the data has landed), so the latency occupies no
-// link; without one a flow waits its latency first, then moves, as before, bit for bit.
+// With an active, pipelined protocol (ProtocolTiming::pipelined) the flow models are pipelined:
+// a flow moves its bytes at once, the sink is told transfer_sent when they have left (the
+// sender is free) and transfer_done the flow's latency later (the data has landed), so the
+// latency occupies no link; without one a flow waits its latency first, then moves, as before,
+// bit for bit.
 std::unique_ptr<NetworkModel> make_network(NetworkKind kind, Engine& engine, TransferSink& sink,
                                            RouteCache& routes, bool reference_flow = false,
                                            const ProtocolTiming& protocol = {});

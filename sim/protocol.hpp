@@ -12,10 +12,11 @@
 //               node (both ranks in one node, or a topology without nodes) or across nodes. The
 //               topology's latencies are Simple's, so Simple's factors are 1. Pipelined, at
 //               least NCCL's per-step hardware latency of the class (step): a step of NCCL's
-//               kernel costs what NCCL measures one to cost, however short the route. An NVLS kernel (the
-//               schedule nvls or nvls_tree, or nccl algo=nvls/nvls_tree) takes NVLS's: an
-//               in-network reduction or multicast at least 12.5 us, half of NVLS's 25 us step,
-//               and a network step 20.9 us (NVLS_TREE's).
+//               kernel costs what NCCL measures one to cost, however short the route. An NVLS
+//               kernel (the schedule nvls or nvls_tree, or nccl algo=nvls/nvls_tree) takes
+//               NVLS's: an in-network reduction or multicast at least 12.5 us, half of NVLS's
+//               25 us step (the even split is an assumption), a network step 20.9 us
+//               (NVLS_TREE's).
 //   wire        wire bytes per data byte: a transfer of m data bytes moves wire * m bytes at the
 //               route's bandwidth (flow: shares its links as wire * m bytes).
 //   efficiency  within a node, the fraction of the route's bandwidth the kernel's copies reach
@@ -42,8 +43,11 @@
 // round's reductions through one switch stay one batch that shares the links, so the batch
 // waits for the data of all of them (sim/dataflow_pass.cpp, sim/event_run.hpp). A ring, whose
 // every step forwards the last one's data, gains nothing but the first step of each further
-// loop; a pipelined tree's segments, and in the flow model NVLS's and nvls_tree's slices, pay
-// their latencies along the pipeline's fill instead of once per segment or slice.
+// loop; a pipelined tree's segments pay their latencies along the tree's depth instead of once
+// per segment; NVLS's and nvls_tree's slices overlap about half of theirs in the flow model (a
+// rank's sends stay in round order), none in the alpha-beta model (the batch). That order, kept
+// across a rank's channels where NCCL's channels are independent, is why it is off by default
+// (docs/algorithms.md: NCCL's Ring across nodes, table 15, 3.1% -> 10.4%).
 //
 // Defaults (nccl_default_protocols) are NCCL's own figures for Hopper (NVIDIA/nccl
 // src/graph/tuning.cc, ncclTunerConstantsDefaults; src/graph/topo.h): latency factors are the
