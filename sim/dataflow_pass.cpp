@@ -10,6 +10,10 @@
 // the maxima are taken in. The results are those of the sequential pass, bit for bit. Rounds
 // where a port serves several transfers, rounds below RunOptions::parallel_round transfers and
 // rounds with in-network reductions run sequentially.
+//
+// A pipelined NCCL kernel (ProtocolTiming::pipelined, sim/protocol.hpp) runs pipelined (see
+// "Pipelined: NCCL's steps overlap their latencies" below): no per-round ready time, its ports
+// and per-chunk readiness carry over from round to round.
 
 #include <algorithm>
 #include <atomic>
@@ -164,6 +168,77 @@ template <class Side, class Reporter>
   return count;
 }
 
+// Pipelined: NCCL's steps overlap their latencies (an NCCL kernel's run when
+// ProtocolTiming::pipelined).
+// NCCL keeps up to NCCL_STEPS = 8 steps in flight per connection, so a step's latency does not
+// hold up the next step's send (NVIDIA/nccl src/device/prims_simple.h; tuning.cc charges the
+// per-step hardware latency once per step of the pipeline's depth, not once per chunk looped
+// through). In this mode the pass keeps no per-round ready time. A rank's send port and
+// receive port serve its transfers in schedule order across rounds, and a transfer of m bytes
+// on a route of latency a (the protocol's factor applied) and serialization time m w / b:
+//   start = max(the sender's send port free, the receiver's receive port free - a,
+//               the receiver's kernel started, the data it sends landed at the sender)
+//   the sender's port is busy [start, start + m w / b]; the data arrives at the receiver in
+//   [start + a, end], end = start + a + m w / b, as in time_transfer, and is applied at end
+//   (reduce: end + gamma m).
+// "The data it sends": the sender's chunks as the schedule's rounds define them, i.e. after
+// every transfer of an earlier round into them has landed (and been reduced); writes of the
+// same round are not waited for. Pending writes are kept per rank and dropped once the rank's
+// send port is free later than they land (no later send of the rank can start before that), so
+// memory is the writes in flight, not ranks x chunks. A schedule whose every round's sends
+// forward the previous round's receives (a ring) gains nothing: each step waits for its data,
+// as before; one whose ranks can run ahead (a pipelined tree's leaves, NVLS's reduce-scatter
+// of the next slice, nvls_tree's stages) overlaps its steps' latencies.
+struct PendingWrite {
+  std::int32_t begin = 0, end = 0;  // chunks [begin, end)
+  double time = 0;                  // landed (and reduced)
+};
+struct RankWrite {
+  std::size_t rank = 0;
+  PendingWrite write;
+};
+// The latest of `list`'s writes overlapping chunks [begin, end); -infinity when none.
+inline double pending_time(const std::vector<PendingWrite>& list, std::int32_t begin,
+                           std::int32_t end) {
+  double t = -std::numeric_limits<double>::infinity();
+  for (const PendingWrite& w : list)
+    if (w.begin < end && begin < w.end) t = std::max(t, w.time);
+  return t;
+}
+// Drops the writes that land by `time` (the rank's send port is free only then).
+inline void prune_pending(std::vector<PendingWrite>& list, double time) {
+  if (list.empty()) return;
+  list.erase(std::remove_if(list.begin(), list.end(),
+                            [time](const PendingWrite& w) { return w.time <= time; }),
+             list.end());
+}
+// Records a write (after its round): merged with a write of the same chunks, dropped when the
+// rank's send port is free after it lands anyway.
+inline void add_pending(std::vector<PendingWrite>& list, const PendingWrite& w, double send_free) {
+  if (w.time <= send_free) return;
+  for (PendingWrite& old : list) {
+    if (old.begin == w.begin && old.end == w.end) {
+      old.time = std::max(old.time, w.time);
+      return;
+    }
+  }
+  list.push_back(w);
+}
+
+// The pipelined pass's per-rank state (by physical rank), shared with the switch reductions.
+struct PipelineState {
+  std::vector<double> send_free, recv_free;  // when the port is free (receive: arrivals end)
+  std::vector<double> entry;                 // when the rank's kernel started (arrival + launch)
+  std::vector<double> done;                  // its last send left, its last receive applied
+  std::vector<std::vector<PendingWrite>> pending;
+  std::vector<RankWrite> writes;  // the round's writes, applied after it
+
+  void apply_writes() {
+    for (const RankWrite& w : writes) add_pending(pending[w.rank], w.write, send_free[w.rank]);
+    writes.clear();
+  }
+};
+
 // In-network reductions (alg::SwitchReduce), after the round's transfers. The reductions of a
 // round through one switch form a batch that starts when every rank in it has reached the round
 // and is done with its transfers of the round (members: send port, receivers: receive port),
@@ -201,6 +276,33 @@ class SwitchBatches {
   }
   // Per link: the bytes the reductions carried (empty when the run had none).
   const std::vector<std::uint64_t>& link_bytes() const { return link_bytes_; }
+
+  // The round's reductions, pipelined (an NCCL kernel's run, PipelineState above): the same
+  // batches, sharing the links and the switch as run()'s, but the latency occupies no port and
+  // a batch waits for the data it reduces or multicasts instead of a per-round ready time:
+  //   start = max(its members' send ports free, the chunks each member sends landed at it,
+  //               its receivers' receive ports free - the batch's latency, their kernels started)
+  //   the members' send ports are busy [start, start + busy]; the results land at the
+  //   receivers at start + latency + busy (run()'s latency, at least the kernel's switch step,
+  //   and busy).
+  // A batch waits for the data of every reduction in it, so a round that reduces slice k and
+  // multicasts slice k - 1 (nvls) still waits for slice k - 1's reduction to land: the flow
+  // model, which runs each reduction as its own flow, overlaps those (docs/algorithms.md).
+  void run_pipelined(const alg::Round& round, std::uint32_t round_stamp, const int* map,
+                     const alg::ChunkSizes& sizes, const ProtocolTiming& protocol,
+                     PipelineState& p) {
+    if (link_bytes_.empty())
+      link_bytes_.assign(static_cast<std::size_t>(topology_.link_count()), 0);
+    op_switch_.clear();
+    for (std::size_t j = 0; j < round.switch_reduces.size(); ++j)
+      op_switch_.push_back(switches_.resolve(round.switch_reduces[j], map, round_stamp - 1, j));
+    for (std::size_t first = 0; first < op_switch_.size(); ++first) {
+      const auto before = op_switch_.begin() + static_cast<std::ptrdiff_t>(first);
+      if (std::find(op_switch_.begin(), before, op_switch_[first]) == before)
+        batch_pipelined(round, first, map, sizes, protocol, p);
+    }
+  }
+
 
  private:
   // The batch of the round's reductions through the switch of reduction `first` (its first).
@@ -255,6 +357,77 @@ class SwitchBatches {
       if (up_load_[r] > 0) v.send_free[r] = end;
       if (down_load_[r] > 0) v.recv_free[r] = end;
       v.done[r] = std::max(v.done[r], end);
+    }
+  }
+  // The pipelined batch of the round's reductions through the switch of reduction `first`.
+  void batch_pipelined(const alg::Round& round, std::size_t first, const int* map,
+                       const alg::ChunkSizes& sizes, const ProtocolTiming& protocol,
+                       PipelineState& p) {
+    const std::size_t sw_index = op_switch_[first];
+    const ReducingSwitches::Ports& ports = switches_.ports(sw_index);
+    auto physical = [map](int r) { return static_cast<std::size_t>(map ? map[r] : r); };
+    ++batch_stamp_;
+    batch_ranks_.clear();
+    double start = -std::numeric_limits<double>::infinity(), up_latency = 0, down_latency = 0;
+    std::uint64_t reduced = 0;
+    auto join = [&](std::size_t r) {
+      if (in_batch_[r] != batch_stamp_) {
+        in_batch_[r] = batch_stamp_;
+        up_load_[r] = down_load_[r] = 0;
+        batch_ranks_.push_back(static_cast<int>(r));
+      }
+    };
+    for (std::size_t j = first; j < op_switch_.size(); ++j) {
+      if (op_switch_[j] != sw_index) continue;
+      const alg::SwitchReduce& op = round.switch_reduces[j];
+      const std::uint64_t bytes = sizes.length(op);
+      if (op.members.size() > 1) reduced += bytes;
+      for (int member : op.members) {
+        const std::size_t r = physical(member);
+        join(r);
+        up_load_[r] += bytes;
+        start = std::max({start, p.send_free[r],
+                          pending_time(p.pending[r], op.chunk_begin, op.chunk_end)});
+        up_latency = std::max(up_latency, topology_.link(ports.up[r]).latency.value);
+      }
+      for (int receiver : op.receivers) {
+        const std::size_t r = physical(receiver);
+        join(r);
+        down_load_[r] += bytes;
+        down_latency = std::max(down_latency, topology_.link(ports.down[r]).latency.value);
+      }
+    }
+    const topo::SwitchReduction& reduction = *topology_.node(ports.vertex).reduce;
+    double busy = static_cast<double>(reduced) / reduction.bandwidth.value;
+    for (int rank : batch_ranks_) {
+      const std::size_t r = static_cast<std::size_t>(rank);
+      busy = std::max(busy, load(ports.up[r], up_load_[r]));
+      busy = std::max(busy, load(ports.down[r], down_load_[r]));
+    }
+    const double latency = protocol.switch_latency(
+        up_latency + (reduced > 0 ? reduction.latency.value : 0.0) + down_latency);
+    for (int rank : batch_ranks_) {
+      const std::size_t r = static_cast<std::size_t>(rank);
+      if (down_load_[r] > 0) start = std::max({start, p.recv_free[r] - latency, p.entry[r]});
+    }
+    const double sent = start + busy, end = start + latency + busy;
+    for (int rank : batch_ranks_) {
+      const std::size_t r = static_cast<std::size_t>(rank);
+      if (up_load_[r] > 0) {
+        p.send_free[r] = sent;
+        p.done[r] = std::max(p.done[r], sent);
+        prune_pending(p.pending[r], sent);
+      }
+      if (down_load_[r] > 0) {
+        p.recv_free[r] = end;
+        p.done[r] = std::max(p.done[r], end);
+      }
+    }
+    for (std::size_t j = first; j < op_switch_.size(); ++j) {
+      if (op_switch_[j] != sw_index) continue;
+      const alg::SwitchReduce& op = round.switch_reduces[j];
+      for (int receiver : op.receivers)
+        p.writes.push_back({physical(receiver), {op.chunk_begin, op.chunk_end, end}});
     }
   }
   // The time `bytes` take on link `link` (0 for none), counted on the link.
@@ -449,6 +622,9 @@ class DataflowPass {
     return StarTerms{terms, terms + n, terms + 2 * n, terms + 3 * n};
   }
   void sequential_round(const alg::Round& round, std::uint32_t round_stamp);
+  void pipelined_round(const alg::Round& round, std::uint32_t round_stamp);
+  template <class Side>
+  void pipelined_transfers(const alg::Round& round, std::uint32_t round_stamp, const Side& side);
   template <class Side>
   std::size_t run_transfers(const alg::Round& round, std::uint32_t round_stamp, const PassView& v,
                             const Side& side);
@@ -466,6 +642,8 @@ class DataflowPass {
   const double gamma_;
   const ProtocolTiming protocol_;
   const alg::ChunkSizes sizes_;
+  // An NCCL kernel: pipelined (PipelineState), always sequential.
+  const bool pipelined_;
   // A recorded timeline or a trace is for small traced runs: always sequential (the parallel
   // path records nothing).
   const bool reporting_;
@@ -482,6 +660,7 @@ class DataflowPass {
   std::vector<std::uint64_t> route_bytes_;                  // general: per route
   std::vector<std::uint32_t> round_routes_;                 // general: the round's routes
   SwitchBatches switch_batches_;
+  PipelineState pipe_;                      // pipelined_ only
   std::unique_ptr<ParallelPass> parallel_;  // built at the first round large enough
   IterationResult result_;
 };
@@ -499,8 +678,9 @@ DataflowPass::DataflowPass(RoundSource& rounds, RouteCache& routes, SecondsPerBy
       gamma_(gamma.value),
       protocol_(protocol),
       sizes_(bytes.value, chunks_ > 0 ? chunks_ : 1),
+      pipelined_(protocol.active && protocol.pipelined),
       reporting_(options.record_timeline || options.trace),
-      threads_(reporting_ ? 1 : options.threads),
+      threads_(reporting_ || pipelined_ ? 1 : options.threads),
       star_(routes.star()),
       switch_batches_(routes.topology(), ranks_, chunks_) {
   SSIM_CHECK(ranks_ == routes.topology().gpu_count(), "schedule and topology rank counts differ");
@@ -516,6 +696,13 @@ DataflowPass::DataflowPass(RoundSource& rounds, RouteCache& routes, SecondsPerBy
   touched_.resize(n);
   // An NCCL kernel starts its first transfer a launch after the rank arrives (sim/protocol.hpp).
   for (std::size_t r = 0; r < n; ++r) ready_[r] = arrival[r].value + protocol_.launch;
+  if (pipelined_) {
+    pipe_.entry = ready_;
+    pipe_.send_free = ready_;
+    pipe_.recv_free = ready_;
+    pipe_.done = ready_;
+    pipe_.pending.resize(n);
+  }
   route_bytes_.assign(routes.size(), 0);
   if (star_) {
     sent_bytes_.assign(n, 0);
@@ -543,13 +730,16 @@ IterationResult DataflowPass::run() {
     const bool may_run_parallel = threads_ > 1 && size >= options_.parallel_round && size <= n &&
                                   round->switch_reduces.empty();
     if (may_run_parallel && !parallel_) parallel_ = std::make_unique<ParallelPass>(threads_, n);
-    if (!may_run_parallel || !parallel_round(*round, round_stamp))
+    if (pipelined_)
+      pipelined_round(*round, round_stamp);
+    else if (!may_run_parallel || !parallel_round(*round, round_stamp))
       sequential_round(*round, round_stamp);
     transfers += size;
   }
   IterationResult& result = result_;
   result.transfers = transfers;
-  finalize(result, arrival_, std::move(ready_), route_bytes_, routes_);
+  finalize(result, arrival_, pipelined_ ? std::move(pipe_.done) : std::move(ready_), route_bytes_,
+           routes_);
   if (star_) {
     for (std::size_t r = 0; r < n; ++r) {
       result.link_bytes[static_cast<std::size_t>(star_->up[r])] += sent_bytes_[r];
@@ -595,6 +785,81 @@ void DataflowPass::sequential_round(const alg::Round& round, std::uint32_t round
   for (std::size_t i = 0; i < touched; ++i) {
     const std::size_t r = static_cast<std::size_t>(v.touched[i]);
     v.ready[r] = v.done[r];
+  }
+}
+
+// A round of an NCCL kernel's run (PipelineState): its transfers in schedule order, then its
+// reductions, then its writes recorded (a send of the round reads the chunks as they were
+// before it).
+void DataflowPass::pipelined_round(const alg::Round& round, std::uint32_t round_stamp) {
+  if (star_) {
+    pipelined_transfers(round, round_stamp,
+                        StarSide{star_terms(), sent_bytes_.data(), received_bytes_.data()});
+  } else {
+    look_up_routes(round);
+    pipelined_transfers(
+        round, round_stamp,
+        CachedSide{&routes_, round_routes_.data(), route_bytes_.data(), round.transfers.size()});
+  }
+  if (!round.switch_reduces.empty()) {
+    if (reporting_) {
+      throw InputError("round " + std::to_string(round_stamp - 1) +
+                       " has in-network reductions, which traces and timelines do not record "
+                       "(they hold point-to-point transfers)");
+    }
+    switch_batches_.run_pipelined(round, round_stamp, map_, sizes_, protocol_, pipe_);
+  }
+  pipe_.apply_writes();
+}
+
+template <class Side>
+void DataflowPass::pipelined_transfers(const alg::Round& round, std::uint32_t round_stamp,
+                                       const Side& side) {
+  PipelineState& p = pipe_;
+  const std::size_t size = round.transfers.size();
+  for (std::size_t j = 0; j < size; ++j) {
+    side.prefetch(j);
+    const alg::Transfer& t = round.transfers[j];
+    check_transfer(t, ranks_, chunks_);
+    const std::size_t s = static_cast<std::size_t>(map_ ? map_[t.src] : t.src);
+    const std::size_t d = static_cast<std::size_t>(map_ ? map_[t.dst] : t.dst);
+    const std::uint64_t bytes = sizes_.length(t);
+    const auto& route = side.take(j, s, d, bytes);  // AlphaBetaTerms or CachedRoute
+    const double m = static_cast<double>(bytes);
+    const double latency = protocol_.latency(route.latency, s, d);
+    const double data = pending_time(p.pending[s], t.chunk_begin, t.chunk_end);
+    const double src_ready = std::max(p.send_free[s], data);
+    const double dst_ready = std::max(p.recv_free[d] - latency, p.entry[d]);
+    const TransferTimes times = time_transfer(std::max(src_ready, dst_ready), route, m, t.op,
+                                              gamma_, &protocol_, s, d);
+    const double sent =
+        times.start + m * protocol_.inverse_bandwidth(route.inverse_bandwidth, s, d);
+    p.send_free[s] = sent;
+    p.recv_free[d] = times.end;
+    p.done[s] = std::max(p.done[s], sent);
+    p.done[d] = std::max(p.done[d], times.reduced);
+    prune_pending(p.pending[s], sent);
+    p.writes.push_back({d, {t.chunk_begin, t.chunk_end, times.reduced}});
+    if (reporting_) {
+      const TransferRecord rec{static_cast<std::int32_t>(round_stamp - 1),
+                               static_cast<std::int32_t>(j),
+                               static_cast<std::int32_t>(s),
+                               static_cast<std::int32_t>(d),
+                               t.chunk_begin,
+                               t.chunk_end,
+                               t.op,
+                               bytes,
+                               Seconds{src_ready},
+                               Seconds{dst_ready},
+                               Seconds{times.start},
+                               Seconds{times.end},
+                               Seconds{times.reduced}};
+      if (options_.trace) {
+        options_.trace->transfer_side(rec, TimelineSink::Side::send);
+        options_.trace->transfer_side(rec, TimelineSink::Side::recv);
+      }
+      if (options_.record_timeline) result_.timeline.push_back(rec);
+    }
   }
 }
 

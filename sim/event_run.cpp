@@ -1,6 +1,7 @@
 #include "sim/event_run.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -23,7 +24,8 @@ Executor::EventRun::EventRun(int ranks, int chunks, RouteCache& routes, NetworkC
       switches_(routes.topology(), ranks, chunks),
       // Port order matters only to a model that serializes ports (alphabeta); the flow model
       // shares bandwidth instead.
-      serial_(network.kind == NetworkKind::alphabeta) {
+      serial_(network.kind == NetworkKind::alphabeta),
+      pipelined_(network.protocol.active && network.protocol.pipelined && !serial_) {
   network_model_ = make_network(network.kind, engine_, *this, routes_, network.reference_flow,
                                 network.protocol);
   SSIM_CHECK(network_model_->serializes_ports() == serial_, "port model mismatch");
@@ -46,7 +48,16 @@ IterationResult Executor::EventRun::run(RoundSource& rounds, std::span<const Sec
   cursor_.assign(rank_count, kNone);
   last_group_.assign(rank_count, kNone);
   remaining_.assign(rank_count, 0);
-  finish_.assign(rank_count, 0.0);
+  finish_.assign(rank_count, pipelined_ ? -std::numeric_limits<double>::infinity() : 0.0);
+  if (pipelined_) {
+    launched_.assign(rank_count, 0);
+    launch_waiters_.resize(rank_count);
+    pending_.resize(rank_count);
+    for (std::size_t r = 0; r < rank_count; ++r) {
+      launch_waiters_[r].clear();
+      pending_[r].clear();
+    }
+  }
   stamp_.assign(rank_count, 0);
   last_send_.assign(rank_count, -1);
   last_recv_.assign(rank_count, -1);
@@ -103,7 +114,10 @@ void Executor::EventRun::on_event(Engine& engine, std::uint64_t tag) {
       rec->done = engine.now();
       close_recv(t, *rec);
     }
-    part_done(static_cast<std::uint32_t>(w.transfers[j].dst));
+    if (pipelined_)
+      land(t, w.transfers[j].dst);
+    else
+      part_done(static_cast<std::uint32_t>(w.transfers[j].dst));
     transfer_finished(w);
   } else {
     enter(static_cast<std::uint32_t>(tag));  // arrival
@@ -116,8 +130,12 @@ void Executor::EventRun::transfer_done(std::uint32_t id, Seconds now) {
   const std::uint32_t j = static_cast<std::uint32_t>(t - w.first);
   if (j >= w.transfers.size()) {  // an in-network reduction: done for all its ranks at once
     const std::size_t i = j - w.transfers.size();
-    for (std::size_t x = 0; x < w.ops[i].ranks.size(); ++x)
-      part_done(static_cast<std::uint32_t>(w.ops[i].ranks[x]));
+    if (pipelined_) {  // its members were done when it was sent; it lands at its receivers
+      for (std::size_t x = 0; x < w.ops[i].receivers.size(); ++x) land(t, w.ops[i].receivers[x]);
+    } else {
+      for (std::size_t x = 0; x < w.ops[i].ranks.size(); ++x)
+        part_done(static_cast<std::uint32_t>(w.ops[i].ranks[x]));
+    }
     transfer_finished(w);
     return;
   }
@@ -135,13 +153,111 @@ void Executor::EventRun::transfer_done(std::uint32_t id, Seconds now) {
     if (sink_) sink_->transfer_side(*rec, TimelineSink::Side::send);
     if (!reduces) close_recv(t, *rec);
   }
-  part_done(static_cast<std::uint32_t>(tr.src));
+  if (!pipelined_) part_done(static_cast<std::uint32_t>(tr.src));  // pipelined: when sent
   if (reduces) {
     engine_.schedule(Seconds{now.value + network_.gamma.value * static_cast<double>(m)}, *this,
                      kReduce | id);
   } else {
-    part_done(static_cast<std::uint32_t>(tr.dst));
+    if (pipelined_)
+      land(t, tr.dst);
+    else
+      part_done(static_cast<std::uint32_t>(tr.dst));
     transfer_finished(w);
+  }
+}
+
+void Executor::EventRun::transfer_sent(std::uint32_t id, Seconds now) {
+  const std::uint64_t t = global(id);
+  Window& w = locate(t);
+  const std::uint32_t j = static_cast<std::uint32_t>(t - w.first);
+  if (j >= w.transfers.size()) {
+    const Reduction& op = w.ops[j - w.transfers.size()];
+    for (std::size_t x = 0; x < op.members; ++x) {
+      const int r = op.ranks[x];
+      finish_[r] = std::max(finish_[r], now.value);
+      part_done(static_cast<std::uint32_t>(r));
+    }
+    return;
+  }
+  const int src = w.transfers[j].src;
+  finish_[src] = std::max(finish_[src], now.value);
+  part_done(static_cast<std::uint32_t>(src));
+}
+
+std::uint32_t Executor::EventRun::depend(int rank, std::int32_t begin, std::int32_t end,
+                                         std::uint64_t waiter) {
+  std::uint32_t count = 0;
+  for (PendingWrite& p : pending_[static_cast<std::size_t>(rank)]) {
+    if (p.begin < end && begin < p.end) {
+      p.waiters.push_back(waiter);
+      ++count;
+    }
+  }
+  return count;
+}
+
+void Executor::EventRun::pipeline_round(Window& w) {
+  const std::size_t size = w.transfers.size();
+  for (std::uint32_t j = 0; j < size; ++j) {
+    const alg::Transfer& t = w.transfers[j];
+    const std::uint64_t id = w.first + j;
+    std::uint32_t wait = 1;  // its sender enters the round
+    if (!launched_[static_cast<std::size_t>(t.dst)]) {
+      ++wait;
+      launch_waiters_[static_cast<std::size_t>(t.dst)].push_back(id);
+    }
+    w.wait[j] = wait + depend(t.src, t.chunk_begin, t.chunk_end, id);
+  }
+  for (std::size_t i = 0; i < w.ops.size(); ++i) {
+    const Reduction& op = w.ops[i];
+    const std::uint64_t id = w.first + size + i;
+    std::uint32_t wait = static_cast<std::uint32_t>(op.members);  // its members enter
+    for (std::size_t x = op.members; x < op.ranks.size(); ++x) {
+      if (!launched_[static_cast<std::size_t>(op.ranks[x])]) {
+        ++wait;
+        launch_waiters_[static_cast<std::size_t>(op.ranks[x])].push_back(id);
+      }
+    }
+    for (std::size_t x = 0; x < op.members; ++x)
+      wait += depend(op.ranks[x], op.chunk_begin, op.chunk_end, id);
+    w.op_wait[i] = wait;
+  }
+  // The round's writes, pending until they land (after its reads: a send of the round reads
+  // the chunks as they were before it).
+  for (std::uint32_t j = 0; j < size; ++j) {
+    const alg::Transfer& t = w.transfers[j];
+    pending_[static_cast<std::size_t>(t.dst)].push_back(
+        PendingWrite{t.chunk_begin, t.chunk_end, w.first + j, {}});
+  }
+  for (std::size_t i = 0; i < w.ops.size(); ++i) {
+    for (int r : w.ops[i].receivers) {
+      pending_[static_cast<std::size_t>(r)].push_back(
+          PendingWrite{w.ops[i].chunk_begin, w.ops[i].chunk_end, w.first + size + i, {}});
+    }
+  }
+}
+
+void Executor::EventRun::land(std::uint64_t writer, int rank) {
+  finish_[rank] = std::max(finish_[rank], engine_.now().value);
+  std::vector<PendingWrite>& list = pending_[static_cast<std::size_t>(rank)];
+  for (std::size_t k = 0; k < list.size(); ++k) {
+    if (list[k].writer != writer) continue;
+    std::vector<std::uint64_t> waiters = std::move(list[k].waiters);
+    list[k] = std::move(list.back());
+    list.pop_back();
+    for (std::uint64_t id : waiters) release(id);
+    return;
+  }
+}
+
+void Executor::EventRun::release(std::uint64_t id) {
+  Window& w = locate(id);
+  const std::uint32_t j = static_cast<std::uint32_t>(id - w.first);
+  if (j < w.transfers.size()) {
+    if (--w.wait[j] == 0) launch(w, j);
+  } else {
+    const std::size_t i = j - w.transfers.size();
+    if (--w.op_wait[i] == 0) launch_reduction(w, i);
   }
 }
 
@@ -243,7 +359,10 @@ inline bool Executor::EventRun::take_round() {
   }
   for (std::size_t i = 0; i < ops; ++i) {
     const std::uint32_t j = static_cast<std::uint32_t>(size + i);
-    for (int r : w.ops[i].ranks) w.items[fill_[group_of_[r]]++] = j << 1;
+    // Low bit: a receiver only (read by the pipelined run alone).
+    for (std::size_t x = 0; x < w.ops[i].ranks.size(); ++x)
+      w.items[fill_[group_of_[w.ops[i].ranks[x]]]++] =
+          (j << 1) | (x < w.ops[i].members ? 0u : 1u);
   }
   // Link each rank's previous group here, or make this its next group.
   w.group_next.assign(groups, kNone);
@@ -261,6 +380,7 @@ inline bool Executor::EventRun::take_round() {
   if (timeline_) {
     for (std::uint32_t j = 0; j < size; ++j) describe(w, j, timeline_->emplace_back());
   }
+  if (pipelined_) pipeline_round(w);
   next_transfer_ += size + ops;
   reductions_ += ops;
   next_group_ += groups;
@@ -274,6 +394,9 @@ inline void Executor::EventRun::describe_reduction(const alg::SwitchReduce& op, 
   const topo::Topology& topology = routes_.topology();
   out.links.clear();
   out.ranks.clear();
+  out.receivers.assign(op.receivers.begin(), op.receivers.end());
+  out.chunk_begin = op.chunk_begin;
+  out.chunk_end = op.chunk_end;
   ++op_stamp_;
   double up = 0, down = 0;
   for (const std::vector<int>* list : {&op.members, &op.receivers}) {
@@ -289,10 +412,12 @@ inline void Executor::EventRun::describe_reduction(const alg::SwitchReduce& op, 
         out.ranks.push_back(r);
       }
     }
+    if (members) out.members = out.ranks.size();
   }
   out.reducer = op.members.size() > 1 ? ports.vertex : -1;
   out.latency =
       up + (out.reducer >= 0 ? topology.node(ports.vertex).reduce->latency.value : 0.0) + down;
+  if (pipelined_) out.latency = network_.protocol.switch_latency(out.latency);
   out.bytes = sizes_.length(op);
 }
 
@@ -332,29 +457,47 @@ inline void Executor::EventRun::close_recv(std::uint64_t t, const TransferRecord
 }
 
 inline void Executor::EventRun::enter(std::uint32_t r) {
-  while (cursor_[r] == kNone && take_round()) {
+  if (pipelined_ && !launched_[r]) {  // its kernel starts: transfers into it may go
+    launched_[r] = 1;
+    std::vector<std::uint64_t> waiters = std::move(launch_waiters_[r]);
+    launch_waiters_[r].clear();
+    for (std::uint64_t id : waiters) release(id);
   }
-  const std::uint64_t g = cursor_[r];
-  if (g == kNone) {
-    finish_[r] = engine_.now().value;
-    return;
-  }
-  Window& w = locate(g, true);
-  const std::size_t at = static_cast<std::size_t>(g - w.first_group);
-  cursor_[r] = w.group_next[at];  // kNone until a later round with r is taken
-  const std::uint32_t begin = w.group_begin[at], end = w.group_begin[at + 1];
-  remaining_[r] = end - begin;
-  for (std::uint32_t i = begin; i < end; ++i) {
-    const std::uint32_t item = w.items[i];
-    const std::uint32_t j = item >> 1;
-    if (j >= w.transfers.size()) {
-      const std::size_t op = j - w.transfers.size();
-      if (--w.op_wait[op] == 0) launch_reduction(w, op);
-      continue;
+  for (;;) {
+    while (cursor_[r] == kNone && take_round()) {
     }
-    if (TransferRecord* rec = record(w.first + j, w, j))
-      ((item & 1) == 0 ? rec->src_ready : rec->dst_ready) = engine_.now();
-    if (--w.wait[j] == 0) launch(w, j);
+    const std::uint64_t g = cursor_[r];
+    if (g == kNone) {
+      finish_[r] = pipelined_ ? std::max(finish_[r], engine_.now().value) : engine_.now().value;
+      return;
+    }
+    Window& w = locate(g, true);
+    const std::size_t at = static_cast<std::size_t>(g - w.first_group);
+    cursor_[r] = w.group_next[at];  // kNone until a later round with r is taken
+    const std::uint32_t begin = w.group_begin[at], end = w.group_begin[at + 1];
+    remaining_[r] = pipelined_ ? 0 : end - begin;
+    for (std::uint32_t i = begin; i < end; ++i) {
+      const std::uint32_t item = w.items[i];
+      const std::uint32_t j = item >> 1;
+      if (j >= w.transfers.size()) {
+        const std::size_t op = j - w.transfers.size();
+        if (pipelined_) {
+          if ((item & 1) != 0) continue;  // a receiver only: does not hold it
+          ++remaining_[r];
+        }
+        if (--w.op_wait[op] == 0) launch_reduction(w, op);
+        continue;
+      }
+      if (TransferRecord* rec = record(w.first + j, w, j))
+        ((item & 1) == 0 ? rec->src_ready : rec->dst_ready) = engine_.now();
+      if (pipelined_) {
+        if ((item & 1) != 0) continue;  // a receive: does not hold it
+        ++remaining_[r];
+      }
+      if (--w.wait[j] == 0) launch(w, j);
+    }
+    // Pipelined: a round where the rank only receives does not hold it.
+    if (!pipelined_ || remaining_[r] > 0) return;
   }
 }
 

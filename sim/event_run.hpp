@@ -37,6 +37,7 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
   void on_event(Engine& engine, std::uint64_t tag) override;
 
   void transfer_done(std::uint32_t id, Seconds now) override;
+  void transfer_sent(std::uint32_t id, Seconds now) override;
 
  private:
   static constexpr std::uint64_t kReduce = std::uint64_t{1} << 63;
@@ -49,6 +50,9 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
     double latency = 0;      // largest up link latency + reduction latency + largest down one
     std::uint64_t bytes = 0;
     std::vector<int> ranks;  // members and receivers (schedule labels), each once
+    std::size_t members = 0;  // ranks[0, members) are its members
+    std::vector<int> receivers;  // schedule labels
+    std::int32_t chunk_begin = 0, chunk_end = 0;
   };
 
   // One round in the window. Its transfers are numbered first, first+1, ... (global ids, in
@@ -59,7 +63,9 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
     std::uint64_t first = 0, first_group = 0;
     std::int32_t index = 0;  // the round's number
     std::vector<alg::Transfer> transfers;
-    std::vector<std::uint8_t> wait;  // ends not yet in the round + port predecessors not done
+    // Ends not yet in the round + port predecessors not done; pipelined: the sender not yet in
+    // the round + the receiver's kernel not started + pending writes of the data it sends.
+    std::vector<std::uint32_t> wait;
     std::vector<std::int32_t> send_next, recv_next;  // serial: the next transfer at the port
     std::vector<std::uint32_t> group_begin;          // CSR: group g's items, g - first_group
     std::vector<std::uint32_t> items;       // (transfer in the round << 1) | (0 send, 1 receive)
@@ -115,6 +121,29 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
     if (--remaining_[r] == 0) enter(r);
   }
 
+  // Pipelined (an NCCL kernel's run on the flow model, pipelined_): a rank moves to its next
+  // round once its sends of the round have left it (NetworkModel's transfer_sent), not when
+  // they have landed; its receives do not hold it. A transfer starts when its sender is in its
+  // round, its receiver's kernel has started and every write of an earlier round into the
+  // chunks it sends has landed at the sender (per-chunk readiness, the dataflow pass's rule):
+  // consecutive steps overlap their latencies as NCCL's do. The rank's sends stay in round
+  // order across its channels (NCCL's channels are independent: docs/algorithms.md says what
+  // that costs).
+  struct PendingWrite {
+    std::int32_t begin = 0, end = 0;  // chunks at the rank
+    std::uint64_t writer = 0;         // the transfer or reduction (global id)
+    std::vector<std::uint64_t> waiters;  // transfers and reductions waiting for it to land
+  };
+  // Registers `waiter` (global id) on the rank's pending writes overlapping [begin, end);
+  // returns how many.
+  std::uint32_t depend(int rank, std::int32_t begin, std::int32_t end, std::uint64_t waiter);
+  // The pipelined waits of round w's transfers and reductions, then its writes as pending.
+  void pipeline_round(Window& w);
+  // The write of `writer` has landed at `rank` (applied): its waiters are released.
+  void land(std::uint64_t writer, int rank);
+  // One of the waits of transfer or reduction `id` (global) is over.
+  void release(std::uint64_t id);
+
   void launch(Window& w, std::uint32_t j);
 
   // In-network reduction i of round w: one flow over its links (NetworkModel::start_reduction).
@@ -127,6 +156,7 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
   Bytes bytes_;
   ReducingSwitches switches_;
   const bool serial_;  // the model serializes ports
+  const bool pipelined_;  // an NCCL kernel on the flow model (part_done's comment)
   Engine engine_;
   std::unique_ptr<NetworkModel> network_model_;
 
@@ -154,6 +184,11 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
   std::vector<TransferRecord>* timeline_ = nullptr;
   TimelineSink* sink_ = nullptr;
   std::unordered_map<std::uint64_t, TransferRecord> open_;  // streaming: transfers in flight
+  // Pipelined, per rank (schedule label): its kernel started; transfers and reductions waiting
+  // for it; the writes into it not landed yet.
+  std::vector<char> launched_;
+  std::vector<std::vector<std::uint64_t>> launch_waiters_;
+  std::vector<std::vector<PendingWrite>> pending_;
 };
 
 }  // namespace ssim::sim

@@ -36,7 +36,19 @@ Executor::Executor(const alg::Schedule& schedule, const topo::Topology& topology
   // send/recv under it.
   std::optional<alg::Protocol> proto = network.p2p_protocol;
   if (schedule.options.contains("proto")) proto = alg::schedule_protocol(schedule);
-  if (proto) network_.protocol = ProtocolTiming::of(network.protocols.of(*proto), topology.gpus_per_node);
+  if (proto) {
+    network_.protocol = ProtocolTiming::of(network.protocols.of(*proto), topology.gpus_per_node);
+    network_.protocol.pipelined = network.pipelined_kernels;
+    // A pipelined NVLS kernel pays NVLS's per-step latencies (sim/protocol.hpp).
+    const auto algo = schedule.options.find("algo");
+    const std::string name =
+        schedule.algorithm == "nccl" && algo != schedule.options.end() ? algo->second
+                                                                        : schedule.algorithm;
+    if (network.pipelined_kernels && (name == "nvls" || name == "nvls_tree")) {
+      network_.protocol.switch_step = kNcclNvlsStep / 2;
+      network_.protocol.step_inter = kNcclNvlsTreeNetStep;
+    }
+  }
 }
 
 Executor::~Executor() = default;
@@ -85,7 +97,10 @@ IterationResult Executor::run(RoundSource& source, std::span<const Seconds> arri
     PointToPointRounds rounds(source, "shared-device model");
     return run_shared_device(rounds, routes_.topology(), bytes_, arrival, options);
   }
-  if (network_.kind == NetworkKind::alphabeta && !options.use_event_engine)
+  // A pipelined NCCL kernel's run (dataflow_pass.cpp) is the pass's alone; the alpha-beta
+  // event engine cross-checks the per-round rule, so the pass costs it either way.
+  if (network_.kind == NetworkKind::alphabeta &&
+      (!options.use_event_engine || (network_.protocol.active && network_.protocol.pipelined)))
     return run_alphabeta(source, routes_, network_.gamma, bytes_, arrival, options,
                          network_.protocol);
   if (!events_)

@@ -207,6 +207,7 @@ class FlowTable {
     double rate = 0;       // bytes per second
     double updated = 0;
     double cap = MaxMinSolver::unlimited;  // the protocol's cap on a routed transfer (wire bytes/s)
+    double latency = 0;  // pipelined: from the last byte sent to transfer_done
     // An in-network reduction (start_reduction): its solver links, the topology links first and
     // then the switch's reduction resource, if any; `own_topology` of them are topology links.
     // Empty for a routed transfer.
@@ -214,8 +215,8 @@ class FlowTable {
     std::size_t own_topology = 0;
   };
 
-  FlowTable(TransferSink& sink, RouteCache& routes, const ProtocolTiming& protocol)
-      : sink_(sink), routes_(routes), protocol_(protocol) {
+  FlowTable(Engine& engine, TransferSink& sink, RouteCache& routes, const ProtocolTiming& protocol)
+      : sink_(sink), routes_(routes), protocol_(protocol), landing_(engine, sink) {
     const topo::Topology& t = routes.topology();
     for (int l = 0; l < t.link_count(); ++l) solver_.add_link(t.link(l).bandwidth.value);
   }
@@ -234,10 +235,11 @@ class FlowTable {
 
   // A flow over explicit links (start_reduction), not yet moving.
   std::uint32_t new_reduction(std::uint32_t transfer, std::span<const int> links, int reducer,
-                              std::uint64_t bytes) {
+                              double latency, std::uint64_t bytes) {
     SSIM_CHECK(!links.empty(), "a reduction crosses at least one link");
     const std::uint32_t slot = new_flow(transfer, 0, bytes);
     Flow& f = flows_[slot];
+    f.latency = latency;
     f.own.assign(links.begin(), links.end());
     f.own_topology = f.own.size();
     if (reducer >= 0) f.own.push_back(reduction_link(reducer));
@@ -258,6 +260,7 @@ class FlowTable {
       const auto src = static_cast<std::size_t>(r.src), dst = static_cast<std::size_t>(r.dst);
       f.remaining = static_cast<double>(bytes) * protocol_.wire(src, dst);
       if (protocol_.inverse_cap > 0) f.cap = protocol_.cap(src, dst);
+      f.latency = latency;
     }
     return slot;
   }
@@ -276,6 +279,7 @@ class FlowTable {
     f.route = route;
     f.remaining = static_cast<double>(bytes);
     f.cap = MaxMinSolver::unlimited;
+    f.latency = 0;
     f.rate = 0;
     f.solver_id = -1;
     f.own.clear();
@@ -329,9 +333,21 @@ class FlowTable {
 
   void finish(std::uint32_t slot, double now) {
     const std::uint32_t transfer = flows_[slot].transfer;
+    const double latency = flows_[slot].latency;
     bump(flows_[slot]);  // no stale completion may match a reused slot
     free_.push_back(slot);
-    sink_.transfer_done(transfer, Seconds{now});
+    if (pipelined()) {
+      sink_.transfer_sent(transfer, Seconds{now});
+      landing_.engine.schedule(Seconds{now + latency}, landing_, transfer);
+    } else {
+      sink_.transfer_done(transfer, Seconds{now});
+    }
+  }
+  // An NCCL kernel's flows move first and land their latency later (make_network).
+  bool pipelined() const { return protocol_.active && protocol_.pipelined; }
+  // When a flow that starts now begins to move: pipelined at once, else after its latency.
+  double activation(double now, double latency) const {
+    return pipelined() ? now : now + latency;
   }
 
   void clear_flows() {
@@ -354,6 +370,15 @@ class FlowTable {
   std::vector<std::pair<int, int>> reducers_;  // (switch vertex, its solver link)
   RateObserver* observer_ = nullptr;           // told of every rate change (trace link counters)
   const ProtocolTiming protocol_;              // what a routed transfer costs beyond its route
+  // Pipelined: a transfer's landing, its latency after its last byte left (tag: the transfer).
+  struct Landing final : EventHandler {
+    Landing(Engine& e, TransferSink& s) : engine(e), sink(s) {}
+    void on_event(Engine& e, std::uint64_t tag) override {
+      sink.transfer_done(static_cast<std::uint32_t>(tag), e.now());
+    }
+    Engine& engine;
+    TransferSink& sink;
+  } landing_;
 };
 
 // The flow model. Every start (first byte arrived) and end at one time is one batch: the
@@ -366,7 +391,7 @@ class FlowNetwork final : public NetworkModel, EventHandler, FlowTable {
  public:
   FlowNetwork(Engine& engine, TransferSink& sink, RouteCache& routes,
               const ProtocolTiming& protocol)
-      : FlowTable(sink, routes, protocol), engine_(engine) {}
+      : FlowTable(engine, sink, routes, protocol), engine_(engine) {}
 
   NetworkKind kind() const override { return NetworkKind::flow; }
   bool serializes_ports() const override { return false; }
@@ -375,12 +400,12 @@ class FlowNetwork final : public NetworkModel, EventHandler, FlowTable {
   void start(std::uint32_t transfer, std::uint32_t route, std::uint64_t bytes) override {
     double latency = 0;
     const std::uint32_t slot = new_routed(transfer, route, bytes, latency);
-    at(engine_.now().value + latency, Entry{slot, kActivation});
+    at(activation(engine_.now().value, latency), Entry{slot, kActivation});
   }
   void start_reduction(std::uint32_t transfer, std::span<const int> links, int reducer,
                        double latency, std::uint64_t bytes) override {
-    const std::uint32_t slot = new_reduction(transfer, links, reducer, bytes);
-    at(engine_.now().value + latency, Entry{slot, kActivation});
+    const std::uint32_t slot = new_reduction(transfer, links, reducer, latency, bytes);
+    at(activation(engine_.now().value, latency), Entry{slot, kActivation});
   }
 
   void reset() override {
@@ -478,7 +503,7 @@ class ReferenceFlowNetwork final : public NetworkModel, EventHandler, FlowTable 
  public:
   ReferenceFlowNetwork(Engine& engine, TransferSink& sink, RouteCache& routes,
                        const ProtocolTiming& protocol)
-      : FlowTable(sink, routes, protocol), engine_(engine) {}
+      : FlowTable(engine, sink, routes, protocol), engine_(engine) {}
 
   NetworkKind kind() const override { return NetworkKind::flow; }
   bool serializes_ports() const override { return false; }
@@ -487,12 +512,12 @@ class ReferenceFlowNetwork final : public NetworkModel, EventHandler, FlowTable 
   void start(std::uint32_t transfer, std::uint32_t route, std::uint64_t bytes) override {
     double latency = 0;
     const std::uint32_t slot = new_routed(transfer, route, bytes, latency);
-    engine_.schedule(Seconds{engine_.now().value + latency}, *this, slot);
+    engine_.schedule(Seconds{activation(engine_.now().value, latency)}, *this, slot);
   }
   void start_reduction(std::uint32_t transfer, std::span<const int> links, int reducer,
                        double latency, std::uint64_t bytes) override {
-    const std::uint32_t slot = new_reduction(transfer, links, reducer, bytes);
-    engine_.schedule(Seconds{engine_.now().value + latency}, *this, slot);
+    const std::uint32_t slot = new_reduction(transfer, links, reducer, latency, bytes);
+    engine_.schedule(Seconds{activation(engine_.now().value, latency)}, *this, slot);
   }
 
   void reset() override { clear_flows(); }

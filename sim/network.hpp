@@ -61,6 +61,13 @@ struct NetworkConfig {
   // NCCL's send/recv moves them, paying that protocol's costs like `nccl`; empty: costed by
   // their routes alone.
   std::optional<alg::Protocol> p2p_protocol = std::nullopt;
+  // NCCL kernels run pipelined (sim/protocol.hpp, "NCCL's steps overlap their latencies"): a
+  // step's latency occupies no port or link, a transfer waits for its data rather than a
+  // per-round ready time, and a step costs at least NCCL's per-step hardware latency. Off by
+  // default: in the flow model a rank's sends stay in round order across its channels, which
+  // NCCL's independent channels do not, and NCCL's Ring across nodes then misses table 15 by
+  // 10% (docs/algorithms.md).
+  bool pipelined_kernels = false;
 };
 
 // A route between two ranks as the models use it.
@@ -188,6 +195,12 @@ class RouteCache {
 class TransferSink {
  public:
   virtual void transfer_done(std::uint32_t transfer, Seconds now) = 0;
+  // Pipelined (the flow models under a pipelined protocol, see make_network): told when a
+  // transfer's last byte has left its sender, its latency before transfer_done.
+  virtual void transfer_sent(std::uint32_t transfer, Seconds now) {
+    (void)transfer;
+    (void)now;
+  }
 
  protected:
   ~TransferSink() = default;
@@ -234,6 +247,11 @@ class NetworkModel {
 
 // `reference_flow`: see NetworkConfig::reference_flow.
 // `protocol`: what every start() costs beyond the route (sim/protocol.hpp; default: nothing).
+// With an active, pipelined protocol (ProtocolTiming::pipelined) the flow models are pipelined:
+// a flow moves its bytes at once, the sink is told transfer_sent when they have left (the
+// sender is free) and transfer_done the flow's latency later (the data has landed), so the
+// latency occupies no link; without one a flow waits its latency first, then moves, as before,
+// bit for bit.
 std::unique_ptr<NetworkModel> make_network(NetworkKind kind, Engine& engine, TransferSink& sink,
                                            RouteCache& routes, bool reference_flow = false,
                                            const ProtocolTiming& protocol = {});

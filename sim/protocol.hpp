@@ -10,7 +10,13 @@
 //               collective (a kernel launch and its setup, paid once, not per hop).
 //   latency     the route's latency times the protocol's factor for the route's class: within a
 //               node (both ranks in one node, or a topology without nodes) or across nodes. The
-//               topology's latencies are Simple's, so Simple's factors are 1.
+//               topology's latencies are Simple's, so Simple's factors are 1. Pipelined, at
+//               least NCCL's per-step hardware latency of the class (step): a step of NCCL's
+//               kernel costs what NCCL measures one to cost, however short the route. An NVLS
+//               kernel (the schedule nvls or nvls_tree, or nccl algo=nvls/nvls_tree) takes
+//               NVLS's: an in-network reduction or multicast at least 12.5 us, half of NVLS's
+//               25 us step (the even split is an assumption), a network step 20.9 us
+//               (NVLS_TREE's).
 //   wire        wire bytes per data byte: a transfer of m data bytes moves wire * m bytes at the
 //               route's bandwidth (flow: shares its links as wire * m bytes).
 //   efficiency  within a node, the fraction of the route's bandwidth the kernel's copies reach
@@ -20,12 +26,34 @@
 //
 // So a transfer of m bytes on a route of latency a and bandwidth b takes, in the alpha-beta model,
 //   f a + m max(w / b, 1 / cap),   w = wire / efficiency within a node, wire across nodes,
-// and the flow model moves w * m bytes after f a at its max-min share, capped at w * cap.
+// and the flow model moves w * m bytes after f a at its max-min share, capped at w * cap
+// (pipelined: moves them at once and lands f a after its last byte left).
+//
+// Pipelined (ProtocolTiming::pipelined, from NetworkConfig::pipelined_kernels; off by default),
+// an NCCL kernel's steps overlap their latencies (NCCL keeps up to NCCL_STEPS = 8 steps in
+// flight per connection; tuning.cc charges a step's hardware latency per step of the pipeline's
+// depth, not per chunk looped through). Both models run it so: the latency occupies no
+// port or link (a sender is free once its bytes have left: alpha-beta m max(w / b, 1 / cap)
+// after the start, flow when its flow has moved them; the data lands f a later), there is no
+// per-round ready time, and a transfer starts once its sender is free (its sends in schedule
+// order), the chunks it sends have landed at the sender (every write of an earlier round into
+// them) and the receiver's kernel has started (alpha-beta also: the receiver's receive port
+// has taken its earlier arrivals, in schedule order). In-network reductions alike: in the flow
+// model each is its own flow that starts when its data has landed; in the alpha-beta model a
+// round's reductions through one switch stay one batch that shares the links, so the batch
+// waits for the data of all of them (sim/dataflow_pass.cpp, sim/event_run.hpp). A ring, whose
+// every step forwards the last one's data, gains nothing but the first step of each further
+// loop; a pipelined tree's segments pay their latencies along the tree's depth instead of once
+// per segment; NVLS's and nvls_tree's slices overlap about half of theirs in the flow model (a
+// rank's sends stay in round order), none in the alpha-beta model (the batch). That order, kept
+// across a rank's channels where NCCL's channels are independent, is why it is off by default
+// (docs/algorithms.md: NCCL's Ring across nodes, table 15, 3.1% -> 10.4%).
 //
 // Defaults (nccl_default_protocols) are NCCL's own figures for Hopper (NVIDIA/nccl
 // src/graph/tuning.cc, ncclTunerConstantsDefaults; src/graph/topo.h): latency factors are the
 // ratios of its per-step hardware latencies hwLat[NVLINK or NET][Ring][p] to Simple's (LL 0.6/3.4
-// within a node, 2.7/14 across; LL128 1.9/3.4 and 4.0/14), launches its Ring base latencies
+// within a node, 2.7/14 across; LL128 1.9/3.4 and 4.0/14), the steps those latencies themselves
+// (Simple 3.4 us and 14 us, LL 0.6 and 2.7, LL128 1.9 and 4.0), launches its Ring base latencies
 // baseLat[Ring][p] (LL 6.6 us, LL128 14 us, Simple 8.4 us), wire 8/4 for LL (4 data bytes per
 // 8-byte line) and 128/120 for LL128 (120 per 128-byte line), LL128's per-channel cap 36.7 GB/s
 // (perChMaxRingLL128Bws, Hopper), and the NVLink efficiency 20.6/25 = 0.824: NCCL counts 20.6
@@ -47,6 +75,10 @@ struct ProtocolCost {
   double channel_bandwidth = 0;  // bytes per second of one transfer's data; 0: no cap
   double efficiency_intra = 1;   // fraction of a route's bandwidth reached within a node, (0, 1]
   double launch = 0;             // seconds from arrival to a rank's first transfer
+  // NCCL's per-step hardware latency (seconds) within a node and across nodes: the least a
+  // step's latency is (see the header comment); 0: none.
+  double step_intra = 0;
+  double step_inter = 0;
 };
 
 struct ProtocolTable {
@@ -62,16 +94,25 @@ struct ProtocolTable {
 inline constexpr double kNcclNvlinkEfficiency = 20.6 / 25.0;
 inline ProtocolTable nccl_default_protocols() {
   ProtocolTable t;
-  t.simple = {1, 1, 1, 0, kNcclNvlinkEfficiency, 8.4e-6};
-  t.ll = {0.6 / 3.4, 2.7 / 14.0, 8.0 / 4.0, 0, kNcclNvlinkEfficiency, 6.6e-6};
-  t.ll128 = {1.9 / 3.4, 4.0 / 14.0, 128.0 / 120.0, 36.7e9, kNcclNvlinkEfficiency, 14.0e-6};
+  t.simple = {1, 1, 1, 0, kNcclNvlinkEfficiency, 8.4e-6, 3.4e-6, 14.0e-6};
+  t.ll = {0.6 / 3.4, 2.7 / 14.0, 8.0 / 4.0, 0, kNcclNvlinkEfficiency, 6.6e-6, 0.6e-6, 2.7e-6};
+  t.ll128 = {1.9 / 3.4,   4.0 / 14.0, 128.0 / 120.0, 36.7e9, kNcclNvlinkEfficiency,
+             14.0e-6, 1.9e-6, 4.0e-6};
   return t;
 }
+// NCCL's per-step hardware latencies of NVLS on Hopper (tuning.cc, hwLat[NVLINK][NVLS][Simple]
+// = 25 us, one NVLS step: a chunk's reduction in the switch and its multicast, taken here as
+// half each; hwLat[NET][NVLS_TREE][Simple] = 20.9 us, a network step of NVLS_TREE).
+inline constexpr double kNcclNvlsStep = 25e-6;
+inline constexpr double kNcclNvlsTreeNetStep = 20.9e-6;
 
 // One run's protocol, resolved for the topology: what time_transfer and the flow model apply.
 // The default (inactive) changes nothing, bit for bit.
 struct ProtocolTiming {
   bool active = false;
+  // NCCL's steps overlap their latencies and cost at least NCCL's step latencies (the header
+  // comment); set from NetworkConfig::pipelined_kernels (off: the per-round rule, as before).
+  bool pipelined = false;
   double latency_intra = 1;
   double latency_inter = 1;
   double wire_intra = 1;   // wire bytes per data byte within a node (wire / efficiency)
@@ -79,6 +120,9 @@ struct ProtocolTiming {
   double inverse_cap = 0;  // seconds per data byte of one transfer at its cap; 0: none
   double channel_bandwidth = 0;  // data bytes per second of one transfer's cap; 0: none
   double launch = 0;             // seconds from arrival to a rank's first transfer
+  double step_intra = 0;          // a point-to-point step's least latency within a node
+  double step_inter = 0;          // ... across nodes
+  double switch_step = 0;         // an in-network reduction's or multicast's least latency
   std::size_t gpus_per_node = 0;  // 0: one node (every route within it)
 
   static ProtocolTiming of(const ProtocolCost& c, int gpus_per_node) {
@@ -93,6 +137,8 @@ struct ProtocolTiming {
       t.channel_bandwidth = c.channel_bandwidth;
     }
     t.launch = c.launch;
+    t.step_intra = c.step_intra;
+    t.step_inter = c.step_inter;
     t.gpus_per_node = gpus_per_node > 0 ? static_cast<std::size_t>(gpus_per_node) : 0;
     return t;
   }
@@ -100,8 +146,12 @@ struct ProtocolTiming {
     return gpus_per_node > 0 && src / gpus_per_node != dst / gpus_per_node;
   }
   double latency(double route_latency, std::size_t src, std::size_t dst) const {
-    return route_latency * (across_nodes(src, dst) ? latency_inter : latency_intra);
+    if (!pipelined) return route_latency * (across_nodes(src, dst) ? latency_inter : latency_intra);
+    return across_nodes(src, dst) ? std::max(route_latency * latency_inter, step_inter)
+                                  : std::max(route_latency * latency_intra, step_intra);
   }
+  // An in-network reduction's or multicast's latency (its links' and switch's) under the kernel.
+  double switch_latency(double latency) const { return std::max(latency, switch_step); }
   double wire(std::size_t src, std::size_t dst) const {
     return across_nodes(src, dst) ? wire_inter : wire_intra;
   }

@@ -28,8 +28,11 @@ alg::Options opts(std::initializer_list<std::pair<const char*, std::string>> kv)
   return o;
 }
 
-double run(const alg::Schedule& s, const topo::Topology& t, NetworkKind kind, std::uint64_t bytes) {
-  Executor ex(s, t, NetworkConfig{kind, SecondsPerByte{0.0}}, Bytes{bytes});
+double run(const alg::Schedule& s, const topo::Topology& t, NetworkKind kind, std::uint64_t bytes,
+           bool pipelined = false) {
+  NetworkConfig network{kind, SecondsPerByte{0.0}};
+  network.pipelined_kernels = pipelined;
+  Executor ex(s, t, network, Bytes{bytes});
   const std::vector<Seconds> arrival(static_cast<std::size_t>(s.ranks), Seconds{0});
   return ex.run(arrival).completion.value;
 }
@@ -163,6 +166,69 @@ TEST(NcclProtocolSim, FlowModelCapsEachChannel) {
         "nccl_ring", 2, opts({{"proto", "ll128"}, {"channels", std::to_string(channels)}}));
     const double want = 14e-6 + 2.0 * (bytes / 2.0 / channels) / 36.7e9;  // launch + steps
     EXPECT_NEAR(run(s, t, NetworkKind::flow, bytes), want, 1e-9 * want) << channels;
+  }
+}
+
+// A chain A -> B -> C of two segments, pipelined (round 0: A sends segment 0; round 1: A sends
+// segment 1 while B forwards segment 0; round 2: B forwards segment 1); 2 MiB, 1 MiB a segment.
+alg::Schedule two_step_chain(bool protocol) {
+  alg::Schedule s = alg::Schedule::make(alg::Collective::allreduce, "chain", 3, 2);
+  s.add_round().add(0, 1, 0, 1, alg::Op::copy);
+  alg::Round& middle = s.add_round();
+  middle.add(0, 1, 1, 2, alg::Op::copy);
+  middle.add(1, 2, 0, 1, alg::Op::copy);
+  s.add_round().add(1, 2, 1, 2, alg::Op::copy);
+  if (protocol) s.options["proto"] = "simple";
+  return s;
+}
+
+// NCCL's steps overlap their latencies (NetworkConfig::pipelined_kernels, sim/protocol.hpp): on
+// a switch of latency a (10 us, above NCCL's 3.4 us Simple step), a segment serializing for t,
+// A's second send leaves once its first has (a latency before that lands), and B forwards each
+// segment as it lands, so the chain takes launch + 2 a + 3 t, where the per-round rule (every
+// rank's round waits for its transfers to land) takes launch + 3 (a + t): one latency saved,
+// in both network models. Without a protocol, or not pipelined, the per-round rule, exactly.
+TEST(NcclProtocolSim, PipelinedStepsOverlapTheirLatencies) {
+  const double a = 10e-6;
+  const std::uint64_t bytes = 2ull << 20;
+  const double m = static_cast<double>(bytes) / 2;
+  const topo::Topology t = testing::switch_of(3, kBw, a);
+  const ProtocolCost c = nccl_default_protocols().simple;
+  const double step = m / (c.efficiency_intra * kBw);
+  for (NetworkKind kind : {NetworkKind::alphabeta, NetworkKind::flow}) {
+    const std::string k(to_string(kind));
+    EXPECT_NEAR(run(two_step_chain(true), t, kind, bytes, true), c.launch + 2 * a + 3 * step,
+                1e-12) << k;
+    EXPECT_NEAR(run(two_step_chain(true), t, kind, bytes), c.launch + 3 * (a + step), 1e-12) << k;
+    const double plain = 3 * (a + m / kBw);
+    EXPECT_NEAR(run(two_step_chain(false), t, kind, bytes, true), plain, 1e-12) << k;
+    EXPECT_EQ(run(two_step_chain(false), t, kind, bytes, true),
+              run(two_step_chain(false), t, kind, bytes)) << k;
+  }
+}
+
+// Pipelined, a step never forwards what has not landed: on a ring every step forwards the last
+// one's data, so each of nccl_ring's 2(n-1) L steps takes max(a, NCCL's 3.4 us Simple step) +
+// (s / (n L)) w / b after the launch, but a loop's first step, which sends the rank's own data:
+// it leaves once the rank's last send of the loop before has left, so each further loop
+// overlaps one latency. In both models.
+TEST(NcclProtocolSim, PipelinedRingWaitsForItsData) {
+  const int n = 4;
+  const topo::Topology t = testing::switch_of(n, kBw, kAlpha);
+  const ProtocolCost c = nccl_default_protocols().simple;
+  const std::uint64_t bytes = 12ull << 20;
+  const double a = std::max(kAlpha, c.step_intra);
+  ASSERT_DOUBLE_EQ(a, 3.4e-6);
+  for (int loops : {1, 3}) {
+    const alg::Schedule s = alg::generate(
+        "nccl_ring", n, opts({{"proto", "simple"}, {"loops", std::to_string(loops)}}));
+    const double chunk = static_cast<double>(bytes) / (n * loops);
+    const double step = a + chunk / (c.efficiency_intra * kBw);
+    const double want = c.launch + 2.0 * (n - 1) * loops * step - (loops - 1) * a;
+    for (NetworkKind kind : {NetworkKind::alphabeta, NetworkKind::flow}) {
+      EXPECT_NEAR(run(s, t, kind, bytes, true), want, 1e-9 * want)
+          << loops << " " << to_string(kind);
+    }
   }
 }
 
