@@ -65,8 +65,10 @@ if [[ $mode == sanitize ]]; then
   # Left out here (they run in the plain build): numeric sweeps over shipped data whose code
   # smaller tests cover under the sanitizers too, together about 320 CPU-s of the 1,600; and
   # simgrid_flow_model (39 s, nearly all of it in SimGrid, which is not instrumented; the flow
-  # model it checks runs sanitized in FlowDifferential.*).
-  slow='^(H200Calibration\.(OneParameterSetPredictsEveryRun|StragglarCrossesRingWhereTheSweepDoes|TheShippedTopologyIsThisFit)|Alignment\.EveryTransferOfEveryAlgorithmStartsOnTheBoundary|simgrid_flow_model)$'
+  # model it checks runs sanitized in FlowDifferential.*); and readme_figures_selftest, a check
+  # of the Python checker that reruns the main job (33 s here), whose binary path readme_figures
+  # runs sanitized.
+  slow='^(H200Calibration\.(OneParameterSetPredictsEveryRun|StragglarCrossesRingWhereTheSweepDoes|TheShippedTopologyIsThisFit)|Alignment\.EveryTransferOfEveryAlgorithmStartsOnTheBoundary|simgrid_flow_model|readme_figures_selftest)$'
   ctest --test-dir "$build" --output-on-failure -j "$jobs" -LE '^mpi$' -E "$slow" || status=$?
   ASAN_OPTIONS=$mpi_asan_options ctest --test-dir "$build" --output-on-failure -j "$jobs" \
     -L '^mpi$' || status=$?
