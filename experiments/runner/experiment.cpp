@@ -315,10 +315,16 @@ class OutputFiles {
     }
     return "";
   }
+  // results.json is written out in full before results.csv takes its name, so that a kill -9
+  // between the two renames (after every run is in the journal) is as unlikely as it can be.
   ExperimentResult finish() {
-    csv_.commit();
     result_.seconds = since(start_);
-    write_json();
+    status_.seconds = result_.seconds;
+    OutputFile json(json_path_);
+    json.stream() << experiment_json(e_, result_.points, status_).dump(2) << "\n";
+    json.flush();
+    csv_.commit();
+    json.commit();
     result_.files = {csv_path_, json_path_};
     return std::move(result_);
   }
