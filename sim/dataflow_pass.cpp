@@ -659,6 +659,7 @@ class DataflowPass {
   std::vector<std::uint64_t> sent_bytes_, received_bytes_;  // star: per rank
   std::vector<std::uint64_t> route_bytes_;                  // general: per route
   std::vector<std::uint32_t> round_routes_;                 // general: the round's routes
+  std::vector<std::uint64_t> routed_pairs_;                 // and its (src, dst) pairs
   SwitchBatches switch_batches_;
   PipelineState pipe_;                      // pipelined_ only
   std::unique_ptr<ParallelPass> parallel_;  // built at the first round large enough
@@ -864,12 +865,26 @@ void DataflowPass::pipelined_transfers(const alg::Round& round, std::uint32_t ro
 }
 
 // The routes of the round's transfers into round_routes_, before the timing loop: the lookups
-// are independent, so those of the transfers kAhead later are prefetched.
+// are independent, so those of the transfers kAhead later are prefetched. A round with the same
+// (source, destination) pairs in the same order as the last one looked up (a ring's every step,
+// each of NCCL's channels) keeps that one's routes: comparing the pairs costs less than finding
+// them again (a rank's several destinations defeat the cache's last-destination shortcut).
 void DataflowPass::look_up_routes(const alg::Round& round) {
   constexpr std::size_t kAhead = CachedSide::kAhead;
   const std::size_t size = round.transfers.size();
   const int n = ranks_;
+  const auto pair_key = [](const alg::Transfer& t) {
+    return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(t.src)) << 32) |
+           static_cast<std::uint32_t>(t.dst);
+  };
+  bool same = size > 0 && size == routed_pairs_.size();
+  for (std::size_t j = 0; same && j < size; ++j) same = routed_pairs_[j] == pair_key(round.transfers[j]);
+  if (same) {
+    for (const alg::Transfer& t : round.transfers) check_transfer(t, n, chunks_);
+    return;
+  }
   round_routes_.resize(size);
+  routed_pairs_.clear();
   for (std::size_t j = 0; j < size; ++j) {
     if (j + kAhead < size) {
       const alg::Transfer& a = round.transfers[j + kAhead];
@@ -880,6 +895,8 @@ void DataflowPass::look_up_routes(const alg::Round& round) {
     check_transfer(t, n, chunks_);
     round_routes_[j] = routes_.find(map_ ? map_[t.src] : t.src, map_ ? map_[t.dst] : t.dst);
   }
+  routed_pairs_.resize(size);
+  for (std::size_t j = 0; j < size; ++j) routed_pairs_[j] = pair_key(round.transfers[j]);
   if (route_bytes_.size() < routes_.size()) route_bytes_.resize(routes_.size(), 0);
 }
 

@@ -38,16 +38,20 @@ int MaxMinSolver::add_flow(std::span<const int> links, double cap) {
     flows_.emplace_back();
   }
   FlowState& f = flows_[id];
-  f.links.assign(links.begin(), links.end());
-  f.slot.resize(links.size());
+  if (links.size() > f.room) {
+    f.first = static_cast<std::uint32_t>(hops_.size());
+    f.room = static_cast<std::uint32_t>(links.size());
+    hops_.resize(hops_.size() + links.size());
+  }
+  f.count = static_cast<std::uint32_t>(links.size());
   f.cap = cap;
   f.rate = 0;
   f.active = true;
+  const std::span<Hop> h = hops(f);
   for (std::size_t i = 0; i < links.size(); ++i) {
     LinkState& l = links_[links[i]];
-    f.slot[i] = static_cast<int>(l.flows.size());
-    l.flows.push_back(id);
-    l.hop.push_back(static_cast<int>(i));
+    h[i] = Hop{links[i], static_cast<int>(l.flows.size())};
+    l.flows.push_back(OnLink{id, static_cast<int>(i)});
   }
   ++active_count_;
   return id;
@@ -58,16 +62,14 @@ void MaxMinSolver::remove_flow(int flow) {
   FlowState& f = flows_[flow];
   // Swap-remove from each link's list; the entry moved into the hole knows which of its
   // flow's hops it is, so its slot is fixed in O(1).
-  for (std::size_t i = 0; i < f.links.size(); ++i) {
-    LinkState& l = links_[f.links[i]];
-    const std::size_t pos = static_cast<std::size_t>(f.slot[i]);
-    const int moved = l.flows.back(), moved_hop = l.hop.back();
+  for (const Hop& hop : hops(f)) {
+    LinkState& l = links_[hop.link];
+    const std::size_t pos = static_cast<std::size_t>(hop.slot);
+    const OnLink moved = l.flows.back();
     l.flows[pos] = moved;
-    l.hop[pos] = moved_hop;
     l.flows.pop_back();
-    l.hop.pop_back();
-    if (moved != flow)
-      flows_[moved].slot[static_cast<std::size_t>(moved_hop)] = static_cast<int>(pos);
+    if (moved.flow != flow)
+      hops_[flows_[moved.flow].first + static_cast<std::uint32_t>(moved.hop)].slot = static_cast<int>(pos);
   }
   f.active = false;
   f.rate = 0;
@@ -117,12 +119,14 @@ void MaxMinSolver::collect_component(int seed_link) {
   comp_links_.push_back(seed_link);
   while (next < comp_links_.size()) {
     const LinkState& l = links_[comp_links_[next++]];
-    for (int fid : l.flows) {
+    for (const OnLink& e : l.flows) {
+      const int fid = e.flow;
       FlowState& f = flows_[fid];
       if (f.mark == stamp_) continue;
       f.mark = stamp_;
       comp_flows_.push_back(fid);
-      for (int other : f.links) {
+      for (const Hop& hop : hops(f)) {
+        const int other = hop.link;
         LinkState& o = links_[other];
         if (o.mark == stamp_) continue;
         o.mark = stamp_;
@@ -136,8 +140,8 @@ void MaxMinSolver::freeze(int flow, double rate) {
   FlowState& f = flows_[flow];
   f.frozen = true;
   f.rate = rate;
-  for (int l : f.links) {
-    LinkState& link = links_[l];
+  for (const Hop& hop : hops(f)) {
+    LinkState& link = links_[hop.link];
     link.remaining = std::max(0.0, link.remaining - rate);
     --link.unfrozen;
   }
@@ -150,7 +154,7 @@ void MaxMinSolver::fill_component(std::vector<int>& changed) {
     // arithmetic; the scratch state it would leave is reset before its next use.
     FlowState& f = flows_[comp_flows_[0]];
     double level = unlimited;
-    for (int l : f.links) level = std::min(level, links_[l].capacity);
+    for (const Hop& hop : hops(f)) level = std::min(level, links_[hop.link].capacity);
     const double rate = f.cap <= level ? f.cap : level;
     if (rate != f.rate) changed.push_back(comp_flows_[0]);
     f.rate = rate;
@@ -198,7 +202,8 @@ void MaxMinSolver::fill_component(std::vector<int>& changed) {
       if (link.unfrozen > 0 && link.remaining / link.unfrozen <= threshold) saturated.push_back(l);
     }
     for (int l : saturated) {
-      for (int fid : links_[l].flows) {
+      for (const OnLink& e : links_[l].flows) {
+        const int fid = e.flow;
         if (!flows_[fid].frozen) {
           freeze(fid, level);
           --left;

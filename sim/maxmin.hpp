@@ -39,8 +39,12 @@ class MaxMinSolver {
   bool active(int flow) const;
   double rate(int flow) const { return flows_[flow].rate; }
   int active_flows() const { return active_count_; }
-  // Active flows crossing `link`, in no particular (but deterministic) order.
-  std::span<const int> flows_on(int link) const { return links_[link].flows; }
+  // Active flows crossing `link`, in no particular (but deterministic) order (a copy: tests).
+  std::vector<int> flows_on(int link) const {
+    std::vector<int> out;
+    for (const OnLink& e : links_[link].flows) out.push_back(e.flow);
+    return out;
+  }
 
   // Recomputes the rate of every active flow (all components in one progressive filling);
   // the second form appends the flows whose rate changed to `changed`.
@@ -52,19 +56,30 @@ class MaxMinSolver {
   void solve_around(std::span<const int> seeds, std::vector<int>& changed);
 
  private:
+  // An active flow on a link, and the index of the link in that flow's hops.
+  struct OnLink {
+    int flow;
+    int hop;
+  };
   struct LinkState {
     double capacity = 0;
-    std::vector<int> flows;  // active flows on the link
-    std::vector<int> hop;    // hop[k]: the index of this link in flows[k]'s link list
+    std::vector<OnLink> flows;  // active flows on the link
     // Scratch of the solver; `mark` is the component stamp.
     double remaining = 0;
     int unfrozen = 0;
     std::uint64_t mark = 0;
     std::uint64_t added = 0;  // add_flow's stamp: catches a link listed twice in one flow
   };
+  // A flow's i-th link and the flow's index in that link's `flows`.
+  struct Hop {
+    int link;
+    int slot;
+  };
+  // A flow's hops are hops_[first, first + count), in one pool for all flows (one memory access
+  // for the flow's links where two vectors of its own cost two more); a reused id keeps its
+  // place while its new route fits in `room`, else gets a new one at the pool's end.
   struct FlowState {
-    std::vector<int> links;
-    std::vector<int> slot;  // index of this flow in links_[links[i]].flows
+    std::uint32_t first = 0, count = 0, room = 0;
     double cap = unlimited;
     double rate = 0;
     bool active = false;
@@ -77,7 +92,11 @@ class MaxMinSolver {
   void freeze(int flow, double rate);
 
   std::vector<LinkState> links_;
+  std::span<Hop> hops(const FlowState& f) { return {hops_.data() + f.first, f.count}; }
+  std::span<const Hop> hops(const FlowState& f) const { return {hops_.data() + f.first, f.count}; }
+
   std::vector<FlowState> flows_;
+  std::vector<Hop> hops_;
   std::vector<int> free_flows_;
   int active_count_ = 0;
   std::uint64_t stamp_ = 0;

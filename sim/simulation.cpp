@@ -91,10 +91,14 @@ class SharedLinkFinder {
   explicit SharedLinkFinder(RouteCache& routes)
       : routes_(routes), use_(static_cast<std::size_t>(routes.topology().link_count())) {}
 
-  // Rounds in schedule order; nothing more is looked at once a link is found.
+  // Rounds in schedule order; nothing more is looked at once a link is found. A round with the
+  // same (source, destination) pairs in the same order as the last one scanned uses its links
+  // the same way, so it finds nothing that one did not (a ring's every step; NCCL's channels):
+  // it is skipped after comparing the pairs.
   void add(const alg::Round& r) {
     const int round = rounds_++;
     if (found_) return;
+    if (same_pairs_as_last(r)) return;
     for (const alg::Transfer& t : r.transfers) {
       for (const int l : routes_.links(routes_.route(routes_.find(t.src, t.dst)), scratch_)) {
         Use& u = use_[static_cast<std::size_t>(l)];
@@ -125,6 +129,22 @@ class SharedLinkFinder {
   const std::optional<SharedLink>& found() const { return found_; }
 
  private:
+  // Whether r's pairs equal the last scanned round's; remembers r's otherwise.
+  bool same_pairs_as_last(const alg::Round& r) {
+    const std::size_t n = r.transfers.size();
+    bool same = n == last_pairs_.size() && n > 0;
+    for (std::size_t i = 0; same && i < n; ++i)
+      same = last_pairs_[i] == pair_key(r.transfers[i]);
+    if (same) return true;
+    last_pairs_.resize(n);
+    for (std::size_t i = 0; i < n; ++i) last_pairs_[i] = pair_key(r.transfers[i]);
+    return false;
+  }
+  static std::uint64_t pair_key(const alg::Transfer& t) {
+    return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(t.src)) << 32) |
+           static_cast<std::uint32_t>(t.dst);
+  }
+
   struct Use {
     int round = -1, src = 0, dst = 0, count = 0;
     bool same_src = true, same_dst = true;
@@ -134,6 +154,7 @@ class SharedLinkFinder {
   std::vector<Use> use_;
   int rounds_ = 0;
   std::optional<SharedLink> found_;
+  std::vector<std::uint64_t> last_pairs_;
 };
 
 // Passes rounds through to the simulation and shows each to a SharedLinkFinder on the way, so

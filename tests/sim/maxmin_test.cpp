@@ -92,7 +92,7 @@ TEST(MaxMin, RemovalKeepsLinkListsConsistent) {
   const int f0 = s.add_flow(Links{l, m}), f1 = s.add_flow(Links{l}), f2 = s.add_flow(Links{m, l});
   s.remove_flow(f0);
   EXPECT_EQ(s.active_flows(), 2);
-  std::vector<int> on_l(s.flows_on(l).begin(), s.flows_on(l).end());
+  std::vector<int> on_l = s.flows_on(l);
   std::sort(on_l.begin(), on_l.end());
   EXPECT_EQ(on_l, (std::vector<int>{f1, f2}));
   ASSERT_EQ(s.flows_on(m).size(), 1u);
@@ -132,7 +132,7 @@ TEST(MaxMin, ManyRemovalsKeepLinkListsExact) {
       live.push_back(f);
     }
     for (int l = 0; l < nl; ++l) {
-      std::vector<int> on(s.flows_on(l).begin(), s.flows_on(l).end()), want;
+      std::vector<int> on = s.flows_on(l), want;
       for (int f : live) {
         const std::vector<int>& r = route[static_cast<std::size_t>(f)];
         if (std::find(r.begin(), r.end(), l) != r.end()) want.push_back(f);

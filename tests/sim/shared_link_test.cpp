@@ -51,6 +51,25 @@ TEST(SharedLink, DifferentSendersAndReceiversOnOneLinkAreFound) {
             "round 1: link gpu1 -> gpu2 carries 2 transfers with different senders and receivers");
 }
 
+// A round whose pairs repeat the last scanned round's is skipped (a ring's every step); one of
+// the same size with other pairs is scanned, and the round is still numbered in schedule order.
+TEST(SharedLink, RepeatedRoundsAreSkippedNewPairsAreNot) {
+  const topo::Topology t = ring_topology(8);
+  alg::Schedule s = alg::Schedule::make(alg::Collective::allreduce, "hand", 8, 8);
+  for (int i = 0; i < 3; ++i) {  // rounds 0-2: 0 -> 3 and 5 -> 6 share nothing
+    alg::Round& r = s.add_round();
+    r.add(0, 3, 0, 1, alg::Op::reduce);
+    r.add(5, 6, 1, 2, alg::Op::reduce);
+  }
+  alg::Round& r = s.add_round();  // round 3: as many transfers, 1 -> 2 now shares 0 -> 3's link
+  r.add(0, 3, 0, 1, alg::Op::reduce);
+  r.add(1, 2, 1, 2, alg::Op::reduce);
+  const auto found = shared(s, t);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->round, 3);
+  EXPECT_EQ(found->link_name, "gpu1 -> gpu2");
+}
+
 TEST(SharedLink, RingOnARingIsCleanRhdIsNot) {
   const topo::Topology t = ring_topology(8);
   EXPECT_FALSE(shared(alg::generate("ring", 8, {}), t));
