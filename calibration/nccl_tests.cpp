@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 #include "common/error.hpp"
 #include "common/json_dom.hpp"
@@ -641,6 +642,56 @@ std::string nccl_version_from_code(long code) {
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
 }
 
+namespace {
+
+// The first NCCL_ALGO=... / NCCL_PROTO=... of the text, with its line.
+void find_nccl_settings(std::string_view text, NcclTestsLog& log) {
+  int line = 1;
+  std::size_t begin = 0;
+  while (begin < text.size() && (log.nccl_algo_line == 0 || log.nccl_proto_line == 0)) {
+    std::size_t end = text.find('\n', begin);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view l = text.substr(begin, end - begin);
+    for (auto [key, value, at] : {std::tuple{"NCCL_ALGO=", &log.nccl_algo, &log.nccl_algo_line},
+                                  std::tuple{"NCCL_PROTO=", &log.nccl_proto, &log.nccl_proto_line}}) {
+      const std::size_t k = l.find(key);
+      if (*at != 0 || k == std::string_view::npos) continue;
+      const std::size_t v = k + std::string_view(key).size();
+      std::size_t e = v;
+      while (e < l.size() && (std::isalnum(static_cast<unsigned char>(l[e])) || l[e] == '_' ||
+                              l[e] == ',' || l[e] == '^' || l[e] == ':'))
+        ++e;
+      if (e == v) continue;
+      *value = std::string(l.substr(v, e - v));
+      *at = line;
+    }
+    begin = end + 1;
+    ++line;
+  }
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+std::string nccl_algo_option(std::string_view value) {
+  const std::string v = lower(value);
+  if (v == "ring" || v == "tree" || v == "nvls") return v;
+  if (v == "nvlstree" || v == "nvls_tree") return "nvls_tree";
+  if (v == "collnetdirect" || v == "collnet_direct") return "collnet_direct";
+  if (v == "collnetchain" || v == "collnet_chain") return "collnet_chain";
+  return "";
+}
+
+std::string nccl_proto_option(std::string_view value) {
+  const std::string v = lower(value);
+  return v == "ll" || v == "ll128" || v == "simple" ? v : "";
+}
+
 NcclTestsLog parse_nccl_tests(std::string_view text, std::string_view name) {
   // A NUL byte ends a C string: numbers read up to it would silently drop what follows. Not in
   // a log nccl-tests writes (a binary file, or a log cut by a crash): refused where it is.
@@ -660,6 +711,7 @@ NcclTestsLog parse_nccl_tests(std::string_view text, std::string_view name) {
                      (log.json ? "JSON" : "log") + " (did the run finish?)");
   }
   resolve_ranks(log, name);
+  find_nccl_settings(text, log);
   return log;
 }
 

@@ -87,6 +87,11 @@ struct NcclTestsLog {
   int rows_max_ranks = kMaxLogRanks;
   std::string device;        // "HOST: NAME" of rank 0, when the log says
   std::string nccl_version;  // "2.27.3", when the log says
+  // NCCL_ALGO=... and NCCL_PROTO=... as a line of the log sets them (a command line that
+  // exports them, `mpirun -x NCCL_ALGO=Ring ...`), verbatim, with that line; empty / 0 when
+  // the log does not say. The first setting counts.
+  std::string nccl_algo, nccl_proto;
+  int nccl_algo_line = 0, nccl_proto_line = 0;
   std::vector<NcclTestsRow> rows;
 };
 
@@ -96,6 +101,14 @@ bool looks_like_nccl_tests(std::string_view text);
 // InputError naming `name`, the line and the column on malformed input, on a log without
 // rows, and on a log of another collective than AllReduce.
 NcclTestsLog parse_nccl_tests(std::string_view text, std::string_view name);
+
+// NCCL_ALGO / NCCL_PROTO values as stragglesim's `nccl` options name them: "Ring" -> "ring",
+// "Tree" -> "tree", "NVLS" -> "nvls", "NVLSTree" -> "nvls_tree", "CollnetDirect" ->
+// "collnet_direct", "CollnetChain" -> "collnet_chain"; "LL" -> "ll", "LL128" -> "ll128",
+// "Simple" -> "simple" (case-insensitive). Empty for anything else: a list ("Ring,Tree"), an
+// exclusion ("^NVLS") or a name NCCL has for other collectives (PAT): NCCL still chooses.
+std::string nccl_algo_option(std::string_view value);
+std::string nccl_proto_option(std::string_view value);
 
 // "22703" -> "2.27.3" (NCCL_VERSION_CODE: major * 10000 + minor * 100 + patch since 2.9,
 // major * 1000 + minor * 100 + patch before).

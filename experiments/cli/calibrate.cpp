@@ -244,6 +244,9 @@ struct CalibrateArgs {
   int log_ranks = 0;
   std::vector<std::string> options;  // -O ALG:KEY=VALUE
   SimCalibrateArgs sim;
+  std::string topology, network;  // nccl-tests logs fitted by simulation on a topology file
+  CLI::Option* topology_option = nullptr;
+  CLI::Option* network_option = nullptr;
   // The closed-form fit's options, refused where calibration by simulation would ignore them.
   std::vector<CLI::Option*> only_closed_form;
   // What only -o uses (the written topology's GPU count and provenance).
@@ -380,12 +383,53 @@ void write_topology(const calib::Calibration& c, const CalibrateArgs& a) {
             << " (fit [" << (&f - c.fits.data()) + 1 << "])\n";
 }
 
+// calibrate LOG... --topology FILE: what the shared options mean there, the others refused.
+void run_calibrate_logs(const CalibrateArgs& a) {
+  refuse_given(a.only_closed_form, "an option of the closed-form fit; with --topology the logs are fitted by "
+                                   "simulation (--algorithm and -O choose what is simulated)");
+  refuse_given({a.kind_option}, "with --topology the topology file is what -o writes, with the fitted keys");
+  refuse_given({a.only_with_output.front()}, "with --topology the rank count is the topology file's");
+  if (a.sim.threads != 1) throw InputError("--fit-threads: calibrate --topology simulates on one thread");
+  if (!a.sim.max_time.empty()) throw InputError("--max-time: calibrate --topology has no time estimate; use --max-evaluations");
+  NcclLogCalibrateArgs l;
+  l.inputs.push_back(a.input);
+  l.inputs.insert(l.inputs.end(), a.sim.more_inputs.begin(), a.sim.more_inputs.end());
+  l.topology = a.topology;
+  l.algorithm = a.algorithm;
+  l.options = a.options;
+  l.options.insert(l.options.end(), a.sim.algorithm_options.begin(), a.sim.algorithm_options.end());
+  l.network = a.network;
+  l.fix = a.sim.fix;
+  l.fit = a.sim.fit;
+  l.holdout = a.sim.holdout;
+  l.seed = a.sim.seed;
+  l.max_evaluations = a.sim.max_evaluations;
+  l.rows_output = a.sim.rows_output;
+  l.output = a.output;
+  l.machine = a.machine;
+  run_calibrate_nccl_logs(l);
+}
+
 void run_calibrate(const CalibrateArgs& a) {
+  if (!a.topology.empty()) {
+    run_calibrate_logs(a);
+    return;
+  }
+  if (a.network_option->count() > 0)
+    throw InputError("--network: for nccl-tests logs fitted on a topology (--topology FILE)");
   if (a.output.empty()) {
     refuse_given(a.only_with_output,
                  "says what -o writes (the calibrated topology), and no -o is given");
   }
   if (a.kind == "shared_device" || a.sim.by_simulation) {
+    if (!a.algorithm.empty()) {
+      throw InputError("--algorithm: the closed form of an nccl-tests log, or with --topology the algorithm "
+                       "simulated; result CSVs name their algorithms");
+    }
+    if (a.input != "-" && calib::looks_like_nccl_tests(read_input(a.input))) {
+      throw InputError(a.input + ": an nccl-tests log is fitted by simulation on a topology file: add "
+                       "--topology FILE (e.g. --topology h100_8xib400)");
+    }
     refuse_given(a.only_closed_form,
                  "an option of the closed-form fit, which calibration by simulation "
                  "(--by-simulation, --topology-kind shared_device) does not use");
@@ -1167,9 +1211,9 @@ void add_calibrate_commands(CLI::App& app) {
                   "or nccl-tests' all_reduce_perf output (its text log or -J JSON) ('-': stdin)")
       ->required();
   auto& closed = c->only_closed_form;
-  closed.push_back(cal->add_option("--algorithm", c->algorithm,
+  cal->add_option("--algorithm", c->algorithm,
                   "nccl-tests logs: the closed form to fit NCCL's AllReduce with (ring, tree, "
-                  "rhd, ...; default ring)"));
+                  "rhd, ...; default ring); with --topology the algorithm simulated (default nccl)");
   closed.push_back(cal->add_option("--log-ranks", c->log_ranks,
                   "nccl-tests logs without '#  Rank' device lines: how many ranks ran")
       ->check(CLI::Range(2, 65536)));
@@ -1199,6 +1243,14 @@ void add_calibrate_commands(CLI::App& app) {
                   "Result CSVs: ALG:KEY=VALUE, an option of ALG's runs for files without an "
                   "options column (repeatable), e.g. hierarchical:gpus_per_node=4");
   add_simulation_calibrate_options(*cal, c->sim);
+  c->topology_option = cal->add_option(
+      "--topology", c->topology,
+      "nccl-tests logs: fit this topology file's bandwidth and latency keys by simulation "
+      "(default: NVLink's and the NICs'; --fit/--fix others), written by -o with provenance");
+  c->network_option = cal->add_option("--network", c->network,
+                                      std::string("With --topology: the network model (default ") +
+                                          kValidateNcclTestsNetwork + ")")
+                          ->check(CLI::IsMember({"alphabeta", "flow"}));
   cal->callback([c] { run_calibrate(*c); });
 
   auto v = std::make_shared<ValidateArgs>();

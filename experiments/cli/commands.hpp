@@ -73,6 +73,20 @@ struct SimCalibrateArgs {
   std::string rows_output;  // every compared row with its simulated time, as CSV
 };
 void add_simulation_calibrate_options(CLI::App& calibrate, SimCalibrateArgs& args);
+// `calibrate LOG... --topology FILE` (calibrate_nccl_logs.cpp): nccl-tests logs fitted by
+// simulation on a topology file's bandwidth and latency keys.
+struct NcclLogCalibrateArgs {
+  std::vector<std::string> inputs;  // nccl-tests logs
+  std::string topology;             // the file (or shipped name) whose keys are fitted
+  std::string algorithm;            // "": nccl
+  std::vector<std::string> options;  // -O ALGO:KEY=VALUE
+  std::string network;               // "": kValidateNcclTestsNetwork
+  std::vector<std::string> fix, fit, holdout;
+  std::uint64_t seed = 0;
+  int max_evaluations = 4000;
+  std::string rows_output, output, machine;
+};
+void run_calibrate_nccl_logs(const NcclLogCalibrateArgs& args);
 // `kind`, `ranks` (0: the rows'), `machine` ("": the rows' device), `output` ("": no file) as
 // calibrate takes them.
 void run_calibrate_by_simulation(const std::string& input, const std::string& kind, int ranks,

@@ -23,6 +23,7 @@
 //   ecmp: true|false (any kind; default false); name, description, provenance: free text
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -200,6 +201,24 @@ struct FittedTopologyFile {
   std::vector<std::pair<std::string, std::string>> provenance;
 };
 std::string fitted_topology_yaml(const FittedTopologyFile& file);
+
+// Topology parameters (experiments/config/topology_knobs.cpp): a topology file's `bandwidth` and
+// `latency` keys at any depth of its maps (`nic.bandwidth`, `nvlink.reduce.latency`, `latency`),
+// in document order, with their values in SI units (bytes/s, seconds); provenance, name and
+// description are not parameters. calibrate fits them by simulation.
+struct TopologyKnob {
+  std::string key;  // dotted path, e.g. "nic.bandwidth"
+  double value = 0;
+  bool bandwidth = false;  // else a latency
+};
+std::vector<TopologyKnob> topology_knobs(const std::string& path);
+// The topology of `path` with these keys replaced (as `{file: path, nic: {bandwidth: ...}}`
+// would load it; values in SI units, written with 6 significant digits).
+topo::Topology load_topology_with(const std::string& path, const std::map<std::string, double>& values);
+// The file's YAML with these keys replaced and its provenance map replaced by `provenance`
+// (comments are not kept).
+std::string topology_yaml_with(const std::string& path, const std::map<std::string, double>& values,
+                               const std::vector<std::pair<std::string, std::string>>& provenance);
 
 // The reduce cost a calibrated topology file records under provenance.gamma, if any.
 std::optional<SecondsPerByte> load_calibrated_gamma(const ConfigNode& topology);

@@ -51,6 +51,28 @@ TEST(NcclTests, TextLogOutOfPlaceColumns) {
   EXPECT_EQ(log.rows.back().bytes, 268435456u);
 }
 
+// NCCL_ALGO / NCCL_PROTO set on the log's command line: the first setting with its line, and
+// the names as `nccl`'s options take them (a list or an exclusion is no forced algorithm).
+TEST(NcclTests, ForcedAlgorithmAndProtocolFromTheCommandLine) {
+  std::string text = data("nccl_tests_ring8.txt");
+  EXPECT_TRUE(parse_nccl_tests(text, "ring8.txt").nccl_algo.empty());
+  text = "mpirun -np 8 -x NCCL_ALGO=Ring -x NCCL_PROTO=LL128 ./all_reduce_perf -b 1K\n"
+         "NCCL_ALGO=Tree\n" + text;
+  const NcclTestsLog log = parse_nccl_tests(text, "ring8.txt");
+  EXPECT_EQ(log.nccl_algo, "Ring");
+  EXPECT_EQ(log.nccl_algo_line, 1);
+  EXPECT_EQ(log.nccl_proto, "LL128");
+  EXPECT_EQ(log.nccl_proto_line, 1);
+  EXPECT_EQ(nccl_algo_option("Ring"), "ring");
+  EXPECT_EQ(nccl_algo_option("NVLSTree"), "nvls_tree");
+  EXPECT_EQ(nccl_algo_option("CollnetDirect"), "collnet_direct");
+  EXPECT_EQ(nccl_algo_option("Ring,Tree"), "");
+  EXPECT_EQ(nccl_algo_option("^NVLS"), "");
+  EXPECT_EQ(nccl_proto_option("LL128"), "ll128");
+  EXPECT_EQ(nccl_proto_option("Simple"), "simple");
+  EXPECT_EQ(nccl_proto_option("LL,Simple"), "");
+}
+
 TEST(NcclTests, JsonOutputHasTheSameRows) {
   const std::string text = data("nccl_tests_ring8.json");
   ASSERT_TRUE(looks_like_nccl_tests(text));

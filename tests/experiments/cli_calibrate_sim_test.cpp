@@ -205,5 +205,58 @@ TEST(CliCalibrateSim, RefusesWithOneMessageAndWritesNothing) {
   EXPECT_TRUE(contains(r.err, "several measurement files")) << r.err;
 }
 
+// nccl-tests logs fitted on a topology file (calibrate LOG... --topology FILE): table 15's forced
+// Ring read from its command line, the NIC bandwidth fitted, the file written with its
+// provenance and read back by validate; then the refusals, nothing written.
+TEST(CliCalibrateSim, NcclTestsLogsFitATopologyFilesKeys) {
+  const std::string p = std::string(STRAGGLESIM_SOURCE_DIR) + "/data/published/nccl-tests/";
+  const std::string t15 = p + "15-h100-2node-ib400-ring-minctas24-qps2-1M-8G-nccltests309-cluster2.txt";
+  const std::string t01 = p + "01-h100-dgx-1node-8gpu-nvls-8B-16G-nvidia-dgxc.txt";
+  const std::string yaml = tmp("logfit.yaml"), rows = tmp("logrows.csv");
+  const std::string fixed = " --fix nvlink.bandwidth=483.2GB/s --fix nvlink.latency=3us --fix nic.latency=2us";
+  const CommandResult r = run_cli("calibrate " + t15 + " --topology h100_8xib400" + fixed +
+                                  " --holdout 'bytes<4MiB' --machine 'cluster 2' --rows-output " + rows + " -o " + yaml);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "simulated with algo=ring;gpus_per_node=8 (NCCL_ALGO=Ring, line 11)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "nic.bandwidth                 50 GB/s -> ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "fixed (--fix)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "fitted    >= 1 MiB: 12 rows")) << r.out;
+  EXPECT_TRUE(contains(r.out, "held out  >= 1 MiB: 2 rows")) << r.out;
+  const std::string text = slurp(yaml);
+  EXPECT_TRUE(contains(text, "kind: hierarchical")) << text;
+  EXPECT_TRUE(contains(text, "fitted: nic.bandwidth")) << text;
+  EXPECT_TRUE(contains(text, "holdout: bytes<4MiB")) << text;
+  EXPECT_TRUE(contains(text, "network: flow")) << text;
+  EXPECT_TRUE(contains(slurp(rows), "file,line,bytes,measured_s,simulated_s,error,held_out\n")) << slurp(rows);
+  const CommandResult v = run_cli("validate " + t15 + " --topology " + yaml + " --algorithm nccl -O nccl:algo=ring");
+  ASSERT_EQ(v.rc, 0) << v.err;
+  EXPECT_TRUE(contains(v.out, "sizes >= 1 MiB: out-of-place median |error|")) << v.out;
+  std::remove(yaml.c_str());
+  std::remove(rows.c_str());
+
+  struct Case {
+    std::string args, message;
+  };
+  const std::string csv = kData + "graph-d0-ring.csv";
+  const Case cases[] = {
+      {t01 + " --topology h100_8xib400", "the log ran 8 ranks"},
+      {csv + " --topology h100_8xib400", "not an nccl-tests log"},
+      {t15 + " --by-simulation", "add --topology FILE"},
+      {t15 + " --topology h100_8xib400 --fix nic.colour=1", "--fix nic.colour: not a key of"},
+      {t15 + " --topology h100_8xib400 --fit nic.bandwidth --fix nic.bandwidth=1GB/s", "both fixed"},
+      {t15 + " --topology h100_8xib400 --holdout 'ranks>2'", "unknown column 'ranks'"},
+      {t15 + " --topology h100_8xib400 --topology-kind switch", "--topology-kind"},
+      {t15 + " --topology h100_8xib400 -O ring:channels=2", "not ring"},
+      {t15 + " --topology h100_8xib400 --max-evaluations 3" + fixed, "did not converge within --max-evaluations 3"},
+  };
+  for (const Case& c : cases) {
+    const CommandResult e = run_cli("calibrate " + c.args + " --machine m -o " + yaml);
+    EXPECT_EQ(e.rc, 1) << c.args << "\n" << e.out;
+    EXPECT_TRUE(contains(e.err, c.message)) << c.args << "\n" << e.err;
+    EXPECT_FALSE(exists(yaml)) << c.args;
+    std::remove(yaml.c_str());
+  }
+}
+
 }  // namespace
 }  // namespace ssim::testing
