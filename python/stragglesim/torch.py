@@ -28,8 +28,8 @@ Straggler-aware schedules (StragglAR) are built for one late rank:
 the previous step's last exchange to its first bucket being ready), the step log that
 ``stragglesim fit-delays`` reads (experiments/config/delay_files.hpp). The file must not exist.
 
-Errors (an unknown algorithm or option, a world size the schedule cannot serve, a straggler
-outside the world, a backend without point-to-point operations) raise ``stragglesim.InputError``
+Errors (an unknown algorithm or option, an in-network algorithm, a world size the schedule
+cannot serve, a straggler outside the world, a backend without point-to-point operations) raise ``stragglesim.InputError``
 when the hook is made, on every rank alike, before anything is sent. ``allreduce_`` on tensors
 that are not dense, contiguous and of one floating dtype raises on every rank: a flag travels
 with the exchange, so a bad input on one rank never leaves the others waiting.
@@ -212,8 +212,13 @@ class ScheduleAllReduce:
         # The schedule's header, checked now on every rank: algorithm, options, world size.
         # One rank: the identity; the options are checked on the smallest world it serves.
         self.schedule_ranks = self.world if self.world > 1 else _smallest_world(algorithm)
+        info = next((a for a in _core_algorithms() if a["name"] == algorithm), None)
+        if info is not None and info["in_network"]:
+            names = ", ".join(a["name"] for a in _core_algorithms() if not a["in_network"])
+            raise InputError(f"stragglesim.torch: {algorithm} reduces in the network's switches "
+                             f"(in-network), which point-to-point operations cannot do; the "
+                             f"hook runs: {names}")
         if not supports_ranks(algorithm, self.schedule_ranks):
-            info = next((a for a in _core_algorithms() if a["name"] == algorithm), None)
             rule = info["supported_ranks"] if info else "?"
             raise InputError(f"stragglesim.torch: {algorithm} does not run on {self.world} "
                              f"rank{'s' if self.world != 1 else ''} (world size; it supports "

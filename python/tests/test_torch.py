@@ -149,7 +149,8 @@ def test_one_rank_is_the_identity(tmp_path):
         for bad, match in ((dict(algorithm="nosuch"), "unknown algorithm 'nosuch'"),
                            (dict(algorithm="ring", bogus=1), "no option 'bogus'"),
                            (dict(algorithm="stragglar", straggler=1), "outside the world"),
-                           (dict(algorithm="ring", straggler="previous"), "straggler-aware")):
+                           (dict(algorithm="ring", straggler="previous"), "straggler-aware"),
+                           (dict(algorithm="nvls"), "nvls reduces in the network's switches")):
             with pytest.raises(stragglesim.InputError, match=match):
                 sst.allreduce_hook(**bad)
         hook = sst.allreduce_hook("stragglar", straggler="previous")
