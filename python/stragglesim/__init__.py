@@ -260,8 +260,14 @@ def run(experiment: Config, *, output: Optional[Union[str, "os.PathLike[str]"]] 
     else:
         folder = os.fspath(output)
     try:
-        written, files, _ = _core.run(source, is_text, name, folder, flags, bool(force),
-                                      _budget(max_memory), _budget(max_time))
+        try:
+            written, files, _ = _core.run(source, is_text, name, folder, flags, bool(force),
+                                          _budget(max_memory), _budget(max_time))
+        except KeyboardInterrupt as e:
+            if temporary is None:
+                raise
+            raise KeyboardInterrupt(f"{e} (a temporary folder, now removed: give output= to "
+                                    f"keep the runs done)") from None
         csv_path = next((f for f in files if f.endswith("results.csv")),
                         os.path.join(written, "results.csv"))
         cols = _read_csv(csv_path)

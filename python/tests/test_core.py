@@ -437,3 +437,24 @@ def test_supports_ranks_and_gil():
     took = time.monotonic() - start
     during = [x for x in ticks if x < start + took - 0.05]
     assert took > 0.1 and len(during) >= 0.3 * took / 0.01, (took, len(during))
+
+
+def test_keyboard_interrupt_stops_a_run(tmp_path):
+    """Ctrl-C stops `run` after the run in flight; without output= the message says the
+    journal's folder was temporary and is gone (it is)."""
+    exp = {"name": "t", "topology": {"file": os.path.join(ROOT, "configs", "topologies",
+                                                          "dgx_h100.yaml")},
+           "network": {"model": "alphabeta"}, "algorithms": ["stragglar", "ring", "rhd"],
+           "baseline": "ring", "iterations": 20_000, "seed": 1,
+           "sweep": {"size": ["1MiB", "2MiB", "4MiB"]}}
+    for output in (None, tmp_path / "kept"):
+        timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+        timer.start()
+        with pytest.raises(KeyboardInterrupt) as e:
+            ss.run(exp, output=output, jobs=1)
+        folder = str(e.value).split(", each in ")[1].split("/journal.jsonl")[0]
+        if output is None:
+            assert "temporary folder, now removed" in str(e.value)
+            assert not os.path.exists(folder)
+        else:
+            assert os.path.exists(os.path.join(folder, "journal.jsonl"))
