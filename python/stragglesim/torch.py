@@ -429,6 +429,7 @@ class ScheduleAllReduce:
         return tensor
 
     def close(self) -> None:
+        """Closes the arrival log (rank 0, ``arrival_log=``); the hook goes on without it."""
         if self._log is not None:
             self._log.close()
             self._log = None

@@ -458,3 +458,16 @@ def test_keyboard_interrupt_stops_a_run(tmp_path):
             assert not os.path.exists(folder)
         else:
             assert os.path.exists(os.path.join(folder, "journal.jsonl"))
+
+
+def test_results_are_a_dataframe_or_columns():
+    """A pandas DataFrame (with .attrs) when pandas is installed, else Columns of NumPy arrays."""
+    df = ss.simulate(SIM_CONFIG, iterations=3, seed=1)
+    try:
+        import pandas as pd
+    except ImportError:
+        assert type(df) is ss.Columns
+        assert all(isinstance(v, np.ndarray) and len(v) == 3 for v in df.values())
+    else:
+        assert isinstance(df, pd.DataFrame) and len(df) == 3
+    assert list(df["iteration"]) == [0, 1, 2] and df.attrs["iterations"] == 3
