@@ -242,6 +242,32 @@ exp::ConfigReader open_config(const std::string& source, bool is_text, const std
   return is_text ? exp::ConfigReader::from_string(source, name) : exp::ConfigReader(source);
 }
 
+void parse_flags(CLI::App& app, const std::vector<std::string>& flags);
+
+// The flags `simulate` and `run` share with the CLI (-n, --seed, --threads; -j for `run`),
+// registered with the CLI's ranges and messages and parsed by CLI11 as the CLI parses them,
+// so a value out of range raises the CLI's UsageError instead of falling back to a default.
+struct RunFlags {
+  int iterations = 0;   // 0: as configured
+  long long seed = -1;  // -1: as configured
+  int jobs = 0;         // 0: every core
+  int threads = 1;
+};
+
+RunFlags parse_run_flags(const std::string& subcommand, const std::vector<std::string>& flags) {
+  CLI::App app{"stragglesim", "stragglesim"};
+  RunFlags f;
+  CLI::App* cmd = app.add_subcommand(subcommand);
+  cmd->add_option("-n,--iterations", f.iterations)->check(CLI::Range(1, 10'000'000));
+  exp::add_seed_option(*cmd, f.seed, "");
+  if (subcommand == "run") cmd->add_option("-j,--jobs", f.jobs)->check(CLI::Range(1, 1024));
+  exp::add_threads_option(*cmd, f.threads);
+  std::vector<std::string> args{subcommand};
+  args.insert(args.end(), flags.begin(), flags.end());
+  parse_flags(app, args);
+  return f;
+}
+
 template <class T, class F>
 py::array_t<T> column(const std::vector<sim::IterationSummary>& its, F get) {
   py::array_t<T> a(static_cast<py::ssize_t>(its.size()));
@@ -253,8 +279,11 @@ py::array_t<T> column(const std::vector<sim::IterationSummary>& its, F get) {
 // `stragglesim simulate CONFIG [--json] [--per-rank] [-n N] [--seed S]`: the columns of the JSON
 // output's iterations (same names) and its summary fields.
 py::tuple simulate(const std::string& source, bool is_text, const std::string& name,
-                   int iterations, long long seed, bool per_rank, int threads,
+                   const std::vector<std::string>& flags, bool per_rank,
                    const std::string& max_memory, const std::string& max_time) {
+  const RunFlags f = parse_run_flags("simulate", flags);
+  const int iterations = f.iterations;
+  const long long seed = f.seed;
   const std::string where = is_text ? name : source;
   const exp::ConfigReader reader = open_config(source, is_text, name);
   const exp::Experiment e = exp::load_experiment(reader, exp::ConfigCommand::simulate);
@@ -263,7 +292,7 @@ py::tuple simulate(const std::string& source, bool is_text, const std::string& n
   if (iterations > 0) c.iterations = iterations;
   c.per_rank_times = per_rank;
   if (seed >= 0) c.seed = static_cast<std::uint64_t>(seed);
-  c.threads = exp::threads_per_run(1, threads);
+  c.threads = exp::threads_per_run(1, f.threads);
   exp::check_simulation_memory(MemoryBudget::from_flag(max_memory), c);
   exp::check_simulation_time(TimeBudget::from_flag(max_time), c);
   sim::SimulationResult r;
@@ -334,8 +363,12 @@ py::tuple simulate(const std::string& source, bool is_text, const std::string& n
 // the runs, results.csv and results.json written into `output` (the Python layer reads the CSV
 // back). Returns the folder written and the files, in order.
 py::tuple run(const std::string& source, bool is_text, const std::string& name,
-              const std::string& output, int iterations, long long seed, int jobs, int threads,
-              bool force, const std::string& max_memory, const std::string& max_time) {
+              const std::string& output, const std::vector<std::string>& flags, bool force,
+              const std::string& max_memory, const std::string& max_time) {
+  const RunFlags f = parse_run_flags("run", flags);
+  const int iterations = f.iterations, jobs = f.jobs, threads = f.threads;
+  const long long seed = f.seed;
+  exp::require_threads_used(jobs, threads);
   const exp::ConfigReader reader = open_config(source, is_text, name);
   exp::Experiment e = exp::load_experiment(reader);
   if (iterations > 0) exp::set_iterations(e, iterations);
@@ -590,6 +623,12 @@ PYBIND11_MODULE(_core, m) {
   static py::exception<UsageError> usage_error(m, "UsageError", PyExc_ValueError);
   static py::exception<ResourceError> resource_error(m, "ResourceError", PyExc_RuntimeError);
   static py::exception<InternalError> internal_error(m, "InternalError", PyExc_RuntimeError);
+  input_error.attr("__doc__") =
+      "Bad input: the message `stragglesim` prints after 'stragglesim: error: ' (exit 1).";
+  usage_error.attr("__doc__") = "A misused option or a value out of its range (the CLI's exit 2).";
+  resource_error.attr("__doc__") =
+      "Refused for memory or time (max_memory, max_time), or a failed write (exit 3).";
+  internal_error.attr("__doc__") = "A broken invariant of stragglesim (a bug; exit 4).";
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -610,17 +649,28 @@ PYBIND11_MODULE(_core, m) {
   m.def("supports_ranks", &supports_ranks, py::arg("algorithm"), py::arg("ranks"),
         "Whether the algorithm makes a schedule for this rank count.");
   m.def("schedule", &schedule, py::arg("algorithm"), py::arg("ranks"), py::arg("items"),
-        py::arg("straggler"), py::arg("max_memory"), py::arg("max_time"));
+        py::arg("straggler"), py::arg("max_memory"), py::arg("max_time"),
+        "`stragglesim schedule` (option items key=value, straggler -1: none): the verified "
+        "schedule as a dict.");
   m.def("lower", &lower, py::arg("algorithm"), py::arg("ranks"), py::arg("bytes"),
         py::arg("dtype"), py::arg("align"), py::arg("items"), py::arg("straggler"),
-        py::arg("max_memory"), py::arg("max_time"));
+        py::arg("max_memory"), py::arg("max_time"),
+        "`stragglesim lower` (bytes as text, option items, straggler -1: none): the per-rank "
+        "plan as a dict.");
   m.def("simulate", &simulate, py::arg("source"), py::arg("is_text"), py::arg("name"),
-        py::arg("iterations"), py::arg("seed"), py::arg("per_rank"), py::arg("threads"),
-        py::arg("max_memory"), py::arg("max_time"));
+        py::arg("flags"), py::arg("per_rank"), py::arg("max_memory"), py::arg("max_time"),
+        "`stragglesim simulate CONFIG --json` with `flags` (-n, --seed, --threads, checked by "
+        "the CLI's rules): the iterations' columns and the summary.");
   m.def("run", &run, py::arg("source"), py::arg("is_text"), py::arg("name"), py::arg("output"),
-        py::arg("iterations"), py::arg("seed"), py::arg("jobs"), py::arg("threads"),
-        py::arg("force"), py::arg("max_memory"), py::arg("max_time"));
-  m.def("advise", &advise, py::arg("flags"));
+        py::arg("flags"), py::arg("force"), py::arg("max_memory"), py::arg("max_time"),
+        "`stragglesim run EXPERIMENT -o OUTPUT --no-plots -q` with `flags` (-n, --seed, -j, "
+        "--threads, checked by the CLI's rules): the folder written, its files, the CSV's "
+        "columns.");
+  m.def("advise", &advise, py::arg("flags"),
+        "`stragglesim advise` with `flags` (the CLI's argument list, parsed by its parser): "
+        "the table's columns, fastest first, and the header's fields.");
   m.def("train", &train, py::arg("source"), py::arg("is_text"), py::arg("name"),
-        py::arg("flags"), py::arg("per_step"));
+        py::arg("flags"), py::arg("per_step"),
+        "`stragglesim train CONFIG --json` with `flags`: the JSON text, the steps CSV's "
+        "columns (per_step) or None, the notes and the warnings.");
 }

@@ -48,6 +48,7 @@ __all__ = [
     "run",
     "schedule",
     "simulate",
+    "supports_ranks",
     "train",
 ]
 
@@ -98,6 +99,20 @@ def _options(options: Mapping[str, Any]):
     return items, straggler
 
 
+# The CLI's --ranks range for `schedule` and `lower` (experiments/cli/schedule.cpp, lower.cpp;
+# test_core.py compares the messages).
+_MAX_RANKS = 1 << 20
+
+
+def _ranks(ranks: Any) -> int:
+    """``ranks`` as the CLI's --ranks takes it: an integer from 1 to 2^20 (UsageError)."""
+    if isinstance(ranks, bool) or not isinstance(ranks, (int, np.integer)):
+        raise InputError(f"--ranks: expected an integer, got {ranks!r}")
+    if not 1 <= ranks <= _MAX_RANKS:
+        raise UsageError(f"--ranks: Value {ranks} not in range 1 to {_MAX_RANKS}")
+    return int(ranks)
+
+
 def _budget(value: Optional[str]) -> str:
     return "" if value is None else str(value)
 
@@ -110,6 +125,11 @@ def algorithms() -> List[Dict[str, Any]]:
 
 def supports_ranks(algorithm: str, ranks: int) -> bool:
     """Whether ``algorithm`` makes a schedule for ``ranks`` ranks (InputError: unknown name)."""
+    if isinstance(ranks, bool) or not isinstance(ranks, (int, np.integer)):
+        raise InputError(f"--ranks: expected an integer, got {ranks!r}")
+    if not 1 <= ranks <= _MAX_RANKS:
+        _core.supports_ranks(algorithm, 2)  # an unknown name still raises
+        return False
     return _core.supports_ranks(algorithm, int(ranks))
 
 
@@ -126,7 +146,7 @@ def schedule(algorithm: str, ranks: int, *, max_memory: Optional[str] = None,
     ``(members, receivers, chunk_begin, chunk_end)``).
     """
     items, straggler = _options(options)
-    return _core.schedule(algorithm, int(ranks), items, straggler, _budget(max_memory),
+    return _core.schedule(algorithm, _ranks(ranks), items, straggler, _budget(max_memory),
                           _budget(max_time))
 
 
@@ -147,7 +167,7 @@ def lower(algorithm: str, ranks: int, bytes: Union[int, str], dtype: str = "floa
     items, straggler = _options(options)
     if isinstance(bytes, bool) or not isinstance(bytes, (int, np.integer, str)):
         raise InputError(f"--bytes: expected a size (an integer or text like 64MiB), got {bytes!r}")
-    return _core.lower(algorithm, int(ranks), str(bytes), dtype, int(align), items, straggler,
+    return _core.lower(algorithm, _ranks(ranks), str(bytes), dtype, int(align), items, straggler,
                        _budget(max_memory), _budget(max_time))
 
 
@@ -172,11 +192,14 @@ def simulate(config: Config, *, iterations: Optional[int] = None, seed: Optional
     summary (mean_completion_s, mean_after_last_arrival_s, algbw_GBps, busbw_GBps,
     prediction_accuracy, fallback_fraction, algorithm, ranks, rounds, transfers, seed, ...) is
     in ``.attrs``, with ``arrival_s`` and ``finish_s`` (iterations x ranks arrays) when
-    ``per_rank``. Runs without the GIL; Ctrl-C (KeyboardInterrupt) stops it between iterations.
+    ``per_rank``. ``iterations``, ``seed``, ``threads``, ``max_memory``, ``max_time``: the CLI's
+    ``-n``, ``--seed``, ``--threads`` (threads of one simulation's alpha-beta pass; results are
+    identical for any count), ... checked by its parser (UsageError out of range; None: as
+    configured). Runs without the GIL; Ctrl-C (KeyboardInterrupt) stops it between iterations.
     """
     source, is_text, name = _config_source(config)
-    cols, attrs = _core.simulate(source, is_text, name, int(iterations or 0),
-                                 -1 if seed is None else int(seed), bool(per_rank), int(threads),
+    flags = _flags([("--iterations", iterations), ("--seed", seed), ("--threads", threads)])
+    cols, attrs = _core.simulate(source, is_text, name, flags, bool(per_rank),
                                  _budget(max_memory), _budget(max_time))
     if attrs.get("shared_link"):
         warnings.warn(attrs["shared_link"], RuntimeWarning, stacklevel=2)
@@ -221,9 +244,14 @@ def run(experiment: Config, *, output: Optional[Union[str, "os.PathLike[str]"]] 
     experiment; returns results.csv's rows as columns (the same names).
 
     ``output``: the folder for results.csv, results.json and journal.jsonl (kept); None: a
-    temporary folder, removed once the CSV is read. ``jobs`` runs at a time (0: every core).
+    temporary folder, removed once the CSV is read. ``jobs`` runs at a time (0: every core);
+    ``iterations``, ``seed``, ``jobs``, ``threads``: the CLI's ``-n``, ``--seed``, ``-j``,
+    ``--threads``, checked by its parser (UsageError out of range; None: as configured).
     Ctrl-C stops after the runs in flight (KeyboardInterrupt; the journal stays, as in the CLI).
     """
+    flags = _flags([("--iterations", iterations), ("--seed", seed),
+                    ("--jobs", None if isinstance(jobs, int) and not isinstance(jobs, bool)
+                     and jobs == 0 else jobs), ("--threads", threads)])
     source, is_text, name = _config_source(experiment)
     temporary = None
     if output is None:
@@ -232,10 +260,14 @@ def run(experiment: Config, *, output: Optional[Union[str, "os.PathLike[str]"]] 
     else:
         folder = os.fspath(output)
     try:
-        written, files, _ = _core.run(source, is_text, name, folder, int(iterations or 0),
-                                      -1 if seed is None else int(seed), int(jobs), int(threads),
-                                      bool(force), _budget(max_memory),
-                                      _budget(max_time))
+        try:
+            written, files, _ = _core.run(source, is_text, name, folder, flags, bool(force),
+                                          _budget(max_memory), _budget(max_time))
+        except KeyboardInterrupt as e:
+            if temporary is None:
+                raise
+            raise KeyboardInterrupt(f"{e} (a temporary folder, now removed: give output= to "
+                                    f"keep the runs done)") from None
         csv_path = next((f for f in files if f.endswith("results.csv")),
                         os.path.join(written, "results.csv"))
         cols = _read_csv(csv_path)

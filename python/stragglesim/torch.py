@@ -28,14 +28,20 @@ Straggler-aware schedules (StragglAR) are built for one late rank:
 the previous step's last exchange to its first bucket being ready), the step log that
 ``stragglesim fit-delays`` reads (experiments/config/delay_files.hpp). The file must not exist.
 
-Errors (an unknown algorithm or option, a world size the schedule cannot serve, a straggler
-outside the world, a backend without point-to-point operations) raise ``stragglesim.InputError``
+Errors (an unknown algorithm or option, an in-network algorithm, a world size the schedule
+cannot serve, a straggler outside the world, a backend without point-to-point operations) raise ``stragglesim.InputError``
 when the hook is made, on every rank alike, before anything is sent. ``allreduce_`` on tensors
 that are not dense, contiguous and of one floating dtype raises on every rank: a flag travels
 with the exchange, so a bad input on one rank never leaves the others waiting.
 
-Works on any backend with point-to-point operations: gloo (CPU tensors; also CUDA tensors, staged
-through the host by gloo) and NCCL (CUDA tensors).
+Works on any backend with point-to-point operations: gloo and NCCL (CUDA tensors). gloo's
+``send``/``recv`` hand the tensor's data pointer to its TCP transport as it is, with no copy to
+the host (ProcessGroupGloo.cpp, unlike its all-reduce, which stages CUDA tensors), so on gloo a
+CUDA bucket is staged here: copied to the host once, reduced there, copied back.
+
+A world of one rank (a single-GPU or single-process job) needs no transfer: the hook checks its
+arguments as for any world size (the options against the smallest world the algorithm serves)
+and returns the bucket as it is, divided by 1, on its device.
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ from . import InputError, InternalError, lower as _lower, schedule as _schedule,
 
 __all__ = ["ScheduleAllReduce", "allreduce_hook"]
 
+# Backends known to have send/recv; any other is probed once when the hook is made.
 _P2P_BACKENDS = ("gloo", "nccl", "mpi")
 # A message travels in up to PIECES pieces of at least PIECE_BYTES, each applied when it has
 # arrived (ScheduleAllReduce): the adds overlap the transfers.
@@ -177,11 +184,10 @@ class ScheduleAllReduce:
         self.world = dist.get_world_size(process_group)
         self.rank = dist.get_rank(process_group)
         backend = str(dist.get_backend(process_group)).lower()
-        if backend not in _P2P_BACKENDS:
-            raise InputError(f"stragglesim.torch: backend '{backend}' has no point-to-point "
-                             f"operations (send/recv); use one of: {', '.join(_P2P_BACKENDS)}")
         self.backend = backend
         self.peers = self._global_ranks()  # group rank -> global rank, for P2POp
+        if backend not in _P2P_BACKENDS and self.world > 1:
+            self._probe_point_to_point()
         self.algorithm = algorithm
         self.options = dict(options)
         if "straggler" in self.options:
@@ -201,19 +207,29 @@ class ScheduleAllReduce:
                 raise InputError(f"stragglesim.torch: straggler {straggler} is outside the world "
                                  f"(ranks 0..{self.world - 1})")
         self.fixed = straggler if self.mode == "fixed" else None
+        # gloo's send/recv read and write the tensor's memory from the host (see above)
+        self.host_staging = backend == "gloo"
         # The schedule's header, checked now on every rank: algorithm, options, world size.
-        if not supports_ranks(algorithm, self.world):
-            info = next((a for a in _core_algorithms() if a["name"] == algorithm), None)
+        # One rank: the identity; the options are checked on the smallest world it serves.
+        self.schedule_ranks = self.world if self.world > 1 else _smallest_world(algorithm)
+        info = next((a for a in _core_algorithms() if a["name"] == algorithm), None)
+        if info is not None and info["in_network"]:
+            names = ", ".join(a["name"] for a in _core_algorithms() if not a["in_network"])
+            raise InputError(f"stragglesim.torch: {algorithm} reduces in the network's switches "
+                             f"(in-network), which point-to-point operations cannot do; the "
+                             f"hook runs: {names}")
+        if not supports_ranks(algorithm, self.schedule_ranks):
             rule = info["supported_ranks"] if info else "?"
-            raise InputError(f"stragglesim.torch: {algorithm} does not run on {self.world} ranks "
-                             f"(world size; it supports {rule})")
-        header = self._header(self.fixed)
+            raise InputError(f"stragglesim.torch: {algorithm} does not run on {self.world} "
+                             f"rank{'s' if self.world != 1 else ''} (world size; it supports "
+                             f"{rule})")
+        header = self._header(self.fixed if self.world > 1 else None)
         self.aware = header["straggler"] is not None
         if self.mode == "previous" and not self.aware:
             raise InputError(f"stragglesim.torch: straggler='previous' needs a straggler-aware "
                              f"algorithm; {algorithm} is not one")
         self.chunks = header["chunks"]
-        self.default_straggler = header["straggler"]
+        self.default_straggler = header["straggler"] if self.world > 1 else None
         self._headers: Dict[Optional[int], Dict[str, Any]] = {self.fixed: header}
         self._plans: Dict[Tuple[int, torch.dtype, Optional[int]], _Plan] = {}
         self._scratch: Dict[Tuple[torch.dtype, torch.device], torch.Tensor] = {}
@@ -234,12 +250,29 @@ class ScheduleAllReduce:
             self._log.write("rank,step,seconds\n")
             self._log.flush()
 
+    def _probe_point_to_point(self) -> None:
+        """One element to the next rank, one from the previous, in one batch: a backend
+        without send/recv refuses it as it is posted, on every rank alike (before any rank
+        waits), so every rank raises and none hangs."""
+        world, rank = self.world, self.rank
+        out, into = torch.zeros(1), torch.zeros(1)
+        try:
+            reqs = dist.batch_isend_irecv([
+                dist.P2POp(dist.isend, out, self.peers[(rank + 1) % world], self.group),
+                dist.P2POp(dist.irecv, into, self.peers[(rank - 1) % world], self.group)])
+            for r in reqs:
+                r.wait()
+        except (RuntimeError, NotImplementedError, ValueError) as e:
+            raise InputError(f"stragglesim.torch: backend '{self.backend}' has no usable "
+                             f"point-to-point operations (send/recv), which the hook needs "
+                             f"(gloo, nccl and mpi have them): {e}") from None
+
     def _header(self, straggler: Optional[int]) -> Dict[str, Any]:
         opts = dict(self.options)
         if straggler is not None:
             opts["straggler"] = straggler
         # A schedule for the world: its header (chunks, straggler); small (rounds of n ranks).
-        s = _schedule(self.algorithm, self.world, **opts)
+        s = _schedule(self.algorithm, self.schedule_ranks, **opts)
         s.pop("rounds", None)
         return s
 
@@ -309,14 +342,24 @@ class ScheduleAllReduce:
         n = flat.numel()
         world = self.world
         timed = first and self.timed
+        if world == 1:  # the sum over one rank: the bucket itself, no transfer
+            if bad is not None:
+                raise InputError(f"stragglesim.torch: {bad}")
+            seconds = time.perf_counter() - self._since
+            self._since = time.perf_counter()
+            return [seconds] if timed else None
         extra = (1 if flag else 0) + (world if timed else 0)  # the flag, then the times
+        # gloo's point-to-point operations need host memory: a CUDA bucket is reduced in a
+        # host copy (one copy each way per bucket)
+        staged = self.host_staging and flat.device.type != "cpu"
         straggler = self.predicted if self.aware else None
         plan = self._plan(n + extra, flat.dtype, straggler)
-        if extra == 0 and plan.padded == n and bad is None:
+        if extra == 0 and plan.padded == n and bad is None and not staged:
             self._run(flat, plan)
             self._since = time.perf_counter()
             return None
-        buf = torch.zeros(plan.padded, dtype=flat.dtype, device=flat.device)
+        buf = torch.zeros(plan.padded, dtype=flat.dtype,
+                          device=torch.device("cpu") if staged else flat.device)
         if bad is None:
             buf[:n].copy_(flat)
         elif flag:
@@ -342,15 +385,20 @@ class ScheduleAllReduce:
         input (mixed dtypes, a non-contiguous or sparse tensor, an integer dtype) raises
         InputError on every rank; the sizes must agree across ranks (as for dist.all_reduce)."""
         ts = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
-        bad = _check(ts)
+        bad = _check(ts, self.backend)
         if bad is None:
             flat = ts[0].view(-1) if len(ts) == 1 else torch.cat([t.view(-1) for t in ts])
         else:
             # Take part with zeros of the same element count and a dtype all ranks can agree
             # on only if the sizes agree; sizes are the caller's contract.
-            numel = sum(t.numel() for t in ts)
-            dtype = ts[0].dtype if ts and ts[0].dtype in _DTYPES else torch.float32
-            flat = torch.zeros(numel, dtype=dtype)
+            numel = sum(t.numel() if isinstance(t, torch.Tensor) else 0 for t in ts)
+            first = ts[0] if ts and isinstance(ts[0], torch.Tensor) else None
+            dtype = first.dtype if first is not None and first.dtype in _DTYPES else torch.float32
+            # on the device the backend reduces (NCCL: this rank's GPU), so that the zeros travel
+            device = torch.device("cpu")
+            if self.backend == "nccl":
+                device = torch.device("cuda", torch.cuda.current_device())
+            flat = torch.zeros(numel, dtype=dtype, device=device)
         self._exchange(flat, False, bad)
         if len(ts) > 1:
             offset = 0
@@ -362,7 +410,7 @@ class ScheduleAllReduce:
         """The hook's work on one bucket: sum in place, divide by the world size."""
         # DDP's buckets are dense, contiguous and of one dtype by construction (the same on
         # every rank): no error flag travels with them.
-        bad = _check([tensor])
+        bad = _check([tensor], self.backend)
         if bad is not None:
             raise InputError(f"stragglesim.torch: the bucket is {bad}")
         arrivals = self._exchange(tensor.view(-1), first, None, flag=False)
@@ -381,9 +429,18 @@ class ScheduleAllReduce:
         return tensor
 
     def close(self) -> None:
+        """Closes the arrival log (rank 0, ``arrival_log=``); the hook goes on without it."""
         if self._log is not None:
             self._log.close()
             self._log = None
+
+
+def _smallest_world(algorithm: str) -> int:
+    """The smallest world size (2, 3, ...) the algorithm serves (InputError: unknown name)."""
+    for n in range(2, 65):
+        if supports_ranks(algorithm, n):
+            return n
+    return 2
 
 
 def _core_algorithms():
@@ -392,7 +449,7 @@ def _core_algorithms():
     return algorithms()
 
 
-def _check(ts: Sequence[torch.Tensor]) -> Optional[str]:
+def _check(ts: Sequence[torch.Tensor], backend: str = "gloo") -> Optional[str]:
     if not ts:
         return "no tensor given"
     for t in ts:
@@ -410,6 +467,8 @@ def _check(ts: Sequence[torch.Tensor]) -> Optional[str]:
     devices = sorted({str(t.device) for t in ts})
     if len(devices) > 1:
         return f"tensors on several devices ({', '.join(devices)})"
+    if backend == "nccl" and ts[0].device.type != "cuda":
+        return f"a tensor on {ts[0].device}: the nccl backend reduces CUDA tensors"
     return None
 
 

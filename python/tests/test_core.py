@@ -360,3 +360,114 @@ def test_keyboard_interrupt_stops_advise_and_train():
         with pytest.raises(KeyboardInterrupt):
             call()
         assert time.monotonic() - start < 5
+
+
+def test_stubs_match_the_module():
+    """_core.pyi names every function of the extension module with its real parameters, in
+    order, and each has a docstring; the package's functions in __all__ have docstrings."""
+    import ast
+    import re
+
+    from stragglesim import _core
+
+    stub = ast.parse(open(os.path.join(os.path.dirname(ss.__file__), "_core.pyi")).read())
+    stubbed = {f.name: [a.arg for a in f.args.args] for f in stub.body
+               if isinstance(f, ast.FunctionDef)}
+    real = {}
+    for name in dir(_core):
+        f = getattr(_core, name)
+        if callable(f) and not isinstance(f, type):
+            # pybind11's docstring starts with the signature: name(a: T, b: T) -> R
+            sig = f.__doc__.splitlines()[0]
+            real[name] = re.findall(r"(\w+): ", sig[sig.index("(") + 1:sig.rindex(") ->")])
+            assert f.__doc__.split("\n", 2)[-1].strip(), f"_core.{name} has no docstring"
+    assert stubbed == real
+    for f in stub.body:
+        if isinstance(f, ast.FunctionDef):
+            assert ast.get_docstring(f), f"_core.pyi: {f.name} has no docstring"
+    for name in ss.__all__:
+        assert getattr(ss, name).__doc__, name
+
+
+@pytest.mark.parametrize("call,args", [
+    (lambda: ss.simulate(SIM_CONFIG, iterations=0), ["simulate", SIM_CONFIG, "-n", "0"]),
+    (lambda: ss.simulate(SIM_CONFIG, iterations=-3), ["simulate", SIM_CONFIG, "-n", "-3"]),
+    (lambda: ss.simulate(SIM_CONFIG, seed=-2), ["simulate", SIM_CONFIG, "--seed", "-2"]),
+    (lambda: ss.simulate(SIM_CONFIG, threads=0), ["simulate", SIM_CONFIG, "--threads", "0"]),
+    (lambda: ss.run(SIM_CONFIG, jobs=-1), ["run", SIM_CONFIG, "-j", "-1"]),
+    (lambda: ss.run(SIM_CONFIG, iterations=0), ["run", SIM_CONFIG, "-n", "0"]),
+    (lambda: ss.run(SIM_CONFIG, jobs=2, threads=2), ["run", SIM_CONFIG, "-j", "2",
+                                                     "--threads", "2"]),
+    (lambda: ss.schedule("ring", 0), ["schedule", "ring", "--ranks", "0"]),
+    (lambda: ss.lower("ring", 2**40, "1KiB"), ["lower", "ring", "--ranks", str(2**40),
+                                               "--bytes", "1KiB"]),
+])
+def test_numbers_out_of_range_raise_the_cli_message(call, args):
+    """A count, seed or rank count out of the CLI's range raises its message; none falls back
+    to the configured value."""
+    with pytest.raises(ss.UsageError) as e:
+        call()
+    assert str(e.value) == cli_error(*args)
+
+
+def test_supports_ranks_and_gil():
+    assert ss.supports_ranks("ring", 2) and not ss.supports_ranks("stragglar", 2)
+    assert not ss.supports_ranks("ring", 0) and not ss.supports_ranks("ring", 2**40)
+    with pytest.raises(ss.InputError, match="nosuch"):
+        ss.supports_ranks("nosuch", 0)
+    # another Python thread runs while a simulation does (the GIL is released)
+    config = {"topology": {"file": os.path.join(ROOT, "configs", "topologies", "dgx_h100.yaml")},
+              "network": {"model": "alphabeta"},
+              "collective": {"algorithm": "ring", "size": "1MiB"}, "iterations": 50_000}
+    ticks, done = [], threading.Event()
+
+    def count():
+        while not done.is_set():
+            ticks.append(time.monotonic())
+            time.sleep(0.01)
+
+    t = threading.Thread(target=count)
+    start = time.monotonic()
+    t.start()
+    try:
+        ss.simulate(config)
+    finally:
+        done.set()
+        t.join()
+    took = time.monotonic() - start
+    during = [x for x in ticks if x < start + took - 0.05]
+    assert took > 0.1 and len(during) >= 0.3 * took / 0.01, (took, len(during))
+
+
+def test_keyboard_interrupt_stops_a_run(tmp_path):
+    """Ctrl-C stops `run` after the run in flight; without output= the message says the
+    journal's folder was temporary and is gone (it is)."""
+    exp = {"name": "t", "topology": {"file": os.path.join(ROOT, "configs", "topologies",
+                                                          "dgx_h100.yaml")},
+           "network": {"model": "alphabeta"}, "algorithms": ["stragglar", "ring", "rhd"],
+           "baseline": "ring", "iterations": 20_000, "seed": 1,
+           "sweep": {"size": ["1MiB", "2MiB", "4MiB"]}}
+    for output in (None, tmp_path / "kept"):
+        timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+        timer.start()
+        with pytest.raises(KeyboardInterrupt) as e:
+            ss.run(exp, output=output, jobs=1)
+        folder = str(e.value).split(", each in ")[1].split("/journal.jsonl")[0]
+        if output is None:
+            assert "temporary folder, now removed" in str(e.value)
+            assert not os.path.exists(folder)
+        else:
+            assert os.path.exists(os.path.join(folder, "journal.jsonl"))
+
+
+def test_results_are_a_dataframe_or_columns():
+    """A pandas DataFrame (with .attrs) when pandas is installed, else Columns of NumPy arrays."""
+    df = ss.simulate(SIM_CONFIG, iterations=3, seed=1)
+    try:
+        import pandas as pd
+    except ImportError:
+        assert type(df) is ss.Columns
+        assert all(isinstance(v, np.ndarray) and len(v) == 3 for v in df.values())
+    else:
+        assert isinstance(df, pd.DataFrame) and len(df) == 3
+    assert list(df["iteration"]) == [0, 1, 2] and df.attrs["iterations"] == 3

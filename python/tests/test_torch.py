@@ -58,7 +58,8 @@ def test_sum_equals_all_reduce_bitwise(reports):
 def test_bad_input_raises_on_every_rank(reports):
     errors = [reports[r]["errors"] for r in range(WORLD)]
     for label in ("unknown_algorithm", "unknown_option", "straggler_range", "straggler_not_aware",
-                  "bad_pieces", "non_contiguous_on_one_rank", "mixed_dtypes"):
+                  "bad_pieces", "backend_without_p2p", "non_contiguous_on_one_rank",
+                  "mixed_dtypes"):
         messages = {e[label] for e in errors}
         assert None not in messages, f"{label}: some rank did not raise"
         if label not in ("non_contiguous_on_one_rank", "mixed_dtypes"):
@@ -67,6 +68,7 @@ def test_bad_input_raises_on_every_rank(reports):
     assert "bogus" in errors[0]["unknown_option"]
     assert "outside the world" in errors[0]["straggler_range"]
     assert "pieces must be a positive integer" in errors[0]["bad_pieces"]
+    assert "backend 'nop2p' has no usable point-to-point" in errors[0]["backend_without_p2p"]
     assert "non-contiguous" in errors[1]["non_contiguous_on_one_rank"]
     assert "1 rank(s)" in errors[0]["non_contiguous_on_one_rank"]
     assert "mixed dtypes" in errors[2]["mixed_dtypes"]
@@ -131,3 +133,70 @@ def test_example_runs_under_torchrun(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     out = r.stdout
     assert "step 3" in out and "predicted straggler 1" in out, out
+
+
+def test_one_rank_is_the_identity(tmp_path):
+    """A world of one rank (a single-GPU job): the hook checks its arguments as for any world and
+    returns the bucket as it is, divided by 1, with no transfer (here on gloo in this process;
+    test_gpu_* run it on NCCL)."""
+    import stragglesim
+    import stragglesim.torch as sst
+
+    dist = torch.distributed
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0,
+                            world_size=1)
+    try:
+        for bad, match in ((dict(algorithm="nosuch"), "unknown algorithm 'nosuch'"),
+                           (dict(algorithm="ring", bogus=1), "no option 'bogus'"),
+                           (dict(algorithm="stragglar", straggler=1), "outside the world"),
+                           (dict(algorithm="ring", straggler="previous"), "straggler-aware"),
+                           (dict(algorithm="nvls"), "nvls reduces in the network's switches")):
+            with pytest.raises(stragglesim.InputError, match=match):
+                sst.allreduce_hook(**bad)
+        hook = sst.allreduce_hook("stragglar", straggler="previous")
+        x = torch.arange(4099, dtype=torch.float32)
+        got = hook.allreduce.bucket(x, True, True)
+        assert got.data_ptr() == x.data_ptr()
+        assert torch.equal(got, torch.arange(4099, dtype=torch.float32))
+        assert hook.allreduce.predicted == 0 and len(hook.allreduce.last_arrivals) == 1
+        with pytest.raises(stragglesim.InputError, match="non-contiguous"):
+            hook.allreduce.allreduce_(torch.zeros(4, 3).t())
+    finally:
+        dist.destroy_process_group()
+
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(),
+                          reason="no CUDA device (docs/python.md: what runs on a GPU)")
+GPU_WORLD = 3  # ranks sharing the one GPU on gloo (StragglAR needs 3)
+
+
+@pytest.fixture(scope="module")
+def gpu_reports(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("gpu"))
+    ctx = mp.start_processes(torch_workers.gpu_main, args=(GPU_WORLD, free_port(), out),
+                             nprocs=GPU_WORLD, join=False, start_method="spawn")
+    try:
+        while not ctx.join(timeout=300):
+            pass
+    except Exception as e:
+        pytest.fail(f"a rank failed: {e}\n" + "".join(
+            json.load(open(os.path.join(out, f))).get("exception", "")
+            for f in sorted(os.listdir(out)) if f.endswith(".json")))
+    return [json.load(open(os.path.join(out, f"gpu{r}.json"))) for r in range(GPU_WORLD)]
+
+
+@cuda
+def test_gpu_cuda_tensors_on_gloo(gpu_reports):
+    for r in gpu_reports:
+        assert r["failures"] == [], r["failures"][:5]
+        assert r["gloo_cuda_checked"] == 4 * 3 * 2
+        assert r["ddp_cuda_max_rel_diff"] < 1e-12  # 3 ranks: DDP divides before the sum
+        assert r["ddp_cuda_buckets"] >= 1 + 2
+
+
+@cuda
+def test_gpu_nccl_one_rank(gpu_reports):
+    one = gpu_reports[0]["nccl_one_rank"]
+    assert one == {"backend": "nccl", "world": 1, "same": True, "device": "cuda:0",
+                   "in_place": True, "transfers": 0, "predicted": 0}, one
+    assert "the nccl backend reduces CUDA tensors" in gpu_reports[0]["nccl_cpu_tensor"]

@@ -81,6 +81,13 @@ def bitwise_sums(rank, groups, report):
     report["bitwise_failures"] = failures
 
 
+class NoPointToPoint(dist.ProcessGroup):
+    """A backend without send/recv (ProcessGroup's own send raises "does not support send")."""
+
+    def getBackendName(self):
+        return "nop2p"
+
+
 def bad_input(rank, groups, report):
     """Every bad input raises on every rank, with one message, and nothing hangs."""
     world = dist.get_world_size()
@@ -100,6 +107,10 @@ def bad_input(rank, groups, report):
     expect("straggler_range", lambda: sst.allreduce_hook("stragglar", straggler=world))
     expect("straggler_not_aware", lambda: sst.allreduce_hook("ring", straggler=1))
     expect("bad_pieces", lambda: sst.allreduce_hook("ring", pieces=0))
+    # a backend without point-to-point operations: refused on every rank (a probe), no hang
+    dist.Backend.register_backend("nop2p", lambda store, r, size, timeout: NoPointToPoint(r, size))
+    no_p2p = dist.new_group(list(range(world)), backend="nop2p")
+    expect("backend_without_p2p", lambda: sst.allreduce_hook("ring", process_group=no_p2p))
     runner = sst.ScheduleAllReduce("ring")
     # Only rank 1's input is bad: every rank must raise, none may hang.
     bad = torch.arange(12, dtype=torch.float32).reshape(3, 4).t() if rank == 1 else torch.zeros(12)
@@ -141,17 +152,22 @@ class IntNet(torch.nn.Module):
         return self.c(self.b(self.a(x)))
 
 
-def ddp_pair(group, hook, seed=3, net=Net):
+def ddp_pair(group, hook, seed=3, net=Net, device=None):
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     # DDP's first bucket holds up to 1 MiB, which would take all of these small models; the
     # documented knob makes every bucket bucket_cap_mb.
     dist._DEFAULT_FIRST_BUCKET_BYTES = 4096
+    ids = [device.index] if device is not None else None
+
+    def make():
+        m = net().double()
+        return m if device is None else m.to(device)
 
     torch.manual_seed(seed)
-    a = DDP(net().double(), process_group=group, bucket_cap_mb=0.01)  # several buckets per step
+    a = DDP(make(), device_ids=ids, process_group=group, bucket_cap_mb=0.01)  # several buckets
     torch.manual_seed(seed)
-    b = DDP(net().double(), process_group=group, bucket_cap_mb=0.01)
+    b = DDP(make(), device_ids=ids, process_group=group, bucket_cap_mb=0.01)
     b.register_comm_hook(None, hook)
     return a, b
 
@@ -267,5 +283,83 @@ def main(rank, world, port, out):
         raise
     finally:
         with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
+            json.dump(report, f)
+    dist.destroy_process_group()
+
+
+def gpu_main(rank, world, port, out):
+    """test_torch.py's GPU checks (one GPU, every rank on cuda:0): CUDA tensors through the hook
+    on gloo (staged through the host) against gloo's own all_reduce, bitwise, DDP's gradients
+    on the GPU with the hook against the default's, then on rank 0 alone a one-rank NCCL group:
+    the hook returns the bucket divided by 1, on the GPU, with no transfer."""
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    torch.set_num_threads(1)
+    torch.cuda.set_device(0)
+    dev = torch.device("cuda", 0)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    report = {"rank": rank, "failures": []}
+    try:
+        checked = 0
+        for name in ("ring", "stragglar", "dbtree", "direct"):
+            runner = sst.ScheduleAllReduce(name)
+            for n in (1, 4099, 262147):
+                for dtype in (torch.float32, torch.float64):
+                    x = data(n, dtype, rank, 1).to(dev)
+                    ref = x.clone()
+                    dist.all_reduce(ref)  # gloo's all-reduce stages CUDA tensors itself
+                    y = x.clone()
+                    runner.bucket(x, True, True)  # the hook's path: sum, then / world
+                    runner.allreduce_(y)  # allreduce_'s: the error flag in the buffer
+                    checked += 1
+                    if x.device != dev or y.device != dev:
+                        report["failures"].append(f"{name} n {n}: result left the GPU")
+                    if not torch.equal(y, ref) or not torch.equal(x, ref / world):
+                        report["failures"].append(f"{name} n {n} {dtype}: differs from all_reduce")
+        report["gloo_cuda_checked"] = checked
+        hook = sst.allreduce_hook("stragglar", straggler="previous")
+        a, b = ddp_pair(None, hook, net=IntNet, device=dev)
+        worst = 0.0
+        for step in range(2):
+            torch.manual_seed(100 + step * 10 + rank)
+            x = torch.randint(-3, 4, (16, 32)).double().to(dev)
+            for m in (a, b):
+                m.zero_grad()
+                m(x).square().sum().backward()
+            for pa, pb in zip(a.parameters(), b.parameters()):
+                worst = max(worst, (pa.grad - pb.grad).abs().max().item() /
+                            (pa.grad.abs().max().item() or 1.0))
+        report["ddp_cuda_max_rel_diff"] = worst
+        report["ddp_cuda_buckets"] = hook.allreduce.buckets
+        dist.barrier()
+        nccl = dist.new_group([0], backend="nccl")  # every rank calls it; rank 0 is its member
+        if rank == 0:
+            calls = []
+            real = dist.batch_isend_irecv
+            dist.batch_isend_irecv = lambda ops: calls.append(ops) or real(ops)
+            try:
+                one = sst.allreduce_hook("stragglar", straggler="previous", process_group=nccl)
+                runner = one.allreduce
+                x = data(4099, torch.float32, 0, 2).to(dev)
+                want = x.clone()
+                got = runner.bucket(x, True, True)
+                report["nccl_one_rank"] = {
+                    "backend": runner.backend, "world": runner.world,
+                    "same": bool(torch.equal(got, want)), "device": str(got.device),
+                    "in_place": got.data_ptr() == x.data_ptr(), "transfers": len(calls),
+                    "predicted": runner.predicted}
+                try:
+                    runner.allreduce_(torch.zeros(3))  # a CPU tensor on NCCL
+                    report["nccl_cpu_tensor"] = None
+                except stragglesim.InputError as e:
+                    report["nccl_cpu_tensor"] = str(e)
+            finally:
+                dist.batch_isend_irecv = real
+        dist.barrier()
+    except Exception:
+        report["exception"] = traceback.format_exc()
+        raise
+    finally:
+        with open(os.path.join(out, f"gpu{rank}.json"), "w") as f:
             json.dump(report, f)
     dist.destroy_process_group()

@@ -47,6 +47,26 @@ fi
 mkdir "$tmp/elsewhere"
 cd "$tmp/elsewhere"
 
+# The Python package, when built: imported from the prefix alone (a clean PYTHONPATH pointing at
+# the installed dist-packages), not from the build tree, and it finds the shipped topologies.
+py=$(sed -n 's/^_*Python3_EXECUTABLE:[A-Z]*=//p' "$build/CMakeCache.txt" | head -1)
+pkg=$(find "$tmp/prefix/lib" -path '*/stragglesim/__init__.py' 2>/dev/null | head -1)
+if compgen -G "$build/python/stragglesim/_core*.so" >/dev/null; then
+  [[ -n $pkg ]] || fail "the Python package is built but cmake --install did not install it"
+  [[ -x $py ]] || fail "no Python3_EXECUTABLE in $build/CMakeCache.txt ('$py')"
+fi
+if [[ -n $pkg ]]; then
+  out=$(env -u PYTHONPATH PYTHONPATH="$(dirname "$(dirname "$pkg")")" PYTHONNOUSERSITE=1 "$py" -c '
+import stragglesim as ss
+print(ss.__file__)
+print(ss.__version__)
+print(ss.schedule("ring", 4)["chunks"])
+print(ss.advise("dgx_h100", "1MiB", iterations=2, algorithms="ring", jobs=1).attrs["topology"])
+' 2>&1) || fail "the installed Python package: $out"
+  [[ $(sed -n 1p <<<"$out") == "$tmp/prefix/"* ]] || fail "stragglesim imported from $(sed -n 1p <<<"$out"), not the prefix"
+  [[ $(sed -n 2p <<<"$out") == "$version" && $(sed -n 3p <<<"$out") == 4 ]] || fail "installed package printed: $out"
+fi
+
 out=$("$bin" --version)
 [[ $out == "stragglesim $version" ]] || fail "--version printed '$out', expected 'stragglesim $version'"
 
