@@ -224,7 +224,7 @@ def test_keyboard_interrupt_stops_a_simulation():
     timer.start()
     with pytest.raises(KeyboardInterrupt):
         ss.simulate(config, max_time="10h")
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < 10  # uninterrupted: about 20 s
     # the next call runs normally
     assert len(ss.simulate(config, iterations=3)["iteration"]) == 3
 
@@ -351,15 +351,16 @@ def test_train_dict_and_its_errors():
 
 
 def test_keyboard_interrupt_stops_advise_and_train():
-    # advise stops after the run in flight (a fraction of a second each; all 17 take 6 s)
-    for call in (lambda: ss.advise("dgx_h100", "1MiB", iterations=60_000, jobs=1),
+    # advise stops after the run in flight (about 3.5 s each on an idle core; all 17 take a
+    # minute), so the bound below holds on a loaded CI machine and still fails if it ran on
+    for call in (lambda: ss.advise("dgx_h100", "1MiB", iterations=600_000, jobs=1),
                  lambda: ss.train(TRAIN_JOB, steps=1_000_000, max_time="100h")):
         timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
         start = time.monotonic()
         timer.start()
         with pytest.raises(KeyboardInterrupt):
             call()
-        assert time.monotonic() - start < 5
+        assert time.monotonic() - start < 30
 
 
 def test_stubs_match_the_module():
@@ -418,7 +419,7 @@ def test_supports_ranks_and_gil():
     # another Python thread runs while a simulation does (the GIL is released)
     config = {"topology": {"file": os.path.join(ROOT, "configs", "topologies", "dgx_h100.yaml")},
               "network": {"model": "alphabeta"},
-              "collective": {"algorithm": "ring", "size": "1MiB"}, "iterations": 50_000}
+              "collective": {"algorithm": "ring", "size": "1MiB"}, "iterations": 150_000}
     ticks, done = [], threading.Event()
 
     def count():
@@ -436,7 +437,9 @@ def test_supports_ranks_and_gil():
         t.join()
     took = time.monotonic() - start
     during = [x for x in ticks if x < start + took - 0.05]
-    assert took > 0.1 and len(during) >= 0.3 * took / 0.01, (took, len(during))
+    # Held, the GIL lets through the few ticks before the call takes it (3 in 0.69 s); released,
+    # about one per 10 ms. A tenth of that leaves room for a loaded machine.
+    assert took > 0.3 and len(during) >= 0.1 * took / 0.01, (took, len(during))
 
 
 def test_keyboard_interrupt_stops_a_run(tmp_path):
