@@ -148,7 +148,8 @@ void run_calibrate_nccl_logs(const NcclLogCalibrateArgs& a) {
             << fit.simulations << " simulations per evaluation, " << fit.evaluations << " evaluations"
             << (fit.converged ? "" : " (NOT converged)") << "\n";
   const auto large = [](const NcclLogRow& r) { return r.bytes >= (std::uint64_t{1} << 20); };
-  for (const auto& [label, held] : {std::pair{"fitted  ", false}, std::pair{"held out", true}}) {
+  for (const auto& [label, held_value] : {std::pair{"fitted  ", false}, std::pair{"held out", true}}) {
+    const bool held = held_value;  // a copy: lambdas cannot capture a structured binding in C++20
     std::cout << "  " << label << "  >= 1 MiB: "
               << errors(fit.rows, [&](const NcclLogRow& r) { return r.held_out == held && large(r); })
               << "; < 1 MiB: "

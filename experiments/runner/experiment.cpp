@@ -315,16 +315,13 @@ class OutputFiles {
     }
     return "";
   }
-  // results.json is written out in full before results.csv takes its name, so that a kill -9
-  // between the two renames (after every run is in the journal) is as unlikely as it can be.
+  // results.csv takes its name first: a results.json that cannot be written (a full disk)
+  // leaves the whole results.csv (CliFullDisk), and a kill between the two leaves results.csv
+  // alone, its sweep finished (docs/cli.md).
   ExperimentResult finish() {
-    result_.seconds = since(start_);
-    status_.seconds = result_.seconds;
-    OutputFile json(json_path_);
-    json.stream() << experiment_json(e_, result_.points, status_).dump(2) << "\n";
-    json.flush();
     csv_.commit();
-    json.commit();
+    result_.seconds = since(start_);
+    write_json();
     result_.files = {csv_path_, json_path_};
     return std::move(result_);
   }
