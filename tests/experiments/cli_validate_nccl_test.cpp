@@ -232,7 +232,10 @@ TEST_F(ValidateNccl, PipelinedStepsAreAKeyAndAFlag) {
                                          "}\niterations: 1\n");
     const CommandResult r = run_cli("simulate " + config + " --json");
     EXPECT_EQ(r.rc, 0) << r.err;
-    return nlohmann::json::parse(r.out)["iterations"][0]["completion_s"].get<double>();
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    // The results say so when it is on (and nothing new when off).
+    EXPECT_EQ(j["config"]["network"].contains("steps"), steps == "pipelined") << r.out;
+    return j["iterations"][0]["completion_s"].get<double>();
   };
   EXPECT_DOUBLE_EQ(time("per_round"), time(""));
   // NVLS_TREE at 16 MiB: NCCL's step latencies as floors, overlapped (0.60 -> 0.77 of table 11).
@@ -262,6 +265,13 @@ TEST_F(ValidateNccl, PipelinedStepsAreAKeyAndAFlag) {
   EXPECT_LE(median(kTable15, "-O nccl:algo=ring"), 0.09);
   EXPECT_LE(median(kTable11, ""), 0.12);
   EXPECT_EQ(run_cli("validate " + kTable15 + " --topology " + kIb400 + " --steps sometimes").rc, 2);
+  const CommandResult a = run_cli("advise --topology " + kIb400 +
+                                  " --size 16MiB --algorithms nccl --network flow --steps pipelined "
+                                  "--iterations 1 -q");
+  ASSERT_EQ(a.rc, 0) << a.err;
+  EXPECT_TRUE(contains(a.out, "flow model, NCCL's simple costs for every schedule, NCCL's steps "
+                              "pipelined; delays"))
+      << a.out;
 }
 
 // advise's "vs" column is what NCCL runs wherever nccl is a candidate (else Ring, the paper's
