@@ -246,7 +246,8 @@ void Executor::EventRun::pipeline_round(Window& w) {
       ++wait;
       launch_waiters_[static_cast<std::size_t>(t.dst)].push_back(id);
     }
-    const std::uint64_t pair = static_cast<std::uint64_t>(t.src) * n + static_cast<std::uint64_t>(t.dst);
+    const std::uint64_t pair =
+        static_cast<std::uint64_t>(t.src) * n + static_cast<std::uint64_t>(t.dst);
     const std::uint32_t k = pair_seen_[pair]++;
     SSIM_CHECK(k < (1u << 20), "too many transfers between two ranks in one round");
     wait += follow(conn_last_, (pair << 20) | k, w, j);

@@ -459,7 +459,8 @@ void run_advise(const AdviseArgs& a) {
             << (c.protocol ? std::string(", NCCL's ") + std::string(alg::to_string(*c.protocol)) +
                                  " costs for every schedule"
                            : std::string())
-            << (c.pipelined_kernels ? ", NCCL's steps pipelined" : "") << "; delays: " << c.delays.describe()
+            << (c.pipelined_kernels ? ", NCCL's steps pipelined" : "")
+            << "; delays: " << c.delays.describe()
             << "; prediction " << policy_list << "; " << e.iterations
             << (job ? " steps" : " iterations") << ", seed " << e.seed << "\n";
   std::cout << (job ? "completion = the step's time; after last arr. = its exposed communication "

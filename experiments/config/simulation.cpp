@@ -55,7 +55,8 @@ void load_network(const ConfigNode& net, sim::NetworkKind& kind, SecondsPerByte&
   if (p != "none") protocol = alg::parse_protocol(p);
   // How an NCCL kernel's steps take their latencies (sim/protocol.hpp): one per round
   // (per_round, the default) or overlapped, up to NCCL's 8 steps in flight (pipelined).
-  pipelined_kernels = net.get_choice("steps", {"per_round", "pipelined"}, "per_round") == "pipelined";
+  pipelined_kernels =
+      net.get_choice("steps", {"per_round", "pipelined"}, "per_round") == "pipelined";
 }
 
 void check_algorithm_entry_options(const alg::AlgorithmInfo& info, int ranks,
