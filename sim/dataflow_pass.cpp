@@ -261,17 +261,8 @@ class SwitchBatches {
   // may be). Returns the new count.
   std::size_t run(const alg::Round& round, std::uint32_t round_stamp, const PassView& v,
                   std::size_t count) {
-    if (link_bytes_.empty())
-      link_bytes_.assign(static_cast<std::size_t>(topology_.link_count()), 0);
-    op_switch_.clear();
-    for (std::size_t j = 0; j < round.switch_reduces.size(); ++j)
-      op_switch_.push_back(switches_.resolve(round.switch_reduces[j], v.map, round_stamp - 1, j));
-    // One batch per switch, in the order of each switch's first reduction in the round.
-    for (std::size_t first = 0; first < op_switch_.size(); ++first) {
-      const auto before = op_switch_.begin() + static_cast<std::ptrdiff_t>(first);
-      if (std::find(op_switch_.begin(), before, op_switch_[first]) == before)
-        batch(round, first, round_stamp, v, count);
-    }
+    for_each_batch(round, round_stamp, v.map,
+                   [&](std::size_t first) { batch(round, first, round_stamp, v, count); });
     return count;
   }
   // Per link: the bytes the reductions carried (empty when the run had none).
@@ -291,6 +282,16 @@ class SwitchBatches {
   void run_pipelined(const alg::Round& round, std::uint32_t round_stamp, const int* map,
                      const alg::ChunkSizes& sizes, const ProtocolTiming& protocol,
                      PipelineState& p) {
+    for_each_batch(round, round_stamp, map, [&](std::size_t first) {
+      batch_pipelined(round, first, map, sizes, protocol, p);
+    });
+  }
+
+ private:
+  // Resolves the round's reductions to their switches and calls f(first) once per switch, with
+  // the index of its first reduction in the round, in that order.
+  template <typename F>
+  void for_each_batch(const alg::Round& round, std::uint32_t round_stamp, const int* map, F f) {
     if (link_bytes_.empty())
       link_bytes_.assign(static_cast<std::size_t>(topology_.link_count()), 0);
     op_switch_.clear();
@@ -298,79 +299,31 @@ class SwitchBatches {
       op_switch_.push_back(switches_.resolve(round.switch_reduces[j], map, round_stamp - 1, j));
     for (std::size_t first = 0; first < op_switch_.size(); ++first) {
       const auto before = op_switch_.begin() + static_cast<std::ptrdiff_t>(first);
-      if (std::find(op_switch_.begin(), before, op_switch_[first]) == before)
-        batch_pipelined(round, first, map, sizes, protocol, p);
+      if (std::find(op_switch_.begin(), before, op_switch_[first]) == before) f(first);
     }
   }
 
-
- private:
-  // The batch of the round's reductions through the switch of reduction `first` (its first).
-  void batch(const alg::Round& round, std::size_t first, std::uint32_t round_stamp,
-             const PassView& v, std::size_t& count) {
-    const std::size_t sw_index = op_switch_[first];
-    const ReducingSwitches::Ports& ports = switches_.ports(sw_index);
-    ++batch_stamp_;
-    batch_ranks_.clear();
-    double start = -std::numeric_limits<double>::infinity(), up_latency = 0, down_latency = 0;
-    std::uint64_t reduced = 0;
-    auto join = [&](std::size_t r) {
-      v.touch(r, round_stamp, count);
-      if (in_batch_[r] != batch_stamp_) {
-        in_batch_[r] = batch_stamp_;
-        up_load_[r] = down_load_[r] = 0;
-        batch_ranks_.push_back(static_cast<int>(r));
-      }
-    };
-    for (std::size_t j = first; j < op_switch_.size(); ++j) {
-      if (op_switch_[j] != sw_index) continue;
-      const alg::SwitchReduce& op = round.switch_reduces[j];
-      const std::uint64_t bytes = v.sizes.length(op);
-      if (op.members.size() > 1) reduced += bytes;
-      for (int member : op.members) {
-        const std::size_t r = v.physical(member);
-        join(r);
-        up_load_[r] += bytes;
-        start = std::max(start, v.send_free[r]);
-        up_latency = std::max(up_latency, topology_.link(ports.up[r]).latency.value);
-      }
-      for (int receiver : op.receivers) {
-        const std::size_t r = v.physical(receiver);
-        join(r);
-        down_load_[r] += bytes;
-        start = std::max(start, v.recv_free[r]);
-        down_latency = std::max(down_latency, topology_.link(ports.down[r]).latency.value);
-      }
-    }
-    const topo::SwitchReduction& reduction = *topology_.node(ports.vertex).reduce;
-    double busy = static_cast<double>(reduced) / reduction.bandwidth.value;
-    for (int rank : batch_ranks_) {
-      const std::size_t r = static_cast<std::size_t>(rank);
-      busy = std::max(busy, load(ports.up[r], up_load_[r]));
-      busy = std::max(busy, load(ports.down[r], down_load_[r]));
-    }
-    const double latency =
-        up_latency + (reduced > 0 ? reduction.latency.value : 0.0) + down_latency;
-    const double end = start + latency + busy;
-    for (int rank : batch_ranks_) {
-      const std::size_t r = static_cast<std::size_t>(rank);
-      if (up_load_[r] > 0) v.send_free[r] = end;
-      if (down_load_[r] > 0) v.recv_free[r] = end;
-      v.done[r] = std::max(v.done[r], end);
-    }
-  }
-  // The pipelined batch of the round's reductions through the switch of reduction `first`.
-  void batch_pipelined(const alg::Round& round, std::size_t first, const int* map,
-                       const alg::ChunkSizes& sizes, const ProtocolTiming& protocol,
-                       PipelineState& p) {
+  // The batch of the round's reductions through the switch of reduction `first`: its ranks
+  // (batch_ranks_, with their up_load_ and down_load_) and what it takes: `busy`, the longest
+  // of its links' loads and the switch's reduction (counted on the links), and `latency`, the
+  // largest up link latency + the switch's reduction latency (when the batch reduces) + the
+  // largest down link latency. touch(r) is called for every rank of every reduction,
+  // member(r, op) for each member and receiver(r) for each receiver (physical ranks).
+  struct BatchCost {
+    double busy = 0, latency = 0;
+  };
+  template <typename Touch, typename Member, typename Receiver>
+  BatchCost gather(const alg::Round& round, std::size_t first, const int* map,
+                   const alg::ChunkSizes& sizes, Touch touch, Member member, Receiver receiver) {
     const std::size_t sw_index = op_switch_[first];
     const ReducingSwitches::Ports& ports = switches_.ports(sw_index);
     auto physical = [map](int r) { return static_cast<std::size_t>(map ? map[r] : r); };
     ++batch_stamp_;
     batch_ranks_.clear();
-    double start = -std::numeric_limits<double>::infinity(), up_latency = 0, down_latency = 0;
+    double up_latency = 0, down_latency = 0;
     std::uint64_t reduced = 0;
     auto join = [&](std::size_t r) {
+      touch(r);
       if (in_batch_[r] != batch_stamp_) {
         in_batch_[r] = batch_stamp_;
         up_load_[r] = down_load_[r] = 0;
@@ -382,18 +335,18 @@ class SwitchBatches {
       const alg::SwitchReduce& op = round.switch_reduces[j];
       const std::uint64_t bytes = sizes.length(op);
       if (op.members.size() > 1) reduced += bytes;
-      for (int member : op.members) {
-        const std::size_t r = physical(member);
+      for (int m : op.members) {
+        const std::size_t r = physical(m);
         join(r);
         up_load_[r] += bytes;
-        start = std::max({start, p.send_free[r],
-                          pending_time(p.pending[r], op.chunk_begin, op.chunk_end)});
+        member(r, op);
         up_latency = std::max(up_latency, topology_.link(ports.up[r]).latency.value);
       }
-      for (int receiver : op.receivers) {
-        const std::size_t r = physical(receiver);
+      for (int x : op.receivers) {
+        const std::size_t r = physical(x);
         join(r);
         down_load_[r] += bytes;
+        receiver(r);
         down_latency = std::max(down_latency, topology_.link(ports.down[r]).latency.value);
       }
     }
@@ -404,13 +357,43 @@ class SwitchBatches {
       busy = std::max(busy, load(ports.up[r], up_load_[r]));
       busy = std::max(busy, load(ports.down[r], down_load_[r]));
     }
-    const double latency = protocol.switch_latency(
-        up_latency + (reduced > 0 ? reduction.latency.value : 0.0) + down_latency);
+    return {busy, up_latency + (reduced > 0 ? reduction.latency.value : 0.0) + down_latency};
+  }
+
+  // The batch of the round's reductions through the switch of reduction `first` (its first).
+  void batch(const alg::Round& round, std::size_t first, std::uint32_t round_stamp,
+             const PassView& v, std::size_t& count) {
+    double start = -std::numeric_limits<double>::infinity();
+    const BatchCost cost = gather(
+        round, first, v.map, v.sizes, [&](std::size_t r) { v.touch(r, round_stamp, count); },
+        [&](std::size_t r, const alg::SwitchReduce&) { start = std::max(start, v.send_free[r]); },
+        [&](std::size_t r) { start = std::max(start, v.recv_free[r]); });
+    const double end = start + cost.latency + cost.busy;
+    for (int rank : batch_ranks_) {
+      const std::size_t r = static_cast<std::size_t>(rank);
+      if (up_load_[r] > 0) v.send_free[r] = end;
+      if (down_load_[r] > 0) v.recv_free[r] = end;
+      v.done[r] = std::max(v.done[r], end);
+    }
+  }
+  // The pipelined batch of the round's reductions through the switch of reduction `first`.
+  void batch_pipelined(const alg::Round& round, std::size_t first, const int* map,
+                       const alg::ChunkSizes& sizes, const ProtocolTiming& protocol,
+                       PipelineState& p) {
+    double start = -std::numeric_limits<double>::infinity();
+    const BatchCost cost = gather(
+        round, first, map, sizes, [](std::size_t) {},
+        [&](std::size_t r, const alg::SwitchReduce& op) {
+          start = std::max(
+              {start, p.send_free[r], pending_time(p.pending[r], op.chunk_begin, op.chunk_end)});
+        },
+        [](std::size_t) {});
+    const double latency = protocol.switch_latency(cost.latency);
     for (int rank : batch_ranks_) {
       const std::size_t r = static_cast<std::size_t>(rank);
       if (down_load_[r] > 0) start = std::max({start, p.recv_free[r] - latency, p.entry[r]});
     }
-    const double sent = start + busy, end = start + latency + busy;
+    const double sent = start + cost.busy, end = start + latency + cost.busy;
     for (int rank : batch_ranks_) {
       const std::size_t r = static_cast<std::size_t>(rank);
       if (up_load_[r] > 0) {
@@ -423,8 +406,9 @@ class SwitchBatches {
         p.done[r] = std::max(p.done[r], end);
       }
     }
+    auto physical = [map](int r) { return static_cast<std::size_t>(map ? map[r] : r); };
     for (std::size_t j = first; j < op_switch_.size(); ++j) {
-      if (op_switch_[j] != sw_index) continue;
+      if (op_switch_[j] != op_switch_[first]) continue;
       const alg::SwitchReduce& op = round.switch_reduces[j];
       for (int receiver : op.receivers)
         p.writes.push_back({physical(receiver), {op.chunk_begin, op.chunk_end, end}});

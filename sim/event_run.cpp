@@ -57,6 +57,9 @@ IterationResult Executor::EventRun::run(RoundSource& rounds, std::span<const Sec
       launch_waiters_[r].clear();
       pending_[r].clear();
     }
+    open_groups_.assign(rank_count, 0);
+    conn_last_.clear();
+    op_conn_last_.clear();
   }
   stamp_.assign(rank_count, 0);
   last_send_.assign(rank_count, -1);
@@ -169,19 +172,47 @@ void Executor::EventRun::transfer_done(std::uint32_t id, Seconds now) {
 void Executor::EventRun::transfer_sent(std::uint32_t id, Seconds now) {
   const std::uint64_t t = global(id);
   Window& w = locate(t);
-  const std::uint32_t j = static_cast<std::uint32_t>(t - w.first);
+  left(w, static_cast<std::uint32_t>(t - w.first));
+  (void)now;
+}
+
+void Executor::EventRun::left(Window& w, std::uint32_t j) {
+  const double now = engine_.now().value;
+  w.sent[j] = 1;
+  const std::uint64_t next = w.conn_next[j];
+  // A rank whose open groups drop below the limit takes its next ones.
+  auto group_done = [&](int rank, std::uint32_t group) {
+    finish_[rank] = std::max(finish_[rank], now);
+    if (--w.group_left[group] == 0 && open_groups_[rank]-- == kStepsInFlight)
+      enter_pipelined(static_cast<std::uint32_t>(rank));
+  };
   if (j >= w.transfers.size()) {
     const Reduction& op = w.ops[j - w.transfers.size()];
-    for (std::size_t x = 0; x < op.members; ++x) {
-      const int r = op.ranks[x];
-      finish_[r] = std::max(finish_[r], now.value);
-      part_done(static_cast<std::uint32_t>(r));
-    }
-    return;
+    for (std::size_t x = 0; x < op.members; ++x) group_done(op.ranks[x], op.member_groups[x]);
+  } else {
+    group_done(w.transfers[j].src, w.send_group[j]);
   }
-  const int src = w.transfers[j].src;
-  finish_[src] = std::max(finish_[src], now.value);
-  part_done(static_cast<std::uint32_t>(src));
+  if (next != kNone) release(next);
+}
+
+bool Executor::EventRun::has_left(std::uint64_t id) {
+  if (window_.empty() || id < window_.front().first) return true;  // retired: landed
+  Window& w = locate(id);
+  return w.sent[id - w.first] != 0;
+}
+
+template <typename Map, typename Key>
+std::uint32_t Executor::EventRun::follow(Map& last, const Key& connection, Window& w,
+                                         std::uint32_t j) {
+  const std::uint64_t id = w.first + j;
+  auto [it, fresh] = last.try_emplace(connection, id);
+  if (fresh) return 0;
+  const std::uint64_t before = it->second;
+  it->second = id;
+  if (has_left(before)) return 0;
+  Window& p = locate(before);
+  p.conn_next[before - p.first] = id;
+  return 1;
 }
 
 std::uint32_t Executor::EventRun::depend(int rank, std::int32_t begin, std::int32_t end,
@@ -198,20 +229,44 @@ std::uint32_t Executor::EventRun::depend(int rank, std::int32_t begin, std::int3
 
 void Executor::EventRun::pipeline_round(Window& w) {
   const std::size_t size = w.transfers.size();
+  w.sent.assign(w.total(), 0);
+  w.conn_next.assign(w.total(), kNone);
+  w.send_group.resize(size);
+  w.group_left.assign(order_.size(), 0);
+  pair_seen_.clear();
+  op_seen_.clear();
+  const std::uint64_t n = static_cast<std::uint64_t>(ranks_);
+  SSIM_CHECK(n <= (std::uint64_t{1} << 21), "too many ranks for the pipelined event engine");
   for (std::uint32_t j = 0; j < size; ++j) {
     const alg::Transfer& t = w.transfers[j];
     const std::uint64_t id = w.first + j;
+    w.send_group[j] = group_of_[static_cast<std::size_t>(t.src)];
     std::uint32_t wait = 1;  // its sender enters the round
     if (!launched_[static_cast<std::size_t>(t.dst)]) {
       ++wait;
       launch_waiters_[static_cast<std::size_t>(t.dst)].push_back(id);
     }
+    const std::uint64_t pair =
+        static_cast<std::uint64_t>(t.src) * n + static_cast<std::uint64_t>(t.dst);
+    const std::uint32_t k = pair_seen_[pair]++;
+    SSIM_CHECK(k < (1u << 20), "too many transfers between two ranks in one round");
+    wait += follow(conn_last_, (pair << 20) | k, w, j);
     w.wait[j] = wait + depend(t.src, t.chunk_begin, t.chunk_end, id);
   }
+  std::vector<int> key;
   for (std::size_t i = 0; i < w.ops.size(); ++i) {
-    const Reduction& op = w.ops[i];
+    Reduction& op = w.ops[i];
     const std::uint64_t id = w.first + size + i;
+    op.member_groups.resize(op.members);
+    for (std::size_t x = 0; x < op.members; ++x)
+      op.member_groups[x] = group_of_[static_cast<std::size_t>(op.ranks[x])];
+    key.assign(op.ranks.begin(), op.ranks.begin() + static_cast<std::ptrdiff_t>(op.members));
+    key.push_back(-1);
+    key.insert(key.end(), op.receivers.begin(), op.receivers.end());
+    key.push_back(-1);
+    key.push_back(static_cast<int>(op_seen_[key]++));
     std::uint32_t wait = static_cast<std::uint32_t>(op.members);  // its members enter
+    wait += follow(op_conn_last_, key, w, static_cast<std::uint32_t>(size + i));
     for (std::size_t x = op.members; x < op.ranks.size(); ++x) {
       if (!launched_[static_cast<std::size_t>(op.ranks[x])]) {
         ++wait;
@@ -457,47 +512,74 @@ inline void Executor::EventRun::close_recv(std::uint64_t t, const TransferRecord
 }
 
 inline void Executor::EventRun::enter(std::uint32_t r) {
-  if (pipelined_ && !launched_[r]) {  // its kernel starts: transfers into it may go
+  if (pipelined_) {
+    enter_pipelined(r);
+    return;
+  }
+  while (cursor_[r] == kNone && take_round()) {
+  }
+  const std::uint64_t g = cursor_[r];
+  if (g == kNone) {
+    finish_[r] = engine_.now().value;
+    return;
+  }
+  Window& w = locate(g, true);
+  const std::size_t at = static_cast<std::size_t>(g - w.first_group);
+  cursor_[r] = w.group_next[at];  // kNone until a later round with r is taken
+  const std::uint32_t begin = w.group_begin[at], end = w.group_begin[at + 1];
+  remaining_[r] = end - begin;
+  for (std::uint32_t i = begin; i < end; ++i) {
+    const std::uint32_t item = w.items[i];
+    const std::uint32_t j = item >> 1;
+    if (j >= w.transfers.size()) {
+      const std::size_t op = j - w.transfers.size();
+      if (--w.op_wait[op] == 0) launch_reduction(w, op);
+      continue;
+    }
+    if (TransferRecord* rec = record(w.first + j, w, j))
+      ((item & 1) == 0 ? rec->src_ready : rec->dst_ready) = engine_.now();
+    if (--w.wait[j] == 0) launch(w, j);
+  }
+}
+
+void Executor::EventRun::enter_pipelined(std::uint32_t r) {
+  if (!launched_[r]) {  // its kernel starts: transfers into it may go
     launched_[r] = 1;
     std::vector<std::uint64_t> waiters = std::move(launch_waiters_[r]);
     launch_waiters_[r].clear();
     for (std::uint64_t id : waiters) release(id);
   }
-  for (;;) {
+  while (open_groups_[r] < kStepsInFlight) {
     while (cursor_[r] == kNone && take_round()) {
     }
     const std::uint64_t g = cursor_[r];
     if (g == kNone) {
-      finish_[r] = pipelined_ ? std::max(finish_[r], engine_.now().value) : engine_.now().value;
+      finish_[r] = std::max(finish_[r], engine_.now().value);
       return;
     }
     Window& w = locate(g, true);
     const std::size_t at = static_cast<std::size_t>(g - w.first_group);
     cursor_[r] = w.group_next[at];  // kNone until a later round with r is taken
-    const std::uint32_t begin = w.group_begin[at], end = w.group_begin[at + 1];
-    remaining_[r] = pipelined_ ? 0 : end - begin;
-    for (std::uint32_t i = begin; i < end; ++i) {
+    std::uint32_t sends = 0;
+    for (std::uint32_t i = w.group_begin[at]; i < w.group_begin[at + 1]; ++i) {
       const std::uint32_t item = w.items[i];
       const std::uint32_t j = item >> 1;
+      if (j < w.transfers.size()) {
+        if (TransferRecord* rec = record(w.first + j, w, j))
+          ((item & 1) == 0 ? rec->src_ready : rec->dst_ready) = engine_.now();
+      }
+      if ((item & 1) != 0) continue;  // a receive, or a reduction's receiver: does not hold it
+      ++sends;
       if (j >= w.transfers.size()) {
         const std::size_t op = j - w.transfers.size();
-        if (pipelined_) {
-          if ((item & 1) != 0) continue;  // a receiver only: does not hold it
-          ++remaining_[r];
-        }
         if (--w.op_wait[op] == 0) launch_reduction(w, op);
-        continue;
+      } else if (--w.wait[j] == 0) {
+        launch(w, j);
       }
-      if (TransferRecord* rec = record(w.first + j, w, j))
-        ((item & 1) == 0 ? rec->src_ready : rec->dst_ready) = engine_.now();
-      if (pipelined_) {
-        if ((item & 1) != 0) continue;  // a receive: does not hold it
-        ++remaining_[r];
-      }
-      if (--w.wait[j] == 0) launch(w, j);
     }
-    // Pipelined: a round where the rank only receives does not hold it.
-    if (!pipelined_ || remaining_[r] > 0) return;
+    // Before any of them can have left (they leave in later events).
+    w.group_left[at] = sends;
+    if (sends > 0) ++open_groups_[r];
   }
 }
 

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <span>
 #include <unordered_map>
@@ -53,6 +54,7 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
     std::size_t members = 0;  // ranks[0, members) are its members
     std::vector<int> receivers;  // schedule labels
     std::int32_t chunk_begin = 0, chunk_end = 0;
+    std::vector<std::uint32_t> member_groups;  // pipelined: each member's group in the round
   };
 
   // One round in the window. Its transfers are numbered first, first+1, ... (global ids, in
@@ -72,6 +74,13 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
     std::vector<std::uint64_t> group_next;  // the rank's next group (global), or kNone
     std::vector<Reduction> ops;             // item (transfers.size() + i) << 1 is ops[i]
     std::vector<std::uint32_t> op_wait;     // ranks of ops[i] not yet in the round
+    // Pipelined: per transfer and reduction, whether its bytes have left and the next one on its
+    // connection waiting for that (global id, or kNone); per transfer, its sender's group (a
+    // reduction's members' groups are its Reduction's); per group, its sends not yet left.
+    std::vector<char> sent;
+    std::vector<std::uint64_t> conn_next;
+    std::vector<std::uint32_t> send_group;
+    std::vector<std::uint32_t> group_left;
     std::size_t finished = 0;               // transfers and reductions done (all their ends)
     std::size_t total() const { return transfers.size() + ops.size(); }
   };
@@ -121,14 +130,21 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
     if (--remaining_[r] == 0) enter(r);
   }
 
-  // Pipelined (an NCCL kernel's run on the flow model, pipelined_): a rank moves to its next
-  // round once its sends of the round have left it (NetworkModel's transfer_sent), not when
-  // they have landed; its receives do not hold it. A transfer starts when its sender is in its
-  // round, its receiver's kernel has started and every write of an earlier round into the
-  // chunks it sends has landed at the sender (per-chunk readiness, the dataflow pass's rule):
-  // consecutive steps overlap their latencies as NCCL's do. The rank's sends stay in round
-  // order across its channels (NCCL's channels are independent: docs/algorithms.md says what
-  // that costs).
+  // Pipelined (an NCCL kernel's run on the flow model, pipelined_): a transfer starts when the
+  // send before it on its connection has left (NetworkModel's transfer_sent), every write of an
+  // earlier round into the chunks it sends has landed at the sender (per-chunk readiness, the
+  // dataflow pass's rule), its receiver's kernel has started and its sender has taken its round.
+  // A connection is a channel's link from one rank to another, as NCCL's channels each have
+  // their own: the k-th transfer from src to dst in a round follows the k-th one of src's
+  // latest earlier round with one (a round's transfers run at once, so several between two
+  // ranks are on separate channels); an in-network reduction follows the one with the same
+  // members and receivers alike (NVLS's reduce and multicast of each rank's chunk are its own
+  // warps, streaming their chunks in order). So a channel waits for its own data only, not for
+  // the rank's other channels. A rank takes its rounds ahead of its sends, up to
+  // kStepsInFlight of them with sends not yet left (NCCL_STEPS: NCCL keeps up to 8 steps in
+  // flight per connection); its receives do not hold it. Consecutive steps overlap their
+  // latencies as NCCL's do.
+  static constexpr std::uint32_t kStepsInFlight = 8;
   struct PendingWrite {
     std::int32_t begin = 0, end = 0;  // chunks at the rank
     std::uint64_t writer = 0;         // the transfer or reduction (global id)
@@ -143,6 +159,17 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
   void land(std::uint64_t writer, int rank);
   // One of the waits of transfer or reduction `id` (global) is over.
   void release(std::uint64_t id);
+  // Whether transfer or reduction `id` (global, of a round taken) has left its sender.
+  bool has_left(std::uint64_t id);
+  // Item j of round w (a transfer, or a reduction past the transfers) waits for the previous
+  // one on `connection` (pipeline_round); returns 1 if it must wait, 0 if not.
+  template <typename Map, typename Key>
+  std::uint32_t follow(Map& last, const Key& connection, Window& w, std::uint32_t j);
+  // Item j of round w has left its sender(s): the next on its connection and the rank's
+  // group are told.
+  void left(Window& w, std::uint32_t j);
+  // Pipelined enter: rank r takes its next groups while fewer than kStepsInFlight are open.
+  void enter_pipelined(std::uint32_t r);
 
   void launch(Window& w, std::uint32_t j);
 
@@ -189,6 +216,16 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
   std::vector<char> launched_;
   std::vector<std::vector<std::uint64_t>> launch_waiters_;
   std::vector<std::vector<PendingWrite>> pending_;
+  // Pipelined, per rank: its groups taken whose sends have not all left.
+  std::vector<std::uint32_t> open_groups_;
+  // Pipelined: the last transfer (global id) on each connection, keyed (src * ranks + dst) *
+  // 2^20 + its index among the round's transfers from src to dst; the last reduction on each,
+  // keyed by its members, -1, its receivers, -1, its index among the round's reductions with
+  // the same members and receivers. Per round: how many of each seen so far.
+  std::unordered_map<std::uint64_t, std::uint64_t> conn_last_;
+  std::unordered_map<std::uint64_t, std::uint32_t> pair_seen_;
+  std::map<std::vector<int>, std::uint64_t> op_conn_last_;
+  std::map<std::vector<int>, std::uint32_t> op_seen_;
 };
 
 }  // namespace ssim::sim

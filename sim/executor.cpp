@@ -93,6 +93,15 @@ IterationResult Executor::run(RoundSource& source, std::span<const Seconds> arri
                               const RunOptions& options) {
   SSIM_CHECK(source.ranks() == schedule_.ranks && source.chunks() == schedule_.chunks,
              "streamed rounds of another schedule");
+  // A trace places each rank's transfer sides in round order (TimelineSink); a pipelined NCCL
+  // kernel finishes them out of it (a step of one channel lands before an earlier one of
+  // another).
+  if (options.trace && network_.protocol.active && network_.protocol.pipelined) {
+    throw InputError(
+        "a trace (--trace) draws each rank's transfers in round order, and NCCL's pipelined "
+        "steps (network: {steps: pipelined}) finish them out of it: trace the run with steps: "
+        "per_round");
+  }
   if (routes_.topology().shared_device) {
     PointToPointRounds rounds(source, "shared-device model");
     return run_shared_device(rounds, routes_.topology(), bytes_, arrival, options);

@@ -61,12 +61,12 @@ struct NetworkConfig {
   // NCCL's send/recv moves them, paying that protocol's costs like `nccl`; empty: costed by
   // their routes alone.
   std::optional<alg::Protocol> p2p_protocol = std::nullopt;
-  // NCCL kernels run pipelined (sim/protocol.hpp, "NCCL's steps overlap their latencies"): a
-  // step's latency occupies no port or link, a transfer waits for its data rather than a
-  // per-round ready time, and a step costs at least NCCL's per-step hardware latency. Off by
-  // default: in the flow model a rank's sends stay in round order across its channels, which
-  // NCCL's independent channels do not, and NCCL's Ring across nodes then misses table 15 by
-  // 10% (docs/algorithms.md).
+  // NCCL kernels run pipelined (sim/protocol.hpp, "NCCL's steps overlap their latencies";
+  // `network: {steps: pipelined}`): a step's latency occupies no port or link, a transfer waits
+  // for its data (and, flow model, its connection's earlier sends) rather than a per-round ready
+  // time, and a step costs at least NCCL's per-step hardware latency. Off by default: NCCL's
+  // Ring across nodes then misses table 15 by 7.8% against its 5% guard, where the per-round
+  // rule misses it by 3.1% (docs/algorithms.md).
   bool pipelined_kernels = false;
 };
 

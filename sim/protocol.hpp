@@ -29,26 +29,37 @@
 // and the flow model moves w * m bytes after f a at its max-min share, capped at w * cap
 // (pipelined: moves them at once and lands f a after its last byte left).
 //
-// Pipelined (ProtocolTiming::pipelined, from NetworkConfig::pipelined_kernels; off by default),
-// an NCCL kernel's steps overlap their latencies (NCCL keeps up to NCCL_STEPS = 8 steps in
-// flight per connection; tuning.cc charges a step's hardware latency per step of the pipeline's
-// depth, not per chunk looped through). Both models run it so: the latency occupies no
-// port or link (a sender is free once its bytes have left: alpha-beta m max(w / b, 1 / cap)
-// after the start, flow when its flow has moved them; the data lands f a later), there is no
-// per-round ready time, and a transfer starts once its sender is free (its sends in schedule
-// order), the chunks it sends have landed at the sender (every write of an earlier round into
-// them) and the receiver's kernel has started (alpha-beta also: the receiver's receive port
-// has taken its earlier arrivals, in schedule order). In-network reductions alike: in the flow
-// model each is its own flow that starts when its data has landed; in the alpha-beta model a
-// round's reductions through one switch stay one batch that shares the links, so the batch
-// waits for the data of all of them (sim/dataflow_pass.cpp, sim/event_run.hpp). A ring, whose
-// every step forwards the last one's data, gains nothing but the first step of each further
-// loop; a pipelined tree's segments pay their latencies along the tree's depth instead of once
-// per segment; NVLS's and nvls_tree's slices overlap about half of theirs in the flow model (a
-// rank's sends stay in round order), none in the alpha-beta model (the batch). That order, kept
-// across a rank's channels where NCCL's channels are independent, is why it is off by default
-// (docs/algorithms.md: NCCL's Ring across nodes, table 15, 3.1% -> 10.4%).
-//
+// Pipelined (ProtocolTiming::pipelined, from NetworkConfig::pipelined_kernels, `network: {steps:
+// pipelined}`; off by default), an NCCL kernel's steps overlap their latencies (NCCL keeps up to
+// NCCL_STEPS = 8 steps in flight per connection; tuning.cc charges a step's hardware latency per
+// step of the pipeline's depth, not per chunk looped through). Both models run it so: the
+// latency occupies no port or link (a sender is free once its bytes have left: alpha-beta
+// m max(w / b, 1 / cap) after the start, flow when its flow has moved them; the data lands f a
+// later), there is no per-round ready time, and a transfer starts once the chunks it sends have
+// landed at the sender (every write of an earlier round into them), the receiver's kernel has
+// started and its sender is free, which the two models read differently:
+//   flow        per connection. NCCL's channels are independent (a CUDA block each, each with
+//               its own connection to each peer), so a transfer waits for the one before it on
+//               its connection to have left, not for the rank's other sends. A connection is a
+//               channel's link from one rank to another: the k-th transfer from src to dst in a
+//               round continues the k-th one of the latest earlier round with one (a round's
+//               transfers run at once, so several between two ranks are several channels); an
+//               in-network reduction continues the last one with the same members and
+//               receivers (NVLS: each rank's reduce of its chunk and its multicast are streams
+//               of their own). A rank takes at most 8 rounds (NCCL_STEPS) ahead of its oldest
+//               round with a send not yet left. What the channels share, their links, is shared
+//               max-min as any flows are; in-network reductions are flows of their own.
+//   alpha-beta  per rank. Links are not shared there; what keeps a rank's C channels from
+//               each taking the route's full bandwidth is its one send port, which serves its
+//               sends one at a time in schedule order (so a channel's send waits for the
+//               rank's earlier sends, whichever channel); the receive port takes its arrivals
+//               in schedule order likewise (the arrival window [start + latency, end]). A
+//               round's in-network reductions through one switch stay one batch that shares the
+//               links, so the batch waits for the data of all of them (sim/dataflow_pass.cpp).
+// A ring, whose every step forwards the last one's data, gains nothing but the first step of
+// each further loop; a pipelined tree's segments pay their latencies along the tree's depth
+// instead of once per segment; NVLS's and nvls_tree's slices overlap theirs in the flow model,
+// none in the alpha-beta model (the batch).
 // Defaults (nccl_default_protocols) are NCCL's own figures for Hopper (NVIDIA/nccl
 // src/graph/tuning.cc, ncclTunerConstantsDefaults; src/graph/topo.h): latency factors are the
 // ratios of its per-step hardware latencies hwLat[NVLINK or NET][Ring][p] to Simple's (LL 0.6/3.4

@@ -18,6 +18,7 @@ namespace ssim::sim {
 static NetworkConfig network_config(const SimulationConfig& config) {
   NetworkConfig n{config.network, config.gamma};
   n.p2p_protocol = config.protocol;
+  n.pipelined_kernels = config.pipelined_kernels;
   return n;
 }
 

@@ -178,6 +178,7 @@ class Collective {
     const alg::Schedule& run = groups > 1 || padded_ ? merged_ : group_;
     NetworkConfig network{c.network, c.gamma};
     network.p2p_protocol = c.protocol;
+    network.pipelined_kernels = c.pipelined_kernels;
     executor_ = std::make_unique<Executor>(run, c.topology, network, bytes);
     previous_.assign(static_cast<std::size_t>(groups), -1);
     stragglers_.assign(static_cast<std::size_t>(groups), 0);

@@ -259,6 +259,7 @@ std::string advise_document(const AdviseArgs& a, const std::vector<std::string>&
   y << "network: {model: " << a.network;
   if (!a.gamma.empty()) y << ", gamma: " << yaml_quoted(a.gamma);
   if (a.protocol != "none") y << ", protocol: " << a.protocol;
+  if (a.steps != "per_round") y << ", steps: " << a.steps;
   y << "}\n";
   y << "algorithms: [";
   for (std::size_t i = 0; i < algs.size(); ++i) y << (i ? ", " : "") << yaml_quoted(algs[i]);
@@ -458,6 +459,7 @@ void run_advise(const AdviseArgs& a) {
             << (c.protocol ? std::string(", NCCL's ") + std::string(alg::to_string(*c.protocol)) +
                                  " costs for every schedule"
                            : std::string())
+            << (c.pipelined_kernels ? ", NCCL's steps pipelined" : "")
             << "; delays: " << c.delays.describe()
             << "; prediction " << policy_list << "; " << e.iterations
             << (job ? " steps" : " iterations") << ", seed " << e.seed << "\n";
@@ -579,6 +581,10 @@ CLI::App* add_advise_options(CLI::App& app, AdviseArgs& args) {
                   "as nccl does (none: by its routes alone; simple, ll, ll128; default auto: "
                   "simple where nccl is a candidate, else none)")
       ->check(CLI::IsMember({"auto", "none", "simple", "ll", "ll128"}));
+  cmd->add_option("--steps", a->steps,
+                  "How NCCL kernels take their steps' latencies: per_round (default) or "
+                  "pipelined (overlapped, as network: {steps: pipelined})")
+      ->check(CLI::IsMember({"per_round", "pipelined"}));
   cmd->add_option("--algorithms", a->algorithms,
                   "Candidates, comma-separated (default: every algorithm)");
   cmd->add_option("-n,--iterations", a->iterations, "Iterations per algorithm (default 200)")

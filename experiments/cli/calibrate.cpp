@@ -499,6 +499,7 @@ struct ValidateArgs {
   std::string input;
   std::string topology;
   std::string network;  // "": alphabeta, or kValidateNcclTestsNetwork for an nccl-tests log
+  std::string steps;    // nccl-tests logs: "" (per_round) or pipelined
   std::string gamma;
   std::string output;
   std::vector<std::string> options;  // -O ALG:KEY=VALUE for rows without an options column
@@ -1177,10 +1178,13 @@ void run_validate(const ValidateArgs& a) {
     v.algorithm_given = a.algorithm_option->count() > 0;
     v.options = a.options;
     v.network = a.network;
+    v.steps = a.steps;
     v.output = a.output;
     validate_nccl_tests_log(v, model.topology, model.gamma, model.gamma_from);
     return;
   }
+  if (!a.steps.empty())
+    throw InputError("--steps " + a.steps + ": only for nccl-tests logs (" + name + " is not one)");
   if (a.algorithm_option->count() > 0) {
     throw InputError("--algorithm: for nccl-tests logs; the rows of " + name +
                      " name their algorithms");
@@ -1276,6 +1280,10 @@ void add_calibrate_commands(CLI::App& app) {
                   std::string("Network model (default alphabeta; ") + kValidateNcclTestsNetwork +
                       " for nccl-tests logs)")
       ->check(CLI::IsMember({"alphabeta", "flow"}));
+  val->add_option("--steps", v->steps,
+                  "nccl-tests logs: how NCCL kernels take their steps' latencies, per_round "
+                  "(default) or pipelined (overlapped, network: {steps: ...})")
+      ->check(CLI::IsMember({"per_round", "pipelined"}));
   val->add_option("--gamma", v->gamma,
                   "Reduce cost (default: the topology's provenance.gamma, else 0)");
   val->add_option("-o,--output", v->output,

@@ -44,6 +44,7 @@ struct NcclLogValidation {
   bool algorithm_given = false;
   std::vector<std::string> options;  // -O ALG:KEY=VALUE, ALG = algorithm
   std::string network;               // "": kValidateNcclTestsNetwork
+  std::string steps;                 // "": per_round; pipelined (NetworkConfig::pipelined_kernels)
   std::string output;                // -o: the comparison as CSV ("": none)
 };
 void validate_nccl_tests_log(const NcclLogValidation& a, const topo::Topology& topology,

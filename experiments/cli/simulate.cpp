@@ -119,8 +119,9 @@ std::string summary_table(const sim::SimulationConfig& c, const sim::SimulationR
   os << r.algorithm
      << (schedule_file.empty() ? std::string() : " (schedule file " + schedule_file + ")") << " on "
      << c.topology.name << ": " << r.ranks << " ranks, " << format_bytes(c.size) << ", "
-     << sim::to_string(c.network) << " model, " << r.rounds << " rounds, " << r.transfers
-     << " transfers\n";
+     << sim::to_string(c.network) << " model"
+     << (c.pipelined_kernels ? " (NCCL's steps pipelined)" : "") << ", " << r.rounds
+     << " rounds, " << r.transfers << " transfers\n";
   if (!r.nccl_algo.empty()) {
     // What NCCL's own estimate picked (sim/nccl_tuner.hpp), which the run above is.
     std::string options;

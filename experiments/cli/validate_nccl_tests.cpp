@@ -139,7 +139,8 @@ void validate_nccl_tests_log(const NcclLogValidation& a, const topo::Topology& t
                                          : ", NCCL " + log.nccl_version)
             << ") against " << topology.name << " (" << a.topology_path << "): " << gpus
             << " GPUs, " << sim::to_string(network) << " model"
-            << (a.network.empty() ? " (the default for nccl-tests logs)" : "") << ", gamma "
+            << (a.network.empty() ? " (the default for nccl-tests logs)" : "")
+            << (a.steps == "pipelined" ? ", pipelined steps" : "") << ", gamma "
             << fixed("%.6g ns/B", gamma.value * 1e9) << " (" << gamma_from << ")\n";
   if (!log.device.empty()) std::cout << "measured on: " << log.device << "\n";
   std::cout << "ranks: " << ranks_text << "\n";
@@ -168,6 +169,7 @@ void validate_nccl_tests_log(const NcclLogValidation& a, const topo::Topology& t
       sim::SimulationConfig c;
       c.topology = topology;
       c.network = network;
+      c.pipelined_kernels = a.steps == "pipelined";
       c.gamma = gamma;
       c.algorithm = info.name;
       c.options = options;

@@ -113,10 +113,11 @@ sim::SimulationConfig load_simulation_config(const ConfigReader& reader);
 void load_prediction(const ConfigNode& node, int ranks, sim::SimulationConfig& c,
                      bool policy_swept);
 // The `network:` map of a simulate config, an experiment or a training job: model (alphabeta,
-// flow), gamma and protocol (none, simple, ll, ll128: NCCL's costs for every schedule that names
-// none), each failing at its key.
+// flow), gamma, protocol (none, simple, ll, ll128: NCCL's costs for every schedule that names
+// none) and steps (per_round, pipelined: NetworkConfig::pipelined_kernels), each failing at its
+// key.
 void load_network(const ConfigNode& net, sim::NetworkKind& kind, SecondsPerByte& gamma,
-                  std::optional<alg::Protocol>& protocol);
+                  std::optional<alg::Protocol>& protocol, bool& pipelined_kernels);
 // Checks an algorithm's option values for `ranks` (e.g. stragglar's stragglers and late) at
 // their YAML keys under `node` (the options map).
 void check_algorithm_options(const alg::AlgorithmInfo& info, int ranks, const alg::Options& options,

@@ -493,7 +493,7 @@ sim::SimulationConfig load_point(const ConfigNode& root, topo::Topology topology
     const int n = c.topology.gpu_count();
     bool ok = collect([&] {
       if (auto net = root.maybe("network")) {
-        load_network(*net, c.network, c.gamma, c.protocol);
+        load_network(*net, c.network, c.gamma, c.protocol, c.pipelined_kernels);
       }
     });
     // simulate's `collective:` carries the size; a top-level (or swept) size besides it is one

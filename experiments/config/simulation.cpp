@@ -45,14 +45,18 @@ alg::Options load_algorithm_options(const alg::AlgorithmInfo& info, int ranks,
 }
 
 void load_network(const ConfigNode& net, sim::NetworkKind& kind, SecondsPerByte& gamma,
-                  std::optional<alg::Protocol>& protocol) {
-  net.allow_only({"model", "gamma", "protocol"});
+                  std::optional<alg::Protocol>& protocol, bool& pipelined_kernels) {
+  net.allow_only({"model", "gamma", "protocol", "steps"});
   kind = sim::parse_network_kind(net.get_choice("model", {"alphabeta", "flow"}, "alphabeta"));
   if (net.has("gamma")) gamma = net.child("gamma").as_seconds_per_byte();
   // Schedules that name no protocol run as NCCL's send/recv with this one (none: by their
   // routes alone, the default).
   const std::string p = net.get_choice("protocol", {"none", "simple", "ll", "ll128"}, "none");
   if (p != "none") protocol = alg::parse_protocol(p);
+  // How an NCCL kernel's steps take their latencies (sim/protocol.hpp): one per round
+  // (per_round, the default) or overlapped, up to NCCL's 8 steps in flight (pipelined).
+  pipelined_kernels =
+      net.get_choice("steps", {"per_round", "pipelined"}, "per_round") == "pipelined";
 }
 
 void check_algorithm_entry_options(const alg::AlgorithmInfo& info, int ranks,

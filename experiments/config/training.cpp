@@ -285,7 +285,7 @@ sim::TrainingConfig load_training_parts(const ConfigReader& reader) {
   const int ranks = topology_ok ? c.topology.gpu_count() : 0;
   collect([&] {
     if (auto net = root.maybe("network")) {
-      load_network(*net, c.network, c.gamma, c.protocol);
+      load_network(*net, c.network, c.gamma, c.protocol, c.pipelined_kernels);
     }
   });
   bool algorithms_ok = false;

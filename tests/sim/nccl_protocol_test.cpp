@@ -232,6 +232,54 @@ TEST(NcclProtocolSim, PipelinedRingWaitsForItsData) {
   }
 }
 
+// Pipelined, a channel waits for its own data only (sim/protocol.hpp, "per connection"): rank 1
+// forwards two streams, channel A (from rank 0 over a 200 us link, to rank 2) and channel B
+// (from rank 4 over a 1 us link, to rank 3), K rounds of one chunk each, as a ring's channels
+// forward theirs. B's sends follow B's earlier sends and B's data, not A's: B is all delivered
+// before A's first chunk has even reached rank 1. Were a rank's sends kept in round order
+// across its channels (the mode before), B's second send would wait for A's first, which
+// waits for the slow link. The flow model (alpha-beta serves a rank's sends on one port in
+// schedule order, so its B waits for A there).
+TEST(NcclProtocolSim, PipelinedChannelsWaitForTheirOwnDataOnly) {
+  constexpr int K = 4;
+  topo::Topology t;
+  for (int g = 0; g < 5; ++g) t.add_gpu("gpu" + std::to_string(g));
+  const double slow = 200e-6, fast = 1e-6;
+  t.add_link(0, 1, BytesPerSecond{kBw}, Seconds{slow});
+  t.add_link(4, 1, BytesPerSecond{kBw}, Seconds{fast});
+  t.add_link(1, 2, BytesPerSecond{kBw}, Seconds{fast});
+  t.add_link(1, 3, BytesPerSecond{kBw}, Seconds{fast});
+  alg::Schedule s = alg::Schedule::make(alg::Collective::allreduce, "two_streams", 5, 2 * K);
+  for (int k = 0; k <= K; ++k) {
+    alg::Round& r = s.add_round();
+    if (k >= 1) {
+      r.add(1, 2, k - 1, k, alg::Op::copy);          // A forwards what came from 0
+      r.add(1, 3, K + k - 1, K + k, alg::Op::copy);  // B forwards what came from 4
+    }
+    if (k < K) {
+      r.add(0, 1, k, k + 1, alg::Op::copy);
+      r.add(4, 1, K + k, K + k + 1, alg::Op::copy);
+    }
+  }
+  s.options["proto"] = "simple";
+  NetworkConfig network{NetworkKind::flow, SecondsPerByte{0.0}};
+  network.pipelined_kernels = true;
+  Executor ex(s, t, network, Bytes{1 << 20});
+  RunOptions o;
+  o.record_timeline = true;
+  const IterationResult r = ex.run(std::vector<Seconds>(5, Seconds{0}), o);
+  double b_last = 0, a_first = 1;
+  for (const TransferRecord& x : r.timeline) {
+    if (x.src == 1 && x.dst == 3) b_last = std::max(b_last, x.end.value);
+    if (x.src == 0) a_first = std::min(a_first, x.end.value);
+  }
+  ASSERT_GT(a_first, slow);
+  EXPECT_LT(b_last, a_first);
+  // B: the launch, then per chunk at most NCCL's 3.4 us step and its serialization, twice.
+  const ProtocolCost c = nccl_default_protocols().simple;
+  EXPECT_LT(b_last, c.launch + (K + 1) * 2 * (c.step_intra + 1e-6));
+}
+
 // NCCL's estimate for a one-node ring with LL, by hand from tuning.cc: base 6.6 us + 14 steps x
 // 0.6 us, bandwidth min(141, bw/2) x n / 2(n-1).
 TEST(NcclTuner, EstimateIsTuningCcs) {
