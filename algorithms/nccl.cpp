@@ -610,6 +610,8 @@ AlgorithmInfo nccl_info() {
               (void)checked_nccl_shape("nccl", n, nccl_inner_options(o), algo == "tree");
             }
           },
+      // Its schedule is the kernel of the algorithm its algo option names (nvls, nvls_tree, ...).
+      .kernel_option = "algo",
   };
 }
 
