@@ -27,20 +27,6 @@ namespace {
 
 using nlohmann::json;
 
-// Converts a byte offset into "line L, column C" (both 1-based).
-std::string position_of(std::string_view text, std::size_t byte) {
-  std::size_t line = 1, column = 1;
-  for (std::size_t i = 0; i < byte && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      column = 1;
-    } else {
-      ++column;
-    }
-  }
-  return "line " + std::to_string(line) + ", column " + std::to_string(column);
-}
-
 // nlohmann keeps the last of two equal keys without a word; a schedule with two "src" in one
 // transfer is an error, reported after any syntax error: the DOM of `text` and the key path of its
 // first duplicate key.
@@ -194,22 +180,12 @@ class Members {
   std::size_t size_ = 0;
 };
 
-const json* find_member(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  return it == obj.end() ? nullptr : &*it;
-}
 const json* find_member(const Members& obj, const char* key) { return obj.find(key); }
-const std::string* first_unknown(const json& obj, Keys keys) {
-  for (auto it = obj.begin(); it != obj.end(); ++it)
-    if (!is_one_of(it.key(), keys)) return &it.key();
-  return nullptr;
-}
 const std::string* first_unknown(const Members& obj, Keys keys) { return obj.first_unknown(keys); }
 
-// Transfer `ti` of round `ri` (an object: a json one or Members), checked against the header's
-// ranks and chunks.
-template <typename Object>
-Transfer read_transfer_members(const Reader& in, const Object& t, std::size_t ri, std::size_t ti,
+// Transfer `ti` of round `ri` (its members as read), checked against the header's ranks and
+// chunks.
+Transfer read_transfer_members(const Reader& in, const Members& t, std::size_t ri, std::size_t ti,
                                int ranks, int chunks) {
   // The path is spelled out only when something is wrong: this runs once per transfer.
   const auto field = [&](const char* key) -> const json& {
@@ -285,13 +261,6 @@ std::vector<SwitchReduce> read_switch_reduces(const Reader& in, const json& v, s
     out.push_back(std::move(op));
   }
   return out;
-}
-
-Transfer read_transfer(const Reader& in, const json& t, std::size_t ri, std::size_t ti, int ranks,
-                       int chunks) {
-  if (!t.is_object())
-    in.fail(transfer_path(ri, ti), "expected an object, got " + std::string(t.type_name()));
-  return read_transfer_members(in, t, ri, ti, ranks, chunks);
 }
 
 }  // namespace
@@ -407,53 +376,33 @@ std::string schedule_to_json(const Schedule& schedule) {
   return os.str();
 }
 
+namespace {
+
+// The text as an input stream, read in place (no copy).
+class TextBuf final : public std::streambuf {
+ public:
+  explicit TextBuf(std::string_view text) {
+    char* begin = const_cast<char*>(text.data());  // the get area is only read
+    setg(begin, begin, begin + text.size());
+  }
+};
+
+// Keeps every round the streamed reader passes on: the whole-document form.
+class AppendSink final : public ScheduleJsonSink {
+ public:
+  void header(const Schedule&) override {}
+  void round(const Round& round) override { rounds.push_back(round); }
+  std::vector<Round> rounds;
+};
+
+}  // namespace
+
 Schedule read_schedule_json(std::string_view text, std::string_view source_name) {
-  json doc;
-  std::optional<std::string> duplicate;
-  try {
-    doc = parse_noting_duplicates(text, duplicate);
-  } catch (const json::parse_error& e) {
-    std::string what = e.what();
-    // nlohmann's message starts with "[json.exception.parse_error.101] parse error at line L,
-    // column C: ..."
-    const auto colon = what.find(": ");
-    throw InputError(
-        std::string(source_name) + ": " + position_of(text, e.byte > 0 ? e.byte - 1 : 0) +
-        ": malformed JSON: " + (colon == std::string::npos ? what : what.substr(colon + 2)));
-  } catch (const json::exception& e) {  // e.g. out_of_range 406: a number beyond double, 1e400
-    const std::string what = e.what();
-    const auto bracket = what.find("] ");
-    throw InputError(std::string(source_name) + ": malformed JSON: " +
-                     (bracket == std::string::npos ? what : what.substr(bracket + 2)));
-  }
-  Reader in(source_name);
-  if (duplicate) in.fail(*duplicate, "duplicate key (a key may appear once per object)");
-  if (!doc.is_object())
-    in.fail("(top level)", "expected an object, got " + std::string(doc.type_name()));
-  Schedule s = read_header(in, doc);
-  const json& rounds = in.member(doc, "(top level)", "rounds");
-  if (!rounds.is_array())
-    in.fail("rounds", "expected an array, got " + std::string(rounds.type_name()));
-  s.rounds.reserve(rounds.size());
-  for (std::size_t ri = 0; ri < rounds.size(); ++ri) {
-    const std::string rpath = round_path(ri);
-    const json& r = rounds[ri];
-    if (!r.is_object()) in.fail(rpath, "expected an object, got " + std::string(r.type_name()));
-    in.only_keys(r, rpath, kRoundKeys);
-    Round& round = s.add_round();
-    if (auto it = r.find("phase"); it != r.end() && !it->is_null())
-      round.phase = in.string(*it, rpath + ".phase");
-    const json& ts = in.member(r, rpath, "transfers");
-    if (!ts.is_array())
-      in.fail(rpath + ".transfers", "expected an array, got " + std::string(ts.type_name()));
-    round.transfers.reserve(ts.size());
-    for (std::size_t ti = 0; ti < ts.size(); ++ti) {
-      round.transfers.push_back(read_transfer(in, ts[ti], ri, ti, s.ranks, s.chunks));
-    }
-    if (auto it = r.find("switch_reduces"); it != r.end()) {
-      round.switch_reduces = read_switch_reduces(in, *it, ri, s.ranks, s.chunks);
-    }
-  }
+  TextBuf buf(text);
+  std::istream in(&buf);
+  AppendSink sink;
+  Schedule s = read_schedule_json(in, source_name, sink);
+  s.rounds = std::move(sink.rounds);
   return s;
 }
 
@@ -500,7 +449,7 @@ class StreamInput {
   bool failed() const { return in_.bad(); }
   std::uint64_t bytes_read() const { return base_ + pos_; }
 
-  // "line L, column C" (1-based) of byte offset `byte`, as position_of() counts it.
+  // "line L, column C" (1-based) of byte offset `byte` (a newline ends a line).
   std::string position(std::uint64_t byte) const {
     byte = std::min(byte, base_ + size_);
     if (byte < base_) byte = base_;  // not reached: the parser stops within kKeep bytes
@@ -599,7 +548,7 @@ class ValueBuilder {
       top.push_back(std::move(v));
       return &top.back();
     }
-    json& slot = top[key_];  // two equal keys: the last one stays, as in the DOM reader
+    json& slot = top[key_];  // two equal keys: the last one stays, as in nlohmann's DOM
     slot = std::move(v);
     return &slot;
   }
@@ -612,10 +561,11 @@ class ValueBuilder {
 // nlohmann SAX handler of the streamed reader. It keeps the header values, the round being read
 // and the key path (for duplicate keys); each round goes to the sink once it is complete.
 //
-// Errors keep the DOM reader's priorities, so both name the same problem: a syntax error ends the
-// parse at once; otherwise the first duplicate key (document order), then the top level, then the
-// header, then the first bad round, then what the sink threw, wins. A bad round is therefore held
-// until the end of the input, and no round goes to the sink after a form error.
+// Errors rank as in a whole-document reader (what the whole input holds decides, not where
+// reading is): a syntax error ends the parse at once; otherwise the first duplicate key (document
+// order), then the top level, then the header, then the first bad round, then what the sink threw,
+// wins. A bad round is therefore held until the end of the input, and no round goes to the sink
+// after a form error.
 class StreamHandler {
  public:
   static constexpr std::size_t kMaxDepth = 512;
@@ -649,7 +599,7 @@ class StreamHandler {
     if (input_.failed()) throw InputError(std::string(in_.source()) + ": read failed");
     const std::string what = e.what();
     if constexpr (std::is_same_v<Exception, json::parse_error>) {
-      // As the DOM reader: nlohmann's "[json.exception.parse_error.101] parse error at line L,
+      // nlohmann's "[json.exception.parse_error.101] parse error at line L,
       // column C: ..." becomes our position and the text after the first ": ".
       const auto colon = what.find(": ");
       throw InputError(
@@ -706,7 +656,7 @@ class StreamHandler {
     }
   };
 
-  // --- key paths for duplicate keys: the same walk as the DOM reader's DuplicateKeys
+  // --- key paths for duplicate keys: the same walk as common/json_dom.hpp's
   void count_element() {
     if (depth_ > 0 && !frames_[depth_ - 1].object) ++frames_[depth_ - 1].index;
   }
@@ -806,7 +756,7 @@ class StreamHandler {
   }
   static void keep_first(std::optional<std::string>& first, const std::string& key) {
     if (!first || key < *first)
-      first = key;  // the DOM's objects are sorted: the least key comes first
+      first = key;  // as in a json object (sorted keys): the least key comes first
   }
   bool form_error() const {
     return duplicate_ || !top_type_.empty() || unknown_top_ || round_error_ || header_failed_;
