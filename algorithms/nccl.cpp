@@ -42,7 +42,6 @@
 // after step j + D - 1 and sends it down in step j + D, a rank at depth d forwards it to its
 // children in step j + D + d; P + 2D - 1 steps, one round each.
 #include <algorithm>
-#include <cctype>
 #include <optional>
 #include <string>
 #include <utility>
@@ -52,6 +51,7 @@
 #include "algorithms/generators.hpp"
 #include "algorithms/protocol.hpp"
 #include "common/error.hpp"
+#include "common/text.hpp"
 
 namespace ssim::alg {
 namespace {
@@ -428,8 +428,7 @@ constexpr const char* kNcclAlgos = "ring, tree, nvls, nvls_tree, collnet_direct,
 // The validated algo (empty when not given); InputError for unknown and not-modelled ones and
 // for a protocol the algorithm does not run.
 std::string nccl_algo_of(const Options& o) {
-  std::string algo = o.get_string("algo", "");
-  for (char& c : algo) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string algo = lowercase(o.get_string("algo", ""));
   const bool known = algo.empty() || algo == "ring" || algo == "tree" || algo == "nvls" ||
                      algo == "nvls_tree" || algo == "collnet_direct" || algo == "collnet_chain";
   if (!known) {
@@ -610,6 +609,8 @@ AlgorithmInfo nccl_info() {
               (void)checked_nccl_shape("nccl", n, nccl_inner_options(o), algo == "tree");
             }
           },
+      // Its schedule is the kernel of the algorithm its algo option names (nvls, nvls_tree, ...).
+      .kernel_option = "algo",
   };
 }
 

@@ -246,6 +246,7 @@ AlgorithmInfo nvls_tree_info() {
       .in_network = true,
       .reduce_scope = AlgorithmInfo::ReduceScope::nodes,
       .one_node_equals = "nvls",
+      .nvls_kernel = true,
   };
 }
 
@@ -279,6 +280,7 @@ AlgorithmInfo nvls_info() {
           },
       .check_options = [](int, const Options& o) { (void)pipeline_of(o); },
       .in_network = true,
+      .nvls_kernel = true,
   };
 }
 

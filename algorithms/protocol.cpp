@@ -1,9 +1,9 @@
 #include "algorithms/protocol.hpp"
 
-#include <cctype>
 #include <string>
 
 #include "common/error.hpp"
+#include "common/text.hpp"
 
 namespace ssim::alg {
 
@@ -20,8 +20,7 @@ std::string_view to_string(Protocol p) {
 }
 
 std::optional<Protocol> parse_protocol(std::string_view text) {
-  std::string lower(text);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string lower = lowercase(text);
   for (Protocol p : {Protocol::simple, Protocol::ll, Protocol::ll128}) {
     if (lower == to_string(p)) return p;
   }

@@ -1,5 +1,6 @@
 #include "algorithms/registry.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -49,6 +50,27 @@ const std::vector<AlgorithmInfo>& algorithms() {
   return registry;
 }
 
+bool AlgorithmInfo::takes(std::string_view option) const {
+  return std::any_of(options.begin(), options.end(),
+                     [option](const OptionSpec& s) { return s.name == option; });
+}
+
+const AlgorithmInfo* lookup_algorithm(std::string_view name) {
+  for (const AlgorithmInfo& a : algorithms()) {
+    if (a.name == name) return &a;
+  }
+  return nullptr;
+}
+
+bool runs_nvls_kernel(const Schedule& schedule) {
+  const AlgorithmInfo* info = lookup_algorithm(schedule.algorithm);
+  if (info && !info->kernel_option.empty()) {
+    const auto named = schedule.options.find(info->kernel_option);
+    if (named != schedule.options.end()) info = lookup_algorithm(named->second);
+  }
+  return info && info->nvls_kernel;
+}
+
 const AlgorithmInfo& find_algorithm(std::string_view name) {
   std::string names;
   for (const AlgorithmInfo& a : algorithms()) {
@@ -83,13 +105,7 @@ GeneratedRounds generate_rounds(std::string_view name, int ranks, const Options&
                      " ranks (supported: " + info.supported_ranks + ")");
   }
   for (const auto& [key, value] : options.values()) {
-    bool known = false;
-    std::string list;
-    for (const OptionSpec& spec : info.options) {
-      known = known || spec.name == key;
-      list += (list.empty() ? "" : ", ") + spec.name;
-    }
-    if (!known) throw InputError(unknown_option_message(info, info.name, key));
+    if (!info.takes(key)) throw InputError(unknown_option_message(info, info.name, key));
   }
   GeneratedRounds g = info.rounds(ranks, options);
   g.header.algorithm = info.name;

@@ -99,11 +99,25 @@ struct AlgorithmInfo {
   // On one node (gpus_per_node unknown or >= n) its schedule is this algorithm's, with default
   // options, transfer for transfer (registry_test proves it): advise leaves it out there.
   std::string one_node_equals{};
+  // Its kernel reduces through NVLS multicast (NCCL's NVLS and NVLS-Tree): a pipelined one pays
+  // NVLS's per-step latencies (sim/protocol.hpp), whichever protocol it names.
+  bool nvls_kernel = false;
+  // The option that names the algorithm whose kernel its schedules run (nccl's `algo`); empty
+  // when they run its own.
+  std::string kernel_option{};
+
+  // Whether it takes the option `name` (one of `options`).
+  bool takes(std::string_view name) const;
 };
 
 const std::vector<AlgorithmInfo>& algorithms();
 // Throws InputError listing the valid names.
 const AlgorithmInfo& find_algorithm(std::string_view name);
+// The entry named `name`, or nullptr (a schedule file may name an algorithm the registry lacks).
+const AlgorithmInfo* lookup_algorithm(std::string_view name);
+// Whether the schedule runs an NVLS kernel: its algorithm's nvls_kernel, or, for one whose
+// kernel_option is among the schedule's options, that of the algorithm the option names.
+bool runs_nvls_kernel(const Schedule& schedule);
 // "algorithm NAME has no option 'KEY' (did you mean 'K'? options: ...)", the suggestion when one
 // of the algorithm's options is close (common/suggest.hpp); `shown` is the name as written.
 std::string unknown_option_message(const AlgorithmInfo& info, const std::string& shown,

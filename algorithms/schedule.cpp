@@ -1,5 +1,7 @@
 #include "algorithms/schedule.hpp"
 
+#include <charconv>
+
 #include "algorithms/chunk_sizes.hpp"
 #include "common/error.hpp"
 
@@ -87,6 +89,15 @@ ByteRange chunk_bytes(std::uint64_t total_bytes, int chunks, int chunk_begin, in
   SSIM_CHECK(chunks > 0 && 0 <= chunk_begin && chunk_begin <= chunk_end && chunk_end <= chunks,
              "chunk range out of bounds");
   return ChunkSizes(total_bytes, chunks).range(chunk_begin, chunk_end);
+}
+
+int schedule_gpus_per_node(const Schedule& schedule) {
+  const auto it = schedule.options.find("gpus_per_node");
+  if (it == schedule.options.end()) return 0;
+  const std::string& text = it->second;
+  int g = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), g);
+  return ec != std::errc() || ptr != text.data() + text.size() ? 0 : g;
 }
 
 }  // namespace ssim::alg

@@ -105,4 +105,8 @@ struct ByteRange {
 };
 ByteRange chunk_bytes(std::uint64_t total_bytes, int chunks, int chunk_begin, int chunk_end);
 
+// The node size a schedule was built for (rank = node * G + local): its gpus_per_node option
+// read as an integer (it may be < 1), 0 when absent or not an integer.
+int schedule_gpus_per_node(const Schedule& schedule);
+
 }  // namespace ssim::alg

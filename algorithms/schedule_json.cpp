@@ -1,3 +1,5 @@
+// The reader of the schedule JSON form (schedule_json.hpp): nlohmann's SAX parser behind every
+// entry point, and verify's fast path; the writer is schedule_json_write.cpp.
 #include "algorithms/schedule_json.hpp"
 
 #include <algorithm>
@@ -26,20 +28,6 @@ namespace ssim::alg {
 namespace {
 
 using nlohmann::json;
-
-// Converts a byte offset into "line L, column C" (both 1-based).
-std::string position_of(std::string_view text, std::size_t byte) {
-  std::size_t line = 1, column = 1;
-  for (std::size_t i = 0; i < byte && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      column = 1;
-    } else {
-      ++column;
-    }
-  }
-  return "line " + std::to_string(line) + ", column " + std::to_string(column);
-}
 
 // nlohmann keeps the last of two equal keys without a word; a schedule with two "src" in one
 // transfer is an error, reported after any syntax error: the DOM of `text` and the key path of its
@@ -194,22 +182,12 @@ class Members {
   std::size_t size_ = 0;
 };
 
-const json* find_member(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  return it == obj.end() ? nullptr : &*it;
-}
 const json* find_member(const Members& obj, const char* key) { return obj.find(key); }
-const std::string* first_unknown(const json& obj, Keys keys) {
-  for (auto it = obj.begin(); it != obj.end(); ++it)
-    if (!is_one_of(it.key(), keys)) return &it.key();
-  return nullptr;
-}
 const std::string* first_unknown(const Members& obj, Keys keys) { return obj.first_unknown(keys); }
 
-// Transfer `ti` of round `ri` (an object: a json one or Members), checked against the header's
-// ranks and chunks.
-template <typename Object>
-Transfer read_transfer_members(const Reader& in, const Object& t, std::size_t ri, std::size_t ti,
+// Transfer `ti` of round `ri` (its members as read), checked against the header's ranks and
+// chunks.
+Transfer read_transfer_members(const Reader& in, const Members& t, std::size_t ri, std::size_t ti,
                                int ranks, int chunks) {
   // The path is spelled out only when something is wrong: this runs once per transfer.
   const auto field = [&](const char* key) -> const json& {
@@ -287,173 +265,35 @@ std::vector<SwitchReduce> read_switch_reduces(const Reader& in, const json& v, s
   return out;
 }
 
-Transfer read_transfer(const Reader& in, const json& t, std::size_t ri, std::size_t ti, int ranks,
-                       int chunks) {
-  if (!t.is_object())
-    in.fail(transfer_path(ri, ti), "expected an object, got " + std::string(t.type_name()));
-  return read_transfer_members(in, t, ri, ti, ranks, chunks);
-}
-
 }  // namespace
-
-ScheduleJsonWriter::ScheduleJsonWriter(std::ostream& os, const Schedule& s) : ScheduleWriter(os) {
-  json header = json::object();
-  header["collective"] = std::string(to_string(s.collective));
-  header["algorithm"] = s.algorithm;
-  header["straggler"] = s.straggler ? json(*s.straggler) : json(nullptr);
-  header["options"] = s.options;
-  buffer_ = "{\"collective\": " + header["collective"].dump() +
-            ", \"algorithm\": " + header["algorithm"].dump() +
-            ", \"ranks\": " + std::to_string(s.ranks) +
-            ", \"chunks\": " + std::to_string(s.chunks) +
-            ", \"straggler\": " + header["straggler"].dump() +
-            ", \"options\": " + header["options"].dump();
-  if (!s.late.empty()) buffer_ += ", \"late\": " + json(s.late).dump();
-  buffer_ += ",\n \"rounds\": [";
-}
 
 namespace {
 
-void append_int(std::string& out, std::int32_t v) {
-  char digits[16];
-  const char* end = std::to_chars(digits, digits + sizeof digits, v).ptr;
-  out.append(digits, static_cast<std::size_t>(end - digits));
-}
-
-// The phase as nlohmann's dump() writes a string: printable ASCII other than '"' and '\\' as is,
-// anything else (escapes, UTF-8, which dump() checks) through dump() itself.
-void append_phase(std::string& out, const std::string& phase) {
-  for (const char c : phase) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u >= 0x7f || c == '"' || c == '\\') {
-      out += json(phase).dump();
-      return;
-    }
+// The text as an input stream, read in place (no copy).
+class TextBuf final : public std::streambuf {
+ public:
+  explicit TextBuf(std::string_view text) {
+    char* begin = const_cast<char*>(text.data());  // the get area is only read
+    setg(begin, begin, begin + text.size());
   }
-  out += '"';
-  out += phase;
-  out += '"';
-}
+};
+
+// Keeps every round the streamed reader passes on: the whole-document form.
+class AppendSink final : public ScheduleJsonSink {
+ public:
+  void header(const Schedule&) override {}
+  void round(const Round& round) override { rounds.push_back(round); }
+  std::vector<Round> rounds;
+};
 
 }  // namespace
 
-// Byte for byte what nlohmann's dump() of the round as a json object gives (keys sorted, no
-// spaces), without building the json value: one round is all this writes at a time.
-void ScheduleJsonWriter::round(const Round& round) {
-  std::string& out = buffer_;
-  out.append(rounds_++ ? ",\n  " : "\n  ");
-  out += '{';
-  if (!round.phase.empty()) {
-    out.append("\"phase\":");
-    append_phase(out, round.phase);
-    out += ',';
-  }
-  if (!round.switch_reduces.empty()) {  // absent otherwise: files without it read as before
-    out.append("\"switch_reduces\":[");
-    bool first_op = true;
-    for (const SwitchReduce& g : round.switch_reduces) {
-      out.append(first_op ? "{\"chunks\":[" : ",{\"chunks\":[");
-      first_op = false;
-      append_int(out, g.chunk_begin);
-      out += ',';
-      append_int(out, g.chunk_end);
-      out.append("],\"members\":[");
-      for (std::size_t i = 0; i < g.members.size(); ++i) {
-        if (i) out += ',';
-        append_int(out, g.members[i]);
-      }
-      out.append("],\"receivers\":[");
-      for (std::size_t i = 0; i < g.receivers.size(); ++i) {
-        if (i) out += ',';
-        append_int(out, g.receivers[i]);
-      }
-      out.append("]}");
-    }
-    out.append("],");
-  }
-  out.append("\"transfers\":[");
-  bool first = true;
-  for (const Transfer& t : round.transfers) {
-    out.append(first ? "{\"chunks\":[" : ",{\"chunks\":[");
-    first = false;
-    append_int(out, t.chunk_begin);
-    out += ',';
-    append_int(out, t.chunk_end);
-    out.append("],\"dst\":");
-    append_int(out, t.dst);
-    out.append(t.op == Op::reduce ? ",\"op\":\"reduce\",\"src\":" : ",\"op\":\"copy\",\"src\":");
-    append_int(out, t.src);
-    out += '}';
-    if (out.size() >= kFlushBytes) write_buffer();
-  }
-  out.append("]}");
-  if (out.size() >= kFlushBytes) write_buffer();
-}
-
-void ScheduleJsonWriter::finish() {
-  buffer_.append(rounds_ == 0 ? "]}\n" : "\n ]}\n");
-  write_buffer();
-}
-
-void write_schedule_json(std::ostream& os, const Schedule& s) {
-  ScheduleJsonWriter writer(os, s);
-  for (const Round& r : s.rounds) writer.round(r);
-  writer.finish();
-}
-
-std::string schedule_to_json(const Schedule& schedule) {
-  std::ostringstream os;
-  write_schedule_json(os, schedule);
-  return os.str();
-}
-
 Schedule read_schedule_json(std::string_view text, std::string_view source_name) {
-  json doc;
-  std::optional<std::string> duplicate;
-  try {
-    doc = parse_noting_duplicates(text, duplicate);
-  } catch (const json::parse_error& e) {
-    std::string what = e.what();
-    // nlohmann's message starts with "[json.exception.parse_error.101] parse error at line L,
-    // column C: ..."
-    const auto colon = what.find(": ");
-    throw InputError(
-        std::string(source_name) + ": " + position_of(text, e.byte > 0 ? e.byte - 1 : 0) +
-        ": malformed JSON: " + (colon == std::string::npos ? what : what.substr(colon + 2)));
-  } catch (const json::exception& e) {  // e.g. out_of_range 406: a number beyond double, 1e400
-    const std::string what = e.what();
-    const auto bracket = what.find("] ");
-    throw InputError(std::string(source_name) + ": malformed JSON: " +
-                     (bracket == std::string::npos ? what : what.substr(bracket + 2)));
-  }
-  Reader in(source_name);
-  if (duplicate) in.fail(*duplicate, "duplicate key (a key may appear once per object)");
-  if (!doc.is_object())
-    in.fail("(top level)", "expected an object, got " + std::string(doc.type_name()));
-  Schedule s = read_header(in, doc);
-  const json& rounds = in.member(doc, "(top level)", "rounds");
-  if (!rounds.is_array())
-    in.fail("rounds", "expected an array, got " + std::string(rounds.type_name()));
-  s.rounds.reserve(rounds.size());
-  for (std::size_t ri = 0; ri < rounds.size(); ++ri) {
-    const std::string rpath = round_path(ri);
-    const json& r = rounds[ri];
-    if (!r.is_object()) in.fail(rpath, "expected an object, got " + std::string(r.type_name()));
-    in.only_keys(r, rpath, kRoundKeys);
-    Round& round = s.add_round();
-    if (auto it = r.find("phase"); it != r.end() && !it->is_null())
-      round.phase = in.string(*it, rpath + ".phase");
-    const json& ts = in.member(r, rpath, "transfers");
-    if (!ts.is_array())
-      in.fail(rpath + ".transfers", "expected an array, got " + std::string(ts.type_name()));
-    round.transfers.reserve(ts.size());
-    for (std::size_t ti = 0; ti < ts.size(); ++ti) {
-      round.transfers.push_back(read_transfer(in, ts[ti], ri, ti, s.ranks, s.chunks));
-    }
-    if (auto it = r.find("switch_reduces"); it != r.end()) {
-      round.switch_reduces = read_switch_reduces(in, *it, ri, s.ranks, s.chunks);
-    }
-  }
+  TextBuf buf(text);
+  std::istream in(&buf);
+  AppendSink sink;
+  Schedule s = read_schedule_json(in, source_name, sink);
+  s.rounds = std::move(sink.rounds);
   return s;
 }
 
@@ -500,7 +340,7 @@ class StreamInput {
   bool failed() const { return in_.bad(); }
   std::uint64_t bytes_read() const { return base_ + pos_; }
 
-  // "line L, column C" (1-based) of byte offset `byte`, as position_of() counts it.
+  // "line L, column C" (1-based) of byte offset `byte` (a newline ends a line).
   std::string position(std::uint64_t byte) const {
     byte = std::min(byte, base_ + size_);
     if (byte < base_) byte = base_;  // not reached: the parser stops within kKeep bytes
@@ -599,7 +439,7 @@ class ValueBuilder {
       top.push_back(std::move(v));
       return &top.back();
     }
-    json& slot = top[key_];  // two equal keys: the last one stays, as in the DOM reader
+    json& slot = top[key_];  // two equal keys: the last one stays, as in nlohmann's DOM
     slot = std::move(v);
     return &slot;
   }
@@ -612,10 +452,11 @@ class ValueBuilder {
 // nlohmann SAX handler of the streamed reader. It keeps the header values, the round being read
 // and the key path (for duplicate keys); each round goes to the sink once it is complete.
 //
-// Errors keep the DOM reader's priorities, so both name the same problem: a syntax error ends the
-// parse at once; otherwise the first duplicate key (document order), then the top level, then the
-// header, then the first bad round, then what the sink threw, wins. A bad round is therefore held
-// until the end of the input, and no round goes to the sink after a form error.
+// Errors rank as in a whole-document reader (what the whole input holds decides, not where
+// reading is): a syntax error ends the parse at once; otherwise the first duplicate key (document
+// order), then the top level, then the header, then the first bad round, then what the sink threw,
+// wins. A bad round is therefore held until the end of the input, and no round goes to the sink
+// after a form error.
 class StreamHandler {
  public:
   static constexpr std::size_t kMaxDepth = 512;
@@ -649,7 +490,7 @@ class StreamHandler {
     if (input_.failed()) throw InputError(std::string(in_.source()) + ": read failed");
     const std::string what = e.what();
     if constexpr (std::is_same_v<Exception, json::parse_error>) {
-      // As the DOM reader: nlohmann's "[json.exception.parse_error.101] parse error at line L,
+      // nlohmann's "[json.exception.parse_error.101] parse error at line L,
       // column C: ..." becomes our position and the text after the first ": ".
       const auto colon = what.find(": ");
       throw InputError(
@@ -706,7 +547,7 @@ class StreamHandler {
     }
   };
 
-  // --- key paths for duplicate keys: the same walk as the DOM reader's DuplicateKeys
+  // --- key paths for duplicate keys: the same walk as common/json_dom.hpp's
   void count_element() {
     if (depth_ > 0 && !frames_[depth_ - 1].object) ++frames_[depth_ - 1].index;
   }
@@ -806,7 +647,7 @@ class StreamHandler {
   }
   static void keep_first(std::optional<std::string>& first, const std::string& key) {
     if (!first || key < *first)
-      first = key;  // the DOM's objects are sorted: the least key comes first
+      first = key;  // as in a json object (sorted keys): the least key comes first
   }
   bool form_error() const {
     return duplicate_ || !top_type_.empty() || unknown_top_ || round_error_ || header_failed_;

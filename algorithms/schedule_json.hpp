@@ -40,14 +40,16 @@ class ScheduleJsonWriter final : public ScheduleWriter {
 };
 std::string schedule_to_json(const Schedule& schedule);
 
+// The whole document at once: the streamed reader below with a sink that keeps every round
+// (the same checks and messages; the header the reader returns, with the rounds).
 Schedule read_schedule_json(std::string_view text, std::string_view source_name);
 
-// The streamed reader: the same checks and messages, but the rounds go to a sink one at a time as
-// soon as each is complete, so memory holds the header, one round and the key path, whatever the
+// The reader (nlohmann's SAX parser): the rounds go to a sink one at a time as soon as each is
+// complete, so memory holds the header, one round and the key path, whatever the
 // number of rounds (no size limit needed). The "rounds" array streams when "collective", "ranks"
 // and "chunks" (and "straggler", if "late" is given) come before it, as `schedule` writes them;
-// otherwise its rounds are held until the header is complete, then passed on (the DOM reader's
-// memory). Values nested deeper than 512 levels are refused (a schedule has 6).
+// otherwise its rounds are held until the header is complete, then passed on (a whole
+// document's memory). Values nested deeper than 512 levels are refused (a schedule has 6).
 class ScheduleJsonSink {
  public:
   virtual ~ScheduleJsonSink() = default;
@@ -56,9 +58,10 @@ class ScheduleJsonSink {
   virtual void header(const Schedule& header) = 0;
   virtual void round(const Round& round) = 0;
 };
-// Reads all of `in`; throws InputError for the first problem (the one the DOM reader reports),
-// which wins over anything the sink threw: a sink's exception is kept and rethrown at the end,
-// and no round reaches the sink after a problem was found.
+// Reads all of `in`; throws InputError for the first problem (errors rank: syntax, the first
+// duplicate key, the top level, the header, the first bad round), which wins over anything the
+// sink threw: a sink's exception is kept and rethrown at the end, and no round reaches the sink
+// after a problem was found.
 Schedule read_schedule_json(std::istream& in, std::string_view source_name, ScheduleJsonSink& sink);
 
 // `stragglesim verify`: reads `in` streamed and verifies each round as it arrives (RoundVerifier).

@@ -644,8 +644,7 @@ void add_stated_option(StatedOptions& stated, std::string_view text, std::string
   }
   if (key == "straggler")
     fail("the straggler comes from the rows' straggler column (n-1 when it is empty)");
-  const bool known = std::any_of(info->options.begin(), info->options.end(),
-                                 [&key](const alg::OptionSpec& spec) { return spec.name == key; });
+  const bool known = info->takes(key);
   if (!known) fail(alg::unknown_option_message(*info, algorithm, key));
   if (value.empty() || value.find(';') != std::string::npos)
     fail("the value must be non-empty and hold no ';'");

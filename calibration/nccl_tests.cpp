@@ -186,9 +186,7 @@ std::string command_program(const std::vector<std::string>& f) {
 }
 
 void check_program(std::string_view name, int line, const std::string& program) {
-  std::string lower = program;
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  std::string lower = lowercase(program);
   lower.erase(std::remove(lower.begin(), lower.end(), '_'), lower.end());
   if (lower.find("allreduce") == std::string::npos) {
     fail(name, line,

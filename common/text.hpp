@@ -5,10 +5,12 @@
 //
 //   all_digits("0042")              == true        // no sign, no blank, not empty
 //   joined({"ring", "rhd"}, ", ")    == "ring, rhd"
+//   lowercase("LL128")              == "ll128"
 //
 // trim returns a view into its argument, so the argument must outlive it.
 #pragma once
 
+#include <cctype>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -35,6 +37,13 @@ constexpr bool all_digits(std::string_view s) {
     if (c < '0' || c > '9') return false;
   }
   return true;
+}
+
+// `s` with each character through std::tolower (the C locale's: A-Z to a-z, other bytes as is).
+inline std::string lowercase(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
 }
 
 // `items` in order with `separator` between each two ("" for none).

@@ -456,7 +456,7 @@ py::tuple advise(const std::vector<std::string>& flags) {
       if (!a.trace.empty()) {
         const AdviseRow& best = ranking->rows[ranking->order.front()];
         traced = exp::write_trace(exp::run_config(ranking->experiments[best.experiment], best.algorithm),
-                             a.trace_iteration, a.trace_links, a.trace_options, a.trace,
+                             a.trace_iteration, a.trace_links, a.trace_flags, a.trace,
                              a.max_memory, a.max_time, "stragglesim advise");
       }
     } catch (...) {

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "algorithms/protocol.hpp"
+#include "algorithms/registry.hpp"
 #include "common/error.hpp"
 #include "sim/event_run.hpp"
 #include "sim/shared_device.hpp"
@@ -39,12 +40,9 @@ Executor::Executor(const alg::Schedule& schedule, const topo::Topology& topology
   if (proto) {
     network_.protocol = ProtocolTiming::of(network.protocols.of(*proto), topology.gpus_per_node);
     network_.protocol.pipelined = network.pipelined_kernels;
-    // A pipelined NVLS kernel pays NVLS's per-step latencies (sim/protocol.hpp).
-    const auto algo = schedule.options.find("algo");
-    const std::string name =
-        schedule.algorithm == "nccl" && algo != schedule.options.end() ? algo->second
-                                                                        : schedule.algorithm;
-    if (network.pipelined_kernels && (name == "nvls" || name == "nvls_tree")) {
+    // A pipelined NVLS kernel pays NVLS's per-step latencies (sim/protocol.hpp); which kernels
+    // are NVLS's is the registry's to say (AlgorithmInfo::nvls_kernel).
+    if (network.pipelined_kernels && alg::runs_nvls_kernel(schedule)) {
       network_.protocol.switch_step = kNcclNvlsStep / 2;
       network_.protocol.step_inter = kNcclNvlsTreeNetStep;
     }

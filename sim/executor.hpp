@@ -49,6 +49,7 @@
 #include "algorithms/schedule.hpp"
 #include "common/units.hpp"
 #include "sim/network.hpp"
+#include "sim/rank_map.hpp"  // straggler_rank_map, late_rank_map for RunOptions::rank_map
 #include "topologies/topology.hpp"
 
 namespace ssim::sim {
@@ -124,20 +125,6 @@ struct RunOptions {
   int threads = 1;
   std::size_t parallel_round = 2048;
 };
-
-// The permutation that lets `predicted` play the straggler the schedule was built for: swaps
-// schedule.straggler and `predicted` (identity when the schedule has no straggler or they are
-// equal). A wrong prediction then costs what it costs. Schedules built for a node structure
-// (option gpus_per_node = G, e.g. stragglar_hier) are shifted instead: rank node*G + local
-// plays (node + dn) mod N, (local + dl) mod G, which moves the straggler to `predicted` and
-// keeps every node and every rail together.
-std::vector<int> straggler_rank_map(const alg::Schedule& schedule, int predicted);
-// For a schedule built for several late ranks (schedule.late, in expected arrival order): the
-// permutation that lets predicted[i] play schedule.late[i] (predicted: distinct ranks, as many
-// as schedule.late). Ranks in neither list keep their place; schedule ranks that are predicted
-// late but not late in the schedule take the freed ranks in increasing order. With one late
-// rank it is straggler_rank_map.
-std::vector<int> late_rank_map(const alg::Schedule& schedule, std::span<const int> predicted);
 
 // Rounds one at a time, for the dataflow pass without a materialized schedule.
 class RoundSource {

@@ -4,12 +4,12 @@
 #include "sim/nccl_tuner.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <limits>
 #include <optional>
 
 #include "common/error.hpp"
+#include "common/text.hpp"
 
 namespace ssim::sim {
 namespace {
@@ -369,8 +369,7 @@ NcclChoice nccl_choose(const topo::Topology& topology, Bytes size, const alg::Op
   const alg::AlgorithmInfo& info = alg::find_algorithm("nccl");
   info.check_options(topology.gpu_count(), options);  // names and values the layer checks
   const Machine m = machine_of(topology);
-  std::string algo = options.get_string("algo", "");
-  for (char& c : algo) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string algo = lowercase(options.get_string("algo", ""));
   std::optional<alg::Protocol> proto;
   if (options.has("proto")) proto = alg::parse_protocol(options.get_string("proto", ""));
   if (algo == "nvls" && (!m.reduces || m.nodes > 1)) {

@@ -1,11 +1,9 @@
-// The rank maps of executor.hpp (straggler_rank_map, late_rank_map).
+#include "sim/rank_map.hpp"
 
-#include <charconv>
 #include <string>
 #include <utility>
 
 #include "common/error.hpp"
-#include "sim/executor.hpp"
 
 namespace ssim::sim {
 
@@ -16,13 +14,7 @@ std::vector<int> straggler_rank_map(const alg::Schedule& schedule, int predicted
   if (!schedule.straggler) return perm;
   // A schedule built for a node structure (its gpus_per_node option, rank = node*G + local):
   // shift nodes and local indices alike so that nodes and rails stay whole.
-  const auto g_it = schedule.options.find("gpus_per_node");
-  int g = 0;
-  if (g_it != schedule.options.end()) {
-    const std::string& text = g_it->second;
-    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), g);
-    if (ec != std::errc() || ptr != text.data() + text.size()) g = 0;
-  }
+  const int g = alg::schedule_gpus_per_node(schedule);
   if (g >= 1 && schedule.ranks % g == 0) {
     const int nodes = schedule.ranks / g, s = *schedule.straggler;
     const int dn = (predicted / g - s / g + nodes) % nodes, dl = (predicted % g - s % g + g) % g;

@@ -520,10 +520,9 @@ void run_advise(const AdviseArgs& a) {
       throw InputError("--trace-iteration " + std::to_string(a.trace_iteration) +
                        " is past the last iteration (" + std::to_string(e.iterations - 1) + ")");
     }
-    const sim::SimulationResult t =
-        write_trace(run_config(experiments[rows[best].experiment], rows[best].algorithm),
-                    a.trace_iteration, a.trace_links, a.trace_options, a.trace, a.max_memory,
-                    a.max_time, "stragglesim advise");
+    const sim::SimulationResult t = write_trace(
+        run_config(experiments[rows[best].experiment], rows[best].algorithm), a.trace_iteration,
+        a.trace_links, a.trace_flags, a.trace, a.max_memory, a.max_time, "stragglesim advise");
     std::cout << "trace of " << rows[best].label << ", iteration " << a.trace_iteration
               << " (" << format_time(t.iterations.back().completion) << "): " << a.trace << "\n";
   }
@@ -601,7 +600,7 @@ CLI::App* add_advise_options(CLI::App& app, AdviseArgs& args) {
       ->needs(trace);
   add_trace_links_option(*cmd, a->trace_links);
   cmd->get_option("--trace-links")->needs(trace);
-  add_trace_selection_options(*cmd, a->trace_options, trace);
+  add_trace_selection_options(*cmd, a->trace_flags, trace);
   add_max_memory_option(*cmd, a->max_memory);
   add_max_time_option(*cmd, a->max_time);
   add_threads_option(*cmd, a->threads, "; used only with --jobs 1, else each run gets one");

@@ -48,7 +48,7 @@ struct AdviseArgs {
   std::string trace;  // FILE: the recommended algorithm's trace
   int trace_iteration = 0;
   int trace_links = -1;
-  TraceOptions trace_options;
+  TraceFlags trace_flags;
   int threads = 1;  // used only with --jobs 1 (docs/scale.md: why one by default)
   bool quiet = false;
   double progress_after = 5;  // seconds without progress output (short runs print none)

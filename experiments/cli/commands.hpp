@@ -168,27 +168,27 @@ void add_trace_links_option(CLI::App& cmd, int& k);
 
 // What of a trace to write (simulate, run, advise): ranks, rounds, a time window (each "": all)
 // and the size above which it is refused, as given on the command line.
-struct TraceOptions {
+struct TraceFlags {
   std::string ranks, rounds, window;
   std::string max_size = "256MiB";
 };
 
 // --trace-ranks, --trace-rounds, --trace-window, --trace-max-size, each needing `trace`.
-void add_trace_selection_options(CLI::App& cmd, TraceOptions& t, CLI::Option* trace);
+void add_trace_selection_options(CLI::App& cmd, TraceFlags& t, CLI::Option* trace);
 
 // Sets `c`'s trace selection from `t` (ranks checked against the topology now: InputError
 // naming the option and token) and its estimate hook: rounds past the schedule's last and a
 // trace estimated above t.max_size are refused (naming `path`, the estimate and a rank range
 // that fits) before anything is written; traces above 50 MB print a line and progress lines.
-void apply_trace_options(sim::SimulationConfig& c, const TraceOptions& t, const std::string& path);
+void apply_trace_flags(sim::SimulationConfig& c, const TraceFlags& t, const std::string& path);
 
 // Runs `config` again up to iteration `iteration` (results are causal: iteration i depends on
 // iterations <= i only) and streams that iteration's Chrome trace to `path`, selected and
-// limited by `options` (apply_trace_options); returns the result of that shortened run.
+// limited by `options` (apply_trace_flags); returns the result of that shortened run.
 // `trace_links` as add_trace_links_option. InputError from the simulation is prefixed with
 // `where`.
 sim::SimulationResult write_trace(sim::SimulationConfig config, int iteration, int trace_links,
-                                  const TraceOptions& options, const std::string& path,
+                                  const TraceFlags& options, const std::string& path,
                                   const std::string& max_memory, const std::string& max_time,
                                   const std::string& where);
 

@@ -265,7 +265,7 @@ void add_trace_links_option(CLI::App& cmd, int& k) {
       ->check(non_negative_number());
 }
 
-void add_trace_selection_options(CLI::App& cmd, TraceOptions& t, CLI::Option* trace) {
+void add_trace_selection_options(CLI::App& cmd, TraceFlags& t, CLI::Option* trace) {
   cmd.add_option("--trace-ranks", t.ranks,
                  "Trace only these ranks: indices and ranges, e.g. 0-3,7,1020-1023 (default all)")
       ->needs(trace);
@@ -283,7 +283,7 @@ void add_trace_selection_options(CLI::App& cmd, TraceOptions& t, CLI::Option* tr
       ->needs(trace);
 }
 
-void apply_trace_options(sim::SimulationConfig& c, const TraceOptions& t, const std::string& path) {
+void apply_trace_flags(sim::SimulationConfig& c, const TraceFlags& t, const std::string& path) {
   if (!t.ranks.empty())
     c.trace_select.ranks =
         index_flags("--trace-ranks", t.ranks, parse_index_list("--trace-ranks", t.ranks),
@@ -341,13 +341,13 @@ void apply_trace_options(sim::SimulationConfig& c, const TraceOptions& t, const 
 }
 
 sim::SimulationResult write_trace(sim::SimulationConfig config, int iteration, int trace_links,
-                                  const TraceOptions& options, const std::string& path,
+                                  const TraceFlags& options, const std::string& path,
                                   const std::string& max_memory, const std::string& max_time,
                                   const std::string& where) {
   config.iterations = iteration + 1;
   config.trace_iteration = iteration;
   if (trace_links >= 0) config.trace_links = trace_links;
-  apply_trace_options(config, options, path);
+  apply_trace_flags(config, options, path);
   // Written as the traced iteration runs, to a temporary that takes the name only when the run
   // succeeded (common/output_file.hpp).
   OutputFile out(path);

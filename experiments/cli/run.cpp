@@ -42,7 +42,7 @@ struct RunArgs {
   std::string max_time;
   std::string trace;     // POINT: trace one run instead of running the experiment
   int trace_links = -1;  // -1: every link that carries traffic
-  TraceOptions trace_options;  // --trace-ranks, --trace-rounds, --trace-window, --trace-max-size
+  TraceFlags trace_flags;  // --trace-ranks, --trace-rounds, --trace-window, --trace-max-size
   int threads = 1;  // used only with --jobs 1 (docs/scale.md: why one by default)
 };
 
@@ -235,7 +235,7 @@ void run_trace(const RunArgs& a, const Experiment& e) {
   const std::size_t nalg = e.algorithms.size();
   const InterruptGuard guard("stragglesim run: stopping; the trace is not written");
   const sim::SimulationResult r =
-      write_trace(run_config(e, tp.run), tp.iteration, a.trace_links, a.trace_options, path,
+      write_trace(run_config(e, tp.run), tp.iteration, a.trace_links, a.trace_flags, path,
                   a.max_memory, a.max_time, e.file);
   std::cout << "run " << tp.run << " (" << e.algorithms[tp.run % nalg].label
             << (e.axes.empty() ? std::string() : " at " + e.point_label(tp.run / nalg)) << "), iteration "
@@ -479,7 +479,7 @@ void add_run_command(CLI::App& app) {
       ->type_name("POINT");
   add_trace_links_option(*cmd, args->trace_links);
   cmd->get_option("--trace-links")->needs(trace);
-  add_trace_selection_options(*cmd, args->trace_options, trace);
+  add_trace_selection_options(*cmd, args->trace_flags, trace);
   for (const char* other : {"--dry-run", "--shard", "--resume", "--force", "--plot-format"})
     trace->excludes(cmd->get_option(other));
   add_max_memory_option(*cmd, args->max_memory);

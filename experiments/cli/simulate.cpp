@@ -26,7 +26,7 @@ struct SimulateArgs {
   std::string trace;
   int trace_iteration = 0;
   int trace_links = -1;        // -1: every link that carries traffic
-  TraceOptions trace_options;  // --trace-ranks, --trace-rounds, --trace-window, --trace-max-size
+  TraceFlags trace_flags;      // --trace-ranks, --trace-rounds, --trace-window, --trace-max-size
   int iterations = 0;          // 0: as configured
   long long seed = -1;         // -1: as configured
   std::string max_memory;
@@ -207,9 +207,9 @@ void run_simulate(const SimulateArgs& a) {
   // The trace is written while the traced iteration runs, to a temporary that takes its name
   // only when the run succeeded, so it costs no memory per transfer (check_simulation_memory
   // knows).
-  // Selectors, the size limit and progress lines (apply_trace_options): ranks checked now,
+  // Selectors, the size limit and progress lines (apply_trace_flags): ranks checked now,
   // rounds and the size at the estimate, before anything is simulated or written.
-  if (!a.trace.empty()) apply_trace_options(c, a.trace_options, a.trace);
+  if (!a.trace.empty()) apply_trace_flags(c, a.trace_flags, a.trace);
   std::optional<OutputFile> trace;
   std::optional<InterruptGuard> guard;
   if (!a.trace.empty()) {
@@ -254,7 +254,7 @@ void add_simulate_command(CLI::App& app) {
       ->check(non_negative_number())
       ->needs(trace);
   add_trace_links_option(*cmd, args->trace_links);
-  add_trace_selection_options(*cmd, args->trace_options, trace);
+  add_trace_selection_options(*cmd, args->trace_flags, trace);
   cmd->add_option("-n,--iterations", args->iterations, "Override the configured iteration count")
       ->check(CLI::Range(1, 10'000'000));
   add_seed_option(*cmd, args->seed, "Override the configured seed");

@@ -118,9 +118,7 @@ void validate_nccl_tests_log(const NcclLogValidation& a, const topo::Topology& t
     for (const auto& [key, value] : it->second) options.set(key, value);
   }
   // A node structure the topology has, for the algorithms that take one (as `run` does).
-  const bool takes_nodes =
-      std::any_of(info.options.begin(), info.options.end(),
-                  [](const alg::OptionSpec& s) { return s.name == "gpus_per_node"; });
+  const bool takes_nodes = info.takes("gpus_per_node");
   if (takes_nodes && topology.gpus_per_node > 0 && !options.has("gpus_per_node"))
     options.set("gpus_per_node", std::to_string(topology.gpus_per_node));
   if (info.check_options) {

@@ -74,13 +74,11 @@ sim::SimulationConfig run_config(const Experiment& e, std::size_t run) {
   }
   const alg::AlgorithmInfo& info = alg::find_algorithm(c.algorithm);
   // A hierarchical topology's GPUs per node for the algorithms that take it (checked at load).
-  const bool takes_nodes = std::any_of(info.options.begin(), info.options.end(),
-                                       [](const alg::OptionSpec& s) { return s.name == "gpus_per_node"; });
+  const bool takes_nodes = info.takes("gpus_per_node");
   if (takes_nodes && c.topology.gpus_per_node > 0 && !c.options.has("gpus_per_node"))
     c.options.set("gpus_per_node", std::to_string(c.topology.gpus_per_node));
   // prediction.k builds a straggler-aware algorithm for k late ranks (checked at load).
-  const bool takes_k = std::any_of(info.options.begin(), info.options.end(),
-                                   [](const alg::OptionSpec& s) { return s.name == "stragglers"; });
+  const bool takes_k = info.takes("stragglers");
   if (c.late_count && *c.late_count > 1 && takes_k && !c.options.has("stragglers"))
     c.options.set("stragglers", std::to_string(*c.late_count));
   // A schedule built for a given straggler: without a prediction, that rank is predicted

@@ -374,8 +374,7 @@ ExperimentAlgorithm load_algorithm_entry(const ConfigNode& item, bool collective
   if (auto opts = item.is_map() ? item.maybe("options") : std::nullopt) {
     opts->require_map();
     for (const std::string& key : opts->keys()) {
-      const bool known = std::any_of(info->options.begin(), info->options.end(),
-                                     [&](const alg::OptionSpec& s) { return s.name == key; });
+      const bool known = info->takes(key);
       if (!known) {
         // Recorded while errors are collected; the entry's other options are still read.
         collect([&] { opts->child(key).fail(alg::unknown_option_message(*info, info->name, key)); });

@@ -39,10 +39,8 @@ namespace {
 
 // "use fewer ranks", "... or segments" for the algorithms that take them.
 std::string fewer(const std::string& algorithm) {
-  for (const alg::OptionSpec& o : alg::find_algorithm(algorithm).options) {
-    if (o.name == "segments") return "use fewer ranks or segments";
-  }
-  return "use fewer ranks";
+  return alg::find_algorithm(algorithm).takes("segments") ? "use fewer ranks or segments"
+                                                          : "use fewer ranks";
 }
 
 }  // namespace
@@ -235,8 +233,7 @@ sim::SimulationConfig estimated_run(const SweepPoint& p, const ExperimentAlgorit
   c.schedule = a.schedule;
   if (!c.schedule && c.topology.gpus_per_node > 0 && !c.options.has("gpus_per_node")) {
     const alg::AlgorithmInfo& info = alg::find_algorithm(c.algorithm);
-    if (std::any_of(info.options.begin(), info.options.end(),
-                    [](const alg::OptionSpec& o) { return o.name == "gpus_per_node"; }))
+    if (info.takes("gpus_per_node"))
       c.options.set("gpus_per_node", std::to_string(c.topology.gpus_per_node));
   }
   return c;

@@ -31,8 +31,7 @@ alg::Options load_algorithm_options(const alg::AlgorithmInfo& info, int ranks,
     node->require_map();
     for (const std::string& key : node->keys()) {
       const ConfigNode v = node->child(key);
-      const bool known = std::any_of(info.options.begin(), info.options.end(),
-                                     [&](const alg::OptionSpec& s) { return s.name == key; });
+      const bool known = info.takes(key);
       if (!known) {
         v.fail(alg::unknown_option_message(info, info.name, key));
       }
@@ -148,9 +147,7 @@ int unreduced_group(const alg::AlgorithmInfo& info, const topo::Topology& topolo
 
 void apply_node_structure(const topo::Topology& topology, const alg::AlgorithmInfo& info,
                           alg::Options& options, const std::optional<ConfigNode>& options_node) {
-  const bool takes =
-      std::any_of(info.options.begin(), info.options.end(),
-                  [](const alg::OptionSpec& s) { return s.name == "gpus_per_node"; });
+  const bool takes = info.takes("gpus_per_node");
   if (!takes || topology.gpus_per_node <= 0) return;
   const std::string want = std::to_string(topology.gpus_per_node);
   if (options.has("gpus_per_node")) {
@@ -188,8 +185,7 @@ void apply_late_count(const sim::SimulationConfig& c, const alg::AlgorithmInfo& 
                       alg::Options& options, const ConfigNode& k_node) {
   if (!c.late_count || !info.straggler_aware) return;
   const int k = *c.late_count;
-  const bool takes = std::any_of(info.options.begin(), info.options.end(),
-                                 [](const alg::OptionSpec& s) { return s.name == "stragglers"; });
+  const bool takes = info.takes("stragglers");
   if (!takes) {
     if (k > 1)
       k_node.fail(info.name + " is built for one late rank; k: " + std::to_string(k) +

@@ -190,11 +190,6 @@ SecondsPerByte gamma_of(const std::string& kind, const std::map<std::string, dou
   return SecondsPerByte{it == values.end() ? 0.0 : it->second};
 }
 
-bool takes_node_structure(const alg::AlgorithmInfo& info) {
-  return std::any_of(info.options.begin(), info.options.end(),
-                     [](const alg::OptionSpec& s) { return s.name == "gpus_per_node"; });
-}
-
 }  // namespace
 
 std::vector<MeasuredFile> read_measured_files(const std::vector<std::string>& paths) {
@@ -373,7 +368,7 @@ SimFit fit_by_simulation(const std::vector<MeasuredFile>& files, const SimFitOpt
         skipped["algorithm '" + r.algorithm + "' has no schedule in the registry"].push_back(where);
         continue;
       }
-      if (takes_node_structure(*info) && !r.options && !o.algorithm_options.count(info->name)) {
+      if (info->takes("gpus_per_node") && !r.options && !o.algorithm_options.count(info->name)) {
         skipped[info->name +
                 " depends on its gpus_per_node option, which these rows do not record (give "
                 "it with --algorithm-option " +

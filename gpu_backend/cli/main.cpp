@@ -39,8 +39,8 @@ struct RunArgs {
   std::string timeout = "60s";
 };
 
-ssim::gpu::RunOptions to_options(const ssim::gpu::NcclTestsFlags& flags, const RunArgs& a,
-                                 ssim::gpu::RunOptions o) {
+ssim::gpu::SweepConfig to_options(const ssim::gpu::NcclTestsFlags& flags, const RunArgs& a,
+                                  ssim::gpu::SweepConfig o) {
   using namespace ssim::gpu;
   const NcclTestsSettings s = resolve_nccl_tests_flags(flags);
   o.sizes = s.sizes;
@@ -68,13 +68,13 @@ ssim::gpu::RunOptions to_options(const ssim::gpu::NcclTestsFlags& flags, const R
 
 // Without --transport: ssim::gpu::default_transport, once MPI has said whether this is one
 // process per GPU.
-ssim::gpu::RunOptions with_default_transport(ssim::gpu::RunOptions o, bool defaulted) {
+ssim::gpu::SweepConfig with_default_transport(ssim::gpu::SweepConfig o, bool defaulted) {
   if (defaulted) o.transport = ssim::gpu::default_transport(o);
   return o;
 }
 
 // Under mpirun (built with MPI) rank, size and the node-local rank come from MPI.
-ssim::gpu::RunOptions with_mpi(ssim::gpu::RunOptions o, const ssim::gpu::MpiSession* mpi) {
+ssim::gpu::SweepConfig with_mpi(ssim::gpu::SweepConfig o, const ssim::gpu::MpiSession* mpi) {
   if (!mpi) return o;
   if (o.rank || o.nranks || !o.id_file.empty()) {
     throw ssim::InputError(
@@ -113,7 +113,7 @@ int run_program(int argc, char** argv) {
   CLI::App* run = app.add_subcommand(
       "run", "Time and check one AllReduce algorithm over a size sweep (nccl-tests style)");
   RunArgs a;
-  ssim::gpu::RunOptions o;
+  ssim::gpu::SweepConfig o;
   ssim::gpu::NcclTestsFlags flags;
   ssim::gpu::add_nccl_tests_flags(*run, flags, "nccl (ncclAllReduce)");
   run->add_option("--ranks", o.ranks,

@@ -21,7 +21,7 @@ namespace ssim::gpu {
 
 namespace {
 
-void print_header(std::ostream& out, const RunOptions& o, int ranks, const DeviceGroup& group,
+void print_header(std::ostream& out, const SweepConfig& o, int ranks, const DeviceGroup& group,
                   const IterationSettings& settings) {
   out << "# stragglesim-gpu run: algorithm " << o.algorithm << ", " << ranks << " ranks, "
       << to_string(o.dtype) << " sum, transport " << to_string(o.transport) << ", phase 1 "
@@ -103,7 +103,7 @@ void write_timeline(std::ostream& out, const std::string& label, int ranks, std:
 
 }  // namespace
 
-SweepOutcome run_sweep(const RunOptions& o, std::ostream& out) {
+SweepOutcome run_sweep(const SweepConfig& o, std::ostream& out) {
   validate_without_device(o);
   const bool leader = !one_process_per_gpu(o) || *o.rank == 0;
   // Output files are opened (and their headers written out) before the device is looked for,

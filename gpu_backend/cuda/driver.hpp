@@ -2,12 +2,12 @@
 // (warm-up, then timed and checked iterations), prints an nccl-tests-like table and writes
 // the result CSV (result_csv.hpp). In one-process-per-GPU runs only rank 0 prints and writes.
 //
-//   RunOptions o;  o.algorithm = "ring";  o.ranks = 2;  o.sizes = {1 << 20};
+//   SweepConfig o;  o.algorithm = "ring";  o.ranks = 2;  o.sizes = {1 << 20};
 //   const SweepOutcome r = run_sweep(o, std::cout);   // InputError / DeviceError on failure
 //   return r.wrong == 0 ? 0 : 1;
 //
 // Errors before any GPU work, in this order: every option check that needs no device
-// (run_options.hpp), then "no CUDA device: <reason>" (DeviceError) when CUDA sees none, then
+// (sweep_config.hpp), then "no CUDA device: <reason>" (DeviceError) when CUDA sees none, then
 // the checks that need the GPU count (fewer GPUs than ranks, ...), then every size prepared.
 #pragma once
 
@@ -15,7 +15,7 @@
 #include <iosfwd>
 #include <string>
 
-#include "gpu_backend/cuda/run_options.hpp"
+#include "gpu_backend/cuda/sweep_config.hpp"
 
 namespace ssim::gpu {
 
@@ -24,6 +24,6 @@ struct SweepOutcome {
   std::string first_failure;  // this process's first wrong element, with size and iteration
 };
 
-SweepOutcome run_sweep(const RunOptions& options, std::ostream& out);
+SweepOutcome run_sweep(const SweepConfig& options, std::ostream& out);
 
 }  // namespace ssim::gpu

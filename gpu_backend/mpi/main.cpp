@@ -56,7 +56,7 @@ int run(int argc, char** argv, int rank) {
   }
 
   std::ostringstream rank_out;  // ranks > 0 print nothing
-  ssim::gpu::MpiRunOptions options;
+  ssim::gpu::MpiSweepConfig options;
   std::string error;
   try {
     static_cast<ssim::gpu::NcclTestsSettings&>(options) =

@@ -19,7 +19,7 @@ namespace ssim::gpu {
 
 namespace {
 
-void print_header(std::ostream& out, const MpiRunOptions& o, const MpiWorld& world,
+void print_header(std::ostream& out, const MpiSweepConfig& o, const MpiWorld& world,
                   const MpiIterationSettings& settings) {
   out << "# stragglesim-mpi: algorithm " << o.algorithm << ", " << world.size
       << " ranks (one MPI process each), " << to_string(o.dtype) << " sum, host buffers, "
@@ -65,7 +65,7 @@ OutputFile open_output(const std::string& path, const std::string& what) {
 
 }  // namespace
 
-MpiSweepOutcome run_mpi_sweep(const MpiRunOptions& o, MPI_Comm comm, std::ostream& out) {
+MpiSweepOutcome run_mpi_sweep(const MpiSweepConfig& o, MPI_Comm comm, std::ostream& out) {
   const MpiWorld world = describe_world(comm);
   const bool leader = world.rank == 0;
 

@@ -3,7 +3,7 @@
 // writes the result CSV (result_csv.hpp, source "measured", device "mpi:<host>"). Only rank 0
 // prints and writes; every rank returns the same outcome.
 //
-//   MpiRunOptions o;  o.algorithm = "stragglar";  o.sizes = {1 << 20};
+//   MpiSweepConfig o;  o.algorithm = "stragglar";  o.sizes = {1 << 20};
 //   const MpiSweepOutcome r = run_mpi_sweep(o, MPI_COMM_WORLD, std::cout);
 //   return r.wrong == 0 ? 0 : 1;
 //
@@ -28,6 +28,6 @@ struct MpiSweepOutcome {
 };
 
 // Collective over comm; `out` is written on rank 0 only.
-MpiSweepOutcome run_mpi_sweep(const MpiRunOptions& options, MPI_Comm comm, std::ostream& out);
+MpiSweepOutcome run_mpi_sweep(const MpiSweepConfig& options, MPI_Comm comm, std::ostream& out);
 
 }  // namespace ssim::gpu

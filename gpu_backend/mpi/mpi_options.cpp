@@ -8,7 +8,7 @@
 
 namespace ssim::gpu {
 
-void validate_mpi_options(const MpiRunOptions& o, int ranks) {
+void validate_mpi_options(const MpiSweepConfig& o, int ranks) {
   // What does not depend on the process count first: a bad flag is said as such, not hidden
   // behind a wrong (or missing) mpirun -np.
   if (o.sizes.empty()) throw InputError("no sizes to run (-b/-e)");
@@ -43,9 +43,9 @@ void validate_mpi_options(const MpiRunOptions& o, int ranks) {
   for (std::uint64_t bytes : o.sizes) prepare_mpi_collective(o, ranks, bytes);
 }
 
-int straggler_rank(const MpiRunOptions& o, int ranks) { return o.straggler.value_or(ranks - 1); }
+int straggler_rank(const MpiSweepConfig& o, int ranks) { return o.straggler.value_or(ranks - 1); }
 
-MpiCollective prepare_mpi_collective(const MpiRunOptions& o, int ranks, std::uint64_t bytes) {
+MpiCollective prepare_mpi_collective(const MpiSweepConfig& o, int ranks, std::uint64_t bytes) {
   value_modulus(o.dtype, ranks);  // InputError when the check's sums cannot be exact
   MpiCollective out;
   if (o.algorithm == kMpiAlgorithm) {

@@ -2,7 +2,7 @@
 // each size runs: pure host code (no MPI calls), so bad input fails identically on every rank
 // and is tested without mpirun.
 //
-//   MpiRunOptions o;
+//   MpiSweepConfig o;
 //   o.algorithm = "stragglar";  o.delay = parse_time("5ms");
 //   o.sizes = size_sweep(parse_size("1M"), parse_size("64M"), 4);
 //   validate_mpi_options(o, world_size);        // InputError on the first problem
@@ -29,7 +29,7 @@ inline constexpr std::string_view kMpiAlgorithm = "mpi";
 
 // The flags of gpu_backend/nccl_tests_flags.hpp (shared with stragglesim-gpu), checked and typed;
 // the algorithm is a registry name or kMpiAlgorithm, the CSV and JSON are written by rank 0.
-struct MpiRunOptions : NcclTestsSettings {
+struct MpiSweepConfig : NcclTestsSettings {
   std::vector<std::string> args;  // the command line, for the JSON
 };
 
@@ -43,13 +43,13 @@ struct MpiCollective {
 
 // Everything that can be checked before any communication, including preparing every size
 // (so a size too small for the algorithm's chunks fails here). `ranks` is the world size.
-void validate_mpi_options(const MpiRunOptions& o, int ranks);
+void validate_mpi_options(const MpiSweepConfig& o, int ranks);
 
 // The rank that gets the delay: --straggler, default n-1.
-int straggler_rank(const MpiRunOptions& o, int ranks);
+int straggler_rank(const MpiSweepConfig& o, int ranks);
 
 // Generates and lowers the schedule (straggler-aware schedules are built for the delayed
 // rank), or for kMpiAlgorithm the one-chunk plan. InputError on bad input.
-MpiCollective prepare_mpi_collective(const MpiRunOptions& o, int ranks, std::uint64_t bytes);
+MpiCollective prepare_mpi_collective(const MpiSweepConfig& o, int ranks, std::uint64_t bytes);
 
 }  // namespace ssim::gpu

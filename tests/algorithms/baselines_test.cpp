@@ -11,6 +11,7 @@
 #include "algorithms/cost_model.hpp"
 #include "algorithms/registry.hpp"
 #include "algorithms/verifier.hpp"
+#include "common/bits.hpp"
 #include "common/error.hpp"
 
 namespace ssim::alg {
@@ -30,9 +31,6 @@ Options with(const std::string& key, const std::string& value) {
   o.set(key, value);
   return o;
 }
-
-int floor_log2(int n) { return std::bit_width(static_cast<unsigned>(n)) - 1; }
-int ceil_log2(int n) { return std::bit_width(static_cast<unsigned>(n) - 1); }
 
 // Verifies and checks what every baseline promises: one send and one receive per rank and
 // round at most, and a phase label on every round.

@@ -285,5 +285,30 @@ TEST(Nccl, BadOptionsAreClearErrors) {
   }
 }
 
+TEST(Registry, OptionsAndNvlsKernelsComeFromTheEntries) {
+  EXPECT_TRUE(find_algorithm("hierarchical").takes("gpus_per_node"));
+  EXPECT_FALSE(find_algorithm("ring").takes("gpus_per_node"));
+  EXPECT_TRUE(find_algorithm("stragglar").takes("stragglers"));
+  EXPECT_FALSE(find_algorithm("stragglar").takes("stragglerz"));
+  EXPECT_EQ(lookup_algorithm("no_such"), nullptr);
+  EXPECT_EQ(lookup_algorithm("ring"), &find_algorithm("ring"));
+  // Which schedules run an NVLS kernel: nvls, nvls_tree and nccl with algo=nvls or nvls_tree.
+  const auto nvls = [](const std::string& algorithm, const std::string& algo) {
+    Schedule s;
+    s.algorithm = algorithm;
+    if (!algo.empty()) s.options["algo"] = algo;
+    return runs_nvls_kernel(s);
+  };
+  EXPECT_TRUE(nvls("nvls", ""));
+  EXPECT_TRUE(nvls("nvls_tree", ""));
+  EXPECT_TRUE(nvls("nccl", "nvls"));
+  EXPECT_TRUE(nvls("nccl", "nvls_tree"));
+  EXPECT_FALSE(nvls("nccl", "ring"));
+  EXPECT_FALSE(nvls("nccl", ""));
+  EXPECT_FALSE(nvls("ring", "nvls"));  // only nccl's algo names a kernel
+  EXPECT_FALSE(nvls("no_such", ""));
+  EXPECT_FALSE(nvls("nccl", "no_such"));
+}
+
 }  // namespace
 }  // namespace ssim::alg

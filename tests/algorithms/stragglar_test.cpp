@@ -12,18 +12,13 @@
 #include "algorithms/registry.hpp"
 #include "algorithms/stragglar_tables.hpp"
 #include "algorithms/verifier.hpp"
+#include "common/bits.hpp"
 #include "common/error.hpp"
 #include "round_timing.hpp"
 #include "stragglar_checks.hpp"
 
 namespace ssim::alg {
 namespace {
-
-int ceil_log2(int x) {
-  int l = 0;
-  while ((1 << l) < x) ++l;
-  return l;
-}
 
 // Round counts of the paper's non-power-of-two heuristic (reference section 7.1).
 const std::map<int, int> kPaperRounds = {

@@ -8,6 +8,7 @@
 #include "algorithms/registry.hpp"
 #include "algorithms/stragglar.hpp"
 #include "algorithms/verifier.hpp"
+#include "common/bits.hpp"
 #include "stragglar_checks.hpp"
 
 namespace ssim::alg {
@@ -90,12 +91,6 @@ int replay(const Phase2Timeline& p) {
     if (holders[static_cast<std::size_t>(c)] != m) return -1;
   }
   return rounds;
-}
-
-int ceil_log2(int x) {
-  int l = 0;
-  while ((1 << l) < x) ++l;
-  return l;
 }
 
 // n = 2^M + 1: the construction meets the lower bound n-2+ceil(log2 n) = m+M for every M tried.

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <random>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "algorithms/chunk_sizes.hpp"
 #include "algorithms/registry.hpp"
@@ -342,6 +345,16 @@ TEST(Schedule, RelabelAndChunkBytes) {
 
 // ChunkSizes and chunk_bytes (which uses it) against the rule summed chunk by chunk: every
 // chunk floor(total / chunks) bytes, the last one total - (chunks - 1) * floor(total / chunks).
+TEST(Schedule, GpusPerNodeFromTheOptions) {
+  Schedule s;
+  EXPECT_EQ(schedule_gpus_per_node(s), 0);  // absent
+  for (const auto& [text, g] : std::vector<std::pair<std::string, int>>{
+           {"8", 8}, {"1", 1}, {"-2", -2}, {"8x", 0}, {"x", 0}, {"", 0}, {" 8", 0}}) {
+    s.options["gpus_per_node"] = text;
+    EXPECT_EQ(schedule_gpus_per_node(s), g) << "'" << text << "'";
+  }
+}
+
 TEST(Schedule, ChunkSizesSumChunkByChunk) {
   for (const std::uint64_t total : {0ull, 1ull, 10ull, 1000003ull, (1ull << 40) + 17}) {
     for (const int chunks : {1, 3, 7, 64}) {

@@ -76,5 +76,15 @@ TEST(Text, Joined) {
   EXPECT_EQ(joined({}, ", "), "");
 }
 
+TEST(Text, Lowercase) {
+  EXPECT_EQ(lowercase("LL128"), "ll128");
+  EXPECT_EQ(lowercase("NVLS_Tree-2 x"), "nvls_tree-2 x");  // digits, '_', '-', blanks as is
+  EXPECT_EQ(lowercase("r\xc3\xa9"
+                      "DUCE"),
+            "r\xc3\xa9"
+            "duce");  // UTF-8 bytes as is
+  EXPECT_EQ(lowercase(""), "");
+}
+
 }  // namespace
 }  // namespace ssim

@@ -12,13 +12,13 @@
 namespace ssim::gpu {
 namespace {
 
-MpiRunOptions valid() {
-  MpiRunOptions o;
+MpiSweepConfig valid() {
+  MpiSweepConfig o;
   o.sizes = {4096};
   return o;
 }
 
-std::string error_of(const MpiRunOptions& o, int ranks) {
+std::string error_of(const MpiSweepConfig& o, int ranks) {
   try {
     validate_mpi_options(o, ranks);
   } catch (const InputError& e) {
@@ -28,7 +28,7 @@ std::string error_of(const MpiRunOptions& o, int ranks) {
 }
 
 TEST(MpiOptions, ValidOptionsPass) {
-  MpiRunOptions o = valid();
+  MpiSweepConfig o = valid();
   EXPECT_NO_THROW(validate_mpi_options(o, 2));
   o.algorithm = "stragglar";
   o.straggler = 0;
@@ -42,7 +42,7 @@ TEST(MpiOptions, ValidOptionsPass) {
 // Flags that do not depend on the process count are checked first: under mpirun -np 1 (or
 // without mpirun) a bad flag is named, not hidden behind "needs at least 2".
 TEST(MpiOptions, FlagErrorsComeBeforeTheProcessCount) {
-  MpiRunOptions o = valid();
+  MpiSweepConfig o = valid();
   o.iterations = 0;
   EXPECT_EQ(error_of(o, 1), "-n (iterations) must be >= 1, got 0");
   o = valid();
@@ -61,14 +61,14 @@ TEST(MpiOptions, FlagErrorsComeBeforeTheProcessCount) {
 // One case per check: the options, the world size, and a part of the message.
 TEST(MpiOptions, EachBadSettingGivesOneClearMessage) {
   struct Case {
-    MpiRunOptions o;
+    MpiSweepConfig o;
     int ranks;
     std::string message;
   };
   std::vector<Case> cases;
   cases.push_back({valid(), 1, "needs at least 2, got 1 (start it with mpirun -np N)"});
   cases.push_back({valid(), 1025, "at most 1024 MPI processes, got 1025"});
-  MpiRunOptions o = valid();
+  MpiSweepConfig o = valid();
   o.sizes.clear();
   cases.push_back({o, 2, "no sizes to run (-b/-e)"});
   o = valid();
@@ -112,7 +112,7 @@ TEST(MpiOptions, EachBadSettingGivesOneClearMessage) {
 }
 
 TEST(MpiOptions, StragglerDefaultsToTheLastRank) {
-  MpiRunOptions o = valid();
+  MpiSweepConfig o = valid();
   EXPECT_EQ(straggler_rank(o, 8), 7);
   o.straggler = 2;
   EXPECT_EQ(straggler_rank(o, 8), 2);
@@ -122,7 +122,7 @@ TEST(MpiOptions, ScheduleLoweredForTheSize) {
   // Ring over 4 ranks cuts 64 B of float32 (16 elements) into 4 chunks, each rounded up to
   // 128 B (32 elements; lowering/plan.hpp), and takes 2(n-1) = 6 rounds; every rank sends in
   // each of them.
-  MpiRunOptions o = valid();
+  MpiSweepConfig o = valid();
   const MpiCollective c = prepare_mpi_collective(o, 4, 64);
   EXPECT_EQ(c.label, "ring");
   EXPECT_FALSE(c.mpi_allreduce);
@@ -136,7 +136,7 @@ TEST(MpiOptions, ScheduleLoweredForTheSize) {
 
 TEST(MpiOptions, MpiAllreduceBaselineIsOneChunkWithoutSteps) {
   // 20 B of float32 = 5 elements in one chunk: no padding.
-  MpiRunOptions o = valid();
+  MpiSweepConfig o = valid();
   o.algorithm = std::string(kMpiAlgorithm);
   const MpiCollective c = prepare_mpi_collective(o, 3, 20);
   EXPECT_EQ(c.label, "mpi");
@@ -151,7 +151,7 @@ TEST(MpiOptions, StragglerAwareScheduleIsBuiltForTheDelayedRank) {
   // StragglAR over 4 ranks starts with a ring reduce-scatter among the 3 non-stragglers
   // (n-2 = 2 rounds) in which the straggler takes no part, so the straggler's first step
   // comes after round 0 and every other rank's first step is round 0.
-  MpiRunOptions o = valid();
+  MpiSweepConfig o = valid();
   o.algorithm = "stragglar";
   for (int s : {0, 3}) {
     o.straggler = s;

@@ -1,7 +1,7 @@
 // The settings of `stragglesim-gpu run` as typed values, and every check on them that needs
 // no GPU, so bad input fails the same way (and is tested) on machines without one.
 //
-//   RunOptions o;
+//   SweepConfig o;
 //   o.algorithm = "stragglar";  o.ranks = 8;  o.delay = parse_time("5ms");
 //   o.sizes = size_sweep(parse_size("1M"), parse_size("64MiB"), 2);
 //   validate_without_device(o);                  // InputError on the first problem
@@ -27,7 +27,7 @@
 
 namespace ssim::gpu {
 
-struct RunOptions {
+struct SweepConfig {
   std::vector<std::uint64_t> sizes;  // bytes per rank, in run order
   int iterations = 20;
   int warmup = 5;
@@ -61,10 +61,10 @@ struct RunOptions {
   std::string timeline;              // per-rank, per-round stamps CSV path; empty: none
 };
 
-bool one_process_per_gpu(const RunOptions& o);
+bool one_process_per_gpu(const SweepConfig& o);
 // The transport when --transport is not given: nccl for --algo nccl, --phase1 nccl-rs and one
 // process per GPU (what only NCCL runs), else direct.
-Transport default_transport(const RunOptions& o);
+Transport default_transport(const SweepConfig& o);
 // The direct transport's placement: rank r on GPU r mod device_count (every rank on GPU 0 of
 // a one-GPU machine; one rank per GPU when there are as many GPUs as ranks).
 std::vector<int> direct_devices(int ranks, int device_count);
@@ -72,20 +72,20 @@ std::vector<int> direct_devices(int ranks, int device_count);
 // Everything that can be checked before a device is touched. When the rank count is known
 // (--ranks or --nranks) this includes preparing every size (prepare_collective), so a size
 // too small for the algorithm's chunks fails here.
-void validate_without_device(const RunOptions& o);
+void validate_without_device(const SweepConfig& o);
 
 // The run's rank count: --nranks, --ranks, or for the nccl and direct transports the GPU count.
-int resolve_ranks(const RunOptions& o, int device_count);
+int resolve_ranks(const SweepConfig& o, int device_count);
 // The GPU this process uses for one-process-per-GPU runs.
-int process_device(const RunOptions& o, int device_count);
+int process_device(const SweepConfig& o, int device_count);
 // InputError when the machine cannot host the run: fewer GPUs than ranks for the nccl
 // transport in one process, or a --device outside the machine's GPUs.
-void check_device_count(const RunOptions& o, int ranks, int device_count);
+void check_device_count(const SweepConfig& o, int ranks, int device_count);
 
 // The rank that gets the delay: --straggler, default n-1.
-int straggler_rank(const RunOptions& o, int ranks);
+int straggler_rank(const SweepConfig& o, int ranks);
 // The generator's options: --option values plus, for straggler-aware algorithms, the
 // straggler rank, so the schedule is built for the rank that is delayed.
-CollectiveSpec collective_spec(const RunOptions& o, int ranks, std::uint64_t bytes);
+CollectiveSpec collective_spec(const SweepConfig& o, int ranks, std::uint64_t bytes);
 
 }  // namespace ssim::gpu

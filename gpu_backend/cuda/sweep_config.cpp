@@ -1,4 +1,4 @@
-#include "gpu_backend/cuda/run_options.hpp"
+#include "gpu_backend/cuda/sweep_config.hpp"
 
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
@@ -6,11 +6,11 @@
 
 namespace ssim::gpu {
 
-bool one_process_per_gpu(const RunOptions& o) {
+bool one_process_per_gpu(const SweepConfig& o) {
   return o.mpi || o.rank.has_value() || o.nranks.has_value() || !o.id_file.empty();
 }
 
-Transport default_transport(const RunOptions& o) {
+Transport default_transport(const SweepConfig& o) {
   if (o.algorithm == kNcclAlgorithm || o.phase1 == Phase1::nccl_rs || one_process_per_gpu(o))
     return Transport::nccl;
   return Transport::direct;
@@ -24,14 +24,14 @@ std::vector<int> direct_devices(int ranks, int device_count) {
 
 namespace {
 
-std::optional<int> known_ranks(const RunOptions& o) {
+std::optional<int> known_ranks(const SweepConfig& o) {
   if (o.nranks) return o.nranks;
   return o.ranks;
 }
 
 }  // namespace
 
-void validate_without_device(const RunOptions& o) {
+void validate_without_device(const SweepConfig& o) {
   if (o.sizes.empty()) throw InputError("no sizes to run (-b/-e)");
   if (o.iterations < 1)
     throw InputError("-n (iterations) must be >= 1, got " + std::to_string(o.iterations));
@@ -109,20 +109,20 @@ void validate_without_device(const RunOptions& o) {
   for (std::uint64_t bytes : o.sizes) prepare_collective(collective_spec(o, *n, bytes));
 }
 
-int resolve_ranks(const RunOptions& o, int device_count) {
+int resolve_ranks(const SweepConfig& o, int device_count) {
   if (const std::optional<int> n = known_ranks(o)) return *n;
   if (o.transport == Transport::single_gpu)
     throw InputError("--transport single-gpu needs --ranks (how many ranks to put on the GPU)");
   return device_count;
 }
 
-int process_device(const RunOptions& o, int device_count) {
+int process_device(const SweepConfig& o, int device_count) {
   if (o.device) return *o.device;
   const int index = o.mpi ? o.local_rank : o.rank.value_or(0);
   return device_count > 0 ? index % device_count : 0;
 }
 
-void check_device_count(const RunOptions& o, int ranks, int device_count) {
+void check_device_count(const SweepConfig& o, int ranks, int device_count) {
   if (ranks < 2) {
     throw InputError("--ranks not given: the " + std::string(to_string(o.transport)) +
                      " transport would use this machine's " + std::to_string(device_count) +
@@ -148,9 +148,9 @@ void check_device_count(const RunOptions& o, int ranks, int device_count) {
   }
 }
 
-int straggler_rank(const RunOptions& o, int ranks) { return o.straggler.value_or(ranks - 1); }
+int straggler_rank(const SweepConfig& o, int ranks) { return o.straggler.value_or(ranks - 1); }
 
-CollectiveSpec collective_spec(const RunOptions& o, int ranks, std::uint64_t bytes) {
+CollectiveSpec collective_spec(const SweepConfig& o, int ranks, std::uint64_t bytes) {
   CollectiveSpec spec;
   spec.algorithm = o.algorithm;
   spec.ranks = ranks;

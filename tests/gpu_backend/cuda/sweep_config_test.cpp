@@ -1,4 +1,4 @@
-#include "gpu_backend/cuda/run_options.hpp"
+#include "gpu_backend/cuda/sweep_config.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 namespace ssim::gpu {
 namespace {
 
-TEST(RunOptions, SizesAcceptNcclTestsSuffixesAndUnits) {
+TEST(SweepConfig, SizesAcceptNcclTestsSuffixesAndUnits) {
   EXPECT_EQ(parse_size("4096"), 4096u);
   EXPECT_EQ(parse_size("64K"), 64u * 1024);
   EXPECT_EQ(parse_size("1M"), 1u << 20);
@@ -30,7 +30,7 @@ TEST(RunOptions, SizesAcceptNcclTestsSuffixesAndUnits) {
   }
 }
 
-TEST(RunOptions, SizeSweepIsNcclTestsStyle) {
+TEST(SweepConfig, SizeSweepIsNcclTestsStyle) {
   // 1K, 4K, 16K, 64K: 256K would pass -e 100K.
   EXPECT_EQ(size_sweep(1024, 100 * 1024, 4),
             (std::vector<std::uint64_t>{1024, 4096, 16384, 65536}));
@@ -43,14 +43,14 @@ TEST(RunOptions, SizeSweepIsNcclTestsStyle) {
   EXPECT_EQ(size_sweep(1ull << 62, ~0ull, 4).size(), 1u);
 }
 
-RunOptions base() {
-  RunOptions o;
+SweepConfig base() {
+  SweepConfig o;
   o.sizes = {1 << 20};
   o.ranks = 4;
   return o;
 }
 
-void expect_invalid(const RunOptions& o, const std::string& what) {
+void expect_invalid(const SweepConfig& o, const std::string& what) {
   try {
     validate_without_device(o);
     ADD_FAILURE() << "accepted; expected: " << what;
@@ -59,8 +59,8 @@ void expect_invalid(const RunOptions& o, const std::string& what) {
   }
 }
 
-TEST(RunOptions, ValidOptionsPass) {
-  RunOptions o = base();
+TEST(SweepConfig, ValidOptionsPass) {
+  SweepConfig o = base();
   EXPECT_NO_THROW(validate_without_device(o));
   o.algorithm = "direct";
   o.phase1 = Phase1::nccl_rs;
@@ -72,8 +72,8 @@ TEST(RunOptions, ValidOptionsPass) {
   EXPECT_NO_THROW(validate_without_device(o));
 }
 
-TEST(RunOptions, OneErrorPerBadSetting) {
-  RunOptions o = base();
+TEST(SweepConfig, OneErrorPerBadSetting) {
+  SweepConfig o = base();
   o.algorithm = "bogus";
   expect_invalid(o, "unknown algorithm 'bogus' (valid: ring, ");
   o.ranks.reset();  // known even without a rank count
@@ -121,8 +121,8 @@ TEST(RunOptions, OneErrorPerBadSetting) {
   expect_invalid(o, "--device applies to one process per GPU");
 }
 
-TEST(RunOptions, OneProcessPerGpuNeedsAllThreeSettings) {
-  RunOptions o = base();
+TEST(SweepConfig, OneProcessPerGpuNeedsAllThreeSettings) {
+  SweepConfig o = base();
   o.rank = 0;
   expect_invalid(o, "needs all of --rank, --nranks and --id-file");
   o.nranks = 4;
@@ -139,8 +139,8 @@ TEST(RunOptions, OneProcessPerGpuNeedsAllThreeSettings) {
 }
 
 // Under mpirun rank and size come from MPI; the GPU is the node-local rank modulo the GPUs.
-TEST(RunOptions, MpiBootstrapNeedsNoIdFile) {
-  RunOptions o = base();
+TEST(SweepConfig, MpiBootstrapNeedsNoIdFile) {
+  SweepConfig o = base();
   o.mpi = true;
   o.rank = 5;
   o.nranks = 4;
@@ -155,13 +155,13 @@ TEST(RunOptions, MpiBootstrapNeedsNoIdFile) {
   expect_invalid(o, "drop --id-file");
 }
 
-TEST(RunOptions, WatchdogTimeoutMustBePositive) {
-  RunOptions o = base();
+TEST(SweepConfig, WatchdogTimeoutMustBePositive) {
+  SweepConfig o = base();
   o.timeout = Seconds{0};
   expect_invalid(o, "--timeout must be > 0");
 }
 
-void expect_device_error(const RunOptions& o, int ranks, int gpus, const std::string& what) {
+void expect_device_error(const SweepConfig& o, int ranks, int gpus, const std::string& what) {
   try {
     check_device_count(o, ranks, gpus);
     ADD_FAILURE() << "accepted; expected: " << what;
@@ -170,15 +170,15 @@ void expect_device_error(const RunOptions& o, int ranks, int gpus, const std::st
   }
 }
 
-TEST(RunOptions, DeviceCountChecks) {
-  RunOptions o = base();
+TEST(SweepConfig, DeviceCountChecks) {
+  SweepConfig o = base();
   expect_device_error(o, 8, 2,
                       "the nccl transport runs one rank per GPU: 8 ranks need 8 GPUs, this "
                       "machine has 2");
   EXPECT_NO_THROW(check_device_count(o, 2, 2));
   EXPECT_NO_THROW(check_device_count(o, 2, 8));
   // No --ranks on a one-GPU machine with the nccl transport.
-  RunOptions none;
+  SweepConfig none;
   none.sizes = {1024};
   EXPECT_EQ(resolve_ranks(none, 1), 1);
   expect_device_error(none, 1, 1, "a run needs at least 2 ranks");
@@ -188,7 +188,7 @@ TEST(RunOptions, DeviceCountChecks) {
   none.transport = Transport::single_gpu;
   EXPECT_THROW(resolve_ranks(none, 1), InputError);
 
-  RunOptions p = base();
+  SweepConfig p = base();
   p.rank = 5;
   p.nranks = 8;
   p.id_file = "/tmp/id";
@@ -198,8 +198,8 @@ TEST(RunOptions, DeviceCountChecks) {
   expect_device_error(p, 8, 4, "--device 4 does not exist: this machine has 4 GPU(s)");
 }
 
-TEST(RunOptions, StragglerAwareSchedulesAreBuiltForTheDelayedRank) {
-  RunOptions o = base();
+TEST(SweepConfig, StragglerAwareSchedulesAreBuiltForTheDelayedRank) {
+  SweepConfig o = base();
   o.algorithm = "direct";
   EXPECT_EQ(straggler_rank(o, 4), 3);
   EXPECT_EQ(collective_spec(o, 4, 1024).options.get_string("straggler", ""), "3");
