@@ -27,12 +27,6 @@ namespace {
 // Per-row residual tables up to this many rows; quantiles beyond.
 constexpr std::size_t kMaxRowsListed = 50;
 
-std::string printf_text(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
 std::string percent(double fraction) { return printf_text("%+.2f%%", 100 * fraction); }
 std::string abs_percent(double fraction) { return printf_text("%.2f%%", 100 * fraction); }
 

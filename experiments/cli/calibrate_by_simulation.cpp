@@ -17,13 +17,7 @@
 namespace ssim::exp {
 namespace {
 
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
-std::string pct(double v) { return std::isnan(v) ? std::string("-") : fmt("%.1f%%", 100 * v); }
+std::string pct(double v) { return std::isnan(v) ? std::string("-") : printf_text("%.1f%%", 100 * v); }
 
 bool is_bandwidth(const std::string& p) { return p.find("bandwidth") != std::string::npos; }
 bool is_time(const std::string& p) {
@@ -32,19 +26,19 @@ bool is_time(const std::string& p) {
 
 // A parameter value as the topology file writes it (6 significant digits and a unit).
 std::string file_value(const std::string& p, double v) {
-  if (is_bandwidth(p)) return fmt("%.6g", v / 1e9) + "GB/s";
-  if (is_time(p)) return fmt("%.6g", v * 1e6) + "us";
-  if (p == "gamma") return fmt("%.6g", v * 1e9) + "ns/B";
-  return fmt("%.6g", v);
+  if (is_bandwidth(p)) return printf_text("%.6g", v / 1e9) + "GB/s";
+  if (is_time(p)) return printf_text("%.6g", v * 1e6) + "us";
+  if (p == "gamma") return printf_text("%.6g", v * 1e9) + "ns/B";
+  return printf_text("%.6g", v);
 }
 
 std::string shown_value(const std::string& p, double v) {
   if (is_bandwidth(p)) {
-    return std::isfinite(v) ? fmt("%.4g GB/s", v / 1e9) : std::string("no cap");
+    return std::isfinite(v) ? printf_text("%.4g GB/s", v / 1e9) : std::string("no cap");
   }
-  if (is_time(p)) return fmt("%.4g us", v * 1e6);
-  if (p == "gamma") return fmt("%.4g ns/B", v * 1e9);
-  return fmt("%.4g", v);
+  if (is_time(p)) return printf_text("%.4g us", v * 1e6);
+  if (p == "gamma") return printf_text("%.4g ns/B", v * 1e9);
+  return printf_text("%.4g", v);
 }
 
 double parse_parameter(const std::string& item, const std::string& key, const std::string& text) {
@@ -214,8 +208,8 @@ void run_calibrate_by_simulation(const std::string& input, const std::string& ki
     for (const ComparedRow& r : f.rows) {
       csv << std::filesystem::path(r.file).filename().string() << ',' << r.line << ','
           << r.algorithm << ',' << r.ranks << ',' << r.bytes << ',' << r.dtype << ','
-          << fmt("%.9g", r.delay) << ',' << fmt("%.9g", r.measured) << ','
-          << fmt("%.9g", r.simulated) << ',' << fmt("%.6g", r.error()) << ','
+          << printf_text("%.9g", r.delay) << ',' << printf_text("%.9g", r.measured) << ','
+          << printf_text("%.9g", r.simulated) << ',' << printf_text("%.6g", r.error()) << ','
           << (r.held_out ? 1 : 0) << '\n';
     }
     write_output(a.rows_output, csv.str());

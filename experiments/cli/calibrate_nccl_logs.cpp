@@ -20,14 +20,8 @@
 namespace ssim::exp {
 namespace {
 
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
 std::string shown(const TopologyKnob& k, double v) {
-  return k.bandwidth ? fmt("%.4g GB/s", v / 1e9) : fmt("%.4g us", v * 1e6);
+  return k.bandwidth ? printf_text("%.4g GB/s", v / 1e9) : printf_text("%.4g us", v * 1e6);
 }
 
 // The default fitted set: NVLink's and the NICs' bandwidth and latency (or a one-level file's
@@ -43,8 +37,8 @@ std::string errors(const std::vector<NcclLogRow>& rows, const std::function<bool
   for (const NcclLogRow& r : rows)
     if (pick(r)) e.push_back(std::fabs(r.error()));
   if (e.empty()) return "-";
-  return std::to_string(e.size()) + " rows, median " + fmt("%.1f%%", 100 * quantile(e, 0.5)) + ", max " +
-         fmt("%.1f%%", 100 * *std::max_element(e.begin(), e.end()));
+  return std::to_string(e.size()) + " rows, median " + printf_text("%.1f%%", 100 * quantile(e, 0.5)) + ", max " +
+         printf_text("%.1f%%", 100 * *std::max_element(e.begin(), e.end()));
 }
 
 }  // namespace
@@ -144,7 +138,7 @@ void run_calibrate_nccl_logs(const NcclLogCalibrateArgs& a) {
                   fitted ? "fitted" : fixed.count(k.key) ? "fixed (--fix)" : "the file's");
     std::cout << buf;
   }
-  std::cout << "fit: RMS relative error " << fmt("%.2f%%", 100 * fit.objective) << " over the fitted rows, "
+  std::cout << "fit: RMS relative error " << printf_text("%.2f%%", 100 * fit.objective) << " over the fitted rows, "
             << fit.simulations << " simulations per evaluation, " << fit.evaluations << " evaluations"
             << (fit.converged ? "" : " (NOT converged)") << "\n";
   const auto large = [](const NcclLogRow& r) { return r.bytes >= (std::uint64_t{1} << 20); };
@@ -158,7 +152,7 @@ void run_calibrate_nccl_logs(const NcclLogCalibrateArgs& a) {
   }
   if (!fit.converged) {
     throw InputError("the fit did not converge within --max-evaluations " + std::to_string(a.max_evaluations) +
-                        " (best RMS error " + fmt("%.2f%%", 100 * fit.objective) + "); nothing written");
+                        " (best RMS error " + printf_text("%.2f%%", 100 * fit.objective) + "); nothing written");
   }
 
   if (!a.rows_output.empty()) {
@@ -202,11 +196,11 @@ void run_calibrate_nccl_logs(const NcclLogCalibrateArgs& a) {
       {"fixed", fixed_keys.empty() ? std::string("none") : fixed_keys},
       {"holdout", holdout.empty() ? std::string("none") : holdout},
       {"fit", "Nelder-Mead on log-parameters (within the file's value / 100 .. x 100), RMS relative error "
-              "of the simulated out-of-place times: " + fmt("%.4g", fit.objective)},
-      {"residual", "median |relative error| " + fmt("%.2f%%", 100 * quantile(fitted_errors, 0.5)) +
+              "of the simulated out-of-place times: " + printf_text("%.4g", fit.objective)},
+      {"residual", "median |relative error| " + printf_text("%.2f%%", 100 * quantile(fitted_errors, 0.5)) +
                        " on the fitted rows" +
                        (held_errors.empty() ? std::string()
-                                            : ", " + fmt("%.2f%%", 100 * quantile(held_errors, 0.5)) +
+                                            : ", " + printf_text("%.2f%%", 100 * quantile(held_errors, 0.5)) +
                                                   " held out")}};
   const std::string yaml = topology_yaml_with(topology_path, written, provenance);
   try {

@@ -157,6 +157,8 @@ alg::Options algorithm_options(const alg::AlgorithmInfo& info,
 // Writes to a file, or stdout for "" or "-" (ssim::write_output_file: complete or absent,
 // devices and pipes written in place; OutputError, exit 3, when a write fails).
 void write_output(const std::string& path, const std::string& text);
+// One number through a printf format ("%.2f%%", 100 * x): the reports' tables.
+std::string printf_text(const char* format, double value);
 
 // `-n` on a command without iterations (schedule, lower), where it used to mean the rank
 // count: a usage error that names -r/--ranks. Across stragglesim -n is the iteration count.

@@ -1,5 +1,6 @@
 // Helpers shared by the subcommands: flag checks, the --max-memory option and the warning
 // when the alpha-beta model ignores shared links.
+#include <cstdio>
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -418,5 +419,11 @@ CLI::Option* add_seed_option(CLI::App& cmd, std::uint64_t& seed, const std::stri
 
 CLI::Validator non_negative_number() { return sign_check(true); }
 CLI::Validator positive_number() { return sign_check(false); }
+
+std::string printf_text(const char* format, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, value);
+  return buf;
+}
 
 }  // namespace ssim::exp

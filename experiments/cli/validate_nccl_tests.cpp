@@ -23,12 +23,6 @@ namespace {
 // Sizes from here on are "large" in the summary (the split: >= 1 MiB and below).
 constexpr std::uint64_t kLargeBytes = 1ull << 20;
 
-std::string fixed(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
 const alg::AlgorithmInfo& log_algorithm(const std::string& name) {
   try {
     return alg::find_algorithm(name);  // "did you mean" for a near miss
@@ -59,9 +53,9 @@ std::string summary(const std::vector<Compared>& rows, bool in_place,
   }
   if (errors.empty()) return "";
   const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
-  return "median |error| " + fixed("%.2f%%", 100 * quantile(errors, 0.5)) + " (" +
+  return "median |error| " + printf_text("%.2f%%", 100 * quantile(errors, 0.5)) + " (" +
          std::to_string(errors.size()) + " size" + (errors.size() == 1 ? "" : "s") + "), ratio " +
-         fixed("%.3f", *lo) + " .. " + fixed("%.3f", *hi);
+         printf_text("%.3f", *lo) + " .. " + printf_text("%.3f", *hi);
 }
 
 }  // namespace
@@ -139,7 +133,7 @@ void validate_nccl_tests_log(const NcclLogValidation& a, const topo::Topology& t
             << " GPUs, " << sim::to_string(network) << " model"
             << (a.network.empty() ? " (the default for nccl-tests logs)" : "")
             << (a.steps == "pipelined" ? ", pipelined steps" : "") << ", gamma "
-            << fixed("%.6g ns/B", gamma.value * 1e9) << " (" << gamma_from << ")\n";
+            << printf_text("%.6g ns/B", gamma.value * 1e9) << " (" << gamma_from << ")\n";
   if (!log.device.empty()) std::cout << "measured on: " << log.device << "\n";
   std::cout << "ranks: " << ranks_text << "\n";
   const std::string options_text = schema::canonical_options(options.values());
@@ -202,9 +196,9 @@ void validate_nccl_tests_log(const NcclLogValidation& a, const topo::Topology& t
     std::snprintf(buf, sizeof buf, "%5d  %10s | %12s %12s %7s | %12s %7s\n", r.line,
                   format_bytes(Bytes{r.bytes}).c_str(),
                   format_time(Seconds{r.out_of_place.time_us * 1e-6}).c_str(),
-                  format_time(Seconds{c.simulated_s}).c_str(), fixed("%.3f", c.ratio_out).c_str(),
+                  format_time(Seconds{c.simulated_s}).c_str(), printf_text("%.3f", c.ratio_out).c_str(),
                   r.in_place ? format_time(Seconds{r.in_place->time_us * 1e-6}).c_str() : "-",
-                  c.ratio_in ? fixed("%.3f", *c.ratio_in).c_str() : "-");
+                  c.ratio_in ? printf_text("%.3f", *c.ratio_in).c_str() : "-");
     std::cout << buf;
   }
   std::cout << "compared " << compared.size() << " size" << (compared.size() == 1 ? "" : "s")

@@ -126,10 +126,7 @@ NcclLogFit fit_nccl_logs(const std::vector<NcclLogInput>& logs, const NcclLogFit
         opts.set(key, mapped);
       }
     }
-    const bool takes_nodes =
-        std::any_of(info.options.begin(), info.options.end(),
-                    [](const alg::OptionSpec& s) { return s.name == "gpus_per_node"; });
-    if (takes_nodes && start.gpus_per_node > 0 && !opts.has("gpus_per_node"))
+    if (info.takes("gpus_per_node") && start.gpus_per_node > 0 && !opts.has("gpus_per_node"))
       opts.set("gpus_per_node", std::to_string(start.gpus_per_node));
     if (info.check_options) {
       try {
