@@ -70,8 +70,12 @@ if [[ $mode == sanitize ]]; then
   # runs sanitized.
   slow='^(H200Calibration\.(OneParameterSetPredictsEveryRun|StragglarCrossesRingWhereTheSweepDoes|TheShippedTopologyIsThisFit)|Alignment\.EveryTransferOfEveryAlgorithmStartsOnTheBoundary|simgrid_flow_model|readme_figures_selftest)$'
   ctest --test-dir "$build" --output-on-failure -j "$jobs" -LE '^mpi$' -E "$slow" || status=$?
-  ASAN_OPTIONS=$mpi_asan_options ctest --test-dir "$build" --output-on-failure -j "$jobs" \
-    -L '^mpi$' || status=$?
+  # use_tls=0 for the MPI tests: LeakSanitizer's tracer (clang 14) crashed scanning a bogus
+  # dynamic-TLS block of an OpenMPI process ("Tracer caught signal 11" after "DTLS 5 at
+  # 0x53bc-0x4000064be") in CliMpiRun.* at 3 ranks. Without TLS as a root LSan can only report
+  # more leaks, never fewer.
+  ASAN_OPTIONS=$mpi_asan_options LSAN_OPTIONS=$LSAN_OPTIONS:use_tls=0 \
+    ctest --test-dir "$build" --output-on-failure -j "$jobs" -L '^mpi$' || status=$?
   exit $status
 fi
 # The clang pass leaves out python_torch: the DDP hook is pure Python over the extension module,
