@@ -760,11 +760,7 @@ void DataflowPass::sequential_round(const alg::Round& round, std::uint32_t round
         CachedSide{&routes_, round_routes_.data(), route_bytes_.data(), round.transfers.size()});
   }
   if (!round.switch_reduces.empty()) {
-    if (reporting_) {
-      throw InputError("round " + std::to_string(round_stamp - 1) +
-                       " has in-network reductions, which traces and timelines do not record "
-                       "(they hold point-to-point transfers)");
-    }
+    if (reporting_) untraceable_switch_reduces(round_stamp);
     touched = switch_batches_.run(round, round_stamp, v, touched);
   }
   for (std::size_t i = 0; i < touched; ++i) {
@@ -787,11 +783,7 @@ void DataflowPass::pipelined_round(const alg::Round& round, std::uint32_t round_
         CachedSide{&routes_, round_routes_.data(), route_bytes_.data(), round.transfers.size()});
   }
   if (!round.switch_reduces.empty()) {
-    if (reporting_) {
-      throw InputError("round " + std::to_string(round_stamp - 1) +
-                       " has in-network reductions, which traces and timelines do not record "
-                       "(they hold point-to-point transfers)");
-    }
+    if (reporting_) untraceable_switch_reduces(round_stamp);
     switch_batches_.run_pipelined(round, round_stamp, map_, sizes_, protocol_, pipe_);
   }
   pipe_.apply_writes();

@@ -340,11 +340,7 @@ inline bool Executor::EventRun::take_round() {
   SSIM_CHECK(window_.empty() ||
                  next_transfer_ - window_.front().first + size + ops < (std::uint64_t{1} << 32),
              "too many transfers in flight for the event engine (2^32)");
-  if (ops > 0 && (timeline_ || sink_)) {
-    throw InputError("round " + std::to_string(round_stamp - 1) +
-                     " has in-network reductions, which traces and timelines do not record "
-                     "(they hold point-to-point transfers)");
-  }
+  if (ops > 0 && (timeline_ || sink_)) untraceable_switch_reduces(round_stamp);
   Window& w = window_.emplace_back(spare());
   w.first = next_transfer_;
   w.first_group = next_group_;

@@ -16,6 +16,12 @@ void transfer_out_of_range(const alg::Transfer& t, int ranks, int chunks) {
                    std::to_string(ranks) + " ranks");
 }
 
+void untraceable_switch_reduces(std::uint32_t round_stamp) {
+  throw InputError("round " + std::to_string(round_stamp - 1) +
+                   " has in-network reductions, which traces and timelines do not record "
+                   "(they hold point-to-point transfers)");
+}
+
 void check_inputs(int n, std::span<const Seconds> arrival, const RunOptions& options) {
   SSIM_CHECK(static_cast<int>(arrival.size()) == n, "one arrival time per rank needed");
   for (Seconds a : arrival) SSIM_CHECK(std::isfinite(a.value), "arrival times must be finite");

@@ -30,6 +30,9 @@ inline void check_transfer(const alg::Transfer& t, int ranks, int chunks) {
   if (!transfer_in_range(t, static_cast<std::uint32_t>(ranks), chunks)) [[unlikely]]
     transfer_out_of_range(t, ranks, chunks);
 }
+// The InputError of a round with in-network reductions in a traced or timed-line run (both
+// record point-to-point transfers only); round_stamp is 1 + the round's index.
+[[noreturn]] void untraceable_switch_reduces(std::uint32_t round_stamp);
 // One finite arrival per rank, and a rank map (when given) that is a permutation.
 void check_inputs(int ranks, std::span<const Seconds> arrival, const RunOptions& options);
 
