@@ -8,11 +8,14 @@ Trains a small MLP on random regression data with DistributedDataParallel, its g
 reduced by stragglesim.torch.allreduce_hook. One rank sleeps before each backward pass (a
 straggler); with --straggler previous the hook predicts it from the step before. Prints per
 step: the step time, the loss and the straggler the next step's schedule is built for.
-Backend: nccl when CUDA is available and --backend is not given, else gloo (docs/python.md).
+Backend: nccl when every process of the node has a GPU of its own (LOCAL_WORLD_SIZE GPUs
+visible) and --backend is not given, else gloo on the CPU (docs/python.md); --backend nccl with
+fewer GPUs than processes is refused (NCCL cannot put two ranks of one group on one GPU).
 """
 
 import argparse
 import os
+import sys
 import time
 
 import torch
@@ -82,9 +85,21 @@ def train(args, rank, world, device, hook):
     return losses
 
 
+def choose_backend(requested):
+    """nccl needs a GPU per process of the node; gloo runs anywhere (on the CPU here)."""
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if requested is None:
+        return "nccl" if gpus >= local else "gloo"
+    if requested == "nccl" and gpus < local:
+        sys.exit(f"ddp_stragglar.py: --backend nccl needs a GPU per process: {local} processes "
+                 f"on this node, {gpus} GPU(s) visible (use --backend gloo)")
+    return requested
+
+
 def main():
     args = parse_args()
-    backend = args.backend or ("nccl" if torch.cuda.is_available() else "gloo")
+    backend = choose_backend(args.backend)
     dist.init_process_group(backend)
     rank, world = dist.get_rank(), dist.get_world_size()
     if backend == "nccl":
