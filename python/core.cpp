@@ -606,6 +606,17 @@ py::tuple train(const std::string& source, bool is_text, const std::string& name
   return py::make_tuple(exp::train_summary_json(a.config, c, r).dump(), steps, notes, warnings);
 }
 
+// Sets the Python error `exc` with the message. pybind11 2.12 deprecated calling the exception
+// object (pybind/pybind11 PR 4772: py::set_error); Debian's 2.10 has only the call.
+template <class E>
+void raise_as(py::exception<E>& exc, const char* what) {
+#if PYBIND11_VERSION_MAJOR > 2 || (PYBIND11_VERSION_MAJOR == 2 && PYBIND11_VERSION_MINOR >= 12)
+  py::set_error(exc, printable(what).c_str());
+#else
+  exc(printable(what).c_str());
+#endif
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -635,13 +646,13 @@ PYBIND11_MODULE(_core, m) {
     } catch (const Interrupted& e) {
       PyErr_SetString(PyExc_KeyboardInterrupt, e.what());
     } catch (const InputError& e) {
-      input_error(printable(e.what()).c_str());
+      raise_as(input_error, e.what());
     } catch (const UsageError& e) {
-      usage_error(printable(e.what()).c_str());
+      raise_as(usage_error, e.what());
     } catch (const ResourceError& e) {
-      resource_error(printable(e.what()).c_str());
+      raise_as(resource_error, e.what());
     } catch (const InternalError& e) {
-      internal_error(printable(e.what()).c_str());
+      raise_as(internal_error, e.what());
     }
   });
 
