@@ -34,7 +34,7 @@ std::string outcome(F&& check) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text = ssim::fuzz::text(data, size);
   const auto memory = [](const ssim::alg::Schedule& h) {
-    ssim::exp::check_verify_memory(ssim::fuzz::budget(), h.ranks, h.chunks);
+    ssim::experiments::check_verify_memory(ssim::fuzz::budget(), h.ranks, h.chunks);
   };
   const std::string streamed = outcome([&] {
     std::istringstream in(text);

@@ -7,7 +7,7 @@
 #include "experiments/config/config.hpp"
 #include "sim/nccl_tuner.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 const alg::AlgorithmInfo& load_algorithm_name(const ConfigNode& name, int ranks) {
   const alg::AlgorithmInfo* info = nullptr;
@@ -264,4 +264,4 @@ void load_prediction(const ConfigNode& node, int ranks, sim::SimulationConfig& c
   }
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments
