@@ -13,6 +13,12 @@ constexpr int kMaxChannels = 64;  // NCCL's MAXCHANNELS (src/include/device.h), 
 
 }  // namespace
 
+Options nccl_default_options(int gpus_per_node) {
+  Options o;
+  if (gpus_per_node > 0) o.set("gpus_per_node", std::to_string(gpus_per_node));
+  return o;
+}
+
 NcclRequest::NcclRequest(int ranks, Options options) : given_(std::move(options)) {
   find_algorithm("nccl").check_options(ranks, given_);
   algo_ = lowercase(given_.get_string("algo", ""));

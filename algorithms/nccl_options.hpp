@@ -28,6 +28,10 @@ struct NcclPick {
                           // of least estimated time; 0 otherwise
 };
 
+// nccl's defaults on a machine of `gpus_per_node` GPUs per node (none when 0): the options a
+// configuration loader gives it on such a topology, as every algorithm that takes gpus_per_node.
+Options nccl_default_options(int gpus_per_node);
+
 // The options given to `nccl` (key=value text, as from a config or -O), checked and read.
 class NcclRequest {
  public:

@@ -569,9 +569,7 @@ class StepModel {
 // The nccl options of the reference: nccl's defaults with the topology's node structure (as the
 // configuration loaders give every algorithm that takes gpus_per_node).
 alg::Options reference_options(const topo::Topology& t) {
-  alg::Options o;
-  if (t.gpus_per_node > 0) o.set("gpus_per_node", std::to_string(t.gpus_per_node));
-  return o;
+  return alg::nccl_default_options(t.gpus_per_node);
 }
 
 // The mean step of `model` without delays. Without delays the job is periodic: once each
