@@ -38,4 +38,9 @@ Protocol schedule_protocol(const Schedule& schedule) {
   return *p;
 }
 
+std::optional<Protocol> named_protocol(const Schedule& schedule) {
+  if (!schedule.options.contains("proto")) return std::nullopt;
+  return schedule_protocol(schedule);
+}
+
 }  // namespace ssim::alg

@@ -32,5 +32,8 @@ inline constexpr std::string_view kProtocolNames = "simple, ll, ll128";
 // it there, and a schedule file carries it in its options), Simple when absent. InputError when
 // the option names no protocol.
 Protocol schedule_protocol(const Schedule& schedule);
+// The protocol a schedule names (its `proto` option); nullopt when it names none. InputError as
+// schedule_protocol's.
+std::optional<Protocol> named_protocol(const Schedule& schedule);
 
 }  // namespace ssim::alg

@@ -12,15 +12,15 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   return ssim::fuzz::expect_clean_errors([&] {
     std::istringstream in(ssim::fuzz::text(data, size));
-    const std::vector<ssim::exp::MeasuredFile> files = {
+    const std::vector<ssim::experiments::MeasuredFile> files = {
         {"fuzz.csv", ssim::calib::read_measured_runs(in, "fuzz.csv")}};
-    ssim::exp::SimFitOptions o;
+    ssim::experiments::SimFitOptions o;
     o.max_evaluations = 3;
     o.max_memory = ssim::fuzz::budget().bytes();
     // The CLI's time guard with a limit of a second instead of its default hour: a fit the
     // estimate lets through must finish within libFuzzer's timeout (10 s, ASan included), so
     // that a timeout is an estimate that is wrong, not a fit that is merely allowed to be long.
     o.max_time = "1s";
-    (void)ssim::exp::fit_by_simulation(files, o);
+    (void)ssim::experiments::fit_by_simulation(files, o);
   });
 }

@@ -11,9 +11,9 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   return ssim::fuzz::expect_clean_errors([&] {
     const auto reader =
-        ssim::exp::ConfigReader::from_string(ssim::fuzz::text(data, size), "fuzz.yaml");
-    const ssim::exp::Experiment e = ssim::exp::load_experiment(reader);
-    ssim::exp::check_experiment_memory(ssim::fuzz::budget(), e, 1);
-    (void)ssim::exp::experiment_time_note(e, 1);
+        ssim::experiments::ConfigReader::from_string(ssim::fuzz::text(data, size), "fuzz.yaml");
+    const ssim::experiments::Experiment e = ssim::experiments::load_experiment(reader);
+    ssim::experiments::check_experiment_memory(ssim::fuzz::budget(), e, 1);
+    (void)ssim::experiments::experiment_time_note(e, 1);
   });
 }

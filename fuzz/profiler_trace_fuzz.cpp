@@ -25,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (end == std::string::npos) break;
       begin = end + separator.size();
     }
-    const std::vector<std::vector<double>> times = ssim::exp::read_profiler_traces(traces);
+    const std::vector<std::vector<double>> times = ssim::experiments::read_profiler_traces(traces);
     (void)ssim::sim::fit_delays(times);
   });
 }

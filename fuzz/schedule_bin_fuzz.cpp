@@ -17,7 +17,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string bytes = ssim::fuzz::text(data, size);
   const auto memory = [](const ssim::alg::Schedule& h) {
-    ssim::exp::check_verify_memory(ssim::fuzz::budget(), h.ranks, h.chunks);
+    ssim::experiments::check_verify_memory(ssim::fuzz::budget(), h.ranks, h.chunks);
   };
   ssim::fuzz::expect_clean_errors([&] {
     std::istringstream in(bytes);

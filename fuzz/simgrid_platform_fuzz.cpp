@@ -9,7 +9,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   return ssim::fuzz::expect_clean_errors([&] {
     const ssim::topo::Topology t =
-        ssim::exp::simgrid_platform(ssim::fuzz::text(data, size), "fuzz.xml");
+        ssim::experiments::simgrid_platform(ssim::fuzz::text(data, size), "fuzz.xml");
     if (t.gpu_count() >= 2) (void)t.route(0, t.gpu_count() - 1);
   });
 }

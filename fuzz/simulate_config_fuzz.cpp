@@ -10,9 +10,9 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   return ssim::fuzz::expect_clean_errors([&] {
     const auto reader =
-        ssim::exp::ConfigReader::from_string(ssim::fuzz::text(data, size), "fuzz.yaml");
-    const ssim::sim::SimulationConfig c = ssim::exp::load_simulation_config(reader);
-    ssim::exp::check_simulation_memory(ssim::fuzz::budget(), c);
-    (void)ssim::exp::simulation_time_note(c);
+        ssim::experiments::ConfigReader::from_string(ssim::fuzz::text(data, size), "fuzz.yaml");
+    const ssim::sim::SimulationConfig c = ssim::experiments::load_simulation_config(reader);
+    ssim::experiments::check_simulation_memory(ssim::fuzz::budget(), c);
+    (void)ssim::experiments::simulation_time_note(c);
   });
 }

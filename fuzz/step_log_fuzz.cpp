@@ -10,6 +10,6 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   return ssim::fuzz::expect_clean_errors([&] {
     std::istringstream in(ssim::fuzz::text(data, size));
-    (void)ssim::exp::read_step_log(in, "fuzz.csv");
+    (void)ssim::experiments::read_step_log(in, "fuzz.csv");
   });
 }

@@ -12,6 +12,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   static const ssim::topo::Topology node = ssim::topo::make_switch(
       {8, ssim::BytesPerSecond{360e9}, ssim::Seconds{2e-6}});
   return ssim::fuzz::expect_clean_errors([&] {
-    (void)ssim::exp::compare_timeline(ssim::fuzz::text(data, size), "fuzz.csv", node);
+    (void)ssim::experiments::compare_timeline(ssim::fuzz::text(data, size), "fuzz.csv", node);
   });
 }

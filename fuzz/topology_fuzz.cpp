@@ -9,9 +9,10 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   return ssim::fuzz::expect_clean_errors([&] {
     const auto reader =
-        ssim::exp::ConfigReader::from_string(ssim::fuzz::text(data, size), "fuzz.yaml");
-    const ssim::topo::Topology t = ssim::exp::load_topology(reader.root(), reader.directory());
-    (void)ssim::exp::load_calibrated_gamma(reader.root());
+        ssim::experiments::ConfigReader::from_string(ssim::fuzz::text(data, size), "fuzz.yaml");
+    const ssim::topo::Topology t =
+        ssim::experiments::load_topology(reader.root(), reader.directory());
+    (void)ssim::experiments::load_calibrated_gamma(reader.root());
     (void)t.gpu_count();
   });
 }

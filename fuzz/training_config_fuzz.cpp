@@ -11,10 +11,10 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   return ssim::fuzz::expect_clean_errors([&] {
-    const ssim::exp::ConfigReader reader =
-        ssim::exp::ConfigReader::from_string(ssim::fuzz::text(data, size), "fuzz.yaml");
-    const ssim::sim::TrainingConfig c = ssim::exp::load_training_config(reader);
-    ssim::exp::check_training_resources(ssim::fuzz::budget(),
-                                        ssim::TimeBudget::of(3600, "the fuzz harness's hour"), c);
+    const ssim::experiments::ConfigReader reader =
+        ssim::experiments::ConfigReader::from_string(ssim::fuzz::text(data, size), "fuzz.yaml");
+    const ssim::sim::TrainingConfig c = ssim::experiments::load_training_config(reader);
+    ssim::experiments::check_training_resources(
+        ssim::fuzz::budget(), ssim::TimeBudget::of(3600, "the fuzz harness's hour"), c);
   });
 }

@@ -75,7 +75,7 @@ std::string op_name(alg::Op op) { return std::string(alg::to_string(op)); }
 // check them.
 alg::Options checked_options(const alg::AlgorithmInfo& info,
                              const std::vector<std::string>& items, int straggler) {
-  return exp::algorithm_options(info, items, straggler);
+  return experiments::algorithm_options(info, items, straggler);
 }
 
 py::dict schedule_dict(const alg::Schedule& s, const alg::VerifyResult& v) {
@@ -116,9 +116,9 @@ py::dict schedule(const std::string& algorithm, int ranks, const std::vector<std
   const alg::AlgorithmInfo& info = alg::find_algorithm(algorithm);
   const alg::Options options = checked_options(info, items, straggler);
   if (info.supports_ranks(ranks)) {
-    exp::check_schedule_memory(MemoryBudget::from_flag(max_memory), info.name, ranks, options,
-                               /*verify=*/true);
-    exp::check_schedule_time(TimeBudget::from_flag(max_time), info.name, ranks, options);
+    experiments::check_schedule_memory(MemoryBudget::from_flag(max_memory), info.name, ranks,
+                                       options, /*verify=*/true);
+    experiments::check_schedule_time(TimeBudget::from_flag(max_time), info.name, ranks, options);
   }
   alg::Schedule s;
   alg::VerifyResult v;
@@ -160,8 +160,8 @@ py::dict lower(const std::string& algorithm, int ranks, const std::string& bytes
   const alg::AlgorithmInfo& info = alg::find_algorithm(algorithm);
   const alg::Options options = checked_options(info, items, straggler);
   if (info.supports_ranks(ranks)) {
-    exp::check_lower_resources(MemoryBudget::from_flag(max_memory),
-                               TimeBudget::from_flag(max_time), info.name, ranks, options);
+    experiments::check_lower_resources(MemoryBudget::from_flag(max_memory),
+                                       TimeBudget::from_flag(max_time), info.name, ranks, options);
   }
   lowering::Plan plan;
   std::optional<int> schedule_straggler;
@@ -238,8 +238,10 @@ bool supports_ranks(const std::string& algorithm, int ranks) {
 
 // A YAML file (`source` is its path) or YAML text (`name` names it in messages; relative paths
 // in it are relative to the current folder).
-exp::ConfigReader open_config(const std::string& source, bool is_text, const std::string& name) {
-  return is_text ? exp::ConfigReader::from_string(source, name) : exp::ConfigReader(source);
+experiments::ConfigReader open_config(const std::string& source, bool is_text,
+                                      const std::string& name) {
+  return is_text ? experiments::ConfigReader::from_string(source, name)
+                 : experiments::ConfigReader(source);
 }
 
 void parse_flags(CLI::App& app, const std::vector<std::string>& flags);
@@ -259,9 +261,9 @@ RunFlags parse_run_flags(const std::string& subcommand, const std::vector<std::s
   RunFlags f;
   CLI::App* cmd = app.add_subcommand(subcommand);
   cmd->add_option("-n,--iterations", f.iterations)->check(CLI::Range(1, 10'000'000));
-  exp::add_seed_option(*cmd, f.seed, "");
+  experiments::add_seed_option(*cmd, f.seed, "");
   if (subcommand == "run") cmd->add_option("-j,--jobs", f.jobs)->check(CLI::Range(1, 1024));
-  exp::add_threads_option(*cmd, f.threads);
+  experiments::add_threads_option(*cmd, f.threads);
   std::vector<std::string> args{subcommand};
   args.insert(args.end(), flags.begin(), flags.end());
   parse_flags(app, args);
@@ -285,16 +287,17 @@ py::tuple simulate(const std::string& source, bool is_text, const std::string& n
   const int iterations = f.iterations;
   const long long seed = f.seed;
   const std::string where = is_text ? name : source;
-  const exp::ConfigReader reader = open_config(source, is_text, name);
-  const exp::Experiment e = exp::load_experiment(reader, exp::ConfigCommand::simulate);
-  sim::SimulationConfig c = exp::run_config(e, 0);
+  const experiments::ConfigReader reader = open_config(source, is_text, name);
+  const experiments::Experiment e =
+      experiments::load_experiment(reader, experiments::ConfigCommand::simulate);
+  sim::SimulationConfig c = experiments::run_config(e, 0);
   const std::string schedule_file = e.algorithms[0].schedule_file;
   if (iterations > 0) c.iterations = iterations;
   c.per_rank_times = per_rank;
   if (seed >= 0) c.seed = static_cast<std::uint64_t>(seed);
-  c.threads = exp::threads_per_run(1, f.threads);
-  exp::check_simulation_memory(MemoryBudget::from_flag(max_memory), c);
-  exp::check_simulation_time(TimeBudget::from_flag(max_time), c);
+  c.threads = experiments::threads_per_run(1, f.threads);
+  experiments::check_simulation_memory(MemoryBudget::from_flag(max_memory), c);
+  experiments::check_simulation_time(TimeBudget::from_flag(max_time), c);
   sim::SimulationResult r;
   {
     PythonSignalCheck check;
@@ -338,9 +341,9 @@ py::tuple simulate(const std::string& source, bool is_text, const std::string& n
   attrs["fallback_fraction"] = r.fallback_fraction;
   attrs["seed"] = c.seed;
   attrs["iterations"] = c.iterations;
-  attrs["shared_link"] =
-      r.shared_link ? py::object(py::str(exp::shared_link_warning(*r.shared_link)))
-                    : py::object(py::none());
+  attrs["shared_link"] = r.shared_link
+                             ? py::object(py::str(experiments::shared_link_warning(*r.shared_link)))
+                             : py::object(py::none());
   if (per_rank) {
     const py::ssize_t n = static_cast<py::ssize_t>(its.size()), k = r.ranks;
     py::array_t<double> arrival({n, k}), finish({n, k});
@@ -368,48 +371,48 @@ py::tuple run(const std::string& source, bool is_text, const std::string& name,
   const RunFlags f = parse_run_flags("run", flags);
   const int iterations = f.iterations, jobs = f.jobs, threads = f.threads;
   const long long seed = f.seed;
-  exp::require_threads_used(jobs, threads);
-  const exp::ConfigReader reader = open_config(source, is_text, name);
-  exp::Experiment e = exp::load_experiment(reader);
-  if (iterations > 0) exp::set_iterations(e, iterations);
-  if (seed >= 0) exp::set_seed(e, static_cast<std::uint64_t>(seed));
-  exp::check_experiment_memory(MemoryBudget::from_flag(max_memory), e, jobs);
-  exp::RunnerOptions o;
+  experiments::require_threads_used(jobs, threads);
+  const experiments::ConfigReader reader = open_config(source, is_text, name);
+  experiments::Experiment e = experiments::load_experiment(reader);
+  if (iterations > 0) experiments::set_iterations(e, iterations);
+  if (seed >= 0) experiments::set_seed(e, static_cast<std::uint64_t>(seed));
+  experiments::check_experiment_memory(MemoryBudget::from_flag(max_memory), e, jobs);
+  experiments::RunnerOptions o;
   o.output = output;
   o.jobs = jobs;
   o.threads = threads;
-  o.progress = exp::Progress::none;
+  o.progress = experiments::Progress::none;
   o.force = force;
-  exp::check_experiment_time(TimeBudget::from_flag(max_time), e, jobs);
-  std::optional<exp::ExperimentResult> done;
+  experiments::check_experiment_time(TimeBudget::from_flag(max_time), e, jobs);
+  std::optional<experiments::ExperimentResult> done;
   {
     py::gil_scoped_release release;
     clear_interrupt_signal();
     try {
       const InterruptGuard guard("stragglesim.run: stopping after the runs in flight");
-      done = exp::run_experiment(e, o);
+      done = experiments::run_experiment(e, o);
     } catch (...) {
       clear_interrupt_signal();
       throw;
     }
   }
-  return py::make_tuple(done->output, done->files, exp::experiment_csv_columns(e));
+  return py::make_tuple(done->output, done->files, experiments::experiment_csv_columns(e));
 }
 
-using exp::add_advise_options;
-using exp::add_train_options;
-using exp::AdviseArgs;
-using exp::AdviseRanking;
-using exp::AdviseRow;
-using exp::AlgorithmSummary;
-using exp::Experiment;
-using exp::TrainArgs;
+using experiments::add_advise_options;
+using experiments::add_train_options;
+using experiments::AdviseArgs;
+using experiments::AdviseRanking;
+using experiments::AdviseRow;
+using experiments::AlgorithmSummary;
+using experiments::Experiment;
+using experiments::TrainArgs;
 
 // `flags` (the subcommand's name, then its flags as the CLI takes them) parsed by the CLI's
 // own parser into what `app`'s subcommand registered: CLI11's checks (ranges, choices) and
 // messages; a parse error is a UsageError with the message the CLI prints.
 void parse_flags(CLI::App& app, const std::vector<std::string>& flags) {
-  exp::require_finite_numbers(app);
+  experiments::require_finite_numbers(app);
   std::vector<std::string> args(flags.rbegin(), flags.rend());  // CLI11 takes them reversed
   try {
     app.parse(args);
@@ -452,12 +455,13 @@ py::tuple advise(const std::vector<std::string>& flags) {
     clear_interrupt_signal();
     try {
       const InterruptGuard guard("stragglesim.advise: stopping after the runs in flight");
-      ranking = exp::rank_advise_candidates(a, err);
+      ranking = experiments::rank_advise_candidates(a, err);
       if (!a.trace.empty()) {
         const AdviseRow& best = ranking->rows[ranking->order.front()];
-        traced = exp::write_trace(exp::run_config(ranking->experiments[best.experiment], best.algorithm),
-                             a.trace_iteration, a.trace_links, a.trace_flags, a.trace,
-                             a.max_memory, a.max_time, "stragglesim advise");
+        traced = experiments::write_trace(
+            experiments::run_config(ranking->experiments[best.experiment], best.algorithm),
+            a.trace_iteration, a.trace_links, a.trace_flags, a.trace, a.max_memory, a.max_time,
+            "stragglesim advise");
       }
     } catch (...) {
       clear_interrupt_signal();
@@ -539,9 +543,9 @@ py::tuple train(const std::string& source, bool is_text, const std::string& name
   std::vector<std::string> args{"train", is_text ? name : source};
   args.insert(args.end(), flags.begin(), flags.end());
   parse_flags(app, args);
-  const exp::ConfigReader reader = open_config(source, is_text, name);
+  const experiments::ConfigReader reader = open_config(source, is_text, name);
   std::ostringstream err;
-  const sim::TrainingConfig c = exp::train_config(reader, a, err);
+  const sim::TrainingConfig c = experiments::train_config(reader, a, err);
   // The steps CSV's columns (train.cpp's --steps-csv), filled without the GIL.
   std::vector<std::string> algorithm, options, mode, buckets, average, sat_out;
   std::vector<std::int64_t> step, slowest;
@@ -550,7 +554,7 @@ py::tuple train(const std::string& source, bool is_text, const std::string& name
   if (per_step) {
     on_step = [&](const sim::TrainingRun& run, const sim::StepRecord& s) {
       algorithm.push_back(run.algorithm);
-      options.push_back(exp::options_text(run.options));
+      options.push_back(experiments::options_text(run.options));
       mode.push_back(run.mode.describe());
       step.push_back(s.step);
       step_time.push_back(s.step_time.value);
@@ -562,9 +566,9 @@ py::tuple train(const std::string& source, bool is_text, const std::string& name
       std::ostringstream b, v, o;
       for (std::size_t k = 0; k < s.buckets.size(); ++k) {
         if (k > 0) b << ' ';
-        exp::write_choice(b, s.buckets[k]);
+        experiments::write_choice(b, s.buckets[k]);
       }
-      if (s.average) exp::write_choice(v, *s.average);
+      if (s.average) experiments::write_choice(v, *s.average);
       for (std::size_t k = 0; k < s.sat_out.size(); ++k) o << (k > 0 ? " " : "") << s.sat_out[k];
       buckets.push_back(b.str());
       average.push_back(v.str());
@@ -575,11 +579,11 @@ py::tuple train(const std::string& source, bool is_text, const std::string& name
   {
     PythonSignalCheck check;  // run_training checks it before each step
     py::gil_scoped_release release;
-    r = exp::run_train_job(c, a.config, on_step);
+    r = experiments::run_train_job(c, a.config, on_step);
   }
   py::list notes, warnings;
   split_messages(err.str(), notes, warnings);
-  for (const std::string& w : exp::train_warnings(r)) warnings.append(w);
+  for (const std::string& w : experiments::train_warnings(r)) warnings.append(w);
   py::object steps = py::none();
   if (per_step) {
     py::dict d;
@@ -603,7 +607,8 @@ py::tuple train(const std::string& source, bool is_text, const std::string& name
     d["sat_out"] = sat_out;
     steps = d;
   }
-  return py::make_tuple(exp::train_summary_json(a.config, c, r).dump(), steps, notes, warnings);
+  return py::make_tuple(experiments::train_summary_json(a.config, c, r).dump(), steps, notes,
+                        warnings);
 }
 
 // Sets the Python error `exc` with the message. pybind11 2.12 deprecated calling the exception
@@ -628,7 +633,7 @@ PYBIND11_MODULE(_core, m) {
   // the interpreter's (experiments/config/data_files.hpp).
   Dl_info info;
   if (dladdr(reinterpret_cast<void*>(&supports_ranks), &info) != 0 && info.dli_fname != nullptr)
-    exp::set_library_path(info.dli_fname);
+    experiments::set_library_path(info.dli_fname);
 
   static py::exception<InputError> input_error(m, "InputError", PyExc_ValueError);
   static py::exception<UsageError> usage_error(m, "UsageError", PyExc_ValueError);

@@ -36,7 +36,7 @@ Executor::Executor(const alg::Schedule& schedule, const topo::Topology& topology
   // A network-wide protocol (`network: {protocol: ...}`) makes every other schedule NCCL's
   // send/recv under it.
   std::optional<alg::Protocol> proto = network.p2p_protocol;
-  if (schedule.options.contains("proto")) proto = alg::schedule_protocol(schedule);
+  if (const std::optional<alg::Protocol> named = alg::named_protocol(schedule)) proto = named;
   if (proto) {
     network_.protocol = ProtocolTiming::of(network.protocols.of(*proto), topology.gpus_per_node);
     network_.protocol.pipelined = network.pipelined_kernels;

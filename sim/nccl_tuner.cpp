@@ -8,8 +8,9 @@
 #include <limits>
 #include <optional>
 
+#include "algorithms/generators.hpp"
+#include "algorithms/registry.hpp"
 #include "common/error.hpp"
-#include "common/text.hpp"
 
 namespace ssim::sim {
 namespace {
@@ -250,13 +251,10 @@ int nvls_pipeline(const topo::Topology& t, double bytes) {
                           .beta = 1.0 / route.bandwidth.value,
                           .switch_beta = 1.0 / red.bandwidth.value,
                           .switch_latency = red.latency.value};
-  const alg::AlgorithmInfo& nvls = alg::find_algorithm("nvls");
   int best = 1;
   double best_time = std::numeric_limits<double>::infinity();
   for (int depth = 1; depth <= 1024; depth *= 2) {
-    alg::Options o;
-    o.set("pipeline", std::to_string(depth));
-    const double time = nvls.cost(n, bytes, p, o);
+    const double time = alg::nvls_cost(n, bytes, depth, p);
     if (time < best_time) {
       best_time = time;
       best = depth;
@@ -365,13 +363,11 @@ std::string collnet_refusal(const topo::Topology& t, const Machine& m, const std
 
 }  // namespace
 
-NcclChoice nccl_choose(const topo::Topology& topology, Bytes size, const alg::Options& options) {
-  const alg::AlgorithmInfo& info = alg::find_algorithm("nccl");
-  info.check_options(topology.gpu_count(), options);  // names and values the layer checks
+NcclChoice nccl_choose(const topo::Topology& topology, Bytes size,
+                       const alg::NcclRequest& request) {
   const Machine m = machine_of(topology);
-  std::string algo = lowercase(options.get_string("algo", ""));
-  std::optional<alg::Protocol> proto;
-  if (options.has("proto")) proto = alg::parse_protocol(options.get_string("proto", ""));
+  const std::string& algo = request.algo();
+  const std::optional<alg::Protocol> proto = request.proto();
   if (algo == "nvls" && (!m.reduces || m.nodes > 1)) {
     throw InputError(
         "nccl option algo=nvls: " +
@@ -429,40 +425,12 @@ NcclChoice nccl_choose(const topo::Topology& topology, Bytes size, const alg::Op
                                             : "collnet_chain";
   choice.proto = to_protocol(best_p);
   choice.estimate_us = best;
-  choice.channels = options.has("channels") ? options.get_int("channels", 1, 1, 64)
-                                            : tuned_channels(m, best_a, best_p, bytes);
-  choice.options = options;
-  choice.options.set("algo", choice.algo);
-  choice.options.set("proto", std::string(alg::to_string(choice.proto)));
-  if (choice.algo == "ring" || choice.algo == "tree") {
-    choice.options.set("channels", std::to_string(choice.channels));
-  } else if (choice.algo == "collnet_direct" || choice.algo == "collnet_chain") {
-    const bool chain = choice.algo == "collnet_chain";
-    alg::Options plain;  // the collnet schedule's options: the node size and its pipeline
-    for (const auto& [k, v] : choice.options.values()) {
-      if (k == "algo" || k == "proto" || k == "gpus_per_node" ||
-          (chain ? k == "segments" : k == "pipeline"))
-        plain.set(k, v);
-    }
-    if (!plain.has("gpus_per_node")) plain.set("gpus_per_node", std::to_string(m.g));
-    if (chain) {
-      plain.set("channels", std::to_string(choice.channels));
-    } else if (!plain.has("pipeline")) {
-      plain.set("pipeline", std::to_string(collnet_direct_pipeline(topology, m, bytes)));
-    }
-    choice.options = plain;
-  } else {
-    alg::Options plain;  // nvls, nvls_tree: no ring/tree options; their pipeline depth
-    for (const auto& [k, v] : choice.options.values())
-      if (k == "algo" || k == "proto" || k == "gpus_per_node" || k == "pipeline") plain.set(k, v);
-    if (choice.algo == "nvls_tree" && !plain.has("gpus_per_node"))
-      plain.set("gpus_per_node", std::to_string(m.g));
-    if (!plain.has("pipeline")) {
-      const int depth = choice.algo == "nvls" ? nvls_pipeline(topology, bytes)
-                                              : nvls_tree_pipeline(topology, m, bytes);
-      plain.set("pipeline", std::to_string(depth));
-    }
-    choice.options = plain;
+  choice.channels = request.channels_or(tuned_channels(m, best_a, best_p, bytes));
+  choice.gpus_per_node = m.g;
+  if (!request.has_pipeline()) {  // the depth of least estimated time
+    if (best_a == kNvls) choice.pipeline = nvls_pipeline(topology, bytes);
+    if (best_a == kNvlsTree) choice.pipeline = nvls_tree_pipeline(topology, m, bytes);
+    if (best_a == kCollnetDirect) choice.pipeline = collnet_direct_pipeline(topology, m, bytes);
   }
   return choice;
 }

@@ -4,11 +4,14 @@
 // algorithm x protocol pairs, the cheapest wins, then its channel count is cut for small sizes.
 // This is NCCL's estimate, not the simulator's time: the simulator then runs what was chosen.
 //
-//   NcclChoice c = nccl_choose(topology, Bytes{1 << 20}, options);   // options: algo=, proto=
-//   c.options   // the `nccl` algorithm's options with algo, proto and channels filled in
+//   const alg::NcclRequest request(topology.gpu_count(), options);   // algo=, proto=, ...
+//   NcclChoice c = nccl_choose(topology, Bytes{1 << 20}, request);
+//   alg::Options o = request.schedule_options(c);   // algo, proto and channels filled in
 //
 // It lives in sim/ because it needs the machine (the topology's bandwidths, nodes and whether a
-// switch reduces); the algorithm layer carries only the names (algorithms/nccl.cpp, `nccl`).
+// switch reduces); the algorithm layer carries the names and reads the options
+// (algorithms/nccl.cpp, `nccl`; algorithms/nccl_options.hpp), so the tuner takes and returns
+// typed values.
 // run_simulation calls it for the `nccl` algorithm before it generates the schedule, so
 // simulate, run, advise and train all get NCCL's choice.
 //
@@ -25,8 +28,8 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/nccl_options.hpp"
 #include "algorithms/protocol.hpp"
-#include "algorithms/registry.hpp"
 #include "common/units.hpp"
 #include "topologies/topology.hpp"
 
@@ -41,19 +44,18 @@ struct NcclEstimate {
   double time_us = -1;       // NCCL's estimate; < 0: not available
 };
 
-struct NcclChoice {
-  std::string algo;
-  alg::Protocol proto = alg::Protocol::simple;
-  int channels = 0;
+// The pick (algo, proto, channels, the machine's node size and a pipeline depth: what
+// NcclRequest::schedule_options needs) and NCCL's estimates.
+struct NcclChoice : alg::NcclPick {
   double estimate_us = 0;
   std::vector<NcclEstimate> table;  // every candidate considered
-  alg::Options options;             // the nccl options to generate the schedule with
 };
 
 // Throws InputError (naming the option and what is allowed on this machine) for algo=nvls
 // where no switch reduces or across nodes, algo=collnet_direct|collnet_chain on one node, where
 // a rail's fabric switch does not reduce or with more than 8 GPUs per node (Direct: also with
-// one), and for a forced pair NCCL would not run.
-NcclChoice nccl_choose(const topo::Topology& topology, Bytes size, const alg::Options& options);
+// one), and for a forced pair NCCL would not run; then for a forced channel count outside 1..64
+// (NcclRequest::channels_or). `request` is for topology.gpu_count() ranks.
+NcclChoice nccl_choose(const topo::Topology& topology, Bytes size, const alg::NcclRequest& request);
 
 }  // namespace ssim::sim

@@ -6,6 +6,7 @@
 #include <memory>
 #include <sstream>
 
+#include "algorithms/nccl_options.hpp"
 #include "common/cancel.hpp"
 #include "common/error.hpp"
 #include "sim/adaptive.hpp"
@@ -405,11 +406,13 @@ SimulationResult run_simulation(const SimulationConfig& config) {
   // `nccl` runs what NCCL would pick for this size on this machine (sim/nccl_tuner.hpp): its
   // algorithm, protocol and channels are filled in before the schedule is generated.
   if (!config.schedule && config.algorithm == "nccl") {
-    const NcclChoice choice = nccl_choose(config.topology, config.size, config.options);
+    const alg::NcclRequest request(config.topology.gpu_count(), config.options);
+    const NcclChoice choice = nccl_choose(config.topology, config.size, request);
+    const alg::Options options = request.schedule_options(choice);
     SimulationResult out;
-    if (choice.options.values() != config.options.values()) {
+    if (options.values() != config.options.values()) {
       SimulationConfig resolved = config;
-      resolved.options = choice.options;
+      resolved.options = options;
       out = run_simulation_as_given(resolved);
     } else {
       out = run_simulation_as_given(config);
@@ -420,7 +423,7 @@ SimulationResult run_simulation(const SimulationConfig& config) {
         choice.algo == "ring" || choice.algo == "tree" || choice.algo == "collnet_chain"
             ? choice.channels
             : 0;
-    out.nccl_options = choice.options.values();
+    out.nccl_options = options.values();
     out.nccl_estimate_us = choice.estimate_us;
     return out;
   }

@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 
+#include "algorithms/nccl_options.hpp"
 #include "common/checked.hpp"
 #include "common/cancel.hpp"
 #include "common/error.hpp"
@@ -345,13 +346,13 @@ class NcclSchedules {
       : topology_(topology), options_(std::move(options)) {}
 
   const alg::Schedule& operator()(Bytes size) {
-    const NcclChoice choice = nccl_choose(topology_, size, options_);
-    auto it = made_.find(choice.options.values());
+    const alg::NcclRequest request(topology_.gpu_count(), options_);
+    const alg::Options options = request.schedule_options(nccl_choose(topology_, size, request));
+    auto it = made_.find(options.values());
     if (it == made_.end()) {
       it = made_
-               .emplace(choice.options.values(),
-                        std::make_unique<alg::Schedule>(
-                            alg::generate("nccl", topology_.gpu_count(), choice.options)))
+               .emplace(options.values(), std::make_unique<alg::Schedule>(alg::generate(
+                                              "nccl", topology_.gpu_count(), options)))
                .first;
     }
     return *it->second;
@@ -568,9 +569,7 @@ class StepModel {
 // The nccl options of the reference: nccl's defaults with the topology's node structure (as the
 // configuration loaders give every algorithm that takes gpus_per_node).
 alg::Options reference_options(const topo::Topology& t) {
-  alg::Options o;
-  if (t.gpus_per_node > 0) o.set("gpus_per_node", std::to_string(t.gpus_per_node));
-  return o;
+  return alg::nccl_default_options(t.gpus_per_node);
 }
 
 // The mean step of `model` without delays. Without delays the job is periodic: once each

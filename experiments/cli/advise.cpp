@@ -23,7 +23,7 @@
 #include "experiments/output/summary.hpp"
 #include "experiments/runner/experiment.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 std::string yaml_quoted(const std::string& s) {
@@ -617,4 +617,4 @@ void add_advise_command(CLI::App& app) {
   add_advise_options(app, *a)->callback([a] { run_advise(*a); });
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -18,7 +18,7 @@
 #include "experiments/output/summary.hpp"
 #include "experiments/runner/experiment.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 struct AdviseArgs {
   std::string topology;
@@ -80,4 +80,4 @@ CLI::App* add_advise_options(CLI::App& app, AdviseArgs& a);
 // notes and warnings ("stragglesim: note: ...", "stragglesim: warning: ...") go to `err`.
 AdviseRanking rank_advise_candidates(const AdviseArgs& a, std::ostream& err);
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

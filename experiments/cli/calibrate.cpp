@@ -21,7 +21,7 @@
 #include "schema/result_csv.hpp"
 #include "sim/executor.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 // Per-row residual tables up to this many rows; quantiles beyond.
@@ -1287,4 +1287,4 @@ void add_calibrate_commands(CLI::App& app) {
   val->callback([v] { run_validate(*v); });
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

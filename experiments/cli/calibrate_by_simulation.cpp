@@ -14,7 +14,7 @@
 #include "experiments/config/config.hpp"
 #include "schema/result_csv.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 std::string pct(double v) { return std::isnan(v) ? std::string("-") : printf_text("%.1f%%", 100 * v); }
@@ -293,4 +293,4 @@ void run_calibrate_by_simulation(const std::string& input, const std::string& ki
   std::cout << "wrote " << output << ": " << f.kind << ", " << n << " ranks\n";
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -17,7 +17,7 @@
 #include "experiments/runner/calibrate_nccl.hpp"
 #include "schema/result_csv.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 std::string shown(const TopologyKnob& k, double v) {
@@ -214,4 +214,4 @@ void run_calibrate_nccl_logs(const NcclLogCalibrateArgs& a) {
             << " keys replaced and its provenance\n";
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

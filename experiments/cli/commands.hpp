@@ -2,7 +2,7 @@
 // callback does the work; errors are thrown as ssim::InputError and reported once in main().
 //
 //   CLI::App app{"stragglesim"};
-//   ssim::exp::add_schedule_commands(app);
+//   ssim::experiments::add_schedule_commands(app);
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -18,7 +18,7 @@
 #include "experiments/config/files.hpp"
 #include "sim/simulation.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 // `schedule`, `verify`, `algorithms`.
 void add_schedule_commands(CLI::App& app);
@@ -194,4 +194,4 @@ sim::SimulationResult write_trace(sim::SimulationConfig config, int iteration, i
                                   const std::string& max_memory, const std::string& max_time,
                                   const std::string& where);
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -21,7 +21,7 @@
 #include "experiments/config/resource_check.hpp"
 #include "experiments/runner/experiment.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 CLI::Validator sign_check(bool zero_ok) {
@@ -426,4 +426,4 @@ std::string printf_text(const char* format, double value) {
   return buf;
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -14,7 +14,7 @@
 #include "experiments/config/delay_files.hpp"
 #include "sim/delay_fit.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 struct FitArgs {
@@ -112,4 +112,4 @@ void add_fit_delays_command(CLI::App& app) {
   cmd->callback([args] { run_fit_delays(*args); });
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

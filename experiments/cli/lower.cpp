@@ -18,7 +18,7 @@
 #include "experiments/config/resource_check.hpp"
 #include "lowering/plan.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 struct LowerArgs {
@@ -234,4 +234,4 @@ void add_lower_command(CLI::App& app) {
   cmd->callback([args] { run_lower(*args); });
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -69,16 +69,16 @@ int run(int argc, char** argv) {
   CLI::App app{"stragglesim: collective communication under stragglers", "stragglesim"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("stragglesim ") + STRAGGLESIM_VERSION);
-  ssim::exp::add_schedule_commands(app);
-  ssim::exp::add_simulate_command(app);
-  ssim::exp::add_calibrate_commands(app);
-  ssim::exp::add_run_command(app);
-  ssim::exp::add_merge_command(app);
-  ssim::exp::add_advise_command(app);
-  ssim::exp::add_train_command(app);
-  ssim::exp::add_fit_delays_command(app);
-  ssim::exp::add_lower_command(app);
-  ssim::exp::require_finite_numbers(app);
+  ssim::experiments::add_schedule_commands(app);
+  ssim::experiments::add_simulate_command(app);
+  ssim::experiments::add_calibrate_commands(app);
+  ssim::experiments::add_run_command(app);
+  ssim::experiments::add_merge_command(app);
+  ssim::experiments::add_advise_command(app);
+  ssim::experiments::add_train_command(app);
+  ssim::experiments::add_fit_delays_command(app);
+  ssim::experiments::add_lower_command(app);
+  ssim::experiments::require_finite_numbers(app);
   try {
     check_first_argument(app, argc, argv);
     app.parse(argc, argv);

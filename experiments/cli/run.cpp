@@ -22,7 +22,7 @@
 #include "experiments/runner/journal.hpp"
 #include "experiments/runner/run_group.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 struct RunArgs {
@@ -488,4 +488,4 @@ void add_run_command(CLI::App& app) {
   cmd->callback([args] { run_run(*args); });
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

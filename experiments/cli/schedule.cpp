@@ -22,7 +22,7 @@
 #include "experiments/cli/commands.hpp"
 #include "experiments/config/resource_check.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 using alg::Op;
@@ -530,4 +530,4 @@ alg::Options algorithm_options(const alg::AlgorithmInfo& info,
   return options;
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

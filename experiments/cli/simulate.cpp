@@ -16,7 +16,7 @@
 #include "experiments/output/experiment_output.hpp"
 #include "experiments/runner/experiment.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 struct SimulateArgs {
@@ -264,4 +264,4 @@ void add_simulate_command(CLI::App& app) {
   cmd->callback([args] { run_simulate(*args); });
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

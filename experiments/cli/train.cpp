@@ -16,7 +16,7 @@
 #include "experiments/config/training.hpp"
 #include "schema/result_csv.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 using schema::canonical_options;
@@ -392,4 +392,4 @@ void add_train_command(CLI::App& app) {
   add_train_options(app, *args)->callback([args] { run_train(*args); });
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

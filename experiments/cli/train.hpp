@@ -12,7 +12,7 @@
 #include "experiments/config/reader.hpp"
 #include "sim/training.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 void add_train_command(CLI::App& app);
 
@@ -66,4 +66,4 @@ void write_choice(std::ostream& out, const sim::BucketChoice& b);
 // `delays:` map the configs take, with the goodness-of-fit report as comments.
 void add_fit_delays_command(CLI::App& app);
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

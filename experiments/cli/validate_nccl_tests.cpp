@@ -17,7 +17,7 @@
 #include "experiments/cli/commands.hpp"
 #include "schema/result_csv.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 // Sizes from here on are "large" in the summary (the split: >= 1 MiB and below).
@@ -245,4 +245,4 @@ void validate_nccl_tests_log(const NcclLogValidation& a, const topo::Topology& t
   }
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -10,7 +10,7 @@
 #include "experiments/config/reader.hpp"
 #include "topologies/topology.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 // The registry entry named at `name` for `ranks` ranks; fails at `name` when the registry has
 // none (its message) or the algorithm does not support `ranks`.
@@ -31,4 +31,4 @@ void check_algorithm_entry_options(const alg::AlgorithmInfo& info, int ranks,
                                    const topo::Topology& topology, alg::Options& options,
                                    const std::optional<ConfigNode>& node, const ConfigNode& at);
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

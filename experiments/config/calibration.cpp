@@ -6,7 +6,7 @@
 #include "common/error.hpp"
 #include "experiments/config/config.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 // 6 significant digits: calibrated numbers are good to a fraction of a percent at best, and
@@ -101,4 +101,4 @@ std::optional<SecondsPerByte> load_calibrated_gamma(const ConfigNode& topology) 
   return provenance->child("gamma").as_seconds_per_byte();
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

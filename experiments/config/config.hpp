@@ -38,7 +38,7 @@
 #include "sim/simulation.hpp"
 #include "topologies/topology.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 topo::Topology load_topology(const ConfigNode& node, const std::string& base_dir);
 // `{astra_sim: FILE[, gigabyte: 2^30|1e9]}`: ASTRA-sim's analytical network YAML as a
@@ -143,9 +143,9 @@ int unreduced_group(const alg::AlgorithmInfo& info, const topo::Topology& topolo
 void apply_late_count(const sim::SimulationConfig& c, const alg::AlgorithmInfo& info,
                       alg::Options& options, const ConfigNode& k_node);
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 // A calibrated topology file, as `stragglesim calibrate -o` writes it: a topology of `kind`
 // (switch | fully_connected | ring) whose bandwidth and latency are fitted numbers, with their
@@ -224,9 +224,9 @@ std::string topology_yaml_with(const std::string& path, const std::map<std::stri
 // The reduce cost a calibrated topology file records under provenance.gamma, if any.
 std::optional<SecondsPerByte> load_calibrated_gamma(const ConfigNode& topology);
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 // An experiment (`stragglesim run`, docs/user_guide.md):
 //   name: paper_scaling                       default: the file's stem
@@ -274,4 +274,4 @@ namespace ssim::exp {
 enum class ConfigCommand { run, simulate };
 Experiment load_experiment(const ConfigReader& reader, ConfigCommand command = ConfigCommand::run);
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -9,7 +9,7 @@
 #include "common/error.hpp"
 #include "common/suggest.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 namespace {
 
@@ -120,4 +120,4 @@ std::string topology_file_argument(const std::string& given, const std::string& 
   throw InputError(message);
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -6,13 +6,13 @@
 // A library loaded into another program (the Python module, python/core.cpp) names its own
 // file with set_library_path(): 2 becomes A/share/stragglesim for the nearest folder A above it
 // that has one (PREFIX for PREFIX/lib/python3.X/dist-packages/stragglesim/), 3 its build tree.
-//   std::string yaml = ssim::exp::data_file("configs/experiments/default.yaml");
+//   std::string yaml = ssim::experiments::data_file("configs/experiments/default.yaml");
 #pragma once
 
 #include <string>
 #include <vector>
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 // The folders searched, in order (none of them need exist).
 std::vector<std::string> data_dirs();
@@ -41,4 +41,4 @@ std::vector<std::string> shipped_topology_names();
 // miss of a shipped name) when it is neither.
 std::string topology_file_argument(const std::string& given, const std::string& flag);
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

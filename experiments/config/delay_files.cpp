@@ -21,7 +21,7 @@
 #include "common/json_dom.hpp"
 #include "common/text.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 constexpr CsvOptions kDelayCsv{.comments = true, .trim = true};
@@ -242,9 +242,9 @@ sim::Trace load_delay_trace(const std::filesystem::path& file) {
   return read_delay_trace(in, file.string());
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 std::vector<std::vector<double>> read_step_log(std::istream& in, const std::string& source) {
   CsvReader csv(in, source, kDelayCsv);
@@ -338,9 +338,9 @@ std::vector<std::vector<double>> load_step_log(const std::filesystem::path& file
   return read_step_log(in, file.string());
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 namespace {
 
@@ -456,4 +456,4 @@ std::vector<std::vector<double>> read_profiler_traces(
   return step_times(ranks);
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -40,7 +40,7 @@
 
 #include "sim/delays.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 sim::Distribution load_delay_samples(const std::filesystem::path& file);
 // The same from a stream; `source` names it in errors ("source:line: ...").
@@ -56,4 +56,4 @@ std::vector<std::vector<double>> load_profiler_traces(const std::vector<std::fil
 std::vector<std::vector<double>> read_profiler_traces(
     const std::vector<std::pair<std::string, std::string>>& traces);
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -5,7 +5,7 @@
 #include "experiments/config/config.hpp"
 #include "experiments/config/delay_files.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 std::filesystem::path resolve(const ConfigNode& n, const std::string& base_dir) {
@@ -164,4 +164,4 @@ sim::DelayModel load_delay_model(const ConfigNode& node, const std::string& base
   });
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -8,7 +8,7 @@
 #include "common/error.hpp"
 #include "common/random.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 std::string Experiment::point_label(std::size_t point) const {
   if (axes.empty()) return "-";
@@ -99,4 +99,4 @@ std::uint64_t Workload::gradient_bytes() const {
   return params * bytes_per_param;
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -24,7 +24,7 @@
 #include "sim/simulation.hpp"
 #include "sim/training.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 struct ExperimentAlgorithm {
   std::string label;     // unique within the experiment; the name unless the YAML gives one
@@ -109,4 +109,4 @@ void set_seed(Experiment& e, std::uint64_t seed);
 // The simulation of run r: point r / A's config with algorithm r % A.
 sim::SimulationConfig run_config(const Experiment& e, std::size_t run);
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

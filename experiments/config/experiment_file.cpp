@@ -28,7 +28,7 @@
 #include "experiments/config/resource_check.hpp"
 #include "experiments/config/training.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 // Sets YAML values at key paths and undoes every change, newest first, when destroyed.
@@ -1005,4 +1005,4 @@ Experiment load_experiment(const ConfigReader& reader, ConfigCommand command) {
   return all_errors([&] { return load_experiment_parts(reader, command); });
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

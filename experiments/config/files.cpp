@@ -8,7 +8,7 @@
 #include "common/input_file.hpp"
 #include "experiments/config/resource_check.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 alg::StreamedVerify verify_schedule_input(const std::string& path, const MemoryBudget& budget,
                                           const std::function<void(const alg::Schedule&)>& before,
@@ -66,4 +66,4 @@ alg::Schedule load_schedule_file(const std::string& path, const MemoryBudget& bu
 
 std::string read_input(const std::string& path) { return read_input_file(path); }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -12,7 +12,7 @@
 #include "algorithms/schedule_json.hpp"
 #include "common/memory_budget.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 // A schedule file of `verify`, `lower --schedule` and `schedule --from` (JSON or binary by its
 // first bytes; "-" for stdin), read streamed and verified round by round: InputError naming the
@@ -35,4 +35,4 @@ alg::Schedule load_schedule_file(const std::string& path, const MemoryBudget& bu
 // limit). Throws InputError naming the path when it cannot.
 std::string read_input(const std::string& path);
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -15,7 +15,7 @@
 #include "experiments/config/reader.hpp"
 #include "topologies/generators.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 topo::Topology load_astra_sim_network(const ConfigNode& entry, const std::string& base_dir) {
   entry.allow_only({"astra_sim", "gigabyte"});
@@ -79,4 +79,4 @@ topo::Topology astra_sim_network(const ConfigNode& root, const std::string& path
   return t;
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -16,7 +16,7 @@
 #include "common/input_file.hpp"
 #include "common/suggest.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 std::string join_path(const std::string& base, const std::string& key) {
@@ -630,4 +630,4 @@ std::string ConfigNode::get_choice(const std::string& key,
   return child(key).as_choice(choices);
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -22,7 +22,7 @@
 
 #include "common/units.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 class ConfigReader;
 class ConfigNode;
@@ -273,4 +273,4 @@ class ConfigReader {
   mutable std::vector<Adopted> adopted_;
 };
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -11,7 +11,7 @@
 #include "experiments/config/experiment.hpp"
 #include "sim/network.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 std::string count_text(double v) {
@@ -386,4 +386,4 @@ std::string training_time_note(const sim::TrainingConfig& c) {
   return time_note(training_work(c).seconds, "the training job");
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -15,7 +15,7 @@
 #include "sim/simulation.hpp"
 #include "sim/training.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 struct Experiment;
 
@@ -106,4 +106,4 @@ void check_training_resources(const MemoryBudget& budget, const TimeBudget& limi
 std::string training_time_note(const sim::TrainingConfig& config);
 std::string experiment_time_note(const Experiment& e, int jobs);
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -38,7 +38,7 @@
 #include "experiments/config/reader.hpp"
 #include "topologies/generators.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 namespace {
 
@@ -793,4 +793,4 @@ topo::Topology load_simgrid_platform(const ConfigNode& entry, const std::string&
   return simgrid_platform_file(path);
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "algorithms/nccl_options.hpp"
 #include "algorithms/protocol.hpp"
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
@@ -7,7 +8,7 @@
 #include "experiments/config/config.hpp"
 #include "sim/nccl_tuner.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 const alg::AlgorithmInfo& load_algorithm_name(const ConfigNode& name, int ranks) {
   const alg::AlgorithmInfo* info = nullptr;
@@ -75,7 +76,7 @@ void check_algorithm_entry_options(const alg::AlgorithmInfo& info, int ranks,
   // node, ...) needs the topology: asked here, the error points at the option's line.
   if (info.name == "nccl" && ranks == topology.gpu_count()) {
     try {
-      (void)sim::nccl_choose(topology, Bytes{1}, options);
+      (void)sim::nccl_choose(topology, Bytes{1}, alg::NcclRequest(ranks, options));
     } catch (const InputError& e) {
       const std::string what = e.what();
       if (node) {
@@ -264,4 +265,4 @@ void load_prediction(const ConfigNode& node, int ranks, sim::SimulationConfig& c
   }
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

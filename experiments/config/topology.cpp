@@ -8,7 +8,7 @@
 #include "experiments/config/data_files.hpp"
 #include "topologies/generators.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 constexpr std::int64_t kMaxRanks = topo::kMaxGeneratedRanks;
@@ -494,4 +494,4 @@ topo::Topology load_topology(const ConfigNode& node, const std::string& base_dir
   return all_errors([&] { return load_topology_parts(node, base_dir); });
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -8,7 +8,7 @@
 #include "common/error.hpp"
 #include "experiments/config/config.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 bool is_knob(const std::string& key) { return key == "bandwidth" || key == "latency"; }
@@ -110,4 +110,4 @@ std::string topology_yaml_with(const std::string& path, const std::map<std::stri
          std::string(e.c_str()) + "\n";
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

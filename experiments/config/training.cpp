@@ -10,7 +10,7 @@
 #include "experiments/config/algorithm.hpp"
 #include "experiments/config/config.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 // More layers than this (a model given by times, cut into bucket-sized pieces) is a bucket cap
@@ -396,4 +396,4 @@ sim::TrainingConfig load_training_config(const ConfigReader& reader) {
   return all_errors([&] { return load_training_parts(reader); });
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

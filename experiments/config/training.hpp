@@ -5,7 +5,7 @@
 #include "experiments/config/reader.hpp"
 #include "sim/training.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 // A training job (`stragglesim train`, sim/training.hpp):
 //   topology, network, delays, seed     as in a simulation
@@ -47,4 +47,4 @@ void check_mode_algorithm(const sim::SyncSpec& mode, int ranks, const std::strin
 void check_mode_policy(const sim::SyncSpec& mode, sim::StragglerPolicy policy, bool adaptive,
                        const ConfigNode& where);
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -33,7 +33,7 @@
 #include "experiments/runner/journal.hpp"
 #include "experiments/runner/run_group.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 constexpr int kHello = 1;
@@ -348,4 +348,4 @@ std::unique_ptr<RunGroup> join_mpi_run_group() {
   return std::make_unique<MpiRunGroup>(rank, size);
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -14,7 +14,7 @@
 #include "common/stats.hpp"
 #include "schema/result_csv.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 using schema::csv_field;
@@ -637,4 +637,4 @@ std::string summary_table(const Experiment& e,
   return os.str();
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

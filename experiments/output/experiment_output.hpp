@@ -14,7 +14,7 @@
 #include "experiments/output/summary.hpp"
 #include "sim/simulation.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 // The resolved configuration of one simulation (defaults and seed included), for result files:
 // every value a JSON number, bool, string or object, times in seconds (keys ending in _s), the
@@ -62,4 +62,4 @@ nlohmann::json experiment_json(const Experiment& e,
                                const std::vector<std::vector<AlgorithmSummary>>& summaries,
                                const RunStatus& status);
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

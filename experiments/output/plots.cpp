@@ -9,7 +9,7 @@
 
 #include "experiments/config/data_files.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 std::string shell_quote(const std::string& s) {
   std::string out = "'";
@@ -64,4 +64,4 @@ void make_plots(const std::string& dir, const std::string& formats) {
   if (rc != 0) std::cerr << "stragglesim run: plots not made: plot.py exited with " << rc << "\n";
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -8,7 +8,7 @@
 
 #include <string>
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 // `s` as one word of a POSIX shell command line (in single quotes).
 std::string shell_quote(const std::string& s);
@@ -17,4 +17,4 @@ std::string shell_quote(const std::string& s);
 // missing script or python, or plot.py failing, is a note on stderr, never an error.
 void make_plots(const std::string& dir, const std::string& formats);
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -10,7 +10,7 @@
 
 #include "experiments/config/resource_check.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 double since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -123,4 +123,4 @@ void ProgressReporter::draw(std::size_t done) {
   drawn_ = true;
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

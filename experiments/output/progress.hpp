@@ -15,7 +15,7 @@
 
 #include "experiments/config/experiment.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 // The clock of progress and run times, and the seconds since `t` on it.
 using Clock = std::chrono::steady_clock;
@@ -72,4 +72,4 @@ class ProgressReporter {
   double last_draw_ = 0;
 };
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -18,7 +18,7 @@
 #include "experiments/config/experiment.hpp"
 #include "sim/simulation.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 // Per point and algorithm, over iterations.
 struct AlgorithmSummary {
@@ -61,4 +61,4 @@ std::string uncalibrated_note(const Experiment& e);
 // speedup, speedup_after_last_arrival).
 std::vector<std::string> experiment_csv_columns(const Experiment& e);
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -14,7 +14,7 @@
 #include "common/units.hpp"
 #include "schema/result_csv.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 struct Holdout {
@@ -230,4 +230,4 @@ NcclLogFit fit_nccl_logs(const std::vector<NcclLogInput>& logs, const NcclLogFit
   return fit;
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

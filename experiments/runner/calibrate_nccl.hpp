@@ -26,7 +26,7 @@
 #include "sim/simulation.hpp"
 #include "topologies/topology.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 struct NcclLogInput {
   std::string name;  // for messages and the `file` holdout column
@@ -81,4 +81,4 @@ struct NcclLogFit {
 // fit that does not converge is returned with converged = false (the caller refuses it).
 NcclLogFit fit_nccl_logs(const std::vector<NcclLogInput>& logs, const NcclLogFitOptions& options);
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -20,7 +20,7 @@
 #include "sim/executor.hpp"
 #include "topologies/generators.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 struct ParamSpec {
@@ -633,4 +633,4 @@ std::map<std::string, double> topology_parameters(const topo::Topology& topology
           {"unaligned_factor", d.unaligned_factor}};
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

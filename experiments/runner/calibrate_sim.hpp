@@ -38,7 +38,7 @@
 #include "calibration/calibration.hpp"
 #include "topologies/topology.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 struct MeasuredFile {
   std::string name;
@@ -139,4 +139,4 @@ double abs_error_quantile(const std::vector<ComparedRow>& rows, double q,
                           std::optional<bool> held_out = std::nullopt,
                           const std::string& algorithm = "");
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -22,7 +22,7 @@
 #include "experiments/runner/journal.hpp"
 #include "schema/result_csv.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 namespace {
 
@@ -514,4 +514,4 @@ ExperimentResult write_experiment_results(const Experiment& e, std::vector<sim::
   return files.finish();
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

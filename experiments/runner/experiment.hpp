@@ -29,7 +29,7 @@
 #include "sim/simulation.hpp"
 #include "sim/training.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 struct ExperimentResult {
   std::string output;                                 // the folder written
@@ -145,4 +145,4 @@ ExperimentRuns run_experiment_in_memory(const Experiment& e, int jobs, int threa
 // (0: every core) resolves to 1 run at a time, else 1.
 int threads_per_run(int jobs, int threads);
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

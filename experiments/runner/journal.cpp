@@ -18,7 +18,7 @@
 #include "common/error.hpp"
 #include "experiments/output/experiment_output.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 constexpr int kJournalFormat = 2;
@@ -577,4 +577,4 @@ JournalRuns journal_runs(const Journal& j, const Experiment& e, const std::strin
   return out;
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -36,7 +36,7 @@
 #include "experiments/runner/experiment.hpp"
 #include "sim/simulation.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 // Parses "I/K" (1 <= I <= K); InputError naming the flag and the forms accepted.
 Shard parse_shard(const std::string& text);
@@ -96,4 +96,4 @@ struct JournalRuns {
 // experiment with these iterations and seed), then every run line as described above.
 JournalRuns journal_runs(const Journal& j, const Experiment& e, const std::string& path);
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

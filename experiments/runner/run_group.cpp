@@ -5,7 +5,7 @@
 
 #include "common/error.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 #if STRAGGLESIM_MPI_RUNS
 std::unique_ptr<RunGroup> join_mpi_run_group();  // experiments/mpi/run_group_mpi.cpp
@@ -44,4 +44,4 @@ std::unique_ptr<RunGroup> join_run_group() {
   return nullptr;
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -27,7 +27,7 @@
 
 #include "experiments/runner/experiment.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 class RunGroup {
  public:
@@ -53,4 +53,4 @@ bool started_by_mpi_launcher();
 // when it does not say. A build without MPI refuses to run in a world of more than one.
 int launcher_world_size();
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -5,7 +5,7 @@
 #include "common/error.hpp"
 #include "experiments/runner/experiment.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 
 sim::TrainingConfig training_config(const Experiment& e, std::size_t run) {
   const SweepPoint& p = e.points[run / e.algorithms.size()];
@@ -95,4 +95,4 @@ sim::SimulationResult execute_run(const Experiment& e, std::size_t run, int thre
   return training_run_result(sim::run_training(c, on_step), steps);
 }
 
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

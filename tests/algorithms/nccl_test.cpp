@@ -13,6 +13,7 @@
 
 #include "algorithms/cost_model.hpp"
 #include "algorithms/generators.hpp"
+#include "algorithms/nccl_options.hpp"
 #include "algorithms/registry.hpp"
 #include "algorithms/verifier.hpp"
 #include "common/error.hpp"
@@ -308,6 +309,73 @@ TEST(Registry, OptionsAndNvlsKernelsComeFromTheEntries) {
   EXPECT_FALSE(nvls("ring", "nvls"));  // only nccl's algo names a kernel
   EXPECT_FALSE(nvls("no_such", ""));
   EXPECT_FALSE(nvls("nccl", "no_such"));
+}
+
+// nccl's options typed for NCCL's tuner (algorithms/nccl_options.hpp): read with nccl's own
+// checks and messages, and a pick written back with the given options' text kept.
+TEST(NcclRequest, ReadsChecksAndWritesBack) {
+  const NcclRequest none(16, Options{});
+  EXPECT_EQ(none.algo(), "");
+  EXPECT_FALSE(none.proto());
+  EXPECT_EQ(none.channels_or(7), 7);
+  EXPECT_FALSE(none.has_pipeline());
+  const NcclRequest forced(16, opts({{"algo", "NVLS"}, {"proto", "Simple"}, {"pipeline", "04"}}));
+  EXPECT_EQ(forced.algo(), "nvls");
+  EXPECT_TRUE(forced.proto() == Protocol::simple);
+  EXPECT_TRUE(forced.has_pipeline());
+  // The registry's refusals, word for word.
+  for (const Options& bad : {opts({{"algo", "bogus"}}), opts({{"proto", "fast"}}),
+                             opts({{"algo", "nvls"}, {"proto", "ll"}}), opts({{"channels", "65"}}),
+                             opts({{"gpus_per_node", "5"}})}) {
+    std::string registry;
+    try {
+      find_algorithm("nccl").check_options(16, bad);
+    } catch (const InputError& e) {
+      registry = e.what();
+    }
+    ASSERT_FALSE(registry.empty());
+    try {
+      (void)NcclRequest(16, bad);
+      ADD_FAILURE() << registry;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.what(), registry);
+    }
+  }
+  // channels is read late for the algorithms that do not use it.
+  const NcclRequest late(16, opts({{"algo", "nvls"}, {"channels", "0"}}));
+  EXPECT_THROW((void)late.channels_or(16), InputError);
+  EXPECT_EQ(NcclRequest(16, opts({{"channels", "24"}})).channels_or(3), 24);
+
+  const auto written = [](const NcclRequest& r, NcclPick pick) {
+    return r.schedule_options(pick).values();
+  };
+  using Values = std::map<std::string, std::string>;
+  const NcclRequest ring(16, opts({{"loops", "2"}, {"gpus_per_node", "08"}}));
+  EXPECT_EQ(written(ring, {"ring", Protocol::ll128, 12, 8, 0}), (Values{{"algo", "ring"},
+                                                                        {"channels", "12"},
+                                                                        {"gpus_per_node", "08"},
+                                                                        {"loops", "2"},
+                                                                        {"proto", "ll128"}}));
+  EXPECT_EQ(written(none, {"nvls", Protocol::simple, 16, 16, 32}),
+            (Values{{"algo", "nvls"}, {"pipeline", "32"}, {"proto", "simple"}}));
+  EXPECT_EQ(written(forced, {"nvls", Protocol::simple, 16, 16, 32}),
+            (Values{{"algo", "nvls"}, {"pipeline", "04"}, {"proto", "simple"}}));
+  EXPECT_EQ(
+      written(none, {"nvls_tree", Protocol::simple, 16, 8, 2}),
+      (Values{
+          {"algo", "nvls_tree"}, {"gpus_per_node", "8"}, {"pipeline", "2"}, {"proto", "simple"}}));
+  const NcclRequest chain(16, opts({{"segments", "3"}, {"pipeline", "2"}, {"loops", "2"}}));
+  EXPECT_EQ(written(chain, {"collnet_chain", Protocol::simple, 5, 8, 0}),
+            (Values{{"algo", "collnet_chain"},
+                    {"channels", "5"},
+                    {"gpus_per_node", "8"},
+                    {"proto", "simple"},
+                    {"segments", "3"}}));
+  EXPECT_EQ(written(chain, {"collnet_direct", Protocol::simple, 5, 8, 0}),
+            (Values{{"algo", "collnet_direct"},
+                    {"gpus_per_node", "8"},
+                    {"pipeline", "2"},
+                    {"proto", "simple"}}));
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 #include "common/error.hpp"
 #include "topologies/generators.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 // 2 nodes x 2 GPUs; the parameters are named as a hierarchical topology file's keys.
@@ -120,4 +120,4 @@ TEST(CalibrateNccl, RefusesWhatItCannotFit) {
 }
 
 }  // namespace
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

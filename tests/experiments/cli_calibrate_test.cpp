@@ -95,7 +95,7 @@ TEST(CliCalibrate, NcclTestsLogTextAndJsonGiveTheSameFit) {
   EXPECT_NEAR(printed(text.out, "alpha"), 6.0, 0.1);
   EXPECT_NEAR(printed(text.out, "bandwidth"), 140.0, 1.5);
   EXPECT_TRUE(contains(text.out, "wrote " + yaml + ": switch, 8 ranks")) << text.out;
-  const exp::ConfigReader reader(yaml);
+  const experiments::ConfigReader reader(yaml);
   EXPECT_EQ(reader.root().child("provenance").get_string("machine"),
             "dgx-h100-07: NVIDIA H100 80GB HBM3, NCCL 2.27.3");
   std::remove(yaml.c_str());
@@ -173,13 +173,13 @@ TEST(CliCalibrate, WrittenTopologyLoadsAndValidateReproducesTheRuns) {
 
   // The file loads with the topology loader; its numbers are the fit (12 rows at 1% noise:
   // within 2% of the truth).
-  const exp::ConfigReader reader(yaml);
-  const topo::Topology t = exp::load_topology(reader.root(), reader.directory());
+  const experiments::ConfigReader reader(yaml);
+  const topo::Topology t = experiments::load_topology(reader.root(), reader.directory());
   ASSERT_EQ(t.gpu_count(), 4);
   const topo::Route route = t.route(0, 3);
   EXPECT_NEAR(route.latency.value, 5e-6, 0.02 * 5e-6);
   EXPECT_NEAR(route.bandwidth.value, 100e9, 0.02 * 100e9);
-  const exp::ConfigNode p = reader.root().child("provenance");
+  const experiments::ConfigNode p = reader.root().child("provenance");
   EXPECT_EQ(p.get_string("machine"), "synthetic 4-GPU box");  // from the device column
   EXPECT_EQ(p.get_int("rows", std::nullopt, 0, 1000), 12);
   EXPECT_EQ(p.get_int("min_bytes", std::nullopt, 0, 1LL << 40), 1 << 20);
@@ -189,8 +189,8 @@ TEST(CliCalibrate, WrittenTopologyLoadsAndValidateReproducesTheRuns) {
   EXPECT_TRUE(std::regex_match(p.get_string("date"),
                                std::regex("\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ")));
   EXPECT_TRUE(contains(t.description, "synthetic 4-GPU box")) << t.description;
-  ASSERT_TRUE(exp::load_calibrated_gamma(reader.root()).has_value());
-  EXPECT_EQ(exp::load_calibrated_gamma(reader.root())->value, 0.0);
+  ASSERT_TRUE(experiments::load_calibrated_gamma(reader.root()).has_value());
+  EXPECT_EQ(experiments::load_calibrated_gamma(reader.root())->value, 0.0);
 
   // The measured NCCL row is compared with `nccl`, NCCL's choice on the fitted machine (the
   // registry's nccl); the ring rows without it must be reproduced within the noise.
@@ -290,13 +290,13 @@ TEST(CliCalibrate, SweepOutputNeedsRanksAndMachine) {
   EXPECT_TRUE(contains(r.err, "-o needs --machine TEXT")) << r.err;
   r = run_cli(sweep + " --ranks 8 --topology-kind ring --machine 'node 7, \"A\" rack'");
   ASSERT_EQ(r.rc, 0) << r.err;
-  const exp::ConfigReader reader(yaml);
-  const topo::Topology t = exp::load_topology(reader.root(), reader.directory());
+  const experiments::ConfigReader reader(yaml);
+  const topo::Topology t = experiments::load_topology(reader.root(), reader.directory());
   EXPECT_EQ(t.gpu_count(), 8);
   EXPECT_EQ(reader.root().get_string("kind"), "ring");
   EXPECT_EQ(reader.root().child("provenance").get_string("machine"), "node 7, \"A\" rack");
   // gamma from the reduce rows, recorded for validate.
-  const auto gamma = exp::load_calibrated_gamma(reader.root());
+  const auto gamma = experiments::load_calibrated_gamma(reader.root());
   ASSERT_TRUE(gamma.has_value());
   EXPECT_NEAR(gamma->value, 0.05e-9, 0.01 * 0.05e-9);
   std::remove(yaml.c_str());
@@ -313,7 +313,7 @@ TEST(CliCalibrate, PiecewiseOutputNeedsAPiece) {
   r = run_cli(base + " --piece 2");
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "[2] sizes [64KiB, inf)")) << r.out;
-  const exp::ConfigReader reader(yaml);
+  const experiments::ConfigReader reader(yaml);
   EXPECT_EQ(reader.root().child("provenance").get_string("size_range"), "[64KiB, inf)");
   std::remove(yaml.c_str());
 }

@@ -216,9 +216,9 @@ TEST(CliCalibrate, FittedGammaIsNeverNegativeAndTheFileValidates) {
                           "alpha and beta with gamma = 0")))
       << cal.out;
   EXPECT_TRUE(contains(cal.out, "gamma      0 ns/B")) << cal.out;
-  const exp::ConfigReader reader(yaml);
-  ASSERT_TRUE(exp::load_calibrated_gamma(reader.root()).has_value());
-  EXPECT_EQ(exp::load_calibrated_gamma(reader.root())->value, 0.0);
+  const experiments::ConfigReader reader(yaml);
+  ASSERT_TRUE(experiments::load_calibrated_gamma(reader.root()).has_value());
+  EXPECT_EQ(experiments::load_calibrated_gamma(reader.root())->value, 0.0);
   const CommandResult val =
       run_cli("validate " + h200("graph-d0-ring.csv") + " --topology " + yaml);
   EXPECT_EQ(val.rc, 0) << val.err;

@@ -54,17 +54,17 @@ const std::string kShipped =
     STRAGGLESIM_SOURCE_DIR "/configs/experiments/gpt2_medium_64gpu_delay.yaml";
 
 TEST(WorkloadRun, OnePointEqualsTrainToTheBit) {
-  const sim::TrainingConfig tc = exp::load_training_config(
-      exp::ConfigReader::from_string(kCommon + "steps: 40\n", "train.yaml"));
+  const sim::TrainingConfig tc = experiments::load_training_config(
+      experiments::ConfigReader::from_string(kCommon + "steps: 40\n", "train.yaml"));
   const sim::TrainingResult train = sim::run_training(tc);
-  const exp::Experiment e = exp::load_experiment(
-      exp::ConfigReader::from_string(kCommon + "iterations: 40\n", "run.yaml"));
+  const experiments::Experiment e = experiments::load_experiment(
+      experiments::ConfigReader::from_string(kCommon + "iterations: 40\n", "run.yaml"));
   ASSERT_EQ(e.points.size(), 1u);
   ASSERT_TRUE(e.points[0].workload);
   EXPECT_EQ(e.points[0].config.size.value, (4'000'000ull + 4 * 3'000'000ull) * 4);
   ASSERT_EQ(train.runs.size(), 2u);
   for (std::size_t a = 0; a < 2; ++a) {
-    const sim::SimulationResult r = exp::execute_run(e, a, 1);
+    const sim::SimulationResult r = experiments::execute_run(e, a, 1);
     const sim::TrainingRun& t = train.runs[a];
     EXPECT_EQ(r.algorithm, t.algorithm);
     ASSERT_EQ(r.iterations.size(), t.step_times.size());
@@ -76,10 +76,10 @@ TEST(WorkloadRun, OnePointEqualsTrainToTheBit) {
     EXPECT_EQ(r.straggler_aware, a == 1);
   }
   // Random delays: the steps differ, and StragglAR's straggler is a rank.
-  const sim::SimulationResult s = exp::execute_run(e, 1, 1);
+  const sim::SimulationResult s = experiments::execute_run(e, 1, 1);
   EXPECT_NE(s.iterations[3].completion.value, s.iterations[4].completion.value);
   EXPECT_GE(s.iterations[5].predicted_straggler, 0);
-  EXPECT_EQ(exp::execute_run(e, 0, 1).iterations[5].predicted_straggler, -1);
+  EXPECT_EQ(experiments::execute_run(e, 0, 1).iterations[5].predicted_straggler, -1);
 }
 
 TEST(WorkloadRun, GroupedModeAndBucketSweep) {
@@ -88,17 +88,17 @@ TEST(WorkloadRun, GroupedModeAndBucketSweep) {
   const std::string yaml = common +
                            "iterations: 10\nmode: {mode: grouped, groups: 2, every: 4}\n"
                            "sweep: {workload.bucket_cap: [8MiB, 16MiB]}\n";
-  const exp::Experiment e =
-      exp::load_experiment(exp::ConfigReader::from_string(yaml, "grouped.yaml"));
+  const experiments::Experiment e =
+      experiments::load_experiment(experiments::ConfigReader::from_string(yaml, "grouped.yaml"));
   ASSERT_EQ(e.points.size(), 2u);
   EXPECT_EQ(e.points[1].workload->bucket_cap.value, 16ull << 20);
   EXPECT_EQ(e.points[0].workload->mode.describe(), "grouped(groups=2,every=4)");
   // The same as train with that mode.
-  sim::TrainingConfig tc = exp::load_training_config(exp::ConfigReader::from_string(
+  sim::TrainingConfig tc = experiments::load_training_config(experiments::ConfigReader::from_string(
       common + "steps: 10\nmodes: [{mode: grouped, groups: 2, every: 4}]\n", "t.yaml"));
   tc.seed = e.points[0].config.seed;
   const sim::TrainingResult t = sim::run_training(tc);
-  const sim::SimulationResult r = exp::execute_run(e, 0, 1);
+  const sim::SimulationResult r = experiments::execute_run(e, 0, 1);
   for (std::size_t s = 0; s < 10; ++s)
     EXPECT_EQ(r.iterations[s].completion.value, t.runs[0].step_times[s].value) << s;
 }
@@ -106,24 +106,25 @@ TEST(WorkloadRun, GroupedModeAndBucketSweep) {
 // train's straggler-excluding mode in a run experiment: the same steps as train.
 TEST(WorkloadRun, ExcludeLateModeEqualsTrain) {
   const std::string mode = "{mode: exclude_late, late: 1, every: 4}";
-  const exp::Experiment e = exp::load_experiment(
-      exp::ConfigReader::from_string(kCommon + "iterations: 12\nmode: " + mode + "\n", "x.yaml"));
-  sim::TrainingConfig tc = exp::load_training_config(
-      exp::ConfigReader::from_string(kCommon + "steps: 12\nmodes: [" + mode + "]\n", "t.yaml"));
+  const experiments::Experiment e =
+      experiments::load_experiment(experiments::ConfigReader::from_string(
+          kCommon + "iterations: 12\nmode: " + mode + "\n", "x.yaml"));
+  sim::TrainingConfig tc = experiments::load_training_config(experiments::ConfigReader::from_string(
+      kCommon + "steps: 12\nmodes: [" + mode + "]\n", "t.yaml"));
   tc.seed = e.points[0].config.seed;
   const sim::TrainingResult t = sim::run_training(tc);
   ASSERT_EQ(t.runs.size(), 2u);
   for (std::size_t a = 0; a < 2; ++a) {
-    const sim::SimulationResult r = exp::execute_run(e, a, 1);
+    const sim::SimulationResult r = experiments::execute_run(e, a, 1);
     ASSERT_EQ(r.iterations.size(), 12u);
     for (std::size_t s = 0; s < 12; ++s)
       EXPECT_EQ(r.iterations[s].completion.value, t.runs[a].step_times[s].value) << a << " " << s;
   }
   // Not synchronous: someone sat out, so the steps differ from the synchronous job's.
-  const exp::Experiment sync =
-      exp::load_experiment(exp::ConfigReader::from_string(kCommon + "iterations: 12\n", "s.yaml"));
-  EXPECT_NE(exp::execute_run(sync, 0, 1).mean_completion.value,
-            exp::execute_run(e, 0, 1).mean_completion.value);
+  const experiments::Experiment sync = experiments::load_experiment(
+      experiments::ConfigReader::from_string(kCommon + "iterations: 12\n", "s.yaml"));
+  EXPECT_NE(experiments::execute_run(sync, 0, 1).mean_completion.value,
+            experiments::execute_run(e, 0, 1).mean_completion.value);
 }
 
 TEST(WorkloadRun, ShippedExperimentDryRunRunResumeAndShards) {
@@ -258,16 +259,18 @@ TEST(WorkloadRun, AWorkloadFileAndTheAdvisor) {
   const std::string dir = temp_dir("advise");
   const std::string job = no_delay_job();
   std::ofstream(dir + "/job.yaml") << job + "steps: 5\n";
-  const sim::TrainingResult train = sim::run_training(
-      exp::load_training_config(exp::ConfigReader::from_string(job + "steps: 5\n", "job.yaml")));
+  const sim::TrainingResult train = sim::run_training(experiments::load_training_config(
+      experiments::ConfigReader::from_string(job + "steps: 5\n", "job.yaml")));
   ASSERT_EQ(train.runs.size(), 2u);
   const std::string run_yaml =
       "topology: {kind: switch, ranks: 4, bandwidth: 100GB/s, latency: 3us}\n"
       "algorithms: [ring, stragglar]\nworkload: {file: job.yaml}\niterations: 5\n";
   std::ofstream(dir + "/run.yaml") << run_yaml;
-  const exp::Experiment e = exp::load_experiment(exp::ConfigReader(dir + "/run.yaml"));
+  const experiments::Experiment e =
+      experiments::load_experiment(experiments::ConfigReader(dir + "/run.yaml"));
   for (std::size_t a = 0; a < 2; ++a)
-    EXPECT_EQ(exp::execute_run(e, a, 1).mean_completion.value, train.runs[a].mean_step.value);
+    EXPECT_EQ(experiments::execute_run(e, a, 1).mean_completion.value,
+              train.runs[a].mean_step.value);
 
   const CommandResult r = run_cli("advise --topology switch:100GB/s:3us --ranks 4 --workload " +
                                   dir + "/job.yaml --algorithms ring,stragglar -n 5 -j 1");

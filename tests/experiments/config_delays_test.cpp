@@ -3,7 +3,7 @@
 #include "common/error.hpp"
 #include "experiments/config/config.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 const std::string kDataDir = std::string(STRAGGLESIM_SOURCE_DIR) + "/tests/data";
@@ -107,4 +107,4 @@ TEST(ConfigDelays, Errors) {
 }
 
 }  // namespace
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -9,7 +9,7 @@
 #include "experiments/config/config.hpp"
 #include "experiments/config/reader.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 std::string error_of(const std::function<void()>& f) {
@@ -177,4 +177,4 @@ TEST(ConfigErrors, LoadExperimentCollects) {
 }
 
 }  // namespace
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

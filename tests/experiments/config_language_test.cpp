@@ -15,7 +15,7 @@
 #include "experiments/output/experiment_output.hpp"
 #include "experiments/runner/experiment.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 using ssim::testing::CommandResult;
@@ -334,4 +334,4 @@ TEST(ConfigLanguage, DelaysRanksAndDefaults) {
 }
 
 }  // namespace
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

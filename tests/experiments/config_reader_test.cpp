@@ -3,7 +3,7 @@
 #include "common/error.hpp"
 #include "experiments/config/reader.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 template <typename F>
@@ -79,4 +79,4 @@ TEST(ConfigReader, AssignmentRebindsWithoutTouchingTheDocument) {
 }
 
 }  // namespace
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -8,7 +8,7 @@
 #include "common/error.hpp"
 #include "experiments/config/config.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 topo::Topology load(const std::string& yaml) {
@@ -496,4 +496,4 @@ TEST(SimGridPlatform, Cluster) {
 }
 
 }  // namespace
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

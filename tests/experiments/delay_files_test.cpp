@@ -9,7 +9,7 @@
 
 #include "common/error.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 using sim::Distribution;
@@ -167,4 +167,4 @@ TEST(DelayTraceFileInvalid, NoRows) {
 }
 
 }  // namespace
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

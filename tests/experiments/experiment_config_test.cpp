@@ -6,7 +6,7 @@
 #include "experiments/config/config.hpp"
 #include "experiments/runner/experiment.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 Experiment load(const std::string& yaml) {
@@ -290,4 +290,4 @@ TEST(ExperimentConfigErrors, PredictionAndNetwork) {
 }
 
 }  // namespace
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -18,7 +18,7 @@
 #include "run_support.hpp"
 #include "schema/result_csv.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 std::string slurp(const std::string& path) {
@@ -397,4 +397,4 @@ TEST(ExperimentProgress, BarFitsTheTerminal) {
 }
 
 }  // namespace
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -21,7 +21,7 @@
 #include "experiments/config/config.hpp"
 #include "experiments/runner/calibrate_sim.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 const std::string kRoot = STRAGGLESIM_SOURCE_DIR;
@@ -228,4 +228,4 @@ TEST(H100Prediction, TheH200BandwidthPredictsTheH100Worse) {
 }
 
 }  // namespace
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

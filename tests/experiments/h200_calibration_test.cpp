@@ -19,7 +19,7 @@
 #include "experiments/runner/calibrate_sim.hpp"
 #include "tests/experiments/cli_support.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 // The figures reached (docs/calibration.md "Measured on an H200"), rounded up by about half a
@@ -280,4 +280,4 @@ TEST(H200Calibration, RankCountsTheFitNeverSaw) {
 }
 
 }  // namespace
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -6,7 +6,7 @@
 #include "common/error.hpp"
 #include "topologies/generators.hpp"
 
-namespace ssim::exp {
+namespace ssim::experiments {
 namespace {
 
 sim::SimulationConfig ring_on_switch(int n, sim::NetworkKind network, int iterations) {
@@ -74,4 +74,4 @@ TEST(ResourceCheck, StreamedSimulationsNeedMemoryForRanksNotTransfers) {
 }
 
 }  // namespace
-}  // namespace ssim::exp
+}  // namespace ssim::experiments

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/nccl_options.hpp"
 #include "algorithms/protocol.hpp"
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
@@ -26,6 +27,19 @@ alg::Options opts(std::initializer_list<std::pair<const char*, std::string>> kv)
   alg::Options o;
   for (const auto& [k, v] : kv) o.set(k, v);
   return o;
+}
+
+// NCCL's choice for the `nccl` options `o` and the options it resolves them to, as
+// run_simulation makes them: read, chosen on the machine, written back.
+struct Resolved : NcclChoice {
+  alg::Options options;
+};
+Resolved choose(const topo::Topology& t, Bytes size, const alg::Options& o) {
+  const alg::NcclRequest request(t.gpu_count(), o);
+  Resolved r;
+  static_cast<NcclChoice&>(r) = nccl_choose(t, size, request);
+  r.options = request.schedule_options(r);
+  return r;
 }
 
 double run(const alg::Schedule& s, const topo::Topology& t, NetworkKind kind, std::uint64_t bytes,
@@ -285,7 +299,7 @@ TEST(NcclProtocolSim, PipelinedChannelsWaitForTheirOwnDataOnly) {
 TEST(NcclTuner, EstimateIsTuningCcs) {
   const int n = 8;
   const topo::Topology t = testing::switch_of(n, kBw, kAlpha);
-  const NcclChoice c = nccl_choose(t, Bytes{4096}, alg::Options{});
+  const Resolved c = choose(t, Bytes{4096}, alg::Options{});
   bool found = false;
   for (const NcclEstimate& e : c.table) {
     if (e.algo == "ring" && e.proto == alg::Protocol::ll) {
@@ -303,19 +317,19 @@ TEST(NcclTuner, EstimateIsTuningCcs) {
 // Small sizes take LL, large ones Simple; NVLS where the switch reduces on one node at 1 GiB.
 TEST(NcclTuner, ChoosesByEstimate) {
   const topo::Topology plain = testing::switch_of(8, kBw, kAlpha);
-  EXPECT_EQ(nccl_choose(plain, Bytes{8}, alg::Options{}).proto, alg::Protocol::ll);
-  const NcclChoice big = nccl_choose(plain, Bytes{1ull << 30}, alg::Options{});
+  EXPECT_EQ(choose(plain, Bytes{8}, alg::Options{}).proto, alg::Protocol::ll);
+  const Resolved big = choose(plain, Bytes{1ull << 30}, alg::Options{});
   EXPECT_EQ(big.proto, alg::Protocol::simple);
   EXPECT_EQ(big.algo, "ring");
   EXPECT_EQ(big.channels, 16);
-  EXPECT_EQ(nccl_choose(plain, Bytes{8}, alg::Options{}).channels, 1);  // cut for 8 bytes
+  EXPECT_EQ(choose(plain, Bytes{8}, alg::Options{}).channels, 1);  // cut for 8 bytes
   topo::Topology reducing = testing::switch_of(8, kBw, kAlpha);
   reducing.set_switch_reduction(8, {BytesPerSecond{kBw}, Seconds{1e-6}});  // vertex 8: the switch
-  EXPECT_EQ(nccl_choose(reducing, Bytes{1ull << 30}, alg::Options{}).algo, "nvls");
+  EXPECT_EQ(choose(reducing, Bytes{1ull << 30}, alg::Options{}).algo, "nvls");
   // Forced: the cheapest of what is allowed.
-  const NcclChoice forced = nccl_choose(plain, Bytes{8}, opts({{"algo", "tree"}}));
+  const Resolved forced = choose(plain, Bytes{8}, opts({{"algo", "tree"}}));
   EXPECT_EQ(forced.algo, "tree");
-  EXPECT_EQ(nccl_choose(plain, Bytes{8}, opts({{"proto", "simple"}})).proto, alg::Protocol::simple);
+  EXPECT_EQ(choose(plain, Bytes{8}, opts({{"proto", "simple"}})).proto, alg::Protocol::simple);
 }
 
 // NVLS chosen by nccl gets the pipeline depth of least time: simulated (alpha-beta, where the
@@ -326,7 +340,7 @@ TEST(NcclTuner, NvlsGetsThePipelineOfLeastTime) {
   topo::Topology t = testing::switch_of(8, kBw, kAlpha);
   t.set_switch_reduction(8, {BytesPerSecond{274e9}, Seconds{1e-6}});
   for (std::uint64_t bytes : {1ull << 20, 1ull << 30}) {
-    const NcclChoice c = nccl_choose(t, Bytes{bytes}, opts({{"algo", "nvls"}}));
+    const Resolved c = choose(t, Bytes{bytes}, opts({{"algo", "nvls"}}));
     ASSERT_EQ(c.algo, "nvls");
     const int p = c.options.get_int("pipeline", 1, 1, 1024);
     auto time_at = [&](int depth) {
@@ -376,7 +390,7 @@ TEST(NcclTuner, NvlsTreeAcrossNodes) {
       if (t.link(l).link_class == "nvlink")
         t.set_switch_reduction(t.link(l).to, {BytesPerSecond{274e9}, Seconds{1e-6}});
   }
-  const NcclChoice big = nccl_choose(t, Bytes{1ull << 30}, alg::Options{});
+  const Resolved big = choose(t, Bytes{1ull << 30}, alg::Options{});
   EXPECT_EQ(big.algo, "nvls_tree");
   EXPECT_EQ(big.proto, alg::Protocol::simple);
   EXPECT_EQ(big.options.get_string("gpus_per_node", ""), "8");
@@ -400,19 +414,19 @@ TEST(NcclTuner, NvlsTreeAcrossNodes) {
   c.size = Bytes{64ull << 20};
   c.network = NetworkKind::flow;
   const SimulationResult chosen = run_simulation(c);
-  c.options = nccl_choose(t, c.size, alg::Options{}).options;
+  c.options = choose(t, c.size, alg::Options{}).options;
   EXPECT_DOUBLE_EQ(run_simulation(c).mean_completion.value, chosen.mean_completion.value);
   // Refused: where the NVSwitches do not reduce, with another protocol.
   std::string m;
   try {
-    (void)nccl_choose(plain, Bytes{1 << 20}, opts({{"algo", "nvls_tree"}}));
+    (void)choose(plain, Bytes{1 << 20}, opts({{"algo", "nvls_tree"}}));
   } catch (const InputError& e) {
     m = e.what();
   }
   EXPECT_NE(m.find("algo=nvls_tree"), std::string::npos) << m;
   EXPECT_NE(m.find("does not reduce"), std::string::npos) << m;
   EXPECT_NE(m.find("allowed here: ring, tree"), std::string::npos) << m;
-  EXPECT_THROW((void)nccl_choose(t, Bytes{1 << 20}, opts({{"algo", "nvls_tree"}, {"proto", "ll"}})),
+  EXPECT_THROW((void)choose(t, Bytes{1 << 20}, opts({{"algo", "nvls_tree"}, {"proto", "ll"}})),
                InputError);
 }
 
@@ -451,17 +465,17 @@ topo::Topology rails_of(int nodes, int g, bool sharp) {
 // not run it.
 TEST(NcclTuner, CollnetWhereTheFabricReduces) {
   const topo::Topology t = rails_of(4, 8, true), plain = rails_of(4, 8, false);
-  const NcclChoice c4 = nccl_choose(t, Bytes{4ull << 20}, alg::Options{});
+  const Resolved c4 = choose(t, Bytes{4ull << 20}, alg::Options{});
   EXPECT_EQ(c4.algo, "collnet_direct");
   EXPECT_EQ(c4.proto, alg::Protocol::simple);
   EXPECT_EQ(c4.options.get_string("gpus_per_node", ""), "8");
   EXPECT_TRUE(c4.options.has("pipeline"));
-  const NcclChoice c64 = nccl_choose(t, Bytes{64ull << 20}, alg::Options{});
+  const Resolved c64 = choose(t, Bytes{64ull << 20}, alg::Options{});
   EXPECT_EQ(c64.algo, "collnet_chain");
   EXPECT_EQ(c64.channels, 24);  // 2 x 8, 50% more with CollNet (connect.cc)
   EXPECT_EQ(c64.options.get_string("channels", ""), "24");
-  EXPECT_EQ(nccl_choose(t, Bytes{8}, alg::Options{}).algo, "tree");
-  EXPECT_EQ(nccl_choose(t, Bytes{1ull << 30}, alg::Options{}).algo, "ring");
+  EXPECT_EQ(choose(t, Bytes{8}, alg::Options{}).algo, "tree");
+  EXPECT_EQ(choose(t, Bytes{1ull << 30}, alg::Options{}).algo, "ring");
   int seen = 0;
   for (const NcclEstimate& e : c64.table) {
     if (e.algo == "collnet_direct") {
@@ -478,7 +492,7 @@ TEST(NcclTuner, CollnetWhereTheFabricReduces) {
   }
   EXPECT_EQ(seen, 2);  // one protocol each
   for (std::uint64_t bytes : {8ull, 4ull << 20, 64ull << 20, 1ull << 30}) {
-    for (const NcclEstimate& e : nccl_choose(plain, Bytes{bytes}, alg::Options{}).table)
+    for (const NcclEstimate& e : choose(plain, Bytes{bytes}, alg::Options{}).table)
       EXPECT_EQ(e.algo.rfind("collnet", 0), std::string::npos) << bytes;
   }
   // It runs: simulated, NCCL's choice equals the same options forced (both network models).
@@ -492,12 +506,12 @@ TEST(NcclTuner, CollnetWhereTheFabricReduces) {
       sc.options = alg::Options{};
       const SimulationResult chosen = run_simulation(sc);
       EXPECT_EQ(chosen.nccl_algo, bytes == 4ull << 20 ? "collnet_direct" : "collnet_chain");
-      sc.options = nccl_choose(t, sc.size, alg::Options{}).options;
+      sc.options = choose(t, sc.size, alg::Options{}).options;
       EXPECT_DOUBLE_EQ(run_simulation(sc).mean_completion.value, chosen.mean_completion.value);
     }
   }
   // Forced, and refused where NCCL would not run it, naming the rail, the cause, what is allowed.
-  EXPECT_EQ(nccl_choose(t, Bytes{8}, opts({{"algo", "collnet_chain"}})).algo, "collnet_chain");
+  EXPECT_EQ(choose(t, Bytes{8}, opts({{"algo", "collnet_chain"}})).algo, "collnet_chain");
   std::string m = error_of(plain, opts({{"algo", "collnet_direct"}}));
   EXPECT_NE(m.find("no reducing fabric switch that joins the GPUs of rail 0"), std::string::npos)
       << m;
@@ -518,7 +532,7 @@ TEST(NcclTuner, Ll128AcrossNodesFollowsTheNicPath) {
   topo::Topology t = two_nodes_of_8();
   const Bytes size{8ull << 20};
   const auto picks_ll128 = [&](const topo::Topology& top) {
-    const NcclChoice c = nccl_choose(top, size, opts({{"algo", "ring"}}));
+    const Resolved c = choose(top, size, opts({{"algo", "ring"}}));
     bool listed = false;
     for (const NcclEstimate& e : c.table) listed |= e.proto == alg::Protocol::ll128;
     return std::make_pair(c.proto == alg::Protocol::ll128, listed);
@@ -529,7 +543,7 @@ TEST(NcclTuner, Ll128AcrossNodesFollowsTheNicPath) {
     const topo::Topology copy = t;
     EXPECT_EQ(copy.nic_path, path);
     EXPECT_EQ(picks_ll128(copy), std::make_pair(false, false)) << path;
-    EXPECT_THROW((void)nccl_choose(copy, size, opts({{"proto", "ll128"}})), InputError) << path;
+    EXPECT_THROW((void)choose(copy, size, opts({{"proto", "ll128"}})), InputError) << path;
   }
   t.nic_path = "pxn";
   EXPECT_EQ(picks_ll128(t).second, true);
@@ -537,7 +551,7 @@ TEST(NcclTuner, Ll128AcrossNodesFollowsTheNicPath) {
 
 std::string error_of(const topo::Topology& t, const alg::Options& o) {
   try {
-    (void)nccl_choose(t, Bytes{1 << 20}, o);
+    (void)choose(t, Bytes{1 << 20}, o);
   } catch (const InputError& e) {
     return e.what();
   }
@@ -576,7 +590,7 @@ TEST(NcclTuner, SimulationRunsTheChoice) {
   c.algorithm = "nccl";
   c.size = Bytes{4096};
   const SimulationResult auto_run = run_simulation(c);
-  const NcclChoice choice = nccl_choose(c.topology, c.size, alg::Options{});
+  const Resolved choice = choose(c.topology, c.size, alg::Options{});
   c.options = choice.options;
   EXPECT_DOUBLE_EQ(run_simulation(c).mean_completion.value, auto_run.mean_completion.value);
   c.options = opts({{"algo", "ring"}, {"proto", "simple"}, {"channels", "1"}});

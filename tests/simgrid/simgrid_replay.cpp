@@ -317,8 +317,8 @@ int main(int argc, char** argv) {
   try {
     args = parse_args(argc, argv);
     if (!args.platform.empty()) {
-      platform =
-          std::make_unique<ssim::topo::Topology>(ssim::exp::simgrid_platform_file(args.platform));
+      platform = std::make_unique<ssim::topo::Topology>(
+          ssim::experiments::simgrid_platform_file(args.platform));
       cases = sweep_cases(platform.get());
     } else if (args.schedule.empty()) {
       cases = sweep_cases(nullptr);
