@@ -51,7 +51,7 @@ int MaxMinSolver::add_flow(std::span<const int> links, double cap) {
   for (std::size_t i = 0; i < links.size(); ++i) {
     LinkState& l = links_[links[i]];
     h[i] = Hop{links[i], static_cast<int>(l.flows.size())};
-    l.flows.push_back(OnLink{id, static_cast<int>(i)});
+    l.flows.push_back(OnLink{id, f.first + static_cast<std::uint32_t>(i)});
   }
   ++active_count_;
   return id;
@@ -60,16 +60,15 @@ int MaxMinSolver::add_flow(std::span<const int> links, double cap) {
 void MaxMinSolver::remove_flow(int flow) {
   SSIM_CHECK(active(flow), "removing an inactive flow");
   FlowState& f = flows_[flow];
-  // Swap-remove from each link's list; the entry moved into the hole knows which of its
-  // flow's hops it is, so its slot is fixed in O(1).
+  // Swap-remove from each link's list; the entry moved into the hole knows where its flow's
+  // hop is, so its slot is fixed in O(1).
   for (const Hop& hop : hops(f)) {
     LinkState& l = links_[hop.link];
     const std::size_t pos = static_cast<std::size_t>(hop.slot);
     const OnLink moved = l.flows.back();
     l.flows[pos] = moved;
     l.flows.pop_back();
-    if (moved.flow != flow)
-      hops_[flows_[moved.flow].first + static_cast<std::uint32_t>(moved.hop)].slot = static_cast<int>(pos);
+    if (moved.flow != flow) hops_[moved.hop].slot = static_cast<int>(pos);
   }
   f.active = false;
   f.rate = 0;

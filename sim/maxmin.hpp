@@ -38,6 +38,8 @@ class MaxMinSolver {
   void remove_flow(int flow);
   bool active(int flow) const;
   double rate(int flow) const { return flows_[flow].rate; }
+  // Hints that `flow` (an id of a flow added) is removed or read soon: loads its state.
+  void prefetch(int flow) const { __builtin_prefetch(&flows_[static_cast<std::size_t>(flow)]); }
   int active_flows() const { return active_count_; }
   // Active flows crossing `link`, in no particular (but deterministic) order (a copy: tests).
   std::vector<int> flows_on(int link) const {
@@ -56,10 +58,11 @@ class MaxMinSolver {
   void solve_around(std::span<const int> seeds, std::vector<int>& changed);
 
  private:
-  // An active flow on a link, and the index of the link in that flow's hops.
+  // An active flow on a link, and where the flow's hop over the link is in hops_ (so that
+  // remove_flow fixes the slot of an entry it moves without reading that entry's flow).
   struct OnLink {
     int flow;
-    int hop;
+    std::uint32_t hop;
   };
   struct LinkState {
     double capacity = 0;
