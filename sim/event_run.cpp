@@ -65,6 +65,7 @@ IterationResult Executor::EventRun::run(RoundSource& rounds, std::span<const Sec
   last_send_.assign(rank_count, -1);
   last_recv_.assign(rank_count, -1);
   route_bytes_.assign(routes_.size(), 0);
+  route_memo_.clear();
   reduction_link_bytes_.clear();
   reductions_ = 0;
   op_mark_.assign(rank_count, 0);
@@ -582,7 +583,11 @@ void Executor::EventRun::enter_pipelined(std::uint32_t r) {
 inline void Executor::EventRun::launch(Window& w, std::uint32_t j) {
   const alg::Transfer& tr = w.transfers[j];
   const std::uint64_t m = sizes_.length(tr);
-  const std::uint32_t ri = routes_.find(physical(tr.src), physical(tr.dst));
+  const int src = physical(tr.src), dst = physical(tr.dst);
+  if (j >= route_memo_.size()) route_memo_.resize(w.transfers.size());
+  RouteMemo& memo = route_memo_[j];
+  if (memo.src != src || memo.dst != dst) memo = RouteMemo{src, dst, routes_.find(src, dst)};
+  const std::uint32_t ri = memo.route;
   if (ri >= route_bytes_.size()) route_bytes_.resize(ri + 1, 0);
   route_bytes_[ri] += m;
   const std::uint64_t t = w.first + j;
