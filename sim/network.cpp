@@ -491,6 +491,7 @@ class FlowNetwork final : public NetworkModel, EventHandler, FlowTable {
           ending_.push_back(Ending{e.slot, f.transfer});
           continue;
         }
+        solver_.prefetch_added(kAhead);  // a batch's activations mostly come in a run
         add_to_solver(e.slot, now);
       } else {
         if (e.version != f.version) continue;
