@@ -340,11 +340,14 @@ class FlowTable {
     }
   }
 
-  void finish(std::uint32_t slot, double now) { finish(slot, flows_[slot].transfer, now); }
-  // The same, told the flow's transfer.
-  void finish(std::uint32_t slot, std::uint32_t transfer, double now) {
-    const double latency = pipelined() ? flows_[slot].latency : 0.0;
+  void finish(std::uint32_t slot, double now) {
     bump(flows_[slot]);  // no stale completion may match a reused slot
+    release(slot, flows_[slot].transfer, now);
+  }
+  // The end of finish, for a flow already bumped whose transfer is known: its slot is free
+  // and the sink is told.
+  void release(std::uint32_t slot, std::uint32_t transfer, double now) {
+    const double latency = pipelined() ? flows_[slot].latency : 0.0;
     free_.push_back(slot);
     if (pipelined()) {
       sink_.transfer_sent(transfer, Seconds{now});
@@ -442,7 +445,7 @@ class FlowNetwork final : public NetworkModel, EventHandler, FlowTable {
       while (i < batches_[b].entries.size()) {
         const std::size_t end = observer_ ? i + 1 : batches_[b].entries.size();
         join_and_leave(batches_[b].entries, i, end, now);
-        for (const Ending& e : ending_) finish(e.slot, e.transfer, now);
+        for (const Ending& e : ending_) release(e.slot, e.transfer, now);
         i = end;
       }
       if (seeds_.empty()) break;
@@ -478,7 +481,7 @@ class FlowNetwork final : public NetworkModel, EventHandler, FlowTable {
   // Entries [begin, end): activations join the solver, current completions leave it (stale ones,
   // superseded by a rate change, are skipped), the links of both become seeds of the next
   // re-solve; ending_ gets, in order, the flows to finish (completions, and activations with
-  // nothing to move).
+  // nothing to move), their versions bumped (finish's first half).
   void join_and_leave(const std::vector<Entry>& entries, std::size_t begin, std::size_t end,
                       double now) {
     ending_.clear();
@@ -488,6 +491,7 @@ class FlowNetwork final : public NetworkModel, EventHandler, FlowTable {
       Flow& f = flows_[e.slot];
       if (e.version == kActivation) {
         if (f.remaining <= 0) {
+          bump(f);
           ending_.push_back(Ending{e.slot, f.transfer});
           continue;
         }
@@ -496,6 +500,8 @@ class FlowNetwork final : public NetworkModel, EventHandler, FlowTable {
       } else {
         if (e.version != f.version) continue;
         remove_from_solver(e.slot, now);
+        bump(f);  // finish's, while the flow is in the cache (no entry of this batch has its
+                  // next version)
         ending_.push_back(Ending{e.slot, f.transfer});
       }
       const std::span<const int> links = links_of(e.slot);
