@@ -44,7 +44,8 @@ class MaxMinSolver {
   // removed flow whose id the last of them reuses (ids are reused last removed, first).
   void prefetch_added(std::size_t k) const {
     if (k < free_flows_.size())
-      __builtin_prefetch(&flows_[static_cast<std::size_t>(free_flows_[free_flows_.size() - 1 - k])]);
+      __builtin_prefetch(
+          &flows_[static_cast<std::size_t>(free_flows_[free_flows_.size() - 1 - k])]);
   }
   int active_flows() const { return active_count_; }
   // Active flows crossing `link`, in no particular (but deterministic) order (a copy: tests).

@@ -514,7 +514,8 @@ class FlowNetwork final : public NetworkModel, EventHandler, FlowTable {
   // their cache misses overlap the work on entry i. (Inlined: GCC takes a call of it for a pure
   // function's and drops it, prefetches and all.)
   static constexpr std::size_t kAhead = 4;
-  [[gnu::always_inline]] void prefetch(const std::vector<Entry>& entries, std::size_t i, std::size_t end) const {
+  [[gnu::always_inline]] void prefetch(const std::vector<Entry>& entries, std::size_t i,
+                                       std::size_t end) const {
     if (i + 2 * kAhead < end) __builtin_prefetch(&flows_[entries[i + 2 * kAhead].slot]);
     if (i + kAhead < end) {
       const Flow& f = flows_[entries[i + kAhead].slot];
