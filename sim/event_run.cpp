@@ -65,6 +65,7 @@ IterationResult Executor::EventRun::run(RoundSource& rounds, std::span<const Sec
   last_send_.assign(rank_count, -1);
   last_recv_.assign(rank_count, -1);
   route_bytes_.assign(routes_.size(), 0);
+  route_memo_.clear();
   reduction_link_bytes_.clear();
   reductions_ = 0;
   op_mark_.assign(rank_count, 0);
@@ -95,6 +96,7 @@ IterationResult Executor::EventRun::run(RoundSource& rounds, std::span<const Sec
     finish[physical(r)] = finish_[r];
   }
   SSIM_CHECK(window_.empty(), "transfers left unfinished");
+  for (RouteMemo& memo : route_memo_) flush(memo);
   result.transfers = next_transfer_ - reductions_;
   result.events = engine_.processed();
   source_ = nullptr;
@@ -582,12 +584,25 @@ void Executor::EventRun::enter_pipelined(std::uint32_t r) {
 inline void Executor::EventRun::launch(Window& w, std::uint32_t j) {
   const alg::Transfer& tr = w.transfers[j];
   const std::uint64_t m = sizes_.length(tr);
-  const std::uint32_t ri = routes_.find(physical(tr.src), physical(tr.dst));
-  if (ri >= route_bytes_.size()) route_bytes_.resize(ri + 1, 0);
-  route_bytes_[ri] += m;
+  const int src = physical(tr.src), dst = physical(tr.dst);
+  if (j >= route_memo_.size()) route_memo_.resize(w.transfers.size());
+  RouteMemo& memo = route_memo_[j];
+  if (memo.src != src || memo.dst != dst) {
+    flush(memo);
+    memo = RouteMemo{src, dst, routes_.find(src, dst), 0};
+  }
+  const std::uint32_t ri = memo.route;
+  memo.bytes += m;
   const std::uint64_t t = w.first + j;
   if (TransferRecord* rec = record(t, w, j)) rec->start = engine_.now();
   network_model_->start(static_cast<std::uint32_t>(t), ri, m);
+}
+
+void Executor::EventRun::flush(RouteMemo& memo) {
+  if (memo.bytes == 0) return;
+  if (memo.route >= route_bytes_.size()) route_bytes_.resize(memo.route + 1, 0);
+  route_bytes_[memo.route] += memo.bytes;
+  memo.bytes = 0;
 }
 
 inline void Executor::EventRun::launch_reduction(Window& w, std::size_t i) {

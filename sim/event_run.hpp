@@ -204,6 +204,18 @@ class Executor::EventRun final : public EventHandler, public TransferSink {
   std::vector<std::uint32_t> group_of_, fill_;       // take_round: the rank's group, CSR fill
   std::vector<int> order_;
   std::vector<std::uint64_t> route_bytes_;
+  // launch: per position in a round, the last route launched there and the bytes launched on it
+  // since, not yet in route_bytes_ (consecutive rounds of a ring, of each of its channels, have
+  // the same pairs at the same positions; a rank's several destinations defeat RouteCache's
+  // last-destination memo, and route_bytes_ is read at random).
+  struct RouteMemo {
+    int src = -1, dst = -1;
+    std::uint32_t route = 0;
+    std::uint64_t bytes = 0;
+  };
+  std::vector<RouteMemo> route_memo_;
+  // Adds a memo's bytes to route_bytes_.
+  void flush(RouteMemo& memo);
   std::vector<std::uint64_t> reduction_link_bytes_;  // per link: in-network reductions' bytes
   std::uint64_t reductions_ = 0;                     // in-network reductions taken
   std::vector<std::uint32_t> op_mark_;               // describe_reduction: rank seen

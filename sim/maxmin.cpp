@@ -23,11 +23,12 @@ int MaxMinSolver::add_link(double capacity) {
 int MaxMinSolver::add_flow(std::span<const int> links, double cap) {
   SSIM_CHECK(!links.empty(), "a flow needs at least one link");
   SSIM_CHECK(cap > 0, "flow rate cap must be positive");
-  ++add_stamp_;  // a link's `added` equals it once the link is seen in `links`
+  SSIM_CHECK(links.size() < (std::size_t{1} << 30), "flow crosses too many links");
+  const std::uint32_t stamp = next_stamp();  // a link's mark equals it once seen in `links`
   for (const int l : links) {
     SSIM_CHECK(l >= 0 && l < link_count(), "flow crosses an unknown link");
-    SSIM_CHECK(links_[l].added != add_stamp_, "flow crosses a link twice");
-    links_[l].added = add_stamp_;
+    SSIM_CHECK(links_[l].mark != stamp, "flow crosses a link twice");
+    links_[l].mark = stamp;
   }
   int id;
   if (!free_flows_.empty()) {
@@ -46,12 +47,12 @@ int MaxMinSolver::add_flow(std::span<const int> links, double cap) {
   f.count = static_cast<std::uint32_t>(links.size());
   f.cap = cap;
   f.rate = 0;
-  f.active = true;
+  f.active = 1;
   const std::span<Hop> h = hops(f);
   for (std::size_t i = 0; i < links.size(); ++i) {
     LinkState& l = links_[links[i]];
     h[i] = Hop{links[i], static_cast<int>(l.flows.size())};
-    l.flows.push_back(OnLink{id, static_cast<int>(i)});
+    l.flows.push_back(OnLink{id, f.first + static_cast<std::uint32_t>(i)});
   }
   ++active_count_;
   return id;
@@ -60,21 +61,29 @@ int MaxMinSolver::add_flow(std::span<const int> links, double cap) {
 void MaxMinSolver::remove_flow(int flow) {
   SSIM_CHECK(active(flow), "removing an inactive flow");
   FlowState& f = flows_[flow];
-  // Swap-remove from each link's list; the entry moved into the hole knows which of its
-  // flow's hops it is, so its slot is fixed in O(1).
+  // Swap-remove from each link's list; the entry moved into the hole knows where its flow's
+  // hop is, so its slot is fixed in O(1).
   for (const Hop& hop : hops(f)) {
     LinkState& l = links_[hop.link];
     const std::size_t pos = static_cast<std::size_t>(hop.slot);
     const OnLink moved = l.flows.back();
     l.flows[pos] = moved;
     l.flows.pop_back();
-    if (moved.flow != flow)
-      hops_[flows_[moved.flow].first + static_cast<std::uint32_t>(moved.hop)].slot = static_cast<int>(pos);
+    if (moved.flow != flow) hops_[moved.hop].slot = static_cast<int>(pos);
   }
-  f.active = false;
+  f.active = 0;
   f.rate = 0;
   free_flows_.push_back(flow);
   --active_count_;
+}
+
+std::uint32_t MaxMinSolver::next_stamp() {
+  if (++stamp_ == 0) {
+    for (LinkState& l : links_) l.mark = 0;
+    for (FlowState& f : flows_) f.mark = 0;
+    stamp_ = 1;
+  }
+  return stamp_;
 }
 
 bool MaxMinSolver::active(int flow) const {
@@ -87,7 +96,6 @@ void MaxMinSolver::solve() {
 }
 
 void MaxMinSolver::solve(std::vector<int>& changed) {
-  ++stamp_;
   comp_links_.clear();
   comp_flows_.clear();
   for (int l = 0; l < link_count(); ++l) comp_links_.push_back(l);
@@ -100,7 +108,7 @@ void MaxMinSolver::solve(std::vector<int>& changed) {
 void MaxMinSolver::solve_around(std::span<const int> seeds, std::vector<int>& changed) {
   // One component at a time: a fill costs (levels x size) of what it covers, so filling the
   // union of many small components at once would cost (their levels x the union's size).
-  ++stamp_;
+  next_stamp();
   for (int l : seeds) {
     if (links_[l].mark == stamp_) continue;
     comp_links_.clear();
@@ -138,7 +146,7 @@ void MaxMinSolver::collect_component(int seed_link) {
 
 void MaxMinSolver::freeze(int flow, double rate) {
   FlowState& f = flows_[flow];
-  f.frozen = true;
+  f.frozen = 1;
   f.rate = rate;
   for (const Hop& hop : hops(f)) {
     LinkState& link = links_[hop.link];
@@ -169,7 +177,7 @@ void MaxMinSolver::fill_component(std::vector<int>& changed) {
   for (std::size_t i = 0; i < comp_flows_.size(); ++i) {
     FlowState& f = flows_[comp_flows_[i]];
     old_rate_[i] = f.rate;
-    f.frozen = false;
+    f.frozen = 0;
   }
   std::size_t left = comp_flows_.size();
   std::vector<int>& saturated = saturated_;

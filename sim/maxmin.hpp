@@ -38,6 +38,15 @@ class MaxMinSolver {
   void remove_flow(int flow);
   bool active(int flow) const;
   double rate(int flow) const { return flows_[flow].rate; }
+  // Hints that `flow` (an id of a flow added) is removed or read soon: loads its state.
+  void prefetch(int flow) const { __builtin_prefetch(&flows_[static_cast<std::size_t>(flow)]); }
+  // Hints that `k` + 1 flows are added soon, with no removal before: loads the state of the
+  // removed flow whose id the last of them reuses (ids are reused last removed, first).
+  void prefetch_added(std::size_t k) const {
+    if (k < free_flows_.size())
+      __builtin_prefetch(
+          &flows_[static_cast<std::size_t>(free_flows_[free_flows_.size() - 1 - k])]);
+  }
   int active_flows() const { return active_count_; }
   // Active flows crossing `link`, in no particular (but deterministic) order (a copy: tests).
   std::vector<int> flows_on(int link) const {
@@ -56,19 +65,22 @@ class MaxMinSolver {
   void solve_around(std::span<const int> seeds, std::vector<int>& changed);
 
  private:
-  // An active flow on a link, and the index of the link in that flow's hops.
+  // An active flow on a link, and where the flow's hop over the link is in hops_ (so that
+  // remove_flow fixes the slot of an entry it moves without reading that entry's flow).
   struct OnLink {
     int flow;
-    int hop;
+    std::uint32_t hop;
   };
+  // Links and flows are kept small (48 and 32 bytes): the solver's cost is its cache misses.
   struct LinkState {
     double capacity = 0;
-    std::vector<OnLink> flows;  // active flows on the link
-    // Scratch of the solver; `mark` is the component stamp.
+    // Scratch of the solver.
     double remaining = 0;
+    std::vector<OnLink> flows;  // active flows on the link
     int unfrozen = 0;
-    std::uint64_t mark = 0;
-    std::uint64_t added = 0;  // add_flow's stamp: catches a link listed twice in one flow
+    // The stamp (next_stamp) of the last component search or add_flow that saw the link: a
+    // search marks its links, add_flow catches a link listed twice in one flow.
+    std::uint32_t mark = 0;
   };
   // A flow's i-th link and the flow's index in that link's `flows`.
   struct Hop {
@@ -78,14 +90,20 @@ class MaxMinSolver {
   // A flow's hops are hops_[first, first + count), in one pool for all flows (one memory access
   // for the flow's links where two vectors of its own cost two more); a reused id keeps its
   // place while its new route fits in `room`, else gets a new one at the pool's end.
-  struct FlowState {
-    std::uint32_t first = 0, count = 0, room = 0;
+  struct alignas(32) FlowState {
+    std::uint32_t first = 0;
+    std::uint32_t count : 30 = 0;
+    std::uint32_t active : 1 = 0;
+    std::uint32_t frozen : 1 = 0;
+    std::uint32_t room = 0;
+    std::uint32_t mark = 0;  // the stamp of the last component search that reached it
     double cap = unlimited;
     double rate = 0;
-    bool active = false;
-    bool frozen = false;
-    std::uint64_t mark = 0;
   };
+  static_assert(sizeof(FlowState) == 32);
+
+  // A stamp newer than every mark (after 2^32 - 1 of them, the marks are cleared).
+  std::uint32_t next_stamp();
 
   void collect_component(int seed_link);
   void fill_component(std::vector<int>& changed);
@@ -99,8 +117,7 @@ class MaxMinSolver {
   std::vector<Hop> hops_;
   std::vector<int> free_flows_;
   int active_count_ = 0;
-  std::uint64_t stamp_ = 0;
-  std::uint64_t add_stamp_ = 0;
+  std::uint32_t stamp_ = 0;
   std::vector<int> comp_links_;  // scratch: the component being solved
   std::vector<int> comp_flows_;
   std::vector<double> old_rate_;  // rates before the solve, to report changes

@@ -1,6 +1,7 @@
 #include "sim/network.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <string>
 
@@ -198,7 +199,7 @@ class FlowTable {
  protected:
   static constexpr std::uint32_t kVersionMask = (std::uint32_t{1} << 31) - 1;
 
-  struct Flow {
+  struct alignas(64) Flow {
     std::uint32_t transfer = 0;
     std::uint32_t route = 0;
     std::uint32_t version = 0;
@@ -208,12 +209,12 @@ class FlowTable {
     double updated = 0;
     double cap = MaxMinSolver::unlimited;  // the protocol's cap on a routed transfer (wire bytes/s)
     double latency = 0;  // pipelined: from the last byte sent to transfer_done
-    // An in-network reduction (start_reduction): its solver links, the topology links first and
-    // then the switch's reduction resource, if any; `own_topology` of them are topology links.
-    // Empty for a routed transfer.
-    std::vector<int> own;
-    std::size_t own_topology = 0;
+    // An in-network reduction (start_reduction): how many of its solver links (own_[slot]) are
+    // topology links; 0 for a routed transfer.
+    std::uint32_t own_topology = 0;
   };
+  // One cache line per flow: the event loop touches thousands of flows in scattered slots.
+  static_assert(sizeof(Flow) == 64);
 
   FlowTable(Engine& engine, TransferSink& sink, RouteCache& routes, const ProtocolTiming& protocol)
       : sink_(sink), routes_(routes), protocol_(protocol), landing_(engine, sink) {
@@ -240,9 +241,11 @@ class FlowTable {
     const std::uint32_t slot = new_flow(transfer, 0, bytes);
     Flow& f = flows_[slot];
     f.latency = latency;
-    f.own.assign(links.begin(), links.end());
-    f.own_topology = f.own.size();
-    if (reducer >= 0) f.own.push_back(reduction_link(reducer));
+    if (own_.size() <= slot) own_.resize(slot + 1);
+    std::vector<int>& own = own_[slot];
+    own.assign(links.begin(), links.end());
+    f.own_topology = static_cast<std::uint32_t>(own.size());
+    if (reducer >= 0) own.push_back(reduction_link(reducer));
     return slot;
   }
 
@@ -282,34 +285,36 @@ class FlowTable {
     f.latency = 0;
     f.rate = 0;
     f.solver_id = -1;
-    f.own.clear();
     f.own_topology = 0;
     return slot;
   }
 
-  // The solver links the flow crosses.
-  std::span<const int> links_of(const Flow& f) const {
-    if (!f.own.empty()) return f.own;
+  // The solver links the flow in `slot` crosses.
+  std::span<const int> links_of(std::uint32_t slot) const {
+    const Flow& f = flows_[slot];
+    if (f.own_topology > 0) return own_[slot];
     return routes_.links(routes_.route(f.route));
   }
   // Its topology links (what a trace's link counters know).
-  std::span<const int> topology_links_of(const Flow& f) const {
-    if (!f.own.empty()) return std::span<const int>(f.own).first(f.own_topology);
+  std::span<const int> topology_links_of(std::uint32_t slot) const {
+    const Flow& f = flows_[slot];
+    if (f.own_topology > 0) return std::span<const int>(own_[slot]).first(f.own_topology);
     return routes_.links(routes_.route(f.route));
   }
 
   // The flow's first byte has arrived: it joins the solver (not yet solved).
   void add_to_solver(std::uint32_t slot, double now) {
     Flow& f = flows_[slot];
-    f.solver_id = solver_.add_flow(links_of(f), f.cap);
+    f.solver_id = solver_.add_flow(links_of(slot), f.cap);
     const std::size_t id = static_cast<std::size_t>(f.solver_id);
     if (slot_of_.size() <= id) slot_of_.resize(id + 1);
     slot_of_[id] = slot;
     f.updated = now;
   }
 
-  void remove_from_solver(Flow& f, double now) {
-    if (observer_) observer_->flow_rate(topology_links_of(f), f.rate, 0.0, Seconds{now});
+  void remove_from_solver(std::uint32_t slot, double now) {
+    Flow& f = flows_[slot];
+    if (observer_) observer_->flow_rate(topology_links_of(slot), f.rate, 0.0, Seconds{now});
     solver_.remove_flow(f.solver_id);
     f.solver_id = -1;
   }
@@ -318,13 +323,17 @@ class FlowTable {
   // called with each such flow's new completion time (its version already bumped).
   template <typename Schedule>
   void apply_rates(double now, Schedule&& schedule) {
-    for (int id : changed_) {
+    constexpr std::size_t ahead = 8;  // the flows' slots are scattered: prefetched
+    for (std::size_t k = 0; k < changed_.size(); ++k) {
+      if (k + ahead < changed_.size())
+        __builtin_prefetch(&flows_[slot_of_[static_cast<std::size_t>(changed_[k + ahead])]]);
+      const int id = changed_[k];
       const std::uint32_t slot = slot_of_[id];
       Flow& g = flows_[slot];
       g.remaining = std::max(0.0, g.remaining - g.rate * (now - g.updated));
       g.updated = now;
       if (observer_)
-        observer_->flow_rate(topology_links_of(g), g.rate, solver_.rate(id), Seconds{now});
+        observer_->flow_rate(topology_links_of(slot), g.rate, solver_.rate(id), Seconds{now});
       g.rate = solver_.rate(id);
       bump(g);
       schedule(slot, now + g.remaining / g.rate);
@@ -332,9 +341,13 @@ class FlowTable {
   }
 
   void finish(std::uint32_t slot, double now) {
-    const std::uint32_t transfer = flows_[slot].transfer;
-    const double latency = flows_[slot].latency;
     bump(flows_[slot]);  // no stale completion may match a reused slot
+    release(slot, flows_[slot].transfer, now);
+  }
+  // The end of finish, for a flow already bumped whose transfer is known: its slot is free
+  // and the sink is told.
+  void release(std::uint32_t slot, std::uint32_t transfer, double now) {
+    const double latency = pipelined() ? flows_[slot].latency : 0.0;
     free_.push_back(slot);
     if (pipelined()) {
       sink_.transfer_sent(transfer, Seconds{now});
@@ -364,6 +377,7 @@ class FlowTable {
   RouteCache& routes_;
   MaxMinSolver solver_;
   std::vector<Flow> flows_;
+  std::vector<std::vector<int>> own_;  // per slot: an in-network reduction's solver links
   std::vector<std::uint32_t> free_;
   std::vector<std::uint32_t> slot_of_;  // solver flow id -> slot
   std::vector<int> changed_;
@@ -414,7 +428,7 @@ class FlowNetwork final : public NetworkModel, EventHandler, FlowTable {
     free_batches_.clear();
     for (std::uint32_t b = 0; b < batches_.size(); ++b) free_batches_.push_back(b);
     batch_at_.clear();
-    last_batch_ = kNoBatch;
+    recent_.fill(kNoBatch);
   }
 
   void on_event(Engine& engine, std::uint64_t tag) override {
@@ -423,23 +437,16 @@ class FlowNetwork final : public NetworkModel, EventHandler, FlowTable {
     std::size_t i = 0;
     for (;;) {
       // Entries may be appended while we go (a zero-latency start, a completion that rounds to
-      // now), so index rather than iterate.
+      // now), so index rather than iterate. The entries so far join or leave the solver, in
+      // order, before the sink is told of those that end: the sink starts new flows (entries at
+      // the end) and never touches the solver, so each sees what it did before, and the solver's
+      // tight loop overlaps the cache misses of many flows. With an observer, whose calls must
+      // keep their order among the sink's, one entry at a time.
       while (i < batches_[b].entries.size()) {
-        const Entry e = batches_[b].entries[i++];
-        Flow& f = flows_[e.slot];
-        if (e.version == kActivation) {
-          if (f.remaining <= 0) {
-            finish(e.slot, now);
-            continue;
-          }
-          add_to_solver(e.slot, now);
-        } else {
-          if (e.version != f.version) continue;  // superseded by a rate change
-          remove_from_solver(f, now);
-        }
-        const std::span<const int> links = links_of(f);
-        seeds_.insert(seeds_.end(), links.begin(), links.end());
-        if (e.version != kActivation) finish(e.slot, now);
+        const std::size_t end = observer_ ? i + 1 : batches_[b].entries.size();
+        join_and_leave(batches_[b].entries, i, end, now);
+        for (const Ending& e : ending_) release(e.slot, e.transfer, now);
+        i = end;
       }
       if (seeds_.empty()) break;
       changed_.clear();
@@ -452,7 +459,8 @@ class FlowNetwork final : public NetworkModel, EventHandler, FlowTable {
     batch_at_.erase(key(batches_[b].time));
     batches_[b].entries.clear();
     free_batches_.push_back(b);
-    if (last_batch_ == b) last_batch_ = kNoBatch;
+    for (std::uint32_t& r : recent_)
+      if (r == b) r = kNoBatch;
   }
 
  private:
@@ -470,30 +478,90 @@ class FlowNetwork final : public NetworkModel, EventHandler, FlowTable {
 
   static std::uint64_t key(double time) { return std::bit_cast<std::uint64_t>(time + 0.0); }
 
-  void at(double time, Entry e) {
-    if (last_batch_ == kNoBatch || batches_[last_batch_].time != time) {
-      auto [it, inserted] = batch_at_.try_emplace(key(time), 0);
-      if (inserted) {
-        if (free_batches_.empty()) {
-          free_batches_.push_back(static_cast<std::uint32_t>(batches_.size()));
-          batches_.emplace_back();
+  // Entries [begin, end): activations join the solver, current completions leave it (stale ones,
+  // superseded by a rate change, are skipped), the links of both become seeds of the next
+  // re-solve; ending_ gets, in order, the flows to finish (completions, and activations with
+  // nothing to move), their versions bumped (finish's first half).
+  void join_and_leave(const std::vector<Entry>& entries, std::size_t begin, std::size_t end,
+                      double now) {
+    ending_.clear();
+    for (std::size_t i = begin; i < end; ++i) {
+      prefetch(entries, i, end);
+      const Entry e = entries[i];
+      Flow& f = flows_[e.slot];
+      if (e.version == kActivation) {
+        if (f.remaining <= 0) {
+          bump(f);
+          ending_.push_back(Ending{e.slot, f.transfer});
+          continue;
         }
-        it->second = free_batches_.back();
-        free_batches_.pop_back();
-        batches_[it->second].time = time;
-        engine_.schedule(Seconds{time}, *this, it->second);
+        solver_.prefetch_added(kAhead);  // a batch's activations mostly come in a run
+        add_to_solver(e.slot, now);
+      } else {
+        if (e.version != f.version) continue;
+        remove_from_solver(e.slot, now);
+        bump(f);  // finish's, while the flow is in the cache (no entry of this batch has its
+                  // next version)
+        ending_.push_back(Ending{e.slot, f.transfer});
       }
-      last_batch_ = it->second;
+      const std::span<const int> links = links_of(e.slot);
+      seeds_.insert(seeds_.end(), links.begin(), links.end());
     }
-    batches_[last_batch_].entries.push_back(e);
+  }
+
+  // A batch's entries are independent and their flows lie in scattered slots: entry i + 2k's
+  // flow is loaded, and for entry i + k (its flow loaded by then) what it reads next, so that
+  // their cache misses overlap the work on entry i. (Inlined: GCC takes a call of it for a pure
+  // function's and drops it, prefetches and all.)
+  static constexpr std::size_t kAhead = 4;
+  [[gnu::always_inline]] void prefetch(const std::vector<Entry>& entries, std::size_t i,
+                                       std::size_t end) const {
+    if (i + 2 * kAhead < end) __builtin_prefetch(&flows_[entries[i + 2 * kAhead].slot]);
+    if (i + kAhead < end) {
+      const Flow& f = flows_[entries[i + kAhead].slot];
+      if (f.solver_id >= 0) solver_.prefetch(f.solver_id);
+      if (f.own_topology == 0) routes_.prefetch_route(f.route);
+    }
+  }
+
+  void at(double time, Entry e) {
+    for (const std::uint32_t r : recent_) {
+      if (r != kNoBatch && batches_[r].time == time) {
+        batches_[r].entries.push_back(e);
+        return;
+      }
+    }
+    auto [it, inserted] = batch_at_.try_emplace(key(time), 0);
+    if (inserted) {
+      if (free_batches_.empty()) {
+        free_batches_.push_back(static_cast<std::uint32_t>(batches_.size()));
+        batches_.emplace_back();
+      }
+      it->second = free_batches_.back();
+      free_batches_.pop_back();
+      batches_[it->second].time = time;
+      engine_.schedule(Seconds{time}, *this, it->second);
+    }
+    recent_[next_recent_] = it->second;
+    next_recent_ = (next_recent_ + 1) % recent_.size();
+    batches_[it->second].entries.push_back(e);
   }
 
   Engine& engine_;
   std::vector<Batch> batches_;
   std::vector<std::uint32_t> free_batches_;
   std::unordered_map<std::uint64_t, std::uint32_t> batch_at_;  // time -> its pending batch
-  std::uint32_t last_batch_ = kNoBatch;                        // the batch `at` used last
+  // The batches `at` used last, checked before batch_at_ (a round's starts alternate between a
+  // few latencies, its ends between a few completion times).
+  std::array<std::uint32_t, 4> recent_{kNoBatch, kNoBatch, kNoBatch, kNoBatch};
+  std::size_t next_recent_ = 0;
   std::vector<int> seeds_;
+  // join_and_leave: the flows to finish, in order, with their transfers (read while the flow
+  // is in the cache)
+  struct Ending {
+    std::uint32_t slot, transfer;
+  };
+  std::vector<Ending> ending_;
 };
 
 // The reference flow model (NetworkConfig::reference_flow): the same sharing in its plainest
@@ -536,7 +604,7 @@ class ReferenceFlowNetwork final : public NetworkModel, EventHandler, FlowTable 
       return;
     }
     if (((tag >> 32) & kVersionMask) != f.version) return;
-    remove_from_solver(f, now);
+    remove_from_solver(slot, now);
     resolve(now);
     finish(slot, now);
   }
