@@ -49,6 +49,7 @@
 
 #include "algorithms/cost_model.hpp"
 #include "algorithms/generators.hpp"
+#include "algorithms/nccl_options.hpp"
 #include "algorithms/protocol.hpp"
 #include "common/error.hpp"
 #include "common/text.hpp"
@@ -56,8 +57,6 @@
 namespace ssim::alg {
 namespace {
 
-// NCCL's upper bound on channels (MAXCHANNELS, src/include/device.h: 32 up to 2.17, 64 since).
-constexpr int kMaxChannels = 64;
 constexpr int kDefaultChannelsCap = 8;
 constexpr int kMaxLoops = 4096;
 constexpr int kMaxTreeSegments = 4096;
@@ -85,7 +84,7 @@ NcclShape checked_nccl_shape(const std::string& name, int n, const Options& o, b
   const int default_channels =
       s.nodes == 1 ? 1 : (tree ? 2 : 1) * std::min(s.g, kDefaultChannelsCap);
   try {
-    s.channels = o.get_int("channels", default_channels, 1, kMaxChannels);
+    s.channels = o.get_int("channels", default_channels, 1, kNcclMaxChannels);
     s.parts = tree ? o.get_int("segments", kDefaultTreeSegments, 1, kMaxTreeSegments)
                    : o.get_int("loops", 1, 1, kMaxLoops);
   } catch (const InputError& e) {
@@ -331,7 +330,7 @@ std::vector<OptionSpec> nccl_common_options(bool tree) {
       {"channels",
        "NCCL's channels (NCCL_MIN_NCHANNELS/NCCL_MAX_NCHANNELS, NCCL_MIN_CTAS): C parts of the "
        "buffer, each with its own ring or tree, 1.." +
-           std::to_string(kMaxChannels),
+           std::to_string(kNcclMaxChannels),
        std::string(tree ? "2 x " : "") + "min(G, " + std::to_string(kDefaultChannelsCap) +
            ") across nodes, 1 on one node"},
       {"proto",

@@ -7,12 +7,6 @@
 #include "common/text.hpp"
 
 namespace ssim::alg {
-namespace {
-
-constexpr int kMaxChannels = 64;  // NCCL's MAXCHANNELS (src/include/device.h), as nccl.cpp's
-
-}  // namespace
-
 Options nccl_default_options(int gpus_per_node) {
   Options o;
   if (gpus_per_node > 0) o.set("gpus_per_node", std::to_string(gpus_per_node));
@@ -26,7 +20,7 @@ NcclRequest::NcclRequest(int ranks, Options options) : given_(std::move(options)
 }
 
 int NcclRequest::channels_or(int tuned) const {
-  return given_.has("channels") ? given_.get_int("channels", 1, 1, kMaxChannels) : tuned;
+  return given_.has("channels") ? given_.get_int("channels", 1, 1, kNcclMaxChannels) : tuned;
 }
 
 bool NcclRequest::has_pipeline() const { return given_.has("pipeline"); }

@@ -16,6 +16,9 @@
 
 namespace ssim::alg {
 
+// NCCL's upper bound on channels (MAXCHANNELS, src/include/device.h: 32 up to 2.17, 64 since).
+inline constexpr int kNcclMaxChannels = 64;
+
 // What NCCL's tuner picked for one size on one machine, and what the schedule needs from the
 // machine where the options do not say it.
 struct NcclPick {
