@@ -343,11 +343,10 @@ class Collective {
 class NcclSchedules {
  public:
   NcclSchedules(const topo::Topology& topology, alg::Options options)
-      : topology_(topology), options_(std::move(options)) {}
+      : topology_(topology), request_(topology.gpu_count(), std::move(options)) {}
 
   const alg::Schedule& operator()(Bytes size) {
-    const alg::NcclRequest request(topology_.gpu_count(), options_);
-    const alg::Options options = request.schedule_options(nccl_choose(topology_, size, request));
+    const alg::Options options = request_.schedule_options(nccl_choose(topology_, size, request_));
     auto it = made_.find(options.values());
     if (it == made_.end()) {
       it = made_
@@ -360,7 +359,7 @@ class NcclSchedules {
 
  private:
   const topo::Topology& topology_;
-  alg::Options options_;
+  const alg::NcclRequest request_;  // the options, checked and read once
   std::map<std::map<std::string, std::string>, std::unique_ptr<alg::Schedule>> made_;
 };
 
