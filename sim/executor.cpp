@@ -11,6 +11,7 @@
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
 #include "sim/event_run.hpp"
+#include "sim/nccl_tuner.hpp"
 #include "sim/shared_device.hpp"
 
 namespace ssim::sim {
@@ -36,10 +37,21 @@ Executor::Executor(const alg::Schedule& schedule, const topo::Topology& topology
   // A network-wide protocol (`network: {protocol: ...}`) makes every other schedule NCCL's
   // send/recv under it.
   std::optional<alg::Protocol> proto = network.p2p_protocol;
-  if (const std::optional<alg::Protocol> named = alg::named_protocol(schedule)) proto = named;
+  const std::optional<alg::Protocol> named = alg::named_protocol(schedule);
+  if (named) proto = named;
   if (proto) {
     network_.protocol = ProtocolTiming::of(network.protocols.of(*proto), topology.gpus_per_node);
     network_.protocol.pipelined = network.pipelined_kernels;
+    // In the flow model an NCCL collective's transfers are its channels (one each per step),
+    // each at most the graph's per-channel bandwidth (sim/protocol.hpp "channel"). Not NVLS
+    // kernels', whose transfers carry several channels' shares, nor NCCL's send/recv (a
+    // network-wide protocol), which spreads one peer's transfer over several channels; not in
+    // the alpha-beta model, whose one send port per rank already serves a rank's channels one
+    // after another (a cap there would make C channels C times slower than one).
+    if (named && network.kind == NetworkKind::flow && !alg::runs_nvls_kernel(schedule)) {
+      network_.protocol.cap_channel(nccl_channel_bandwidth(topology),
+                                    network.protocols.of(*proto).wire);
+    }
     // A pipelined NVLS kernel pays NVLS's per-step latencies (sim/protocol.hpp); which kernels
     // are NVLS's is the registry's to say (AlgorithmInfo::nvls_kernel).
     if (network.pipelined_kernels && alg::runs_nvls_kernel(schedule)) {

@@ -363,6 +363,12 @@ std::string collnet_refusal(const topo::Topology& t, const Machine& m, const std
 
 }  // namespace
 
+double nccl_channel_bandwidth(const topo::Topology& topology) {
+  if (topology.gpu_count() < 2) return std::numeric_limits<double>::infinity();
+  const Machine m = machine_of(topology);
+  return m.bw / m.channels * 1e9;
+}
+
 NcclChoice nccl_choose(const topo::Topology& topology, Bytes size,
                        const alg::NcclRequest& request) {
   const Machine m = machine_of(topology);

@@ -58,4 +58,10 @@ struct NcclChoice : alg::NcclPick {
 // (NcclRequest::channels_or). `request` is for topology.gpu_count() ranks.
 NcclChoice nccl_choose(const topo::Topology& topology, Bytes size, const alg::NcclRequest& request);
 
+// One of NCCL's channels' bandwidth on this machine, in bytes per second on the wire: the graph's
+// per-channel `bw` of tuning.cc, whose bus bandwidth is nChannels x bw (the machine above:
+// the graph's bandwidth over NCCL's channel count). A channel is one CUDA block moving its
+// share; NCCL's model never lets it go faster, whatever the links allow. Infinity for one rank.
+double nccl_channel_bandwidth(const topo::Topology& topology);
+
 }  // namespace ssim::sim

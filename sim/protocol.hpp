@@ -72,6 +72,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <limits>
 
@@ -152,6 +153,16 @@ struct ProtocolTiming {
     t.step_inter = c.step_inter;
     t.gpus_per_node = gpus_per_node > 0 ? static_cast<std::size_t>(gpus_per_node) : 0;
     return t;
+  }
+  // Caps each transfer (one channel's) at `wire_rate` wire bytes per second on top of the
+  // protocol's own cap: the data moves at most wire_rate / wire (NCCL's model: a channel moves
+  // the graph's per-channel bandwidth, LL half of it, LL128 120/128 of it).
+  void cap_channel(double wire_rate, double wire) {
+    if (!(wire_rate > 0) || !std::isfinite(wire_rate)) return;
+    const double data = wire_rate / wire;
+    if (channel_bandwidth > 0 && channel_bandwidth <= data) return;
+    channel_bandwidth = data;
+    inverse_cap = 1.0 / data;
   }
   bool across_nodes(std::size_t src, std::size_t dst) const {
     return gpus_per_node > 0 && src / gpus_per_node != dst / gpus_per_node;

@@ -42,6 +42,17 @@ Resolved choose(const topo::Topology& t, Bytes size, const alg::Options& o) {
   return r;
 }
 
+// Seconds per data byte of one transfer of an NCCL collective (one channel's) whose route moves
+// it at `route_inverse` seconds per byte after the protocol's wire and efficiency: the
+// protocol's own cap, and in the flow model the graph's per-channel bandwidth on the wire
+// (nccl_channel_bandwidth; sim/protocol.hpp "channel").
+double per_byte(const ProtocolCost& c, double route_inverse, const topo::Topology& t,
+                NetworkKind kind) {
+  double inv = std::max(route_inverse, c.channel_bandwidth > 0 ? 1 / c.channel_bandwidth : 0);
+  if (kind == NetworkKind::flow) inv = std::max(inv, c.wire / nccl_channel_bandwidth(t));
+  return inv;
+}
+
 double run(const alg::Schedule& s, const topo::Topology& t, NetworkKind kind, std::uint64_t bytes,
            bool pipelined = false) {
   NetworkConfig network{kind, SecondsPerByte{0.0}};
@@ -53,7 +64,8 @@ double run(const alg::Schedule& s, const topo::Topology& t, NetworkKind kind, st
 
 // One channel's ring on a switch: the launch, then 2(n-1) steps of
 // f alpha + (s/n) max(wire / (efficiency b), 1 / cap), in both models (nothing shared), for each
-// protocol with NCCL's Hopper figures (a switch is one node: the NVLink efficiency applies).
+// protocol with NCCL's Hopper figures (a switch is one node: the NVLink efficiency applies); in
+// the flow model the cap is also the channel's share of the graph (b / 16 on the wire).
 TEST(NcclProtocolSim, RingOnASwitchMatchesTheClosedForm) {
   const int n = 8;
   const topo::Topology t = testing::switch_of(n, kBw, kAlpha);
@@ -64,10 +76,9 @@ TEST(NcclProtocolSim, RingOnASwitchMatchesTheClosedForm) {
     const ProtocolCost& c = table.of(*alg::parse_protocol(proto));
     for (std::uint64_t bytes : {8ull * 64, 8ull << 20}) {
       const double chunk = static_cast<double>(bytes) / n;
-      const double inv = std::max(c.wire / (c.efficiency_intra * kBw),
-                                  c.channel_bandwidth > 0 ? 1 / c.channel_bandwidth : 0);
-      const double want = c.launch + 2.0 * (n - 1) * (c.latency_intra * kAlpha + chunk * inv);
       for (NetworkKind kind : {NetworkKind::alphabeta, NetworkKind::flow}) {
+        const double inv = per_byte(c, c.wire / (c.efficiency_intra * kBw), t, kind);
+        const double want = c.launch + 2.0 * (n - 1) * (c.latency_intra * kAlpha + chunk * inv);
         const double got = run(s, t, kind, bytes);
         EXPECT_NEAR(got, want, 1e-9 * want) << proto << " " << bytes << " " << to_string(kind);
       }
@@ -88,7 +99,8 @@ TEST(NcclProtocolSim, RingOnASwitchMatchesTheClosedForm) {
 }
 
 // A schedule that names no protocol is costed by its routes alone: no launch, no NVLink
-// efficiency, Simple's latencies; naming Simple adds exactly the launch and the efficiency.
+// efficiency, no channel cap, Simple's latencies; naming Simple adds exactly the launch, the
+// efficiency and (flow model) the channel's cap.
 TEST(NcclProtocolSim, NoProtocolNoNcclCosts) {
   const int n = 8;
   const topo::Topology t = testing::switch_of(n, kBw, kAlpha);
@@ -100,7 +112,8 @@ TEST(NcclProtocolSim, NoProtocolNoNcclCosts) {
   for (NetworkKind kind : {NetworkKind::alphabeta, NetworkKind::flow}) {
     const double want_plain = 2.0 * (n - 1) * (kAlpha + chunk / kBw);
     const double want_simple =
-        c.launch + 2.0 * (n - 1) * (kAlpha + chunk / (c.efficiency_intra * kBw));
+        c.launch + 2.0 * (n - 1) * (kAlpha + chunk * per_byte(c, 1 / (c.efficiency_intra * kBw),
+                                                                t, kind));
     EXPECT_NEAR(run(plain, t, kind, bytes), want_plain, 1e-9 * want_plain) << to_string(kind);
     EXPECT_NEAR(run(simple, t, kind, bytes), want_simple, 1e-9 * want_simple) << to_string(kind);
   }
@@ -137,9 +150,10 @@ TEST(NcclProtocolSim, LaunchCountsFromEachRanksArrival) {
   const alg::Schedule s = alg::generate("nccl_ring", 2, opts({{"proto", "ll"}}));
   const ProtocolCost c = nccl_default_protocols().ll;
   const std::uint64_t bytes = 1 << 10;
-  const double step = c.latency_intra * kAlpha + bytes / 2.0 * c.wire / (c.efficiency_intra * kBw);
   const std::vector<Seconds> arrival{Seconds{0}, Seconds{50e-6}};
   for (NetworkKind kind : {NetworkKind::alphabeta, NetworkKind::flow}) {
+    const double step = c.latency_intra * kAlpha +
+                        bytes / 2.0 * per_byte(c, c.wire / (c.efficiency_intra * kBw), t, kind);
     Executor ex(s, t, NetworkConfig{kind, SecondsPerByte{0.0}}, Bytes{bytes});
     const double want = 50e-6 + c.launch + 2 * step;
     EXPECT_NEAR(ex.run(arrival).completion.value, want, 1e-9 * want) << to_string(kind);
@@ -165,22 +179,42 @@ TEST(NcclProtocolSim, AcrossNodesTheInterNodeFactorApplies) {
   const alg::Schedule s =
       alg::generate("nccl_ring", 2, opts({{"proto", "ll"}, {"gpus_per_node", "1"}}));
   const std::uint64_t bytes = 1 << 20;
-  const double want = ll.launch + 2.0 * (ll.latency_inter * latency + bytes / 2.0 * ll.wire / bw);
-  for (NetworkKind kind : {NetworkKind::alphabeta, NetworkKind::flow})
+  for (NetworkKind kind : {NetworkKind::alphabeta, NetworkKind::flow}) {
+    const double want = ll.launch + 2.0 * (ll.latency_inter * latency +
+                                           bytes / 2.0 * per_byte(ll, ll.wire / bw, t, kind));
     EXPECT_NEAR(run(s, t, kind, bytes), want, 1e-9 * want) << to_string(kind);
+  }
+  // Two nodes of one GPU: NCCL's graph is the NIC's 50 GB/s over 2 channels, and LL moves half
+  // of a channel's wire bytes as data, so the flow model's channel moves 12.5 GB/s of data.
+  EXPECT_DOUBLE_EQ(nccl_channel_bandwidth(t), 25e9);
 }
 
-// In the flow model the cap binds a channel even where the link has room: LL128 on a link of
-// 400 GB/s moves one transfer at 36.7 GB/s of data, two channels at twice that.
+// In the flow model the cap binds a channel even where the link has room: on a link of
+// 400 GB/s, NCCL's graph gives a channel 400 / 16 = 25 GB/s on the wire, so LL128 moves one
+// transfer at 25 x 120/128 = 23.4 GB/s of data (below its own 36.7), Simple at 25 GB/s and LL
+// at 12.5; two channels at twice that. Without the graph's cap (the mode before) LL128 moved
+// 36.7 GB/s and Simple and LL the link's share.
 TEST(NcclProtocolSim, FlowModelCapsEachChannel) {
   const topo::Topology t = testing::switch_of(2, kBw, 0.0);
+  ASSERT_DOUBLE_EQ(nccl_channel_bandwidth(t), kBw / 16);
   const std::uint64_t bytes = 64ull << 20;
-  for (int channels : {1, 2}) {
-    const alg::Schedule s = alg::generate(
-        "nccl_ring", 2, opts({{"proto", "ll128"}, {"channels", std::to_string(channels)}}));
-    const double want = 14e-6 + 2.0 * (bytes / 2.0 / channels) / 36.7e9;  // launch + steps
-    EXPECT_NEAR(run(s, t, NetworkKind::flow, bytes), want, 1e-9 * want) << channels;
+  const ProtocolTable table = nccl_default_protocols();
+  for (const auto& [proto, rate] : {std::pair{"ll128", 25e9 * 120 / 128}, std::pair{"simple", 25e9},
+                                    std::pair{"ll", 12.5e9}}) {
+    for (int channels : {1, 2}) {
+      const alg::Schedule s = alg::generate(
+          "nccl_ring", 2, opts({{"proto", proto}, {"channels", std::to_string(channels)}}));
+      const double launch = table.of(*alg::parse_protocol(proto)).launch;
+      const double want = launch + 2.0 * (bytes / 2.0 / channels) / rate;  // launch + steps
+      EXPECT_NEAR(run(s, t, NetworkKind::flow, bytes), want, 1e-9 * want) << proto << channels;
+    }
   }
+  // Sixteen channels share the link as they did: the cap is the graph's share, not below it.
+  const alg::Schedule all =
+      alg::generate("nccl_ring", 2, opts({{"proto", "simple"}, {"channels", "16"}}));
+  const double want = table.simple.launch +
+                      2.0 * (bytes / 2.0) / (table.simple.efficiency_intra * kBw);
+  EXPECT_NEAR(run(all, t, NetworkKind::flow, bytes), want, 1e-9 * want);
 }
 
 // A chain A -> B -> C of two segments, pipelined (round 0: A sends segment 0; round 1: A sends
@@ -208,9 +242,9 @@ TEST(NcclProtocolSim, PipelinedStepsOverlapTheirLatencies) {
   const double m = static_cast<double>(bytes) / 2;
   const topo::Topology t = testing::switch_of(3, kBw, a);
   const ProtocolCost c = nccl_default_protocols().simple;
-  const double step = m / (c.efficiency_intra * kBw);
   for (NetworkKind kind : {NetworkKind::alphabeta, NetworkKind::flow}) {
     const std::string k(to_string(kind));
+    const double step = m * per_byte(c, 1 / (c.efficiency_intra * kBw), t, kind);
     EXPECT_NEAR(run(two_step_chain(true), t, kind, bytes, true), c.launch + 2 * a + 3 * step,
                 1e-12) << k;
     EXPECT_NEAR(run(two_step_chain(true), t, kind, bytes), c.launch + 3 * (a + step), 1e-12) << k;
@@ -237,9 +271,9 @@ TEST(NcclProtocolSim, PipelinedRingWaitsForItsData) {
     const alg::Schedule s = alg::generate(
         "nccl_ring", n, opts({{"proto", "simple"}, {"loops", std::to_string(loops)}}));
     const double chunk = static_cast<double>(bytes) / (n * loops);
-    const double step = a + chunk / (c.efficiency_intra * kBw);
-    const double want = c.launch + 2.0 * (n - 1) * loops * step - (loops - 1) * a;
     for (NetworkKind kind : {NetworkKind::alphabeta, NetworkKind::flow}) {
+      const double step = a + chunk * per_byte(c, 1 / (c.efficiency_intra * kBw), t, kind);
+      const double want = c.launch + 2.0 * (n - 1) * loops * step - (loops - 1) * a;
       EXPECT_NEAR(run(s, t, kind, bytes, true), want, 1e-9 * want)
           << loops << " " << to_string(kind);
     }
