@@ -13,6 +13,18 @@ Options nccl_default_options(int gpus_per_node) {
   return o;
 }
 
+int schedule_channels(const Schedule& schedule) {
+  const auto it = schedule.options.find("channels");
+  if (it == schedule.options.end()) return 1;
+  Options o;
+  o.set("channels", it->second);
+  try {
+    return o.get_int("channels", 1, 1, kNcclMaxChannels);
+  } catch (const InputError& e) {
+    throw InputError(std::string("schedule option ") + e.what());
+  }
+}
+
 NcclRequest::NcclRequest(int ranks, Options options) : given_(std::move(options)) {
   find_algorithm("nccl").check_options(ranks, given_);
   algo_ = lowercase(given_.get_string("algo", ""));

@@ -31,6 +31,11 @@ struct NcclPick {
                           // of least estimated time; 0 otherwise
 };
 
+// The channel count of an NCCL kernel's schedule: its `channels` option (nccl_ring, nccl_tree,
+// collnet_chain and `nccl` with those record it), 1 without one. InputError when the option is
+// not an integer in 1..64.
+int schedule_channels(const Schedule& schedule);
+
 // nccl's defaults on a machine of `gpus_per_node` GPUs per node (none when 0): the options a
 // configuration loader gives it on such a topology, as every algorithm that takes gpus_per_node.
 Options nccl_default_options(int gpus_per_node);

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "algorithms/nccl_options.hpp"
 #include "algorithms/protocol.hpp"
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
@@ -49,8 +50,14 @@ Executor::Executor(const alg::Schedule& schedule, const topo::Topology& topology
     // the alpha-beta model, whose one send port per rank already serves a rank's channels one
     // after another (a cap there would make C channels C times slower than one).
     if (named && network.kind == NetworkKind::flow && !alg::runs_nvls_kernel(schedule)) {
-      network_.protocol.cap_channel(nccl_channel_bandwidth(topology),
-                                    network.protocols.of(*proto).wire);
+      const double wire = network.protocols.of(*proto).wire;
+      network_.protocol.cap_channel(nccl_channel_bandwidth(topology), wire);
+      // LL's bus bandwidth is at most llMaxBw whatever the channels: a ring's bus bandwidth is
+      // C channels' data rate, so each channel moves at most llMaxBw / C.
+      if (*proto == alg::Protocol::ll) {
+        network_.protocol.cap_channel(
+            wire * nccl_ll_max_bandwidth(topology) / alg::schedule_channels(schedule), wire);
+      }
     }
     // A pipelined NVLS kernel pays NVLS's per-step latencies (sim/protocol.hpp); which kernels
     // are NVLS's is the registry's to say (AlgorithmInfo::nvls_kernel).

@@ -369,6 +369,12 @@ double nccl_channel_bandwidth(const topo::Topology& topology) {
   return m.bw / m.channels * 1e9;
 }
 
+double nccl_ll_max_bandwidth(const topo::Topology& topology) {
+  if (topology.gpu_count() < 2) return std::numeric_limits<double>::infinity();
+  const Machine m = machine_of(topology);
+  return kLlMaxBw[std::min(m.nodes, 3) - 1] * 1e9;
+}
+
 NcclChoice nccl_choose(const topo::Topology& topology, Bytes size,
                        const alg::NcclRequest& request) {
   const Machine m = machine_of(topology);

@@ -63,5 +63,9 @@ NcclChoice nccl_choose(const topo::Topology& topology, Bytes size, const alg::Nc
 // the graph's bandwidth over NCCL's channel count). A channel is one CUDA block moving its
 // share; NCCL's model never lets it go faster, whatever the links allow. Infinity for one rank.
 double nccl_channel_bandwidth(const topo::Topology& topology);
+// LL's bus bandwidth at most, in bytes per second (tuning.cc's llMaxBws, Hopper: 141 GB/s on
+// one node; 39 GB/s on 2 nodes and 20.4 GB/s on more, Intel hosts), which NCCL's model gives
+// Ring and Tree LL whatever their channels: C channels share it.
+double nccl_ll_max_bandwidth(const topo::Topology& topology);
 
 }  // namespace ssim::sim

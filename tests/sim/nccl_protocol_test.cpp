@@ -217,6 +217,40 @@ TEST(NcclProtocolSim, FlowModelCapsEachChannel) {
   EXPECT_NEAR(run(all, t, NetworkKind::flow, bytes), want, 1e-9 * want);
 }
 
+// LL's bus bandwidth is at most NCCL's llMaxBw (141 GB/s on one Hopper node), which C channels
+// share: on a switch of 8 at 400 GB/s, 16 LL channels move 141 / 16 = 8.8 GB/s of data each (the
+// graph's share alone, 12.5, binds no longer), 4 channels 12.5 each (141 / 4 is more); two nodes
+// take the multi-node figure.
+TEST(NcclProtocolSim, LlChannelsShareNcclsLlCap) {
+  const int n = 8;
+  const topo::Topology t = testing::switch_of(n, kBw, kAlpha);
+  ASSERT_DOUBLE_EQ(nccl_ll_max_bandwidth(t), 141e9);
+  const ProtocolCost ll = nccl_default_protocols().ll;
+  const std::uint64_t bytes = 64ull << 20;
+  for (const auto& [channels, rate] : {std::pair{16, 141e9 / 16}, std::pair{4, 12.5e9}}) {
+    const alg::Schedule s = alg::generate(
+        "nccl_ring", n, opts({{"proto", "ll"}, {"channels", std::to_string(channels)}}));
+    ASSERT_EQ(alg::schedule_channels(s), channels);
+    const double chunk = static_cast<double>(bytes) / (n * channels);
+    const double want = ll.launch + 2.0 * (n - 1) * (ll.latency_intra * kAlpha + chunk / rate);
+    EXPECT_NEAR(run(s, t, NetworkKind::flow, bytes), want, 1e-9 * want) << channels;
+  }
+  auto nodes = [](int count) {
+    return topo::make_hierarchical({.nodes = count,
+                                    .gpus_per_node = 8,
+                                    .nvlink_bandwidth = BytesPerSecond{kBw},
+                                    .nvlink_latency = Seconds{kAlpha},
+                                    .nic_bandwidth = BytesPerSecond{50e9},
+                                    .nic_latency = Seconds{2e-6},
+                                    .fabric = topo::FabricKind::rail_optimized,
+                                    .spines = 1,
+                                    .spine_bandwidth = BytesPerSecond{50e9},
+                                    .spine_latency = Seconds{1e-6}});
+  };
+  EXPECT_DOUBLE_EQ(nccl_ll_max_bandwidth(nodes(2)), 39e9);
+  EXPECT_DOUBLE_EQ(nccl_ll_max_bandwidth(nodes(4)), 20.4e9);
+}
+
 // A chain A -> B -> C of two segments, pipelined (round 0: A sends segment 0; round 1: A sends
 // segment 1 while B forwards segment 0; round 2: B forwards segment 1); 2 MiB, 1 MiB a segment.
 alg::Schedule two_step_chain(bool protocol) {
