@@ -43,21 +43,23 @@ Executor::Executor(const alg::Schedule& schedule, const topo::Topology& topology
   if (proto) {
     network_.protocol = ProtocolTiming::of(network.protocols.of(*proto), topology.gpus_per_node);
     network_.protocol.pipelined = network.pipelined_kernels;
-    // In the flow model an NCCL collective's transfers are its channels (one each per step),
-    // each at most the graph's per-channel bandwidth (sim/protocol.hpp "channel"). Not NVLS
-    // kernels', whose transfers carry several channels' shares, nor NCCL's send/recv (a
-    // network-wide protocol), which spreads one peer's transfer over several channels; not in
-    // the alpha-beta model, whose one send port per rank already serves a rank's channels one
-    // after another (a cap there would make C channels C times slower than one).
-    if (named && network.kind == NetworkKind::flow && !alg::runs_nvls_kernel(schedule)) {
+    // An NCCL collective's transfers are its channels (one each per step), each at most the
+    // graph's per-channel bandwidth (sim/protocol.hpp "channel"). Not NVLS kernels', whose
+    // transfers carry several channels' shares, nor NCCL's send/recv (a network-wide
+    // protocol), which spreads one peer's transfer over several channels.
+    if (named && !alg::runs_nvls_kernel(schedule)) {
       const double wire = network.protocols.of(*proto).wire;
+      const int channels = alg::schedule_channels(schedule);
       network_.protocol.cap_channel(nccl_channel_bandwidth(topology), wire);
       // LL's bus bandwidth is at most llMaxBw whatever the channels: a ring's bus bandwidth is
       // C channels' data rate, so each channel moves at most llMaxBw / C.
       if (*proto == alg::Protocol::ll) {
-        network_.protocol.cap_channel(
-            wire * nccl_ll_max_bandwidth(topology) / alg::schedule_channels(schedule), wire);
+        network_.protocol.cap_channel(wire * nccl_ll_max_bandwidth(topology) / channels, wire);
       }
+      // The alpha-beta model's one send port per rank serves the rank's C channels one after
+      // another, so what caps one channel caps the port at C times that (a cap per transfer
+      // would make C channels C times slower than one; LL128's 36.7 GB/s did so before).
+      if (network.kind == NetworkKind::alphabeta) network_.protocol.scale_cap(channels);
     }
     // A pipelined NVLS kernel pays NVLS's per-step latencies (sim/protocol.hpp); which kernels
     // are NVLS's is the registry's to say (AlgorithmInfo::nvls_kernel).

@@ -26,7 +26,9 @@
 //               GB/s), and in the flow model the machine's (the executor, cap_channel): a
 //               channel moves at most NCCL's graph's per-channel bandwidth on the wire
 //               (sim::nccl_channel_bandwidth) and LL's C channels together at most llMaxBw
-//               (sim::nccl_ll_max_bandwidth); not for NVLS kernels nor NCCL's send/recv.
+//               (sim::nccl_ll_max_bandwidth); not for NVLS kernels nor NCCL's send/recv. The
+//               alpha-beta model's port serves a rank's C channels in turn: its cap is C
+//               channels' (ProtocolTiming::scale_cap).
 //
 // So a transfer of m bytes on a route of latency a and bandwidth b takes, in the alpha-beta model,
 //   f a + m max(w / b, 1 / cap),   w = wire / efficiency within a node, wire across nodes,
@@ -167,6 +169,13 @@ struct ProtocolTiming {
     if (channel_bandwidth > 0 && channel_bandwidth <= data) return;
     channel_bandwidth = data;
     inverse_cap = 1.0 / data;
+  }
+  // Multiplies the cap (if any) by `factor`: the alpha-beta model's port, which serves a
+  // rank's `factor` channels in turn.
+  void scale_cap(double factor) {
+    if (channel_bandwidth <= 0) return;
+    channel_bandwidth *= factor;
+    inverse_cap = 1.0 / channel_bandwidth;
   }
   bool across_nodes(std::size_t src, std::size_t dst) const {
     return gpus_per_node > 0 && src / gpus_per_node != dst / gpus_per_node;

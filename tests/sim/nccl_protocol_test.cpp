@@ -42,15 +42,15 @@ Resolved choose(const topo::Topology& t, Bytes size, const alg::Options& o) {
   return r;
 }
 
-// Seconds per data byte of one transfer of an NCCL collective (one channel's) whose route moves
-// it at `route_inverse` seconds per byte after the protocol's wire and efficiency: the
-// protocol's own cap, and in the flow model the graph's per-channel bandwidth on the wire
-// (nccl_channel_bandwidth; sim/protocol.hpp "channel").
+// Seconds per data byte of one transfer of a one-channel NCCL collective whose route moves it
+// at `route_inverse` seconds per byte after the protocol's wire and efficiency: the protocol's
+// own cap and the graph's per-channel bandwidth on the wire (nccl_channel_bandwidth;
+// sim/protocol.hpp "channel"), in both models (one channel: the alpha-beta port's cap is the
+// channel's).
 double per_byte(const ProtocolCost& c, double route_inverse, const topo::Topology& t,
-                NetworkKind kind) {
-  double inv = std::max(route_inverse, c.channel_bandwidth > 0 ? 1 / c.channel_bandwidth : 0);
-  if (kind == NetworkKind::flow) inv = std::max(inv, c.wire / nccl_channel_bandwidth(t));
-  return inv;
+                NetworkKind /*kind*/) {
+  const double inv = std::max(route_inverse, c.channel_bandwidth > 0 ? 1 / c.channel_bandwidth : 0);
+  return std::max(inv, c.wire / nccl_channel_bandwidth(t));
 }
 
 double run(const alg::Schedule& s, const topo::Topology& t, NetworkKind kind, std::uint64_t bytes,
@@ -64,8 +64,8 @@ double run(const alg::Schedule& s, const topo::Topology& t, NetworkKind kind, st
 
 // One channel's ring on a switch: the launch, then 2(n-1) steps of
 // f alpha + (s/n) max(wire / (efficiency b), 1 / cap), in both models (nothing shared), for each
-// protocol with NCCL's Hopper figures (a switch is one node: the NVLink efficiency applies); in
-// the flow model the cap is also the channel's share of the graph (b / 16 on the wire).
+// protocol with NCCL's Hopper figures (a switch is one node: the NVLink efficiency applies); the
+// cap is also the channel's share of the graph (b / 16 on the wire).
 TEST(NcclProtocolSim, RingOnASwitchMatchesTheClosedForm) {
   const int n = 8;
   const topo::Topology t = testing::switch_of(n, kBw, kAlpha);
@@ -100,7 +100,7 @@ TEST(NcclProtocolSim, RingOnASwitchMatchesTheClosedForm) {
 
 // A schedule that names no protocol is costed by its routes alone: no launch, no NVLink
 // efficiency, no channel cap, Simple's latencies; naming Simple adds exactly the launch, the
-// efficiency and (flow model) the channel's cap.
+// efficiency and the channel's cap.
 TEST(NcclProtocolSim, NoProtocolNoNcclCosts) {
   const int n = 8;
   const topo::Topology t = testing::switch_of(n, kBw, kAlpha);
@@ -215,6 +215,26 @@ TEST(NcclProtocolSim, FlowModelCapsEachChannel) {
   const double want = table.simple.launch +
                       2.0 * (bytes / 2.0) / (table.simple.efficiency_intra * kBw);
   EXPECT_NEAR(run(all, t, NetworkKind::flow, bytes), want, 1e-9 * want);
+}
+
+// In the alpha-beta model a rank's one send port serves its C channels in turn, so the port
+// moves at most C channels' cap: LL128 on 2 ranks of a 400 GB/s switch, a channel's cap
+// min(36.7, 25 x 120/128) = 23.4 GB/s of data, takes the launch and 2 steps of
+// s/2 max(w / (e b), 1 / (C cap)): 1 and 2 channels at their caps, 16 at the link's share.
+// With the cap applied to each transfer (as before), 16 channels took 16 times as long as one
+// channel's cap allows.
+TEST(NcclProtocolSim, AlphaBetaPortCapsChannelsTogether) {
+  const topo::Topology t = testing::switch_of(2, kBw, 0.0);
+  const ProtocolCost c = nccl_default_protocols().ll128;
+  const double cap = std::min(c.channel_bandwidth, 25e9 * 120 / 128);
+  const std::uint64_t bytes = 64ull << 20;
+  for (int channels : {1, 2, 16}) {
+    const alg::Schedule s = alg::generate(
+        "nccl_ring", 2, opts({{"proto", "ll128"}, {"channels", std::to_string(channels)}}));
+    const double inv = std::max(c.wire / (c.efficiency_intra * kBw), 1 / (channels * cap));
+    const double want = c.launch + 2.0 * (bytes / 2.0) * inv;
+    EXPECT_NEAR(run(s, t, NetworkKind::alphabeta, bytes), want, 1e-9 * want) << channels;
+  }
 }
 
 // LL's bus bandwidth is at most NCCL's llMaxBw (141 GB/s on one Hopper node), which C channels
