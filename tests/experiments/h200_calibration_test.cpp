@@ -1,8 +1,9 @@
-// The shared-device model calibrated on the committed H200 measurements
-// (data/measured/h200/2026-11-26): one parameter set fitted on the no-delay graph-launch runs,
-// checked on every run and on the held-out ones (5 ms delay, delay sweep), and the shipped
-// configs/topologies/h200_single_gpu.yaml is that fit. The bounds are the figures
-// docs/calibration.md "Measured on an H200" reports, rounded up a little.
+// The shared-device model calibrated on the committed H200 measurements of the single-gpu
+// transport (data/measured/h200/2026-11-26-direct/single-gpu-*.csv, binary 9b92b19): one
+// parameter set fitted on the no-delay graph-launch runs, checked on every run and on the
+// held-out ones (5 ms delay, delay sweep), and the shipped configs/topologies/h200_single_gpu.yaml
+// is that fit. The bounds are the figures docs/calibration.md "Measured on an H200" reports,
+// rounded up a little.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -24,26 +25,30 @@ namespace {
 
 // The figures reached (docs/calibration.md "Measured on an H200"), rounded up by about half a
 // point. Issue 22 asks for a median <= 5% over all rows and per algorithm, p95 <= 15%, held-out
-// median <= 8% and the crossover within 0.3 ms; the p95 and three algorithms' medians are missed
-// (docs/calibration.md). With the odd-stride rule of the range alone (before every copy of an
-// odd-chunk run counted, sim/shared_device.cpp) the fit reached 4.4%, 21.2%, 4.1%, direct 7.3%,
-// stragglar 4.0% and a crossover 0.24 ms late, which these bounds refuse.
-constexpr double kMedianAll = 0.036;     // reached 3.1%
-constexpr double kP95All = 0.19;         // reached 18.5%
-constexpr double kMedianHeldOut = 0.03;  // reached 2.5%
+// median <= 8% and the crossover within 0.3 ms; the p95 (15.3%) and two algorithms' medians
+// (tree, straggler_tree) are missed (docs/calibration.md). The same fit on the morning binary's
+// runs (data/measured/h200/2026-11-26/graph-*.csv, the file shipped until 2026-11-30) reached
+// 3.1%, p95 18.5%, held out 2.5%, and misses the later binaries' runs by 7-11% (median).
+constexpr double kMedianAll = 0.041;     // reached 3.6%
+constexpr double kP95All = 0.158;        // reached 15.3%
+constexpr double kMedianHeldOut = 0.039;  // reached 3.4%
+constexpr double kMedianFitted = 0.045;   // reached 4.0%
 const std::map<std::string, double> kMedianPerAlgorithm = {
-    {"ring", 0.024},          {"rhd", 0.027},
-    {"direct", 0.027},        {"tree", 0.07},
-    {"dbtree", 0.081},        {"straggler_tree", 0.094},
-    {"stragglar", 0.027},     {"halving_doubling", 0.04},
-    {"direct_rs_ag", 0.04},   {"hierarchical", 0.034},
-    {"stragglar_hier", 0.038}};
-// Measured 1.27 ms; the model says 1.34 ms (scripts/h200_figures.py interpolates it the same way).
-constexpr double kExpectedMeasuredCrossover = 1.2716e-3;
-constexpr double kCrossoverTolerance = 0.12e-3;      // reached 0.07 ms (1.34 ms, interpolated)
-constexpr double kExactCrossoverTolerance = 0.2e-3;  // reached 0.16 ms (1.43 ms, bisection)
+    {"ring", 0.02},           {"rhd", 0.035},
+    {"direct", 0.028},        {"tree", 0.07},
+    {"dbtree", 0.041},        {"straggler_tree", 0.076},
+    {"stragglar", 0.037},     {"halving_doubling", 0.042},
+    {"direct_rs_ag", 0.049},  {"hierarchical", 0.042},
+    {"stragglar_hier", 0.051}};
+// Measured 1.31 ms; the model says 1.32 ms (scripts/h200_figures.py interpolates it the same way).
+constexpr double kExpectedMeasuredCrossover = 1.3139e-3;
+constexpr double kCrossoverTolerance = 0.06e-3;      // reached 0.01 ms (1.32 ms, interpolated)
+constexpr double kExactCrossoverTolerance = 0.15e-3;  // reached 0.11 ms (1.43 ms, bisection)
 
-const std::string kData = std::string(STRAGGLESIM_SOURCE_DIR) + "/data/measured/h200/2026-11-26";
+// The runs of the single-gpu transport: PREFIX + graph-d0-ALGO.csv, graph-d5ms-, sweep-dDELAY-.
+const std::string kData =
+    std::string(STRAGGLESIM_SOURCE_DIR) + "/data/measured/h200/2026-11-26-direct";
+const std::string kPrefix = "single-gpu-";
 
 std::vector<std::string> files(const std::vector<std::string>& prefixes) {
   std::vector<std::string> out;
@@ -51,7 +56,7 @@ std::vector<std::string> files(const std::vector<std::string>& prefixes) {
     const std::string name = e.path().filename().string();
     if (e.path().extension() != ".csv") continue;
     for (const std::string& p : prefixes) {
-      if (name.rfind(p, 0) == 0) out.push_back(e.path().string());
+      if (name.rfind(kPrefix + p, 0) == 0) out.push_back(e.path().string());
     }
   }
   std::sort(out.begin(), out.end());
@@ -61,7 +66,7 @@ std::vector<std::string> files(const std::vector<std::string>& prefixes) {
 SimFitOptions h200_options() {
   SimFitOptions o;
   o.kind = "shared_device";
-  o.holdout_filters = {"file!=graph-d0-*"};
+  o.holdout_filters = {"file!=" + kPrefix + "graph-d0-*"};
   o.algorithm_options["hierarchical"].set("gpus_per_node", "4");
   o.algorithm_options["stragglar_hier"].set("gpus_per_node", "4");
   return o;
@@ -86,6 +91,7 @@ TEST(H200Calibration, OneParameterSetPredictsEveryRun) {
   }
   // Rows not used in the fit: the 5 ms runs and the delay sweep.
   EXPECT_LE(abs_error_quantile(f.rows, 0.5, true), kMedianHeldOut);
+  EXPECT_LE(abs_error_quantile(f.rows, 0.5, false), kMedianFitted);
 }
 
 TEST(H200Calibration, TheShippedTopologyIsThisFit) {
@@ -127,7 +133,9 @@ std::vector<std::array<double, 3>> measured_sweep() {
   std::map<std::string, std::vector<double>> delay, ring, stragglar;
   for (const MeasuredFile& f : read_measured_files(files({"sweep-"}))) {
     const std::string name = std::filesystem::path(f.name).filename().string();
-    const std::string nominal = name.substr(0, name.find('-', 7));  // sweep-dDELAY
+    // PREFIX sweep-dDELAY-ALGO.csv -> sweep-dDELAY
+    const std::size_t at = kPrefix.size() + 6;
+    const std::string nominal = name.substr(kPrefix.size(), name.find('-', at) - kPrefix.size());
     for (const calib::MeasuredRun& r : f.runs) {
       const bool delayed = r.row.delay.value > 0;
       const double t = delayed ? r.row.after_last_arrival.value : r.row.time.value;
@@ -146,7 +154,7 @@ std::vector<std::array<double, 3>> measured_sweep() {
 }
 
 TEST(H200Calibration, StragglarCrossesRingWhereTheSweepDoes) {
-  // Measured (sweep-*.csv, 256 MiB): Ring / StragglAR 0.94x at 1.08 ms, 1.28x at 2.14 ms.
+  // Measured (single-gpu-sweep-*.csv, 256 MiB): Ring / StragglAR 0.92x at 1.08 ms, 1.24x at 2 ms.
   const std::vector<std::array<double, 3>> measured = measured_sweep();
   const double crossover = interpolated_crossover(measured);
   EXPECT_NEAR(crossover, kExpectedMeasuredCrossover, 1e-6);
@@ -263,15 +271,18 @@ SimFit rank_counts(const std::string& transport, const std::string& topology) {
 }
 
 TEST(H200Calibration, RankCountsTheFitNeverSaw) {
-  // single-gpu reached: no delay median 6.9%, 2 ms 7.1%, p95 20.5% (with the range's own
-  // odd-stride rule: 7.0%, 8.2%, 26.0%).
+  // single-gpu reached: no delay median 9.3%, 2 ms 9.9%, p95 46.2%: worse than the file
+  // fitted on the morning binary's runs (6.9%, 7.1%, 20.5%), although these runs are the same
+  // binary's as the fit's. The refit's launch_time (0.081 us) is less than half what the launch
+  // probe measures (0.175-0.23 us, data/measured/h200/2026-11-29-probes), and a round's launches
+  // are what grows with the rank count: 32 ranks 12.6%, 64 ranks 17.5% (docs/calibration.md).
   const SimFit s = rank_counts("single-gpu", "h200_single_gpu.yaml");
   ASSERT_TRUE(s.converged);
   EXPECT_TRUE(s.fitted.empty());
   EXPECT_EQ(s.rows.size(), 1600u);
-  EXPECT_LE(abs_error_quantile(s.rows, 0.5, false), 0.074);
-  EXPECT_LE(abs_error_quantile(s.rows, 0.5, true), 0.077);
-  EXPECT_LE(abs_error_quantile(s.rows, 0.95), 0.21);
+  EXPECT_LE(abs_error_quantile(s.rows, 0.5, false), 0.098);
+  EXPECT_LE(abs_error_quantile(s.rows, 0.5, true), 0.104);
+  EXPECT_LE(abs_error_quantile(s.rows, 0.95), 0.47);
   // direct reached: no delay 8.5% (28.0%), 2 ms 11.8% (43.5%).
   const SimFit d = rank_counts("direct", "h200_direct.yaml");
   ASSERT_TRUE(d.converged);
