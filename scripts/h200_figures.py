@@ -14,7 +14,8 @@
    and DIR/rows.csv (every compared row: measured, simulated, error). (Until 2026-11-30 the
    shipped file was fitted, launch_time included, on the morning binary's runs,
    2026-11-26/graph-d0-*.csv; --data 2026-11-26 --fit-launch-time refits that, while step 2's
-   scaling and rank counts still use the shipped files.) With the direct transport's runs it does the same with copy_factor 0:
+   scaling and rank counts still use the shipped files.) With the direct transport's runs it
+   does the same with copy_factor 0 (launch_time fitted there):
    DIR/direct/h200_direct.yaml (the shipped configs/topologies/h200_direct.yaml), DIR/direct/rows.csv.
 2. Prints, as Markdown: the error summary, the table per algorithm and size (median measured,
    simulated, error; no delay and 5 ms), StragglAR's crossover delay over Ring at 256 MiB
