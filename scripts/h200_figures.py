@@ -2,12 +2,20 @@
 """The figures of docs/calibration.md "Measured on an H200", from the committed data.
 
     python3 scripts/h200_figures.py [--stragglesim build/experiments/stragglesim] [--out DIR]
+                                    [--data 2026-11-26] [--fit-launch-time]
 
-1. Calibrates the shared-device model on the no-delay graph-launch runs (graph-d0-*.csv) with
-   `stragglesim calibrate --topology-kind shared_device`, holding out the 5 ms runs and the delay
-   sweep, and writes DIR/h200_single_gpu.yaml (the shipped configs/topologies/h200_single_gpu.yaml
-   is this file) and DIR/rows.csv (every compared row: measured, simulated, error).
-   With the direct transport's runs (2026-11-26-direct) it does the same with copy_factor 0:
+1. Calibrates the shared-device model on the single-gpu transport's no-delay graph-launch runs
+   of binary 9b92b19 (2026-11-26-direct/single-gpu-graph-d0-*.csv) with `stragglesim calibrate
+   --topology-kind shared_device`, holding out the 5 ms runs and the delay sweep, with
+   launch_time not fitted but fixed at the launch probe's measurement (the median per-operation
+   time of 2026-11-29-probes/launch.txt's rows with 8 to 64 streams, both patterns: 0.188 us;
+   --fit-launch-time fits it with the rest, as the files shipped before did), and writes
+   DIR/h200_single_gpu.yaml (the shipped configs/topologies/h200_single_gpu.yaml is this file)
+   and DIR/rows.csv (every compared row: measured, simulated, error). (Until 2026-11-30 the
+   shipped file was fitted, launch_time included, on the morning binary's runs,
+   2026-11-26/graph-d0-*.csv; --data 2026-11-26 --fit-launch-time refits that, while step 2's
+   scaling and rank counts still use the shipped files.) With the direct transport's runs it
+   does the same with copy_factor 0 (launch_time fitted there):
    DIR/direct/h200_direct.yaml (the shipped configs/topologies/h200_direct.yaml), DIR/direct/rows.csv.
 2. Prints, as Markdown: the error summary, the table per algorithm and size (median measured,
    simulated, error; no delay and 5 ms), StragglAR's crossover delay over Ring at 256 MiB
@@ -29,8 +37,13 @@ import sys
 from collections import defaultdict
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = os.path.join(ROOT, "data", "measured", "h200", "2026-11-26")
 DATA_DIRECT = os.path.join(ROOT, "data", "measured", "h200", "2026-11-26-direct")
+# The single-gpu fit's runs: binary 9b92b19's, named single-gpu-graph-d0-ALGO.csv etc.
+DATA, PREFIX = DATA_DIRECT, "single-gpu-"
+# --data 2026-11-26: the morning binary's (0eb3d26) runs, named graph-d0-ALGO.csv etc.
+OLD_DATA = os.path.join(ROOT, "data", "measured", "h200", "2026-11-26")
+# The launch probe's reading on one H200: what one operation costs the device to start.
+LAUNCH_PROBE = os.path.join(ROOT, "data", "measured", "h200", "2026-11-29-probes", "launch.txt")
 ALGOS = ["ring", "rhd", "direct", "tree", "dbtree", "straggler_tree", "stragglar",
          "halving_doubling", "direct_rs_ag", "hierarchical", "stragglar_hier"]
 
@@ -55,17 +68,42 @@ def run(cmd):
     return r.stdout
 
 
-def calibrate(binary, out):
-    files = sorted(f for f in os.listdir(DATA)
-                   if f.endswith(".csv") and f.startswith(("graph-d0-", "graph-d5ms-", "sweep-")))
-    first = [f for f in files if f.startswith("graph-d0-")]
+def probe_launch_time():
+    """launch_time in us from the launch probe: the median op_us of its rows with 8 to 64 streams
+    ("ring" and "free"; below 8 streams an operation's own latency is not hidden and the figure
+    is not the shared launch cost the model's launch_time is)."""
+    ops = []
+    with open(LAUNCH_PROBE) as f:
+        header = None
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            cells = line.split()
+            if header is None:
+                header = cells
+                continue
+            r = dict(zip(header, cells))
+            if r["pattern"] in ("ring", "free") and int(r["streams"]) >= 8:
+                ops.append(float(r["op_us"]))
+    if not ops:
+        print("%s: no ring or free rows with 8 or more streams" % LAUNCH_PROBE, file=sys.stderr)
+        sys.exit(1)
+    return statistics.median(ops)
+
+
+def calibrate(binary, out, fit_launch_time=False):
+    files = sorted(f for f in os.listdir(DATA) if f.endswith(".csv") and f.startswith(
+        tuple(PREFIX + k for k in ("graph-d0-", "graph-d5ms-", "sweep-"))))
+    first = [f for f in files if f.startswith(PREFIX + "graph-d0-")]
     rest = [f for f in files if f not in first]
     cmd = [binary, "calibrate"] + [os.path.join(DATA, f) for f in first + rest] + [
-        "--topology-kind", "shared_device", "--holdout", "file!=graph-d0-*",
+        "--topology-kind", "shared_device", "--holdout", "file!=%sgraph-d0-*" % PREFIX,
         "--algorithm-option", "hierarchical:gpus_per_node=4",
         "--algorithm-option", "stragglar_hier:gpus_per_node=4",
         "--rows-output", os.path.join(out, "rows.csv"),
         "-o", os.path.join(out, "h200_single_gpu.yaml")]
+    if not fit_launch_time:
+        cmd += ["--fix", "launch_time=%gus" % probe_launch_time()]
     return run(cmd)
 
 
@@ -99,7 +137,7 @@ def group(rows, prefix):
     `prefix`. Delayed rows are simulated each with its own measured delay_s."""
     g = defaultdict(lambda: [[], []])
     for r in rows:
-        if not r["file"].startswith(prefix):
+        if not r["file"].startswith(PREFIX + prefix):
             continue
         k = (r["algorithm"], int(r["bytes"]))
         g[k][0].append(float(r["measured_s"]))
@@ -136,9 +174,9 @@ def sweep_crossover(rows):
     """Per sweep file (one nominal delay): median delay_s, median measured and simulated time."""
     med, sim, delay = defaultdict(list), defaultdict(list), defaultdict(list)
     for r in rows:
-        if not r["file"].startswith("sweep-") or int(r["bytes"]) != 256 << 20:
+        if not r["file"].startswith(PREFIX + "sweep-") or int(r["bytes"]) != 256 << 20:
             continue
-        nominal = r["file"].split("-")[1]
+        nominal = r["file"][len(PREFIX):].split("-")[1]
         k = (r["algorithm"], nominal)
         med[k].append(float(r["measured_s"]))
         sim[k].append(float(r["simulated_s"]))
@@ -278,12 +316,21 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--stragglesim", default=os.path.join(ROOT, "build", "experiments", "stragglesim"))
     p.add_argument("--out", default="h200_figures")
+    p.add_argument("--data", choices=["2026-11-26-direct", "2026-11-26"], default="2026-11-26-direct",
+                   help="the single-gpu runs to fit: 9b92b19's (default; the shipped file) or the "
+                   "morning binary's (the file shipped until 2026-11-30)")
+    p.add_argument("--fit-launch-time", action="store_true",
+                   help="fit launch_time with the other parameters instead of fixing it at the "
+                   "launch probe's %s" % os.path.relpath(LAUNCH_PROBE, ROOT))
     a = p.parse_args()
+    global DATA, PREFIX
+    if a.data == "2026-11-26":
+        DATA, PREFIX = OLD_DATA, ""
     if os.path.exists(a.out) and (not os.path.isdir(a.out) or os.listdir(a.out)):
         print("%s exists and is not an empty folder: choose another --out" % a.out, file=sys.stderr)
         sys.exit(1)
     os.makedirs(a.out, exist_ok=True)
-    calibrate(a.stragglesim, a.out)
+    calibrate(a.stragglesim, a.out, a.fit_launch_time)
     rows = read_rows(a.out)
     summary(rows)
     print()

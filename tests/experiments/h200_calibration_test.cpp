@@ -1,6 +1,8 @@
-// The shared-device model calibrated on the committed H200 measurements
-// (data/measured/h200/2026-11-26): one parameter set fitted on the no-delay graph-launch runs,
-// checked on every run and on the held-out ones (5 ms delay, delay sweep), and the shipped
+// The shared-device model calibrated on the committed H200 measurements of the single-gpu
+// transport (data/measured/h200/2026-11-26-direct/single-gpu-*.csv, binary 9b92b19): one
+// parameter set fitted on the no-delay graph-launch runs with launch_time fixed at the launch
+// probe's measurement (data/measured/h200/2026-11-29-probes/launch.txt), checked on every run
+// and on the held-out ones (5 ms delay, delay sweep), and the shipped
 // configs/topologies/h200_single_gpu.yaml is that fit. The bounds are the figures
 // docs/calibration.md "Measured on an H200" reports, rounded up a little.
 #include <gtest/gtest.h>
@@ -11,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,26 +27,34 @@ namespace {
 
 // The figures reached (docs/calibration.md "Measured on an H200"), rounded up by about half a
 // point. Issue 22 asks for a median <= 5% over all rows and per algorithm, p95 <= 15%, held-out
-// median <= 8% and the crossover within 0.3 ms; the p95 and three algorithms' medians are missed
-// (docs/calibration.md). With the odd-stride rule of the range alone (before every copy of an
-// odd-chunk run counted, sim/shared_device.cpp) the fit reached 4.4%, 21.2%, 4.1%, direct 7.3%,
-// stragglar 4.0% and a crossover 0.24 ms late, which these bounds refuse.
-constexpr double kMedianAll = 0.036;     // reached 3.1%
-constexpr double kP95All = 0.19;         // reached 18.5%
-constexpr double kMedianHeldOut = 0.03;  // reached 2.5%
+// median <= 8% and the crossover within 0.3 ms; the p95 (18.1%) and one algorithm's median
+// (stragglar_hier, 7.4%) are missed (docs/calibration.md). With launch_time fitted too (0.081
+// us) the same runs reach 3.6%, p95 15.3%, fitted 4.0%, held out 3.4%, and the rank counts the
+// fit never saw 9.3% / 9.9% (RankCountsTheFitNeverSaw); the same free fit on the morning
+// binary's runs (data/measured/h200/2026-11-26/graph-*.csv, the file shipped until 2026-11-30)
+// reached 3.1%, p95 18.5%, held out 2.5%, and misses the later binaries' runs by 7-11%.
+constexpr double kMedianAll = 0.041;      // reached 3.6%
+constexpr double kP95All = 0.186;         // reached 18.1%
+constexpr double kMedianHeldOut = 0.04;   // reached 3.5%
+constexpr double kMedianFitted = 0.044;   // reached 3.9%
 const std::map<std::string, double> kMedianPerAlgorithm = {
-    {"ring", 0.024},          {"rhd", 0.027},
-    {"direct", 0.027},        {"tree", 0.07},
-    {"dbtree", 0.081},        {"straggler_tree", 0.094},
-    {"stragglar", 0.027},     {"halving_doubling", 0.04},
-    {"direct_rs_ag", 0.04},   {"hierarchical", 0.034},
-    {"stragglar_hier", 0.038}};
-// Measured 1.27 ms; the model says 1.34 ms (scripts/h200_figures.py interpolates it the same way).
-constexpr double kExpectedMeasuredCrossover = 1.2716e-3;
-constexpr double kCrossoverTolerance = 0.12e-3;      // reached 0.07 ms (1.34 ms, interpolated)
-constexpr double kExactCrossoverTolerance = 0.2e-3;  // reached 0.16 ms (1.43 ms, bisection)
+    {"ring", 0.023},          {"rhd", 0.026},
+    {"direct", 0.026},        {"tree", 0.048},
+    {"dbtree", 0.051},        {"straggler_tree", 0.055},
+    {"stragglar", 0.036},     {"halving_doubling", 0.042},
+    {"direct_rs_ag", 0.054},  {"hierarchical", 0.044},
+    {"stragglar_hier", 0.079}};
+// Measured 1.31 ms; the model says 1.38 ms simulated at the sweep's median delays with the
+// straggler on rank 7, as here (scripts/h200_figures.py, which takes the median of each row
+// simulated at its own delay, says 1.32 ms; with launch_time fitted both said 1.32 ms).
+constexpr double kExpectedMeasuredCrossover = 1.3139e-3;
+constexpr double kCrossoverTolerance = 0.09e-3;       // reached 0.06 ms (1.38 ms, interpolated)
+constexpr double kExactCrossoverTolerance = 0.15e-3;  // reached 0.12 ms (1.43 ms, bisection)
 
-const std::string kData = std::string(STRAGGLESIM_SOURCE_DIR) + "/data/measured/h200/2026-11-26";
+// The runs of the single-gpu transport: PREFIX + graph-d0-ALGO.csv, graph-d5ms-, sweep-dDELAY-.
+const std::string kData =
+    std::string(STRAGGLESIM_SOURCE_DIR) + "/data/measured/h200/2026-11-26-direct";
+const std::string kPrefix = "single-gpu-";
 
 std::vector<std::string> files(const std::vector<std::string>& prefixes) {
   std::vector<std::string> out;
@@ -51,7 +62,7 @@ std::vector<std::string> files(const std::vector<std::string>& prefixes) {
     const std::string name = e.path().filename().string();
     if (e.path().extension() != ".csv") continue;
     for (const std::string& p : prefixes) {
-      if (name.rfind(p, 0) == 0) out.push_back(e.path().string());
+      if (name.rfind(kPrefix + p, 0) == 0) out.push_back(e.path().string());
     }
   }
   std::sort(out.begin(), out.end());
@@ -61,15 +72,42 @@ std::vector<std::string> files(const std::vector<std::string>& prefixes) {
 SimFitOptions h200_options() {
   SimFitOptions o;
   o.kind = "shared_device";
-  o.holdout_filters = {"file!=graph-d0-*"};
+  o.holdout_filters = {"file!=" + kPrefix + "graph-d0-*"};
   o.algorithm_options["hierarchical"].set("gpus_per_node", "4");
   o.algorithm_options["stragglar_hier"].set("gpus_per_node", "4");
   return o;
 }
 
+// launch_time as scripts/h200_figures.py fixes it: the launch probe's median seconds per
+// operation over its rows with 8 to 64 streams, ring and free (launch.txt: pattern streams
+// round_us op_us; below 8 streams an operation's own latency shows, not the shared launch cost).
+double probe_launch_time() {
+  const std::string path =
+      std::string(STRAGGLESIM_SOURCE_DIR) + "/data/measured/h200/2026-11-29-probes/launch.txt";
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << path;
+  std::vector<double> ops;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream cells(line);
+    std::string pattern;
+    int streams = 0;
+    double round_us = 0, op_us = 0;
+    if (!(cells >> pattern >> streams >> round_us >> op_us)) continue;  // the header
+    if ((pattern == "ring" || pattern == "free") && streams >= 8) ops.push_back(op_us * 1e-6);
+  }
+  EXPECT_EQ(ops.size(), 8u) << path;
+  return ops.empty() ? 0 : quantile(ops, 0.5);
+}
+
 const SimFit& h200_fit() {
-  static const SimFit fit = fit_by_simulation(
-      read_measured_files(files({"graph-d0-", "graph-d5ms-", "sweep-"})), h200_options());
+  static const SimFit fit = [] {
+    SimFitOptions o = h200_options();
+    o.fixed["launch_time"] = probe_launch_time();
+    return fit_by_simulation(read_measured_files(files({"graph-d0-", "graph-d5ms-", "sweep-"})),
+                             o);
+  }();
   return fit;
 }
 
@@ -86,6 +124,7 @@ TEST(H200Calibration, OneParameterSetPredictsEveryRun) {
   }
   // Rows not used in the fit: the 5 ms runs and the delay sweep.
   EXPECT_LE(abs_error_quantile(f.rows, 0.5, true), kMedianHeldOut);
+  EXPECT_LE(abs_error_quantile(f.rows, 0.5, false), kMedianFitted);
 }
 
 TEST(H200Calibration, TheShippedTopologyIsThisFit) {
@@ -108,6 +147,10 @@ TEST(H200Calibration, TheShippedTopologyIsThisFit) {
   EXPECT_EQ(d.apply_copy_factor, 2);
   EXPECT_NEAR(d.unaligned_factor, f.values.at("unaligned_factor"), 1e-5);
   EXPECT_NEAR(d.launch_time.value, f.values.at("launch_time"), 1e-5 * f.values.at("launch_time"));
+  // Not fitted: the probe's figure, which the file's provenance cites (0.188 us).
+  EXPECT_EQ(f.values.at("launch_time"), probe_launch_time());
+  EXPECT_TRUE(std::find(f.fitted.begin(), f.fitted.end(), "launch_time") == f.fitted.end());
+  EXPECT_NEAR(d.launch_time.value, 0.188e-6, 1e-12);
 }
 
 // The crossover by linear interpolation of Ring / StragglAR between the sweep's delays:
@@ -127,7 +170,9 @@ std::vector<std::array<double, 3>> measured_sweep() {
   std::map<std::string, std::vector<double>> delay, ring, stragglar;
   for (const MeasuredFile& f : read_measured_files(files({"sweep-"}))) {
     const std::string name = std::filesystem::path(f.name).filename().string();
-    const std::string nominal = name.substr(0, name.find('-', 7));  // sweep-dDELAY
+    // PREFIX sweep-dDELAY-ALGO.csv -> sweep-dDELAY
+    const std::size_t at = kPrefix.size() + 6;
+    const std::string nominal = name.substr(kPrefix.size(), name.find('-', at) - kPrefix.size());
     for (const calib::MeasuredRun& r : f.runs) {
       const bool delayed = r.row.delay.value > 0;
       const double t = delayed ? r.row.after_last_arrival.value : r.row.time.value;
@@ -146,7 +191,7 @@ std::vector<std::array<double, 3>> measured_sweep() {
 }
 
 TEST(H200Calibration, StragglarCrossesRingWhereTheSweepDoes) {
-  // Measured (sweep-*.csv, 256 MiB): Ring / StragglAR 0.94x at 1.08 ms, 1.28x at 2.14 ms.
+  // Measured (single-gpu-sweep-*.csv, 256 MiB): Ring / StragglAR 0.92x at 1.08 ms, 1.24x at 2 ms.
   const std::vector<std::array<double, 3>> measured = measured_sweep();
   const double crossover = interpolated_crossover(measured);
   EXPECT_NEAR(crossover, kExpectedMeasuredCrossover, 1e-6);
@@ -263,15 +308,17 @@ SimFit rank_counts(const std::string& transport, const std::string& topology) {
 }
 
 TEST(H200Calibration, RankCountsTheFitNeverSaw) {
-  // single-gpu reached: no delay median 6.9%, 2 ms 7.1%, p95 20.5% (with the range's own
-  // odd-stride rule: 7.0%, 8.2%, 26.0%).
+  // single-gpu reached: no delay median 6.8%, 2 ms 7.2%, p95 18.4% (launch_time fixed at the
+  // launch probe's 0.188 us). With launch_time fitted (0.081 us, under half what the probe
+  // measures) the same runs were 9.3%, 9.9%, p95 46.2%, worst at 32-64 ranks where a round is
+  // mostly launches; the file fitted on the morning binary's runs 6.9%, 7.1%, 20.5%.
   const SimFit s = rank_counts("single-gpu", "h200_single_gpu.yaml");
   ASSERT_TRUE(s.converged);
   EXPECT_TRUE(s.fitted.empty());
   EXPECT_EQ(s.rows.size(), 1600u);
-  EXPECT_LE(abs_error_quantile(s.rows, 0.5, false), 0.074);
+  EXPECT_LE(abs_error_quantile(s.rows, 0.5, false), 0.073);
   EXPECT_LE(abs_error_quantile(s.rows, 0.5, true), 0.077);
-  EXPECT_LE(abs_error_quantile(s.rows, 0.95), 0.21);
+  EXPECT_LE(abs_error_quantile(s.rows, 0.95), 0.19);
   // direct reached: no delay 8.5% (28.0%), 2 ms 11.8% (43.5%).
   const SimFit d = rank_counts("direct", "h200_direct.yaml");
   ASSERT_TRUE(d.converged);
