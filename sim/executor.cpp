@@ -42,7 +42,11 @@ Executor::Executor(const alg::Schedule& schedule, const topo::Topology& topology
   if (named) proto = named;
   if (proto) {
     network_.protocol = ProtocolTiming::of(network.protocols.of(*proto), topology.gpus_per_node);
-    network_.protocol.pipelined = network.pipelined_kernels;
+    // Pipelined steps are an NCCL collective kernel's (its channels' steps in flight across
+    // rounds). A schedule run as NCCL's send/recv under a network-wide protocol issues each
+    // round as its own group of calls (gpu_backend/cuda/executor.hpp: one ncclGroupStart ..
+    // ncclGroupEnd and the apply per round), so its rounds keep the per-round rule.
+    network_.protocol.pipelined = network.pipelined_kernels && named.has_value();
     // An NCCL collective's transfers are its channels (one each per step), each at most the
     // graph's per-channel bandwidth (sim/protocol.hpp "channel"). Not NVLS kernels', whose
     // transfers carry several channels' shares, nor NCCL's send/recv (a network-wide
@@ -63,7 +67,7 @@ Executor::Executor(const alg::Schedule& schedule, const topo::Topology& topology
     }
     // A pipelined NVLS kernel pays NVLS's per-step latencies (sim/protocol.hpp); which kernels
     // are NVLS's is the registry's to say (AlgorithmInfo::nvls_kernel).
-    if (network.pipelined_kernels && alg::runs_nvls_kernel(schedule)) {
+    if (network_.protocol.pipelined && alg::runs_nvls_kernel(schedule)) {
       network_.protocol.switch_step = kNcclNvlsStep / 2;
       network_.protocol.step_inter = kNcclNvlsTreeNetStep;
     }
