@@ -98,7 +98,9 @@ struct IterationResult {
 // tracks and count queues without holding the whole run. A pipelined NCCL kernel's run
 // (NetworkConfig::pipelined_kernels) finishes a rank's transfers out of that order; Executor::run
 // then holds its sides and hands them all on, in that order, when the run is over (memory
-// O(transfers) for those runs only, about 100 bytes a side; ties in schedule order). Rate
+// O(transfers) for those runs only, about 100 bytes a side; ties in schedule order). There a
+// side's ready time is at most its start: the flow model's pipelined transfer may start before
+// its receiver reaches the step (the timeline keeps when it did; the sink is told the start). Rate
 // changes of the flow model come through RateObserver, in time order, as the run makes them
 // (before the held sides of a pipelined run).
 class TimelineSink : public RateObserver {
