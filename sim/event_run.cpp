@@ -1,6 +1,7 @@
 #include "sim/event_run.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <string>
 #include <utility>
@@ -12,6 +13,27 @@ namespace ssim::sim {
 
 // The private helpers below are `inline` (only this file calls them), as they were when defined
 // in the class body, so that the compiler weighs inlining them into the handlers the same way.
+
+namespace {
+
+// Tells `sink` of a side. A pipelined kernel's transfer can start before its receiver reaches
+// the step (only the sender holds it back; the data lands in the receiver's buffer), even land
+// before: a trace draws a side from its ready time and its transfer from the start, so a ready
+// time after the start, or not yet known (NaN: describe), is the start (the receive posted when
+// its data began to come). The timeline keeps the times as they are.
+void tell(TimelineSink& sink, const TransferRecord& rec, TimelineSink::Side side, bool pipelined) {
+  if (!pipelined) {
+    sink.transfer_side(rec, side);
+    return;
+  }
+  TransferRecord told = rec;
+  for (Seconds* ready : {&told.src_ready, &told.dst_ready}) {
+    if (!(ready->value <= told.start.value)) *ready = told.start;
+  }
+  sink.transfer_side(told, side);
+}
+
+}  // namespace
 
 Executor::EventRun::EventRun(int ranks, int chunks, RouteCache& routes, NetworkConfig network,
                              Bytes bytes)
@@ -155,7 +177,7 @@ void Executor::EventRun::transfer_done(std::uint32_t id, Seconds now) {
   const bool reduces = tr.op == alg::Op::reduce && network_.gamma.value > 0 && m > 0;
   if (TransferRecord* rec = record(t, w, j)) {
     rec->end = rec->done = now;
-    if (sink_) sink_->transfer_side(*rec, TimelineSink::Side::send);
+    if (sink_) tell(*sink_, *rec, TimelineSink::Side::send, pipelined_);
     if (!reduces) close_recv(t, *rec);
   }
   if (!pipelined_) part_done(static_cast<std::uint32_t>(tr.src));  // pipelined: when sent
@@ -492,6 +514,8 @@ inline void Executor::EventRun::describe(const Window& w, std::uint32_t j,
   rec.chunk_end = tr.chunk_end;
   rec.op = tr.op;
   rec.bytes = sizes_.length(tr);
+  // Pipelined: a side not yet reached (enter_pipelined) when the sink is told of it (tell).
+  if (pipelined_) rec.src_ready = rec.dst_ready = Seconds{std::numeric_limits<double>::quiet_NaN()};
 }
 
 inline TransferRecord* Executor::EventRun::record(std::uint64_t t, const Window& w,
@@ -505,7 +529,7 @@ inline TransferRecord* Executor::EventRun::record(std::uint64_t t, const Window&
 
 inline void Executor::EventRun::close_recv(std::uint64_t t, const TransferRecord& rec) {
   if (!sink_) return;
-  sink_->transfer_side(rec, TimelineSink::Side::recv);
+  tell(*sink_, rec, TimelineSink::Side::recv, pipelined_);
   if (!timeline_) open_.erase(t);
 }
 
@@ -562,7 +586,10 @@ void Executor::EventRun::enter_pipelined(std::uint32_t r) {
     for (std::uint32_t i = w.group_begin[at]; i < w.group_begin[at + 1]; ++i) {
       const std::uint32_t item = w.items[i];
       const std::uint32_t j = item >> 1;
-      if (j < w.transfers.size()) {
+      // Without a timeline, a transfer that has left and has no open record was done before
+      // this receiver reached its step (the sink has been told of it): no record again.
+      if (j < w.transfers.size() &&
+          (timeline_ || (sink_ && (!w.sent[j] || open_.find(w.first + j) != open_.end())))) {
         if (TransferRecord* rec = record(w.first + j, w, j))
           ((item & 1) == 0 ? rec->src_ready : rec->dst_ready) = engine_.now();
       }

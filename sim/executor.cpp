@@ -3,9 +3,12 @@
 
 #include "sim/executor.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "algorithms/nccl_options.hpp"
 #include "algorithms/protocol.hpp"
@@ -105,6 +108,49 @@ class PointToPointRounds final : public RoundSource {
   std::size_t index_ = 0;
 };
 
+// Stands between a pipelined NCCL kernel's run and the caller's TimelineSink. Such a run
+// finishes a rank's transfers out of round order (a step of one channel lands before an
+// earlier step of another; in the alpha-beta pass a receive from a nearer peer can be ready
+// before one from a farther peer posted earlier), so it breaks the sink's promise of sides in
+// nondecreasing ready time per (rank, side). This holds every side and, when the run is over
+// (release), hands them on sorted by (ready time, round, index, side): nondecreasing ready time
+// for every (rank, side), ties in schedule order. Memory: every side of the run, O(transfers)
+// (about 100 bytes a side). Rate changes of the flow model pass straight through as they come
+// (in time order): a sink keeps them apart from the transfer sides (ChromeTraceWriter turns
+// them into link counters, TraceCounter counts them per link).
+class ReadyOrderSink final : public TimelineSink {
+ public:
+  explicit ReadyOrderSink(TimelineSink& out) : out_(out) {}
+  void transfer_side(const TransferRecord& record, Side side) override {
+    held_.push_back({record, side});
+  }
+  void flow_rate(std::span<const int> links, double old_rate, double new_rate,
+                 Seconds now) override {
+    out_.flow_rate(links, old_rate, new_rate, now);
+  }
+  void release() {
+    std::sort(held_.begin(), held_.end(), [](const Held& a, const Held& b) {
+      return std::tuple(ready(a), a.record.round, a.record.index, a.side) <
+             std::tuple(ready(b), b.record.round, b.record.index, b.side);
+    });
+    std::vector<Held> held = std::move(held_);
+    held_ = {};
+    for (const Held& h : held) out_.transfer_side(h.record, h.side);
+  }
+
+ private:
+  struct Held {
+    TransferRecord record;
+    Side side;
+  };
+  static double ready(const Held& h) {
+    return (h.side == Side::send ? h.record.src_ready : h.record.dst_ready).value;
+  }
+
+  TimelineSink& out_;
+  std::vector<Held> held_;
+};
+
 }  // namespace
 
 IterationResult Executor::run(std::span<const Seconds> arrival, const RunOptions& options) {
@@ -116,15 +162,22 @@ IterationResult Executor::run(RoundSource& source, std::span<const Seconds> arri
                               const RunOptions& options) {
   SSIM_CHECK(source.ranks() == schedule_.ranks && source.chunks() == schedule_.chunks,
              "streamed rounds of another schedule");
-  // A trace places each rank's transfer sides in round order (TimelineSink); a pipelined NCCL
-  // kernel finishes them out of it (a step of one channel lands before an earlier one of
-  // another).
+  // A trace takes each rank's transfer sides in ready order (TimelineSink); a pipelined NCCL
+  // kernel finishes them out of it, so its sides are held and handed on in that order when the
+  // run is over (ReadyOrderSink).
   if (options.trace && network_.protocol.active && network_.protocol.pipelined) {
-    throw InputError(
-        "a trace (--trace) draws each rank's transfers in round order, and NCCL's pipelined "
-        "steps (network: {steps: pipelined}) finish them out of it: trace the run with steps: "
-        "per_round");
+    ReadyOrderSink ordered(*options.trace);
+    RunOptions held = options;
+    held.trace = &ordered;
+    IterationResult result = dispatch(source, arrival, held);
+    ordered.release();
+    return result;
   }
+  return dispatch(source, arrival, options);
+}
+
+IterationResult Executor::dispatch(RoundSource& source, std::span<const Seconds> arrival,
+                                   const RunOptions& options) {
   if (routes_.topology().shared_device) {
     PointToPointRounds rounds(source, "shared-device model");
     return run_shared_device(rounds, routes_.topology(), bytes_, arrival, options);

@@ -95,8 +95,14 @@ struct IterationResult {
 // the last byte has arrived; the receive side (also done) when the reduction has finished. For
 // one rank and one side (send or receive), calls come in nondecreasing order of that side's
 // ready time (the rank's rounds are sequential), which is what lets a writer place slices on
-// tracks and count queues without holding the whole run. Rate changes of the flow model come
-// through RateObserver, in time order.
+// tracks and count queues without holding the whole run. A pipelined NCCL kernel's run
+// (NetworkConfig::pipelined_kernels) finishes a rank's transfers out of that order; Executor::run
+// then holds its sides and hands them all on, in that order, when the run is over (memory
+// O(transfers) for those runs only, about 100 bytes a side; ties in schedule order). There a
+// side's ready time is at most its start: the flow model's pipelined transfer may start before
+// its receiver reaches the step (the timeline keeps when it did; the sink is told the start). Rate
+// changes of the flow model come through RateObserver, in time order, as the run makes them
+// (before the held sides of a pipelined run).
 class TimelineSink : public RateObserver {
  public:
   enum class Side : std::uint8_t { send, recv };
@@ -114,7 +120,8 @@ struct RunOptions {
   // alphabeta only: evaluate with the event engine instead of the dataflow pass (same result).
   bool use_event_engine = false;
   // When set, every transfer side and (flow model) rate change is reported here as the run
-  // produces it; memory stays O(transfers in flight). Works with or without record_timeline.
+  // produces it; memory stays O(transfers in flight), except in a pipelined NCCL kernel's run,
+  // whose sides are held to the end (TimelineSink). Works with or without record_timeline.
   TimelineSink* trace = nullptr;
   // Threads of the dataflow pass (>= 1): rounds of at least `parallel_round` transfers in
   // which no port serves two transfers are split over them; the result is the same bit for bit
@@ -225,6 +232,10 @@ class Executor {
 
  private:
   class EventRun;
+
+  // run() after the trace, if any, is set up: the evaluation that costs the run.
+  IterationResult dispatch(RoundSource& rounds, std::span<const Seconds> arrival,
+                           const RunOptions& options);
 
   const alg::Schedule& schedule_;
   NetworkConfig network_;

@@ -9,7 +9,8 @@
 //
 // or, from a run recorded with RunOptions::record_timeline, chrome_trace(schedule, r, title).
 // The writer holds no event after writing it: its memory is O(ranks + links + transfers in
-// flight), so a 4096-rank trace costs what its file costs on disk, not in memory.
+// flight), so a 4096-rank trace costs what its file costs on disk, not in memory (but for a
+// pipelined NCCL kernel's run, whose transfers Executor::run holds to the end: TimelineSink).
 //
 // Layout: one process per rank ("rank r", pid r + 1, sorted by rank) holding its tracks: "send"
 // and "recv", plus "send 2", "recv 2", ... when a rank's transfers overlap in time (the flow

@@ -9,6 +9,7 @@
 #include "algorithms/verifier.hpp"
 #include "common/error.hpp"
 #include "experiments/config/experiment.hpp"
+#include "sim/executor.hpp"
 #include "sim/network.hpp"
 
 namespace ssim::experiments {
@@ -30,8 +31,12 @@ double results_bytes(const sim::SimulationConfig& c) {
 
 // The chrome trace of one iteration kept in memory (SimulationConfig::trace_out unset): a
 // timeline record and about 200 characters of JSON per transfer. Streamed to a file, a trace
-// holds only what is in flight.
+// holds only what is in flight (but for a pipelined run's, below).
 constexpr double kTraceBytesPerTransfer = 256;
+// A traced run of NCCL kernels with pipelined steps holds both sides of every transfer until the
+// run ends (sim::TimelineSink): two records, and as much again while the held list grows.
+constexpr double kHeldTraceBytesPerTransfer =
+    2 * 2 * static_cast<double>(sizeof(sim::TransferRecord) + alignof(sim::TransferRecord));
 
 }  // namespace
 
@@ -142,8 +147,10 @@ double simulation_bytes(const sim::SimulationConfig& c) {
                                                       sim::RouteCache::kShortRoute));
     return n * kStreamBytesPerRank + round + routes + tables + results_bytes(c);
   }
-  return size.transfers * (kScheduleBytesPerTransfer + kExecutorBytesPerTransfer +
-                           (c.trace_iteration && !c.trace_out ? kTraceBytesPerTransfer : 0.0)) +
+  return size.transfers *
+             (kScheduleBytesPerTransfer + kExecutorBytesPerTransfer +
+              (c.trace_iteration && !c.trace_out ? kTraceBytesPerTransfer : 0.0) +
+              (c.trace_iteration && c.pipelined_kernels ? kHeldTraceBytesPerTransfer : 0.0)) +
          tables + results_bytes(c);
 }
 

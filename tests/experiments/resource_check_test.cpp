@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "common/error.hpp"
+#include "sim/executor.hpp"
 #include "topologies/generators.hpp"
 
 namespace ssim::experiments {
@@ -71,6 +72,11 @@ TEST(ResourceCheck, StreamedSimulationsNeedMemoryForRanksNotTransfers) {
   sim::SimulationConfig traced = c;
   traced.trace_iteration = 0;
   EXPECT_GE(simulation_bytes(traced), 8.6e9 * kScheduleBytesPerTransfer);
+  // Traced with NCCL's pipelined steps, it also holds both sides of every transfer to the end.
+  sim::SimulationConfig held = traced;
+  held.pipelined_kernels = true;
+  EXPECT_GE(simulation_bytes(held) - simulation_bytes(traced),
+            8.6e9 * 2 * static_cast<double>(sizeof(sim::TransferRecord)));
 }
 
 }  // namespace
