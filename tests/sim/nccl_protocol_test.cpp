@@ -42,6 +42,21 @@ Resolved choose(const topo::Topology& t, Bytes size, const alg::Options& o) {
   return r;
 }
 
+// `nodes` nodes of `g` GPUs on NVLink (kBw, kAlpha), a 50 GB/s NIC each (2 us), one rail switch
+// per local index and one spine (50 GB/s, 1 us).
+topo::Topology rail_nodes(int nodes, int g) {
+  return topo::make_hierarchical({.nodes = nodes,
+                                  .gpus_per_node = g,
+                                  .nvlink_bandwidth = BytesPerSecond{kBw},
+                                  .nvlink_latency = Seconds{kAlpha},
+                                  .nic_bandwidth = BytesPerSecond{50e9},
+                                  .nic_latency = Seconds{2e-6},
+                                  .fabric = topo::FabricKind::rail_optimized,
+                                  .spines = 1,
+                                  .spine_bandwidth = BytesPerSecond{50e9},
+                                  .spine_latency = Seconds{1e-6}});
+}
+
 // Seconds per data byte of one transfer of a one-channel NCCL collective whose route moves it
 // at `route_inverse` seconds per byte after the protocol's wire and efficiency: the protocol's
 // own cap and the graph's per-channel bandwidth on the wire (nccl_channel_bandwidth;
@@ -189,16 +204,7 @@ TEST(NcclProtocolSim, LaunchCountsFromEachRanksArrival) {
 // Across nodes the route's latency is scaled by the inter-node factor and the NVLink efficiency
 // does not apply: two ranks on two nodes of one GPU each, one transfer each way per step.
 TEST(NcclProtocolSim, AcrossNodesTheInterNodeFactorApplies) {
-  const topo::Topology t = topo::make_hierarchical({.nodes = 2,
-                                                    .gpus_per_node = 1,
-                                                    .nvlink_bandwidth = BytesPerSecond{kBw},
-                                                    .nvlink_latency = Seconds{kAlpha},
-                                                    .nic_bandwidth = BytesPerSecond{50e9},
-                                                    .nic_latency = Seconds{2e-6},
-                                                    .fabric = topo::FabricKind::rail_optimized,
-                                                    .spines = 1,
-                                                    .spine_bandwidth = BytesPerSecond{50e9},
-                                                    .spine_latency = Seconds{1e-6}});
+  const topo::Topology t = rail_nodes(2, 1);
   const double latency = t.route_summary(0, 1).latency.value;
   const double bw = t.route_summary(0, 1).bandwidth.value;
   const ProtocolCost ll = nccl_default_protocols().ll;
@@ -281,20 +287,8 @@ TEST(NcclProtocolSim, LlChannelsShareNcclsLlCap) {
     const double want = ll.launch + 2.0 * (n - 1) * (ll.latency_intra * kAlpha + chunk / rate);
     EXPECT_NEAR(run(s, t, NetworkKind::flow, bytes), want, 1e-9 * want) << channels;
   }
-  auto nodes = [](int count) {
-    return topo::make_hierarchical({.nodes = count,
-                                    .gpus_per_node = 8,
-                                    .nvlink_bandwidth = BytesPerSecond{kBw},
-                                    .nvlink_latency = Seconds{kAlpha},
-                                    .nic_bandwidth = BytesPerSecond{50e9},
-                                    .nic_latency = Seconds{2e-6},
-                                    .fabric = topo::FabricKind::rail_optimized,
-                                    .spines = 1,
-                                    .spine_bandwidth = BytesPerSecond{50e9},
-                                    .spine_latency = Seconds{1e-6}});
-  };
-  EXPECT_DOUBLE_EQ(nccl_ll_max_bandwidth(nodes(2)), 39e9);
-  EXPECT_DOUBLE_EQ(nccl_ll_max_bandwidth(nodes(4)), 20.4e9);
+  EXPECT_DOUBLE_EQ(nccl_ll_max_bandwidth(rail_nodes(2, 8)), 39e9);
+  EXPECT_DOUBLE_EQ(nccl_ll_max_bandwidth(rail_nodes(4, 8)), 20.4e9);
 }
 
 // A chain A -> B -> C of two segments, pipelined (round 0: A sends segment 0; round 1: A sends
