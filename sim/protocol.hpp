@@ -23,7 +23,7 @@
 //               (NVLink moved by SMs): a transfer within a node moves wire / efficiency bytes.
 //   channel     a cap on one transfer's data rate (one channel's, since a channel of an NCCL
 //               schedule is one transfer per step); 0: none. The protocol's own (LL128's 36.7
-//               GB/s), and in the flow model the machine's (the executor, cap_channel): a
+//               GB/s) and the machine's (the executor, cap_channel): a
 //               channel moves at most NCCL's graph's per-channel bandwidth on the wire
 //               (sim::nccl_channel_bandwidth) and LL's C channels together at most llMaxBw
 //               (sim::nccl_ll_max_bandwidth); not for NVLS kernels nor NCCL's send/recv. The
