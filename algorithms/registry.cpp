@@ -62,6 +62,16 @@ const AlgorithmInfo* lookup_algorithm(std::string_view name) {
   return nullptr;
 }
 
+bool runs_ring_kernel(const Schedule& schedule) {
+  const AlgorithmInfo* info = lookup_algorithm(schedule.algorithm);
+  if (info && !info->kernel_option.empty()) {
+    const auto named = schedule.options.find(info->kernel_option);
+    if (named == schedule.options.end()) return false;
+    info = lookup_algorithm(named->second);
+  }
+  return info && (info->name == "nccl_ring" || info->name == "ring");
+}
+
 bool runs_nvls_kernel(const Schedule& schedule) {
   const AlgorithmInfo* info = lookup_algorithm(schedule.algorithm);
   if (info && !info->kernel_option.empty()) {

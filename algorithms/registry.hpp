@@ -118,6 +118,9 @@ const AlgorithmInfo* lookup_algorithm(std::string_view name);
 // Whether the schedule runs an NVLS kernel: its algorithm's nvls_kernel, or, for one whose
 // kernel_option is among the schedule's options, that of the algorithm the option names.
 bool runs_nvls_kernel(const Schedule& schedule);
+// Whether the schedule runs NCCL's Ring kernel: nccl_ring, or `nccl` whose kernel_option names
+// ring (the textbook `ring` is that kernel's one-channel schedule).
+bool runs_ring_kernel(const Schedule& schedule);
 // "algorithm NAME has no option 'KEY' (did you mean 'K'? options: ...)", the suggestion when one
 // of the algorithm's options is close (common/suggest.hpp); `shown` is the name as written.
 std::string unknown_option_message(const AlgorithmInfo& info, const std::string& shown,

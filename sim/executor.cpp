@@ -50,11 +50,13 @@ Executor::Executor(const alg::Schedule& schedule, const topo::Topology& topology
     // round as its own group of calls (gpu_backend/cuda/executor.hpp: one ncclGroupStart ..
     // ncclGroupEnd and the apply per round), so its rounds keep the per-round rule.
     network_.protocol.pipelined = network.pipelined_kernels && named.has_value();
-    // An NCCL collective's transfers are its channels (one each per step), each at most the
-    // graph's per-channel bandwidth (sim/protocol.hpp "channel"). Not NVLS kernels', whose
+    // NCCL's Ring kernel's transfers are its channels (one each per step), each at most the
+    // ring graph's per-channel bandwidth (sim/protocol.hpp "channel"). Not NVLS kernels', whose
     // transfers carry several channels' shares, nor NCCL's send/recv (a network-wide
-    // protocol), which spreads one peer's transfer over several channels.
-    if (named && !alg::runs_nvls_kernel(schedule)) {
+    // protocol), which spreads one peer's transfer over several channels; nor Tree's and
+    // CollNet's, whose graphs have speeds of their own (NCCL's search raises a tree graph's
+    // intra-node speed up to twice its inter-node one; perChMaxTreeBw): not modelled.
+    if (named && alg::runs_ring_kernel(schedule)) {
       const double wire = network.protocols.of(*proto).wire;
       const int channels = alg::schedule_channels(schedule);
       network_.protocol.cap_channel(nccl_channel_bandwidth(topology), wire);

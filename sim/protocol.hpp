@@ -26,7 +26,8 @@
 //               GB/s) and the machine's (the executor, cap_channel): a
 //               channel moves at most NCCL's graph's per-channel bandwidth on the wire
 //               (sim::nccl_channel_bandwidth) and LL's C channels together at most llMaxBw
-//               (sim::nccl_ll_max_bandwidth); not for NVLS kernels nor NCCL's send/recv. The
+//               (sim::nccl_ll_max_bandwidth); NCCL's Ring kernel only (not NVLS, Tree, CollNet
+//               nor NCCL's send/recv). The
 //               alpha-beta model's port serves a rank's C channels in turn: its cap is C
 //               channels' (ProtocolTiming::scale_cap).
 //
