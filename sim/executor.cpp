@@ -56,20 +56,20 @@ Executor::Executor(const alg::Schedule& schedule, const topo::Topology& topology
     // protocol), which spreads one peer's transfer over several channels; nor Tree's and
     // CollNet's, whose graphs have speeds of their own (NCCL's search raises a tree graph's
     // intra-node speed up to twice its inter-node one; perChMaxTreeBw): not modelled.
+    const int channels = named ? alg::schedule_channels(schedule) : 1;
     if (named && alg::runs_ring_kernel(schedule)) {
       const double wire = network.protocols.of(*proto).wire;
-      const int channels = alg::schedule_channels(schedule);
       network_.protocol.cap_channel(nccl_channel_bandwidth(topology), wire);
       // LL's bus bandwidth is at most llMaxBw whatever the channels: a ring's bus bandwidth is
       // C channels' data rate, so each channel moves at most llMaxBw / C.
       if (*proto == alg::Protocol::ll) {
         network_.protocol.cap_channel(wire * nccl_ll_max_bandwidth(topology) / channels, wire);
       }
-      // The alpha-beta model's one send port per rank serves the rank's C channels one after
-      // another, so what caps one channel caps the port at C times that (a cap per transfer
-      // would make C channels C times slower than one; LL128's 36.7 GB/s did so before).
-      if (network.kind == NetworkKind::alphabeta) network_.protocol.scale_cap(channels);
     }
+    // The alpha-beta model's one send port per rank serves an NCCL kernel's C channels one
+    // after another, so what caps one channel caps the port at C times that (a cap per transfer
+    // would make C channels C times slower than one; LL128's 36.7 GB/s did so before).
+    if (named && network.kind == NetworkKind::alphabeta) network_.protocol.scale_cap(channels);
     // A pipelined NVLS kernel pays NVLS's per-step latencies (sim/protocol.hpp); which kernels
     // are NVLS's is the registry's to say (AlgorithmInfo::nvls_kernel).
     if (network_.protocol.pipelined && alg::runs_nvls_kernel(schedule)) {
