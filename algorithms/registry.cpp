@@ -62,22 +62,25 @@ const AlgorithmInfo* lookup_algorithm(std::string_view name) {
   return nullptr;
 }
 
-bool runs_ring_kernel(const Schedule& schedule) {
-  const AlgorithmInfo* info = lookup_algorithm(schedule.algorithm);
-  if (info && !info->kernel_option.empty()) {
-    const auto named = schedule.options.find(info->kernel_option);
-    if (named == schedule.options.end()) return false;
-    info = lookup_algorithm(named->second);
-  }
-  return info && (info->name == "nccl_ring" || info->name == "ring");
-}
-
-bool runs_nvls_kernel(const Schedule& schedule) {
+namespace {
+// The entry whose kernel the schedule runs: the one its kernel_option names, else its own.
+const AlgorithmInfo* kernel_of(const Schedule& schedule) {
   const AlgorithmInfo* info = lookup_algorithm(schedule.algorithm);
   if (info && !info->kernel_option.empty()) {
     const auto named = schedule.options.find(info->kernel_option);
     if (named != schedule.options.end()) info = lookup_algorithm(named->second);
   }
+  return info;
+}
+}  // namespace
+
+bool runs_ring_kernel(const Schedule& schedule) {
+  const AlgorithmInfo* info = kernel_of(schedule);
+  return info && (info->name == "nccl_ring" || info->name == "ring");
+}
+
+bool runs_nvls_kernel(const Schedule& schedule) {
+  const AlgorithmInfo* info = kernel_of(schedule);
   return info && info->nvls_kernel;
 }
 
