@@ -79,6 +79,11 @@ bool runs_ring_kernel(const Schedule& schedule) {
   return info && (info->name == "nccl_ring" || info->name == "ring");
 }
 
+bool runs_nvls_tree_kernel(const Schedule& schedule) {
+  const AlgorithmInfo* info = kernel_of(schedule);
+  return info && info->name == "nvls_tree";
+}
+
 bool runs_nvls_kernel(const Schedule& schedule) {
   const AlgorithmInfo* info = kernel_of(schedule);
   return info && info->nvls_kernel;

@@ -118,6 +118,9 @@ const AlgorithmInfo* lookup_algorithm(std::string_view name);
 // Whether the schedule runs an NVLS kernel: its algorithm's nvls_kernel, or, for one whose
 // kernel_option is among the schedule's options, that of the algorithm the option names.
 bool runs_nvls_kernel(const Schedule& schedule);
+// Whether the schedule runs NCCL's NVLS_TREE kernel: nvls_tree, or `nccl` whose kernel_option
+// names nvls_tree.
+bool runs_nvls_tree_kernel(const Schedule& schedule);
 // Whether the schedule runs NCCL's Ring kernel: nccl_ring, or `nccl` whose kernel_option names
 // ring (the textbook `ring` is that kernel's one-channel schedule).
 bool runs_ring_kernel(const Schedule& schedule);

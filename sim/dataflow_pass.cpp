@@ -250,8 +250,11 @@ struct PipelineState {
 // multicast: it uses no reduction bandwidth.
 class SwitchBatches {
  public:
-  SwitchBatches(const topo::Topology& topology, int ranks, int chunks)
+  // `protocol`: the run's (its reduction_bandwidth caps a switch's reduction throughput).
+  SwitchBatches(const topo::Topology& topology, int ranks, int chunks,
+                const ProtocolTiming& protocol)
       : topology_(topology),
+        protocol_(protocol),
         switches_(topology, ranks, chunks),
         up_load_(static_cast<std::size_t>(ranks), 0),
         down_load_(static_cast<std::size_t>(ranks), 0),
@@ -351,7 +354,8 @@ class SwitchBatches {
       }
     }
     const topo::SwitchReduction& reduction = *topology_.node(ports.vertex).reduce;
-    double busy = static_cast<double>(reduced) / reduction.bandwidth.value;
+    double busy =
+        static_cast<double>(reduced) / protocol_.reduction_bandwidth(reduction.bandwidth.value);
     for (int rank : batch_ranks_) {
       const std::size_t r = static_cast<std::size_t>(rank);
       busy = std::max(busy, load(ports.up[r], up_load_[r]));
@@ -422,6 +426,7 @@ class SwitchBatches {
   }
 
   const topo::Topology& topology_;
+  const ProtocolTiming protocol_;  // the run's (a copy: a few numbers)
   ReducingSwitches switches_;
   std::vector<std::uint64_t> link_bytes_;
   std::vector<std::uint64_t> up_load_, down_load_;  // per rank, in the batch
@@ -667,7 +672,7 @@ DataflowPass::DataflowPass(RoundSource& rounds, RouteCache& routes, SecondsPerBy
       reporting_(options.record_timeline || options.trace),
       threads_(reporting_ || pipelined_ ? 1 : options.threads),
       star_(routes.star()),
-      switch_batches_(routes.topology(), ranks_, chunks_) {
+      switch_batches_(routes.topology(), ranks_, chunks_, protocol) {
   SSIM_CHECK(ranks_ == routes.topology().gpu_count(), "schedule and topology rank counts differ");
   SSIM_CHECK(chunks_ > 0, "schedule without chunks");
   SSIM_CHECK(options.threads >= 1, "threads must be >= 1");

@@ -70,6 +70,13 @@ Executor::Executor(const alg::Schedule& schedule, const topo::Topology& topology
     // after another, so what caps one channel caps the port at C times that (a cap per transfer
     // would make C channels C times slower than one; LL128's 36.7 GB/s did so before).
     if (named && network.kind == NetworkKind::alphabeta) network_.protocol.scale_cap(channels);
+    // NCCL's NVLS_TREE kernel's bus bandwidth is at most its heads x perChMaxNVLSTreeBw
+    // (sim::nccl_nvls_tree_bandwidth): the reductions in its nodes' switches, which every byte
+    // passes once, go no faster than that algorithm bandwidth. Both step rules.
+    if (named && alg::runs_nvls_tree_kernel(schedule)) {
+      const double cap = nccl_nvls_tree_bandwidth(topology);
+      if (std::isfinite(cap)) network_.protocol.switch_bandwidth = cap;
+    }
     // A pipelined NVLS kernel pays NVLS's per-step latencies (sim/protocol.hpp); which kernels
     // are NVLS's is the registry's to say (AlgorithmInfo::nvls_kernel).
     if (network_.protocol.pipelined && alg::runs_nvls_kernel(schedule)) {

@@ -47,6 +47,15 @@ constexpr double kTreeCorrection[3][24] = {
 constexpr int kMaxThreads[3] = {512, 640, 512};  // LL, LL128, Simple (Ring and Tree)
 constexpr int kThreadThreshold[3] = {8, 8, 64};
 constexpr int kNvlsChannels = 16;
+// NVLS's heads: the NVLS graph's channels (search.cc: one per GPU pulling from the switch, at
+// most NCCL_MAX_NVLS_ARITY = 32 and the node's GPUs; across nodes one per GPU with a NIC, one
+// NIC per GPU here). tuning.cc's NVLS and NVLS_TREE bus bandwidth is nChannels x bw of this
+// graph, not of the 16 CTAs (nvlsChannels) that run it.
+constexpr int kNvlsMaxArity = 32;
+// NVLS_TREE's chunk (enqueue.cc, transport/nvls.cc, Hopper): NCCL_NVLS_CHUNKSIZE 128 KiB, at
+// most NCCL_NVLSTREE_MAX_CHUNKSIZE (64 KiB from 4 nodes, else the chunk size), cut to 64 and 32
+// KiB for sizes of fewer than 4 and 1 chunks per concurrent operation (channels x heads).
+constexpr double kNvlsChunk = 128 * 1024;
 // CollNet (tuning.cc, enqueue.cc, connect.cc, search.cc): the 0.4 us of arity serialization per
 // local peer of CollNet Direct's latency; its Hopper bandwidth factor; at most 8 GPUs per node
 // (NCCL_MAX_DIRECT_ARITY + 1: enqueue.cc skips both CollNet algorithms beyond); the CollNet
@@ -127,6 +136,8 @@ Machine machine_of(const topo::Topology& t) {
   return m;
 }
 
+int nvls_heads(const Machine& m) { return std::min(m.g, kNvlsMaxArity); }
+
 // tuning.cc's latency and bandwidth of (algo, proto) and getAlgoTime's time for `bytes`.
 NcclEstimate estimate(const Machine& m, int a, int p, double bytes) {
   NcclEstimate e;
@@ -140,7 +151,7 @@ NcclEstimate estimate(const Machine& m, int a, int p, double bytes) {
   const int idx = std::min(m.nodes, 3) - 1;
   const int nsteps = 2 * (m.n - 1);
   const double ppn = static_cast<double>(m.n) / m.nodes;
-  const int nch = a == kNvls || a == kNvlsTree ? kNvlsChannels : m.channels;
+  const int nch = a == kNvls || a == kNvlsTree ? nvls_heads(m) : m.channels;
   double bus = m.bw;  // nChannels x bw
   if (a == kNvls) {
     if (p != kSimple || !m.reduces || m.nodes > 1) return e;
@@ -297,6 +308,21 @@ int nvls_tree_pipeline(const topo::Topology& t, const Machine& m, double bytes) 
   return best;
 }
 
+// NVLS_TREE's pipeline depth as NCCL cuts it (enqueue.cc): a slice is one chunk of each of
+// its concurrent operations (16 CTAs x the heads), the chunk 128 KiB (64 KiB from 4 nodes),
+// 64 KiB below 4 slices' worth and 32 KiB below one; 1 to 1024 slices. A slice of the schedule
+// is then one step of every NCCL channel, so the executor's 8 rounds in flight are NCCL_STEPS.
+int nvls_tree_chunk_pipeline(const Machine& m, double bytes) {
+  const double ops = static_cast<double>(kNvlsChannels) * nvls_heads(m);
+  double chunk = m.nodes >= 4 ? 64 * 1024 : kNvlsChunk;
+  if (bytes < 32 * ops * chunk && chunk > 262144) chunk = 262144;
+  if (bytes < 16 * ops * chunk && chunk > 131072) chunk = 131072;
+  if (bytes < 4 * ops * chunk && chunk > 65536) chunk = 65536;
+  if (bytes < 1 * ops * chunk && chunk > 32768) chunk = 32768;
+  const double slices = std::ceil(bytes / (ops * chunk));
+  return static_cast<int>(std::clamp(slices, 1.0, 1024.0));
+}
+
 // The pipeline depth of `collnet_direct` for `bytes`: the one of least estimated time, one
 // slice through its stages (the scatter to the heads and the gather, alpha + (G-1)/G q beta
 // each over NVLink, the rail switch's alpha_f + lambda + max(q/G beta_f, q/G beta_r)) plus the
@@ -375,8 +401,15 @@ double nccl_ll_max_bandwidth(const topo::Topology& topology) {
   return kLlMaxBw[std::min(m.nodes, 3) - 1] * 1e9;
 }
 
+double nccl_nvls_tree_bandwidth(const topo::Topology& topology) {
+  const Machine m = machine_of(topology);
+  if (m.nodes < 2 || m.g < 2) return std::numeric_limits<double>::infinity();
+  const double bus = nvls_heads(m) * kPerChNvlsTree[std::min(m.nodes, 3) - 1];
+  return bus * m.n / (2.0 * (m.n - 1)) * 1e9;
+}
+
 NcclChoice nccl_choose(const topo::Topology& topology, Bytes size,
-                       const alg::NcclRequest& request) {
+                       const alg::NcclRequest& request, bool pipelined_steps) {
   const Machine m = machine_of(topology);
   const std::string& algo = request.algo();
   const std::optional<alg::Protocol> proto = request.proto();
@@ -439,9 +472,12 @@ NcclChoice nccl_choose(const topo::Topology& topology, Bytes size,
   choice.estimate_us = best;
   choice.channels = request.channels_or(tuned_channels(m, best_a, best_p, bytes));
   choice.gpus_per_node = m.g;
-  if (!request.has_pipeline()) {  // the depth of least estimated time
+  if (!request.has_pipeline()) {  // nccl_choose's comment (sim/nccl_tuner.hpp)
     if (best_a == kNvls) choice.pipeline = nvls_pipeline(topology, bytes);
-    if (best_a == kNvlsTree) choice.pipeline = nvls_tree_pipeline(topology, m, bytes);
+    if (best_a == kNvlsTree) {
+      choice.pipeline = pipelined_steps ? nvls_tree_chunk_pipeline(m, bytes)
+                                        : nvls_tree_pipeline(topology, m, bytes);
+    }
     if (best_a == kCollnetDirect) choice.pipeline = collnet_direct_pipeline(topology, m, bytes);
   }
   return choice;

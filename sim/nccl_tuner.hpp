@@ -55,8 +55,13 @@ struct NcclChoice : alg::NcclPick {
 // where no switch reduces or across nodes, algo=collnet_direct|collnet_chain on one node, where
 // a rail's fabric switch does not reduce or with more than 8 GPUs per node (Direct: also with
 // one), and for a forced pair NCCL would not run; then for a forced channel count outside 1..64
-// (NcclRequest::channels_or). `request` is for topology.gpu_count() ranks.
-NcclChoice nccl_choose(const topo::Topology& topology, Bytes size, const alg::NcclRequest& request);
+// (NcclRequest::channels_or). `request` is for topology.gpu_count() ranks. The pipeline depth of
+// nvls_tree (unless the request gives one): NCCL's own chunking where the run's steps are
+// pipelined (`pipelined_steps`: a slice is one step of every channel, NCCL_STEPS of them in
+// flight), else the depth of least estimated time (the per-round rule pays every slice's
+// latency); nvls and collnet_direct take the depth of least estimated time either way.
+NcclChoice nccl_choose(const topo::Topology& topology, Bytes size, const alg::NcclRequest& request,
+                       bool pipelined_steps = false);
 
 // One of NCCL's channels' bandwidth on this machine, in bytes per second on the wire: the graph's
 // per-channel `bw` of tuning.cc, whose bus bandwidth is nChannels x bw (the machine above:
@@ -67,5 +72,12 @@ double nccl_channel_bandwidth(const topo::Topology& topology);
 // one node; 39 GB/s on 2 nodes and 20.4 GB/s on more, Intel hosts), which NCCL's model gives
 // Ring and Tree LL whatever their channels: C channels share it.
 double nccl_ll_max_bandwidth(const topo::Topology& topology);
+// NCCL_ALGO=NVLSTree's algorithm bandwidth at most, in bytes per second: tuning.cc caps its bus
+// bandwidth at the NVLS graph's channels (its heads, one per GPU of a node, at most 32) x
+// perChMaxNVLSTreeBw (Hopper: 57.7 GB/s on 2 nodes, 45.5 on more), and a ring-like AllReduce's
+// algorithm bandwidth is its bus bandwidth x n / (2(n-1)). On 2 nodes of 8 H100: 8 x 57.7 = 461.6
+// GB/s of bus bandwidth, 246 GB/s of algorithm bandwidth for 16 ranks (NCCL measured 467 and 249
+// at 8 GiB, table 11). Infinity on one node or with one GPU per node.
+double nccl_nvls_tree_bandwidth(const topo::Topology& topology);
 
 }  // namespace ssim::sim

@@ -229,7 +229,8 @@ class FlowTable {
       if (vertex == v) return link;
     const topo::Topology& t = routes_.topology();
     SSIM_CHECK(v >= 0 && v < t.node_count() && t.node(v).reduce, "not a reducing switch");
-    const int link = solver_.add_link(t.node(v).reduce->bandwidth.value);
+    const int link =
+        solver_.add_link(protocol_.reduction_bandwidth(t.node(v).reduce->bandwidth.value));
     reducers_.emplace_back(v, link);
     return link;
   }

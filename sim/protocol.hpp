@@ -144,6 +144,15 @@ struct ProtocolTiming {
   double step_intra = 0;          // a point-to-point step's least latency within a node
   double step_inter = 0;          // ... across nodes
   double switch_step = 0;         // an in-network reduction's or multicast's least latency
+  // A switch's reduction throughput under this kernel at most (bytes per second of data
+  // reduced; 0: the switch's own): NCCL's NVLS_TREE kernel moves at most its heads x
+  // perChMaxNVLSTreeBw of bus bandwidth (sim::nccl_nvls_tree_bandwidth), and every byte it
+  // reduces passes its switch once, so the switch reduces at most that algorithm bandwidth.
+  double switch_bandwidth = 0;
+  // The reduction throughput of a switch whose own is `bandwidth` (bytes per second).
+  double reduction_bandwidth(double bandwidth) const {
+    return switch_bandwidth > 0 ? std::min(bandwidth, switch_bandwidth) : bandwidth;
+  }
   std::size_t gpus_per_node = 0;  // 0: one node (every route within it)
 
   static ProtocolTiming of(const ProtocolCost& c, int gpus_per_node) {

@@ -407,7 +407,8 @@ SimulationResult run_simulation(const SimulationConfig& config) {
   // algorithm, protocol and channels are filled in before the schedule is generated.
   if (!config.schedule && config.algorithm == "nccl") {
     const alg::NcclRequest request(config.topology.gpu_count(), config.options);
-    const NcclChoice choice = nccl_choose(config.topology, config.size, request);
+    const NcclChoice choice =
+        nccl_choose(config.topology, config.size, request, config.pipelined_kernels);
     const alg::Options options = request.schedule_options(choice);
     SimulationResult out;
     if (options.values() != config.options.values()) {

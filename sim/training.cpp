@@ -342,11 +342,14 @@ class Collective {
 // fills them in. Buckets of one choice share its schedule.
 class NcclSchedules {
  public:
-  NcclSchedules(const topo::Topology& topology, alg::Options options)
-      : topology_(topology), request_(topology.gpu_count(), std::move(options)) {}
+  NcclSchedules(const topo::Topology& topology, alg::Options options, bool pipelined_steps)
+      : topology_(topology),
+        request_(topology.gpu_count(), std::move(options)),
+        pipelined_(pipelined_steps) {}
 
   const alg::Schedule& operator()(Bytes size) {
-    const alg::Options options = request_.schedule_options(nccl_choose(topology_, size, request_));
+    const alg::Options options =
+        request_.schedule_options(nccl_choose(topology_, size, request_, pipelined_));
     auto it = made_.find(options.values());
     if (it == made_.end()) {
       it = made_
@@ -360,6 +363,7 @@ class NcclSchedules {
  private:
   const topo::Topology& topology_;
   const alg::NcclRequest request_;  // the options, checked and read once
+  const bool pipelined_;             // the run's steps (nccl_choose's pipelined_steps)
   std::map<std::map<std::string, std::string>, std::unique_ptr<alg::Schedule>> made_;
 };
 
@@ -639,7 +643,7 @@ TrainingReference common_reference(const TrainingConfig& c, const SyncSpec& mode
         step = listed->baseline_mean_step;
       } else {
         const alg::Schedule schedule = alg::generate("nccl", n, options);
-        NcclSchedules nccl(c.topology, options);
+        NcclSchedules nccl(c.topology, options, c.pipelined_kernels);
         StepModel model(c, mode, schedule, schedule, buckets, model_bytes, &nccl);
         step = Seconds{periodic_mean_step(c, mode, model)};
       }
@@ -726,7 +730,7 @@ TrainingResult run_training(const TrainingConfig& c, const StepCallback& on_step
                          mode.describe() + " does not model for a group of ranks");
       }
       std::optional<NcclSchedules> nccl;
-      if (info.name == "nccl") nccl.emplace(c.topology, a.options);
+      if (info.name == "nccl") nccl.emplace(c.topology, a.options, c.pipelined_kernels);
       StepModel model(c, mode, schedule, group ? *group : schedule, result.buckets,
                       Bytes{result.gradient_bytes}, nccl ? &*nccl : nullptr);
       result.forward = Seconds{model.forward()};

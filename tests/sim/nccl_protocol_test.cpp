@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -34,10 +35,11 @@ alg::Options opts(std::initializer_list<std::pair<const char*, std::string>> kv)
 struct Resolved : NcclChoice {
   alg::Options options;
 };
-Resolved choose(const topo::Topology& t, Bytes size, const alg::Options& o) {
+Resolved choose(const topo::Topology& t, Bytes size, const alg::Options& o,
+                bool pipelined = SimulationConfig{}.pipelined_kernels) {
   const alg::NcclRequest request(t.gpu_count(), o);
   Resolved r;
-  static_cast<NcclChoice&>(r) = nccl_choose(t, size, request);
+  static_cast<NcclChoice&>(r) = nccl_choose(t, size, request, pipelined);
   r.options = request.schedule_options(r);
   return r;
 }
@@ -504,9 +506,10 @@ topo::Topology two_nodes_of_8() {
 
 // Two nodes of 8 whose NVSwitches reduce: NCCL's NVLS_TREE is a candidate (Simple only), its
 // estimate by hand from tuning.cc (no base latency, 25 us of NVLink, 2 log2(2) x 20.9 us of
-// network; bus bandwidth 16 channels x min(NVLS's 2 x 0.85 x 15/16 of a channel's NVLink, twice a
-// channel's share of the node's NICs on two nodes, 57.7 GB/s), x n / 2(n-1)); at 1 GiB it is
-// NCCL's choice, with the node size and a pipeline; forced where it cannot run, refused.
+// network; bus bandwidth 8 heads (the NVLS graph's channels, one per GPU, not its 16 CTAs) x
+// min(NVLS's 2 x 0.85 x 7/8 of a head's NVLink, twice a head's share of the node's NICs on two
+// nodes, 57.7 GB/s), x n / 2(n-1)); at 1 GiB it is NCCL's choice, with the node size and a
+// pipeline; forced where it cannot run, refused.
 TEST(NcclTuner, NvlsTreeAcrossNodes) {
   const double nvlink = 400e9, nic = 50e9;
   topo::Topology t = two_nodes_of_8();
@@ -527,9 +530,10 @@ TEST(NcclTuner, NvlsTreeAcrossNodes) {
     found = true;
     EXPECT_EQ(e.proto, alg::Protocol::simple);  // the only protocol it has
     EXPECT_NEAR(e.latency_us, 25 + 2 * 20.9, 1e-9);
-    const double channel_nvlink = nvlink / 1e9 / 16 * 0.85 * 15 / 16 * 2;
-    const double channel_nics = 8 * nic / 1e9 / 16 * 2;
-    const double bus = 16 * std::min({channel_nvlink, channel_nics, 57.7});
+    const double head_nvlink = nvlink / 1e9 / 8 * 0.85 * 7 / 8 * 2;
+    const double head_nics = 8 * nic / 1e9 / 8 * 2;
+    const double bus = 8 * std::min({head_nvlink, head_nics, 57.7});
+    EXPECT_NEAR(bus, 8 * 57.7, 1e-9);  // the per-head cap binds here
     EXPECT_NEAR(e.bandwidth_gbs, bus * 16 / 30, 1e-9);
   }
   EXPECT_TRUE(found);
@@ -577,6 +581,79 @@ topo::Topology rails_of(int nodes, int g, bool sharp) {
         t.set_switch_reduction(t.link(l).to, {BytesPerSecond{50e9}, Seconds{1e-6}});
   }
   return t;
+}
+
+// NCCL_ALGO=NVLSTree's bus bandwidth is at most heads x perChMaxNVLSTreeBw (tuning.cc), an
+// algorithm bandwidth of 8 x 57.7 GB/s x 16/30 on 2 nodes of 8 and 8 x 45.5 x 32/62 on 4; none on
+// one node. The simulator holds NCCL's NVLS_TREE kernel to it through its switches' reductions:
+// with switches that reduce at 10 TB/s, `nccl algo=nvls_tree` at 1 GiB takes at least 1 GiB over
+// the cap in both models (and less than 5% more in the flow model, pipelined: the fill),
+// while the same schedule without NCCL's protocol (`nvls_tree`, costed by its routes) is faster.
+TEST(NcclTuner, NvlsTreeKernelStaysUnderNcclsPerHeadCap) {
+  auto reducing = [](int nodes, double bandwidth) {
+    topo::Topology t = rails_of(nodes, 8, false);
+    for (int j = 0; j < nodes; ++j) {
+      for (int l : t.out_links(t.vertex_of_rank(j * 8)))
+        if (t.link(l).link_class == "nvlink")
+          t.set_switch_reduction(t.link(l).to, {BytesPerSecond{bandwidth}, Seconds{1e-6}});
+    }
+    return t;
+  };
+  const topo::Topology t = reducing(2, 10e12);
+  EXPECT_NEAR(nccl_nvls_tree_bandwidth(t), 8 * 57.7e9 * 16 / 30, 1);
+  EXPECT_NEAR(nccl_nvls_tree_bandwidth(reducing(4, 10e12)), 8 * 45.5e9 * 32 / 62, 1);
+  EXPECT_TRUE(std::isinf(nccl_nvls_tree_bandwidth(rails_of(1, 8, false))));
+  const std::uint64_t bytes = 1ull << 30;
+  const double bound = static_cast<double>(bytes) / nccl_nvls_tree_bandwidth(t);
+  for (NetworkKind kind : {NetworkKind::flow, NetworkKind::alphabeta}) {
+    for (bool pipelined : {false, true}) {
+      SimulationConfig c;
+      c.topology = t;
+      c.algorithm = "nccl";
+      c.options = opts({{"algo", "nvls_tree"}, {"pipeline", "64"}});
+      c.size = Bytes{bytes};
+      c.network = kind;
+      c.pipelined_kernels = pipelined;
+      const double kernel = run_simulation(c).mean_completion.value;
+      EXPECT_GE(kernel, bound) << to_string(kind) << pipelined;
+      if (kind == NetworkKind::flow && pipelined) {
+        EXPECT_LE(kernel, 1.05 * bound);  // and the fill: a few of its 64 slices
+      }
+      c.algorithm = "nvls_tree";
+      c.options = opts({{"gpus_per_node", "8"}, {"pipeline", "64"}});
+      EXPECT_LT(run_simulation(c).mean_completion.value, 0.95 * kernel)
+          << to_string(kind) << pipelined;
+    }
+  }
+}
+
+// Pipelined, NVLS_TREE's depth is NCCL's own chunking (enqueue.cc): one 128 KiB chunk per
+// concurrent operation (16 CTAs x 8 heads) a slice, 64 KiB below 4 slices' worth (64 MiB), 32
+// KiB below one (4 MiB here), 64 KiB from 4 nodes; per round, the depth of least estimated time.
+TEST(NcclTuner, PipelinedNvlsTreeTakesNcclsChunks) {
+  auto with_reduction = [](int nodes) {
+    topo::Topology t = rails_of(nodes, 8, false);
+    for (int j = 0; j < nodes; ++j) {
+      for (int l : t.out_links(t.vertex_of_rank(j * 8)))
+        if (t.link(l).link_class == "nvlink")
+          t.set_switch_reduction(t.link(l).to, {BytesPerSecond{274e9}, Seconds{1e-6}});
+    }
+    return t;
+  };
+  const topo::Topology t = with_reduction(2);
+  auto depth = [&](const topo::Topology& on, std::uint64_t bytes, bool pipelined) {
+    const alg::NcclRequest r(on.gpu_count(), opts({{"algo", "nvls_tree"}}));
+    return nccl_choose(on, Bytes{bytes}, r, pipelined).pipeline;
+  };
+  const std::uint64_t MiB = 1ull << 20;
+  EXPECT_EQ(depth(t, 1 * MiB, true), 1);        // 32 KiB chunks, 1/4 of a slice
+  EXPECT_EQ(depth(t, 4 * MiB, true), 1);        // 32 KiB x 128 = 4 MiB
+  EXPECT_EQ(depth(t, 16 * MiB, true), 2);       // 64 KiB x 128 = 8 MiB
+  EXPECT_EQ(depth(t, 64 * MiB, true), 4);       // 128 KiB x 128 = 16 MiB
+  EXPECT_EQ(depth(t, 8192 * MiB, true), 512);
+  EXPECT_EQ(depth(t, 65536 * MiB, true), 1024);  // at most 1024
+  EXPECT_EQ(depth(with_reduction(4), 64 * MiB, true), 8);  // 64 KiB from 4 nodes
+  EXPECT_NE(depth(t, 8192 * MiB, false), 512);  // per round: least estimated time
 }
 
 // CollNet where every rail's switch reduces (4 nodes of 8; NVLink 400 GB/s, 50 GB/s NICs): its

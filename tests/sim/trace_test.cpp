@@ -318,7 +318,9 @@ TEST(ChromeTrace, PipelinedNcclKernelsStreamAValidTrace) {
         if (!fresh && x.ready < it->second) out_of_order = true;
         it->second = std::max(it->second, x.ready);
       }
-      if (name == "nccl_tree") EXPECT_TRUE(out_of_order);  // a ring's channels keep in step here
+      if (name == "nccl_tree") {
+        EXPECT_TRUE(out_of_order);  // a ring's channels keep in step here
+      }
       std::ostringstream out;
       ChromeTraceWriter w(out, s, &t, arrivals);
       RunOptions o;
