@@ -37,10 +37,10 @@
 // (pipelined: moves them at once and lands f a after its last byte left).
 //
 // Pipelined (ProtocolTiming::pipelined, from NetworkConfig::pipelined_kernels, `network: {steps:
-// pipelined}`; off by default; an NCCL collective kernel's only, not NCCL's send/recv under a
-// network-wide protocol, whose rounds are groups of their own), an NCCL kernel's steps overlap
-// their latencies (NCCL keeps up to
-// NCCL_STEPS = 8 steps in flight per connection; tuning.cc charges a step's hardware latency per
+// pipelined}`, the default; `steps: per_round` turns it off; an NCCL collective kernel's only,
+// not NCCL's send/recv under a network-wide protocol, whose rounds are groups of their own), an
+// NCCL kernel's steps overlap their latencies (NCCL keeps up to NCCL_STEPS = 8 steps in flight
+// per connection; tuning.cc charges a step's hardware latency per
 // step of the pipeline's depth, not per chunk looped through). Both models run it so: the
 // latency occupies no port or link (a sender is free once its bytes have left: alpha-beta
 // m max(w / b, 1 / cap) after the start, flow when its flow has moved them; the data lands f a

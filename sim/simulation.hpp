@@ -64,9 +64,9 @@ struct SimulationConfig {
   // network: {protocol: ...}: schedules that name no protocol run as NCCL's send/recv with this
   // one (NetworkConfig::p2p_protocol); empty: by their routes alone.
   std::optional<alg::Protocol> protocol = std::nullopt;
-  // network: {steps: pipelined}: NCCL kernels' steps overlap their latencies
-  // (NetworkConfig::pipelined_kernels); per_round (false, the default): the per-round rule.
-  bool pipelined_kernels = false;
+  // network: {steps: pipelined} (the default): NCCL kernels' steps overlap their latencies
+  // (NetworkConfig::pipelined_kernels); per_round (false): the per-round rule.
+  bool pipelined_kernels = true;
   std::string algorithm = "ring";  // a registry name (alg::algorithms())
   alg::Options options;            // generator options, e.g. segments, straggler
   // A schedule given as data (a schedule file, read and verified by the caller), run instead of

@@ -155,7 +155,7 @@ struct TrainingConfig {
   NetworkKind network = NetworkKind::alphabeta;
   SecondsPerByte gamma{0.0};
   std::optional<alg::Protocol> protocol = std::nullopt;  // network: {protocol: ...} (SimulationConfig's)
-  bool pipelined_kernels = false;  // network: {steps: pipelined} (SimulationConfig's)
+  bool pipelined_kernels = true;  // network: {steps: pipelined} (SimulationConfig's)
   std::vector<TrainingLayer> layers;  // forward order, at least one
   std::uint64_t bytes_per_param = 4;  // gradient bytes per parameter (4: fp32, 2: bf16)
   Bytes bucket_cap{25ull << 20};      // DDP's default bucket_cap_mb = 25

@@ -259,7 +259,7 @@ std::string advise_document(const AdviseArgs& a, const std::vector<std::string>&
   y << "network: {model: " << a.network;
   if (!a.gamma.empty()) y << ", gamma: " << yaml_quoted(a.gamma);
   if (a.protocol != "none") y << ", protocol: " << a.protocol;
-  if (a.steps != "per_round") y << ", steps: " << a.steps;
+  if (a.steps != "pipelined") y << ", steps: " << a.steps;
   y << "}\n";
   y << "algorithms: [";
   for (std::size_t i = 0; i < algs.size(); ++i) y << (i ? ", " : "") << yaml_quoted(algs[i]);
@@ -459,7 +459,7 @@ void run_advise(const AdviseArgs& a) {
             << (c.protocol ? std::string(", NCCL's ") + std::string(alg::to_string(*c.protocol)) +
                                  " costs for every schedule"
                            : std::string())
-            << (c.pipelined_kernels ? ", NCCL's steps pipelined" : "")
+            << (c.pipelined_kernels ? "" : ", NCCL's steps per round")
             << "; delays: " << c.delays.describe()
             << "; prediction " << policy_list << "; " << e.iterations
             << (job ? " steps" : " iterations") << ", seed " << e.seed << "\n";
@@ -581,8 +581,8 @@ CLI::App* add_advise_options(CLI::App& app, AdviseArgs& args) {
                   "simple where nccl is a candidate, else none)")
       ->check(CLI::IsMember({"auto", "none", "simple", "ll", "ll128"}));
   cmd->add_option("--steps", a->steps,
-                  "How NCCL kernels take their steps' latencies: per_round (default) or "
-                  "pipelined (overlapped, as network: {steps: pipelined})")
+                  "How NCCL kernels take their steps' latencies: pipelined (overlapped, the "
+                  "default) or per_round (as network: {steps: per_round})")
       ->check(CLI::IsMember({"per_round", "pipelined"}));
   cmd->add_option("--algorithms", a->algorithms,
                   "Candidates, comma-separated (default: every algorithm)");

@@ -38,7 +38,7 @@ struct AdviseArgs {
   // network: {protocol: ...}: NCCL's costs for every schedule. auto: simple where nccl is a
   // candidate (so every candidate is costed as NCCL would move it, as nccl is), else none.
   std::string protocol = "auto";
-  std::string steps = "per_round";  // network: {steps: ...}
+  std::string steps = "pipelined";  // network: {steps: ...}
   std::string algorithms;  // comma-separated; "" for every algorithm
   int iterations = 200;
   long long seed = 1;

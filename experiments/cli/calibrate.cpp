@@ -238,9 +238,10 @@ struct CalibrateArgs {
   int log_ranks = 0;
   std::vector<std::string> options;  // -O ALG:KEY=VALUE
   SimCalibrateArgs sim;
-  std::string topology, network;  // nccl-tests logs fitted by simulation on a topology file
+  std::string topology, network, steps;  // nccl-tests logs fitted by simulation on a topology file
   CLI::Option* topology_option = nullptr;
   CLI::Option* network_option = nullptr;
+  CLI::Option* steps_option = nullptr;
   // The closed-form fit's options, refused where calibration by simulation would ignore them.
   std::vector<CLI::Option*> only_closed_form;
   // What only -o uses (the written topology's GPU count and provenance).
@@ -393,6 +394,7 @@ void run_calibrate_logs(const CalibrateArgs& a) {
   l.options = a.options;
   l.options.insert(l.options.end(), a.sim.algorithm_options.begin(), a.sim.algorithm_options.end());
   l.network = a.network;
+  l.steps = a.steps;
   l.fix = a.sim.fix;
   l.fit = a.sim.fit;
   l.holdout = a.sim.holdout;
@@ -411,6 +413,8 @@ void run_calibrate(const CalibrateArgs& a) {
   }
   if (a.network_option->count() > 0)
     throw InputError("--network: for nccl-tests logs fitted on a topology (--topology FILE)");
+  if (a.steps_option->count() > 0)
+    throw InputError("--steps: for nccl-tests logs fitted on a topology (--topology FILE)");
   if (a.output.empty()) {
     refuse_given(a.only_with_output,
                  "says what -o writes (the calibrated topology), and no -o is given");
@@ -493,7 +497,7 @@ struct ValidateArgs {
   std::string input;
   std::string topology;
   std::string network;  // "": alphabeta, or kValidateNcclTestsNetwork for an nccl-tests log
-  std::string steps;    // nccl-tests logs: "" (per_round) or pipelined
+  std::string steps;    // nccl-tests logs: "" (pipelined) or per_round
   std::string gamma;
   std::string output;
   std::vector<std::string> options;  // -O ALG:KEY=VALUE for rows without an options column
@@ -1249,6 +1253,10 @@ void add_calibrate_commands(CLI::App& app) {
                                       std::string("With --topology: the network model (default ") +
                                           kValidateNcclTestsNetwork + ")")
                           ->check(CLI::IsMember({"alphabeta", "flow"}));
+  c->steps_option = cal->add_option("--steps", c->steps,
+                                    "With --topology: how NCCL kernels take their steps' "
+                                    "latencies, pipelined (default) or per_round")
+                        ->check(CLI::IsMember({"per_round", "pipelined"}));
   cal->callback([c] { run_calibrate(*c); });
 
   auto v = std::make_shared<ValidateArgs>();
@@ -1275,8 +1283,8 @@ void add_calibrate_commands(CLI::App& app) {
                       " for nccl-tests logs)")
       ->check(CLI::IsMember({"alphabeta", "flow"}));
   val->add_option("--steps", v->steps,
-                  "nccl-tests logs: how NCCL kernels take their steps' latencies, per_round "
-                  "(default) or pipelined (overlapped, network: {steps: ...})")
+                  "nccl-tests logs: how NCCL kernels take their steps' latencies, pipelined "
+                  "(overlapped, the default) or per_round (network: {steps: ...})")
       ->check(CLI::IsMember({"per_round", "pipelined"}));
   val->add_option("--gamma", v->gamma,
                   "Reduce cost (default: the topology's provenance.gamma, else 0)");

@@ -112,12 +112,14 @@ void run_calibrate_nccl_logs(const NcclLogCalibrateArgs& a) {
     o.options.set(item.substr(colon + 1, eq - colon - 1), item.substr(eq + 1));
   }
   o.network = sim::parse_network_kind(a.network.empty() ? kValidateNcclTestsNetwork : a.network);
+  o.pipelined_steps = a.steps != "per_round";
   o.holdout = a.holdout;
   o.max_evaluations = a.max_evaluations;
   o.seed = a.seed;
 
   std::cout << "calibrate: " << logs.size() << " nccl-tests log" << (logs.size() == 1 ? "" : "s") << " against "
-            << topology_path << ", " << sim::to_string(o.network) << " model, " << info.name << "\n";
+            << topology_path << ", " << sim::to_string(o.network) << " model"
+            << (o.pipelined_steps ? "" : ", per-round steps") << ", " << info.name << "\n";
   const NcclLogFit fit = fit_nccl_logs(logs, o);
   for (const NcclLogInput& in : logs) {
     const std::string& opts = fit.log_options.at(in.name);
@@ -191,7 +193,8 @@ void run_calibrate_nccl_logs(const NcclLogCalibrateArgs& a) {
       {"source", sources},
       {"input", "nccl-tests all_reduce_perf logs (out-of-place times), simulated as " + info.name + " (" +
                     options + ")"},
-      {"network", std::string(sim::to_string(o.network))},
+      {"network", std::string(sim::to_string(o.network)) +
+                      (o.pipelined_steps ? "" : ", steps: per_round")},
       {"fitted", fitted_keys},
       {"fixed", fixed_keys.empty() ? std::string("none") : fixed_keys},
       {"holdout", holdout.empty() ? std::string("none") : holdout},

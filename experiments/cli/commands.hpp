@@ -44,7 +44,7 @@ struct NcclLogValidation {
   bool algorithm_given = false;
   std::vector<std::string> options;  // -O ALG:KEY=VALUE, ALG = algorithm
   std::string network;               // "": kValidateNcclTestsNetwork
-  std::string steps;                 // "": per_round; pipelined (NetworkConfig::pipelined_kernels)
+  std::string steps;                 // "": pipelined; per_round (NetworkConfig::pipelined_kernels)
   std::string output;                // -o: the comparison as CSV ("": none)
 };
 void validate_nccl_tests_log(const NcclLogValidation& a, const topo::Topology& topology,
@@ -82,6 +82,7 @@ struct NcclLogCalibrateArgs {
   std::string algorithm;            // "": nccl
   std::vector<std::string> options;  // -O ALGO:KEY=VALUE
   std::string network;               // "": kValidateNcclTestsNetwork
+  std::string steps;                 // "": pipelined; per_round (NetworkConfig::pipelined_kernels)
   std::vector<std::string> fix, fit, holdout;
   std::uint64_t seed = 0;
   int max_evaluations = 4000;

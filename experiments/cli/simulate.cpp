@@ -120,7 +120,7 @@ std::string summary_table(const sim::SimulationConfig& c, const sim::SimulationR
      << (schedule_file.empty() ? std::string() : " (schedule file " + schedule_file + ")") << " on "
      << c.topology.name << ": " << r.ranks << " ranks, " << format_bytes(c.size) << ", "
      << sim::to_string(c.network) << " model"
-     << (c.pipelined_kernels ? " (NCCL's steps pipelined)" : "") << ", " << r.rounds
+     << (c.pipelined_kernels ? "" : " (NCCL's steps per round)") << ", " << r.rounds
      << " rounds, " << r.transfers << " transfers\n";
   if (!r.nccl_algo.empty()) {
     // What NCCL's own estimate picked (sim/nccl_tuner.hpp), which the run above is.

@@ -132,7 +132,7 @@ void validate_nccl_tests_log(const NcclLogValidation& a, const topo::Topology& t
             << ") against " << topology.name << " (" << a.topology_path << "): " << gpus
             << " GPUs, " << sim::to_string(network) << " model"
             << (a.network.empty() ? " (the default for nccl-tests logs)" : "")
-            << (a.steps == "pipelined" ? ", pipelined steps" : "") << ", gamma "
+            << (a.steps == "per_round" ? ", per-round steps" : "") << ", gamma "
             << printf_text("%.6g ns/B", gamma.value * 1e9) << " (" << gamma_from << ")\n";
   if (!log.device.empty()) std::cout << "measured on: " << log.device << "\n";
   std::cout << "ranks: " << ranks_text << "\n";
@@ -161,7 +161,7 @@ void validate_nccl_tests_log(const NcclLogValidation& a, const topo::Topology& t
       sim::SimulationConfig c;
       c.topology = topology;
       c.network = network;
-      c.pipelined_kernels = a.steps == "pipelined";
+      c.pipelined_kernels = a.steps != "per_round";
       c.gamma = gamma;
       c.algorithm = info.name;
       c.options = options;

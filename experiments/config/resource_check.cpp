@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "algorithms/protocol.hpp"
 #include "algorithms/registry.hpp"
 #include "algorithms/verifier.hpp"
 #include "common/error.hpp"
@@ -37,6 +38,13 @@ constexpr double kTraceBytesPerTransfer = 256;
 // run ends (sim::TimelineSink): two records, and as much again while the held list grows.
 constexpr double kHeldTraceBytesPerTransfer =
     2 * 2 * static_cast<double>(sizeof(sim::TransferRecord) + alignof(sim::TransferRecord));
+// Whether a traced run holds its sides (above): pipelined steps (the default) and an NCCL
+// collective kernel, a schedule that names its protocol (`nccl` always, another with `proto`).
+bool holds_trace(const sim::SimulationConfig& c) {
+  if (!c.pipelined_kernels) return false;
+  if (c.schedule) return alg::named_protocol(*c.schedule).has_value();
+  return c.algorithm == "nccl" || c.options.has("proto");
+}
 
 }  // namespace
 
@@ -150,7 +158,7 @@ double simulation_bytes(const sim::SimulationConfig& c) {
   return size.transfers *
              (kScheduleBytesPerTransfer + kExecutorBytesPerTransfer +
               (c.trace_iteration && !c.trace_out ? kTraceBytesPerTransfer : 0.0) +
-              (c.trace_iteration && c.pipelined_kernels ? kHeldTraceBytesPerTransfer : 0.0)) +
+              (c.trace_iteration && holds_trace(c) ? kHeldTraceBytesPerTransfer : 0.0)) +
          tables + results_bytes(c);
 }
 

@@ -54,9 +54,9 @@ void load_network(const ConfigNode& net, sim::NetworkKind& kind, SecondsPerByte&
   const std::string p = net.get_choice("protocol", {"none", "simple", "ll", "ll128"}, "none");
   if (p != "none") protocol = alg::parse_protocol(p);
   // How an NCCL kernel's steps take their latencies (sim/protocol.hpp): one per round
-  // (per_round, the default) or overlapped, up to NCCL's 8 steps in flight (pipelined).
+  // (per_round) or overlapped, up to NCCL's 8 steps in flight (pipelined, the default).
   pipelined_kernels =
-      net.get_choice("steps", {"per_round", "pipelined"}, "per_round") == "pipelined";
+      net.get_choice("steps", {"per_round", "pipelined"}, "pipelined") == "pipelined";
 }
 
 void check_algorithm_entry_options(const alg::AlgorithmInfo& info, int ranks,

@@ -151,8 +151,8 @@ nlohmann::json simulation_config_json(const sim::SimulationConfig& c) {
                    {"ecmp", c.topology.ecmp()}};
   j["network"] = {{"model", std::string(sim::to_string(c.network))},
                   {"gamma_s_per_byte", c.gamma.value}};
-  // Only when on: the default's output stays as it was.
-  if (c.pipelined_kernels) j["network"]["steps"] = "pipelined";
+  // Only when off (the default is pipelined): a per-round run says so.
+  if (!c.pipelined_kernels) j["network"]["steps"] = "per_round";
   j["collective"] = {
       {"algorithm", c.algorithm}, {"size_bytes", c.size.value}, {"options", c.options.values()}};
   j["delays"] = delay_model_json(c.delays);

@@ -179,6 +179,7 @@ NcclLogFit fit_nccl_logs(const std::vector<NcclLogInput>& logs, const NcclLogFit
       sim::SimulationConfig config;
       config.topology = t;
       config.network = o.network;
+      config.pipelined_kernels = o.pipelined_steps;
       config.algorithm = info.name;
       config.options = log_options[c.log];
       config.size = Bytes{c.bytes};

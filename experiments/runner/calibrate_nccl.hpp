@@ -46,6 +46,7 @@ struct NcclLogFitOptions {
   std::string algorithm = "nccl";
   alg::Options options;  // for every log; a log's NCCL_ALGO / NCCL_PROTO fill algo / proto
   sim::NetworkKind network = sim::NetworkKind::flow;
+  bool pipelined_steps = true;  // NCCL kernels' steps (sim::NetworkConfig::pipelined_kernels)
   // Rows left out of the fit and reported apart: "bytes OP SIZE" (OP: = != < <= > >=) or
   // "file=GLOB" / "file!=GLOB" (on the log's base name); a row matching any is held out.
   std::vector<std::string> holdout;

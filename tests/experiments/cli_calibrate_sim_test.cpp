@@ -233,6 +233,15 @@ TEST(CliCalibrateSim, NcclTestsLogsFitATopologyFilesKeys) {
   EXPECT_TRUE(contains(v.out, "sizes >= 1 MiB: out-of-place median |error|")) << v.out;
   std::remove(yaml.c_str());
   std::remove(rows.c_str());
+  // NCCL's steps as validate takes them: pipelined by default, per_round on request, said in the
+  // output and the written provenance.
+  EXPECT_FALSE(contains(r.out, "per-round steps")) << r.out;
+  const CommandResult per_round = run_cli("calibrate " + t15 + " --topology h100_8xib400" + fixed +
+                                          " --steps per_round --machine m -o " + yaml);
+  ASSERT_EQ(per_round.rc, 0) << per_round.err;
+  EXPECT_TRUE(contains(per_round.out, "flow model, per-round steps, nccl\n")) << per_round.out;
+  EXPECT_TRUE(contains(slurp(yaml), "network: \"flow, steps: per_round\"")) << slurp(yaml);
+  std::remove(yaml.c_str());
 
   struct Case {
     std::string args, message;
@@ -242,6 +251,7 @@ TEST(CliCalibrateSim, NcclTestsLogsFitATopologyFilesKeys) {
       {t01 + " --topology h100_8xib400", "the log ran 8 ranks"},
       {csv + " --topology h100_8xib400", "not an nccl-tests log"},
       {t15 + " --by-simulation", "add --topology FILE"},
+      {t15 + " --steps per_round", "--steps: for nccl-tests logs fitted on a topology"},
       {t15 + " --topology h100_8xib400 --fix nic.colour=1", "--fix nic.colour: not a key of"},
       {t15 + " --topology h100_8xib400 --fit nic.bandwidth --fix nic.bandwidth=1GB/s", "both fixed"},
       {t15 + " --topology h100_8xib400 --holdout 'ranks>2'", "unknown column 'ranks'"},

@@ -187,7 +187,9 @@ TEST(NcclProtocolSim, SendRecvRoundsStayPerRoundWhenPipelined) {
 }
 
 // The launch is paid from each rank's own arrival: a rank that arrives late starts its kernel
-// late, so on two ranks the ring ends a launch after the later arrival plus its two steps.
+// late, so on two ranks the ring ends a launch after the later arrival plus its two steps (each
+// waits for the last one's data), per round and pipelined (where a step's latency is at least
+// NCCL's per-step hardware latency, LL's 0.6 us within a node).
 TEST(NcclProtocolSim, LaunchCountsFromEachRanksArrival) {
   const topo::Topology t = testing::switch_of(2, kBw, kAlpha);
   const alg::Schedule s = alg::generate("nccl_ring", 2, opts({{"proto", "ll"}}));
@@ -195,11 +197,18 @@ TEST(NcclProtocolSim, LaunchCountsFromEachRanksArrival) {
   const std::uint64_t bytes = 1 << 10;
   const std::vector<Seconds> arrival{Seconds{0}, Seconds{50e-6}};
   for (NetworkKind kind : {NetworkKind::alphabeta, NetworkKind::flow}) {
-    const double step = c.latency_intra * kAlpha +
-                        bytes / 2.0 * per_byte(c, c.wire / (c.efficiency_intra * kBw), t, kind);
-    Executor ex(s, t, NetworkConfig{kind, SecondsPerByte{0.0}}, Bytes{bytes});
-    const double want = 50e-6 + c.launch + 2 * step;
-    EXPECT_NEAR(ex.run(arrival).completion.value, want, 1e-9 * want) << to_string(kind);
+    for (bool pipelined : {false, true}) {
+      const double latency = pipelined ? std::max(c.latency_intra * kAlpha, c.step_intra)
+                                       : c.latency_intra * kAlpha;
+      const double step =
+          latency + bytes / 2.0 * per_byte(c, c.wire / (c.efficiency_intra * kBw), t, kind);
+      NetworkConfig network{kind, SecondsPerByte{0.0}};
+      network.pipelined_kernels = pipelined;
+      Executor ex(s, t, network, Bytes{bytes});
+      const double want = 50e-6 + c.launch + 2 * step;
+      EXPECT_NEAR(ex.run(arrival).completion.value, want, 1e-9 * want)
+          << to_string(kind) << pipelined;
+    }
   }
 }
 
