@@ -401,6 +401,7 @@ Topology::Topology(const Topology& o)
     : name(o.name),
       description(o.description),
       calibrated(o.calibrated),
+      network_model(o.network_model),
       gpus_per_node(o.gpus_per_node),
       nic_path(o.nic_path),
       shared_device(o.shared_device),

@@ -199,6 +199,11 @@ class Topology {
   // Whether the figures were fitted to (or checked against) measurements: a topology file's
   // `provenance:` map, as `calibrate` writes it. Outputs call the others uncalibrated.
   bool calibrated = false;
+  // The network model its figures hold in (a topology file's `network_model` key: "alphabeta"
+  // or "flow"; empty: not said), which an experiment, advise or train on it runs when it names
+  // none (experiments/config). h100_8xib400.yaml says flow: NCCL's default there is within 3.1%
+  // of the published table in the flow model and 36% in the alpha-beta one.
+  std::string network_model;
   // Node structure, when the topology has one (the hierarchical generator): GPUs per node,
   // rank = node * gpus_per_node + local index. 0: none known. Experiments pass it to the
   // topology-aware algorithms as their gpus_per_node option.

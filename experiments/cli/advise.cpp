@@ -256,10 +256,14 @@ std::string advise_document(const AdviseArgs& a, const std::vector<std::string>&
   std::ostringstream y;
   y << "name: advise\n";
   y << "topology: " << topology_yaml(a) << "\n";
-  y << "network: {model: " << a.network;
-  if (!a.gamma.empty()) y << ", gamma: " << yaml_quoted(a.gamma);
-  if (a.protocol != "none") y << ", protocol: " << a.protocol;
-  if (a.steps != "pipelined") y << ", steps: " << a.steps;
+  // Without --network, the loader takes the topology's network_model (else alphabeta).
+  std::vector<std::string> net;
+  if (!a.network.empty()) net.push_back("model: " + a.network);
+  if (!a.gamma.empty()) net.push_back("gamma: " + yaml_quoted(a.gamma));
+  if (a.protocol != "none") net.push_back("protocol: " + a.protocol);
+  if (a.steps != "pipelined") net.push_back("steps: " + a.steps);
+  y << "network: {";
+  for (std::size_t i = 0; i < net.size(); ++i) y << (i ? ", " : "") << net[i];
   y << "}\n";
   y << "algorithms: [";
   for (std::size_t i = 0; i < algs.size(); ++i) y << (i ? ", " : "") << yaml_quoted(algs[i]);
@@ -340,7 +344,7 @@ AdviseRanking rank_advise_candidates(const AdviseArgs& given, std::ostream& err)
       throw InputError("--trace-iteration " + std::to_string(a.trace_iteration) +
                        " is past the last iteration (" + std::to_string(a.iterations - 1) + ")");
     }
-    if (a.trace_links > 0 && a.network != "flow") {
+    if (a.trace_links > 0 && a.network == "alphabeta") {
       throw InputError("--trace-links " + std::to_string(a.trace_links) +
                        ": link utilization counters need the flow model (--network flow); the "
                        "alphabeta model has no link rates");
@@ -370,6 +374,14 @@ AdviseRanking rank_advise_candidates(const AdviseArgs& given, std::ostream& err)
     const ConfigReader reader =
         ConfigReader::from_string(advise_document(a, algs, policy), "stragglesim advise");
     Experiment e = load_experiment(reader);
+    // Without --network the model is the topology's (network_model): known once loaded, and
+    // refused before anything runs or prints, as an explicit --network alphabeta is above.
+    if (!a.trace.empty() && a.trace_links > 0 && a.network.empty() && !e.points.empty() &&
+        e.points.front().config.network != sim::NetworkKind::flow) {
+      throw InputError("--trace-links " + std::to_string(a.trace_links) +
+                       ": link utilization counters need the flow model (--network flow); the "
+                       "alphabeta model (the topology's default) has no link rates");
+    }
     check_experiment_memory(MemoryBudget::from_flag(a.max_memory), e, a.jobs);
     check_experiment_time(TimeBudget::from_flag(a.max_time), e, a.jobs);
     if (const std::string note = experiment_time_note(e, a.jobs); !note.empty())
@@ -572,7 +584,8 @@ CLI::App* add_advise_options(CLI::App& app, AdviseArgs& args) {
                   "pairs (default previous)");
   cmd->add_option("--fallback", a->fallback,
                   "Baselines --policy adaptive may fall back to, comma-separated (default ring)");
-  cmd->add_option("--network", a->network, "Network model (default alphabeta)")
+  cmd->add_option("--network", a->network,
+                  "Network model (default: the topology file's network_model, else alphabeta)")
       ->check(CLI::IsMember({"alphabeta", "flow"}));
   cmd->add_option("--gamma", a->gamma, "Reduce cost, e.g. 0.05ns/B (default 0)");
   cmd->add_option("--protocol", a->protocol,

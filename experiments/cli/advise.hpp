@@ -33,7 +33,7 @@ struct AdviseArgs {
   double probability = -1;  // -1: late in every iteration (no probability key)
   std::string policy = "previous";  // comma-separated: rank algorithm x policy pairs
   std::string fallback;             // adaptive's fallbacks, comma-separated
-  std::string network = "alphabeta";
+  std::string network;  // "": the topology's network_model, else alphabeta
   std::string gamma;
   // network: {protocol: ...}: NCCL's costs for every schedule. auto: simple where nccl is a
   // candidate (so every candidate is costed as NCCL would move it, as nccl is), else none.

@@ -115,9 +115,12 @@ void load_prediction(const ConfigNode& node, int ranks, sim::SimulationConfig& c
 // The `network:` map of a simulate config, an experiment or a training job: model (alphabeta,
 // flow), gamma, protocol (none, simple, ll, ll128: NCCL's costs for every schedule that names
 // none) and steps (per_round, pipelined: NetworkConfig::pipelined_kernels), each failing at its
-// key.
+// key. Without `model`, `kind` stays as given (the caller sets default_network first).
 void load_network(const ConfigNode& net, sim::NetworkKind& kind, SecondsPerByte& gamma,
                   std::optional<alg::Protocol>& protocol, bool& pipelined_kernels);
+// The network model of a config that names none: the topology's network_model (the model its
+// figures hold in, a topology file's key), else the alpha-beta model.
+sim::NetworkKind default_network(const topo::Topology& topology);
 // Checks an algorithm's option values for `ranks` (e.g. stragglar's stragglers and late) at
 // their YAML keys under `node` (the options map).
 void check_algorithm_options(const alg::AlgorithmInfo& info, int ranks, const alg::Options& options,

@@ -490,6 +490,7 @@ sim::SimulationConfig load_point(const ConfigNode& root, topo::Topology topology
     sim::SimulationConfig c;
     c.topology = std::move(topology);
     const int n = c.topology.gpu_count();
+    c.network = default_network(c.topology);
     bool ok = collect([&] {
       if (auto net = root.maybe("network")) {
         load_network(*net, c.network, c.gamma, c.protocol, c.pipelined_kernels);

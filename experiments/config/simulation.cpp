@@ -44,10 +44,17 @@ alg::Options load_algorithm_options(const alg::AlgorithmInfo& info, int ranks,
   return options;
 }
 
+sim::NetworkKind default_network(const topo::Topology& topology) {
+  return topology.network_model.empty() ? sim::NetworkKind::alphabeta
+                                        : sim::parse_network_kind(topology.network_model);
+}
+
 void load_network(const ConfigNode& net, sim::NetworkKind& kind, SecondsPerByte& gamma,
                   std::optional<alg::Protocol>& protocol, bool& pipelined_kernels) {
   net.allow_only({"model", "gamma", "protocol", "steps"});
-  kind = sim::parse_network_kind(net.get_choice("model", {"alphabeta", "flow"}, "alphabeta"));
+  // Without a model: `kind` as the caller set it (the topology's network_model, else alphabeta).
+  kind = sim::parse_network_kind(
+      net.get_choice("model", {"alphabeta", "flow"}, std::string(sim::to_string(kind))));
   if (net.has("gamma")) gamma = net.child("gamma").as_seconds_per_byte();
   // Schedules that name no protocol run as NCCL's send/recv with this one (none: by their
   // routes alone, the default).

@@ -178,7 +178,8 @@ topo::Topology load_inline(const ConfigNode& node) {
   const std::string kind = node.get_choice(
       "kind", {"switch", "fully_connected", "ring", "torus2d", "torus3d", "fat_tree", "hierarchical", "custom",
                  "shared_device"});
-  static constexpr const char* kCommon[] = {"kind", "ecmp", "name", "description", "provenance"};
+  static constexpr const char* kCommon[] = {"kind",        "ecmp",      "name",
+                                            "description", "provenance", "network_model"};
   auto allow = [&](std::initializer_list<const char*> extra) {
     std::vector<std::string> keys(std::begin(kCommon), std::end(kCommon));
     keys.insert(keys.end(), extra.begin(), extra.end());
@@ -365,6 +366,10 @@ topo::Topology load_inline(const ConfigNode& node) {
   });
   collect([&] {
     if (node.has("name")) t.name = node.get_string("name");
+  });
+  collect([&] {
+    if (node.has("network_model"))
+      t.network_model = node.get_choice("network_model", {"alphabeta", "flow"}, "alphabeta");
   });
   std::string provenance;
   collect([&] {

@@ -283,6 +283,7 @@ sim::TrainingConfig load_training_parts(const ConfigReader& reader) {
     if (c.topology.gpu_count() < 2) root.child("topology").fail("training needs at least 2 ranks");
   });
   const int ranks = topology_ok ? c.topology.gpu_count() : 0;
+  if (topology_ok) c.network = default_network(c.topology);
   collect([&] {
     if (auto net = root.maybe("network")) {
       load_network(*net, c.network, c.gamma, c.protocol, c.pipelined_kernels);

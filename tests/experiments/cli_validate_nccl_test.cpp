@@ -317,6 +317,39 @@ TEST_F(ValidateNccl, PipelinedStepsAreAKeyAndAFlag) {
       << a.out;
 }
 
+// A topology file's network_model is the model of a config, advise or train job on it that
+// names none: the shipped h100_8xib400 says flow, where NCCL's default is within 3.1% of table 11
+// (alpha-beta 0.90-1.76 of it), so a plain simulate of nccl at 1 GiB gives the flow model's
+// 4.51 ms (table 11: 4.497 ms); an explicit model still wins.
+TEST_F(ValidateNccl, ATopologysNetworkModelIsTheDefault) {
+  auto simulate = [&](const std::string& network) {
+    const std::string config = write(network.empty() ? "plain.yaml" : "model.yaml",
+                                     "topology: h100_8xib400\nalgorithm: nccl\nsize: 1GiB\n" +
+                                         network + "iterations: 1\n");
+    const CommandResult r = run_cli("simulate " + config + " --json");
+    EXPECT_EQ(r.rc, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  const nlohmann::json plain = simulate("");
+  EXPECT_EQ(plain["config"]["network"]["model"], "flow");
+  EXPECT_NEAR(plain["iterations"][0]["completion_s"].get<double>() / 4.497e-3, 1.0, 0.05);
+  const nlohmann::json ab = simulate("network: {model: alphabeta}\n");
+  EXPECT_EQ(ab["config"]["network"]["model"], "alphabeta");
+  const CommandResult a = run_cli("advise --topology h100_8xib400 --size 64MiB --algorithms nccl "
+                                  "--iterations 1 -q");
+  ASSERT_EQ(a.rc, 0) << a.err;
+  EXPECT_TRUE(contains(a.out, "h100-8xib400, 16 ranks, 64MiB, flow model")) << a.out;
+  const CommandResult b = run_cli("advise --topology h100_8xib400 --size 64MiB --algorithms nccl "
+                                  "--iterations 1 -q --network alphabeta");
+  ASSERT_EQ(b.rc, 0) << b.err;
+  EXPECT_TRUE(contains(b.out, "h100-8xib400, 16 ranks, 64MiB, alphabeta model")) << b.out;
+  // One node's file says nothing: the alpha-beta model, as before.
+  const CommandResult d = run_cli("advise --topology dgx_h100 --size 64MiB --algorithms nccl "
+                                  "--iterations 1 -q");
+  ASSERT_EQ(d.rc, 0) << d.err;
+  EXPECT_TRUE(contains(d.out, "dgx-h100, 8 ranks, 64MiB, alphabeta model")) << d.out;
+}
+
 // advise's "vs" column is what NCCL runs wherever nccl is a candidate (else Ring, the paper's
 // baseline), and a ring that spans nodes says it is the one-channel textbook ring.
 TEST_F(ValidateNccl, AdviseComparesWithWhatNcclRuns) {

@@ -33,6 +33,28 @@ TEST(ConfigTopology, InlineSwitch) {
   EXPECT_DOUBLE_EQ(r.bandwidth.value, 450.0 * (1ull << 30));
 }
 
+// network_model: the model a file's figures hold in (experiments that name none run it); kept
+// by copies; any other value is refused at its key; the 2-node H100 file says flow.
+TEST(ConfigTopology, NetworkModelKey) {
+  const std::string base = "kind: switch\nranks: 4\nbandwidth: 100GB/s\nlatency: 1us\n";
+  const topo::Topology t = load(base + "network_model: flow\n");
+  EXPECT_EQ(t.network_model, "flow");
+  const topo::Topology copy = t;
+  EXPECT_EQ(copy.network_model, "flow");
+  EXPECT_EQ(default_network(copy), sim::NetworkKind::flow);
+  EXPECT_EQ(load(base).network_model, "");
+  EXPECT_EQ(default_network(load(base)), sim::NetworkKind::alphabeta);
+  EXPECT_EQ(default_network(load(base + "network_model: alphabeta\n")),
+            sim::NetworkKind::alphabeta);
+  const std::string e = error_of(base + "network_model: packets\n");
+  EXPECT_NE(e.find("t.yaml:5:16: network_model: unknown value 'packets' (expected one of: "
+                   "alphabeta, flow)"),
+            std::string::npos)
+      << e;
+  EXPECT_EQ(load("topologies/h100_8xib400.yaml").network_model, "flow");
+  EXPECT_EQ(load("topologies/dgx_h100.yaml").network_model, "");
+}
+
 TEST(ConfigTopology, EveryShippedTopologyFileLoads) {
   int files = 0;
   for (const auto& entry : std::filesystem::directory_iterator(std::string(STRAGGLESIM_SOURCE_DIR) +
@@ -204,7 +226,7 @@ TEST(ConfigTopology, ErrorsNameLineKeyAndValue) {
   EXPECT_EQ(error_of("kind: switch\nranks: 8\nbandwidth: 1GB/s\nlatency: 3us\nx: 4\n"),
             "t.yaml:5:4: x: unknown key 'x' for a switch topology (allowed: kind, ecmp, name, "
             "description, "
-            "provenance, ranks, bandwidth, latency, reduce) (value: 4)");
+            "provenance, network_model, ranks, bandwidth, latency, reduce) (value: 4)");
   EXPECT_EQ(error_of("kind: switch\nranks: 8\nbandwidth: 1GB/s\n"),
             "t.yaml:1:1: (top level): missing required key 'latency' (value: {kind: switch, ranks: "
             "8, bandwidth: "
