@@ -4,7 +4,7 @@
 //
 //   const NcclRequest request(8, options);   // throws InputError as nccl's check_options does
 //   request.algo()                           // "nvls" when forced with algo=nvls, else empty
-//   NcclChoice c = sim::nccl_choose(topology, Bytes{1 << 20}, request);   // an NcclPick
+//   NcclChoice c = sim::nccl_choose(topology, Bytes{1 << 20}, request, pipelined);  // an NcclPick
 //   Options o = request.schedule_options(c);   // what generate("nccl", 8, o) runs
 #pragma once
 

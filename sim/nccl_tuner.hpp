@@ -5,7 +5,7 @@
 // This is NCCL's estimate, not the simulator's time: the simulator then runs what was chosen.
 //
 //   const alg::NcclRequest request(topology.gpu_count(), options);   // algo=, proto=, ...
-//   NcclChoice c = nccl_choose(topology, Bytes{1 << 20}, request);
+//   NcclChoice c = nccl_choose(topology, Bytes{1 << 20}, request, config.pipelined_kernels);
 //   alg::Options o = request.schedule_options(c);   // algo, proto and channels filled in
 //
 // It lives in sim/ because it needs the machine (the topology's bandwidths, nodes and whether a
@@ -61,7 +61,7 @@ struct NcclChoice : alg::NcclPick {
 // flight), else the depth of least estimated time (the per-round rule pays every slice's
 // latency); nvls and collnet_direct take the depth of least estimated time either way.
 NcclChoice nccl_choose(const topo::Topology& topology, Bytes size, const alg::NcclRequest& request,
-                       bool pipelined_steps = false);
+                       bool pipelined_steps);
 
 // One of NCCL's channels' bandwidth on this machine, in bytes per second on the wire: the graph's
 // per-channel `bw` of tuning.cc, whose bus bandwidth is nChannels x bw (the machine above:

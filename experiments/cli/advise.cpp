@@ -344,11 +344,6 @@ AdviseRanking rank_advise_candidates(const AdviseArgs& given, std::ostream& err)
       throw InputError("--trace-iteration " + std::to_string(a.trace_iteration) +
                        " is past the last iteration (" + std::to_string(a.iterations - 1) + ")");
     }
-    if (a.trace_links > 0 && a.network == "alphabeta") {
-      throw InputError("--trace-links " + std::to_string(a.trace_links) +
-                       ": link utilization counters need the flow model (--network flow); the "
-                       "alphabeta model has no link rates");
-    }
   }
   std::vector<std::string> left_out;
   const std::vector<std::string> policies = advise_policies(a);
@@ -374,13 +369,14 @@ AdviseRanking rank_advise_candidates(const AdviseArgs& given, std::ostream& err)
     const ConfigReader reader =
         ConfigReader::from_string(advise_document(a, algs, policy), "stragglesim advise");
     Experiment e = load_experiment(reader);
-    // Without --network the model is the topology's (network_model): known once loaded, and
-    // refused before anything runs or prints, as an explicit --network alphabeta is above.
-    if (!a.trace.empty() && a.trace_links > 0 && a.network.empty() && !e.points.empty() &&
+    // Link counters need the flow model: --network's, else the topology's (network_model),
+    // known once loaded; refused before anything runs or prints.
+    if (!a.trace.empty() && a.trace_links > 0 && !e.points.empty() &&
         e.points.front().config.network != sim::NetworkKind::flow) {
+      const std::string whose = a.network.empty() ? " (the topology's default)" : "";
       throw InputError("--trace-links " + std::to_string(a.trace_links) +
                        ": link utilization counters need the flow model (--network flow); the "
-                       "alphabeta model (the topology's default) has no link rates");
+                       "alphabeta model" + whose + " has no link rates");
     }
     check_experiment_memory(MemoryBudget::from_flag(a.max_memory), e, a.jobs);
     check_experiment_time(TimeBudget::from_flag(a.max_time), e, a.jobs);

@@ -83,7 +83,8 @@ void check_algorithm_entry_options(const alg::AlgorithmInfo& info, int ranks,
   // node, ...) needs the topology: asked here, the error points at the option's line.
   if (info.name == "nccl" && ranks == topology.gpu_count()) {
     try {
-      (void)sim::nccl_choose(topology, Bytes{1}, alg::NcclRequest(ranks, options));
+      // Refusals only: the steps (the last argument) do not matter.
+      (void)sim::nccl_choose(topology, Bytes{1}, alg::NcclRequest(ranks, options), true);
     } catch (const InputError& e) {
       const std::string what = e.what();
       if (node) {

@@ -513,6 +513,17 @@ topo::Topology two_nodes_of_8() {
                                   .spine_latency = Seconds{1e-6}});
 }
 
+// `t` (nodes of `g` GPUs) with every node's NVSwitch reducing at `bandwidth`, 1 us (NVLS): the
+// switch at the end of each node's first GPU's NVLink.
+topo::Topology with_nvswitch_reduction(topo::Topology t, int g, double bandwidth = 274e9) {
+  for (int j = 0; j < t.gpu_count() / g; ++j) {
+    for (int l : t.out_links(t.vertex_of_rank(j * g)))
+      if (t.link(l).link_class == "nvlink")
+        t.set_switch_reduction(t.link(l).to, {BytesPerSecond{bandwidth}, Seconds{1e-6}});
+  }
+  return t;
+}
+
 // Two nodes of 8 whose NVSwitches reduce: NCCL's NVLS_TREE is a candidate (Simple only), its
 // estimate by hand from tuning.cc (no base latency, 25 us of NVLink, 2 log2(2) x 20.9 us of
 // network; bus bandwidth 8 heads (the NVLS graph's channels, one per GPU, not its 16 CTAs) x
@@ -521,13 +532,8 @@ topo::Topology two_nodes_of_8() {
 // pipeline; forced where it cannot run, refused.
 TEST(NcclTuner, NvlsTreeAcrossNodes) {
   const double nvlink = 400e9, nic = 50e9;
-  topo::Topology t = two_nodes_of_8();
-  const topo::Topology plain = t;
-  for (int j = 0; j < 2; ++j) {
-    for (int l : t.out_links(t.vertex_of_rank(j * 8)))
-      if (t.link(l).link_class == "nvlink")
-        t.set_switch_reduction(t.link(l).to, {BytesPerSecond{274e9}, Seconds{1e-6}});
-  }
+  const topo::Topology plain = two_nodes_of_8();
+  const topo::Topology t = with_nvswitch_reduction(plain, 8);
   const Resolved big = choose(t, Bytes{1ull << 30}, alg::Options{});
   EXPECT_EQ(big.algo, "nvls_tree");
   EXPECT_EQ(big.proto, alg::Protocol::simple);
@@ -600,13 +606,7 @@ topo::Topology rails_of(int nodes, int g, bool sharp) {
 // while the same schedule without NCCL's protocol (`nvls_tree`, costed by its routes) is faster.
 TEST(NcclTuner, NvlsTreeKernelStaysUnderNcclsPerHeadCap) {
   auto reducing = [](int nodes, double bandwidth) {
-    topo::Topology t = rails_of(nodes, 8, false);
-    for (int j = 0; j < nodes; ++j) {
-      for (int l : t.out_links(t.vertex_of_rank(j * 8)))
-        if (t.link(l).link_class == "nvlink")
-          t.set_switch_reduction(t.link(l).to, {BytesPerSecond{bandwidth}, Seconds{1e-6}});
-    }
-    return t;
+    return with_nvswitch_reduction(rails_of(nodes, 8, false), 8, bandwidth);
   };
   const topo::Topology t = reducing(2, 10e12);
   EXPECT_NEAR(nccl_nvls_tree_bandwidth(t), 8 * 57.7e9 * 16 / 30, 1);
@@ -641,13 +641,7 @@ TEST(NcclTuner, NvlsTreeKernelStaysUnderNcclsPerHeadCap) {
 // KiB below one (4 MiB here), 64 KiB from 4 nodes; per round, the depth of least estimated time.
 TEST(NcclTuner, PipelinedNvlsTreeTakesNcclsChunks) {
   auto with_reduction = [](int nodes) {
-    topo::Topology t = rails_of(nodes, 8, false);
-    for (int j = 0; j < nodes; ++j) {
-      for (int l : t.out_links(t.vertex_of_rank(j * 8)))
-        if (t.link(l).link_class == "nvlink")
-          t.set_switch_reduction(t.link(l).to, {BytesPerSecond{274e9}, Seconds{1e-6}});
-    }
-    return t;
+    return with_nvswitch_reduction(rails_of(nodes, 8, false), 8);
   };
   const topo::Topology t = with_reduction(2);
   auto depth = [&](const topo::Topology& on, std::uint64_t bytes, bool pipelined) {
